@@ -1,0 +1,58 @@
+# mq — build, test and run. `make test` is the one test command (CI runs it).
+GO       ?= go
+BIN      := bin
+PROGRAMS := $(notdir $(wildcard cmd/*))
+PKGS     := ./...
+FUZZTIME ?= 20s
+PREFIX   ?= /usr/local
+
+.PHONY: all build test test-short fuzz bench perf lint install uninstall run man clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# The whole suite, race detector on. Long-running end-to-end tests are part of it.
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+# A quick pass without -race, for the edit-compile loop.
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+# Each fuzz target for FUZZTIME (go test runs one fuzz target per invocation).
+fuzz:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "fuzz $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+lint:
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) test -count=1 -run TestDependencyDirection .
+
+install:
+	./install.sh
+
+uninstall:
+	./install.sh --uninstall
+
+# Build and start mqd on its embedded defaults.
+run: build
+	./$(BIN)/mqd
+
+# Regenerate the man pages from the command definitions.
+man:
+	@set -e; for p in $(PROGRAMS); do $(GO) test ./cmd/$$p -count=1 -run TestManPageCurrent -update-man; done
+
+clean:
+	rm -rf $(BIN)
