@@ -1,0 +1,181 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// commandType is the first byte of every record the controller writes to
+// the Raft log. Values are never reused: a retired command keeps its number.
+type commandType uint8
+
+const (
+	cmdControllerElected  commandType = 1
+	cmdRegisterBroker     commandType = 2
+	cmdCreateTopic        commandType = 3
+	cmdDeleteTopic        commandType = 4
+	cmdCreatePartitions   commandType = 5
+	cmdAlterTopicConfigs  commandType = 6
+	cmdAlterBrokerConfigs commandType = 7
+	cmdAlterPartition     commandType = 8
+	cmdAllocateProducerID commandType = 9
+)
+
+func (t commandType) String() string {
+	switch t {
+	case cmdControllerElected:
+		return "ControllerElected"
+	case cmdRegisterBroker:
+		return "RegisterBroker"
+	case cmdCreateTopic:
+		return "CreateTopic"
+	case cmdDeleteTopic:
+		return "DeleteTopic"
+	case cmdCreatePartitions:
+		return "CreatePartitions"
+	case cmdAlterTopicConfigs:
+		return "AlterTopicConfigs"
+	case cmdAlterBrokerConfigs:
+		return "AlterBrokerConfigs"
+	case cmdAlterPartition:
+		return "AlterPartition"
+	case cmdAllocateProducerID:
+		return "AllocateProducerIDs"
+	}
+	return fmt.Sprintf("command(%d)", uint8(t))
+}
+
+// currentVersion is the body version this code writes for every command
+// type. Decoding accepts exactly the versions listed in decodeCommand.
+const currentVersion = 1
+
+// Command bodies, version 1. The JSON field names are part of the on-disk
+// format: rename a Go field freely, never a tag. A change of meaning needs
+// a new version (and decodeCommand keeps reading the old one).
+
+type controllerElectedV1 struct {
+	NodeID int32 `json:"node_id"`
+	// ClusterID is a fresh random ID proposed by the new controller; the
+	// FSM keeps it only when the image has no cluster ID yet.
+	ClusterID string `json:"cluster_id"`
+}
+
+type registerBrokerV1 struct {
+	ID        int32    `json:"id"`
+	Host      string   `json:"host"`
+	Port      int32    `json:"port"`
+	Rack      *string  `json:"rack,omitempty"`
+	Listeners []string `json:"listeners,omitempty"`
+}
+
+type createTopicV1 struct {
+	Name              string            `json:"name"`
+	ID                TopicID           `json:"id"`
+	Partitions        int32             `json:"partitions"`
+	ReplicationFactor int16             `json:"replication_factor"`
+	Assignments       [][]int32         `json:"assignments,omitempty"`
+	Configs           map[string]string `json:"configs,omitempty"`
+	Internal          bool              `json:"internal,omitempty"`
+}
+
+type deleteTopicV1 struct {
+	Name string `json:"name"`
+}
+
+type createPartitionsV1 struct {
+	Topic string `json:"topic"`
+	Total int32  `json:"total"`
+	// Assignments lists the replicas of the new partitions only.
+	Assignments [][]int32 `json:"assignments,omitempty"`
+}
+
+type alterTopicConfigsV1 struct {
+	Topic  string            `json:"topic"`
+	Set    map[string]string `json:"set,omitempty"`
+	Delete []string          `json:"delete,omitempty"`
+}
+
+type alterBrokerConfigsV1 struct {
+	BrokerID int32             `json:"broker_id"`
+	Set      map[string]string `json:"set,omitempty"`
+	Delete   []string          `json:"delete,omitempty"`
+}
+
+type alterPartitionV1 struct {
+	Topic       string  `json:"topic"`
+	Partition   int32   `json:"partition"`
+	Leader      int32   `json:"leader"`
+	ISR         []int32 `json:"isr"`
+	LeaderEpoch int32   `json:"leader_epoch"`
+}
+
+type allocateProducerIDsV1 struct {
+	Count int64 `json:"count"`
+}
+
+// encodeCommand frames body as a record of type t at the current version:
+// type byte, version byte, JSON body.
+func encodeCommand(t commandType, body any) ([]byte, error) {
+	js, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode %v: %w", t, err)
+	}
+	return append([]byte{byte(t), currentVersion}, js...), nil
+}
+
+// decodeCommand decodes a record into its command type and a pointer to its
+// body struct. It refuses unknown types and versions with ErrUnknownCommand
+// and bodies that are not exactly one JSON object of known fields with
+// ErrInvalidCommand.
+func decodeCommand(data []byte) (commandType, any, error) {
+	if len(data) < 2 {
+		return 0, nil, fmt.Errorf("%w: record of %d bytes", ErrUnknownCommand, len(data))
+	}
+	t, version := commandType(data[0]), data[1]
+	var body any
+	switch {
+	case t == cmdControllerElected && version == 1:
+		body = new(controllerElectedV1)
+	case t == cmdRegisterBroker && version == 1:
+		body = new(registerBrokerV1)
+	case t == cmdCreateTopic && version == 1:
+		body = new(createTopicV1)
+	case t == cmdDeleteTopic && version == 1:
+		body = new(deleteTopicV1)
+	case t == cmdCreatePartitions && version == 1:
+		body = new(createPartitionsV1)
+	case t == cmdAlterTopicConfigs && version == 1:
+		body = new(alterTopicConfigsV1)
+	case t == cmdAlterBrokerConfigs && version == 1:
+		body = new(alterBrokerConfigsV1)
+	case t == cmdAlterPartition && version == 1:
+		body = new(alterPartitionV1)
+	case t == cmdAllocateProducerID && version == 1:
+		body = new(allocateProducerIDsV1)
+	default:
+		return t, nil, fmt.Errorf("%w: %v version %d", ErrUnknownCommand, t, version)
+	}
+	if err := strictUnmarshal(data[2:], body); err != nil {
+		return t, nil, fmt.Errorf("%w: %v version %d: %v", ErrInvalidCommand, t, version, err)
+	}
+	return t, body, nil
+}
+
+// strictUnmarshal decodes exactly one JSON object with no unknown fields
+// and nothing after it.
+func strictUnmarshal(data []byte, v any) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return fmt.Errorf("body is not a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() || dec.InputOffset() != int64(len(data)) {
+		return fmt.Errorf("trailing data after JSON body")
+	}
+	return nil
+}

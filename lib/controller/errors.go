@@ -1,0 +1,35 @@
+package controller
+
+import "errors"
+
+// Errors returned by the Controller's commands and by the FSM. Callers test
+// them with errors.Is; the FSM wraps them with detail ("%w: ...").
+var (
+	ErrTopicExists              = errors.New("controller: topic already exists")
+	ErrUnknownTopic             = errors.New("controller: unknown topic")
+	ErrUnknownPartition         = errors.New("controller: unknown partition")
+	ErrInvalidPartitions        = errors.New("controller: invalid number of partitions")
+	ErrInvalidReplicationFactor = errors.New("controller: invalid replication factor")
+	ErrInvalidReplicaAssignment = errors.New("controller: invalid replica assignment")
+	ErrInvalidPartitionState    = errors.New("controller: invalid leader or in-sync replica set")
+	ErrStaleLeaderEpoch         = errors.New("controller: stale leader epoch")
+	ErrInvalidConfig            = errors.New("controller: invalid config change")
+	ErrInvalidBroker            = errors.New("controller: invalid broker registration")
+	ErrInvalidProducerIDCount   = errors.New("controller: invalid producer id block size")
+
+	// ErrNotController is returned by a command proposed on a node that is
+	// not (or stopped being) the Raft leader. With ErrLeadershipLost from
+	// Raft the command may or may not have been committed.
+	ErrNotController = errors.New("controller: not the active controller")
+	// ErrUnknownCommand is the FSM's answer to a record whose command type
+	// or version it does not know. The record is refused, never guessed at.
+	ErrUnknownCommand = errors.New("controller: unknown command type or version")
+	// ErrInvalidCommand is the FSM's answer to a record of a known type and
+	// version whose body does not decode.
+	ErrInvalidCommand = errors.New("controller: malformed command")
+	// ErrInvalidSnapshot is returned by Restore for bytes that are not a
+	// snapshot this version can read.
+	ErrInvalidSnapshot = errors.New("controller: invalid snapshot")
+	// ErrClosed is returned by commands after Close.
+	ErrClosed = errors.New("controller: closed")
+)

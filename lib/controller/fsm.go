@@ -1,0 +1,502 @@
+package controller
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+const (
+	// maxProducerIDBlock bounds one AllocateProducerIDs command.
+	maxProducerIDBlock = 1 << 24
+	// MaxPartitions bounds the partitions of one topic, so that one command
+	// cannot make the image (and every snapshot) enormous.
+	MaxPartitions = 100_000
+)
+
+// applyResult is what fsm.Apply returns to the proposer through
+// raft.ApplyFuture.Response.
+type applyResult struct {
+	err error
+	// firstProducerID is the first ID of a block from AllocateProducerIDs.
+	firstProducerID int64
+}
+
+// fsm is the controller's raft.FSM. Raft calls Apply, Snapshot and Restore
+// from one goroutine; image and changes may be read from any goroutine.
+type fsm struct {
+	logger *slog.Logger
+	image  atomic.Pointer[Image]
+
+	mu      sync.Mutex
+	changes chan struct{} // closed and replaced when image changes
+}
+
+var _ raft.FSM = (*fsm)(nil)
+
+// newFSM returns an FSM holding the empty image; a nil logger is silent.
+func newFSM(logger *slog.Logger) *fsm {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	f := &fsm{logger: logger, changes: make(chan struct{})}
+	f.image.Store(emptyImage())
+	return f
+}
+
+// Image returns the current image.
+func (f *fsm) Image() *Image { return f.image.Load() }
+
+// Changes returns a channel closed at the next publication of an image.
+func (f *fsm) Changes() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changes
+}
+
+// publish makes img the current image and wakes the watchers.
+func (f *fsm) publish(img *Image) {
+	f.image.Store(img)
+	f.mu.Lock()
+	close(f.changes)
+	f.changes = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// Apply implements raft.FSM. It never panics on bad input: a record that
+// does not decode, or a command the image refuses, leaves the image as it
+// was and returns the error in the applyResult.
+func (f *fsm) Apply(l *raft.Log) any {
+	return f.apply(l.Index, l.Data)
+}
+
+func (f *fsm) apply(index uint64, data []byte) applyResult {
+	t, body, err := decodeCommand(data)
+	if err != nil {
+		// Refused records are rare and worth a look: a newer node wrote a
+		// command this version cannot read, or something is corrupt.
+		f.logger.Warn("controller: refusing raft record", "index", index, "type", t, "err", err)
+		return applyResult{err: err}
+	}
+	old := f.image.Load()
+	next, res := applyCommand(old, index, body)
+	if res.err != nil {
+		f.logger.Debug("controller: command refused", "index", index, "type", t, "err", res.err)
+		return res
+	}
+	next.Version = index
+	f.publish(next)
+	f.logger.Debug("controller: command applied", "index", index, "type", t)
+	return res
+}
+
+// applyCommand computes the image that follows old after body, committed at
+// log index. It does not modify old: it returns a new image sharing every
+// unchanged part. It depends on nothing but its arguments.
+func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
+	next := *old
+	var err error
+	var res applyResult
+	switch c := body.(type) {
+	case *controllerElectedV1:
+		err = applyControllerElected(&next, c)
+	case *registerBrokerV1:
+		err = applyRegisterBroker(&next, index, c)
+	case *createTopicV1:
+		err = applyCreateTopic(&next, c)
+	case *deleteTopicV1:
+		err = applyDeleteTopic(&next, c)
+	case *createPartitionsV1:
+		err = applyCreatePartitions(&next, c)
+	case *alterTopicConfigsV1:
+		err = applyAlterTopicConfigs(&next, c)
+	case *alterBrokerConfigsV1:
+		err = applyAlterBrokerConfigs(&next, c)
+	case *alterPartitionV1:
+		err = applyAlterPartition(&next, c)
+	case *allocateProducerIDsV1:
+		res.firstProducerID, err = applyAllocateProducerIDs(&next, c)
+	default:
+		err = fmt.Errorf("%w: no handler for %T", ErrUnknownCommand, body)
+	}
+	if err != nil {
+		return old, applyResult{err: err}
+	}
+	return &next, res
+}
+
+func applyControllerElected(img *Image, c *controllerElectedV1) error {
+	if c.NodeID < 0 {
+		return fmt.Errorf("%w: controller id %d", ErrInvalidCommand, c.NodeID)
+	}
+	if img.ClusterID == "" {
+		if c.ClusterID == "" || len(c.ClusterID) > 64 {
+			return fmt.Errorf("%w: cluster id %q", ErrInvalidCommand, c.ClusterID)
+		}
+		img.ClusterID = c.ClusterID
+	}
+	img.ControllerID = c.NodeID
+	return nil
+}
+
+func applyRegisterBroker(img *Image, index uint64, c *registerBrokerV1) error {
+	if c.ID < 0 || c.Port < 0 || c.Port > math.MaxUint16 {
+		return fmt.Errorf("%w: id %d port %d", ErrInvalidBroker, c.ID, c.Port)
+	}
+	b := Broker{
+		ID:        c.ID,
+		Host:      c.Host,
+		Port:      c.Port,
+		Listeners: slices.Clone(c.Listeners),
+		Epoch:     int64(index & math.MaxInt64),
+	}
+	if c.Rack != nil {
+		rack := *c.Rack
+		b.Rack = &rack
+	}
+	img.Brokers = maps.Clone(img.Brokers)
+	img.Brokers[b.ID] = b
+	return nil
+}
+
+func applyCreateTopic(img *Image, c *createTopicV1) error {
+	if c.Name == "" {
+		return fmt.Errorf("%w: empty topic name", ErrInvalidCommand)
+	}
+	if _, ok := img.Topics[c.Name]; ok {
+		return fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
+	}
+	if !c.ID.valid() {
+		return fmt.Errorf("%w: reserved topic id %s", ErrInvalidCommand, c.ID)
+	}
+	if other, ok := img.TopicsByID[c.ID]; ok {
+		return fmt.Errorf("%w: topic id %s already names %q", ErrTopicExists, c.ID, other.Name)
+	}
+	if err := checkConfigs(c.Configs, nil); err != nil {
+		return err
+	}
+	var assignments [][]int32
+	if len(c.Assignments) > 0 {
+		if c.Partitions > 0 && int(c.Partitions) != len(c.Assignments) {
+			return fmt.Errorf("%w: %d partitions but %d assignments", ErrInvalidPartitions, c.Partitions, len(c.Assignments))
+		}
+		if len(c.Assignments) > MaxPartitions {
+			return fmt.Errorf("%w: %d assignments, at most %d", ErrInvalidPartitions, len(c.Assignments), MaxPartitions)
+		}
+		if c.ReplicationFactor > 0 {
+			for _, a := range c.Assignments {
+				if len(a) != int(c.ReplicationFactor) {
+					return fmt.Errorf("%w: %d replicas with replication factor %d", ErrInvalidReplicaAssignment, len(a), c.ReplicationFactor)
+				}
+			}
+		}
+		if err := checkAssignments(img, c.Assignments); err != nil {
+			return err
+		}
+		assignments = c.Assignments
+	} else {
+		if c.Partitions <= 0 || c.Partitions > MaxPartitions {
+			return fmt.Errorf("%w: %d, want 1..%d", ErrInvalidPartitions, c.Partitions, MaxPartitions)
+		}
+		var err error
+		assignments, err = assignReplicas(img, c.ID, 0, c.Partitions, c.ReplicationFactor)
+		if err != nil {
+			return err
+		}
+	}
+	t := &Topic{
+		Name:       c.Name,
+		ID:         c.ID,
+		Partitions: make([]Partition, len(assignments)),
+		Configs:    maps.Clone(c.Configs),
+		Internal:   c.Internal,
+	}
+	if t.Configs == nil {
+		t.Configs = map[string]string{}
+	}
+	for i, replicas := range assignments {
+		t.Partitions[i] = newPartition(int32(i), replicas)
+	}
+	img.Topics = maps.Clone(img.Topics)
+	img.TopicsByID = maps.Clone(img.TopicsByID)
+	img.Topics[t.Name] = t
+	img.TopicsByID[t.ID] = t
+	return nil
+}
+
+// newPartition returns a new partition led by its first replica, all of its
+// replicas in sync.
+func newPartition(id int32, replicas []int32) Partition {
+	return Partition{
+		ID:       id,
+		Replicas: slices.Clone(replicas),
+		ISR:      slices.Clone(replicas),
+		Leader:   replicas[0],
+	}
+}
+
+// checkAssignments verifies explicit replica lists: each valid, all of the
+// same length, every broker registered.
+func checkAssignments(img *Image, assignments [][]int32) error {
+	for i, replicas := range assignments {
+		if err := checkReplicas(replicas); err != nil {
+			return fmt.Errorf("partition %d: %w", i, err)
+		}
+		if len(replicas) != len(assignments[0]) {
+			return fmt.Errorf("%w: partition %d has %d replicas, partition 0 has %d", ErrInvalidReplicaAssignment, i, len(replicas), len(assignments[0]))
+		}
+		for _, r := range replicas {
+			if _, ok := img.Brokers[r]; !ok {
+				return fmt.Errorf("%w: broker %d is not registered", ErrInvalidReplicaAssignment, r)
+			}
+		}
+	}
+	return nil
+}
+
+// assignReplicas places partitions first..first+count-1 of the topic id
+// round-robin across the registered brokers in ID order. The starting
+// broker is derived from the topic ID, so different topics start on
+// different brokers while Apply stays deterministic.
+func assignReplicas(img *Image, id TopicID, first, count int32, replicationFactor int16) ([][]int32, error) {
+	brokers := slices.Sorted(maps.Keys(img.Brokers))
+	if replicationFactor <= 0 || int(replicationFactor) > len(brokers) {
+		return nil, fmt.Errorf("%w: %d with %d registered brokers", ErrInvalidReplicationFactor, replicationFactor, len(brokers))
+	}
+	n := uint64(len(brokers))
+	start := uint64(binary.BigEndian.Uint32(id[:4]))
+	out := make([][]int32, count)
+	for i := range out {
+		replicas := make([]int32, replicationFactor)
+		for r := range replicas {
+			replicas[r] = brokers[(start+uint64(first)+uint64(i)+uint64(r))%n]
+		}
+		out[i] = replicas
+	}
+	return out, nil
+}
+
+func applyDeleteTopic(img *Image, c *deleteTopicV1) error {
+	t, ok := img.Topics[c.Name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownTopic, c.Name)
+	}
+	img.Topics = maps.Clone(img.Topics)
+	img.TopicsByID = maps.Clone(img.TopicsByID)
+	delete(img.Topics, t.Name)
+	delete(img.TopicsByID, t.ID)
+	return nil
+}
+
+func applyCreatePartitions(img *Image, c *createPartitionsV1) error {
+	old, ok := img.Topics[c.Topic]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownTopic, c.Topic)
+	}
+	current := int32(len(old.Partitions))
+	if c.Total <= current {
+		return fmt.Errorf("%w: topic %q has %d partitions, asked for %d", ErrInvalidPartitions, c.Topic, current, c.Total)
+	}
+	if c.Total > MaxPartitions {
+		return fmt.Errorf("%w: %d, at most %d", ErrInvalidPartitions, c.Total, MaxPartitions)
+	}
+	added := c.Total - current
+	var assignments [][]int32
+	if len(c.Assignments) > 0 {
+		if len(c.Assignments) != int(added) {
+			return fmt.Errorf("%w: %d new partitions but %d assignments", ErrInvalidReplicaAssignment, added, len(c.Assignments))
+		}
+		if len(c.Assignments[0]) != len(old.Partitions[0].Replicas) {
+			return fmt.Errorf("%w: %d replicas, topic has %d", ErrInvalidReplicaAssignment, len(c.Assignments[0]), len(old.Partitions[0].Replicas))
+		}
+		if err := checkAssignments(img, c.Assignments); err != nil {
+			return err
+		}
+		assignments = c.Assignments
+	} else {
+		rf := len(old.Partitions[0].Replicas)
+		if rf > math.MaxInt16 {
+			return fmt.Errorf("%w: %d", ErrInvalidReplicationFactor, rf)
+		}
+		var err error
+		assignments, err = assignReplicas(img, old.ID, current, added, int16(rf))
+		if err != nil {
+			return err
+		}
+	}
+	t := *old
+	t.Partitions = slices.Grow(slices.Clip(old.Partitions), int(added))
+	for i, replicas := range assignments {
+		t.Partitions = append(t.Partitions, newPartition(current+int32(i), replicas))
+	}
+	replaceTopic(img, &t)
+	return nil
+}
+
+// replaceTopic puts t in place of the topic of the same name and ID.
+func replaceTopic(img *Image, t *Topic) {
+	img.Topics = maps.Clone(img.Topics)
+	img.TopicsByID = maps.Clone(img.TopicsByID)
+	img.Topics[t.Name] = t
+	img.TopicsByID[t.ID] = t
+}
+
+// checkConfigs refuses empty keys and a key both set and deleted.
+func checkConfigs(set map[string]string, del []string) error {
+	for k := range set {
+		if k == "" {
+			return fmt.Errorf("%w: empty config name", ErrInvalidConfig)
+		}
+	}
+	for _, k := range del {
+		if k == "" {
+			return fmt.Errorf("%w: empty config name", ErrInvalidConfig)
+		}
+		if _, ok := set[k]; ok {
+			return fmt.Errorf("%w: %q both set and deleted", ErrInvalidConfig, k)
+		}
+	}
+	return nil
+}
+
+// alterConfigs returns a copy of old with set applied and del removed.
+func alterConfigs(old, set map[string]string, del []string) map[string]string {
+	out := maps.Clone(old)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, set)
+	for _, k := range del {
+		delete(out, k)
+	}
+	return out
+}
+
+func applyAlterTopicConfigs(img *Image, c *alterTopicConfigsV1) error {
+	old, ok := img.Topics[c.Topic]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownTopic, c.Topic)
+	}
+	if err := checkConfigs(c.Set, c.Delete); err != nil {
+		return err
+	}
+	t := *old
+	t.Configs = alterConfigs(old.Configs, c.Set, c.Delete)
+	replaceTopic(img, &t)
+	return nil
+}
+
+func applyAlterBrokerConfigs(img *Image, c *alterBrokerConfigsV1) error {
+	if c.BrokerID < -1 {
+		return fmt.Errorf("%w: broker id %d", ErrInvalidConfig, c.BrokerID)
+	}
+	if err := checkConfigs(c.Set, c.Delete); err != nil {
+		return err
+	}
+	cfg := alterConfigs(img.BrokerConfigs[c.BrokerID], c.Set, c.Delete)
+	img.BrokerConfigs = maps.Clone(img.BrokerConfigs)
+	if len(cfg) == 0 {
+		delete(img.BrokerConfigs, c.BrokerID)
+	} else {
+		img.BrokerConfigs[c.BrokerID] = cfg
+	}
+	return nil
+}
+
+func applyAlterPartition(img *Image, c *alterPartitionV1) error {
+	old, ok := img.Topics[c.Topic]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownTopic, c.Topic)
+	}
+	if c.Partition < 0 || int(c.Partition) >= len(old.Partitions) {
+		return fmt.Errorf("%w: %q partition %d", ErrUnknownPartition, c.Topic, c.Partition)
+	}
+	p := old.Partitions[c.Partition]
+	if c.LeaderEpoch < p.LeaderEpoch {
+		return fmt.Errorf("%w: %q partition %d: leader epoch %d < current %d", ErrStaleLeaderEpoch, c.Topic, c.Partition, c.LeaderEpoch, p.LeaderEpoch)
+	}
+	if c.Leader != p.Leader && c.LeaderEpoch == p.LeaderEpoch {
+		return fmt.Errorf("%w: %q partition %d: leader change %d -> %d without a new leader epoch", ErrStaleLeaderEpoch, c.Topic, c.Partition, p.Leader, c.Leader)
+	}
+	if c.Leader < -1 {
+		return fmt.Errorf("%w: leader %d", ErrInvalidPartitionState, c.Leader)
+	}
+	if len(c.ISR) == 0 && c.Leader != -1 {
+		return fmt.Errorf("%w: empty isr with leader %d", ErrInvalidPartitionState, c.Leader)
+	}
+	if err := checkPartitionState(p.Replicas, c.Leader, c.ISR); err != nil {
+		return fmt.Errorf("%q partition %d: %w", c.Topic, c.Partition, err)
+	}
+	if p.PartitionEpoch == math.MaxInt32 {
+		return fmt.Errorf("%w: partition epoch exhausted", ErrInvalidPartitionState)
+	}
+	p.Leader = c.Leader
+	p.ISR = slices.Clone(c.ISR)
+	p.LeaderEpoch = c.LeaderEpoch
+	p.PartitionEpoch++
+	t := *old
+	t.Partitions = slices.Clone(old.Partitions)
+	t.Partitions[c.Partition] = p
+	replaceTopic(img, &t)
+	return nil
+}
+
+func applyAllocateProducerIDs(img *Image, c *allocateProducerIDsV1) (int64, error) {
+	if c.Count <= 0 || c.Count > maxProducerIDBlock {
+		return 0, fmt.Errorf("%w: %d (want 1..%d)", ErrInvalidProducerIDCount, c.Count, maxProducerIDBlock)
+	}
+	first := img.NextProducerID
+	if first > math.MaxInt64-c.Count {
+		return 0, fmt.Errorf("%w: producer ids exhausted", ErrInvalidProducerIDCount)
+	}
+	img.NextProducerID = first + c.Count
+	return first, nil
+}
+
+// Snapshot implements raft.FSM: the snapshot holds the current image,
+// which is immutable, so Persist may run concurrently with Apply.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	return &imageSnapshot{image: f.image.Load()}, nil
+}
+
+// Restore implements raft.FSM: it replaces the image with the one in rc,
+// or keeps the current image and returns an error.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	img, err := readSnapshot(rc)
+	if err != nil {
+		f.logger.Error("controller: restore snapshot", "err", err)
+		return err
+	}
+	f.publish(img)
+	f.logger.Debug("controller: restored snapshot", "version", img.Version, "topics", len(img.Topics))
+	return nil
+}
+
+type imageSnapshot struct{ image *Image }
+
+func (s *imageSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := writeSnapshot(sink, s.image); err != nil {
+		return errors.Join(err, sink.Cancel())
+	}
+	return sink.Close()
+}
+
+func (s *imageSnapshot) Release() {}
+
+// sortedTopics returns the topics of img ordered by name.
+func sortedTopics(img *Image) []*Topic {
+	out := slices.Collect(maps.Values(img.Topics))
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,571 @@
+package controller
+
+import (
+	"bytes"
+	"errors"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// testFSM wraps an fsm with a log index counter, as Raft would feed it.
+type testFSM struct {
+	t     testing.TB
+	f     *fsm
+	index uint64
+}
+
+func newTestFSM(t testing.TB) *testFSM {
+	return &testFSM{t: t, f: newFSM(nil)}
+}
+
+// apply feeds one raw record to the FSM and checks that a refused record
+// leaves the image untouched and an accepted one keeps the invariants.
+func (tf *testFSM) apply(data []byte) applyResult {
+	tf.t.Helper()
+	tf.index++
+	before := tf.f.Image()
+	var snap bytes.Buffer
+	if err := writeSnapshot(&snap, before); err != nil {
+		tf.t.Fatal(err)
+	}
+	res := tf.f.apply(tf.index, data)
+	after := tf.f.Image()
+	if res.err != nil {
+		if after != before {
+			tf.t.Fatalf("refused record (%v) replaced the image", res.err)
+		}
+	} else {
+		if after.Version != tf.index {
+			tf.t.Fatalf("image version %d after applying index %d", after.Version, tf.index)
+		}
+		if err := after.check(); err != nil {
+			tf.t.Fatalf("image invariant broken after index %d: %v", tf.index, err)
+		}
+	}
+	// Whatever happened, the image published before must not have moved.
+	var again bytes.Buffer
+	if err := writeSnapshot(&again, before); err != nil {
+		tf.t.Fatal(err)
+	}
+	if !bytes.Equal(snap.Bytes(), again.Bytes()) {
+		tf.t.Fatalf("applying index %d mutated the previous image", tf.index)
+	}
+	return res
+}
+
+// do encodes and applies one command.
+func (tf *testFSM) do(typ commandType, body any) applyResult {
+	tf.t.Helper()
+	data, err := encodeCommand(typ, body)
+	if err != nil {
+		tf.t.Fatal(err)
+	}
+	return tf.apply(data)
+}
+
+// must applies a command that has to succeed.
+func (tf *testFSM) must(typ commandType, body any) applyResult {
+	tf.t.Helper()
+	res := tf.do(typ, body)
+	if res.err != nil {
+		tf.t.Fatalf("%v: %v", typ, res.err)
+	}
+	return res
+}
+
+func topicID(b byte) TopicID { return TopicID{0: b, 15: 0xAA} }
+
+func broker(id int32) *registerBrokerV1 {
+	return &registerBrokerV1{ID: id, Host: "localhost", Port: 9092 + id}
+}
+
+func createTopic(name string, id byte, partitions int32, rf int16) *createTopicV1 {
+	return &createTopicV1{Name: name, ID: topicID(id), Partitions: partitions, ReplicationFactor: rf}
+}
+
+// step is one command of a table-driven FSM test.
+type step struct {
+	typ  commandType
+	body any
+}
+
+func TestFSMCommands(t *testing.T) {
+	threeBrokers := []step{
+		{cmdControllerElected, &controllerElectedV1{NodeID: 1, ClusterID: "cluster-a"}},
+		{cmdRegisterBroker, broker(1)},
+		{cmdRegisterBroker, broker(2)},
+		{cmdRegisterBroker, broker(3)},
+	}
+	withTopic := append(slices.Clone(threeBrokers), step{cmdCreateTopic, createTopic("orders", 1, 2, 3)})
+
+	tests := []struct {
+		name    string
+		setup   []step
+		cmd     step
+		wantErr error
+		check   func(t *testing.T, img *Image)
+	}{
+		{
+			name:  "create topic places replicas round-robin",
+			setup: threeBrokers,
+			cmd:   step{cmdCreateTopic, createTopic("orders", 1, 4, 2)},
+			check: func(t *testing.T, img *Image) {
+				top := img.Topics["orders"]
+				if top == nil || img.TopicsByID[topicID(1)] != top {
+					t.Fatalf("topic not indexed: %+v", img.Topics)
+				}
+				// topicID(1) starts at broker index 0x01000000 % 3 == 1.
+				want := [][]int32{{2, 3}, {3, 1}, {1, 2}, {2, 3}}
+				for i, p := range top.Partitions {
+					if !slices.Equal(p.Replicas, want[i]) || !slices.Equal(p.ISR, want[i]) || p.Leader != want[i][0] || p.LeaderEpoch != 0 || p.PartitionEpoch != 0 {
+						t.Errorf("partition %d = %+v, want replicas %v led by the first", i, p, want[i])
+					}
+				}
+			},
+		},
+		{
+			name:  "create topic with one broker uses it everywhere",
+			setup: threeBrokers[:2],
+			cmd:   step{cmdCreateTopic, createTopic("solo", 9, 3, 1)},
+			check: func(t *testing.T, img *Image) {
+				for _, p := range img.Topics["solo"].Partitions {
+					if !slices.Equal(p.Replicas, []int32{1}) || p.Leader != 1 {
+						t.Errorf("partition %+v, want replicas [1]", p)
+					}
+				}
+			},
+		},
+		{
+			name:  "create topic with explicit assignments and configs",
+			setup: threeBrokers,
+			cmd: step{cmdCreateTopic, &createTopicV1{
+				Name: "explicit", ID: topicID(2), Assignments: [][]int32{{3, 1}, {1, 2}},
+				Configs: map[string]string{"cleanup.policy": "compact"}, Internal: true,
+			}},
+			check: func(t *testing.T, img *Image) {
+				top := img.Topics["explicit"]
+				if len(top.Partitions) != 2 || top.Partitions[0].Leader != 3 || !top.Internal || top.Configs["cleanup.policy"] != "compact" {
+					t.Errorf("topic = %+v", top)
+				}
+			},
+		},
+		{
+			name:    "duplicate topic name refused",
+			setup:   withTopic,
+			cmd:     step{cmdCreateTopic, createTopic("orders", 2, 1, 1)},
+			wantErr: ErrTopicExists,
+		},
+		{
+			name:    "duplicate topic id refused",
+			setup:   withTopic,
+			cmd:     step{cmdCreateTopic, createTopic("other", 1, 1, 1)},
+			wantErr: ErrTopicExists,
+		},
+		{
+			name:    "zero topic id refused",
+			setup:   threeBrokers,
+			cmd:     step{cmdCreateTopic, &createTopicV1{Name: "x", Partitions: 1, ReplicationFactor: 1}},
+			wantErr: ErrInvalidCommand,
+		},
+		{
+			name:    "replication factor above broker count refused",
+			setup:   threeBrokers,
+			cmd:     step{cmdCreateTopic, createTopic("big", 1, 1, 4)},
+			wantErr: ErrInvalidReplicationFactor,
+		},
+		{
+			name:    "replication factor with no brokers refused",
+			cmd:     step{cmdCreateTopic, createTopic("early", 1, 1, 1)},
+			wantErr: ErrInvalidReplicationFactor,
+		},
+		{
+			name:    "zero partitions refused",
+			setup:   threeBrokers,
+			cmd:     step{cmdCreateTopic, createTopic("none", 1, 0, 1)},
+			wantErr: ErrInvalidPartitions,
+		},
+		{
+			name:    "assignment to unregistered broker refused",
+			setup:   threeBrokers,
+			cmd:     step{cmdCreateTopic, &createTopicV1{Name: "x", ID: topicID(3), Assignments: [][]int32{{7}}}},
+			wantErr: ErrInvalidReplicaAssignment,
+		},
+		{
+			name:    "assignment with duplicate replica refused",
+			setup:   threeBrokers,
+			cmd:     step{cmdCreateTopic, &createTopicV1{Name: "x", ID: topicID(3), Assignments: [][]int32{{1, 1}}}},
+			wantErr: ErrInvalidReplicaAssignment,
+		},
+		{
+			name:    "assignments of unequal length refused",
+			setup:   threeBrokers,
+			cmd:     step{cmdCreateTopic, &createTopicV1{Name: "x", ID: topicID(3), Assignments: [][]int32{{1, 2}, {1}}}},
+			wantErr: ErrInvalidReplicaAssignment,
+		},
+		{
+			name:  "delete topic",
+			setup: withTopic,
+			cmd:   step{cmdDeleteTopic, &deleteTopicV1{Name: "orders"}},
+			check: func(t *testing.T, img *Image) {
+				if len(img.Topics) != 0 || len(img.TopicsByID) != 0 {
+					t.Errorf("topics left: %v %v", img.Topics, img.TopicsByID)
+				}
+			},
+		},
+		{
+			name:    "delete unknown topic refused",
+			setup:   threeBrokers,
+			cmd:     step{cmdDeleteTopic, &deleteTopicV1{Name: "orders"}},
+			wantErr: ErrUnknownTopic,
+		},
+		{
+			name:  "create partitions grows the topic",
+			setup: withTopic,
+			cmd:   step{cmdCreatePartitions, &createPartitionsV1{Topic: "orders", Total: 5}},
+			check: func(t *testing.T, img *Image) {
+				top := img.Topics["orders"]
+				if len(top.Partitions) != 5 {
+					t.Fatalf("%d partitions, want 5", len(top.Partitions))
+				}
+				for i, p := range top.Partitions {
+					if p.ID != int32(i) || len(p.Replicas) != 3 {
+						t.Errorf("partition %d = %+v", i, p)
+					}
+				}
+				if img.TopicsByID[top.ID] != top {
+					t.Error("TopicsByID not updated")
+				}
+			},
+		},
+		{
+			name:  "create partitions with explicit assignments",
+			setup: withTopic,
+			cmd:   step{cmdCreatePartitions, &createPartitionsV1{Topic: "orders", Total: 3, Assignments: [][]int32{{3, 2, 1}}}},
+			check: func(t *testing.T, img *Image) {
+				if p := img.Partition("orders", 2); p == nil || p.Leader != 3 {
+					t.Errorf("partition 2 = %+v", p)
+				}
+			},
+		},
+		{
+			name:    "create partitions with too few replicas refused",
+			setup:   withTopic,
+			cmd:     step{cmdCreatePartitions, &createPartitionsV1{Topic: "orders", Total: 3, Assignments: [][]int32{{3}}}},
+			wantErr: ErrInvalidReplicaAssignment,
+		},
+		{
+			name:    "create partitions cannot shrink",
+			setup:   withTopic,
+			cmd:     step{cmdCreatePartitions, &createPartitionsV1{Topic: "orders", Total: 1}},
+			wantErr: ErrInvalidPartitions,
+		},
+		{
+			name:    "too many partitions refused",
+			setup:   threeBrokers,
+			cmd:     step{cmdCreateTopic, createTopic("huge", 1, MaxPartitions+1, 1)},
+			wantErr: ErrInvalidPartitions,
+		},
+		{
+			name:    "growing past the partition limit refused",
+			setup:   withTopic,
+			cmd:     step{cmdCreatePartitions, &createPartitionsV1{Topic: "orders", Total: MaxPartitions + 1}},
+			wantErr: ErrInvalidPartitions,
+		},
+		{
+			name:    "create partitions to the same count refused",
+			setup:   withTopic,
+			cmd:     step{cmdCreatePartitions, &createPartitionsV1{Topic: "orders", Total: 2}},
+			wantErr: ErrInvalidPartitions,
+		},
+		{
+			name:    "create partitions of unknown topic refused",
+			setup:   withTopic,
+			cmd:     step{cmdCreatePartitions, &createPartitionsV1{Topic: "nope", Total: 9}},
+			wantErr: ErrUnknownTopic,
+		},
+		{
+			name: "topic configs set and delete",
+			setup: append(slices.Clone(withTopic), step{cmdAlterTopicConfigs, &alterTopicConfigsV1{
+				Topic: "orders", Set: map[string]string{"retention.ms": "1000", "segment.bytes": "1024"},
+			}}),
+			cmd: step{cmdAlterTopicConfigs, &alterTopicConfigsV1{
+				Topic: "orders", Set: map[string]string{"retention.ms": "2000"}, Delete: []string{"segment.bytes", "absent"},
+			}},
+			check: func(t *testing.T, img *Image) {
+				want := map[string]string{"retention.ms": "2000"}
+				if got := img.Topics["orders"].Configs; !maps.Equal(got, want) {
+					t.Errorf("configs = %v, want %v", got, want)
+				}
+			},
+		},
+		{
+			name:    "topic config both set and deleted refused",
+			setup:   withTopic,
+			cmd:     step{cmdAlterTopicConfigs, &alterTopicConfigsV1{Topic: "orders", Set: map[string]string{"a": "1"}, Delete: []string{"a"}}},
+			wantErr: ErrInvalidConfig,
+		},
+		{
+			name:    "topic config of unknown topic refused",
+			cmd:     step{cmdAlterTopicConfigs, &alterTopicConfigsV1{Topic: "orders", Set: map[string]string{"a": "1"}}},
+			wantErr: ErrUnknownTopic,
+		},
+		{
+			name: "broker and cluster default configs",
+			setup: []step{
+				{cmdAlterBrokerConfigs, &alterBrokerConfigsV1{BrokerID: -1, Set: map[string]string{"log.retention.hours": "1"}}},
+				{cmdAlterBrokerConfigs, &alterBrokerConfigsV1{BrokerID: 2, Set: map[string]string{"x": "1", "y": "2"}}},
+			},
+			cmd: step{cmdAlterBrokerConfigs, &alterBrokerConfigsV1{BrokerID: 2, Delete: []string{"x", "y"}}},
+			check: func(t *testing.T, img *Image) {
+				want := map[int32]map[string]string{-1: {"log.retention.hours": "1"}}
+				if !reflect.DeepEqual(img.BrokerConfigs, want) {
+					t.Errorf("broker configs = %v, want %v", img.BrokerConfigs, want)
+				}
+			},
+		},
+		{
+			name:    "broker config for id below -1 refused",
+			cmd:     step{cmdAlterBrokerConfigs, &alterBrokerConfigsV1{BrokerID: -2, Set: map[string]string{"x": "1"}}},
+			wantErr: ErrInvalidConfig,
+		},
+		{
+			name:    "alter partition to leader below -1 refused",
+			setup:   withTopic,
+			cmd:     step{cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 1, Leader: -2, LeaderEpoch: 1}},
+			wantErr: ErrInvalidPartitionState,
+		},
+		{
+			name:  "alter partition changes leader with a new epoch",
+			setup: withTopic,
+			cmd:   step{cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 0, Leader: 1, ISR: []int32{1, 2}, LeaderEpoch: 1}},
+			check: func(t *testing.T, img *Image) {
+				p := img.Partition("orders", 0)
+				if p.Leader != 1 || !slices.Equal(p.ISR, []int32{1, 2}) || p.LeaderEpoch != 1 || p.PartitionEpoch != 1 {
+					t.Errorf("partition = %+v", p)
+				}
+				if q := img.Partition("orders", 1); q.PartitionEpoch != 0 {
+					t.Errorf("other partition changed: %+v", q)
+				}
+			},
+		},
+		{
+			name: "alter partition keeps leader within an epoch",
+			setup: append(slices.Clone(withTopic),
+				step{cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 0, Leader: 1, ISR: []int32{1, 2, 3}, LeaderEpoch: 4}}),
+			cmd: step{cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 0, Leader: 1, ISR: []int32{1}, LeaderEpoch: 4}},
+			check: func(t *testing.T, img *Image) {
+				p := img.Partition("orders", 0)
+				if p.LeaderEpoch != 4 || p.PartitionEpoch != 2 || !slices.Equal(p.ISR, []int32{1}) {
+					t.Errorf("partition = %+v", p)
+				}
+			},
+		},
+		{
+			name: "alter partition leader epoch must not go backwards",
+			setup: append(slices.Clone(withTopic),
+				step{cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 0, Leader: 1, ISR: []int32{1}, LeaderEpoch: 4}}),
+			cmd:     step{cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 0, Leader: 1, ISR: []int32{1}, LeaderEpoch: 3}},
+			wantErr: ErrStaleLeaderEpoch,
+		},
+		{
+			name:    "alter partition leader change needs a new epoch",
+			setup:   withTopic,
+			cmd:     step{cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 0, Leader: 1, ISR: []int32{1}, LeaderEpoch: 0}},
+			wantErr: ErrStaleLeaderEpoch,
+		},
+		{
+			name:    "alter partition leader outside isr refused",
+			setup:   withTopic,
+			cmd:     step{cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 0, Leader: 1, ISR: []int32{2}, LeaderEpoch: 1}},
+			wantErr: ErrInvalidPartitionState,
+		},
+		{
+			name:    "alter partition isr outside replicas refused",
+			setup:   withTopic,
+			cmd:     step{cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 0, Leader: 1, ISR: []int32{1, 9}, LeaderEpoch: 1}},
+			wantErr: ErrInvalidPartitionState,
+		},
+		{
+			name:  "alter partition to no leader",
+			setup: withTopic,
+			cmd:   step{cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 0, Leader: -1, ISR: []int32{2}, LeaderEpoch: 1}},
+			check: func(t *testing.T, img *Image) {
+				if p := img.Partition("orders", 0); p.Leader != -1 {
+					t.Errorf("partition = %+v", p)
+				}
+			},
+		},
+		{
+			name:    "alter unknown partition refused",
+			setup:   withTopic,
+			cmd:     step{cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 2, Leader: 1, ISR: []int32{1}, LeaderEpoch: 1}},
+			wantErr: ErrUnknownPartition,
+		},
+		{
+			name: "producer id blocks are consecutive",
+			setup: []step{
+				{cmdAllocateProducerID, &allocateProducerIDsV1{Count: 1000}},
+			},
+			cmd: step{cmdAllocateProducerID, &allocateProducerIDsV1{Count: 10}},
+			check: func(t *testing.T, img *Image) {
+				if img.NextProducerID != 1010 {
+					t.Errorf("next producer id %d, want 1010", img.NextProducerID)
+				}
+			},
+		},
+		{
+			name:    "empty producer id block refused",
+			cmd:     step{cmdAllocateProducerID, &allocateProducerIDsV1{Count: 0}},
+			wantErr: ErrInvalidProducerIDCount,
+		},
+		{
+			name:  "broker registration gets the log index as epoch",
+			setup: threeBrokers,
+			cmd:   step{cmdRegisterBroker, &registerBrokerV1{ID: 2, Host: "h2", Port: 19092, Rack: new("r1"), Listeners: []string{"tcp://h2:19092"}}},
+			check: func(t *testing.T, img *Image) {
+				b := img.Brokers[2]
+				if b.Epoch != int64(img.Version) || b.Host != "h2" || *b.Rack != "r1" || len(img.Brokers) != 3 {
+					t.Errorf("broker = %+v (version %d)", b, img.Version)
+				}
+			},
+		},
+		{
+			name:    "broker with negative id refused",
+			cmd:     step{cmdRegisterBroker, &registerBrokerV1{ID: -1}},
+			wantErr: ErrInvalidBroker,
+		},
+		{
+			name: "second election keeps the cluster id",
+			setup: []step{
+				{cmdControllerElected, &controllerElectedV1{NodeID: 1, ClusterID: "first"}},
+			},
+			cmd: step{cmdControllerElected, &controllerElectedV1{NodeID: 2, ClusterID: "second"}},
+			check: func(t *testing.T, img *Image) {
+				if img.ClusterID != "first" || img.ControllerID != 2 {
+					t.Errorf("cluster %q controller %d", img.ClusterID, img.ControllerID)
+				}
+			},
+		},
+		{
+			name:    "first election without cluster id refused",
+			cmd:     step{cmdControllerElected, &controllerElectedV1{NodeID: 1}},
+			wantErr: ErrInvalidCommand,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tf := newTestFSM(t)
+			for _, s := range tc.setup {
+				tf.must(s.typ, s.body)
+			}
+			res := tf.do(tc.cmd.typ, tc.cmd.body)
+			if tc.wantErr != nil {
+				if !errors.Is(res.err, tc.wantErr) {
+					t.Fatalf("error = %v, want %v", res.err, tc.wantErr)
+				}
+				return
+			}
+			if res.err != nil {
+				t.Fatalf("error = %v", res.err)
+			}
+			if tc.check != nil {
+				tc.check(t, tf.f.Image())
+			}
+		})
+	}
+}
+
+func TestAllocateProducerIDsReturnsBlockStart(t *testing.T) {
+	tf := newTestFSM(t)
+	var got []int64
+	for _, n := range []int64{5, 1, 100} {
+		got = append(got, tf.must(cmdAllocateProducerID, &allocateProducerIDsV1{Count: n}).firstProducerID)
+	}
+	if want := []int64{0, 5, 6}; !slices.Equal(got, want) {
+		t.Errorf("blocks start at %v, want %v", got, want)
+	}
+}
+
+func TestUnknownOrMalformedRecordsAreRefused(t *testing.T) {
+	valid, err := encodeCommand(cmdDeleteTopic, &deleteTopicV1{Name: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withVersion := func(v byte) []byte { b := slices.Clone(valid); b[1] = v; return b }
+	withType := func(typ byte) []byte { b := slices.Clone(valid); b[0] = typ; return b }
+	tests := []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"empty", nil, ErrUnknownCommand},
+		{"one byte", []byte{byte(cmdDeleteTopic)}, ErrUnknownCommand},
+		{"type zero", withType(0), ErrUnknownCommand},
+		{"unknown type", withType(200), ErrUnknownCommand},
+		{"future version", withVersion(2), ErrUnknownCommand},
+		{"version zero", withVersion(0), ErrUnknownCommand},
+		{"no body", []byte{byte(cmdDeleteTopic), 1}, ErrInvalidCommand},
+		{"body not an object", append([]byte{byte(cmdDeleteTopic), 1}, `"orders"`...), ErrInvalidCommand},
+		{"unknown field", append([]byte{byte(cmdDeleteTopic), 1}, `{"name":"orders","force":true}`...), ErrInvalidCommand},
+		{"trailing data", append(slices.Clone(valid), `{}`...), ErrInvalidCommand},
+		{"truncated body", valid[:len(valid)-1], ErrInvalidCommand},
+		{"wrong field type", append([]byte{byte(cmdDeleteTopic), 1}, `{"name":7}`...), ErrInvalidCommand},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tf := newTestFSM(t)
+			tf.must(cmdRegisterBroker, broker(1))
+			tf.must(cmdCreateTopic, createTopic("orders", 1, 1, 1))
+			before := tf.f.Image()
+			ch := tf.f.Changes()
+			res := tf.apply(tc.data)
+			if !errors.Is(res.err, tc.want) {
+				t.Fatalf("error = %v, want %v", res.err, tc.want)
+			}
+			if tf.f.Image() != before {
+				t.Fatal("image replaced")
+			}
+			select {
+			case <-ch:
+				t.Fatal("watchers notified of a refused record")
+			default:
+			}
+			// The valid record still applies afterwards.
+			if res := tf.apply(valid); res.err != nil {
+				t.Fatalf("valid record after refused one: %v", res.err)
+			}
+		})
+	}
+}
+
+func TestApplyNotifiesChanges(t *testing.T) {
+	tf := newTestFSM(t)
+	ch := tf.f.Changes()
+	select {
+	case <-ch:
+		t.Fatal("closed before any change")
+	default:
+	}
+	tf.must(cmdAllocateProducerID, &allocateProducerIDsV1{Count: 1})
+	select {
+	case <-ch:
+	default:
+		t.Fatal("not closed after a change")
+	}
+	if tf.f.Changes() == ch {
+		t.Fatal("channel not replaced")
+	}
+}
+
+func TestEncodedCommandStartsWithTypeAndVersion(t *testing.T) {
+	data, err := encodeCommand(cmdCreateTopic, createTopic("a", 1, 1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data[0] != byte(cmdCreateTopic) || data[1] != currentVersion || !strings.HasPrefix(string(data[2:]), "{") {
+		t.Fatalf("record %q", data)
+	}
+}

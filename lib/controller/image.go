@@ -1,0 +1,253 @@
+package controller
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"slices"
+)
+
+// Image is the cluster metadata at one point of the Raft log. An Image is
+// immutable once published: the FSM builds a new Image (sharing the
+// unchanged parts with the old one) for every command that changes
+// something, so readers may keep and read an *Image from any goroutine
+// without locks. Never modify an Image, a Topic or a map or slice reached
+// from one.
+type Image struct {
+	// Version is the Raft log index of the last command that changed the
+	// image (commands that were refused do not move it). 0 for the empty
+	// image.
+	Version uint64
+	// ClusterID is generated once, when the first controller is elected:
+	// 16 random bytes, base64url without padding (22 characters), like
+	// Kafka's cluster.id.
+	ClusterID string
+	// ControllerID is the node ID of the last elected controller (the Raft
+	// leader that wrote its election record); -1 before any election.
+	ControllerID int32
+	Brokers      map[int32]Broker
+	Topics       map[string]*Topic
+	TopicsByID   map[TopicID]*Topic
+	// BrokerConfigs holds dynamic broker configs by broker ID; the key -1
+	// holds the cluster-wide dynamic defaults.
+	BrokerConfigs map[int32]map[string]string
+	// NextProducerID is the first producer ID of the next block handed out
+	// by AllocateProducerIDs.
+	NextProducerID int64
+}
+
+// Topic is one topic of an Image. Immutable like the Image holding it.
+type Topic struct {
+	Name       string
+	ID         TopicID
+	Partitions []Partition // Partitions[i].ID == i
+	Configs    map[string]string
+	Internal   bool
+}
+
+// Partition is the replica set and leadership state of one partition.
+type Partition struct {
+	ID       int32
+	Replicas []int32
+	// ISR is the in-sync replica set, a subset of Replicas.
+	ISR []int32
+	// Leader is the leader's broker ID, or -1 when the partition has none.
+	// A leader is always in the ISR.
+	Leader int32
+	// LeaderEpoch grows by at least one whenever the leader changes.
+	LeaderEpoch int32
+	// PartitionEpoch grows by one with every change to this partition.
+	PartitionEpoch int32
+}
+
+// Broker is a registered broker. Epoch is assigned by the controller: the
+// Raft log index of the broker's latest registration, so a broker that
+// registers again always gets a larger epoch.
+type Broker struct {
+	ID        int32
+	Host      string
+	Port      int32
+	Rack      *string
+	Listeners []string
+	Epoch     int64
+}
+
+// TopicID is a topic's unique ID (Kafka's topic UUID). Never all zero.
+type TopicID [16]byte
+
+// NewTopicID returns a random topic ID. Like Kafka it never returns the
+// reserved all-zero ID or the metadata topic's ID 1, and never one whose
+// string form starts with '-' (it would read as a command-line flag).
+func NewTopicID() (TopicID, error) {
+	for {
+		var id TopicID
+		if _, err := rand.Read(id[:]); err != nil {
+			return TopicID{}, fmt.Errorf("controller: topic id: %w", err)
+		}
+		if id.valid() && id.String()[0] != '-' {
+			return id, nil
+		}
+	}
+}
+
+// valid reports whether id is neither the zero ID nor the reserved ID 1.
+func (id TopicID) valid() bool {
+	return id != TopicID{} && id != TopicID{15: 1}
+}
+
+// IsZero reports whether id is the zero (absent) ID.
+func (id TopicID) IsZero() bool { return id == TopicID{} }
+
+// String returns id in base64url without padding, as Kafka prints UUIDs.
+func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// MarshalText encodes id like String.
+func (id TopicID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText decodes the form produced by MarshalText.
+func (id *TopicID) UnmarshalText(b []byte) error {
+	parsed, err := ParseTopicID(string(b))
+	if err != nil {
+		return err
+	}
+	*id = parsed
+	return nil
+}
+
+// ParseTopicID parses the base64url form of a topic ID.
+func ParseTopicID(s string) (TopicID, error) {
+	var id TopicID
+	if base64.RawURLEncoding.DecodedLen(len(s)) != len(id) {
+		return TopicID{}, fmt.Errorf("controller: topic id %q: want 22 base64url characters", s)
+	}
+	n, err := base64.RawURLEncoding.Strict().Decode(id[:], []byte(s))
+	if err != nil || n != len(id) {
+		return TopicID{}, fmt.Errorf("controller: topic id %q: not base64url", s)
+	}
+	return id, nil
+}
+
+// newClusterID returns 16 random bytes in base64url without padding.
+func newClusterID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("controller: cluster id: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// emptyImage is the image of a cluster before its first command.
+func emptyImage() *Image {
+	return &Image{
+		ControllerID:  -1,
+		Brokers:       map[int32]Broker{},
+		Topics:        map[string]*Topic{},
+		TopicsByID:    map[TopicID]*Topic{},
+		BrokerConfigs: map[int32]map[string]string{},
+	}
+}
+
+// Partition returns the partition p of topic, or nil.
+func (img *Image) Partition(topic string, p int32) *Partition {
+	t := img.Topics[topic]
+	if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+		return nil
+	}
+	return &t.Partitions[p]
+}
+
+// check verifies the invariants of an image: the FSM never publishes an
+// image failing it, Restore refuses a snapshot failing it, and the tests
+// run it after every command.
+func (img *Image) check() error {
+	if img.Brokers == nil || img.Topics == nil || img.TopicsByID == nil || img.BrokerConfigs == nil {
+		return fmt.Errorf("nil map in image")
+	}
+	if img.NextProducerID < 0 {
+		return fmt.Errorf("negative next producer id %d", img.NextProducerID)
+	}
+	for id, b := range img.Brokers {
+		if b.ID != id || id < 0 {
+			return fmt.Errorf("broker %d registered under id %d", b.ID, id)
+		}
+	}
+	for id, cfg := range img.BrokerConfigs {
+		if id < -1 || len(cfg) == 0 {
+			return fmt.Errorf("broker configs for %d: bad id or empty", id)
+		}
+	}
+	if len(img.Topics) != len(img.TopicsByID) {
+		return fmt.Errorf("%d topics by name, %d by id", len(img.Topics), len(img.TopicsByID))
+	}
+	for name, t := range img.Topics {
+		if t == nil || t.Name != name || name == "" {
+			return fmt.Errorf("topic %q registered under name %q", topicName(t), name)
+		}
+		if !t.ID.valid() || img.TopicsByID[t.ID] != t {
+			return fmt.Errorf("topic %q: id %s not indexed", name, t.ID)
+		}
+		if len(t.Partitions) == 0 {
+			return fmt.Errorf("topic %q has no partitions", name)
+		}
+		for i, p := range t.Partitions {
+			if p.ID != int32(i) {
+				return fmt.Errorf("topic %q: partition %d at index %d", name, p.ID, i)
+			}
+			if err := checkReplicas(p.Replicas); err != nil {
+				return fmt.Errorf("topic %q partition %d: %w", name, i, err)
+			}
+			if err := checkPartitionState(p.Replicas, p.Leader, p.ISR); err != nil {
+				return fmt.Errorf("topic %q partition %d: %w", name, i, err)
+			}
+			if p.LeaderEpoch < 0 || p.PartitionEpoch < 0 {
+				return fmt.Errorf("topic %q partition %d: negative epoch", name, i)
+			}
+		}
+	}
+	return nil
+}
+
+func topicName(t *Topic) string {
+	if t == nil {
+		return "<nil>"
+	}
+	return t.Name
+}
+
+// checkReplicas verifies a replica list: non-empty, non-negative IDs, no
+// duplicates.
+func checkReplicas(replicas []int32) error {
+	if len(replicas) == 0 {
+		return fmt.Errorf("%w: empty replica list", ErrInvalidReplicaAssignment)
+	}
+	for i, r := range replicas {
+		if r < 0 {
+			return fmt.Errorf("%w: negative broker id %d", ErrInvalidReplicaAssignment, r)
+		}
+		if slices.Contains(replicas[:i], r) {
+			return fmt.Errorf("%w: broker %d listed twice", ErrInvalidReplicaAssignment, r)
+		}
+	}
+	return nil
+}
+
+// checkPartitionState verifies that isr is a duplicate-free subset of
+// replicas and that leader is -1 or a member of isr. An empty ISR is only
+// allowed without a leader.
+func checkPartitionState(replicas []int32, leader int32, isr []int32) error {
+	for i, r := range isr {
+		if !slices.Contains(replicas, r) {
+			return fmt.Errorf("%w: isr member %d is not a replica", ErrInvalidPartitionState, r)
+		}
+		if slices.Contains(isr[:i], r) {
+			return fmt.Errorf("%w: isr member %d listed twice", ErrInvalidPartitionState, r)
+		}
+	}
+	if leader == -1 {
+		return nil
+	}
+	if !slices.Contains(isr, leader) {
+		return fmt.Errorf("%w: leader %d is not in the isr", ErrInvalidPartitionState, leader)
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+)
+
+// A snapshot is the 4-byte magic "MQCI" (mq cluster image), one version
+// byte, then the version's body. Version 1's body is one JSON object,
+// snapshotV1. Raft's file snapshot store adds its own CRC, size and index
+// metadata around it.
+const (
+	snapshotMagic   = "MQCI"
+	snapshotVersion = 1
+	// maxSnapshotSize bounds what Restore reads into memory.
+	maxSnapshotSize = 1 << 30
+)
+
+type snapshotV1 struct {
+	Version        uint64                      `json:"version"`
+	ClusterID      string                      `json:"cluster_id"`
+	ControllerID   int32                       `json:"controller_id"`
+	Brokers        []snapshotBrokerV1          `json:"brokers"`
+	Topics         []snapshotTopicV1           `json:"topics"`
+	BrokerConfigs  map[int32]map[string]string `json:"broker_configs"`
+	NextProducerID int64                       `json:"next_producer_id"`
+}
+
+type snapshotBrokerV1 struct {
+	ID        int32    `json:"id"`
+	Host      string   `json:"host"`
+	Port      int32    `json:"port"`
+	Rack      *string  `json:"rack,omitempty"`
+	Listeners []string `json:"listeners,omitempty"`
+	Epoch     int64    `json:"epoch"`
+}
+
+type snapshotTopicV1 struct {
+	Name       string                `json:"name"`
+	ID         TopicID               `json:"id"`
+	Partitions []snapshotPartitionV1 `json:"partitions"`
+	Configs    map[string]string     `json:"configs,omitempty"`
+	Internal   bool                  `json:"internal,omitempty"`
+}
+
+type snapshotPartitionV1 struct {
+	ID             int32   `json:"id"`
+	Replicas       []int32 `json:"replicas"`
+	ISR            []int32 `json:"isr"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+}
+
+// writeSnapshot writes img in the current snapshot format. The output is a
+// function of the image alone (brokers and topics sorted), so equal images
+// give equal snapshots.
+func writeSnapshot(w io.Writer, img *Image) error {
+	s := snapshotV1{
+		Version:        img.Version,
+		ClusterID:      img.ClusterID,
+		ControllerID:   img.ControllerID,
+		Brokers:        []snapshotBrokerV1{},
+		Topics:         []snapshotTopicV1{},
+		BrokerConfigs:  img.BrokerConfigs,
+		NextProducerID: img.NextProducerID,
+	}
+	for _, id := range sortedKeys(img.Brokers) {
+		b := img.Brokers[id]
+		s.Brokers = append(s.Brokers, snapshotBrokerV1{
+			ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, Epoch: b.Epoch,
+		})
+	}
+	for _, t := range sortedTopics(img) {
+		st := snapshotTopicV1{Name: t.Name, ID: t.ID, Configs: t.Configs, Internal: t.Internal}
+		for _, p := range t.Partitions {
+			st.Partitions = append(st.Partitions, snapshotPartitionV1{
+				ID: p.ID, Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
+				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+			})
+		}
+		s.Topics = append(s.Topics, st)
+	}
+	body, err := json.Marshal(&s)
+	if err != nil {
+		return fmt.Errorf("encode snapshot: %w", err)
+	}
+	buf := make([]byte, 0, len(snapshotMagic)+1+len(body))
+	buf = append(buf, snapshotMagic...)
+	buf = append(buf, snapshotVersion)
+	buf = append(buf, body...)
+	if _, err := w.Write(buf); err != nil {
+		return fmt.Errorf("write snapshot: %w", err)
+	}
+	return nil
+}
+
+// readSnapshot reads an image written by writeSnapshot and checks its
+// invariants. Anything else is refused with ErrInvalidSnapshot.
+func readSnapshot(r io.Reader) (*Image, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxSnapshotSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot: %w", err)
+	}
+	if len(data) > maxSnapshotSize {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalidSnapshot, maxSnapshotSize)
+	}
+	if len(data) < len(snapshotMagic)+1 || !bytes.HasPrefix(data, []byte(snapshotMagic)) {
+		return nil, fmt.Errorf("%w: bad magic", ErrInvalidSnapshot)
+	}
+	if v := data[len(snapshotMagic)]; v != snapshotVersion {
+		return nil, fmt.Errorf("%w: unknown version %d", ErrInvalidSnapshot, v)
+	}
+	var s snapshotV1
+	if err := strictUnmarshal(data[len(snapshotMagic)+1:], &s); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSnapshot, err)
+	}
+	img := emptyImage()
+	img.Version = s.Version
+	img.ClusterID = s.ClusterID
+	img.ControllerID = s.ControllerID
+	img.NextProducerID = s.NextProducerID
+	for _, b := range s.Brokers {
+		if _, dup := img.Brokers[b.ID]; dup {
+			return nil, fmt.Errorf("%w: broker %d twice", ErrInvalidSnapshot, b.ID)
+		}
+		if len(b.Listeners) == 0 {
+			b.Listeners = nil
+		}
+		img.Brokers[b.ID] = Broker{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, Epoch: b.Epoch}
+	}
+	for _, st := range s.Topics {
+		if _, dup := img.Topics[st.Name]; dup {
+			return nil, fmt.Errorf("%w: topic %q twice", ErrInvalidSnapshot, st.Name)
+		}
+		if _, dup := img.TopicsByID[st.ID]; dup {
+			return nil, fmt.Errorf("%w: topic id %s twice", ErrInvalidSnapshot, st.ID)
+		}
+		t := &Topic{Name: st.Name, ID: st.ID, Configs: st.Configs, Internal: st.Internal}
+		if t.Configs == nil {
+			t.Configs = map[string]string{}
+		}
+		for _, p := range st.Partitions {
+			t.Partitions = append(t.Partitions, Partition{
+				ID: p.ID, Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
+				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+			})
+		}
+		img.Topics[t.Name] = t
+		img.TopicsByID[t.ID] = t
+	}
+	maps.Copy(img.BrokerConfigs, s.BrokerConfigs)
+	if err := img.check(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSnapshot, err)
+	}
+	return img, nil
+}
+
+func sortedKeys[K ~int32, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

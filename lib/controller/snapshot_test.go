@@ -1,0 +1,160 @@
+package controller
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+)
+
+// richImage builds an image using every kind of command.
+func richImage(t testing.TB) *testFSM {
+	t.Helper()
+	tf := newTestFSM(t)
+	tf.must(cmdControllerElected, &controllerElectedV1{NodeID: 1, ClusterID: "Zm9vYmFyYmF6cXV4cXV1dw"})
+	tf.must(cmdRegisterBroker, &registerBrokerV1{ID: 1, Host: "h1", Port: 9092, Rack: new("rack-a"), Listeners: []string{"tcp://h1:9092", "unix:///run/mq.sock"}})
+	tf.must(cmdRegisterBroker, broker(2))
+	tf.must(cmdRegisterBroker, broker(3))
+	tf.must(cmdCreateTopic, &createTopicV1{Name: "orders", ID: topicID(1), Partitions: 3, ReplicationFactor: 3, Configs: map[string]string{"retention.ms": "60000"}})
+	tf.must(cmdCreateTopic, &createTopicV1{Name: "__consumer_offsets", ID: topicID(2), Assignments: [][]int32{{1}, {2}}, Internal: true})
+	tf.must(cmdCreateTopic, createTopic("doomed", 3, 1, 1))
+	tf.must(cmdDeleteTopic, &deleteTopicV1{Name: "doomed"})
+	tf.must(cmdCreatePartitions, &createPartitionsV1{Topic: "orders", Total: 4})
+	tf.must(cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 1, Leader: -1, ISR: nil, LeaderEpoch: 7})
+	tf.must(cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 2, Leader: 3, ISR: []int32{3}, LeaderEpoch: 2})
+	tf.must(cmdAlterTopicConfigs, &alterTopicConfigsV1{Topic: "orders", Set: map[string]string{"cleanup.policy": "compact"}})
+	tf.must(cmdAlterBrokerConfigs, &alterBrokerConfigsV1{BrokerID: -1, Set: map[string]string{"num.partitions": "3"}})
+	tf.must(cmdAlterBrokerConfigs, &alterBrokerConfigsV1{BrokerID: 2, Set: map[string]string{"log.flush.policy": "always"}})
+	tf.must(cmdAllocateProducerID, &allocateProducerIDsV1{Count: 1000})
+	return tf
+}
+
+// sinkBuffer is a raft.SnapshotSink in memory.
+type sinkBuffer struct {
+	bytes.Buffer
+	closed, cancelled bool
+}
+
+func (s *sinkBuffer) ID() string    { return "test" }
+func (s *sinkBuffer) Cancel() error { s.cancelled = true; return nil }
+func (s *sinkBuffer) Close() error  { s.closed = true; return nil }
+
+var _ raft.SnapshotSink = (*sinkBuffer)(nil)
+
+func TestSnapshotRestoreRoundTrip(t *testing.T) {
+	src := richImage(t)
+	snap, err := src.f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Commands applied after Snapshot must not leak into the snapshot.
+	want := src.f.Image()
+	src.must(cmdAllocateProducerID, &allocateProducerIDsV1{Count: 1})
+
+	var sink sinkBuffer
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	if !sink.closed || sink.cancelled {
+		t.Fatalf("sink closed=%v cancelled=%v", sink.closed, sink.cancelled)
+	}
+	written := bytes.Clone(sink.Bytes())
+
+	dst := newTestFSM(t)
+	ch := dst.f.Changes()
+	if err := dst.f.Restore(io.NopCloser(&sink)); err != nil {
+		t.Fatal(err)
+	}
+	got := dst.f.Image()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored image differs:\n got %+v\nwant %+v", got, want)
+	}
+	for name, top := range got.Topics {
+		if got.TopicsByID[top.ID] != top {
+			t.Errorf("topic %q: TopicsByID does not point at the same topic", name)
+		}
+	}
+	select {
+	case <-ch:
+	default:
+		t.Error("Restore did not notify watchers")
+	}
+	// A snapshot is a function of the image: writing the restored one
+	// gives the same bytes.
+	var again bytes.Buffer
+	if err := writeSnapshot(&again, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again.Bytes(), written) {
+		t.Errorf("snapshot of restored image differs:\n%s\n%s", again.Bytes(), written)
+	}
+	// The restored FSM keeps working, producer IDs continue.
+	dst.index = got.Version
+	if first := dst.must(cmdAllocateProducerID, &allocateProducerIDsV1{Count: 1}).firstProducerID; first != 1000 {
+		t.Errorf("first producer id after restore %d, want 1000", first)
+	}
+}
+
+func TestRestoreRefusesBadSnapshots(t *testing.T) {
+	var good bytes.Buffer
+	if err := writeSnapshot(&good, richImage(t).f.Image()); err != nil {
+		t.Fatal(err)
+	}
+	body := good.Bytes()[len(snapshotMagic)+1:]
+	header := []byte(snapshotMagic + "\x01")
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"garbage", []byte("this is not a snapshot at all")},
+		{"magic only", []byte(snapshotMagic)},
+		{"future version", append([]byte(snapshotMagic+"\x02"), body...)},
+		{"truncated", good.Bytes()[:good.Len()/2]},
+		{"trailing data", append(bytes.Clone(good.Bytes()), '{', '}')},
+		{"unknown field", append(bytes.Clone(header), `{"version":1,"surprise":1}`...)},
+		{"negative producer id", append(bytes.Clone(header), `{"version":1,"next_producer_id":-5}`...)},
+		{"duplicate topic", append(bytes.Clone(header), `{"brokers":[],"broker_configs":{},"topics":[`+
+			`{"name":"a","id":"AQAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1],"isr":[1],"leader":1}]},`+
+			`{"name":"a","id":"AgAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1],"isr":[1],"leader":1}]}]}`...)},
+		{"leader outside isr", append(bytes.Clone(header), `{"brokers":[],"broker_configs":{},"topics":[`+
+			`{"name":"a","id":"AQAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1,2],"isr":[1],"leader":2}]}]}`...)},
+		{"zero topic id", append(bytes.Clone(header), `{"brokers":[],"broker_configs":{},"topics":[`+
+			`{"name":"a","id":"AAAAAAAAAAAAAAAAAAAAAA","partitions":[{"id":0,"replicas":[1],"isr":[1],"leader":1}]}]}`...)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tf := richImage(t)
+			before := tf.f.Image()
+			err := tf.f.Restore(io.NopCloser(bytes.NewReader(tc.data)))
+			if !errors.Is(err, ErrInvalidSnapshot) {
+				t.Fatalf("Restore = %v, want ErrInvalidSnapshot", err)
+			}
+			if tf.f.Image() != before {
+				t.Fatal("failed Restore replaced the image")
+			}
+		})
+	}
+}
+
+func TestSnapshotFormatIsVersioned(t *testing.T) {
+	var buf bytes.Buffer
+	if err := writeSnapshot(&buf, emptyImage()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(buf.String(), snapshotMagic+"\x01{") {
+		t.Fatalf("snapshot starts %q", buf.String()[:min(buf.Len(), 8)])
+	}
+	img, err := readSnapshot(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(img, emptyImage()) {
+		t.Fatalf("empty image round trip: %+v", img)
+	}
+}
