@@ -1,0 +1,560 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// minRequestHeader is the smallest possible request: api key, api version,
+// correlation id and the client id's length.
+const minRequestHeader = 2 + 2 + 4 + 2
+
+// errStop ends a connection's reader after the reason has been logged.
+var errStop = errors.New("server: connection stopped")
+
+// errDraining ends a reader because the server is shutting down gracefully.
+var errDraining = errors.New("server: draining")
+
+// conn is one client connection: a reader goroutine (readLoop) that decodes
+// requests and calls Handle, and a writer goroutine (writeLoop) that calls the
+// Replies and writes the responses, joined by an ordered queue.
+type conn struct {
+	s    *Server
+	nc   net.Conn
+	info ConnInfo
+	log  *slog.Logger
+
+	// ctx is passed to Handle; cancelled when the connection closes.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// slots holds one token per request read and not yet answered; the
+	// reader takes one before reading a frame, the writer returns it after
+	// writing the response, so at most MaxInFlight requests are in flight.
+	slots chan struct{}
+	// queue carries requests from reader to writer, in request order. It
+	// never blocks: slots bounds its length.
+	queue chan pending
+
+	closeOnce sync.Once
+
+	// Reader-owned.
+	sizeBuf  [4]byte
+	clientID *string // last client id seen, reused while it does not change
+
+	// Writer-owned.
+	hdr [9]byte
+	vec [][]byte
+}
+
+// pending is a request waiting for its response.
+type pending struct {
+	correlationID int32
+	key, version  int16
+	reply         Reply
+	// fixed, used when reply is nil, is a response the server made itself
+	// (ApiVersions).
+	fixed Response
+}
+
+func newConn(s *Server, nc net.Conn, network string) *conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	c := &conn{
+		s:  s,
+		nc: nc,
+		info: ConnInfo{
+			ID:      s.nextID.Add(1),
+			Network: network,
+			Local:   nc.LocalAddr(),
+			Remote:  nc.RemoteAddr(),
+		},
+		ctx:    ctx,
+		cancel: cancel,
+		slots:  make(chan struct{}, MaxInFlight),
+		queue:  make(chan pending, MaxInFlight),
+	}
+	c.log = s.log.With("conn", c.info.ID, "remote", remoteString(c.info.Remote, network))
+	return c
+}
+
+func remoteString(a net.Addr, network string) string {
+	if a == nil || a.String() == "" {
+		return network
+	}
+	return a.String()
+}
+
+// close closes the socket and cancels the handler context. Safe to call
+// from any goroutine, any number of times.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.nc.Close()
+		c.cancel()
+	})
+}
+
+// stopReading interrupts a reader waiting for the next frame; it sees the
+// server draining and stops. The writer then answers what was read.
+func (c *conn) stopReading() {
+	c.nc.SetReadDeadline(time.Now())
+}
+
+func (c *conn) recovered(where string, r any) {
+	c.s.panics.Add(1)
+	c.log.Error("panic on connection; closing it", "in", where, "panic", r, "stack", string(debug.Stack()))
+	c.close()
+}
+
+func (c *conn) readLoop() {
+	defer c.s.wg.Done()
+	defer close(c.queue)
+	defer func() {
+		if r := recover(); r != nil {
+			c.recovered("reader", r)
+		}
+	}()
+	for {
+		select {
+		case c.slots <- struct{}{}:
+		case <-c.ctx.Done():
+			return
+		case <-c.s.draining:
+			return
+		}
+		p, err := c.readRequest()
+		if err != nil {
+			<-c.slots
+			if err != errDraining {
+				if err != errStop {
+					c.logReadError(err)
+				}
+				c.close()
+			}
+			return
+		}
+		c.queue <- p
+	}
+}
+
+func (c *conn) logReadError(err error) {
+	switch {
+	case errors.Is(err, io.EOF):
+		c.log.Debug("connection closed by peer")
+	case errors.Is(err, net.ErrClosed):
+		// Closed by us: the writer failed or the server is closing.
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		c.log.Info("connection closed in the middle of a request")
+	default:
+		c.log.Info("read failed; closing connection", "err", err)
+	}
+}
+
+// readSize reads the next frame's size prefix. An idle timeout at a frame
+// boundary is forgiven while responses are outstanding (a long poll is not
+// idleness); a shutdown interrupts it with errDraining.
+func (c *conn) readSize() error {
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		// Checked after setting the deadline: stopReading sets a past
+		// deadline after draining is closed, so either we see draining
+		// here or our deadline is overwritten and the read returns.
+		select {
+		case <-c.s.draining:
+			return errDraining
+		default:
+		}
+		n, err := io.ReadFull(c.nc, c.sizeBuf[:])
+		if err == nil {
+			return nil
+		}
+		var ne net.Error
+		if n == 0 && errors.As(err, &ne) && ne.Timeout() {
+			select {
+			case <-c.s.draining:
+				return errDraining
+			default:
+			}
+			if len(c.slots) > 1 { // our own slot is one of them
+				continue
+			}
+			c.log.Info("closing idle connection", "idle_timeout", c.s.cfg.IdleTimeout)
+			return errStop
+		}
+		if n > 0 && errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+}
+
+// readRequest reads, decodes and dispatches one request. Errors other than
+// I/O errors are logged here and returned as errStop.
+func (c *conn) readRequest() (pending, error) {
+	if err := c.readSize(); err != nil {
+		return pending{}, err
+	}
+	size := int32(binary.BigEndian.Uint32(c.sizeBuf[:]))
+	if size < minRequestHeader || size > c.s.cfg.MaxRequestBytes {
+		c.log.Warn("request frame size out of range; closing connection",
+			"size", size, "min", minRequestHeader, "max", c.s.cfg.MaxRequestBytes)
+		return pending{}, errStop
+	}
+	// A fresh buffer per request: kmsg's decoded byte fields alias it, and
+	// handlers may keep those (record batches, group metadata).
+	frame, err := readFrameBody(c.nc, int(size))
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			select {
+			case <-c.s.draining:
+				return pending{}, errDraining
+			default:
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return pending{}, err
+	}
+	key := int16(binary.BigEndian.Uint16(frame[0:]))
+	version := int16(binary.BigEndian.Uint16(frame[2:]))
+	p := pending{
+		correlationID: int32(binary.BigEndian.Uint32(frame[4:])),
+		key:           key,
+		version:       version,
+	}
+	if key == apiVersionsKey && !c.s.api.supports(key, version) {
+		// A version we do not know: its header and body may be laid out
+		// in ways we cannot parse, so answer from the fixed part alone.
+		p.fixed = c.s.api.unsupported
+		return p, nil
+	}
+	if !c.s.api.supports(key, version) {
+		c.log.Warn("unsupported request; closing connection",
+			"api_key", key, "api", kmsg.NameForKey(key), "api_version", version)
+		return pending{}, errStop
+	}
+	body := kmsg.RequestForKey(key)
+	body.SetVersion(version)
+	clientID, rest, err := c.parseHeader(frame[8:], key, version, body.IsFlexible())
+	if err == nil {
+		err = body.ReadFrom(rest)
+	}
+	if err != nil {
+		c.log.Warn("malformed request; closing connection",
+			"api", kmsg.NameForKey(key), "api_version", version, "size", size, "err", err)
+		return pending{}, errStop
+	}
+	if key == apiVersionsKey {
+		p.fixed = c.s.api.response(version)
+		return p, nil
+	}
+	req := &Request{
+		Key:           key,
+		Version:       version,
+		CorrelationID: p.correlationID,
+		ClientID:      clientID,
+		Body:          body,
+	}
+	p.reply = c.handle(req)
+	return p, nil
+}
+
+// frameStep is the largest buffer allocated for a frame before its bytes
+// arrive. Bigger frames grow the buffer as data comes in, so a peer cannot
+// make us allocate MaxRequestBytes by sending four bytes.
+const frameStep = 1 << 20
+
+func readFrameBody(r io.Reader, size int) ([]byte, error) {
+	if size <= frameStep {
+		b := make([]byte, size)
+		_, err := io.ReadFull(r, b)
+		return b, err
+	}
+	b := make([]byte, 0, frameStep)
+	for len(b) < size {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(len(b), size-len(b)))
+		}
+		n, err := io.ReadFull(r, b[len(b):min(cap(b), size)])
+		b = b[:len(b)+n]
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+var errBadHeader = errors.New("malformed request header")
+
+// parseHeader reads the request header after the correlation id: the
+// nullable client id (absent only in ControlledShutdown v0's header v0) and,
+// for flexible versions, the header's tagged fields, which are skipped.
+func (c *conn) parseHeader(b []byte, key, version int16, flexible bool) (*string, []byte, error) {
+	var clientID *string
+	if key != 7 || version != 0 {
+		if len(b) < 2 {
+			return nil, nil, errBadHeader
+		}
+		n := int16(binary.BigEndian.Uint16(b))
+		b = b[2:]
+		switch {
+		case n == -1:
+		case n < 0 || int(n) > len(b):
+			return nil, nil, errBadHeader
+		default:
+			id := b[:n]
+			if c.clientID == nil || *c.clientID != string(id) {
+				s := string(id)
+				c.clientID = &s
+			}
+			clientID = c.clientID
+			b = b[n:]
+		}
+	}
+	if flexible {
+		tags, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, nil, errBadHeader
+		}
+		b = b[n:]
+		for range tags {
+			if _, n = binary.Uvarint(b); n <= 0 {
+				return nil, nil, errBadHeader
+			}
+			b = b[n:]
+			size, n := binary.Uvarint(b)
+			if n <= 0 || size > uint64(len(b)-n) {
+				return nil, nil, errBadHeader
+			}
+			b = b[n+int(size):]
+		}
+	}
+	return clientID, b, nil
+}
+
+// handle calls the handler, turning a panic into a closed connection.
+func (c *conn) handle(req *Request) (reply Reply) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.recovered(fmt.Sprintf("Handle(%s)", kmsg.NameForKey(req.Key)), r)
+			reply = nil
+		}
+	}()
+	return c.s.handler.Handle(c.ctx, &c.info, req)
+}
+
+// respond calls p's Reply, turning a panic into a closed connection.
+func (c *conn) respond(p *pending) (resp Response, ok bool) {
+	if p.reply == nil {
+		return p.fixed, true
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.recovered(fmt.Sprintf("Reply(%s)", kmsg.NameForKey(p.key)), r)
+			ok = false
+		}
+	}()
+	return p.reply(), true
+}
+
+func (c *conn) writeLoop() {
+	defer c.s.wg.Done()
+	defer c.s.removeConn(c)
+	defer c.close()
+	defer func() {
+		if r := recover(); r != nil {
+			c.recovered("writer", r)
+			// Every Reply is called once, even now.
+			for p := range c.queue {
+				c.respond(&p)
+				<-c.slots
+			}
+		}
+	}()
+	broken := false // nothing more is written once true
+	for p := range c.queue {
+		resp, ok := c.respond(&p)
+		if !ok {
+			broken = true
+		}
+		if !broken && c.ctx.Err() == nil {
+			if err := c.writeResponse(&p, resp); err != nil {
+				if !errors.Is(err, net.ErrClosed) {
+					c.log.Info("write failed; closing connection", "api", kmsg.NameForKey(p.key), "err", err)
+				}
+				broken = true
+				c.close()
+			} else if resp.CloseAfter {
+				broken = true
+				c.close()
+			}
+		}
+		<-c.slots
+	}
+}
+
+var encodePool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// maxPooledEncode keeps one huge response from pinning its buffer forever.
+const maxPooledEncode = 1 << 20
+
+func (c *conn) writeResponse(p *pending, resp Response) error {
+	if resp.Empty() {
+		return nil
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	if resp.Msg == nil {
+		return c.writeParts(p, resp)
+	}
+	msg := resp.Msg
+	if msg.Key() != p.key {
+		return fmt.Errorf("handler answered %s with a %s response", kmsg.NameForKey(p.key), kmsg.NameForKey(msg.Key()))
+	}
+	msg.SetVersion(p.version)
+	bp := encodePool.Get().(*[]byte)
+	buf := append((*bp)[:0], 0, 0, 0, 0)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(p.correlationID))
+	if msg.IsFlexible() && p.key != apiVersionsKey {
+		buf = append(buf, 0) // no header tagged fields
+	}
+	buf = msg.AppendTo(buf)
+	var err error
+	if len(buf)-4 > math.MaxInt32 {
+		err = fmt.Errorf("%s response of %d bytes is too large", kmsg.NameForKey(p.key), len(buf)-4)
+	} else {
+		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+		_, err = c.nc.Write(buf)
+	}
+	if cap(buf) <= maxPooledEncode {
+		*bp = buf[:0]
+		encodePool.Put(bp)
+	}
+	return err
+}
+
+// writeParts writes a pre-encoded body: runs of byte parts go out with one
+// writev, file regions with sendfile.
+func (c *conn) writeParts(p *pending, resp Response) error {
+	total := int64(4) // correlation id
+	if resp.Flexible {
+		total++
+	}
+	for _, part := range resp.Parts {
+		if part.File != nil && (part.Offset < 0 || part.Len < 0) {
+			return fmt.Errorf("%s response: invalid file region offset %d len %d", kmsg.NameForKey(p.key), part.Offset, part.Len)
+		}
+		total += part.size()
+		if total > math.MaxInt32 {
+			return fmt.Errorf("%s response is too large", kmsg.NameForKey(p.key))
+		}
+	}
+	hdr := c.hdr[:8]
+	binary.BigEndian.PutUint32(hdr, uint32(total))
+	binary.BigEndian.PutUint32(hdr[4:], uint32(p.correlationID))
+	if resp.Flexible {
+		hdr = append(hdr, 0)
+	}
+	vec := append(c.vec[:0], hdr)
+	defer func() { clear(vec); c.vec = vec[:0] }()
+	for _, part := range resp.Parts {
+		if part.File == nil {
+			if len(part.Bytes) > 0 {
+				vec = append(vec, part.Bytes)
+			}
+			continue
+		}
+		if err := c.writeVec(vec); err != nil {
+			return err
+		}
+		vec = vec[:0]
+		if part.Len == 0 {
+			continue
+		}
+		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		if err := c.writeFile(part); err != nil {
+			return err
+		}
+	}
+	return c.writeVec(vec)
+}
+
+func (c *conn) writeVec(vec [][]byte) error {
+	switch len(vec) {
+	case 0:
+		return nil
+	case 1:
+		_, err := c.nc.Write(vec[0])
+		return err
+	}
+	bufs := net.Buffers(vec)
+	_, err := bufs.WriteTo(c.nc)
+	return err
+}
+
+// errFileShort means a file region reached past the end of its file, which
+// was truncated after the response was built. The frame cannot be completed.
+var errFileShort = errors.New("file region past end of file")
+
+// writeFile sends a file region: sendfile when the connection is a socket
+// that allows it, else positional reads through a pooled buffer.
+func (c *conn) writeFile(part Part) error {
+	var sc syscall.Conn
+	switch nc := c.nc.(type) {
+	case *net.TCPConn:
+		sc = nc
+	case *net.UnixConn:
+		sc = nc
+	}
+	if sc != nil {
+		sent, err := sendFile(sc, part.File, part.Offset, part.Len)
+		if !errors.Is(err, errSendfileUnsupported) {
+			return err
+		}
+		part.Offset += sent
+		part.Len -= sent
+	}
+	return copyFileRegion(c.nc, part.File, part.Offset, part.Len)
+}
+
+var copyPool = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+func copyFileRegion(w io.Writer, f *os.File, off, n int64) error {
+	bp := copyPool.Get().(*[]byte)
+	defer copyPool.Put(bp)
+	buf := *bp
+	for n > 0 {
+		chunk := buf[:min(int64(len(buf)), n)]
+		m, err := f.ReadAt(chunk, off)
+		if m > 0 {
+			if _, werr := w.Write(chunk[:m]); werr != nil {
+				return werr
+			}
+			off += int64(m)
+			n -= int64(m)
+		}
+		if n == 0 {
+			return nil
+		}
+		if errors.Is(err, io.EOF) {
+			return errFileShort
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

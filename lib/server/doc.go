@@ -1,0 +1,75 @@
+// Package server moves Kafka protocol frames between client connections and
+// a Handler. It listens on Unix sockets and TCP, reads size-prefixed request
+// frames, decodes the request header and body with kmsg, calls the Handler,
+// and writes the responses back in request order. It knows nothing about
+// topics, partitions or groups; lib/broker implements Handler.
+//
+// # Use
+//
+//	srv, err := server.New(server.Config{
+//		Listeners: []string{"unix:///run/mq/mqd.sock", "tcp://127.0.0.1:9092"},
+//		Logger:    logger,
+//	}, broker)
+//	if err != nil { ... }
+//	if err := srv.Start(); err != nil { ... } // listening once it returns
+//	...
+//	err = srv.Shutdown(ctx) // drain in-flight requests, then close
+//
+// # Connections and concurrency
+//
+// Each connection has two goroutines. The reader reads one frame at a time,
+// decodes it and calls Handler.Handle synchronously, so Handle sees a
+// connection's requests one by one and in order, and whatever Handle does
+// before returning (appending a batch to a log) happens in request order.
+// Handle returns a Reply, which is queued. The writer takes Replies from the
+// queue in order, calls each one (it may block: acks=all, fetch long-poll)
+// and writes the response it returns. While a Reply blocks, the reader keeps
+// reading (pipelining), until MaxInFlight requests are read but unanswered;
+// then it stops reading until the writer catches up (backpressure).
+// Different connections run fully in parallel.
+//
+// Every Reply returned by Handle is called exactly once, on the writer
+// goroutine, even when the connection has closed in the meantime (its
+// response is then dropped); the context passed to Handle is cancelled when
+// the connection closes, so a blocking Reply should select on it.
+//
+// # Invariants
+//
+//   - Responses leave a connection in the order of their requests, each with
+//     its request's correlation id; an empty Response writes nothing (acks=0)
+//     and does not disturb the order of the others.
+//   - The response header is flexible (carries an empty tagged-field
+//     section) exactly when the response is flexible, except for ApiVersions,
+//     whose response header is always v0.
+//   - ApiVersions is answered by the server from Handler.ApiVersions (plus
+//     ApiVersions 0..4 when the handler does not list it). An ApiVersions
+//     request at a version not supported is answered at v0 with
+//     UNSUPPORTED_VERSION and the full key list, without parsing anything
+//     past the correlation id (KIP-511), so the client can retry lower.
+//   - Any other key or version not advertised, a frame size below the
+//     header minimum or above Config.MaxRequestBytes, or bytes that do not
+//     decode close the connection with a log line. (Bytes left over after a
+//     request body are ignored, as Kafka does.) Nothing a peer sends can
+//     affect another connection, and outside bytes never cause a panic (a
+//     recover per goroutine is only a last resort, and logs loudly).
+//   - A connection that sends nothing for Config.IdleTimeout while no
+//     request is outstanding, or that accepts no response bytes for that
+//     long, is closed.
+//   - When the peer closes its side (even a half-close), the connection is
+//     closed at once, as Kafka does: responses still pending are dropped,
+//     though their Replies are still called, with the context cancelled.
+//   - Request frames are never reused: kmsg's decoded byte slices point into
+//     them and handlers may keep those. Response encode buffers are pooled.
+//   - File parts of a Response are sent with sendfile(2) at an explicit
+//     offset (the file position is never used), or with positional reads
+//     where sendfile is unavailable; a file shorter than the region closes
+//     the connection, since the frame can no longer be completed.
+//
+// # Shutdown
+//
+// Shutdown closes the listeners (removing Unix socket files), stops every
+// reader (a request only partly received is dropped; the client will see the
+// connection close and retry), waits for the requests already read to
+// be answered and written, then closes the connections. If its context ends
+// first it closes everything at once. Close does that immediately.
+package server

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"net"
+	"os"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Request is one decoded request.
+//
+// Byte-slice fields of Body (record batches, group member metadata, …) point
+// into a buffer allocated for this request alone; the server never reuses it,
+// so a handler may keep them as long as it likes.
+type Request struct {
+	Key, Version  int16
+	CorrelationID int32
+	ClientID      *string
+	Body          kmsg.Request // already decoded, version set
+}
+
+// ConnInfo describes the connection a request came on. It is the same value
+// for every request of a connection and must not be modified.
+type ConnInfo struct {
+	ID            uint64
+	Network       string // "tcp" or "unix"
+	Local, Remote net.Addr
+}
+
+// Handler answers requests. Handle is called on the connection's reader goroutine,
+// one request at a time and in order, so work that must happen in request order
+// (appending to a log) is done before it returns. It returns a Reply; the server
+// calls Reply funcs on the connection's writer goroutine, in request order, and
+// writes what they return. A Reply may block (acks=all waiting, fetch long-poll).
+// Different connections call Handle concurrently.
+//
+// The ctx passed to Handle belongs to the connection: it is cancelled when the
+// connection closes or the server is closed (not while a graceful Shutdown is
+// still draining), and a blocking Reply should give up when it is done. Every
+// Reply that Handle returns is called exactly once, even when the connection
+// has closed meanwhile (its result is then discarded), so a Reply may release
+// resources. A nil Reply means "no response", like an empty Response.
+//
+// ApiVersions requests (key 18) never reach Handle: the server answers them
+// from the list ApiVersions returns, which New reads once.
+type Handler interface {
+	Handle(ctx context.Context, c *ConnInfo, req *Request) Reply
+	// ApiVersions lists the supported keys and version ranges (advertised in ApiVersions).
+	ApiVersions() []kmsg.ApiVersionsResponseApiKey
+}
+
+// Reply produces the response when the writer is ready for it. Returning a zero
+// Response means "no response" (produce with acks=0).
+type Reply func() Response
+
+// Response is either a kmsg response, which the server encodes, or a pre-encoded body made of parts
+// (bytes and file regions), which the server writes as is after the response header
+// (used by Fetch to send segment bytes without copying them through user space).
+//
+// A Msg is encoded at the version of the request it answers (the server sets
+// it). Msg and Parts are exclusive; when Msg is set, Parts is ignored.
+type Response struct {
+	Msg      kmsg.Response
+	Parts    []Part
+	Flexible bool // for Parts: whether the response header carries tagged fields
+	// CloseAfter closes the connection after writing (or instead of writing, when empty).
+	CloseAfter bool
+}
+
+// Part is one piece of a pre-encoded response body: either Bytes, or the
+// region [Offset, Offset+Len) of File. The server reads files only with
+// positional reads (sendfile with an explicit offset, pread), never moving the
+// file position, so many connections may send regions of one *os.File at
+// once. The file must stay open until the response has been written, that is
+// until the writer goroutine is done with the Response; a file closed earlier
+// fails (closes) the connection rather than sending wrong bytes.
+type Part struct {
+	Bytes []byte
+	// File, when set, sends Len bytes from File at Offset (sendfile when the
+	// connection allows). If the file is shorter than Offset+Len (truncated
+	// meanwhile), the connection is closed: the response cannot be completed.
+	File        *os.File
+	Offset, Len int64
+}
+
+// Empty reports whether r carries nothing to write.
+func (r Response) Empty() bool {
+	return r.Msg == nil && len(r.Parts) == 0
+}
+
+// size is the number of body bytes the part contributes.
+func (p Part) size() int64 {
+	if p.File != nil {
+		return p.Len
+	}
+	return int64(len(p.Bytes))
+}

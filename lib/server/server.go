@@ -1,0 +1,383 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults for Config fields left zero.
+const (
+	// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes default.
+	DefaultMaxRequestBytes = 100 << 20
+	// DefaultIdleTimeout is Kafka's connections.max.idle.ms default.
+	DefaultIdleTimeout = 10 * time.Minute
+	// MaxInFlight is how many requests one connection may have read but not
+	// yet answered; the reader stops reading until one is answered.
+	MaxInFlight = 64
+)
+
+// Errors returned by the server.
+var (
+	ErrAddressInUse = errors.New("server: address in use")
+	ErrStarted      = errors.New("server: already started")
+	ErrClosed       = errors.New("server: closed")
+)
+
+// Config configures a Server.
+type Config struct {
+	// Listeners are the addresses to listen on: "unix:///path/to/sock" or
+	// "tcp://host:port" (port 0 picks a free port; see Server.Addrs).
+	Listeners []string
+	// MaxRequestBytes is the largest request frame accepted, not counting
+	// the 4-byte size prefix (socket.request.max.bytes). Default 100 MiB.
+	MaxRequestBytes int32
+	// IdleTimeout closes a connection that has sent nothing and has no
+	// request outstanding for this long, and one whose peer accepts no
+	// response bytes for this long (connections.max.idle.ms). Default 10 min.
+	IdleTimeout time.Duration
+	// Logger receives connection-level events; nil means silent.
+	Logger *slog.Logger
+}
+
+// Server accepts connections on its listeners and moves Kafka frames between
+// them and a Handler. Its methods are safe for concurrent use.
+type Server struct {
+	cfg     Config
+	handler Handler
+	log     *slog.Logger
+	api     *apiVersions
+
+	// ctx is the parent of every connection's context; cancel is called by
+	// Close and when Shutdown gives up.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// draining is closed when Shutdown or Close begins: readers stop
+	// reading new requests and accept loops stop.
+	draining     chan struct{}
+	drainingOnce sync.Once
+	// done is closed once Shutdown or Close has finished.
+	done     chan struct{}
+	doneOnce sync.Once
+
+	mu        sync.Mutex
+	started   bool
+	listeners []*listener
+	conns     map[*conn]struct{}
+
+	wg     sync.WaitGroup // accept loops and connection goroutines
+	nextID atomic.Uint64
+	// panics counts recovered panics; tests assert it stays zero.
+	panics atomic.Int64
+}
+
+type listener struct {
+	net.Listener
+	network string // "tcp" or "unix"
+	addr    string // as reported by Addrs
+}
+
+// New validates cfg and the handler's advertised API versions and returns an
+// unstarted Server.
+func New(cfg Config, h Handler) (*Server, error) {
+	if h == nil {
+		return nil, errors.New("server: nil handler")
+	}
+	if len(cfg.Listeners) == 0 {
+		return nil, errors.New("server: no listeners")
+	}
+	for _, l := range cfg.Listeners {
+		if _, _, err := parseListener(l); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.MaxRequestBytes == 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.MaxRequestBytes < minRequestHeader {
+		return nil, fmt.Errorf("server: MaxRequestBytes %d below the minimum request size %d", cfg.MaxRequestBytes, minRequestHeader)
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.IdleTimeout < 0 {
+		return nil, fmt.Errorf("server: negative IdleTimeout %v", cfg.IdleTimeout)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	api, err := newAPIVersions(h.ApiVersions())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		cfg:      cfg,
+		handler:  h,
+		log:      logger,
+		api:      api,
+		ctx:      ctx,
+		cancel:   cancel,
+		draining: make(chan struct{}),
+		done:     make(chan struct{}),
+		conns:    make(map[*conn]struct{}),
+	}, nil
+}
+
+// parseListener splits "unix:///path" or "tcp://host:port".
+func parseListener(s string) (network, addr string, err error) {
+	switch {
+	case strings.HasPrefix(s, "unix://"):
+		addr = strings.TrimPrefix(s, "unix://")
+		if addr == "" || !filepath.IsAbs(addr) {
+			return "", "", fmt.Errorf("server: listener %q: unix socket path must be absolute", s)
+		}
+		return "unix", filepath.Clean(addr), nil
+	case strings.HasPrefix(s, "tcp://"):
+		addr = strings.TrimPrefix(s, "tcp://")
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return "", "", fmt.Errorf("server: listener %q: %w", s, err)
+		}
+		return "tcp", addr, nil
+	}
+	return "", "", fmt.Errorf("server: listener %q: want unix:///path or tcp://host:port", s)
+}
+
+// Start listens on every configured address and starts accepting; it returns
+// once all listeners are open. If one fails, those already open are closed.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return ErrStarted
+	}
+	select {
+	case <-s.draining:
+		return ErrClosed
+	default:
+	}
+	var ls []*listener
+	for _, spec := range s.cfg.Listeners {
+		network, addr, _ := parseListener(spec)
+		l, err := listen(network, addr)
+		if err != nil {
+			for _, l := range ls {
+				l.Close()
+			}
+			return fmt.Errorf("server: listen %s: %w", spec, err)
+		}
+		ls = append(ls, l)
+	}
+	s.started = true
+	s.listeners = ls
+	for _, l := range ls {
+		s.log.Info("listening", "addr", l.addr)
+		s.wg.Add(1)
+		go s.acceptLoop(l)
+	}
+	return nil
+}
+
+// Serve starts the server (see Start) and blocks until Shutdown or Close has
+// finished. It returns nil after a shutdown, or the error that kept it from
+// starting.
+func (s *Server) Serve() error {
+	if err := s.Start(); err != nil {
+		return err
+	}
+	<-s.done
+	return nil
+}
+
+// Addrs returns the addresses actually listened on, in Config order, in the
+// Config syntax ("tcp://127.0.0.1:40123", "unix:///run/mq/mqd.sock"). It is
+// empty before Start.
+func (s *Server) Addrs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	addrs := make([]string, len(s.listeners))
+	for i, l := range s.listeners {
+		addrs[i] = l.addr
+	}
+	return addrs
+}
+
+func listen(network, addr string) (*listener, error) {
+	if network == "unix" {
+		return listenUnix(addr)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &listener{Listener: l, network: "tcp", addr: "tcp://" + l.Addr().String()}, nil
+}
+
+// listenUnix creates the socket's directory (0750) if missing, replaces a
+// stale socket file nobody answers on, and makes the socket 0660. The
+// listener unlinks the file when closed.
+func listenUnix(path string) (*listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != fs.ModeSocket {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		c, err := net.DialTimeout("unix", path, time.Second)
+		if err == nil {
+			c.Close()
+			return nil, ErrAddressInUse
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	l.SetUnlinkOnClose(true)
+	if err := os.Chmod(path, 0o660); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return &listener{Listener: l, network: "unix", addr: "unix://" + path}, nil
+}
+
+func (s *Server) acceptLoop(l *listener) {
+	defer s.wg.Done()
+	var backoff time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			select {
+			case <-s.draining:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: wait and retry rather
+			// than spin or give up on the listener.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("accept failed", "addr", l.addr, "err", err, "retry_in", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-s.draining:
+				t.Stop()
+				return
+			}
+			continue
+		}
+		backoff = 0
+		s.startConn(nc, l.network)
+	}
+}
+
+func (s *Server) startConn(nc net.Conn, network string) {
+	c := newConn(s, nc, network)
+	s.mu.Lock()
+	select {
+	case <-s.draining:
+		s.mu.Unlock()
+		nc.Close()
+		c.cancel()
+		return
+	default:
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(2)
+	s.mu.Unlock()
+	s.log.Debug("connection opened", "conn", c.info.ID, "remote", c.info.Remote)
+	go c.readLoop()
+	go c.writeLoop()
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// beginDrain stops accepting and tells every connection to stop reading
+// after the request it is on. Returns the listeners' close error.
+func (s *Server) beginDrain() error {
+	var err error
+	s.drainingOnce.Do(func() {
+		s.mu.Lock()
+		close(s.draining)
+		for _, l := range s.listeners {
+			if cerr := l.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
+				err = errors.Join(err, cerr)
+			}
+		}
+		conns := make([]*conn, 0, len(s.conns))
+		for c := range s.conns {
+			conns = append(conns, c)
+		}
+		s.mu.Unlock()
+		for _, c := range conns {
+			c.stopReading()
+		}
+	})
+	return err
+}
+
+// Shutdown stops accepting connections, stops reading new requests, lets the
+// requests already read finish and their responses be written, then closes
+// the connections. If ctx ends first, the remaining connections are closed
+// at once (their handler contexts cancelled) and ctx's error is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.beginDrain()
+	finished := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		s.closeAll()
+		err = errors.Join(err, ctx.Err())
+	}
+	s.cancel()
+	s.doneOnce.Do(func() { close(s.done) })
+	return err
+}
+
+// Close closes the listeners and every connection at once, cancelling the
+// handler contexts. Replies still pending are called by the connections'
+// writer goroutines as they wind down, but nothing more is written.
+func (s *Server) Close() error {
+	err := s.beginDrain()
+	s.closeAll()
+	s.doneOnce.Do(func() { close(s.done) })
+	return err
+}
+
+func (s *Server) closeAll() {
+	s.cancel()
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+}
