@@ -1,0 +1,486 @@
+package config
+
+import (
+	"errors"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Broker holds mqd's settings. Field comments name the Kafka property; the
+// defaults are Kafka's unless the comment says otherwise. Build one with
+// Defaults or Load and change it with Set, which validates and records that
+// the property was set (DescribeBroker reports it as STATIC_BROKER_CONFIG).
+// Assigning fields directly also works; Describe* then infer the source by
+// comparing with the default.
+//
+// A Broker is a value: copies may be read concurrently, and Set on one copy
+// never changes another.
+type Broker struct {
+	NodeID    int32    // node.id (alias broker.id), default 1
+	DataDir   string   // log.dirs (alias log.dir), one directory; default DefaultDataDir
+	Listeners []string // listeners: unix:///path, tcp://host:port; default DefaultListeners
+	Advertise string   // advertised.listeners: host:port given to clients in Metadata; default the first TCP listener
+	Voters    string   // controller.quorum.voters: id@host:port,…; empty = single voter
+	LogLevel  string   // log.level (mq): debug|info|warn|error, default info
+	LogFormat string   // log.format (mq): text|json, default text
+
+	NumPartitions              int32         // num.partitions, default 1
+	DefaultReplicationFactor   int16         // default.replication.factor, default 1
+	AutoCreateTopics           bool          // auto.create.topics.enable, default true
+	MinInsyncReplicas          int32         // min.insync.replicas, default 1
+	UncleanLeaderElection      bool          // unclean.leader.election.enable, default false
+	MessageMaxBytes            int32         // message.max.bytes, default 1048588
+	SocketRequestMaxBytes      int32         // socket.request.max.bytes, default 104857600
+	ConnectionsMaxIdle         time.Duration // connections.max.idle.ms, default 10 min
+	LogSegmentBytes            int64         // log.segment.bytes, default 1 GiB, at least 14
+	LogRollMS                  int64         // log.roll.ms, else log.roll.hours; default 7 days
+	LogRetentionMS             int64         // log.retention.ms, else .minutes, else .hours; default 168 h; -1 forever
+	LogRetentionBytes          int64         // log.retention.bytes, default -1 (no limit)
+	LogRetentionCheckInterval  time.Duration // log.retention.check.interval.ms, default 5 min
+	LogFlushPolicy             string        // log.flush.policy (mq): os|interval|always, default os
+	LogFlushInterval           time.Duration // log.flush.interval.ms, default 1 s (mq; Kafka's is "never")
+	LogIndexIntervalBytes      int32         // log.index.interval.bytes, default 4096
+	LogMessageTimestampType    string        // log.message.timestamp.type: CreateTime|LogAppendTime, default CreateTime
+	OffsetsTopicNumPartitions  int32         // offsets.topic.num.partitions, default 50
+	OffsetsRetention           time.Duration // offsets.retention.minutes, default 7 days
+	GroupInitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms, default 3 s
+
+	// Extra holds known, valid properties that have no field (for example
+	// log.cleanup.policy, compression.type, log.cleaner.*), by name, in
+	// canonical form. Unknown properties are an error at load time.
+	Extra map[string]string
+
+	// explicit records every property set through Set, Load or
+	// WithDynamic: its canonical value and where it came from. Copy on
+	// write: it may be shared with copies of this Broker.
+	explicit map[string]setting
+}
+
+type setting struct {
+	value  string
+	source Source
+}
+
+// Source says where a config value came from, as DescribeConfigs reports it.
+type Source int8
+
+// Sources, with the numbers of Kafka's DescribeConfigs ConfigSource.
+const (
+	SourceDynamicTopic         Source = 1 // DYNAMIC_TOPIC_CONFIG: a topic override
+	SourceDynamicBroker        Source = 2 // DYNAMIC_BROKER_CONFIG: altered at runtime for this broker
+	SourceDynamicDefaultBroker Source = 3 // DYNAMIC_DEFAULT_BROKER_CONFIG: altered at runtime for all brokers
+	SourceStaticBroker         Source = 4 // STATIC_BROKER_CONFIG: config file, MQ_* environment or flags
+	SourceDefault              Source = 5 // DEFAULT_CONFIG
+)
+
+// Entry is one config as DescribeConfigs shows it.
+type Entry struct {
+	Name      string
+	Value     *string // nil: no value (Kafka's null), e.g. log.retention.ms when unset
+	Source    Source
+	ReadOnly  bool // cannot be altered at runtime
+	Sensitive bool
+	Type      int8 // Kafka's ConfigType: TypeBoolean, TypeString, …
+	Doc       string
+}
+
+// brokerProperty describes one broker property.
+type brokerProperty struct {
+	name  string
+	alias string // this name is another spelling of alias (broker.id → node.id)
+	kind  kind
+	def   string // default, canonical text
+	// noDefault: Kafka shows no value unless set (log.retention.ms, whose
+	// default comes from log.retention.hours).
+	noDefault bool
+	// envDefault: the default depends on the environment (log.dirs, listeners).
+	envDefault bool
+	dynamic    bool // may be altered at runtime (ValidateBrokerDynamicConfig)
+	doc        string
+	// set stores a canonical value in the Broker's field; nil keeps the
+	// value in Extra.
+	set func(b *Broker, v string)
+	// get is the effective value of a field-backed property; nil: the
+	// explicit value or the default.
+	get func(b *Broker) string
+}
+
+func i32(v string) int32 { n, _ := strconv.ParseInt(v, 10, 32); return int32(n) }
+func i64(v string) int64 { n, _ := strconv.ParseInt(v, 10, 64); return n }
+func ms(v string) time.Duration {
+	n := i64(v)
+	if n > math.MaxInt64/int64(time.Millisecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(n) * time.Millisecond
+}
+func fmtInt[T ~int16 | ~int32 | ~int64](n T) string { return strconv.FormatInt(int64(n), 10) }
+func fmtMS(d time.Duration) string                  { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// groups lists the properties that give one value in different units, most
+// specific first: the first one set wins, like Kafka (ms > minutes > hours).
+var groups = map[string][]string{
+	"log.retention.ms": {"log.retention.ms", "log.retention.minutes", "log.retention.hours"},
+	"log.roll.ms":      {"log.roll.ms", "log.roll.hours"},
+}
+
+// groupMS is the value in milliseconds of the group led by lead: the most
+// specific member set explicitly, else the default. Negative retention
+// means forever (-1).
+func (b *Broker) groupMS(lead string, def int64) int64 {
+	unit := map[string]int64{"ms": 1, "minutes": 60_000, "hours": 3_600_000}
+	for _, name := range groups[lead] {
+		s, ok := b.explicit[name]
+		if !ok {
+			continue
+		}
+		n := i64(s.value)
+		if n < 0 {
+			return -1
+		}
+		u := unit[name[strings.LastIndexByte(name, '.')+1:]]
+		if n > math.MaxInt64/u {
+			return math.MaxInt64
+		}
+		return n * u
+	}
+	return def
+}
+
+const week = 7 * 24 * 3_600_000
+
+func setRetention(b *Broker, _ string) { b.LogRetentionMS = b.groupMS("log.retention.ms", week) }
+func setRoll(b *Broker, _ string)      { b.LogRollMS = b.groupMS("log.roll.ms", week) }
+
+const (
+	maxInt32 = math.MaxInt32
+	maxLong  = "9223372036854775807"
+)
+
+// brokerProperties is every broker property mq knows, sorted by name.
+var brokerProperties = sortedProperties([]brokerProperty{
+	// Identity and plumbing: fixed while mqd runs.
+	{name: "node.id", kind: intAtLeast(0), def: "1", doc: "The node's ID in the cluster.",
+		set: func(b *Broker, v string) { b.NodeID = i32(v) }, get: func(b *Broker) string { return fmtInt(b.NodeID) }},
+	{name: "broker.id", alias: "node.id"},
+	{name: "log.dirs", kind: directory, envDefault: true, doc: "The directory holding the partition logs and the controller's state ($MQ_DATA_DIR, else $XDG_STATE_HOME/mq, else ~/.local/state/mq).",
+		set: func(b *Broker, v string) { b.DataDir = v }, get: func(b *Broker) string { return b.DataDir }},
+	{name: "log.dir", alias: "log.dirs"},
+	{name: "listeners", kind: listenerList, envDefault: true, doc: "Addresses to listen on: unix:///path and tcp://host:port (port 0 picks a free port).",
+		set: func(b *Broker, v string) { b.Listeners = strings.Split(v, ",") }, get: func(b *Broker) string { return strings.Join(b.Listeners, ",") }},
+	{name: "advertised.listeners", kind: advertised, doc: "The host:port given to clients in Metadata; empty: the first TCP listener's address.",
+		set: func(b *Broker, v string) { b.Advertise = v }, get: func(b *Broker) string { return b.Advertise }},
+	{name: "controller.quorum.voters", kind: voterList, doc: "The Raft voters, id@host:port,…; empty: this node alone.",
+		set: func(b *Broker, v string) { b.Voters = v }, get: func(b *Broker) string { return b.Voters }},
+	{name: "log.level", kind: oneOf("debug", "info", "warn", "error"), def: "info", doc: "The least severe level of mqd's own log messages.",
+		set: func(b *Broker, v string) { b.LogLevel = v }, get: func(b *Broker) string { return b.LogLevel }},
+	{name: "log.format", kind: oneOf("text", "json"), def: "text", doc: "The format of mqd's own log messages on stderr.",
+		set: func(b *Broker, v string) { b.LogFormat = v }, get: func(b *Broker) string { return b.LogFormat }},
+	{name: "socket.request.max.bytes", kind: intAtLeast(1), def: "104857600", doc: "The largest request accepted, in bytes.",
+		set: func(b *Broker, v string) { b.SocketRequestMaxBytes = i32(v) }, get: func(b *Broker) string { return fmtInt(b.SocketRequestMaxBytes) }},
+	{name: "connections.max.idle.ms", kind: longAtLeast(1), def: "600000", doc: "Close connections idle this long.",
+		set: func(b *Broker, v string) { b.ConnectionsMaxIdle = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ConnectionsMaxIdle) }},
+	{name: "log.retention.check.interval.ms", kind: longAtLeast(1), def: "300000", doc: "How often retention deletes old segments.",
+		set: func(b *Broker, v string) { b.LogRetentionCheckInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.LogRetentionCheckInterval) }},
+	{name: "offsets.topic.num.partitions", kind: intAtLeast(1), def: "50", doc: "Partitions of the __consumer_offsets topic (fixed once it exists).",
+		set: func(b *Broker, v string) { b.OffsetsTopicNumPartitions = i32(v) }, get: func(b *Broker) string { return fmtInt(b.OffsetsTopicNumPartitions) }},
+	{name: "offsets.retention.minutes", kind: intAtLeast(1), def: "10080", doc: "How long committed offsets of an empty group are kept.",
+		set: func(b *Broker, v string) { b.OffsetsRetention = time.Duration(i64(v)) * time.Minute },
+		get: func(b *Broker) string { return strconv.FormatInt(int64(b.OffsetsRetention/time.Minute), 10) }},
+	{name: "group.initial.rebalance.delay.ms", kind: intAtLeast(0), def: "3000", doc: "How long a new group waits for more members before its first rebalance.",
+		set: func(b *Broker, v string) { b.GroupInitialRebalanceDelay = ms(v) }, get: func(b *Broker) string { return fmtMS(b.GroupInitialRebalanceDelay) }},
+	{name: "default.replication.factor", kind: integer(TypeInt, 32, 1, math.MaxInt16), def: "1", doc: "Replication factor of automatically created topics.",
+		set: func(b *Broker, v string) { b.DefaultReplicationFactor = int16(i32(v)) }, get: func(b *Broker) string { return fmtInt(b.DefaultReplicationFactor) }},
+
+	// Cluster-wide behaviour that may be altered at runtime.
+	{name: "num.partitions", kind: intAtLeast(1), def: "1", dynamic: true, doc: "Partitions of automatically created topics.",
+		set: func(b *Broker, v string) { b.NumPartitions = i32(v) }, get: func(b *Broker) string { return fmtInt(b.NumPartitions) }},
+	{name: "auto.create.topics.enable", kind: boolean, def: "true", dynamic: true, doc: "Create a topic on first produce or metadata request for it.",
+		set: func(b *Broker, v string) { b.AutoCreateTopics = v == "true" }, get: func(b *Broker) string { return strconv.FormatBool(b.AutoCreateTopics) }},
+	{name: "min.insync.replicas", kind: intAtLeast(1), def: "1", dynamic: true, doc: "Default for topics: in-sync replicas needed to accept an acks=all write.",
+		set: func(b *Broker, v string) { b.MinInsyncReplicas = i32(v) }, get: func(b *Broker) string { return fmtInt(b.MinInsyncReplicas) }},
+	{name: "unclean.leader.election.enable", kind: boolean, def: "false", dynamic: true, doc: "Default for topics: allow a replica outside the ISR to become leader, losing data.",
+		set: func(b *Broker, v string) { b.UncleanLeaderElection = v == "true" }, get: func(b *Broker) string { return strconv.FormatBool(b.UncleanLeaderElection) }},
+	{name: "message.max.bytes", kind: intAtLeast(0), def: "1048588", dynamic: true, doc: "Default for topics: the largest record batch accepted, in bytes.",
+		set: func(b *Broker, v string) { b.MessageMaxBytes = i32(v) }, get: func(b *Broker) string { return fmtInt(b.MessageMaxBytes) }},
+	{name: "log.segment.bytes", kind: integer(TypeInt, 32, 14, maxInt32), def: "1073741824", dynamic: true, doc: "Default for topics: roll a new segment at this size.",
+		set: func(b *Broker, v string) { b.LogSegmentBytes = i64(v) }, get: func(b *Broker) string { return fmtInt(b.LogSegmentBytes) }},
+	{name: "log.roll.hours", kind: intAtLeast(1), def: "168", dynamic: true, doc: "Default for topics: roll a new segment after this many hours (log.roll.ms wins).",
+		set: setRoll},
+	{name: "log.roll.ms", kind: longAtLeast(1), noDefault: true, dynamic: true, doc: "Default for topics: roll a new segment after this many milliseconds.",
+		set: setRoll, get: func(b *Broker) string { return fmtInt(b.LogRollMS) }},
+	{name: "log.retention.hours", kind: intAtLeast(-1), def: "168", dynamic: true, doc: "Default for topics: delete segments older than this; -1 keeps them (log.retention.minutes and .ms win).",
+		set: setRetention},
+	{name: "log.retention.minutes", kind: intAtLeast(-1), noDefault: true, dynamic: true, doc: "Default for topics: delete segments older than this many minutes (log.retention.ms wins).",
+		set: setRetention},
+	{name: "log.retention.ms", kind: longAtLeast(-1), noDefault: true, dynamic: true, doc: "Default for topics: delete segments older than this many milliseconds; -1 keeps them.",
+		set: setRetention, get: func(b *Broker) string { return fmtInt(b.LogRetentionMS) }},
+	{name: "log.retention.bytes", kind: anyLong, def: "-1", dynamic: true, doc: "Default for topics: delete old segments while a partition is larger than this; -1: no limit.",
+		set: func(b *Broker, v string) { b.LogRetentionBytes = i64(v) }, get: func(b *Broker) string { return fmtInt(b.LogRetentionBytes) }},
+	{name: "log.flush.policy", kind: oneOf("os", "interval", "always"), def: "os", dynamic: true, doc: "Default for topics (mq): when to fsync: os (leave it to the OS), interval (every log.flush.interval.ms), always (before acknowledging).",
+		set: func(b *Broker, v string) { b.LogFlushPolicy = v }, get: func(b *Broker) string { return b.LogFlushPolicy }},
+	{name: "log.flush.interval.ms", kind: longAtLeast(0), def: "1000", dynamic: true, doc: "Default for topics: fsync interval under the interval flush policy.",
+		set: func(b *Broker, v string) { b.LogFlushInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.LogFlushInterval) }},
+	{name: "log.index.interval.bytes", kind: intAtLeast(0), def: "4096", dynamic: true, doc: "Default for topics: bytes between offset index entries.",
+		set: func(b *Broker, v string) { b.LogIndexIntervalBytes = i32(v) }, get: func(b *Broker) string { return fmtInt(b.LogIndexIntervalBytes) }},
+	{name: "log.message.timestamp.type", kind: oneOf("CreateTime", "LogAppendTime"), def: "CreateTime", dynamic: true, doc: "Default for topics: keep the producer's timestamps or stamp the append time.",
+		set: func(b *Broker, v string) { b.LogMessageTimestampType = v }, get: func(b *Broker) string { return b.LogMessageTimestampType }},
+
+	// Kept in Extra: topic defaults mq accepts and reports.
+	{name: "log.cleanup.policy", kind: cleanupPolicy, def: "delete", dynamic: true, doc: "Default for topics: delete old segments, compact by key, or both."},
+	{name: "compression.type", kind: compressionType, def: "producer", dynamic: true, doc: "Default for topics: the codec batches are stored with; producer keeps the producer's."},
+	{name: "log.cleaner.delete.retention.ms", kind: longAtLeast(0), def: "86400000", dynamic: true, doc: "Default for topics: how long compaction keeps tombstones."},
+	{name: "log.cleaner.min.compaction.lag.ms", kind: longAtLeast(0), def: "0", dynamic: true, doc: "Default for topics: the least age of a record before compaction."},
+	{name: "log.cleaner.max.compaction.lag.ms", kind: longAtLeast(1), def: maxLong, dynamic: true, doc: "Default for topics: the greatest age of a record before compaction."},
+	{name: "log.cleaner.min.cleanable.ratio", kind: ratio, def: "0.5", dynamic: true, doc: "Default for topics: the dirty ratio that triggers compaction."},
+	{name: "log.roll.jitter.ms", kind: longAtLeast(0), def: "0", dynamic: true, doc: "Default for topics: random jitter subtracted from the roll time (accepted, ignored)."},
+	{name: "log.segment.delete.delay.ms", kind: longAtLeast(0), def: "60000", dynamic: true, doc: "Default for topics: delay before a deleted segment's file is removed (accepted, ignored)."},
+	{name: "log.message.timestamp.difference.max.ms", kind: longAtLeast(0), def: maxLong, dynamic: true, doc: "Default for topics: the largest difference between a CreateTime timestamp and the broker's clock (accepted, ignored)."},
+	{name: "log.preallocate", kind: boolean, def: "false", dynamic: true, doc: "Default for topics: preallocate segment files (accepted, ignored)."},
+})
+
+var compressionType = oneOf("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
+
+func sortedProperties(ps []brokerProperty) []brokerProperty {
+	sort.Slice(ps, func(i, j int) bool { return ps[i].name < ps[j].name })
+	return ps
+}
+
+// lookupBroker finds a broker property, resolving aliases.
+func lookupBroker(name string) *brokerProperty {
+	i := sort.Search(len(brokerProperties), func(i int) bool { return brokerProperties[i].name >= name })
+	if i == len(brokerProperties) || brokerProperties[i].name != name {
+		return nil
+	}
+	if a := brokerProperties[i].alias; a != "" {
+		return lookupBroker(a)
+	}
+	return &brokerProperties[i]
+}
+
+// Defaults returns the settings of an mqd started with no config file, no
+// MQ_* environment and no flags, in this process's environment ($MQ_DATA_DIR,
+// $XDG_STATE_HOME, $HOME, $MQ_SOCKET, $XDG_RUNTIME_DIR, the user ID).
+func Defaults() Broker { return defaultsFor(os.Getenv, os.Getuid()) }
+
+func defaultsFor(env func(string) string, uid int) Broker {
+	var b Broker
+	for i := range brokerProperties {
+		p := &brokerProperties[i]
+		if p.set != nil && p.alias == "" && !p.noDefault && !p.envDefault {
+			p.set(&b, p.def)
+		}
+	}
+	b.DataDir = DefaultDataDir(env)
+	b.Listeners = DefaultListeners(env, uid)
+	return b
+}
+
+// builtin is the defaults in an empty environment, to tell a changed field
+// from a default one.
+var builtin = defaultsFor(func(string) string { return "" }, 1000)
+
+// DefaultDataDir is the data directory when none is configured:
+// $MQ_DATA_DIR, else $XDG_STATE_HOME/mq, else $HOME/.local/state/mq, else
+// /var/lib/mq. Relative XDG_STATE_HOME values are ignored, as the XDG base
+// directory spec asks.
+func DefaultDataDir(env func(string) string) string {
+	if d := env("MQ_DATA_DIR"); d != "" {
+		return d
+	}
+	if d := env("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "mq")
+	}
+	if h := env("HOME"); h != "" {
+		return filepath.Join(h, ".local", "state", "mq")
+	}
+	return "/var/lib/mq"
+}
+
+// DefaultSocket is the Unix socket path the daemon listens on and the tools
+// try first: $MQ_SOCKET, else $XDG_RUNTIME_DIR/mq/mqd.sock (when absolute),
+// else /run/mq/mqd.sock for root (uid 0), else /tmp/mq-$UID/mqd.sock.
+func DefaultSocket(env func(string) string, uid int) string {
+	if s := env("MQ_SOCKET"); s != "" {
+		return s
+	}
+	if d := env("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		return filepath.Join(d, "mq", "mqd.sock")
+	}
+	if uid == 0 {
+		return "/run/mq/mqd.sock"
+	}
+	return filepath.Join("/tmp", "mq-"+strconv.Itoa(uid), "mqd.sock")
+}
+
+// DefaultTCPListener is Kafka's default address, so every client's default
+// works.
+const DefaultTCPListener = "tcp://127.0.0.1:9092"
+
+// DefaultListeners is unix://DefaultSocket and DefaultTCPListener.
+func DefaultListeners(env func(string) string, uid int) []string {
+	return []string{"unix://" + DefaultSocket(env, uid), DefaultTCPListener}
+}
+
+// Set validates one property given by its Kafka name and stores it. An
+// unknown name is an error matching ErrUnknownConfig; a bad value one
+// matching ErrInvalidValue that says what is allowed. The property is
+// reported as STATIC_BROKER_CONFIG from now on.
+func (b *Broker) Set(name, value string) error {
+	return b.set(name, value, SourceStaticBroker)
+}
+
+func (b *Broker) set(name, value string, src Source) error {
+	p := lookupBroker(name)
+	if p == nil {
+		return unknown(name)
+	}
+	v, err := p.kind.check(name, value)
+	if err != nil {
+		return err
+	}
+	b.explicit = maps.Clone(b.explicit)
+	if b.explicit == nil {
+		b.explicit = map[string]setting{}
+	}
+	b.explicit[p.name] = setting{value: v, source: src}
+	if p.set != nil {
+		p.set(b, v)
+		return nil
+	}
+	b.Extra = maps.Clone(b.Extra)
+	if b.Extra == nil {
+		b.Extra = map[string]string{}
+	}
+	b.Extra[p.name] = v
+	return nil
+}
+
+// ValidateBrokerConfig checks a broker property's name and value without
+// setting it (for a command line that wants to name its own flag in the
+// error).
+func ValidateBrokerConfig(name, value string) error {
+	p := lookupBroker(name)
+	if p == nil {
+		return unknown(name)
+	}
+	_, err := p.kind.check(name, value)
+	return err
+}
+
+// ValidateBrokerDynamicConfig checks a broker config being altered at
+// runtime (IncrementalAlterConfigs / AlterConfigs on a BROKER resource):
+// the name must be known (ErrUnknownConfig), the property one that may
+// change while mqd runs (ErrNotDynamic, which also matches
+// ErrInvalidValue), and the value valid (ErrInvalidValue). The dynamic
+// properties are the topic defaults (log.*, message.max.bytes,
+// min.insync.replicas, unclean.leader.election.enable, compression.type)
+// and num.partitions and auto.create.topics.enable.
+func ValidateBrokerDynamicConfig(name, value string) error {
+	p := lookupBroker(name)
+	if p == nil {
+		return unknown(name)
+	}
+	if !p.dynamic {
+		return &Error{Name: name, Value: value, Err: ErrNotDynamic}
+	}
+	_, err := p.kind.check(name, value)
+	return err
+}
+
+// WithDynamic returns b with the dynamic broker configs applied: first the
+// cluster-wide defaults (the image's broker -1), then this broker's own.
+// Invalid or non-dynamic entries are skipped and returned, joined, in err;
+// the Broker returned is usable either way. Like Kafka, the most specific
+// unit of a duration wins whatever its source (a static log.retention.ms
+// beats a dynamic log.retention.hours).
+func (b Broker) WithDynamic(clusterDefaults, perBroker map[string]string) (Broker, error) {
+	var errs []error
+	for _, layer := range []struct {
+		m   map[string]string
+		src Source
+	}{{clusterDefaults, SourceDynamicDefaultBroker}, {perBroker, SourceDynamicBroker}} {
+		for _, name := range sortedKeys(layer.m) {
+			value := layer.m[name]
+			if err := ValidateBrokerDynamicConfig(name, value); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := b.set(name, value, layer.src); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return b, errors.Join(errs...)
+}
+
+// value is a broker property's value as DescribeConfigs shows it.
+func (b *Broker) value(p *brokerProperty) *string {
+	if s, ok := b.explicit[p.name]; ok {
+		return &s.value
+	}
+	if p.noDefault {
+		return nil
+	}
+	if p.get != nil {
+		v := p.get(b)
+		return &v
+	}
+	if v, ok := b.Extra[p.name]; ok {
+		return &v
+	}
+	v := p.def
+	return &v
+}
+
+// effective is the value a property has in effect, for topic defaults:
+// like value, but a duration group's lead gives the group's result.
+func (b *Broker) effective(name string) string {
+	p := lookupBroker(name)
+	if p.get != nil {
+		return p.get(b)
+	}
+	if v := b.value(p); v != nil {
+		return *v
+	}
+	return p.def
+}
+
+// source is where a broker property's value came from. For the lead of a
+// duration group (log.retention.ms, log.roll.ms) with inGroup, it is the
+// source of the member that decided the value, as a topic default reports
+// it.
+func (b *Broker) source(name string, inGroup bool) Source {
+	members := []string{name}
+	if inGroup && groups[name] != nil {
+		members = groups[name]
+	}
+	for _, m := range members {
+		if s, ok := b.explicit[m]; ok {
+			return s.source
+		}
+	}
+	p := lookupBroker(name)
+	if p.envDefault || (p.noDefault && !inGroup) {
+		return SourceDefault
+	}
+	if b.effective(name) != builtin.effective(name) {
+		return SourceStaticBroker
+	}
+	return SourceDefault
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,668 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func TestDefaultsAreKafkas(t *testing.T) {
+	b := defaultsFor(envOf(map[string]string{"HOME": "/home/u"}), 1000)
+	want := Broker{
+		NodeID:                     1,
+		DataDir:                    "/home/u/.local/state/mq",
+		Listeners:                  []string{"unix:///tmp/mq-1000/mqd.sock", "tcp://127.0.0.1:9092"},
+		LogLevel:                   "info",
+		LogFormat:                  "text",
+		NumPartitions:              1,
+		DefaultReplicationFactor:   1,
+		AutoCreateTopics:           true,
+		MinInsyncReplicas:          1,
+		UncleanLeaderElection:      false,
+		MessageMaxBytes:            1048588,
+		SocketRequestMaxBytes:      104857600,
+		ConnectionsMaxIdle:         10 * time.Minute,
+		LogSegmentBytes:            1 << 30,
+		LogRollMS:                  168 * 3600 * 1000,
+		LogRetentionMS:             168 * 3600 * 1000,
+		LogRetentionBytes:          -1,
+		LogRetentionCheckInterval:  5 * time.Minute,
+		LogFlushPolicy:             "os",
+		LogFlushInterval:           time.Second,
+		LogIndexIntervalBytes:      4096,
+		LogMessageTimestampType:    "CreateTime",
+		OffsetsTopicNumPartitions:  50,
+		OffsetsRetention:           7 * 24 * time.Hour,
+		GroupInitialRebalanceDelay: 3 * time.Second,
+	}
+	if !reflect.DeepEqual(b, want) {
+		t.Errorf("defaults:\n got %+v\nwant %+v", b, want)
+	}
+	td := b.TopicDefaults()
+	wantTopic := Topic{
+		CleanupPolicy:        "delete",
+		SegmentBytes:         1 << 30,
+		SegmentMS:            604800000,
+		RetentionMS:          604800000,
+		RetentionBytes:       -1,
+		MaxMessageBytes:      1048588,
+		MinInsyncReplicas:    1,
+		FlushPolicy:          "os",
+		FlushMS:              1000,
+		IndexIntervalBytes:   4096,
+		MessageTimestampType: "CreateTime",
+		CompressionType:      "producer",
+	}
+	if td != wantTopic {
+		t.Errorf("topic defaults:\n got %+v\nwant %+v", td, wantTopic)
+	}
+}
+
+func TestDefaultDataDir(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"MQ_DATA_DIR": "/d", "XDG_STATE_HOME": "/s", "HOME": "/h"}, "/d"},
+		{map[string]string{"XDG_STATE_HOME": "/s", "HOME": "/h"}, "/s/mq"},
+		{map[string]string{"XDG_STATE_HOME": "relative", "HOME": "/h"}, "/h/.local/state/mq"},
+		{map[string]string{"HOME": "/h"}, "/h/.local/state/mq"},
+		{map[string]string{}, "/var/lib/mq"},
+	} {
+		if got := DefaultDataDir(envOf(tc.env)); got != tc.want {
+			t.Errorf("DefaultDataDir(%v) = %q, want %q", tc.env, got, tc.want)
+		}
+	}
+}
+
+func TestDefaultSocket(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		uid  int
+		want string
+	}{
+		{map[string]string{"MQ_SOCKET": "/x.sock", "XDG_RUNTIME_DIR": "/run/user/5"}, 5, "/x.sock"},
+		{map[string]string{"XDG_RUNTIME_DIR": "/run/user/5"}, 5, "/run/user/5/mq/mqd.sock"},
+		{map[string]string{"XDG_RUNTIME_DIR": "rel"}, 5, "/tmp/mq-5/mqd.sock"},
+		{map[string]string{}, 0, "/run/mq/mqd.sock"},
+		{map[string]string{}, 1234, "/tmp/mq-1234/mqd.sock"},
+	} {
+		if got := DefaultSocket(envOf(tc.env), tc.uid); got != tc.want {
+			t.Errorf("DefaultSocket(%v, %d) = %q, want %q", tc.env, tc.uid, got, tc.want)
+		}
+	}
+	got := DefaultListeners(envOf(map[string]string{"MQ_SOCKET": "/s"}), 1)
+	if want := []string{"unix:///s", "tcp://127.0.0.1:9092"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("DefaultListeners = %q, want %q", got, want)
+	}
+}
+
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "mqd.conf")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		file       string
+		env        map[string]string
+		flags      map[string]string
+		want       int32
+		wantSource Source
+	}{
+		{"defaults", "", nil, nil, 1, SourceDefault},
+		{"file over defaults", "num.partitions = 2", nil, nil, 2, SourceStaticBroker},
+		{"env over file", "num.partitions = 2", map[string]string{"MQ_NUM_PARTITIONS": "3"}, nil, 3, SourceStaticBroker},
+		{"flags over env", "num.partitions = 2", map[string]string{"MQ_NUM_PARTITIONS": "3"}, map[string]string{"num.partitions": "4"}, 4, SourceStaticBroker},
+		{"flags over file", "num.partitions = 2", nil, map[string]string{"num.partitions": "4"}, 4, SourceStaticBroker},
+		{"empty env ignored", "num.partitions = 2", map[string]string{"MQ_NUM_PARTITIONS": ""}, nil, 2, SourceStaticBroker},
+		{"set to the default is still static", "num.partitions = 1", nil, nil, 1, SourceStaticBroker},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := ""
+			if tc.file != "" {
+				file = writeFile(t, tc.file+"\n")
+			}
+			b, err := Load(file, envOf(tc.env), tc.flags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.NumPartitions != tc.want {
+				t.Errorf("NumPartitions = %d, want %d", b.NumPartitions, tc.want)
+			}
+			if got := entry(t, DescribeBroker(b, nil), "num.partitions").Source; got != tc.wantSource {
+				t.Errorf("source = %d, want %d", got, tc.wantSource)
+			}
+		})
+	}
+}
+
+func TestLoadEnvironment(t *testing.T) {
+	env := map[string]string{
+		"HOME":                  "/h",
+		"MQ_LOG_DIRS":           "/generic",
+		"MQ_DATA_DIR":           "/data",
+		"MQ_LISTEN":             "unix:///a.sock, tcp://0.0.0.0:0",
+		"MQ_NODE_ID":            "7",
+		"MQ_LOG_LEVEL":          "DEBUG",
+		"MQ_LOG_FORMAT":         "json",
+		"MQ_ADVERTISE":          "tcp://h.example:9092",
+		"MQ_VOTERS":             "7@h1:9093,8@h2",
+		"MQ_CONFIG":             "/ignored.conf",
+		"MQ_SOCKET":             "/s.sock",
+		"MQ_BROKER":             "tcp://somewhere:1",
+		"MQ_LOG_CLEANUP_POLICY": "compact",
+	}
+	b, err := Load("", envOf(env), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.DataDir != "/data" || b.NodeID != 7 || b.LogLevel != "debug" || b.LogFormat != "json" ||
+		b.Advertise != "h.example:9092" || b.Voters != "7@h1:9093,8@h2:9093" {
+		t.Errorf("got %+v", b)
+	}
+	if want := []string{"unix:///a.sock", "tcp://0.0.0.0:0"}; !reflect.DeepEqual(b.Listeners, want) {
+		t.Errorf("Listeners = %q, want %q", b.Listeners, want)
+	}
+	if b.TopicDefaults().CleanupPolicy != "compact" {
+		t.Errorf("log.cleanup.policy from env not applied: %v", b.Extra)
+	}
+
+	// Without MQ_LISTEN the default listeners follow $MQ_SOCKET.
+	b, err = Load("", envOf(map[string]string{"MQ_SOCKET": "/s.sock"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"unix:///s.sock", "tcp://127.0.0.1:9092"}; !reflect.DeepEqual(b.Listeners, want) {
+		t.Errorf("Listeners = %q, want %q", b.Listeners, want)
+	}
+}
+
+func TestLoadDurationUnitsMostSpecificWins(t *testing.T) {
+	const hour, minute = 3_600_000, 60_000
+	for _, tc := range []struct {
+		name          string
+		file          string
+		env           map[string]string
+		flags         map[string]string
+		retention     int64
+		roll          int64
+		retentionFrom Source
+	}{
+		{"defaults", "", nil, nil, 168 * hour, 168 * hour, SourceDefault},
+		{"hours", "log.retention.hours = 2\nlog.roll.hours = 3", nil, nil, 2 * hour, 3 * hour, SourceStaticBroker},
+		{"minutes beat hours", "log.retention.hours = 2\nlog.retention.minutes = 5", nil, nil, 5 * minute, 168 * hour, SourceStaticBroker},
+		{"ms beat minutes", "log.retention.ms = 7\nlog.retention.minutes = 5\nlog.roll.ms = 9\nlog.roll.hours=1", nil, nil, 7, 9, SourceStaticBroker},
+		{"file ms beats flag hours", "log.retention.ms = 7", nil, map[string]string{"log.retention.hours": "1"}, 7, 168 * hour, SourceStaticBroker},
+		{"env minutes beat flag hours", "", map[string]string{"MQ_LOG_RETENTION_MINUTES": "1"}, map[string]string{"log.retention.hours": "1"}, minute, 168 * hour, SourceStaticBroker},
+		{"negative is forever", "log.retention.hours = -1", nil, nil, -1, 168 * hour, SourceStaticBroker},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := ""
+			if tc.file != "" {
+				file = writeFile(t, tc.file)
+			}
+			b, err := Load(file, envOf(tc.env), tc.flags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.LogRetentionMS != tc.retention || b.LogRollMS != tc.roll {
+				t.Errorf("retention %d roll %d, want %d %d", b.LogRetentionMS, b.LogRollMS, tc.retention, tc.roll)
+			}
+			e := entry(t, DescribeTopic(b, nil), "retention.ms")
+			if *e.Value != itoa(tc.retention) || e.Source != tc.retentionFrom {
+				t.Errorf("retention.ms described as %s (source %d), want %d (source %d)", *e.Value, e.Source, tc.retention, tc.retentionFrom)
+			}
+		})
+	}
+}
+
+func itoa(n int64) string { return fmtInt(n) }
+
+func TestParseFile(t *testing.T) {
+	text := "# comment\n\n  num.partitions=3  \r\nlog.dirs = /var/lib/mq # not a comment\n\tadvertised.listeners =\nlog.level = a = b\n"
+	got, err := ParseFile("f", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Property{
+		{"num.partitions", "3", 3},
+		{"log.dirs", "/var/lib/mq # not a comment", 4},
+		{"advertised.listeners", "", 5},
+		{"log.level", "a = b", 6},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestFileErrorsNameTheLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, want string
+		is               error
+	}{
+		{"no equals", "num.partitions = 1\n\nnum.partitions 3\n", ":3: want key = value", nil},
+		{"no key", "# x\n = 3\n", ":2: missing property name", nil},
+		{"space in key", "num partitions = 3\n", `:1: property name "num partitions" contains a space`, nil},
+		{"duplicate", "num.partitions = 1\n#\nnum.partitions = 2\n", ":3: num.partitions already set on line 1", nil},
+		{"unknown", "num.partitions = 1\nnum.partitons = 2\n", `:2: unknown property "num.partitons"`, ErrUnknownConfig},
+		{"invalid", "\n\n\nnum.partitions = zero\n", `:4: invalid value "zero" for num.partitions: want an integer ≥ 1`, ErrInvalidValue},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeFile(t, tc.text)
+			_, err := Load(file, nil, nil)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.HasPrefix(err.Error(), file+":") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want %q after the file name", err, tc.want)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("error %q does not match %v", err, tc.is)
+			}
+		})
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.conf"), nil, nil); err == nil || !strings.Contains(err.Error(), "missing.conf") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestLoadErrorsSayWhere(t *testing.T) {
+	_, err := Load("", envOf(map[string]string{"MQ_NUM_PARTITIONS": "0"}), nil)
+	if want := `$MQ_NUM_PARTITIONS: invalid value "0" for num.partitions: want an integer ≥ 1`; err == nil || err.Error() != want {
+		t.Errorf("env: %v, want %s", err, want)
+	}
+	_, err = Load("", envOf(map[string]string{"MQ_LISTEN": "http://x"}), nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "$MQ_LISTEN: invalid value") {
+		t.Errorf("env alias: %v", err)
+	}
+	_, err = Load("", nil, map[string]string{"no.such": "1"})
+	if want := `command line: unknown property "no.such"`; err == nil || err.Error() != want || !errors.Is(err, ErrUnknownConfig) {
+		t.Errorf("flags: %v, want %s", err, want)
+	}
+}
+
+// TestBrokerPropertyValidation covers every broker property's rule.
+func TestBrokerPropertyValidation(t *testing.T) {
+	covered := map[string]bool{}
+	for _, tc := range []struct {
+		name, value string
+		ok          bool
+	}{
+		{"node.id", "0", true}, {"node.id", "-1", false}, {"node.id", "x", false}, {"node.id", "2147483648", false},
+		{"broker.id", "3", true}, {"broker.id", "-3", false},
+		{"log.dirs", "/a/b", true}, {"log.dirs", "", false}, {"log.dirs", "/a,/b", false}, {"log.dir", "/a", true},
+		{"listeners", "unix:///a,tcp://:9092", true}, {"listeners", "tcp://[::1]:0", true},
+		{"listeners", "unix://rel", false}, {"listeners", "tcp://host", false}, {"listeners", "PLAINTEXT://:9092", false},
+		{"listeners", "tcp://h:70000", false}, {"listeners", "", false}, {"listeners", " , ", false},
+		{"advertised.listeners", "", true}, {"advertised.listeners", "h:1", true}, {"advertised.listeners", "tcp://h:1", true},
+		{"advertised.listeners", "h:0", false}, {"advertised.listeners", ":9092", false}, {"advertised.listeners", "h", false},
+		{"controller.quorum.voters", "", true}, {"controller.quorum.voters", "1@h:9093,2@[::1]:9093,3@h3", true},
+		{"controller.quorum.voters", "1@h:9093,1@g:9093", false}, {"controller.quorum.voters", "h:9093", false},
+		{"controller.quorum.voters", "-1@h:1", false}, {"controller.quorum.voters", "1@h:0", false}, {"controller.quorum.voters", "1@::1", false},
+		{"log.level", "debug", true}, {"log.level", "WARN", true}, {"log.level", "trace", false},
+		{"log.format", "json", true}, {"log.format", "xml", false},
+		{"socket.request.max.bytes", "1", true}, {"socket.request.max.bytes", "0", false},
+		{"connections.max.idle.ms", "1", true}, {"connections.max.idle.ms", "0", false},
+		{"log.retention.check.interval.ms", "1", true}, {"log.retention.check.interval.ms", "0", false},
+		{"offsets.topic.num.partitions", "1", true}, {"offsets.topic.num.partitions", "0", false},
+		{"offsets.retention.minutes", "1", true}, {"offsets.retention.minutes", "0", false},
+		{"group.initial.rebalance.delay.ms", "0", true}, {"group.initial.rebalance.delay.ms", "-1", false},
+		{"default.replication.factor", "3", true}, {"default.replication.factor", "0", false}, {"default.replication.factor", "40000", false},
+		{"num.partitions", "1", true}, {"num.partitions", "0", false}, {"num.partitions", "1.5", false},
+		{"auto.create.topics.enable", "FALSE", true}, {"auto.create.topics.enable", "yes", false},
+		{"min.insync.replicas", "1", true}, {"min.insync.replicas", "0", false},
+		{"unclean.leader.election.enable", "true", true}, {"unclean.leader.election.enable", "1", false},
+		{"message.max.bytes", "0", true}, {"message.max.bytes", "-1", false},
+		{"log.segment.bytes", "14", true}, {"log.segment.bytes", "13", false}, {"log.segment.bytes", "4294967296", false},
+		{"log.roll.hours", "1", true}, {"log.roll.hours", "0", false},
+		{"log.roll.ms", "1", true}, {"log.roll.ms", "0", false},
+		{"log.retention.hours", "-1", true}, {"log.retention.hours", "-2", false},
+		{"log.retention.minutes", "-1", true}, {"log.retention.minutes", "-2", false},
+		{"log.retention.ms", "-1", true}, {"log.retention.ms", "-2", false}, {"log.retention.ms", "9223372036854775807", true},
+		{"log.retention.bytes", "-1", true}, {"log.retention.bytes", "x", false},
+		{"log.flush.policy", "interval", true}, {"log.flush.policy", "never", false},
+		{"log.flush.interval.ms", "0", true}, {"log.flush.interval.ms", "-1", false},
+		{"log.index.interval.bytes", "0", true}, {"log.index.interval.bytes", "-1", false},
+		{"log.message.timestamp.type", "LogAppendTime", true}, {"log.message.timestamp.type", "logappendtime", true}, {"log.message.timestamp.type", "Now", false},
+		{"log.cleanup.policy", "compact, delete", true}, {"log.cleanup.policy", "", false}, {"log.cleanup.policy", "archive", false},
+		{"compression.type", "zstd", true}, {"compression.type", "uncompressed", true}, {"compression.type", "brotli", false},
+		{"log.cleaner.delete.retention.ms", "0", true}, {"log.cleaner.delete.retention.ms", "-1", false},
+		{"log.cleaner.min.compaction.lag.ms", "0", true}, {"log.cleaner.min.compaction.lag.ms", "-1", false},
+		{"log.cleaner.max.compaction.lag.ms", "1", true}, {"log.cleaner.max.compaction.lag.ms", "0", false},
+		{"log.cleaner.min.cleanable.ratio", "0.9", true}, {"log.cleaner.min.cleanable.ratio", "1.1", false}, {"log.cleaner.min.cleanable.ratio", "NaN", false},
+		{"log.roll.jitter.ms", "0", true}, {"log.roll.jitter.ms", "-1", false},
+		{"log.segment.delete.delay.ms", "0", true}, {"log.segment.delete.delay.ms", "-1", false},
+		{"log.message.timestamp.difference.max.ms", "0", true}, {"log.message.timestamp.difference.max.ms", "-1", false},
+		{"log.preallocate", "true", true}, {"log.preallocate", "maybe", false},
+	} {
+		covered[tc.name] = true
+		b := Defaults()
+		err := b.Set(tc.name, tc.value)
+		if tc.ok && err != nil {
+			t.Errorf("Set(%s, %q): %v", tc.name, tc.value, err)
+		}
+		if !tc.ok {
+			if !errors.Is(err, ErrInvalidValue) {
+				t.Errorf("Set(%s, %q) = %v, want an invalid value error", tc.name, tc.value, err)
+			} else if msg := err.Error(); !strings.Contains(msg, tc.name) || !strings.Contains(msg, tc.value) || !strings.Contains(msg, "want ") {
+				t.Errorf("error %q does not name property, value and what is allowed", msg)
+			}
+		}
+		if got := ValidateBrokerConfig(tc.name, tc.value); (got == nil) != tc.ok {
+			t.Errorf("ValidateBrokerConfig(%s, %q) = %v", tc.name, tc.value, got)
+		}
+	}
+	for _, name := range Properties() {
+		if !covered[name] {
+			t.Errorf("no validation case for %s", name)
+		}
+	}
+	b := Defaults()
+	if err := b.Set("no.such.property", "1"); !errors.Is(err, ErrUnknownConfig) || err.Error() != `unknown property "no.such.property"` {
+		t.Errorf("unknown property: %v", err)
+	}
+}
+
+func TestSetNormalizesAndStores(t *testing.T) {
+	b := Defaults()
+	for _, kv := range [][2]string{
+		{"broker.id", " 9 "}, {"log.dir", "/x/../y/"}, {"log.level", "ERROR"}, {"auto.create.topics.enable", "False"},
+		{"log.cleanup.policy", "delete,compact"}, {"log.message.timestamp.type", "logappendtime"},
+		{"connections.max.idle.ms", "1500"}, {"offsets.retention.minutes", "2"}, {"default.replication.factor", "3"},
+	} {
+		if err := b.Set(kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.NodeID != 9 || b.DataDir != "/y" || b.LogLevel != "error" || b.AutoCreateTopics ||
+		b.LogMessageTimestampType != "LogAppendTime" || b.ConnectionsMaxIdle != 1500*time.Millisecond ||
+		b.OffsetsRetention != 2*time.Minute || b.DefaultReplicationFactor != 3 {
+		t.Errorf("got %+v", b)
+	}
+	if b.Extra["log.cleanup.policy"] != "compact,delete" {
+		t.Errorf("Extra = %v", b.Extra)
+	}
+	// Aliases are described under the real name.
+	if e := entry(t, DescribeBroker(b, nil), "node.id"); *e.Value != "9" || e.Source != SourceStaticBroker {
+		t.Errorf("node.id entry %+v", e)
+	}
+}
+
+func TestSetDoesNotChangeCopies(t *testing.T) {
+	a := Defaults()
+	if err := a.Set("log.cleanup.policy", "compact"); err != nil {
+		t.Fatal(err)
+	}
+	b := a
+	if err := b.Set("log.cleanup.policy", "delete"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Set("num.partitions", "5"); err != nil {
+		t.Fatal(err)
+	}
+	if a.Extra["log.cleanup.policy"] != "compact" || entry(t, DescribeBroker(a, nil), "num.partitions").Source != SourceDefault {
+		t.Errorf("Set on a copy changed the original: %v", a.Extra)
+	}
+}
+
+// TestTopicConfigValidation covers every topic config's rule.
+func TestTopicConfigValidation(t *testing.T) {
+	covered := map[string]bool{}
+	for _, tc := range []struct {
+		name, value string
+		ok          bool
+	}{
+		{"cleanup.policy", "compact", true}, {"cleanup.policy", "compact,delete", true}, {"cleanup.policy", "Delete", true},
+		{"cleanup.policy", "", false}, {"cleanup.policy", "compact,,delete", false}, {"cleanup.policy", "none", false},
+		{"segment.bytes", "14", true}, {"segment.bytes", "13", false}, {"segment.bytes", "2147483648", false}, {"segment.bytes", "1k", false},
+		{"segment.ms", "1", true}, {"segment.ms", "0", false},
+		{"retention.ms", "-1", true}, {"retention.ms", "0", true}, {"retention.ms", "-2", false}, {"retention.ms", "9223372036854775808", false},
+		{"retention.bytes", "-1", true}, {"retention.bytes", "1073741824", true}, {"retention.bytes", "", false},
+		{"max.message.bytes", "0", true}, {"max.message.bytes", "-1", false},
+		{"min.insync.replicas", "1", true}, {"min.insync.replicas", "0", false},
+		{"flush.policy", "always", true}, {"flush.policy", "sometimes", false},
+		{"flush.ms", "0", true}, {"flush.ms", "-1", false},
+		{"index.interval.bytes", "0", true}, {"index.interval.bytes", "-1", false},
+		{"message.timestamp.type", "CreateTime", true}, {"message.timestamp.type", "Never", false},
+		{"unclean.leader.election.enable", "false", true}, {"unclean.leader.election.enable", "no", false},
+		{"compression.type", "producer", true}, {"compression.type", "lz4", true}, {"compression.type", "none", true}, {"compression.type", "lzma", false},
+		{"delete.retention.ms", "0", true}, {"delete.retention.ms", "-1", false},
+		{"min.compaction.lag.ms", "0", true}, {"min.compaction.lag.ms", "-1", false},
+		{"max.compaction.lag.ms", "1", true}, {"max.compaction.lag.ms", "0", false},
+		{"min.cleanable.dirty.ratio", "0", true}, {"min.cleanable.dirty.ratio", "1", true}, {"min.cleanable.dirty.ratio", "-0.1", false},
+		{"segment.jitter.ms", "0", true}, {"segment.jitter.ms", "-1", false},
+		{"file.delete.delay.ms", "0", true}, {"file.delete.delay.ms", "-1", false},
+		{"message.timestamp.difference.max.ms", "0", true}, {"message.timestamp.difference.max.ms", "-1", false},
+		{"preallocate", "true", true}, {"preallocate", "yes", false},
+		{"leader.replication.throttled.replicas", "", true}, {"leader.replication.throttled.replicas", "*", true},
+		{"leader.replication.throttled.replicas", "0:1,1:2", true}, {"leader.replication.throttled.replicas", "0:x", false},
+		{"follower.replication.throttled.replicas", "0:1", true}, {"follower.replication.throttled.replicas", "*,0:1", false},
+	} {
+		covered[tc.name] = true
+		err := ValidateTopicConfig(tc.name, tc.value)
+		if tc.ok && err != nil {
+			t.Errorf("ValidateTopicConfig(%s, %q): %v", tc.name, tc.value, err)
+		}
+		if !tc.ok && !errors.Is(err, ErrInvalidValue) {
+			t.Errorf("ValidateTopicConfig(%s, %q) = %v, want an invalid value error", tc.name, tc.value, err)
+		}
+	}
+	if err := ValidateTopicConfig("retention.hours", "1"); !errors.Is(err, ErrUnknownConfig) {
+		t.Errorf("unknown topic config: %v", err)
+	}
+	for _, p := range topicProperties {
+		if !covered[p.name] {
+			t.Errorf("no validation case for %s", p.name)
+		}
+	}
+}
+
+func TestResolveTopic(t *testing.T) {
+	b := Defaults()
+	for _, kv := range [][2]string{{"log.retention.hours", "1"}, {"log.segment.bytes", "1000"}, {"compression.type", "zstd"}, {"log.flush.policy", "always"}} {
+		if err := b.Set(kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ResolveTopic(b, map[string]string{
+		"segment.bytes":                  "2000",
+		"cleanup.policy":                 "compact",
+		"unclean.leader.election.enable": "true",
+		"preallocate":                    "true",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := b.TopicDefaults()
+	want.SegmentBytes, want.CleanupPolicy, want.UncleanLeaderElection = 2000, "compact", true
+	if got != want {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	if got.RetentionMS != 3_600_000 || got.CompressionType != "zstd" || got.FlushPolicy != "always" {
+		t.Errorf("broker defaults not inherited: %+v", got)
+	}
+
+	for overrides, is := range map[string]error{"retention.ms=-5": ErrInvalidValue, "retention.hours=1": ErrUnknownConfig} {
+		k, v, _ := strings.Cut(overrides, "=")
+		if _, err := ResolveTopic(b, map[string]string{k: v}); !errors.Is(err, is) {
+			t.Errorf("ResolveTopic(%s) = %v, want %v", overrides, err, is)
+		}
+	}
+}
+
+func entry(t *testing.T, entries []Entry, name string) Entry {
+	t.Helper()
+	for _, e := range entries {
+		if e.Name == name {
+			return e
+		}
+	}
+	t.Fatalf("no entry %q", name)
+	return Entry{}
+}
+
+func TestDescribeTopicSources(t *testing.T) {
+	b := Defaults()
+	if err := b.Set("log.retention.ms", "5000"); err != nil {
+		t.Fatal(err)
+	}
+	b.LogSegmentBytes = 12345 // assigned directly: still not the default
+	b, err := b.WithDynamic(map[string]string{"compression.type": "lz4"}, map[string]string{"min.insync.replicas": "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := DescribeTopic(b, map[string]string{"cleanup.policy": "delete, compact", "max.message.bytes": "100", "bogus": "1"})
+	for _, tc := range []struct {
+		name, value string
+		source      Source
+	}{
+		{"cleanup.policy", "compact,delete", SourceDynamicTopic},
+		{"max.message.bytes", "100", SourceDynamicTopic},
+		{"retention.ms", "5000", SourceStaticBroker},
+		{"segment.bytes", "12345", SourceStaticBroker},
+		{"compression.type", "lz4", SourceDynamicDefaultBroker},
+		{"min.insync.replicas", "2", SourceDynamicBroker},
+		{"segment.ms", "604800000", SourceDefault},
+		{"flush.policy", "os", SourceDefault},
+		{"delete.retention.ms", "86400000", SourceDefault},
+		{"leader.replication.throttled.replicas", "", SourceDefault},
+	} {
+		e := entry(t, entries, tc.name)
+		if e.Value == nil || *e.Value != tc.value || e.Source != tc.source || e.ReadOnly {
+			t.Errorf("%s: value %v source %d read-only %v, want %q source %d", tc.name, deref(e.Value), e.Source, e.ReadOnly, tc.value, tc.source)
+		}
+	}
+	if len(entries) != len(topicProperties) {
+		t.Errorf("%d entries, want one per topic config (%d)", len(entries), len(topicProperties))
+	}
+	for i := 1; i < len(entries); i++ {
+		if entries[i-1].Name >= entries[i].Name {
+			t.Errorf("entries not sorted: %s before %s", entries[i-1].Name, entries[i].Name)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+func TestDescribeBroker(t *testing.T) {
+	b, err := Load("", envOf(map[string]string{"MQ_DATA_DIR": "/d", "MQ_LOG_RETENTION_HOURS": "2"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := DescribeBroker(b, map[string]string{"num.partitions": "3", "node.id": "5"})
+	for _, tc := range []struct {
+		name     string
+		value    *string
+		source   Source
+		readOnly bool
+	}{
+		{"log.dirs", ptr("/d"), SourceStaticBroker, true},
+		{"node.id", ptr("1"), SourceDefault, true}, // not dynamic: the dynamic value is ignored
+		{"num.partitions", ptr("3"), SourceDynamicBroker, false},
+		{"log.retention.hours", ptr("2"), SourceStaticBroker, false},
+		{"log.retention.ms", nil, SourceDefault, false},
+		{"log.cleanup.policy", ptr("delete"), SourceDefault, false},
+		{"listeners", ptr("unix://" + DefaultSocket(envOf(nil), os.Getuid()) + ",tcp://127.0.0.1:9092"), SourceDefault, true},
+		{"message.max.bytes", ptr("1048588"), SourceDefault, false},
+	} {
+		e := entry(t, entries, tc.name)
+		if deref(e.Value) != deref(tc.value) || e.Source != tc.source || e.ReadOnly != tc.readOnly {
+			t.Errorf("%s: %s source %d read-only %v, want %s source %d read-only %v",
+				tc.name, deref(e.Value), e.Source, e.ReadOnly, deref(tc.value), tc.source, tc.readOnly)
+		}
+		if e.Doc == "" || e.Type == 0 {
+			t.Errorf("%s: no doc or type", tc.name)
+		}
+	}
+	for _, e := range entries {
+		if e.Name == "broker.id" || e.Name == "log.dir" {
+			t.Errorf("alias %s listed", e.Name)
+		}
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+func TestValidateBrokerDynamicConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		is          []error
+	}{
+		{"log.retention.ms", "1000", nil},
+		{"log.retention.hours", "1", nil},
+		{"log.segment.bytes", "1048576", nil},
+		{"log.cleanup.policy", "compact", nil},
+		{"log.flush.policy", "always", nil},
+		{"message.max.bytes", "2000000", nil},
+		{"num.partitions", "3", nil},
+		{"auto.create.topics.enable", "false", nil},
+		{"min.insync.replicas", "2", nil},
+		{"unclean.leader.election.enable", "true", nil},
+		{"compression.type", "gzip", nil},
+		{"num.partitions", "0", []error{ErrInvalidValue}},
+		{"log.segment.bytes", "1", []error{ErrInvalidValue}},
+		{"node.id", "2", []error{ErrNotDynamic, ErrInvalidValue}},
+		{"listeners", "tcp://:1", []error{ErrNotDynamic, ErrInvalidValue}},
+		{"log.dirs", "/x", []error{ErrNotDynamic}},
+		{"log.retention.check.interval.ms", "1000", []error{ErrNotDynamic}},
+		{"no.such", "1", []error{ErrUnknownConfig}},
+	} {
+		err := ValidateBrokerDynamicConfig(tc.name, tc.value)
+		if len(tc.is) == 0 && err != nil {
+			t.Errorf("%s=%s: %v", tc.name, tc.value, err)
+		}
+		for _, is := range tc.is {
+			if !errors.Is(err, is) {
+				t.Errorf("%s=%s: %v, want %v", tc.name, tc.value, err, is)
+			}
+		}
+	}
+	err := ValidateBrokerDynamicConfig("node.id", "2")
+	if want := "node.id cannot be changed while mqd runs; set it in the config file or on the command line"; err.Error() != want {
+		t.Errorf("message %q, want %q", err, want)
+	}
+}
+
+func TestWithDynamicReportsRefused(t *testing.T) {
+	b, err := Defaults().WithDynamic(map[string]string{"num.partitions": "x"}, map[string]string{"node.id": "3", "num.partitions": "4"})
+	if !errors.Is(err, ErrInvalidValue) || !errors.Is(err, ErrNotDynamic) {
+		t.Errorf("err = %v", err)
+	}
+	if b.NumPartitions != 4 || b.NodeID != 1 {
+		t.Errorf("NumPartitions %d NodeID %d", b.NumPartitions, b.NodeID)
+	}
+}
+
+func TestEnvNameAndProperties(t *testing.T) {
+	if got := EnvName("log.retention.check.interval.ms"); got != "MQ_LOG_RETENTION_CHECK_INTERVAL_MS" {
+		t.Errorf("EnvName = %s", got)
+	}
+	names := Properties()
+	for i := range names {
+		if i > 0 && names[i-1] >= names[i] {
+			t.Errorf("Properties not sorted at %s", names[i])
+		}
+		if p := lookupBroker(names[i]); p == nil || p.kind.norm == nil || p.doc == "" {
+			t.Errorf("%s: incomplete property", names[i])
+		}
+	}
+}

@@ -1,0 +1,24 @@
+// Package config holds mqd's settings and topic configurations: their
+// names (Kafka's property names wherever Kafka has one), defaults (Kafka's,
+// with mq's additions noted), validation, and how DescribeConfigs reports
+// them.
+//
+// Broker settings come from four layers, each overriding the one before:
+// the defaults, a config file of "key = value" lines, MQ_* environment
+// variables, and flags (see Load). Change a loaded Broker with Set, which
+// validates. Runtime alterations (IncrementalAlterConfigs on a BROKER
+// resource) are checked with ValidateBrokerDynamicConfig and folded in with
+// Broker.WithDynamic.
+//
+// A topic's configuration is its overrides (the map stored in the cluster
+// metadata) over the broker's topic defaults: retention.ms defaults to
+// log.retention.ms, segment.bytes to log.segment.bytes, and so on.
+// ValidateTopicConfig checks an override before it is stored; ResolveTopic
+// turns overrides into the Topic the log uses; DescribeTopic reports every
+// config with its source.
+//
+// Errors are *Error values matching ErrUnknownConfig or ErrInvalidValue
+// (and ErrNotDynamic), and say what is allowed. Nothing in this package
+// keeps global mutable state; a Broker is a value whose copies are
+// independent.
+package config

@@ -1,0 +1,302 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Kafka's DescribeConfigs ConfigType numbers, for Entry.Type.
+const (
+	TypeBoolean  int8 = 1
+	TypeString   int8 = 2
+	TypeInt      int8 = 3
+	TypeShort    int8 = 4
+	TypeLong     int8 = 5
+	TypeDouble   int8 = 6
+	TypeList     int8 = 7
+	TypeClass    int8 = 8
+	TypePassword int8 = 9
+)
+
+// kind is the type of a property's value: how to check and normalize it,
+// and what to say is allowed when it is refused.
+type kind struct {
+	typ     int8
+	allowed string
+	// norm returns the canonical text of a valid value, or ok=false.
+	norm func(v string) (string, bool)
+}
+
+func (k kind) check(name, value string) (string, error) {
+	v, ok := k.norm(strings.TrimSpace(value))
+	if !ok {
+		return "", invalid(name, value, k.allowed)
+	}
+	return v, nil
+}
+
+func integer(typ int8, bits int, min, max int64) kind {
+	typeMax := int64(1)<<(bits-1) - 1
+	allowed := fmt.Sprintf("an integer from %d to %d", min, max)
+	switch {
+	case min == -typeMax-1 && max == typeMax:
+		allowed = fmt.Sprintf("a %d-bit integer", bits)
+	case max == typeMax:
+		allowed = fmt.Sprintf("an integer ≥ %d", min)
+	}
+	return kind{typ: typ, allowed: allowed, norm: func(v string) (string, bool) {
+		n, err := strconv.ParseInt(v, 10, bits)
+		if err != nil || n < min || n > max {
+			return "", false
+		}
+		return strconv.FormatInt(n, 10), true
+	}}
+}
+
+// intAtLeast is Kafka's INT with Range.atLeast(min).
+func intAtLeast(min int64) kind { return integer(TypeInt, 32, min, math.MaxInt32) }
+
+// longAtLeast is Kafka's LONG with Range.atLeast(min).
+func longAtLeast(min int64) kind { return integer(TypeLong, 64, min, math.MaxInt64) }
+
+// anyLong is Kafka's LONG without a validator.
+var anyLong = integer(TypeLong, 64, math.MinInt64, math.MaxInt64)
+
+var boolean = kind{typ: TypeBoolean, allowed: "true or false", norm: func(v string) (string, bool) {
+	switch strings.ToLower(v) {
+	case "true":
+		return "true", true
+	case "false":
+		return "false", true
+	}
+	return "", false
+}}
+
+// oneOf accepts one of vals, ignoring case, and returns its canonical spelling.
+func oneOf(vals ...string) kind {
+	return kind{typ: TypeString, allowed: "one of " + strings.Join(vals, ", "), norm: func(v string) (string, bool) {
+		for _, c := range vals {
+			if strings.EqualFold(v, c) {
+				return c, true
+			}
+		}
+		return "", false
+	}}
+}
+
+// ratio is Kafka's DOUBLE with Range.between(0, 1).
+var ratio = kind{typ: TypeDouble, allowed: "a number from 0 to 1", norm: func(v string) (string, bool) {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
+		return "", false
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64), true
+}}
+
+// cleanupPolicy accepts a list of delete and compact, normalized to
+// "delete", "compact" or "compact,delete".
+var cleanupPolicy = kind{typ: TypeList, allowed: "delete, compact or compact,delete", norm: func(v string) (string, bool) {
+	var del, compact bool
+	for _, p := range strings.Split(v, ",") {
+		switch strings.ToLower(strings.TrimSpace(p)) {
+		case "delete":
+			del = true
+		case "compact":
+			compact = true
+		default:
+			return "", false
+		}
+	}
+	switch {
+	case del && compact:
+		return "compact,delete", true
+	case compact:
+		return "compact", true
+	}
+	return "delete", true
+}}
+
+// throttledReplicas is Kafka's ThrottledReplicaListValidator: "*", empty, or
+// a list of partition:broker pairs.
+var throttledReplicas = kind{typ: TypeList, allowed: `"*" or a comma-separated list of partition:broker`, norm: func(v string) (string, bool) {
+	if v == "" || v == "*" {
+		return v, true
+	}
+	parts := strings.Split(v, ",")
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		partition, broker, ok := strings.Cut(p, ":")
+		if !ok || !isDigits(partition) || !isDigits(broker) {
+			return "", false
+		}
+		parts[i] = p
+	}
+	return strings.Join(parts, ","), true
+}}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+var directory = kind{typ: TypeString, allowed: "one directory path", norm: func(v string) (string, bool) {
+	if v == "" || strings.Contains(v, ",") {
+		return "", false
+	}
+	return filepath.Clean(v), true
+}}
+
+var listenerList = kind{typ: TypeList, allowed: "a comma-separated list of unix:///absolute/path and tcp://host:port", norm: func(v string) (string, bool) {
+	var out []string
+	for _, l := range strings.Split(v, ",") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		n, err := parseListener(l)
+		if err != nil {
+			return "", false
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return "", false
+	}
+	return strings.Join(out, ","), true
+}}
+
+// parseListener checks one listener address and returns its canonical form.
+func parseListener(l string) (string, error) {
+	switch {
+	case strings.HasPrefix(l, "unix://"):
+		p := strings.TrimPrefix(l, "unix://")
+		if !filepath.IsAbs(p) {
+			return "", fmt.Errorf("listener %q: unix socket path must be absolute", l)
+		}
+		return "unix://" + filepath.Clean(p), nil
+	case strings.HasPrefix(l, "tcp://"):
+		hp := strings.TrimPrefix(l, "tcp://")
+		if _, err := splitHostPort(hp, true); err != nil {
+			return "", fmt.Errorf("listener %q: %w", l, err)
+		}
+		return l, nil
+	}
+	return "", fmt.Errorf("listener %q: want unix:///path or tcp://host:port", l)
+}
+
+// splitHostPort checks host:port and returns the port; port 0 only when
+// zeroOK (a listener picking a free port).
+func splitHostPort(hp string, zeroOK bool) (int, error) {
+	_, port, err := net.SplitHostPort(hp)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || (n == 0 && !zeroOK) {
+		return 0, fmt.Errorf("bad port %q", port)
+	}
+	return int(n), nil
+}
+
+// advertised accepts host:port, optionally written tcp://host:port, or
+// empty for "the first TCP listener".
+var advertised = kind{typ: TypeString, allowed: "host:port with a port from 1 to 65535", norm: func(v string) (string, bool) {
+	if v == "" {
+		return "", true
+	}
+	v = strings.TrimPrefix(v, "tcp://")
+	host, _, err := net.SplitHostPort(v)
+	if err != nil || host == "" {
+		return "", false
+	}
+	if _, err := splitHostPort(v, false); err != nil {
+		return "", false
+	}
+	return v, true
+}}
+
+var voterList = kind{typ: TypeList, allowed: "empty or a comma-separated list of id@host:port (controller.quorum.voters)", norm: func(v string) (string, bool) {
+	vs, err := parseVoters(v)
+	if err != nil {
+		return "", false
+	}
+	return formatVoters(vs), true
+}}
+
+// defaultRaftPort is the Raft transport port of a voter given without one,
+// as lib/controller reads it.
+const defaultRaftPort = 9093
+
+// voter is one member of controller.quorum.voters.
+type voter struct {
+	ID   int32
+	Host string
+	Port int
+}
+
+func (v voter) addr() string { return net.JoinHostPort(v.Host, strconv.Itoa(v.Port)) }
+
+// parseVoters checks Kafka's controller.quorum.voters syntax,
+// "1@host:port,2@host:port" (a voter without a port gets defaultRaftPort),
+// the same way lib/controller's ParseVoters reads it. The empty string is
+// no voters (a single node is the one voter of its own quorum). IDs must be
+// distinct and ≥ 0.
+func parseVoters(s string) ([]voter, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	var out []voter
+	seen := map[int32]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		id, addr, ok := strings.Cut(part, "@")
+		if !ok {
+			return nil, fmt.Errorf("voter %q: want id@host:port", part)
+		}
+		n, err := strconv.ParseInt(id, 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("voter %q: bad node id %q", part, id)
+		}
+		if seen[int32(n)] {
+			return nil, fmt.Errorf("voter %q: node id %d listed twice", part, n)
+		}
+		seen[int32(n)] = true
+		v := voter{ID: int32(n), Port: defaultRaftPort}
+		if host, port, err := net.SplitHostPort(addr); err == nil {
+			p, err := strconv.ParseUint(port, 10, 16)
+			if err != nil || p == 0 {
+				return nil, fmt.Errorf("voter %q: bad port %q", part, port)
+			}
+			v.Host, v.Port = host, int(p)
+		} else if !strings.Contains(addr, ":") {
+			v.Host = addr
+		} else {
+			return nil, fmt.Errorf("voter %q: want id@host:port", part)
+		}
+		if v.Host == "" || strings.ContainsAny(v.Host, "/@ ") {
+			return nil, fmt.Errorf("voter %q: bad host", part)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func formatVoters(vs []voter) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = strconv.Itoa(int(v.ID)) + "@" + v.addr()
+	}
+	return strings.Join(parts, ",")
+}
