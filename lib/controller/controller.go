@@ -164,7 +164,7 @@ func Open(cfg Config) (*Controller, error) {
 			return nil, fmt.Errorf("controller: bootstrap: %w", err)
 		}
 		c.bootstrapped = true
-		logger.Info("controller: bootstrapped new cluster metadata", "dir", cfg.Dir, "voters", voters)
+		logger.Debug("controller: bootstrapped new cluster metadata", "dir", cfg.Dir, "voters", voters)
 	}
 	c.raft, err = raft.NewRaft(rc, c.fsm, c.store, c.store, snaps, c.transport)
 	if err != nil {
@@ -185,7 +185,7 @@ func Open(cfg Config) (*Controller, error) {
 	}
 	ok = true
 	img := c.Image()
-	logger.Info("controller: started", "node", cfg.NodeID, "cluster", img.ClusterID, "version", img.Version, "topics", len(img.Topics))
+	logger.Debug("controller: started", "node", cfg.NodeID, "cluster", img.ClusterID, "version", img.Version, "topics", len(img.Topics))
 	return c, nil
 }
 
@@ -238,7 +238,7 @@ func (c *Controller) watchLeadership() {
 				c.logger.Warn("controller: election record not applied", "node", c.cfg.NodeID, "err", err)
 				continue
 			}
-			c.logger.Info("controller: active controller", "node", c.cfg.NodeID)
+			c.logger.Debug("controller: active controller", "node", c.cfg.NodeID)
 			c.electedOnce.Do(func() { close(c.elected) })
 		}
 	}

@@ -41,8 +41,17 @@ func slogLevel(level hclog.Level) slog.Level {
 	}
 }
 
+// routineWarnings are messages raft logs at Warn that are part of every
+// start, even of a single voter; they are logged at Debug.
+var routineWarnings = map[string]bool{
+	"heartbeat timeout reached, starting election": true,
+}
+
 func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	lvl := slogLevel(level)
+	if level == hclog.Warn && routineWarnings[msg] {
+		lvl = slog.LevelDebug
+	}
 	ctx := context.Background()
 	if !a.logger.Enabled(ctx, lvl) {
 		return

@@ -182,7 +182,7 @@ func (s *Server) Start() error {
 	s.started = true
 	s.listeners = ls
 	for _, l := range ls {
-		s.log.Info("listening", "addr", l.addr)
+		s.log.Debug("listening", "addr", l.addr)
 		s.wg.Add(1)
 		go s.acceptLoop(l)
 	}
