@@ -1,0 +1,312 @@
+// Package e2e runs real mqd processes on temporary directories and free
+// ports and drives them with real Kafka clients (kgo, kadm, kcat).
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// binDir holds every program of cmd/, built once for the whole package;
+// mqdPath is the daemon among them.
+var binDir, mqdPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mq-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	mqdPath = filepath.Join(dir, "mqd")
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	if os.Getenv("MQ_E2E_RACE") != "" {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "../cmd/...")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the programs:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// mqdProc is one running mqd process.
+type mqdProc struct {
+	dataDir string
+	addr    string // host:port of the TCP listener
+	socket  string // path of the Unix socket
+	sockDir string
+	props   []string
+	cmd     *exec.Cmd
+	stderr  *lockedBuffer
+	exited  chan struct{}
+	waitErr error
+}
+
+// launchMQD starts mqd on dataDir with the given key=value properties and
+// waits until it reports READY=1 on its NOTIFY_SOCKET.
+func launchMQD(dataDir string, props []string) (*mqdProc, error) {
+	p := &mqdProc{dataDir: dataDir, props: props}
+	return p, p.start()
+}
+
+func (p *mqdProc) start() error {
+	if p.sockDir == "" {
+		dir, err := os.MkdirTemp("", "mq-e2e-sock-")
+		if err != nil {
+			return err
+		}
+		p.sockDir = dir
+	}
+	p.socket = filepath.Join(p.sockDir, "mqd.sock")
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	p.addr = addr
+
+	notifyPath := filepath.Join(p.sockDir, "notify")
+	os.Remove(notifyPath)
+	notify, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: notifyPath, Net: "unixgram"})
+	if err != nil {
+		return err
+	}
+	defer notify.Close()
+
+	args := []string{"--data-dir", p.dataDir, "--listen", "tcp://" + p.addr, "--listen", "unix://" + p.socket}
+	for _, prop := range p.props {
+		args = append(args, "--set", prop)
+	}
+	p.cmd = exec.Command(mqdPath, args...)
+	p.stderr = &lockedBuffer{}
+	p.cmd.Stderr = p.stderr
+	p.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+notifyPath)
+	if err := p.cmd.Start(); err != nil {
+		return err
+	}
+	p.exited = make(chan struct{})
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+
+	ready := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 256)
+		for {
+			n, err := notify.Read(buf)
+			if err != nil {
+				ready <- err
+				return
+			}
+			if bytes.Contains(buf[:n], []byte("READY=1")) {
+				ready <- nil
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			p.kill()
+			return fmt.Errorf("mqd notify socket: %v", err)
+		}
+		return nil
+	case <-p.exited:
+		return fmt.Errorf("mqd exited before it was ready: %v\n%s", p.waitErr, p.stderr.String())
+	case <-time.After(30 * time.Second):
+		p.kill()
+		return fmt.Errorf("mqd not ready after 30s:\n%s", p.stderr.String())
+	}
+}
+
+// running reports whether the process has not exited.
+func (p *mqdProc) running() bool {
+	if p.cmd == nil || p.exited == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *mqdProc) stop() error {
+	if !p.running() {
+		return nil
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		if p.waitErr != nil {
+			return fmt.Errorf("mqd did not exit cleanly: %v\n%s", p.waitErr, p.stderr.String())
+		}
+		return nil
+	case <-time.After(30 * time.Second):
+		p.kill()
+		return fmt.Errorf("mqd did not stop within 30s of SIGTERM:\n%s", p.stderr.String())
+	}
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *mqdProc) kill() {
+	if p.running() {
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// cleanup stops the process and removes its socket directory.
+func (p *mqdProc) cleanup() error {
+	err := p.stop()
+	os.RemoveAll(p.sockDir)
+	return err
+}
+
+// broker is an mqd process owned by one test.
+type broker struct {
+	*mqdProc
+	t testing.TB
+}
+
+// brokerOpts configures startBroker.
+type brokerOpts struct {
+	dataDir string   // reuse a data directory (restart); empty = fresh temp dir
+	props   []string // key=value properties passed with --set
+}
+
+// startBroker starts mqd for t; it is stopped when the test ends.
+func startBroker(t testing.TB, o brokerOpts) *broker {
+	t.Helper()
+	if o.dataDir == "" {
+		o.dataDir = t.TempDir()
+	}
+	p, err := launchMQD(o.dataDir, o.props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.cleanup(); err != nil {
+			t.Error(err)
+		}
+	})
+	return &broker{mqdProc: p, t: t}
+}
+
+// start starts the stopped or killed process again on the same data directory.
+func (b *broker) start() {
+	b.t.Helper()
+	if err := b.mqdProc.start(); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// restart stops (or, with crash, kills) mqd and starts it again on the same
+// data directory.
+func (b *broker) restart(crash bool) {
+	b.t.Helper()
+	if crash {
+		b.kill()
+	} else if err := b.stop(); err != nil {
+		b.t.Fatal(err)
+	}
+	b.start()
+}
+
+// client returns a kgo client connected over TCP, closed at test end.
+func (b *broker) client(opts ...kgo.Opt) *kgo.Client {
+	b.t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.addr)}, opts...)...)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(cl.Close)
+	return cl
+}
+
+// unixClient returns a kgo client that reaches the broker only through its
+// Unix socket, whatever address the metadata advertises.
+func (b *broker) unixClient(opts ...kgo.Opt) *kgo.Client {
+	b.t.Helper()
+	var d net.Dialer
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, "unix", b.socket)
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers("mqd.sock:9092"), kgo.Dialer(dial)}, opts...)...)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(cl.Close)
+	return cl
+}
+
+func (b *broker) admin() *kadm.Client { return kadm.NewClient(b.client()) }
+
+// freeAddr returns a loopback address with a port nobody listens on.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// lockedBuffer collects a process's stderr for failure messages.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// lines splits text into non-empty lines.
+func lines(r io.Reader) []string {
+	var out []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if s := strings.TrimRight(sc.Text(), "\r"); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ctxFor returns a context that ends with the test or after d.
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

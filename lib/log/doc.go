@@ -1,0 +1,126 @@
+// Package log stores one partition's log in one directory: Kafka
+// RecordBatch v2 batches, appended as received and never decoded on the
+// produce or fetch path.
+//
+// # Use
+//
+//	l, err := log.Open(dir, log.DefaultConfig(), log.Options{Logger: logger})
+//	res, err := l.Append(batch, leaderEpoch) // batch checked with record.Validate
+//	r, err := l.Read(offset, highWatermark, maxBytes)
+//	defer r.Release()                        // always, once
+//	r.WriteTo(conn) // or r.File.ReadAt / io.NewSectionReader(r.File, r.Pos, r.Len)
+//	...
+//	err = l.Close()
+//
+// Append patches the batch in place (base offset = log end offset,
+// partition leader epoch, and with Config.LogAppendTime the max timestamp
+// and CRC) and checks idempotent producers atomically with the write.
+// AppendAsFollower appends batches whose offsets a leader assigned.
+// Read returns a Region of whole batches in one segment file, starting
+// with the batch holding offset, stopping before maxOffset and maxBytes
+// (the first batch is returned whole even when larger, as KIP-74 says).
+// ReadBytes copies the same bytes into memory.
+//
+// # Files
+//
+// The directory (conventionally TOPIC-PARTITION) holds segments named by
+// their base offset in 20 digits, and checkpoints:
+//
+//	00000000000000000000.log        batches back to back
+//	00000000000000000000.index      offset index
+//	00000000000000000000.timeindex  time index
+//	recovery-point-offset-checkpoint
+//	log-start-offset-checkpoint
+//	leader-epoch-checkpoint
+//	producer-state
+//
+// Index formats (big endian, no header; see index.go):
+//
+//	.index      (relative offset uint32, position uint32), one entry for a
+//	            batch starting ≥ index.interval.bytes after the last entry
+//	.timeindex  (timestamp int64, relative offset uint32), one entry for a
+//	            batch whose max timestamp exceeds the last entry's; the
+//	            relative offset is that batch's base offset minus the
+//	            segment's base offset
+//
+// The active segment keeps its index entries in memory and writes them on
+// Flush, roll and Close, so its index files hold exactly their entries
+// (nothing preallocated, nothing to trim). Closed segments' indexes are
+// read when the segment is first read, and checked; a missing or
+// inconsistent index (size not a multiple of the entry size, entries not
+// increasing, an entry past the end of the data) is rebuilt from the data.
+//
+// Offset checkpoints are text: a header line "mq <kind> 1" ("1" is the
+// format version), then the offset on its own line, kind being
+// recovery-point or log-start. The leader-epoch checkpoint is
+// "mq leader-epoch 1", the number of entries, and one "<epoch> <start
+// offset>" line each. The producer-state snapshot is binary (see
+// producer.go): "MQPS", version byte 1, the log end offset it is valid at,
+// the producers with their epoch and last five batches (first and last
+// sequence, base and last offset), and a CRC32C. Every checkpoint is
+// replaced atomically: temporary file, fsync, rename, fsync of the
+// directory. A checkpoint that cannot be parsed is ignored with a warning
+// and its contents rebuilt from the log (the recovery point then is the
+// start of the log: everything is scanned).
+//
+// # Recovery
+//
+// Open lists the directory and stats the segments. Segments below the
+// recovery point are trusted and not read: a clean shutdown (recovery point
+// = log end offset) reads only the checkpoints and the active segment's
+// indexes and the batches after its last index entry. Segment files are
+// opened lazily, with at most 32 closed segments open at once (least
+// recently used closed first), so a log of thousands of segments opens
+// quickly and uses few file descriptors. From the segment holding the
+// recovery point on, every batch is checked (header, magic, length within
+// the file, CRC32C, base offset equal to the previous batch's last offset
+// + 1) and the indexes are rebuilt. The first bad batch and everything
+// after it (later segments included) are removed, with a Warn log line
+// naming the segment, the position and the number of bytes dropped. The
+// producer state is loaded from its snapshot and brought up to date by
+// reading the batch headers after it; the leader-epoch history by the
+// scanned batches.
+//
+// # Durability
+//
+// Config.FlushPolicy says when data is fsynced: FlushOS on roll, Flush and
+// Close; FlushInterval also every Config.FlushInterval (a background
+// goroutine on the Options.Clock); FlushAlways before Append returns, with
+// concurrent appends sharing one fsync (group commit). RecoveryPoint tells
+// what is known durable. A failed write is undone (the file is truncated
+// back) and Append returns the error with nothing appended; when the undo
+// fails the log enters the failed state (ErrFailed): appends fail until it
+// is reopened, reads of earlier data go on. A failed fsync under
+// FlushAlways rolls the log back to its last durable point and fails every
+// append waiting for it; under the other policies it puts the log in the
+// failed state, since acknowledged data may be lost.
+//
+// # Concurrency
+//
+// Every method is safe for concurrent use. Appends (Append,
+// AppendAsFollower) are serialized by one lock held only for the write
+// system call and in-memory bookkeeping; under FlushAlways the fsync wait
+// happens outside it. Reads (Read, ReadBytes) run concurrently with
+// appends and with each other: they hold the lock shared only to look up
+// positions, and see every batch whose append returned (under FlushAlways,
+// possibly before it is durable: callers bound reads by a high-water mark).
+// A Region stays readable after retention, DeleteRecordsBefore or
+// TruncateTo delete its segment, until it is released. TruncateTo,
+// DeleteRecordsBefore, EnforceRetention, SetConfig, Flush and Close may be
+// called at any time; a Read racing a TruncateTo of the same offsets may
+// fail.
+//
+// # Invariants
+//
+//   - Offsets are dense: each batch's base offset is the previous batch's
+//     last offset + 1, and a segment's first batch has the segment's base
+//     offset.
+//   - Batches below the log end offset are whole and their CRC was checked
+//     on append or recovery; nothing at or above it is ever returned.
+//   - log start offset ≤ every readable offset < log end offset; segments
+//     wholly below the log start offset are deleted.
+//   - Everything below the recovery point is on stable storage, and so are
+//     the index entries of the batches below it.
+//   - The leader-epoch history has increasing epochs and start offsets,
+//     all below the log end offset.
+package log

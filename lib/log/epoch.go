@@ -1,0 +1,96 @@
+package log
+
+// EpochEntry is one entry of the leader-epoch history: the first offset
+// written by a leader in Epoch.
+type EpochEntry struct {
+	Epoch       int32
+	StartOffset int64
+}
+
+// epochCache is the leader-epoch history, epochs and start offsets
+// increasing. Guarded by Log.mu.
+type epochCache struct {
+	entries []EpochEntry
+}
+
+// assign records that epoch starts at offset, when epoch is newer than the
+// latest entry. It reports whether the history changed.
+func (c *epochCache) assign(epoch int32, offset int64) bool {
+	if epoch < 0 {
+		return false
+	}
+	if n := len(c.entries); n > 0 {
+		last := c.entries[n-1]
+		if epoch <= last.Epoch {
+			return false
+		}
+		if offset < last.StartOffset {
+			offset = last.StartOffset
+		}
+	}
+	c.entries = append(c.entries, EpochEntry{Epoch: epoch, StartOffset: offset})
+	return true
+}
+
+// truncateFrom removes the entries starting at or after end.
+func (c *epochCache) truncateFrom(end int64) bool {
+	n := len(c.entries)
+	for n > 0 && c.entries[n-1].StartOffset >= end {
+		n--
+	}
+	changed := n != len(c.entries)
+	c.entries = c.entries[:n:n]
+	return changed
+}
+
+// truncateBefore drops the history below start: entries wholly below it go,
+// and the entry covering start is moved to begin there.
+func (c *epochCache) truncateBefore(start int64) bool {
+	i := 0
+	for i+1 < len(c.entries) && c.entries[i+1].StartOffset <= start {
+		i++
+	}
+	changed := false
+	if i > 0 {
+		c.entries = append([]EpochEntry(nil), c.entries[i:]...)
+		changed = true
+	}
+	if len(c.entries) > 0 && c.entries[0].StartOffset < start {
+		c.entries[0].StartOffset = start
+		changed = true
+	}
+	return changed
+}
+
+func (c *epochCache) latest() int32 {
+	if len(c.entries) == 0 {
+		return -1
+	}
+	return c.entries[len(c.entries)-1].Epoch
+}
+
+// endOffsetFor answers OffsetForLeaderEpoch: the end offset of epoch (the
+// start of the next larger epoch, or logEnd for the latest) and the largest
+// epoch ≤ the requested one. An epoch above the latest, or no history,
+// gives (-1, -1); one below the first gives (first start, requested).
+func (c *epochCache) endOffsetFor(epoch int32, logEnd int64) (int64, int32) {
+	n := len(c.entries)
+	if n == 0 || epoch < 0 {
+		return -1, -1
+	}
+	if epoch == c.entries[n-1].Epoch {
+		return logEnd, epoch
+	}
+	// First entry with a larger epoch.
+	i := 0
+	for i < n && c.entries[i].Epoch <= epoch {
+		i++
+	}
+	if i == n {
+		return -1, -1
+	}
+	if i == 0 {
+		return c.entries[0].StartOffset, epoch
+	}
+	return c.entries[i].StartOffset, c.entries[i-1].Epoch
+}

@@ -1,0 +1,139 @@
+package log
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+)
+
+func openFaultLog(t *testing.T, cfg Config) (*testLog, *FaultFS) {
+	t.Helper()
+	ffs := NewFaultFS(nil)
+	clock := NewManualClock(testStart)
+	tl := &testLog{t: t, dir: t.TempDir() + "/topic-0", cfg: cfg, clock: clock, opts: Options{Clock: clock, FS: ffs}}
+	tl.open()
+	t.Cleanup(func() {
+		if tl.Log != nil {
+			tl.Log.Close()
+		}
+	})
+	return tl, ffs
+}
+
+func TestDiskFaultsLoseNothingAcknowledged(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy FlushPolicy
+		inject func(ffs *FaultFS, batch []byte)
+		sticky bool // the fault stays until Clear
+		errIs  error
+	}{
+		{"failing write", FlushOS, func(ffs *FaultFS, _ []byte) { ffs.FailNextWrite(".log") }, false, syscall.EIO},
+		{"short write", FlushOS, func(ffs *FaultFS, b []byte) { ffs.ShortNextWrite(".log", len(b)/3) }, false, syscall.EIO},
+		{"no space in the middle of a batch", FlushOS, func(ffs *FaultFS, b []byte) { ffs.NoSpaceAfter(".log", int64(len(b)/2)) }, true, syscall.ENOSPC},
+		{"no space under flush always", FlushAlways, func(ffs *FaultFS, b []byte) { ffs.NoSpaceAfter(".log", 7) }, true, syscall.ENOSPC},
+		{"failing fsync under flush always", FlushAlways, func(ffs *FaultFS, _ []byte) { ffs.FailNextSync(".log") }, false, syscall.EIO},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.SegmentBytes = 4000
+			cfg.FlushPolicy = tc.policy
+			tl, ffs := openFaultLog(t, cfg)
+			acked := tl.appendN(20, 150)
+			end := tl.EndOffset()
+			b := simpleBatch(t, 77, 3, 150, 0)
+			tc.inject(ffs, b)
+			_, err := tl.Append(b, 0)
+			if !errors.Is(err, tc.errIs) {
+				t.Fatalf("append error %v, want %v", err, tc.errIs)
+			}
+			if tl.EndOffset() != end {
+				t.Fatalf("end offset %d after a failed append, want %d", tl.EndOffset(), end)
+			}
+			checkContents(t, tl.Log, acked)
+			if tc.sticky {
+				_, err := tl.Append(simpleBatch(t, 78, 1, 10, 0), 0)
+				mustErr(t, err, tc.errIs)
+				ffs.Clear()
+			}
+			acked = append(acked, tl.appendN(5, 150)...)
+			checkContents(t, tl.Log, acked)
+			tl.Close()
+			tl.opts.FS = nil
+			tl.open()
+			checkContents(t, tl.Log, acked)
+		})
+	}
+}
+
+func TestFailedUndoPutsTheLogInFailedState(t *testing.T) {
+	tl, ffs := openFaultLog(t, testConfig())
+	acked := tl.appendN(5, 100)
+	ffs.ShortNextWrite(".log", 20)
+	ffs.FailNextTruncate(".log")
+	_, err := tl.Append(simpleBatch(t, 1, 1, 100, 0), 0)
+	mustErr(t, err, syscall.EIO)
+	_, err = tl.Append(simpleBatch(t, 2, 1, 100, 0), 0)
+	mustErr(t, err, ErrFailed)
+	checkContents(t, tl.Log, acked) // reads still work
+	mustErr(t, tl.Close(), ErrFailed)
+	tl.opts.FS = nil
+	tl.open() // recovery drops the partial write
+	checkContents(t, tl.Log, acked)
+}
+
+func TestFsyncFailureUnderFlushOSFailsTheLog(t *testing.T) {
+	tl, ffs := openFaultLog(t, testConfig())
+	acked := tl.appendN(5, 100)
+	ffs.FailNextSync(".log")
+	mustErr(t, tl.Flush(), ErrFailed)
+	_, err := tl.Append(simpleBatch(t, 2, 1, 100, 0), 0)
+	mustErr(t, err, ErrFailed)
+	checkContents(t, tl.Log, acked)
+}
+
+func TestFsyncFailureFailsEveryWaitingAppend(t *testing.T) {
+	cfg := testConfig()
+	cfg.FlushPolicy = FlushAlways
+	tl, ffs := openFaultLog(t, cfg)
+	acked := tl.appendN(3, 100)
+	ffs.Inject(Fault{Op: FaultSync, Suffix: ".log", Times: 3})
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := tl.Append(simpleBatch(t, uint64(100+i), 1, 50, 0), 0)
+			errs <- err
+		}()
+	}
+	var ok int
+	for range n {
+		if err := <-errs; err == nil {
+			ok++
+		} else if !errors.Is(err, syscall.EIO) {
+			t.Fatalf("append: %v", err)
+		}
+	}
+	// Whatever succeeded is durable and in the log; whatever failed is not.
+	end := tl.EndOffset()
+	if want := acked[len(acked)-1].last + 1 + int64(ok); end != want {
+		t.Fatalf("end %d with %d successful appends, want %d", end, ok, want)
+	}
+	if tl.RecoveryPoint() != end {
+		t.Fatalf("recovery point %d, end %d", tl.RecoveryPoint(), end)
+	}
+	ffs.Clear()
+	for _, a := range acked {
+		if got, err := tl.ReadBytes(a.base, end, 1); err != nil || string(got) != string(a.bytes) {
+			t.Fatalf("batch %d lost: %v", a.base, err)
+		}
+	}
+	tl.appendN(2, 10)
+	end = tl.EndOffset()
+	tl.Close()
+	tl.opts.FS = nil
+	tl.open()
+	if tl.EndOffset() != end {
+		t.Fatalf("end %d after reopen, want %d", tl.EndOffset(), end)
+	}
+}

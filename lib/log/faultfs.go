@@ -1,0 +1,218 @@
+package log
+
+import (
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// FaultOp is the file operation a Fault applies to.
+type FaultOp int
+
+const (
+	// FaultWrite makes WriteAt fail.
+	FaultWrite FaultOp = iota + 1
+	// FaultSync makes Sync fail.
+	FaultSync
+	// FaultTruncate makes Truncate fail.
+	FaultTruncate
+)
+
+// Fault describes an injected failure. The zero Err means syscall.EIO.
+type Fault struct {
+	Op FaultOp
+	// Suffix restricts the fault to files whose name ends with it (".log"
+	// for segment data, ".index", "recovery-point-offset-checkpoint.tmp"…);
+	// empty matches every file.
+	Suffix string
+	Err    error
+	// After lets this many more bytes be written (over all matching
+	// writes) before the fault fires; the write that crosses the limit
+	// writes up to it and returns the error (a short write). 0 fails the
+	// next write with nothing written. Ignored for FaultSync.
+	After int64
+	// Times is how many failing calls the fault makes before it disarms;
+	// 0 keeps it armed until Clear.
+	Times int
+}
+
+// FaultFS wraps an FS and injects write and sync failures on command. It is
+// for tests (of this package and of its users); it is safe for concurrent
+// use. Files it opens report a nil OS(), so Regions from a log on a FaultFS
+// carry a nil File: read them with Log.ReadBytes.
+type FaultFS struct {
+	fs     FS
+	mu     sync.Mutex
+	faults []*Fault
+}
+
+// NewFaultFS wraps fs (nil: OSFS).
+func NewFaultFS(fs FS) *FaultFS {
+	if fs == nil {
+		fs = OSFS
+	}
+	return &FaultFS{fs: fs}
+}
+
+// Inject arms a fault.
+func (f *FaultFS) Inject(ft Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults = append(f.faults, &ft)
+}
+
+// Clear disarms every fault.
+func (f *FaultFS) Clear() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults = nil
+}
+
+// FailNextWrite makes the next write to a file ending in suffix fail with
+// nothing written.
+func (f *FaultFS) FailNextWrite(suffix string) {
+	f.Inject(Fault{Op: FaultWrite, Suffix: suffix, Times: 1})
+}
+
+// ShortNextWrite makes the next write to a file ending in suffix write n
+// bytes and fail.
+func (f *FaultFS) ShortNextWrite(suffix string, n int) {
+	f.Inject(Fault{Op: FaultWrite, Suffix: suffix, After: int64(n), Times: 1})
+}
+
+// FailNextTruncate makes the next truncation of a file ending in suffix fail.
+func (f *FaultFS) FailNextTruncate(suffix string) {
+	f.Inject(Fault{Op: FaultTruncate, Suffix: suffix, Times: 1})
+}
+
+// FailNextSync makes the next fsync of a file ending in suffix fail.
+func (f *FaultFS) FailNextSync(suffix string) {
+	f.Inject(Fault{Op: FaultSync, Suffix: suffix, Times: 1})
+}
+
+// NoSpaceAfter makes writes to files ending in suffix fail with ENOSPC once
+// n more bytes have been written, until Clear.
+func (f *FaultFS) NoSpaceAfter(suffix string, n int64) {
+	f.Inject(Fault{Op: FaultWrite, Suffix: suffix, After: n, Err: syscall.ENOSPC})
+}
+
+// writeFault returns how many of want bytes may be written and the error to
+// return after them (nil: no fault).
+func (f *FaultFS) writeFault(name string, want int) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	allowed := want
+	var err error
+	for i, ft := range f.faults {
+		if ft == nil || ft.Op != FaultWrite || !strings.HasSuffix(name, ft.Suffix) {
+			continue
+		}
+		if ft.After >= int64(allowed) {
+			ft.After -= int64(allowed)
+			continue
+		}
+		allowed = int(ft.After)
+		ft.After = 0
+		err = faultErr(ft)
+		if ft.Times > 0 {
+			ft.Times--
+			if ft.Times == 0 {
+				f.faults[i] = nil
+			}
+		}
+	}
+	f.compact()
+	return allowed, err
+}
+
+// opFault returns the error of an armed fault for op on name, if any.
+func (f *FaultFS) opFault(op FaultOp, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var err error
+	for i, ft := range f.faults {
+		if ft == nil || ft.Op != op || !strings.HasSuffix(name, ft.Suffix) {
+			continue
+		}
+		err = faultErr(ft)
+		if ft.Times > 0 {
+			ft.Times--
+			if ft.Times == 0 {
+				f.faults[i] = nil
+			}
+		}
+	}
+	f.compact()
+	return err
+}
+
+func (f *FaultFS) compact() {
+	live := f.faults[:0]
+	for _, ft := range f.faults {
+		if ft != nil {
+			live = append(live, ft)
+		}
+	}
+	f.faults = live
+}
+
+func faultErr(ft *Fault) error {
+	if ft.Err != nil {
+		return ft.Err
+	}
+	return syscall.EIO
+}
+
+// OpenFile opens a file whose writes and syncs go through the faults.
+func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	file, err := f.fs.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &faultFile{File: file, fs: f, name: name}, nil
+}
+
+func (f *FaultFS) Remove(name string) error                     { return f.fs.Remove(name) }
+func (f *FaultFS) Rename(oldpath, newpath string) error         { return f.fs.Rename(oldpath, newpath) }
+func (f *FaultFS) ReadDir(name string) ([]os.DirEntry, error)   { return f.fs.ReadDir(name) }
+func (f *FaultFS) MkdirAll(path string, perm os.FileMode) error { return f.fs.MkdirAll(path, perm) }
+func (f *FaultFS) Stat(name string) (os.FileInfo, error)        { return f.fs.Stat(name) }
+
+type faultFile struct {
+	File
+	fs   *FaultFS
+	name string
+}
+
+func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
+	allowed, ferr := f.fs.writeFault(f.name, len(p))
+	if ferr == nil {
+		return f.File.WriteAt(p, off)
+	}
+	n := 0
+	if allowed > 0 {
+		var err error
+		n, err = f.File.WriteAt(p[:allowed], off)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, &os.PathError{Op: "write", Path: f.name, Err: ferr}
+}
+
+func (f *faultFile) Sync() error {
+	if err := f.fs.opFault(FaultSync, f.name); err != nil {
+		return &os.PathError{Op: "sync", Path: f.name, Err: err}
+	}
+	return f.File.Sync()
+}
+
+func (f *faultFile) Truncate(size int64) error {
+	if err := f.fs.opFault(FaultTruncate, f.name); err != nil {
+		return &os.PathError{Op: "truncate", Path: f.name, Err: err}
+	}
+	return f.File.Truncate(size)
+}
+
+func (f *faultFile) OS() *os.File { return nil }

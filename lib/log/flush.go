@@ -1,0 +1,286 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// syncer implements group commit for FlushAlways. Every write to a segment
+// gets a sequence number (Log.writeSeq). An appender waits until its
+// sequence is durable; the first waiter to find no fsync in progress
+// becomes the leader, fsyncs the active segment for every write made so
+// far, and wakes the others. Writes that arrive during an fsync are
+// covered by the next one, so N concurrent appenders share few fsyncs.
+type syncer struct {
+	mu       sync.Mutex
+	cond     sync.Cond
+	durable  uint64 // writes ≤ durable are on stable storage (unless failed)
+	syncing  bool   // a leader is fsyncing
+	failures []syncFailure
+}
+
+// syncFailure marks the writes in (from, to] as lost: an fsync failed and
+// the log was truncated back to its last durable point.
+type syncFailure struct {
+	from, to uint64
+	err      error
+}
+
+const maxSyncFailures = 64
+
+func (s *syncer) failed(seq uint64) error {
+	for i := len(s.failures) - 1; i >= 0; i-- {
+		if f := s.failures[i]; seq > f.from && seq <= f.to {
+			return f.err
+		}
+	}
+	return nil
+}
+
+// waitDurable returns once write seq is fsynced, or with the error that
+// lost it.
+func (l *Log) waitDurable(seq uint64) error {
+	s := &l.sync
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if err := s.failed(seq); err != nil {
+			return err
+		}
+		if s.durable >= seq {
+			return nil
+		}
+		if s.syncing {
+			s.cond.Wait()
+			continue
+		}
+		s.syncing = true
+		s.mu.Unlock()
+		err := l.syncActive()
+		s.mu.Lock()
+		s.syncing = false
+		s.cond.Broadcast()
+		if err != nil {
+			if ferr := s.failed(seq); ferr != nil {
+				return ferr
+			}
+			if s.durable < seq {
+				return err
+			}
+		}
+	}
+}
+
+// syncActive fsyncs the active segment and marks every write made before
+// it durable. On failure under FlushAlways the log is rolled back to its
+// last durable point.
+func (l *Log) syncActive() error {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return ErrClosed
+	}
+	sf := l.active().file
+	sf.acquire()
+	end, seq, gen := l.end, l.writeSeq, l.truncGen
+	l.mu.RUnlock()
+	err := sf.f.Sync()
+	sf.release()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		return l.syncFailedLocked(fmt.Errorf("fsync: %w", err))
+	}
+	if gen == l.truncGen {
+		l.markDurableLocked(end, seq)
+	}
+	return nil
+}
+
+// markDurableLocked records that the log below end, and writes ≤ seq, are
+// on stable storage.
+func (l *Log) markDurableLocked(end int64, seq uint64) {
+	if end > l.recoveryPoint {
+		l.recoveryPoint = end
+	}
+	s := &l.sync
+	s.mu.Lock()
+	if seq > s.durable {
+		s.durable = seq
+		s.cond.Broadcast()
+	}
+	s.mu.Unlock()
+}
+
+// syncFailedLocked handles a failed fsync. Under FlushAlways nothing after
+// the last durable point was acknowledged: the log is truncated back to it
+// and the waiting appends fail. Under the other policies acknowledged data
+// may be lost, so the log goes into the failed state.
+func (l *Log) syncFailedLocked(err error) error {
+	l.logger.Error("fsync failed", "err", err)
+	if l.cfg.FlushPolicy != FlushAlways {
+		if l.failed == nil {
+			l.failed = fmt.Errorf("%w: %w", ErrFailed, err)
+		}
+		return l.failed
+	}
+	s := &l.sync
+	s.mu.Lock()
+	if from, to := s.durable, l.writeSeq; to > from {
+		s.failures = append(s.failures, syncFailure{from: from, to: to, err: err})
+		if len(s.failures) > maxSyncFailures {
+			s.failures = s.failures[len(s.failures)-maxSyncFailures:]
+		}
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	if l.end > l.recoveryPoint && !l.closed {
+		if terr := l.truncateLocked(l.recoveryPoint); terr != nil && l.failed == nil {
+			l.failed = fmt.Errorf("%w: cannot roll back after a failed fsync: %w", ErrFailed, terr)
+			l.logger.Error("log failed", "err", l.failed)
+		}
+	}
+	return err
+}
+
+// Flush fsyncs the active segment and its indexes and advances the
+// recovery point (checkpointed) to the log end offset as of the call.
+func (l *Log) Flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.RLock()
+	if err := l.writableLocked(); err != nil {
+		l.mu.RUnlock()
+		return err
+	}
+	sf := l.active().file
+	sf.acquire()
+	end, seq, gen := l.end, l.writeSeq, l.truncGen
+	l.mu.RUnlock()
+	err := sf.f.Sync()
+	sf.release()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if err != nil {
+		return l.syncFailedLocked(fmt.Errorf("flush: %w", err))
+	}
+	if gen == l.truncGen {
+		l.markDurableLocked(end, seq)
+	}
+	if err := l.flushIndexesLocked(l.active(), true); err != nil {
+		return err
+	}
+	return l.checkpointRecoveryLocked()
+}
+
+// restartFlusher starts (or stops) the background flusher to match the
+// configuration.
+func (l *Log) restartFlusher() {
+	l.flusherMu.Lock()
+	defer l.flusherMu.Unlock()
+	l.stopFlusherLocked()
+	l.mu.RLock()
+	cfg, closed := l.cfg, l.closed
+	l.mu.RUnlock()
+	if closed || cfg.FlushPolicy != FlushInterval {
+		return
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	l.flusherStop, l.flusherDone = stop, done
+	ticker := l.clock.NewTicker(cfg.FlushInterval)
+	go func() {
+		defer close(done)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ticker.C():
+				if err := l.Flush(); err != nil && !errors.Is(err, ErrClosed) {
+					l.logger.Error("background flush failed", "err", err)
+				}
+			}
+		}
+	}()
+}
+
+func (l *Log) stopFlusherLocked() {
+	if l.flusherStop != nil {
+		close(l.flusherStop)
+		<-l.flusherDone
+		l.flusherStop, l.flusherDone = nil, nil
+	}
+}
+
+// SetConfig changes the configuration. Segment size and age apply from the
+// next append, retention from the next EnforceRetention, the flush policy
+// at once.
+func (l *Log) SetConfig(cfg Config) {
+	cfg = cfg.normalized()
+	l.mu.Lock()
+	old := l.cfg
+	l.cfg = cfg
+	l.mu.Unlock()
+	if old.FlushPolicy != cfg.FlushPolicy || old.FlushInterval != cfg.FlushInterval {
+		l.restartFlusher()
+	}
+}
+
+// Close flushes the log, writes every checkpoint (the recovery point
+// becomes the log end offset) and closes its files. Regions still held stay
+// readable until released. Closing twice returns nil.
+func (l *Log) Close() error {
+	l.flusherMu.Lock()
+	l.stopFlusherLocked()
+	l.flusherMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	err := l.failed
+	if err == nil {
+		err = l.closeFlushLocked()
+	}
+	l.closeFilesLocked()
+	l.closed = true
+	l.sync.mu.Lock()
+	l.sync.cond.Broadcast()
+	l.sync.mu.Unlock()
+	return err
+}
+
+func (l *Log) closeFlushLocked() error {
+	act := l.active()
+	if err := act.file.f.Sync(); err != nil {
+		return l.syncFailedLocked(fmt.Errorf("close: %w", err))
+	}
+	l.markDurableLocked(l.end, l.writeSeq)
+	if err := l.flushIndexesLocked(act, true); err != nil {
+		return err
+	}
+	return l.checkpointAllLocked()
+}
+
+// Delete closes the log and removes its directory.
+func (l *Log) Delete() error {
+	cerr := l.Close()
+	if errors.Is(cerr, ErrFailed) {
+		cerr = nil
+	}
+	entries, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return errors.Join(cerr, err)
+	}
+	for _, e := range entries {
+		if err := l.fs.Remove(l.path(e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return errors.Join(cerr, err)
+		}
+	}
+	return errors.Join(cerr, l.fs.Remove(l.dir))
+}

@@ -1,0 +1,56 @@
+package log
+
+import (
+	"io"
+	"os"
+)
+
+// FS is the file system a Log works on: what it needs and no more, so that
+// tests can inject faults (see FaultFS). Implementations must be safe for
+// concurrent use.
+type FS interface {
+	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+	Remove(name string) error
+	Rename(oldpath, newpath string) error
+	ReadDir(name string) ([]os.DirEntry, error)
+	MkdirAll(path string, perm os.FileMode) error
+	Stat(name string) (os.FileInfo, error)
+}
+
+// File is an open file of an FS. The log writes with WriteAt (pwrite) and
+// reads with ReadAt (pread), so a File's seek offset is never used. ReadAt
+// and WriteAt may be called concurrently.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	Sync() error
+	Truncate(size int64) error
+	Stat() (os.FileInfo, error)
+	Close() error
+	// OS returns the underlying *os.File for zero-copy reads (Region.File),
+	// or nil when there is none.
+	OS() *os.File
+}
+
+// OSFS is the real file system.
+var OSFS FS = osFS{}
+
+type osFS struct{}
+
+func (osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (osFS) Remove(name string) error                     { return os.Remove(name) }
+func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
+func (osFS) ReadDir(name string) ([]os.DirEntry, error)   { return os.ReadDir(name) }
+func (osFS) MkdirAll(path string, perm os.FileMode) error { return os.MkdirAll(path, perm) }
+func (osFS) Stat(name string) (os.FileInfo, error)        { return os.Stat(name) }
+
+type osFile struct{ *os.File }
+
+func (f osFile) OS() *os.File { return f.File }

@@ -1,0 +1,944 @@
+package log
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mqproject/mq/lib/record"
+)
+
+// maxOpenSegments bounds how many closed segments keep their data file open
+// and their indexes in memory; the least recently used is closed first.
+const maxOpenSegments = 32
+
+// recoveryBufSize is the read size of the recovery scan.
+const recoveryBufSize = 1 << 20
+
+// Log is one partition's log in one directory. See the package
+// documentation for which methods may be called concurrently.
+type Log struct {
+	dir    string
+	fs     FS
+	clock  Clock
+	logger *slog.Logger
+
+	// mu guards everything below it. Appends, truncation, retention and
+	// checkpoints hold it exclusively; reads hold it shared while they look
+	// up positions, and do their I/O without it.
+	mu            sync.RWMutex
+	cfg           Config
+	segs          []*segment // by base offset; the last is the active segment
+	openClosed    []*segment // closed segments that are open
+	logStart      int64
+	end           int64 // log end offset
+	recoveryPoint int64 // everything below is fsynced
+	ckptRecovery  int64 // recovery point in the checkpoint file
+	epochs        epochCache
+	producers     producerState
+	failed        error  // non-nil: appends fail (ErrFailed)
+	closed        bool   // Close was called
+	writeSeq      uint64 // number of writes to segment files, for group commit
+	truncGen      uint64 // bumped by every truncation
+	maxTS         int64  // largest timestamp in the log, when maxTSValid
+	maxTSBase     int64  // base offset of the batch holding maxTS
+	maxTSValid    bool
+	scannedEnd    int64 // during load: offset after the last recovered batch
+
+	loadMu   sync.Mutex // serializes opening closed segments from readers
+	useClock atomic.Int64
+
+	sync    syncer
+	flushMu sync.Mutex // one Flush at a time
+
+	flusherMu   sync.Mutex
+	flusherStop chan struct{}
+	flusherDone chan struct{}
+}
+
+// AppendResult is what Append did.
+type AppendResult struct {
+	BaseOffset, LastOffset int64
+	// LogAppendTime is the time stamped into the batch with
+	// Config.LogAppendTime, -1 otherwise.
+	LogAppendTime int64
+	// Duplicate reports a retry of a batch already in the log: nothing was
+	// written, and BaseOffset and LastOffset are the original ones.
+	Duplicate      bool
+	LogStartOffset int64
+}
+
+// Open opens the log in dir, creating the directory when missing, and
+// recovers it: segments after the recovery point are checked batch by batch
+// and a torn or corrupt tail is truncated.
+func Open(dir string, cfg Config, opts Options) (*Log, error) {
+	l := &Log{dir: dir, fs: opts.FS, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized()}
+	if l.fs == nil {
+		l.fs = OSFS
+	}
+	if l.clock == nil {
+		l.clock = realClock{}
+	}
+	if l.logger == nil {
+		l.logger = slog.New(slog.DiscardHandler)
+	}
+	l.logger = l.logger.With("log", filepath.Base(dir))
+	l.sync.cond.L = &l.sync.mu
+	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("log: open %s: %w", dir, err)
+	}
+	l.mu.Lock()
+	err := l.load()
+	if err != nil {
+		l.closeFilesLocked()
+	}
+	l.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("log: open %s: %w", dir, err)
+	}
+	l.restartFlusher()
+	return l, nil
+}
+
+func (l *Log) path(name string) string { return filepath.Join(l.dir, name) }
+
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+// load reads the directory and recovers the log. Called with mu held.
+func (l *Log) load() error {
+	entries, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	var bases []int64
+	hasLog := make(map[int64]bool)
+	var indexFiles []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasSuffix(name, tmpSuffix) {
+			_ = l.fs.Remove(l.path(name))
+			continue
+		}
+		base, ext, ok := parseSegmentName(name)
+		if !ok {
+			continue
+		}
+		if ext == logExt {
+			bases = append(bases, base)
+			hasLog[base] = true
+		} else {
+			indexFiles = append(indexFiles, name)
+		}
+	}
+	slices.Sort(bases)
+	for _, name := range indexFiles {
+		if base, _, _ := parseSegmentName(name); !hasLog[base] {
+			l.logger.Info("removing index without segment", "file", name)
+			_ = l.fs.Remove(l.path(name))
+		}
+	}
+
+	rp, rpErr := l.readOffsetCheckpoint(recoveryPointFile, "recovery-point")
+	ls, lsErr := l.readOffsetCheckpoint(logStartFile, "log-start")
+	var epErr error
+	if b, err := readFile(l.fs, l.path(leaderEpochFile)); err != nil {
+		epErr = err
+	} else if l.epochs.entries, epErr = decodeEpochCheckpoint(b); epErr != nil {
+		l.logger.Warn("ignoring leader-epoch checkpoint", "err", epErr)
+	}
+
+	if len(bases) == 0 {
+		start := int64(0)
+		if lsErr == nil {
+			start = ls
+		}
+		if _, err := l.createSegmentLocked(start); err != nil {
+			return err
+		}
+		l.logStart, l.end, l.recoveryPoint = start, start, start
+		l.epochs.truncateFrom(start)
+		l.producers = newProducerState()
+		return l.checkpointAllLocked()
+	}
+
+	if lsErr != nil || ls < bases[0] {
+		ls = bases[0]
+	}
+	for len(bases) > 1 && bases[1] <= ls {
+		l.logger.Info("removing segment below the log start offset", "segment", segmentName(bases[0], logExt), "log_start_offset", ls)
+		l.removeSegmentFiles(bases[0])
+		bases = bases[1:]
+	}
+	for _, base := range bases {
+		fi, err := l.fs.Stat(l.path(segmentName(base, logExt)))
+		if err != nil {
+			return err
+		}
+		l.segs = append(l.segs, &segment{base: base, size: fi.Size(), maxTS: -1, rollTS: -1})
+	}
+
+	// Recover from the segment holding the recovery point; without a
+	// checkpoint, everything.
+	k := 0
+	if rpErr == nil {
+		for k+1 < len(l.segs) && l.segs[k+1].base <= rp {
+			k++
+		}
+	} else {
+		rp = -1
+	}
+	for i := k; i < len(l.segs); i++ {
+		from := int64(-1)
+		if i == k {
+			from = rp
+		}
+		bad, err := l.recoverSegment(l.segs[i], from, i == k)
+		if err != nil {
+			return err
+		}
+		if bad && i+1 < len(l.segs) {
+			for _, seg := range l.segs[i+1:] {
+				l.logger.Warn("deleting segment after a corrupt one", "segment", segmentName(seg.base, logExt), "bytes", seg.size)
+				l.removeSegmentFiles(seg.base)
+			}
+			l.segs = l.segs[:i+1]
+			break
+		}
+	}
+	act := l.active()
+	for _, seg := range l.segs[:len(l.segs)-1] {
+		if seg.file != nil {
+			l.openClosed = append(l.openClosed, seg)
+		}
+	}
+	l.evictLocked()
+	l.end = l.scannedEnd
+	if act.size == 0 {
+		l.end = act.base
+	}
+	if ls > l.end {
+		ls = l.end
+	}
+	l.logStart = ls
+	l.recoveryPoint = l.end
+
+	if epErr != nil {
+		if !errors.Is(epErr, os.ErrNotExist) || l.end > l.segs[0].base {
+			l.logger.Warn("rebuilding leader-epoch history from the log")
+		}
+		l.epochs = epochCache{}
+		if err := l.walkHeadersLocked(l.segs[0].base, func(h *record.Header) {
+			l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+		}); err != nil {
+			return err
+		}
+	}
+	l.epochs.truncateFrom(l.end)
+	if err := l.loadProducerStateLocked(); err != nil {
+		return err
+	}
+	if act.size > 0 {
+		// The first batch's timestamp stands in for when the segment got
+		// it; never in the future.
+		act.rollTS = l.clock.Now().UnixMilli()
+		if h, err := readHeader(act.file.f, 0); err == nil && h.MaxTimestamp >= 0 {
+			act.rollTS = min(act.rollTS, h.MaxTimestamp)
+		}
+	}
+	return l.checkpointAllLocked()
+}
+
+func (l *Log) readOffsetCheckpoint(file, kind string) (int64, error) {
+	b, err := readFile(l.fs, l.path(file))
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			l.logger.Warn("cannot read checkpoint", "file", file, "err", err)
+		}
+		return 0, err
+	}
+	off, err := decodeOffsetCheckpoint(kind, b)
+	if err != nil {
+		l.logger.Warn("ignoring checkpoint", "file", file, "err", err)
+	}
+	return off, err
+}
+
+// recoverSegment opens seg, checks its batches from the recovery point rp
+// (from the start when rp < 0) and truncates a bad tail. It reports whether
+// it truncated. The segment is left open with its indexes in memory.
+func (l *Log) recoverSegment(seg *segment, rp int64, first bool) (bool, error) {
+	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, seg.base)
+	f, err := l.fs.OpenFile(logPath, os.O_RDWR, 0)
+	if err != nil {
+		return false, err
+	}
+	sf := newSegFile(f)
+	idx, _ := readFile(l.fs, indexPath)
+	tidx, _ := readFile(l.fs, timeIndexPath)
+
+	scanFrom, next := int64(0), seg.base
+	var keepIdx, keepTidx []byte
+	if rp > seg.base {
+		rpRel := rp - seg.base
+		n := validOffsetPrefix(idx[:len(idx)/offsetEntrySize*offsetEntrySize], seg.size, rpRel)
+		if n > 0 {
+			rel, pos := offsetEntry(idx, n-1)
+			if h, err := readHeader(f, pos); err == nil && h.BaseOffset == seg.base+int64(rel) {
+				scanFrom, next = pos, seg.base+int64(rel)
+				keepIdx = idx[:(n-1)*offsetEntrySize]
+				m := validTimePrefix(tidx[:len(tidx)/timeEntrySize*timeEntrySize], int64(rel))
+				keepTidx = tidx[:m*timeEntrySize]
+			}
+		}
+	}
+	if first {
+		// The history after the first scanned batch is rebuilt by the scan.
+		l.epochs.truncateFrom(next)
+	}
+	seg.idx = append([]byte(nil), keepIdx...)
+	seg.tidx = append([]byte(nil), keepTidx...)
+	seg.resetIndexState()
+	interval := l.cfg.IndexIntervalBytes
+	res := scanSegment(f, seg.base, scanFrom, seg.size, next, true, recoveryBufSize, func(pos int64, h *record.Header) {
+		seg.indexBatch(h, pos, interval)
+		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+	})
+	if res.ioErr != nil {
+		sf.release()
+		return false, fmt.Errorf("recover %s: %w", segmentName(seg.base, logExt), res.ioErr)
+	}
+	bad := res.badErr != nil
+	if bad {
+		l.logger.Warn("truncating corrupt or torn segment tail",
+			"segment", segmentName(seg.base, logExt), "position", res.end,
+			"dropped_bytes", seg.size-res.end, "err", res.badErr)
+		if err := f.Truncate(res.end); err != nil {
+			sf.release()
+			return false, err
+		}
+		if err := f.Sync(); err != nil {
+			sf.release()
+			return false, err
+		}
+	}
+	seg.size = res.end
+	l.scannedEnd = res.next
+	if !bytes.Equal(seg.idx, idx) {
+		if err := writeWholeFile(l.fs, indexPath, seg.idx); err != nil {
+			sf.release()
+			return false, err
+		}
+	}
+	if !bytes.Equal(seg.tidx, tidx) {
+		if err := writeWholeFile(l.fs, timeIndexPath, seg.tidx); err != nil {
+			sf.release()
+			return false, err
+		}
+	}
+	seg.idxFlushed, seg.tidxFlushed = len(seg.idx), len(seg.tidx)
+	seg.file = sf
+	seg.lastUse.Store(l.useClock.Add(1))
+	return bad, nil
+}
+
+// readHeader reads the batch header at pos.
+func readHeader(f File, pos int64) (record.Header, error) {
+	var b [record.HeaderSize]byte
+	if _, err := f.ReadAt(b[:], pos); err != nil {
+		return record.Header{}, err
+	}
+	return record.ParseHeader(b[:])
+}
+
+// writeWholeFile replaces the contents of path with data and fsyncs it.
+func writeWholeFile(fsys FS, path string, data []byte) error {
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	n, err := f.WriteAt(data, 0)
+	if err == nil && n != len(data) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		err = f.Truncate(int64(len(data)))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// loadProducerStateLocked loads the producer-state snapshot and replays the
+// batch headers after it; without a usable snapshot it rebuilds the state
+// from the whole log.
+func (l *Log) loadProducerStateLocked() error {
+	from := l.segs[0].base
+	l.producers = newProducerState()
+	b, err := readFile(l.fs, l.path(producerStateFile))
+	if err == nil {
+		ps, off, derr := decodeProducerSnapshot(b)
+		switch {
+		case derr != nil:
+			l.logger.Warn("ignoring producer-state snapshot", "err", derr)
+		case off > l.end:
+			l.logger.Info("producer-state snapshot is past the log end; rebuilding", "snapshot_offset", off, "log_end_offset", l.end)
+		default:
+			l.producers = ps
+			from = max(off, from)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		l.logger.Warn("cannot read producer-state snapshot", "err", err)
+	}
+	if from < l.end {
+		if err := l.walkHeadersLocked(from, l.producers.update); err != nil {
+			return err
+		}
+	}
+	l.producers.evictBelow(l.logStart)
+	return nil
+}
+
+// walkHeadersLocked calls fn with the header of every batch whose last
+// offset is ≥ from, in order. Called with mu held exclusively.
+func (l *Log) walkHeadersLocked(from int64, fn func(h *record.Header)) error {
+	for i := l.segIndexLocked(from); i < len(l.segs); i++ {
+		seg := l.segs[i]
+		if err := l.openSegmentLocked(seg); err != nil {
+			return err
+		}
+		pos, next := int64(0), seg.base
+		if from > seg.base {
+			rel, p := offsetFloor(seg.idx, relOffset(from-seg.base))
+			pos, next = p, seg.base+int64(rel)
+		}
+		res := scanSegment(seg.file.f, seg.base, pos, seg.size, next, false, 8<<10, func(_ int64, h *record.Header) {
+			if h.LastOffset() >= from {
+				fn(h)
+			}
+		})
+		if res.ioErr != nil {
+			return res.ioErr
+		}
+		if res.badErr != nil {
+			return &CorruptionError{Segment: segmentName(seg.base, logExt), Position: res.end, Err: res.badErr}
+		}
+	}
+	return nil
+}
+
+// relOffset clamps a relative offset to the uint32 range.
+func relOffset(d int64) uint32 {
+	if d < 0 {
+		return 0
+	}
+	if d > math.MaxUint32 {
+		return math.MaxUint32
+	}
+	return uint32(d)
+}
+
+// segIndexLocked returns the index of the segment holding offset: the last
+// one whose base is ≤ offset (0 when offset is below every base).
+func (l *Log) segIndexLocked(offset int64) int {
+	i, found := slices.BinarySearchFunc(l.segs, offset, func(s *segment, o int64) int {
+		switch {
+		case s.base < o:
+			return -1
+		case s.base > o:
+			return 1
+		}
+		return 0
+	})
+	if found {
+		return i
+	}
+	if i > 0 {
+		return i - 1
+	}
+	return 0
+}
+
+// createSegmentLocked creates an empty segment at base and makes it the
+// active one.
+func (l *Log) createSegmentLocked(base int64) (*segment, error) {
+	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, base)
+	for _, p := range []string{indexPath, timeIndexPath} {
+		f, err := l.fs.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("create segment %d: %w", base, err)
+		}
+		_ = f.Close()
+	}
+	f, err := l.fs.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create segment %d: %w", base, err)
+	}
+	if err := syncDir(l.fs, l.dir); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("create segment %d: %w", base, err)
+	}
+	seg := &segment{base: base, file: newSegFile(f), maxTS: -1, rollTS: -1, maxTSKnown: true}
+	seg.lastUse.Store(l.useClock.Add(1))
+	l.segs = append(l.segs, seg)
+	return seg, nil
+}
+
+// removeSegmentFiles unlinks a segment's files, data first so that a crash
+// in between leaves only index files, which Open removes.
+func (l *Log) removeSegmentFiles(base int64) {
+	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, base)
+	for _, p := range []string{logPath, indexPath, timeIndexPath} {
+		if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			l.logger.Warn("cannot remove segment file", "file", filepath.Base(p), "err", err)
+		}
+	}
+}
+
+// deleteSegmentLocked removes seg (not the active one) from the log. Its
+// data file stays open for the Regions still holding it.
+func (l *Log) deleteSegmentLocked(seg *segment) {
+	seg.deleted = true
+	l.segs = slices.DeleteFunc(l.segs, func(s *segment) bool { return s == seg })
+	l.openClosed = slices.DeleteFunc(l.openClosed, func(s *segment) bool { return s == seg })
+	if seg.file != nil {
+		seg.file.release()
+		seg.file, seg.idx, seg.tidx = nil, nil, nil
+	}
+	l.removeSegmentFiles(seg.base)
+	l.maxTSValid = false
+}
+
+// loadSegmentFiles opens a closed segment's data file and reads its indexes,
+// rebuilding them from the data when they are missing or inconsistent. It
+// does not touch the Log's guarded state.
+func (l *Log) loadSegmentFiles(base, size int64, interval int32) (*segFile, []byte, []byte, error) {
+	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, base)
+	f, err := l.fs.OpenFile(logPath, os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open segment %d: %w", base, err)
+	}
+	idx, ierr := readFile(l.fs, indexPath)
+	tidx, terr := readFile(l.fs, timeIndexPath)
+	var why error
+	switch {
+	case ierr != nil:
+		why = ierr
+	case terr != nil:
+		why = terr
+	default:
+		why = checkIndexes(idx, tidx, size)
+	}
+	if why != nil && size > 0 {
+		l.logger.Warn("rebuilding segment indexes", "segment", segmentName(base, logExt), "err", why)
+		tmp := &segment{base: base, maxTS: -1}
+		res := scanSegment(f, base, 0, size, base, false, 8<<10, func(pos int64, h *record.Header) {
+			tmp.indexBatch(h, pos, interval)
+		})
+		if res.ioErr != nil {
+			_ = f.Close()
+			return nil, nil, nil, res.ioErr
+		}
+		if res.badErr != nil {
+			l.logger.Warn("segment has a bad batch", "segment", segmentName(base, logExt), "position", res.end, "err", res.badErr)
+		}
+		idx, tidx = tmp.idx, tmp.tidx
+		if err := writeWholeFile(l.fs, indexPath, idx); err != nil {
+			l.logger.Warn("cannot write rebuilt index", "segment", segmentName(base, logExt), "err", err)
+		}
+		if err := writeWholeFile(l.fs, timeIndexPath, tidx); err != nil {
+			l.logger.Warn("cannot write rebuilt time index", "segment", segmentName(base, logExt), "err", err)
+		}
+	} else if why != nil {
+		idx, tidx = nil, nil
+	}
+	return newSegFile(f), idx, tidx, nil
+}
+
+// openSegmentLocked makes sure seg is open. Called with mu held exclusively.
+func (l *Log) openSegmentLocked(seg *segment) error {
+	if seg.file != nil {
+		seg.lastUse.Store(l.useClock.Add(1))
+		return nil
+	}
+	sf, idx, tidx, err := l.loadSegmentFiles(seg.base, seg.size, l.cfg.IndexIntervalBytes)
+	if err != nil {
+		return err
+	}
+	l.installLocked(seg, sf, idx, tidx)
+	return nil
+}
+
+func (l *Log) installLocked(seg *segment, sf *segFile, idx, tidx []byte) {
+	seg.file, seg.idx, seg.tidx = sf, idx, tidx
+	seg.idxFlushed, seg.tidxFlushed = len(idx), len(tidx)
+	seg.resetIndexState()
+	seg.lastUse.Store(l.useClock.Add(1))
+	l.openClosed = append(l.openClosed, seg)
+	l.evictLocked()
+}
+
+// evictLocked closes the least recently used closed segments over the
+// limit.
+func (l *Log) evictLocked() {
+	for len(l.openClosed) > maxOpenSegments {
+		victim := -1
+		for i, s := range l.openClosed {
+			if s == l.active() {
+				continue
+			}
+			if victim < 0 || s.lastUse.Load() < l.openClosed[victim].lastUse.Load() {
+				victim = i
+			}
+		}
+		if victim < 0 {
+			return
+		}
+		s := l.openClosed[victim]
+		l.openClosed = slices.Delete(l.openClosed, victim, victim+1)
+		s.file.release()
+		s.file, s.idx, s.tidx = nil, nil, nil
+	}
+}
+
+// acquire returns seg's open data file with a reference for the caller and
+// its indexes, opening the segment when needed. Called without mu.
+func (l *Log) acquire(seg *segment) (*segFile, []byte, []byte, error) {
+	if sf, idx, tidx, ok, err := l.tryAcquire(seg); ok || err != nil {
+		return sf, idx, tidx, err
+	}
+	l.loadMu.Lock()
+	defer l.loadMu.Unlock()
+	if sf, idx, tidx, ok, err := l.tryAcquire(seg); ok || err != nil {
+		return sf, idx, tidx, err
+	}
+	l.mu.RLock()
+	size, interval := seg.size, l.cfg.IndexIntervalBytes
+	l.mu.RUnlock()
+	sf, idx, tidx, err := l.loadSegmentFiles(seg.base, size, interval)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		sf.release()
+		return nil, nil, nil, ErrClosed
+	case seg.deleted:
+		sf.release()
+		return nil, nil, nil, fmt.Errorf("%w: segment %d deleted", ErrOffsetOutOfRange, seg.base)
+	case seg.file != nil:
+		sf.release()
+	default:
+		l.installLocked(seg, sf, idx, tidx)
+	}
+	seg.file.acquire()
+	return seg.file, seg.idx, seg.tidx, nil
+}
+
+func (l *Log) tryAcquire(seg *segment) (*segFile, []byte, []byte, bool, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return nil, nil, nil, false, ErrClosed
+	}
+	if seg.deleted {
+		return nil, nil, nil, false, fmt.Errorf("%w: segment %d deleted", ErrOffsetOutOfRange, seg.base)
+	}
+	if seg.file == nil {
+		return nil, nil, nil, false, nil
+	}
+	seg.file.acquire()
+	seg.lastUse.Store(l.useClock.Add(1))
+	return seg.file, seg.idx, seg.tidx, true, nil
+}
+
+func (l *Log) closeFilesLocked() {
+	for _, seg := range l.segs {
+		if seg.file != nil {
+			seg.file.release()
+			seg.file, seg.idx, seg.tidx = nil, nil, nil
+		}
+	}
+	l.openClosed = nil
+}
+
+func (l *Log) writableLocked() error {
+	if l.closed {
+		return ErrClosed
+	}
+	return l.failed
+}
+
+// Append appends one batch, already checked with record.Validate, at the
+// log end offset. It patches the batch in place: base offset, partition
+// leader epoch and, with Config.LogAppendTime, the max timestamp and CRC.
+// An idempotent batch is checked against its producer's state atomically
+// with the append; a retry of one of the producer's last 5 batches writes
+// nothing and reports Duplicate. Under FlushAlways Append returns once the
+// batch is fsynced. On error nothing was appended.
+func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendResult, error) {
+	h, err := record.ParseHeader(batch)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("log: append: %w", err)
+	}
+	if h.Size() != len(batch) {
+		return AppendResult{}, fmt.Errorf("log: append: %w: header says %d bytes, have %d", record.ErrBadLength, h.Size(), len(batch))
+	}
+	l.mu.Lock()
+	if err := l.writableLocked(); err != nil {
+		l.mu.Unlock()
+		return AppendResult{}, err
+	}
+	if h.ProducerID >= 0 && h.BaseSequence >= 0 {
+		dup, err := l.producers.check(&h)
+		if err != nil {
+			l.mu.Unlock()
+			return AppendResult{}, err
+		}
+		if dup != nil {
+			res := AppendResult{BaseOffset: dup.baseOffset, LastOffset: dup.lastOffs, LogAppendTime: -1, Duplicate: true, LogStartOffset: l.logStart}
+			var seq uint64
+			if dup.lastOffs >= l.recoveryPoint {
+				seq = l.writeSeq
+			}
+			always := l.cfg.FlushPolicy == FlushAlways
+			l.mu.Unlock()
+			if always && seq > 0 {
+				if err := l.waitDurable(seq); err != nil {
+					return AppendResult{}, err
+				}
+			}
+			return res, nil
+		}
+	}
+	now := l.clock.Now().UnixMilli()
+	base := l.end
+	record.SetBaseOffset(batch, base)
+	record.SetPartitionLeaderEpoch(batch, leaderEpoch)
+	h.BaseOffset, h.PartitionLeaderEpoch = base, leaderEpoch
+	appendTime := int64(-1)
+	if l.cfg.LogAppendTime {
+		record.SetLogAppendTime(batch, now)
+		h.MaxTimestamp, appendTime = now, now
+	}
+	if err := l.assignEpochLocked(leaderEpoch, base); err != nil {
+		l.mu.Unlock()
+		return AppendResult{}, err
+	}
+	seq, err := l.appendLocked(batch, &h, now)
+	if err != nil {
+		l.mu.Unlock()
+		return AppendResult{}, err
+	}
+	res := AppendResult{BaseOffset: base, LastOffset: h.LastOffset(), LogAppendTime: appendTime, LogStartOffset: l.logStart}
+	always := l.cfg.FlushPolicy == FlushAlways
+	l.mu.Unlock()
+	if always {
+		if err := l.waitDurable(seq); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	return res, nil
+}
+
+// AppendAsFollower appends a batch whose offsets were assigned by the
+// leader; its base offset must be the log end offset (else
+// ErrOffsetMismatch). The batch's partition leader epoch feeds the
+// leader-epoch history and its producer fields the producer state, without
+// the idempotence checks.
+func (l *Log) AppendAsFollower(batch []byte) error {
+	h, err := record.ParseHeader(batch)
+	if err != nil {
+		return fmt.Errorf("log: append: %w", err)
+	}
+	if h.Size() != len(batch) {
+		return fmt.Errorf("log: append: %w: header says %d bytes, have %d", record.ErrBadLength, h.Size(), len(batch))
+	}
+	if h.LastOffsetDelta < 0 {
+		return fmt.Errorf("log: append: %w: last offset delta %d", record.ErrBadCount, h.LastOffsetDelta)
+	}
+	l.mu.Lock()
+	if err := l.writableLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if h.BaseOffset != l.end {
+		end := l.end
+		l.mu.Unlock()
+		return fmt.Errorf("%w: batch at %d, log end %d", ErrOffsetMismatch, h.BaseOffset, end)
+	}
+	if err := l.assignEpochLocked(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	seq, err := l.appendLocked(batch, &h, l.clock.Now().UnixMilli())
+	always := l.cfg.FlushPolicy == FlushAlways
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if always {
+		return l.waitDurable(seq)
+	}
+	return nil
+}
+
+// assignEpochLocked records a new leader epoch starting at offset and
+// checkpoints the history.
+func (l *Log) assignEpochLocked(epoch int32, offset int64) error {
+	if !l.epochs.assign(epoch, offset) {
+		return nil
+	}
+	if err := l.checkpointEpochsLocked(); err != nil {
+		l.epochs.entries = l.epochs.entries[:len(l.epochs.entries)-1]
+		return err
+	}
+	return nil
+}
+
+// appendLocked writes batch (offsets assigned, header h) to the active
+// segment, rolling first when needed, and returns the write's sequence
+// number. On error nothing is visible and the file is restored.
+func (l *Log) appendLocked(batch []byte, h *record.Header, now int64) (uint64, error) {
+	seg := l.active()
+	if seg.size > 0 && (seg.size+int64(len(batch)) > l.cfg.SegmentBytes ||
+		(seg.rollTS >= 0 && now-seg.rollTS > l.cfg.SegmentMS) ||
+		h.LastOffset()-seg.base > math.MaxUint32) {
+		if err := l.rollLocked(); err != nil {
+			return 0, err
+		}
+		seg = l.active()
+	}
+	pos := seg.size
+	if pos == 0 {
+		seg.rollTS = now
+	}
+	n, err := seg.file.f.WriteAt(batch, pos)
+	if err == nil && n != len(batch) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		if terr := seg.file.f.Truncate(pos); terr != nil {
+			l.failed = fmt.Errorf("%w: cannot undo a failed write to %s: %w", ErrFailed, segmentName(seg.base, logExt), terr)
+			l.logger.Error("log failed", "err", l.failed)
+		}
+		return 0, fmt.Errorf("log: append at offset %d: %w", h.BaseOffset, err)
+	}
+	seg.size = pos + int64(n)
+	seg.indexBatch(h, pos, l.cfg.IndexIntervalBytes)
+	l.producers.update(h)
+	l.end = h.LastOffset() + 1
+	if l.maxTSValid && h.MaxTimestamp > l.maxTS {
+		l.maxTS, l.maxTSBase = h.MaxTimestamp, h.BaseOffset
+	}
+	l.writeSeq++
+	return l.writeSeq, nil
+}
+
+// rollLocked closes the active segment (fsync, indexes) and starts a new
+// one at the log end offset.
+func (l *Log) rollLocked() error {
+	old := l.active()
+	if err := old.file.f.Sync(); err != nil {
+		return l.syncFailedLocked(fmt.Errorf("roll %s: %w", segmentName(old.base, logExt), err))
+	}
+	l.markDurableLocked(l.end, l.writeSeq)
+	if err := l.flushIndexesLocked(old, true); err != nil {
+		return err
+	}
+	if _, err := l.createSegmentLocked(l.end); err != nil {
+		return err
+	}
+	l.logger.Debug("rolled segment", "segment", segmentName(l.end, logExt))
+	l.openClosed = append(l.openClosed, old)
+	l.evictLocked()
+	if err := l.checkpointRecoveryLocked(); err != nil {
+		return err
+	}
+	return l.snapshotProducersLocked()
+}
+
+// flushIndexesLocked writes the in-memory index entries not yet in seg's
+// index files, with fsync when sync is set.
+func (l *Log) flushIndexesLocked(seg *segment, sync bool) error {
+	_, indexPath, timeIndexPath := segmentPaths(l.dir, seg.base)
+	write := func(path string, data []byte, flushed *int) error {
+		if *flushed == len(data) {
+			return nil
+		}
+		if *flushed < 0 { // rewrite the whole file
+			*flushed = 0
+		}
+		f, err := l.fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		n, err := f.WriteAt(data[*flushed:], int64(*flushed))
+		if err == nil && n != len(data)-*flushed {
+			err = io.ErrShortWrite
+		}
+		if err == nil {
+			err = f.Truncate(int64(len(data)))
+		}
+		if err == nil && sync {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+		}
+		*flushed = len(data)
+		return nil
+	}
+	if err := write(indexPath, seg.idx, &seg.idxFlushed); err != nil {
+		return err
+	}
+	return write(timeIndexPath, seg.tidx, &seg.tidxFlushed)
+}
+
+func (l *Log) checkpointRecoveryLocked() error {
+	if l.recoveryPoint == l.ckptRecovery {
+		return nil
+	}
+	if err := writeFileAtomic(l.fs, l.dir, recoveryPointFile, encodeOffsetCheckpoint("recovery-point", l.recoveryPoint)); err != nil {
+		return err
+	}
+	l.ckptRecovery = l.recoveryPoint
+	return nil
+}
+
+func (l *Log) checkpointLogStartLocked() error {
+	return writeFileAtomic(l.fs, l.dir, logStartFile, encodeOffsetCheckpoint("log-start", l.logStart))
+}
+
+func (l *Log) checkpointEpochsLocked() error {
+	return writeFileAtomic(l.fs, l.dir, leaderEpochFile, encodeEpochCheckpoint(l.epochs.entries))
+}
+
+func (l *Log) snapshotProducersLocked() error {
+	return writeFileAtomic(l.fs, l.dir, producerStateFile, l.producers.encode(l.end))
+}
+
+// checkpointAllLocked fsyncs and writes every checkpoint for a log whose
+// data is all durable.
+func (l *Log) checkpointAllLocked() error {
+	l.ckptRecovery = -1
+	return errors.Join(l.checkpointRecoveryLocked(), l.checkpointLogStartLocked(),
+		l.checkpointEpochsLocked(), l.snapshotProducersLocked())
+}

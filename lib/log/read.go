@@ -1,0 +1,318 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/mqproject/mq/lib/record"
+)
+
+// Region is a byte range of a segment data file holding whole batches, for
+// sending to a socket without copying.
+//
+// A non-empty Region holds a reference on its file: the file stays open and
+// readable, even when retention or truncation deletes the segment
+// meanwhile, until Release. The caller must call Release exactly once when
+// done with a Region (an empty Region needs none, and Release on it is
+// harmless). Read the bytes with pread-style calls (File.ReadAt,
+// io.NewSectionReader, WriteTo), never with the File's seek offset, which
+// other readers share.
+type Region struct {
+	// File is the segment data file; nil when the log's FS has no
+	// *os.File (a FaultFS) or the Region is empty.
+	File *os.File
+	// Pos and Len delimit the bytes in the file.
+	Pos, Len int64
+	// BaseOffset is the base offset of the first batch, LastOffset the last
+	// offset of the last one. An empty Region has LastOffset < BaseOffset.
+	BaseOffset, LastOffset int64
+
+	sf *segFile
+}
+
+// Release drops the Region's reference on its file.
+func (r *Region) Release() {
+	if r.sf != nil {
+		r.sf.release()
+		r.sf = nil
+	}
+}
+
+// WriteTo writes the Region's bytes to w.
+func (r *Region) WriteTo(w io.Writer) (int64, error) {
+	if r.Len == 0 {
+		return 0, nil
+	}
+	if r.sf == nil {
+		return 0, errors.New("log: region released")
+	}
+	return io.Copy(w, io.NewSectionReader(r.sf.f, r.Pos, r.Len))
+}
+
+func emptyRegion(offset int64) Region { return Region{BaseOffset: offset, LastOffset: offset - 1} }
+
+// Read returns the whole batches starting with the one that holds offset,
+// none whose base offset is ≥ maxOffset (pass the high-water mark), and at
+// most maxBytes bytes except that the first batch is always returned whole
+// (KIP-74). A Region lies within one segment; a read at the end of a
+// segment continues in the next. offset equal to maxOffset or to the log
+// end offset gives an empty Region; offset below the log start offset or
+// above the log end offset is ErrOffsetOutOfRange. Release the Region when
+// done.
+func (l *Log) Read(offset, maxOffset int64, maxBytes int) (Region, error) {
+	for {
+		l.mu.RLock()
+		if l.closed {
+			l.mu.RUnlock()
+			return Region{}, ErrClosed
+		}
+		if offset < l.logStart || offset > l.end {
+			start, end := l.logStart, l.end
+			l.mu.RUnlock()
+			return Region{}, fmt.Errorf("%w: offset %d, log start %d, log end %d", ErrOffsetOutOfRange, offset, start, end)
+		}
+		maxOffset = min(maxOffset, l.end)
+		if offset >= maxOffset {
+			l.mu.RUnlock()
+			return emptyRegion(offset), nil
+		}
+		i := l.segIndexLocked(offset)
+		seg := l.segs[i]
+		limit := seg.size
+		nextBase := l.end
+		if i+1 < len(l.segs) {
+			nextBase = l.segs[i+1].base
+		}
+		l.mu.RUnlock()
+
+		sf, idx, _, err := l.acquire(seg)
+		if errors.Is(err, ErrOffsetOutOfRange) {
+			continue // deleted meanwhile: look again
+		}
+		if err != nil {
+			return Region{}, err
+		}
+		r, found, err := readSegment(seg.base, sf, idx, limit, offset, maxOffset, maxBytes)
+		if err != nil || !found {
+			sf.release()
+		}
+		if err != nil || found {
+			return r, err
+		}
+		if nextBase >= maxOffset {
+			return emptyRegion(offset), nil
+		}
+		offset = nextBase
+	}
+}
+
+// readSegment finds the Region for a read in one segment whose data file is
+// sf and whose first limit bytes are readable. found is false when the
+// segment holds nothing at or after offset. The Region takes over the
+// caller's reference on sf when it is non-empty.
+func readSegment(base int64, sf *segFile, idx []byte, limit, offset, maxOffset int64, maxBytes int) (Region, bool, error) {
+	bufp := chunkPool.Get().(*[]byte)
+	defer chunkPool.Put(bufp)
+	r := chunkReader{f: sf.f, buf: *bufp, fileSize: limit}
+	corrupt := func(pos int64, err error) error {
+		return &CorruptionError{Segment: segmentName(base, logExt), Position: pos, Err: err}
+	}
+	header := func(pos int64) (record.Header, error) {
+		b, err := r.at(pos, record.HeaderSize)
+		if err != nil {
+			return record.Header{}, corrupt(pos, err)
+		}
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			return h, corrupt(pos, err)
+		}
+		if pos+int64(h.Size()) > limit {
+			return h, corrupt(pos, errPastEnd)
+		}
+		return h, nil
+	}
+
+	rel, pos := offsetFloor(idx, relOffset(offset-base))
+	expect := base + int64(rel)
+	var h record.Header
+	for {
+		if pos >= limit {
+			return Region{}, false, nil
+		}
+		var err error
+		if h, err = header(pos); err != nil {
+			return Region{}, false, err
+		}
+		if expect >= 0 && h.BaseOffset != expect {
+			return Region{}, false, corrupt(pos, fmt.Errorf("index points at offset %d, batch has %d", expect, h.BaseOffset))
+		}
+		expect = -1
+		if h.LastOffset() >= offset {
+			break
+		}
+		pos += int64(h.Size())
+	}
+	if h.BaseOffset >= maxOffset {
+		return emptyRegion(offset), true, nil
+	}
+	start := pos
+	end := pos + int64(h.Size())
+	last := h.LastOffset()
+
+	// Skip ahead with the index: with entry k-1 the last one that fits
+	// (position within maxBytes, base offset below maxOffset), every batch
+	// from entry k-2 up to entry k-1 fits too, so the header walk can start
+	// at entry k-2.
+	budget := min(int64(maxBytes), limit-start)
+	if budgetEnd := start + budget; budgetEnd > end {
+		k := entriesAtMostPos(idx, min(budgetEnd, limit-1))
+		for k > 0 {
+			if r, _ := offsetEntry(idx, k-1); base+int64(r) < maxOffset {
+				break
+			}
+			k--
+		}
+		if k >= 2 {
+			if _, p := offsetEntry(idx, k-2); p > end {
+				end = p
+			}
+		}
+	}
+	for end < limit {
+		h2, err := header(end)
+		if err != nil {
+			return Region{}, false, err
+		}
+		size := int64(h2.Size())
+		if h2.BaseOffset >= maxOffset || end+size-start > int64(maxBytes) {
+			break
+		}
+		end += size
+		last = h2.LastOffset()
+	}
+	return Region{File: sf.f.OS(), Pos: start, Len: end - start, BaseOffset: h.BaseOffset, LastOffset: last, sf: sf}, true, nil
+}
+
+// ReadBytes is Read with the bytes copied into memory.
+func (l *Log) ReadBytes(offset, maxOffset int64, maxBytes int) ([]byte, error) {
+	r, err := l.Read(offset, maxOffset, maxBytes)
+	if err != nil || r.Len == 0 {
+		return nil, err
+	}
+	defer r.Release()
+	b := make([]byte, r.Len)
+	if _, err := r.sf.f.ReadAt(b, r.Pos); err != nil {
+		return nil, fmt.Errorf("log: read %s at %d: %w", segmentName(r.BaseOffset, logExt), r.Pos, err)
+	}
+	return b, nil
+}
+
+// readBatch returns the batch holding offset.
+func (l *Log) readBatch(offset int64) ([]byte, record.Header, error) {
+	b, err := l.ReadBytes(offset, math.MaxInt64, 1)
+	if err != nil {
+		return nil, record.Header{}, err
+	}
+	batch, _, h, err := record.Next(b)
+	if err == nil && batch == nil {
+		err = ErrNotFound
+	}
+	return batch, h, err
+}
+
+var errStopIteration = errors.New("stop")
+
+// OffsetForTimestamp answers ListOffsets by timestamp: the earliest offset
+// whose record timestamp is ≥ ts, and that timestamp. ErrNotFound when no
+// record is that recent.
+func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, err error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return -1, -1, ErrClosed
+	}
+	logStart := l.logStart
+	batchBase := int64(-1)
+	for _, seg := range l.segs {
+		mts, _, err := l.segMaxTSLocked(seg)
+		if err != nil {
+			l.mu.Unlock()
+			return -1, -1, err
+		}
+		if mts < ts {
+			continue
+		}
+		if err := l.openSegmentLocked(seg); err != nil {
+			l.mu.Unlock()
+			return -1, -1, err
+		}
+		if i := timeCeil(seg.tidx, ts); i < len(seg.tidx)/timeEntrySize {
+			_, rel := timeEntry(seg.tidx, i)
+			batchBase = seg.base + int64(rel)
+			break
+		}
+	}
+	l.mu.Unlock()
+	if batchBase < 0 {
+		return -1, -1, ErrNotFound
+	}
+	batch, h, err := l.readBatch(max(batchBase, logStart))
+	if err != nil {
+		return -1, -1, err
+	}
+	offset, timestamp = h.BaseOffset, h.MaxTimestamp
+	_ = record.Iterate(batch, 0, func(r *record.Record) error {
+		if t := r.Timestamp(&h); t >= ts {
+			offset, timestamp = r.Offset(&h), t
+			return errStopIteration
+		}
+		return nil
+	})
+	return max(offset, logStart), timestamp, nil
+}
+
+// MaxTimestamp returns the largest record timestamp in the log and the
+// offset of the first record carrying it (ListOffsets MAX_TIMESTAMP), or
+// (-1, -1) when the log has no timestamps.
+func (l *Log) MaxTimestamp() (timestamp, offset int64) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return -1, -1
+	}
+	if !l.maxTSValid {
+		l.maxTS, l.maxTSBase = -1, -1
+		for _, seg := range l.segs {
+			ts, rel, err := l.segMaxTSLocked(seg)
+			if err != nil {
+				l.mu.Unlock()
+				return -1, -1
+			}
+			if ts > l.maxTS {
+				l.maxTS, l.maxTSBase = ts, seg.base+int64(rel)
+			}
+		}
+		l.maxTSValid = true
+	}
+	ts, base, logStart := l.maxTS, l.maxTSBase, l.logStart
+	l.mu.Unlock()
+	if ts < 0 {
+		return -1, -1
+	}
+	offset = max(base, logStart)
+	batch, h, err := l.readBatch(offset)
+	if err != nil {
+		return ts, offset
+	}
+	_ = record.Iterate(batch, 0, func(r *record.Record) error {
+		if r.Timestamp(&h) == ts {
+			offset = max(r.Offset(&h), logStart)
+			return errStopIteration
+		}
+		return nil
+	})
+	return ts, offset
+}
