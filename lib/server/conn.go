@@ -380,7 +380,8 @@ func (c *conn) writeLoop() {
 			c.recovered("writer", r)
 			// Every Reply is called once, even now.
 			for p := range c.queue {
-				c.respond(&p)
+				resp, _ := c.respond(&p)
+				resp.done()
 				<-c.slots
 			}
 		}
@@ -403,7 +404,15 @@ func (c *conn) writeLoop() {
 				c.close()
 			}
 		}
+		resp.done()
 		<-c.slots
+	}
+}
+
+// done calls the Response's Done hook, if any.
+func (r Response) done() {
+	if r.Done != nil {
+		r.Done()
 	}
 }
 

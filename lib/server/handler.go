@@ -66,6 +66,11 @@ type Response struct {
 	Flexible bool // for Parts: whether the response header carries tagged fields
 	// CloseAfter closes the connection after writing (or instead of writing, when empty).
 	CloseAfter bool
+	// Done, when set, is called once the writer is finished with the
+	// Response: after writing it, or after dropping it on a broken
+	// connection. Resources the Parts point at (segment files) may be
+	// released then.
+	Done func()
 }
 
 // Part is one piece of a pre-encoded response body: either Bytes, or the

@@ -816,3 +816,29 @@ func TestLargeRequestIsReadWhole(t *testing.T) {
 		t.Fatal("records differ")
 	}
 }
+
+func TestDoneIsCalledAfterWriteAndAfterDrop(t *testing.T) {
+	var written, dropped atomic.Int32
+	release := make(chan struct{})
+	h := newFake(func(_ context.Context, _ *ConnInfo, req *Request) Reply {
+		if req.CorrelationID == 1 {
+			return func() Response {
+				return Response{Msg: req.Body.ResponseKind(), Done: func() { written.Add(1) }}
+			}
+		}
+		return func() Response {
+			<-release // the client has gone by now
+			return Response{Msg: req.Body.ResponseKind(), Done: func() { dropped.Add(1) }}
+		}
+	})
+	s := startServer(t, Config{}, h)
+	c := dial(t, s.Addrs()[0])
+	send(t, c, metadataRequest(0), 1)
+	recv(t, c, &kmsg.MetadataResponse{Version: 0})
+	waitFor(t, "Done after write", func() bool { return written.Load() == 1 })
+
+	send(t, c, metadataRequest(0), 2)
+	c.Close()
+	close(release)
+	waitFor(t, "Done after drop", func() bool { return dropped.Load() == 1 })
+}

@@ -1,0 +1,237 @@
+// Command mqd is the mq daemon: a Kafka-protocol message broker. This file
+// wires flags and signals to lib/config and lib/broker.Daemon.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mqproject/mq/lib/broker"
+	"github.com/mqproject/mq/lib/config"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailure     = 1   // runtime failure: data directory in use, cannot listen, …
+	exitUsage       = 2   // bad flag, environment variable or config file
+	exitInterrupted = 130 // a second SIGTERM/SIGINT during shutdown
+)
+
+// shutdownGrace bounds how long connections may take to drain on shutdown;
+// after it they are cut and the logs are flushed and closed anyway.
+const shutdownGrace = 30 * time.Second
+
+func main() { os.Exit(run(os.Args, os.Stderr)) }
+
+// usageError is a bad flag or configuration: exit 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// flagProperty maps mqd's dedicated flags to the property each sets.
+var flagProperty = []struct{ flag, property, env string }{
+	{"data-dir", "log.dirs", "MQ_DATA_DIR"},
+	{"listen", "listeners", "MQ_LISTEN"},
+	{"advertise", "advertised.listeners", "MQ_ADVERTISE"},
+	{"node-id", "node.id", "MQ_NODE_ID"},
+	{"voters", "controller.quorum.voters", "MQ_VOTERS"},
+	{"log-level", "log.level", "MQ_LOG_LEVEL"},
+	{"log-format", "log.format", "MQ_LOG_FORMAT"},
+}
+
+func newApp() *cli.App {
+	def := config.Defaults()
+	return &cli.App{
+		Name:      "mqd",
+		Usage:     "the mq message broker daemon (Apache Kafka protocol)",
+		UsageText: "mqd [--data-dir DIR] [--listen ADDR]... [--config FILE] [-c key=value]...",
+		Description: `mqd stores topic partitions on disk and serves them to any Kafka client
+over a Unix socket and TCP. With no flags it keeps its data in
+$XDG_STATE_HOME/mq (else ~/.local/state/mq) and listens on the Unix socket
+$XDG_RUNTIME_DIR/mq/mqd.sock (else /run/mq/mqd.sock for root, else
+/tmp/mq-$UID/mqd.sock; $MQ_SOCKET overrides) and on tcp://127.0.0.1:9092.
+
+Settings use Apache Kafka's broker property names (num.partitions,
+log.retention.hours, log.segment.bytes, min.insync.replicas, ...). Each is
+taken from, in increasing precedence: the built-in default, the --config
+file ("key = value" lines, # comments), the environment variable MQ_ plus
+the name in upper case with dots as underscores (MQ_NUM_PARTITIONS=3), and
+the command line: the flags below, then --set.
+
+On SIGTERM or SIGINT mqd stops accepting connections, answers the requests
+it has read (for up to 30 seconds), flushes and closes its logs and exits
+0; a second signal exits at once with status 130. Under systemd
+(Type=notify) it sends READY=1 to $NOTIFY_SOCKET once it is serving and
+STOPPING=1 when it begins to shut down.
+
+Exit status: 0 after a clean shutdown; 1 when mqd fails at runtime (the
+data directory is in use by another mqd, a listener cannot be opened, ...);
+2 for a bad flag, environment variable or config file; 130 when a second
+signal interrupted the shutdown.
+
+Every flag but --set may also be given in the environment: MQ_DATA_DIR,
+MQ_LISTEN (comma-separated), MQ_ADVERTISE, MQ_NODE_ID, MQ_VOTERS, MQ_CONFIG,
+MQ_LOG_LEVEL, MQ_LOG_FORMAT; the flag wins over the variable.`,
+		HideHelpCommand:           true,
+		DisableSliceFlagSeparator: true, // listener and --set values contain commas
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "data-dir", EnvVars: []string{"MQ_DATA_DIR"}, Usage: "keep partition logs and controller state in `DIR` (log.dirs)",
+				DefaultText: "$XDG_STATE_HOME/mq, else ~/.local/state/mq"},
+			&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"MQ_LISTEN"}, Usage: "listen on `ADDR`: unix:///path or tcp://host:port (port 0: any free port); repeatable, or comma-separated (listeners)",
+				DefaultText: "unix://$XDG_RUNTIME_DIR/mq/mqd.sock and " + config.DefaultTCPListener},
+			&cli.StringFlag{Name: "advertise", EnvVars: []string{"MQ_ADVERTISE"}, Usage: "give clients `HOST:PORT` as this broker's address (advertised.listeners)",
+				DefaultText: "the first TCP listener's address"},
+			&cli.StringFlag{Name: "node-id", EnvVars: []string{"MQ_NODE_ID"}, Usage: "this node's `ID` in the cluster (node.id)",
+				Value: fmt.Sprint(def.NodeID)},
+			&cli.StringFlag{Name: "voters", EnvVars: []string{"MQ_VOTERS"}, Usage: "the controller quorum, `ID@HOST:PORT,...` (controller.quorum.voters)",
+				DefaultText: "this node alone"},
+			&cli.StringFlag{Name: "config", EnvVars: []string{"MQ_CONFIG"}, Usage: "read settings from `FILE`: key = value lines with Kafka property names",
+				DefaultText: "none"},
+			&cli.StringFlag{Name: "log-level", EnvVars: []string{"MQ_LOG_LEVEL"}, Usage: "log messages at `LEVEL` and above: debug, info, warn or error (log.level)",
+				Value: def.LogLevel},
+			&cli.StringFlag{Name: "log-format", EnvVars: []string{"MQ_LOG_FORMAT"}, Usage: "write logs to stderr as `FORMAT`: text or json (log.format)",
+				Value: def.LogFormat},
+			&cli.StringSliceFlag{Name: "set", Aliases: []string{"c"}, Usage: "set the broker property `KEY=VALUE`, e.g. -c num.partitions=3; repeatable; applied after the other flags",
+				DefaultText: "none"},
+		},
+		Action: serve,
+		// Errors are printed and turned into exit codes by run, not by cli.
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError{err}
+		},
+	}
+}
+
+// run runs mqd with args and returns the exit code.
+func run(args []string, stderr io.Writer) int {
+	app := newApp()
+	app.ErrWriter = stderr
+	err := app.Run(args)
+	var usage usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "mqd: %v\n", usage.err)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "mqd: %v\n", err)
+	return exitFailure
+}
+
+// flagSettings turns the command line (and the environment variables of
+// the dedicated flags) into property name → value for config.Load.
+func flagSettings(c *cli.Context) (map[string]string, error) {
+	if c.NArg() > 0 {
+		return nil, usageError{fmt.Errorf("unexpected argument %q (settings are flags: see mqd --help)", c.Args().First())}
+	}
+	flags := map[string]string{}
+	for _, f := range flagProperty {
+		if !c.IsSet(f.flag) {
+			continue
+		}
+		value := c.String(f.flag)
+		if f.flag == "listen" {
+			value = strings.Join(c.StringSlice(f.flag), ",")
+		}
+		if err := config.ValidateBrokerConfig(f.property, value); err != nil {
+			where := "--" + f.flag
+			if env := os.Getenv(f.env); env != "" && env == value {
+				where = "$" + f.env
+			}
+			return nil, usageError{fmt.Errorf("%s: %w", where, err)}
+		}
+		flags[f.property] = value
+	}
+	for _, kv := range c.StringSlice("set") {
+		name, value, ok := strings.Cut(kv, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, usageError{fmt.Errorf("--set %q: want key=value", kv)}
+		}
+		if err := config.ValidateBrokerConfig(name, value); err != nil {
+			return nil, usageError{fmt.Errorf("--set %s: %w", kv, err)}
+		}
+		flags[name] = strings.TrimSpace(value)
+	}
+	return flags, nil
+}
+
+// serve loads the settings, starts the daemon and runs it until a signal.
+func serve(c *cli.Context) error {
+	flags, err := flagSettings(c)
+	if err != nil {
+		return err
+	}
+	settings, err := config.Load(c.String("config"), os.Getenv, flags)
+	if err != nil {
+		return usageError{err}
+	}
+	logger := newLogger(c.App.ErrWriter, settings)
+
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(signals)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopped := make(chan os.Signal, 1)
+	go func() {
+		sig := <-signals
+		stopped <- sig
+		cancel()
+		<-signals
+		fmt.Fprintln(c.App.ErrWriter, "mqd: second signal: exiting without finishing the shutdown")
+		os.Exit(exitInterrupted)
+	}()
+
+	d, err := broker.Start(ctx, settings, logger)
+	if err != nil {
+		if ctx.Err() != nil {
+			logger.Info("stopped during startup")
+			return nil
+		}
+		return err
+	}
+	logger.Info("mqd serving", "listen", strings.Join(d.Addrs(), ","), "data_dir", settings.DataDir, "node_id", settings.NodeID)
+	if err := notify("READY=1"); err != nil {
+		logger.Warn("cannot notify systemd", "err", err)
+	}
+
+	sig := <-stopped
+	logger.Info("shutting down", "signal", sig.String())
+	if err := notify("STOPPING=1"); err != nil {
+		logger.Warn("cannot notify systemd", "err", err)
+	}
+	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancelShutdown()
+	if err := d.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+func newLogger(w io.Writer, s config.Broker) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if s.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,535 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/server"
+)
+
+// adminAPIs lists the administrative APIs: topics and partitions (this
+// file), configs (configs.go) and the cluster (cluster.go).
+//
+// They change the cluster image through the controller, synchronously on
+// the connection's reader goroutine: a request pipelined after a
+// CreateTopics on the same connection sees the new topic in the image.
+func (b *Broker) adminAPIs() map[int16]api {
+	return map[int16]api{
+		kmsg.CreateTopics.Int16():            {0, 7, b.handleCreateTopics},
+		kmsg.DeleteTopics.Int16():            {0, 6, b.handleDeleteTopics},
+		kmsg.DescribeConfigs.Int16():         {0, 4, b.handleDescribeConfigs},
+		kmsg.AlterConfigs.Int16():            {0, 2, b.handleAlterConfigs},
+		kmsg.CreatePartitions.Int16():        {0, 3, b.handleCreatePartitions},
+		kmsg.IncrementalAlterConfigs.Int16(): {0, 1, b.handleIncrementalAlterConfigs},
+		kmsg.DescribeCluster.Int16():         {0, 2, b.handleDescribeCluster},
+	}
+}
+
+// syncData makes the data plane apply the controller's image now, so that
+// the answer to an admin request is only sent once its partitions are
+// open (or its deleted data gone, or its config in force) on this node.
+func (b *Broker) syncData() {
+	if b.data != nil {
+		b.data.refresh()
+	}
+}
+
+// adminError is a refusal decided by a handler: the Kafka error to answer
+// with and a message for the ErrorMessage field.
+type adminError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *adminError) Error() string { return e.code.Message + ": " + e.msg }
+
+// refuse returns an adminError with a formatted message.
+func refuse(code *kerr.Error, format string, args ...any) error {
+	return &adminError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// kafkaError maps an error of the admin handlers, the controller or the
+// config package to a Kafka error code and the message to send with it.
+// It is the one place where internal errors become protocol errors; nil
+// maps to code 0 and no message.
+func kafkaError(err error) (int16, *string) {
+	if err == nil {
+		return 0, nil
+	}
+	var code *kerr.Error
+	msg := err.Error()
+	var ae *adminError
+	switch {
+	case errors.As(err, &ae):
+		code, msg = ae.code, ae.msg
+	case errors.Is(err, errInvalidTopicName):
+		code = kerr.InvalidTopicException
+	case errors.Is(err, controller.ErrTopicExists):
+		code = kerr.TopicAlreadyExists
+	case errors.Is(err, controller.ErrUnknownTopic), errors.Is(err, controller.ErrUnknownPartition):
+		code = kerr.UnknownTopicOrPartition
+	case errors.Is(err, controller.ErrInvalidPartitions):
+		code = kerr.InvalidPartitions
+	case errors.Is(err, controller.ErrInvalidReplicationFactor):
+		code = kerr.InvalidReplicationFactor
+	case errors.Is(err, controller.ErrInvalidReplicaAssignment):
+		code = kerr.InvalidReplicaAssignment
+	case errors.Is(err, controller.ErrInvalidConfig),
+		errors.Is(err, config.ErrUnknownConfig), errors.Is(err, config.ErrInvalidValue):
+		code = kerr.InvalidConfig
+	case errors.Is(err, controller.ErrNotController), errors.Is(err, controller.ErrClosed):
+		// Retriable: the client refreshes metadata and finds the controller.
+		code = kerr.NotController
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		code = kerr.RequestTimedOut
+	default:
+		code = kerr.UnknownServerError
+	}
+	return code.Code, &msg
+}
+
+// defaultAdminTimeout bounds controller commands of requests that carry
+// no timeout (AlterConfigs) or a timeout <= 0. Kafka reads a timeout <= 0
+// as "start the change and answer at once"; our commands are done when
+// they are committed, so they get this bound instead.
+const defaultAdminTimeout = 30 * time.Second
+
+// withTimeout derives the context for a request's controller commands.
+func withTimeout(ctx context.Context, timeoutMillis int32) (context.Context, context.CancelFunc) {
+	d := time.Duration(timeoutMillis) * time.Millisecond
+	if d <= 0 {
+		d = defaultAdminTimeout
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// validateTopicName checks a topic name like validTopicName (metadata.go)
+// and says what is wrong with it: 1 to 249 of [a-zA-Z0-9._-], not "." or
+// "..". Names mixing '.' and '_' are accepted without a warning: Kafka
+// warns because its metric names confuse the two, ours do not.
+func validateTopicName(name string) error {
+	switch {
+	case name == "":
+		return refuse(kerr.InvalidTopicException, "topic name is empty")
+	case name == "." || name == "..":
+		return refuse(kerr.InvalidTopicException, "topic name cannot be %q", name)
+	case len(name) > maxTopicNameLength:
+		return refuse(kerr.InvalidTopicException, "topic name is %d characters long, the limit is %d", len(name), maxTopicNameLength)
+	}
+	for _, c := range []byte(name) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			return refuse(kerr.InvalidTopicException, "topic name %q has a character outside [a-zA-Z0-9._-]", name)
+		}
+	}
+	return nil
+}
+
+// reservedTopics are names that clients may not create or delete: the
+// internal topics of Kafka's coordinators (ours keep the same names) and
+// Kafka's metadata log, which a Kafka client must never see as a topic.
+var reservedTopics = map[string]bool{
+	"__consumer_offsets":    true,
+	"__transaction_state":   true,
+	"__share_group_state":   true,
+	"__cluster_metadata":    true,
+	"__remote_log_metadata": true,
+}
+
+// isInternalTopic reports whether t is a topic that clients must not
+// delete or repartition: the group coordinator maps groups to partitions
+// of __consumer_offsets by hashing, so a changed partition count or a
+// deleted topic loses every group's committed offsets.
+func isInternalTopic(t *controller.Topic) bool {
+	return t.Internal || reservedTopics[t.Name]
+}
+
+// duplicates returns the names that occur more than once in names.
+func duplicates(names []string) map[string]bool {
+	seen := make(map[string]bool, len(names))
+	dup := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			dup[n] = true
+		}
+		seen[n] = true
+	}
+	return dup
+}
+
+// brokerIDs returns the IDs of the registered brokers, sorted.
+func brokerIDs(img *controller.Image) []int32 {
+	return slices.Sorted(maps.Keys(img.Brokers))
+}
+
+// checkReplicaList verifies one explicit replica list: not empty, no
+// broker twice, every broker registered.
+func checkReplicaList(img *controller.Image, partition int32, replicas []int32) error {
+	if len(replicas) == 0 {
+		return refuse(kerr.InvalidReplicaAssignment, "partition %d has no replicas", partition)
+	}
+	for i, r := range replicas {
+		if slices.Contains(replicas[:i], r) {
+			return refuse(kerr.InvalidReplicaAssignment, "partition %d lists broker %d twice", partition, r)
+		}
+		if _, ok := img.Brokers[r]; !ok {
+			return refuse(kerr.InvalidReplicaAssignment, "partition %d: broker %d is not registered", partition, r)
+		}
+	}
+	return nil
+}
+
+// handleCreateTopics answers CreateTopics (key 19).
+func (b *Broker) handleCreateTopics(ctx context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kmsg.CreateTopicsRequest)
+	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
+	ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
+	defer cancel()
+
+	names := make([]string, len(r.Topics))
+	for i := range r.Topics {
+		names[i] = r.Topics[i].Topic
+	}
+	dup := duplicates(names)
+	answered := map[string]bool{}
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		if answered[t.Topic] {
+			continue // one answer per duplicated name
+		}
+		answered[t.Topic] = true
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = t.Topic
+		var err error
+		if dup[t.Topic] {
+			err = refuse(kerr.InvalidRequest, "topic %q is listed more than once", t.Topic)
+		} else {
+			var created createdTopic
+			created, err = b.createTopic(ctx, t, r.ValidateOnly)
+			if err == nil {
+				rt.TopicID = created.id
+				rt.NumPartitions = created.partitions
+				rt.ReplicationFactor = created.replicationFactor
+				rt.Configs = created.configs
+			}
+		}
+		rt.ErrorCode, rt.ErrorMessage = kafkaError(err)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return reply(resp)
+}
+
+// createdTopic is what a v5+ CreateTopics response tells about a topic.
+type createdTopic struct {
+	id                controller.TopicID
+	partitions        int32
+	replicationFactor int16
+	configs           []kmsg.CreateTopicsResponseTopicConfig
+}
+
+// createTopic validates one topic of a CreateTopics request and, unless
+// validateOnly, creates it. Everything the controller would refuse is
+// checked here first, so that validateOnly answers what a real creation
+// would.
+func (b *Broker) createTopic(ctx context.Context, t *kmsg.CreateTopicsRequestTopic, validateOnly bool) (createdTopic, error) {
+	if err := validateTopicName(t.Topic); err != nil {
+		return createdTopic{}, err
+	}
+	if reservedTopics[t.Topic] {
+		return createdTopic{}, refuse(kerr.InvalidTopicException, "topic name %q is reserved for internal use", t.Topic)
+	}
+	img := b.ctrl.Image()
+	if _, ok := img.Topics[t.Topic]; ok {
+		return createdTopic{}, refuse(kerr.TopicAlreadyExists, "topic %q already exists", t.Topic)
+	}
+	settings := b.effectiveSettings(img)
+
+	cmd := controller.CreateTopic{Name: t.Topic}
+	if len(t.ReplicaAssignment) > 0 {
+		if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
+			return createdTopic{}, refuse(kerr.InvalidRequest, "a replica assignment was given with a partition count or replication factor; give -1 for both")
+		}
+		assignments, err := orderAssignments(img, t.ReplicaAssignment)
+		if err != nil {
+			return createdTopic{}, err
+		}
+		cmd.Assignments = assignments
+		cmd.Partitions = int32(len(assignments))
+		cmd.ReplicationFactor = int16(len(assignments[0]))
+	} else {
+		cmd.Partitions = t.NumPartitions
+		if cmd.Partitions == -1 {
+			cmd.Partitions = settings.NumPartitions
+		}
+		if cmd.Partitions <= 0 {
+			return createdTopic{}, refuse(kerr.InvalidPartitions, "number of partitions must be at least 1 (or -1 for num.partitions), got %d", t.NumPartitions)
+		}
+		cmd.ReplicationFactor = t.ReplicationFactor
+		if cmd.ReplicationFactor == -1 {
+			cmd.ReplicationFactor = settings.DefaultReplicationFactor
+		}
+		if cmd.ReplicationFactor <= 0 {
+			return createdTopic{}, refuse(kerr.InvalidReplicationFactor, "replication factor must be at least 1 (or -1 for default.replication.factor), got %d", t.ReplicationFactor)
+		}
+		if n := len(img.Brokers); int(cmd.ReplicationFactor) > n {
+			return createdTopic{}, refuse(kerr.InvalidReplicationFactor, "replication factor %d is larger than the number of registered brokers (%d)", cmd.ReplicationFactor, n)
+		}
+	}
+
+	configs := make(map[string]string, len(t.Configs))
+	for _, c := range t.Configs {
+		if _, ok := configs[c.Name]; ok {
+			return createdTopic{}, refuse(kerr.InvalidRequest, "config %q is given more than once", c.Name)
+		}
+		if c.Value == nil {
+			return createdTopic{}, refuse(kerr.InvalidConfig, "config %q has a null value", c.Name)
+		}
+		if err := config.ValidateTopicConfig(c.Name, *c.Value); err != nil {
+			return createdTopic{}, refuse(kerr.InvalidConfig, "%v", err)
+		}
+		configs[c.Name] = *c.Value
+	}
+	if _, err := config.ResolveTopic(settings, configs); err != nil {
+		return createdTopic{}, refuse(kerr.InvalidConfig, "%v", err)
+	}
+	cmd.Configs = configs
+
+	out := createdTopic{partitions: cmd.Partitions, replicationFactor: cmd.ReplicationFactor}
+	if !validateOnly {
+		id, err := b.ctrl.CreateTopic(ctx, cmd)
+		if err != nil {
+			return createdTopic{}, err
+		}
+		out.id = id
+		b.log.Info("created topic", "topic", t.Topic, "id", id, "partitions", cmd.Partitions, "replication_factor", cmd.ReplicationFactor)
+		b.syncData()
+		img = b.ctrl.Image()
+	}
+	for _, e := range b.topicConfigs(img, configs) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name = e.Name
+		c.Value = e.visibleValue()
+		c.ReadOnly = e.ReadOnly
+		c.Source = int8(e.Source)
+		c.IsSensitive = e.Sensitive
+		out.configs = append(out.configs, c)
+	}
+	return out, nil
+}
+
+// orderAssignments turns CreateTopics replica assignments, which name
+// their partition, into one replica list per partition 0..n-1, checking
+// that every partition is given once and every list is valid and of the
+// same length.
+func orderAssignments(img *controller.Image, in []kmsg.CreateTopicsRequestTopicReplicaAssignment) ([][]int32, error) {
+	out := make([][]int32, len(in))
+	for _, a := range in {
+		if a.Partition < 0 || int(a.Partition) >= len(in) {
+			return nil, refuse(kerr.InvalidReplicaAssignment, "partitions must be numbered 0 to %d, got %d", len(in)-1, a.Partition)
+		}
+		if out[a.Partition] != nil {
+			return nil, refuse(kerr.InvalidReplicaAssignment, "partition %d is assigned twice", a.Partition)
+		}
+		if err := checkReplicaList(img, a.Partition, a.Replicas); err != nil {
+			return nil, err
+		}
+		out[a.Partition] = a.Replicas
+	}
+	for i, replicas := range out {
+		if len(replicas) != len(out[0]) {
+			return nil, refuse(kerr.InvalidReplicaAssignment, "partition %d has %d replicas, partition 0 has %d", i, len(replicas), len(out[0]))
+		}
+	}
+	return out, nil
+}
+
+// deleteTarget is one topic of a DeleteTopics request, by name or by ID.
+type deleteTarget struct {
+	name *string
+	id   controller.TopicID
+}
+
+// handleDeleteTopics answers DeleteTopics (key 20). Up to v5 topics are
+// named; v6 names each topic or gives its ID.
+//
+// Internal topics (__consumer_offsets) are refused with
+// INVALID_TOPIC_EXCEPTION. Kafka's brokers would delete them (only its
+// kafka-topics tool refuses), losing every group's committed offsets; we
+// refuse on the broker, with the error code Kafka uses when it refuses
+// other operations on internal topics (DeleteRecords, Produce).
+func (b *Broker) handleDeleteTopics(ctx context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kmsg.DeleteTopicsRequest)
+	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
+	defer cancel()
+
+	var targets []deleteTarget
+	if r.Version < 6 {
+		for i := range r.TopicNames {
+			targets = append(targets, deleteTarget{name: &r.TopicNames[i]})
+		}
+	} else {
+		for _, t := range r.Topics {
+			targets = append(targets, deleteTarget{name: t.Topic, id: t.TopicID})
+		}
+	}
+	// A name or ID listed twice is answered once, with INVALID_REQUEST.
+	key := func(t deleteTarget) string {
+		if t.name != nil {
+			return "name " + *t.name
+		}
+		return "id " + t.id.String()
+	}
+	count := map[string]int{}
+	for _, t := range targets {
+		count[key(t)]++
+	}
+	answered := map[string]bool{}
+	for _, t := range targets {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID = t.name, t.id
+		var err error
+		switch k := key(t); {
+		case t.name != nil && !t.id.IsZero():
+			err = refuse(kerr.InvalidRequest, "give a topic name or a topic id, not both")
+		case t.name == nil && t.id.IsZero():
+			err = refuse(kerr.InvalidRequest, "neither a topic name nor a topic id was given")
+		case answered[k]:
+			continue
+		case count[k] > 1:
+			answered[k] = true
+			err = refuse(kerr.InvalidRequest, "topic %s is listed more than once", k)
+		default:
+			answered[k] = true
+			var topic *controller.Topic
+			topic, err = b.deleteTopic(ctx, t)
+			if topic != nil {
+				rt.Topic, rt.TopicID = &topic.Name, topic.ID
+			}
+		}
+		rt.ErrorCode, rt.ErrorMessage = kafkaError(err)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return reply(resp)
+}
+
+// deleteTopic deletes the topic t names and returns it, or the topic
+// found when deletion was refused.
+func (b *Broker) deleteTopic(ctx context.Context, t deleteTarget) (*controller.Topic, error) {
+	img := b.ctrl.Image()
+	var topic *controller.Topic
+	if t.name != nil {
+		if err := validateTopicName(*t.name); err != nil {
+			return nil, err
+		}
+		if topic = img.Topics[*t.name]; topic == nil {
+			return nil, refuse(kerr.UnknownTopicOrPartition, "topic %q does not exist", *t.name)
+		}
+	} else if topic = img.TopicsByID[t.id]; topic == nil {
+		return nil, refuse(kerr.UnknownTopicID, "no topic has id %s", t.id)
+	}
+	if isInternalTopic(topic) {
+		return topic, refuse(kerr.InvalidTopicException, "topic %q is internal and cannot be deleted", topic.Name)
+	}
+	if err := b.ctrl.DeleteTopic(ctx, topic.Name); err != nil {
+		return topic, err
+	}
+	b.log.Info("deleted topic", "topic", topic.Name, "id", topic.ID)
+	b.syncData()
+	return topic, nil
+}
+
+// handleCreatePartitions answers CreatePartitions (key 37): topics only
+// grow; new partitions get the topic's replication factor, placed by the
+// controller unless the request assigns them.
+func (b *Broker) handleCreatePartitions(ctx context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kmsg.CreatePartitionsRequest)
+	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
+	defer cancel()
+
+	names := make([]string, len(r.Topics))
+	for i := range r.Topics {
+		names[i] = r.Topics[i].Topic
+	}
+	dup := duplicates(names)
+	answered := map[string]bool{}
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		if answered[t.Topic] {
+			continue
+		}
+		answered[t.Topic] = true
+		var err error
+		if dup[t.Topic] {
+			err = refuse(kerr.InvalidRequest, "topic %q is listed more than once", t.Topic)
+		} else {
+			err = b.createPartitions(ctx, t, r.ValidateOnly)
+		}
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = t.Topic
+		rt.ErrorCode, rt.ErrorMessage = kafkaError(err)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return reply(resp)
+}
+
+// createPartitions validates and, unless validateOnly, applies one topic
+// of a CreatePartitions request.
+func (b *Broker) createPartitions(ctx context.Context, t *kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
+	if err := validateTopicName(t.Topic); err != nil {
+		return err
+	}
+	img := b.ctrl.Image()
+	topic := img.Topics[t.Topic]
+	if topic == nil {
+		return refuse(kerr.UnknownTopicOrPartition, "topic %q does not exist", t.Topic)
+	}
+	if isInternalTopic(topic) {
+		return refuse(kerr.InvalidTopicException, "topic %q is internal; its partition count cannot change", t.Topic)
+	}
+	current := int32(len(topic.Partitions))
+	switch {
+	case t.Count == current:
+		return refuse(kerr.InvalidPartitions, "topic %q already has %d partitions", t.Topic, current)
+	case t.Count < current:
+		return refuse(kerr.InvalidPartitions, "topic %q has %d partitions; %d would not be an increase (partitions cannot be removed)", t.Topic, current, t.Count)
+	}
+	replicationFactor := len(topic.Partitions[0].Replicas)
+	var assignments [][]int32
+	if t.Assignment != nil {
+		if added := t.Count - current; len(t.Assignment) != int(added) {
+			return refuse(kerr.InvalidReplicaAssignment, "%d partitions are added but %d assignments were given", added, len(t.Assignment))
+		}
+		for i, a := range t.Assignment {
+			p := current + int32(i)
+			if err := checkReplicaList(img, p, a.Replicas); err != nil {
+				return err
+			}
+			if len(a.Replicas) != replicationFactor {
+				return refuse(kerr.InvalidReplicaAssignment, "partition %d has %d replicas, the topic's replication factor is %d", p, len(a.Replicas), replicationFactor)
+			}
+			assignments = append(assignments, a.Replicas)
+		}
+	} else if n := len(img.Brokers); replicationFactor > n {
+		return refuse(kerr.InvalidReplicationFactor, "the topic's replication factor %d is larger than the number of registered brokers (%d)", replicationFactor, n)
+	}
+	if validateOnly {
+		return nil
+	}
+	if err := b.ctrl.CreatePartitions(ctx, t.Topic, t.Count, assignments); err != nil {
+		return err
+	}
+	b.log.Info("created partitions", "topic", t.Topic, "from", current, "to", t.Count)
+	b.syncData()
+	return nil
+}

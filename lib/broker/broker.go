@@ -1,0 +1,103 @@
+package broker
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/server"
+)
+
+// Clock tells the time. Tests pass a fake; nil means the real clock.
+type Clock interface{ Now() time.Time }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// Config is what a Broker needs from its surroundings.
+type Config struct {
+	Settings   config.Broker          // mqd settings (data dir, node id, defaults for topics…)
+	Controller *controller.Controller // the cluster metadata quorum this node belongs to
+	Logger     *slog.Logger           // nil = silent
+	Clock      Clock                  // nil = real time
+}
+
+// handlerFunc answers one request. It runs on the connection's reader
+// goroutine (see server.Handler); anything that may block goes in the
+// returned Reply.
+type handlerFunc func(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply
+
+// api is one supported request type: its handler and version range.
+type api struct {
+	min, max int16
+	handle   handlerFunc
+}
+
+// Broker answers the Kafka APIs for one node. It implements server.Handler.
+type Broker struct {
+	cfg   Config
+	log   *slog.Logger
+	clock Clock
+	ctrl  *controller.Controller
+	apis  map[int16]api
+	data  *dataPlane // partitions, produce, fetch, offsets (data.go)
+}
+
+// New builds a Broker on an open controller. It opens the logs of every
+// partition this node hosts under cfg.Settings.DataDir.
+func New(cfg Config) (*Broker, error) {
+	b := &Broker{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, ctrl: cfg.Controller}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.clock == nil {
+		b.clock = realClock{}
+	}
+	b.apis = make(map[int16]api)
+	for k, a := range b.dataAPIs() {
+		b.apis[k] = a
+	}
+	for k, a := range b.adminAPIs() {
+		b.apis[k] = a
+	}
+	d, err := newDataPlane(b)
+	if err != nil {
+		return nil, err
+	}
+	b.data = d
+	return b, nil
+}
+
+// Handle implements server.Handler.
+func (b *Broker) Handle(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
+	a, ok := b.apis[req.Key]
+	if !ok || req.Version < a.min || req.Version > a.max {
+		// The server only passes advertised keys and versions.
+		return func() server.Response { return server.Response{CloseAfter: true} }
+	}
+	return a.handle(ctx, c, req)
+}
+
+// ApiVersions implements server.Handler.
+func (b *Broker) ApiVersions() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(b.apis))
+	for k, a := range b.apis {
+		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: a.min, MaxVersion: a.max})
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].ApiKey < keys[j].ApiKey })
+	return keys
+}
+
+// Close flushes and closes every partition log.
+func (b *Broker) Close() error { return b.data.close() }
+
+// reply wraps a ready response.
+func reply(m kmsg.Response) server.Reply {
+	return func() server.Response { return server.Response{Msg: m} }
+}

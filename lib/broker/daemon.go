@@ -1,0 +1,312 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/server"
+)
+
+// Daemon is one running mqd node: the data directory lock, the controller,
+// the Broker and the Server listening for it, and the retention loop.
+// cmd/mqd is flag wiring around Start and Shutdown. Its methods are safe
+// for concurrent use.
+type Daemon struct {
+	settings config.Broker
+	log      *slog.Logger
+	lock     *dataDirLock
+	ctrl     *controller.Controller
+	broker   *Broker
+	server   *server.Server
+
+	stopRetention context.CancelFunc
+	retentionDone chan struct{}
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// lockFileName is the lock file in the data directory; it holds the pid
+// of the mqd using the directory.
+const lockFileName = ".lock"
+
+// controllerDirName is the controller's directory inside the data directory.
+const controllerDirName = "__controller"
+
+// DataDirInUseError is returned by Start when another process holds the
+// data directory's lock.
+type DataDirInUseError struct {
+	Dir string
+	PID int // 0 if the lock file did not say
+}
+
+func (e *DataDirInUseError) Error() string {
+	pid := "pid unknown"
+	if e.PID > 0 {
+		pid = "pid " + strconv.Itoa(e.PID)
+	}
+	return fmt.Sprintf("data directory %s is in use by another mqd (%s)", e.Dir, pid)
+}
+
+// Start brings up a node with settings s and returns once it is serving:
+//
+//  1. create s.DataDir (0750) and lock it (DataDir/.lock, flock, holding
+//     our pid): a second mqd on the same directory gets a
+//     *DataDirInUseError;
+//  2. open the controller in DataDir/__controller with the voters of
+//     s.Voters;
+//  3. open the Broker (the logs of the partitions this node hosts);
+//  4. start the Server on s.Listeners;
+//  5. register this broker with the controller under its advertised
+//     address: s.Advertise, else the first TCP listener's actual address
+//     (so port 0 works; an unspecified host such as 0.0.0.0 becomes the
+//     host name), else "localhost" port 0 when there is no TCP listener;
+//  6. start enforcing retention every s.LogRetentionCheckInterval.
+//
+// The server starts before the registration because the advertised port
+// is only known once the TCP listener is open; a Metadata request in
+// between sees no broker for this node yet. ctx bounds the registration.
+// On error, whatever was started is stopped again. logger nil is silent.
+func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon, err error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if s.DataDir == "" {
+		return nil, errors.New("no data directory")
+	}
+	voters, err := controller.ParseVoters(s.Voters)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{settings: s, log: logger}
+	defer func() {
+		if err != nil {
+			d.closeParts(context.Background())
+		}
+	}()
+
+	if err := os.MkdirAll(s.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	if d.lock, err = lockDataDir(s.DataDir); err != nil {
+		return nil, err
+	}
+	d.ctrl, err = controller.Open(controller.Config{
+		NodeID: s.NodeID,
+		Dir:    filepath.Join(s.DataDir, controllerDirName),
+		Voters: voters,
+		Logger: logger.With("component", "controller"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.broker, err = New(Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker")})
+	if err != nil {
+		return nil, err
+	}
+	d.server, err = server.New(server.Config{
+		Listeners:       s.Listeners,
+		MaxRequestBytes: s.SocketRequestMaxBytes,
+		IdleTimeout:     s.ConnectionsMaxIdle,
+		Logger:          logger.With("component", "server"),
+	}, d.broker)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.server.Start(); err != nil {
+		return nil, err
+	}
+	addrs := d.server.Addrs()
+	host, port, err := advertisedAddress(s.Advertise, addrs)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.ctrl.RegisterBroker(ctx, controller.Broker{ID: s.NodeID, Host: host, Port: port, Listeners: addrs}); err != nil {
+		return nil, fmt.Errorf("register broker %d: %w", s.NodeID, err)
+	}
+	d.startRetention(s.LogRetentionCheckInterval)
+	return d, nil
+}
+
+// advertisedAddress is the host and port this broker gives clients.
+func advertisedAddress(advertise string, listeners []string) (string, int32, error) {
+	hostPort := strings.TrimPrefix(advertise, "tcp://")
+	if hostPort == "" {
+		for _, l := range listeners {
+			if strings.HasPrefix(l, "tcp://") {
+				hostPort = strings.TrimPrefix(l, "tcp://")
+				break
+			}
+		}
+	}
+	if hostPort == "" {
+		return "localhost", 0, nil
+	}
+	host, portText, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return "", 0, fmt.Errorf("advertised address %q: %w", hostPort, err)
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return "", 0, fmt.Errorf("advertised address %q: bad port", hostPort)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		// Listening on every address: clients need a name that reaches us.
+		if name, err := os.Hostname(); err == nil && name != "" {
+			host = name
+		} else {
+			host = "localhost"
+		}
+	}
+	return host, int32(port), nil
+}
+
+func (d *Daemon) startRetention(every time.Duration) {
+	if every <= 0 {
+		every = 5 * time.Minute
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.stopRetention = cancel
+	d.retentionDone = make(chan struct{})
+	go func() {
+		defer close(d.retentionDone)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				d.broker.EnforceRetention()
+			}
+		}
+	}()
+}
+
+// Addrs returns the addresses actually listened on, in the order of the
+// listeners setting, with TCP port 0 resolved: "tcp://127.0.0.1:40123",
+// "unix:///run/mq/mqd.sock".
+func (d *Daemon) Addrs() []string { return d.server.Addrs() }
+
+// Settings returns the settings the daemon was started with.
+func (d *Daemon) Settings() config.Broker { return d.settings }
+
+// Shutdown stops the node: the server stops accepting and drains the
+// connections (requests already read are answered; when ctx ends first,
+// the rest are cut), then the broker flushes and closes its logs, the
+// controller closes, and the data directory is unlocked. Calling it again
+// returns the first call's result.
+func (d *Daemon) Shutdown(ctx context.Context) error {
+	d.shutdownOnce.Do(func() { d.shutdownErr = d.closeParts(ctx) })
+	return d.shutdownErr
+}
+
+// closeParts stops whatever Start got to, in reverse order.
+func (d *Daemon) closeParts(ctx context.Context) error {
+	var errs []error
+	if d.stopRetention != nil {
+		d.stopRetention()
+		<-d.retentionDone
+	}
+	if d.server != nil {
+		if err := d.server.Shutdown(ctx); err != nil && !errors.Is(err, server.ErrClosed) {
+			errs = append(errs, fmt.Errorf("shut down server: %w", err))
+		}
+	}
+	if d.broker != nil {
+		if err := d.broker.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close broker: %w", err))
+		}
+	}
+	if d.ctrl != nil {
+		if err := d.ctrl.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close controller: %w", err))
+		}
+	}
+	if d.lock != nil {
+		if err := d.lock.release(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dataDirLock is an exclusive flock on DataDir/.lock, held while the file
+// is open; the kernel releases it when the process dies, so a crashed mqd
+// never leaves a stale lock.
+type dataDirLock struct{ f *os.File }
+
+func lockDataDir(dir string) (*dataDirLock, error) {
+	path := filepath.Join(dir, lockFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("lock data directory: %w", err)
+	}
+	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, &DataDirInUseError{Dir: dir, PID: readPID(path)}
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
+	if err := f.Truncate(0); err == nil {
+		_, err = f.WriteAt(pid, 0)
+	}
+	if err != nil {
+		flock(f, syscall.LOCK_UN)
+		f.Close()
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	return &dataDirLock{f: f}, nil
+}
+
+func flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// readPID reads the pid a lock holder wrote, 0 if there is none.
+func readPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
+}
+
+// release empties the pid and unlocks. The file stays: removing it would
+// let a starting mqd lock a new file while another still holds the old one.
+func (l *dataDirLock) release() error {
+	err := l.f.Truncate(0)
+	if uerr := flock(l.f, syscall.LOCK_UN); err == nil {
+		err = uerr
+	}
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("unlock data directory: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,418 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/replica"
+)
+
+// topicPartition names one partition.
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// hosted is one partition replica this node holds, with the topic config
+// its log was last configured with.
+type hosted struct {
+	*replica.Partition
+	topicID controller.TopicID
+	cfg     atomic.Pointer[config.Topic] // replaced, never modified
+}
+
+// config returns the partition's current topic config.
+func (h *hosted) config() *config.Topic { return h.cfg.Load() }
+
+// dataPlane is the set of partition replicas this node hosts. It follows
+// the controller's image: a goroutine applies every image change (open new
+// partitions, apply leadership and ISR, apply config changes, delete the
+// data of topics that disappeared).
+type dataPlane struct {
+	b *Broker
+
+	// syncMu serializes applying images (the follow loop, and handlers
+	// that need a just-created topic at once).
+	syncMu  sync.Mutex
+	applied *controller.Image // last image applied; under syncMu
+
+	mu    sync.RWMutex
+	parts map[topicPartition]*hosted
+
+	producerIDs producerIDBlock // InitProducerId (metadata.go)
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// newDataPlane opens the partitions this node hosts according to the
+// controller's current image and starts following image changes.
+func newDataPlane(b *Broker) (*dataPlane, error) {
+	d := &dataPlane{
+		b:     b,
+		parts: map[topicPartition]*hosted{},
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	if b.cfg.Settings.DataDir == "" {
+		return nil, errors.New("broker: no data directory")
+	}
+	if err := os.MkdirAll(b.cfg.Settings.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("broker: data directory: %w", err)
+	}
+	changes := b.ctrl.Changes()
+	img := b.ctrl.Image()
+	if err := d.apply(img); err != nil {
+		d.closeAll()
+		return nil, err
+	}
+	d.reportStrayDirs(img)
+	go d.follow(changes)
+	return d, nil
+}
+
+// follow applies every image the controller publishes until close.
+func (d *dataPlane) follow(changes <-chan struct{}) {
+	defer close(d.done)
+	for {
+		select {
+		case <-changes:
+		case <-d.stop:
+			return
+		}
+		changes = d.b.ctrl.Changes()
+		if err := d.apply(d.b.ctrl.Image()); err != nil {
+			d.b.log.Error("apply metadata image", "err", err)
+		}
+	}
+}
+
+// refresh applies the controller's current image now, so that a handler
+// that just created a topic finds its partitions open.
+func (d *dataPlane) refresh() {
+	if err := d.apply(d.b.ctrl.Image()); err != nil {
+		d.b.log.Error("apply metadata image", "err", err)
+	}
+}
+
+// partitionDir is where the log of a partition lives.
+func (d *dataPlane) partitionDir(topic string, partition int32) string {
+	return filepath.Join(d.b.cfg.Settings.DataDir, fmt.Sprintf("%s-%d", topic, partition))
+}
+
+// apply makes the hosted partitions match img. Errors opening one
+// partition are logged and returned joined; the other partitions are
+// still applied.
+func (d *dataPlane) apply(img *controller.Image) error {
+	d.syncMu.Lock()
+	defer d.syncMu.Unlock()
+	if d.applied != nil && img.Version <= d.applied.Version && d.applied.Version != 0 {
+		return nil
+	}
+	self := d.b.cfg.Settings.NodeID
+	var errs []error
+	// Dynamic broker configs (cluster defaults, then this node's) change the
+	// defaults of every topic.
+	settings, err := d.b.cfg.Settings.WithDynamic(img.BrokerConfigs[-1], img.BrokerConfigs[self])
+	if err != nil {
+		d.b.log.Warn("dynamic broker config", "err", err)
+	}
+	want := map[topicPartition]bool{}
+
+	// Topics sorted for a deterministic order of logs and opens.
+	names := slices.Sorted(maps.Keys(img.Topics))
+	for _, name := range names {
+		t := img.Topics[name]
+		var tcfg config.Topic
+		resolved := false
+		for _, p := range t.Partitions {
+			if !slices.Contains(p.Replicas, self) {
+				continue
+			}
+			if !resolved {
+				var err error
+				// ResolveTopic applies every valid override even when one
+				// is bad; serve the topic with those rather than not at all.
+				tcfg, err = config.ResolveTopic(settings, t.Configs)
+				if err != nil {
+					d.b.log.Warn("topic config", "topic", name, "err", err)
+				}
+				resolved = true
+			}
+			tp := topicPartition{name, p.ID}
+			want[tp] = true
+			h := d.lookup(tp)
+			if h != nil && h.topicID != t.ID {
+				// Deleted and re-created under the same name between two
+				// images: the old data belongs to the old topic.
+				d.remove(tp, true)
+				h = nil
+			}
+			if h == nil {
+				var err error
+				if h, err = d.open(t, p.ID, tcfg); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+			} else if *h.config() != tcfg {
+				if err := d.reconfigure(h, tcfg); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			if err := h.Become(p.LeaderEpoch, p.Leader, p.Replicas, p.ISR); err != nil && !errors.Is(err, replica.ErrStaleLeaderEpoch) {
+				errs = append(errs, fmt.Errorf("partition %s-%d: %w", name, p.ID, err))
+			}
+		}
+	}
+	d.mu.RLock()
+	var gone []topicPartition
+	for tp := range d.parts {
+		if !want[tp] {
+			gone = append(gone, tp)
+		}
+	}
+	d.mu.RUnlock()
+	for _, tp := range gone {
+		d.remove(tp, true)
+	}
+	d.applied = img
+	return errors.Join(errs...)
+}
+
+// logConfig turns a topic's effective configuration into its log's.
+func logConfig(t config.Topic) (log.Config, error) {
+	policy, err := log.ParseFlushPolicy(t.FlushPolicy)
+	if err != nil {
+		return log.Config{}, err
+	}
+	return log.Config{
+		SegmentBytes:       t.SegmentBytes,
+		SegmentMS:          t.SegmentMS,
+		RetentionMS:        t.RetentionMS,
+		RetentionBytes:     t.RetentionBytes,
+		IndexIntervalBytes: t.IndexIntervalBytes,
+		FlushPolicy:        policy,
+		FlushInterval:      time.Duration(t.FlushMS) * time.Millisecond,
+		LogAppendTime:      t.MessageTimestampType == "LogAppendTime",
+	}, nil
+}
+
+// open opens (or creates) the log of one partition and registers it.
+func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic) (*hosted, error) {
+	lcfg, err := logConfig(tcfg)
+	if err != nil {
+		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, partition, err)
+	}
+	dir := d.partitionDir(t.Name, partition)
+	l, err := log.Open(dir, lcfg, log.Options{
+		Logger: d.b.log.With("topic", t.Name, "partition", partition),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open partition %s-%d: %w", t.Name, partition, err)
+	}
+	p := replica.New(replica.Config{
+		Topic:             t.Name,
+		Partition:         partition,
+		TopicID:           t.ID,
+		NodeID:            d.b.cfg.Settings.NodeID,
+		MinInsyncReplicas: tcfg.MinInsyncReplicas,
+		Clock:             d.b.clock.Now,
+	}, l)
+	h := &hosted{Partition: p, topicID: t.ID}
+	h.cfg.Store(&tcfg)
+	d.mu.Lock()
+	d.parts[topicPartition{t.Name, partition}] = h
+	d.mu.Unlock()
+	d.b.log.Info("partition opened", "topic", t.Name, "partition", partition,
+		"log_start_offset", l.StartOffset(), "log_end_offset", l.EndOffset())
+	return h, nil
+}
+
+// reconfigure applies a changed topic config to an open partition.
+func (d *dataPlane) reconfigure(h *hosted, tcfg config.Topic) error {
+	lcfg, err := logConfig(tcfg)
+	if err != nil {
+		return fmt.Errorf("partition %s: %w", h, err)
+	}
+	h.Log().SetConfig(lcfg)
+	h.SetMinInsyncReplicas(tcfg.MinInsyncReplicas)
+	h.cfg.Store(&tcfg)
+	d.b.log.Info("partition reconfigured", "partition", h.String())
+	return nil
+}
+
+// remove unregisters a partition and closes it, deleting its data when
+// del is set.
+func (d *dataPlane) remove(tp topicPartition, del bool) {
+	d.mu.Lock()
+	h := d.parts[tp]
+	delete(d.parts, tp)
+	d.mu.Unlock()
+	if h == nil {
+		return
+	}
+	var err error
+	if del {
+		err = h.Delete()
+		d.b.log.Info("partition deleted", "topic", tp.topic, "partition", tp.partition)
+	} else {
+		err = h.Close()
+	}
+	if err != nil {
+		d.b.log.Error("close partition", "topic", tp.topic, "partition", tp.partition, "err", err)
+	}
+}
+
+// partitionDirName matches TOPIC-PARTITION directory names.
+var partitionDirName = regexp.MustCompile(`^([a-zA-Z0-9._-]+)-([0-9]+)$`)
+
+// reportStrayDirs logs partition-like directories of the data directory
+// that no hosted partition uses. They are left alone: a surprise is no
+// reason to delete someone's data.
+func (d *dataPlane) reportStrayDirs(img *controller.Image) {
+	entries, err := os.ReadDir(d.b.cfg.Settings.DataDir)
+	if err != nil {
+		d.b.log.Warn("list data directory", "err", err)
+		return
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, e := range entries {
+		if !e.IsDir() || !partitionDirName.MatchString(e.Name()) {
+			continue
+		}
+		hostedHere := false
+		for tp := range d.parts {
+			if fmt.Sprintf("%s-%d", tp.topic, tp.partition) == e.Name() {
+				hostedHere = true
+				break
+			}
+		}
+		if !hostedHere {
+			d.b.log.Warn("data directory holds a partition this node does not host; leaving it alone",
+				"dir", filepath.Join(d.b.cfg.Settings.DataDir, e.Name()), "image_version", img.Version)
+		}
+	}
+}
+
+// lookup returns a hosted partition, or nil.
+func (d *dataPlane) lookup(tp topicPartition) *hosted {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.parts[tp]
+}
+
+// partition returns the hosted partition of a topic, or nil.
+func (d *dataPlane) partition(topic string, partition int32) *hosted {
+	return d.lookup(topicPartition{topic, partition})
+}
+
+// hostedReplica returns the hosted partition of topic t. When t places a
+// replica on this node that the follow loop has not opened yet (a topic
+// created a moment ago), it applies the current image first, so a client
+// that creates a topic and produces at once is not sent away to retry.
+func (d *dataPlane) hostedReplica(t *controller.Topic, partition int32) *hosted {
+	h := d.partition(t.Name, partition)
+	if h == nil && slices.Contains(t.Partitions[partition].Replicas, d.b.cfg.Settings.NodeID) {
+		d.refresh()
+		h = d.partition(t.Name, partition)
+	}
+	if h == nil || h.topicID != t.ID {
+		return nil
+	}
+	return h
+}
+
+// all returns every hosted partition.
+func (d *dataPlane) all() []*hosted {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	out := make([]*hosted, 0, len(d.parts))
+	for _, h := range d.parts {
+		out = append(out, h)
+	}
+	return out
+}
+
+// close stops following the image, then flushes and closes every log.
+func (d *dataPlane) close() error {
+	select {
+	case <-d.stop:
+		return nil
+	default:
+	}
+	close(d.stop)
+	<-d.done
+	d.syncMu.Lock()
+	defer d.syncMu.Unlock()
+	return d.closeAll()
+}
+
+func (d *dataPlane) closeAll() error {
+	d.mu.Lock()
+	parts := d.parts
+	d.parts = map[topicPartition]*hosted{}
+	d.mu.Unlock()
+	var errs []error
+	for tp, h := range parts {
+		h.Log().Flush()
+		if err := h.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s-%d: %w", tp.topic, tp.partition, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// EnforceRetention applies retention (retention.ms, retention.bytes) to
+// every hosted partition. The daemon calls it every
+// log.retention.check.interval.ms.
+func (b *Broker) EnforceRetention() {
+	for _, h := range b.data.all() {
+		n, err := h.Log().EnforceRetention()
+		if err != nil {
+			if !errors.Is(err, log.ErrClosed) {
+				b.log.Error("retention", "partition", h.String(), "err", err)
+			}
+			continue
+		}
+		if n > 0 {
+			b.log.Info("retention deleted segments", "partition", h.String(), "segments", n,
+				"log_start_offset", h.Log().StartOffset())
+		}
+	}
+}
+
+// dataAPIs lists the data-plane APIs and the versions implemented.
+func (b *Broker) dataAPIs() map[int16]api {
+	return map[int16]api{
+		kmsg.Produce.Int16():        {min: 3, max: 11, handle: b.handleProduce},
+		kmsg.Fetch.Int16():          {min: 4, max: 18, handle: b.handleFetch},
+		kmsg.ListOffsets.Int16():    {min: 1, max: 8, handle: b.handleListOffsets},
+		kmsg.Metadata.Int16():       {min: 0, max: 13, handle: b.handleMetadata},
+		kmsg.DeleteRecords.Int16():  {min: 0, max: 2, handle: b.handleDeleteRecords},
+		kmsg.InitProducerID.Int16(): {min: 0, max: 4, handle: b.handleInitProducerID},
+	}
+}
+
+// waitContext bounds a wait by a request's timeout in milliseconds (<= 0:
+// no wait beyond ctx).
+func waitContext(ctx context.Context, timeoutMillis int32) (context.Context, context.CancelFunc) {
+	if timeoutMillis <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Duration(timeoutMillis)*time.Millisecond)
+}

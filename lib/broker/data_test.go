@@ -1,0 +1,292 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/server"
+)
+
+// testBroker is a Broker on a real single-voter controller in a temporary
+// directory.
+type testBroker struct {
+	*Broker
+	ctrl *controller.Controller
+	dir  string
+	logs *syncBuffer
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// startBroker opens a controller and a broker (node 1) on dir, a fresh
+// temporary directory when dir is empty. mod adjusts the settings.
+func startBroker(t *testing.T, dir string, mod func(*config.Broker)) *testBroker {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctrl, err := controller.Open(controller.Config{NodeID: 1, Dir: filepath.Join(dir, "__controller")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := config.Defaults()
+	settings.NodeID = 1
+	settings.DataDir = dir
+	if mod != nil {
+		mod(&settings)
+	}
+	b, err := New(Config{Settings: settings, Controller: ctrl, Logger: logger})
+	if err != nil {
+		ctrl.Close()
+		t.Fatal(err)
+	}
+	tb := &testBroker{Broker: b, ctrl: ctrl, dir: dir, logs: logs}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("broker close: %v", err)
+		}
+		ctrl.Close()
+	})
+	tb.register(t, 9092)
+	return tb
+}
+
+// register (re)registers node 1 with the given port.
+func (tb *testBroker) register(t *testing.T, port int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tb.ctrl.RegisterBroker(ctx, controller.Broker{ID: 1, Host: "127.0.0.1", Port: port}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createTopic creates a topic and waits until its partitions are open here.
+func (tb *testBroker) createTopic(t *testing.T, name string, partitions int32, configs map[string]string) controller.TopicID {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id, err := tb.ctrl.CreateTopic(ctx, controller.CreateTopic{Name: name, Partitions: partitions, ReplicationFactor: 1, Configs: configs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.waitFor(t, fmt.Sprintf("topic %s open", name), func() bool {
+		for p := range partitions {
+			if h := tb.data.partition(name, p); h == nil || !h.IsLeader() {
+				return false
+			}
+		}
+		return true
+	})
+	return id
+}
+
+// waitFor polls cond (a state change made by another goroutine) until it
+// holds or 10s pass.
+func (tb *testBroker) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+var testConn = &server.ConnInfo{ID: 1, Network: "tcp"}
+
+// do calls Handle and the Reply, and decodes the response at the request's
+// version (pre-encoded parts included). It returns nil for no response.
+func (tb *testBroker) do(t *testing.T, version int16, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	return tb.doCtx(t, context.Background(), version, req)
+}
+
+func (tb *testBroker) doCtx(t *testing.T, ctx context.Context, version int16, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	req.SetVersion(version)
+	// Encode and decode the request, as the server does, so the test sends
+	// only what the wire carries.
+	wire := req.AppendTo(nil)
+	decoded := kmsg.RequestForKey(req.Key())
+	decoded.SetVersion(version)
+	if err := decoded.ReadFrom(wire); err != nil {
+		t.Fatalf("decode %s v%d request: %v", kmsg.NameForKey(req.Key()), version, err)
+	}
+	reply := tb.Handle(ctx, testConn, &server.Request{Key: req.Key(), Version: version, CorrelationID: 1, Body: decoded})
+	if reply == nil {
+		return nil
+	}
+	resp := reply()
+	if resp.Empty() {
+		return nil
+	}
+	return decodeResponse(t, req.Key(), version, resp)
+}
+
+// decodeResponse turns a Response into a kmsg response, reading file parts.
+func decodeResponse(t *testing.T, key, version int16, resp server.Response) kmsg.Response {
+	t.Helper()
+	var body []byte
+	if resp.Msg != nil {
+		resp.Msg.SetVersion(version)
+		body = resp.Msg.AppendTo(nil)
+	} else {
+		body = partsBytes(t, resp.Parts)
+	}
+	out := kmsg.ResponseForKey(key)
+	out.SetVersion(version)
+	if err := out.ReadFrom(body); err != nil {
+		t.Fatalf("decode %s v%d response: %v", kmsg.NameForKey(key), version, err)
+	}
+	return out
+}
+
+func partsBytes(t *testing.T, parts []server.Part) []byte {
+	t.Helper()
+	var body []byte
+	for _, p := range parts {
+		if p.File == nil {
+			body = append(body, p.Bytes...)
+			continue
+		}
+		b := make([]byte, p.Len)
+		if _, err := p.File.ReadAt(b, p.Offset); err != nil && err != io.EOF {
+			t.Fatalf("read file part: %v", err)
+		}
+		body = append(body, b...)
+	}
+	return body
+}
+
+// testBatch builds an uncompressed batch with values "prefix-0"….
+func testBatch(t testing.TB, opts record.BuildOptions, prefix string, n int) []byte {
+	t.Helper()
+	recs := make([]record.Record, n)
+	for i := range recs {
+		recs[i].Value = []byte(fmt.Sprintf("%s-%d", prefix, i))
+	}
+	if opts.BaseTimestamp == 0 {
+		opts.BaseTimestamp = time.Now().UnixMilli()
+	}
+	b, err := record.Build(opts, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDataPlaneOpensHostedPartitionsAndDeletesDroppedTopics(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	tb.createTopic(t, "keep", 2, nil)
+	tb.createTopic(t, "drop", 1, nil)
+	produce(t, tb, "drop", 0, 1, testBatch(t, record.BuildOptions{}, "x", 3))
+	dropDir := filepath.Join(tb.dir, "drop-0")
+	if _, err := os.Stat(dropDir); err != nil {
+		t.Fatalf("partition directory: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tb.ctrl.DeleteTopic(ctx, "drop"); err != nil {
+		t.Fatal(err)
+	}
+	tb.waitFor(t, "data of the deleted topic removed", func() bool {
+		_, err := os.Stat(dropDir)
+		return os.IsNotExist(err) && tb.data.partition("drop", 0) == nil
+	})
+	for p := range int32(2) {
+		if tb.data.partition("keep", p) == nil {
+			t.Fatalf("keep-%d not hosted", p)
+		}
+	}
+}
+
+func TestDataPlaneLeavesStrayDirectoriesAlone(t *testing.T) {
+	dir := t.TempDir()
+	stray := filepath.Join(dir, "ghost-0")
+	if err := os.MkdirAll(stray, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stray, "00000000000000000000.log"), []byte("keep me"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	tb := startBroker(t, dir, nil)
+	if _, err := os.Stat(filepath.Join(stray, "00000000000000000000.log")); err != nil {
+		t.Fatalf("stray data touched: %v", err)
+	}
+	if !strings.Contains(tb.logs.String(), "ghost-0") {
+		t.Fatalf("stray directory not logged; logs:\n%s", tb.logs.String())
+	}
+}
+
+func TestDataPlaneAppliesTopicConfigChanges(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	tb.createTopic(t, "cfg", 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tb.ctrl.AlterTopicConfigs(ctx, "cfg", map[string]string{"max.message.bytes": "2000"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tb.waitFor(t, "config applied", func() bool {
+		h := tb.data.partition("cfg", 0)
+		return h != nil && h.config().MaxMessageBytes == 2000
+	})
+	// The new limit applies to produce.
+	big := testBatch(t, record.BuildOptions{}, string(make([]byte, 3000)), 1)
+	if got := produce(t, tb, "cfg", 0, 1, big); got.ErrorCode != kerr.MessageTooLarge.Code {
+		t.Fatalf("produce over the new max.message.bytes: %v", kerr.ErrorForCode(got.ErrorCode))
+	}
+}
+
+func TestDataPlaneReopensLogsAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	tb := startBroker(t, dir, nil)
+	tb.createTopic(t, "durable", 1, nil)
+	produce(t, tb, "durable", 0, -1, testBatch(t, record.BuildOptions{}, "a", 5))
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tb.ctrl.Close()
+
+	tb2 := startBroker(t, dir, nil)
+	h := tb2.data.partition("durable", 0)
+	if h == nil {
+		t.Fatal("partition not reopened")
+	}
+	if got := h.HighWatermark(); got != 5 {
+		t.Fatalf("high-water mark after restart %d, want 5", got)
+	}
+}

@@ -1,0 +1,385 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/replica"
+	"github.com/mqproject/mq/lib/server"
+)
+
+// fetchError maps an error of the fetch path to its Kafka error code. This
+// is the one place where fetch errors become codes.
+func fetchError(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUnknownPartition):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, errUnknownTopicID):
+		return kerr.UnknownTopicID.Code
+	case errors.Is(err, log.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, errNotHostedOrLeader), errors.Is(err, replica.ErrNotLeader),
+		errors.Is(err, replica.ErrClosed), errors.Is(err, log.ErrClosed):
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, replica.ErrFencedLeaderEpoch):
+		return kerr.FencedLeaderEpoch.Code
+	case errors.Is(err, replica.ErrUnknownLeaderEpoch):
+		return kerr.UnknownLeaderEpoch.Code
+	}
+	return kerr.KafkaStorageError.Code
+}
+
+var errUnknownTopicID = errors.New("broker: unknown topic id")
+
+// fetchPartition is one partition of a fetch: what was asked and what was
+// read.
+type fetchPartition struct {
+	partition          int32
+	fetchOffset        int64
+	maxBytes           int32
+	currentLeaderEpoch int32
+	p                  *hosted // nil when err is set at resolution
+
+	err            error
+	highWatermark  int64
+	logStartOffset int64
+	region         log.Region // Len 0: no records
+}
+
+type fetchTopic struct {
+	name  string
+	id    [16]byte
+	parts []fetchPartition
+}
+
+// fetch is one Fetch request being answered.
+type fetch struct {
+	version   int16
+	replicaID int32
+	maxBytes  int32
+	minBytes  int32
+	topics    []fetchTopic
+	// waitOn are the change channels of the partitions read, taken before
+	// reading so that an append between the read and the wait is not missed.
+	waitOn []<-chan struct{}
+}
+
+// handleFetch reads on the reader goroutine; when less than MinBytes is
+// available it returns a Reply that waits (on the partitions' change
+// channels, up to MaxWaitMillis) and reads again.
+//
+// Fetch sessions (KIP-227) are declined: a full fetch (session id 0) is
+// answered with session id 0, which tells the client no session was
+// created, so it keeps sending full fetches. A request naming a session
+// (nonzero id, or id 0 with an epoch > 0 — an incremental fetch of a session
+// we never created) gets FETCH_SESSION_ID_NOT_FOUND, after which clients
+// reset to a full fetch.
+func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kmsg.FetchRequest)
+	if req.Version >= 7 && (r.SessionID != 0 || r.SessionEpoch > 0) {
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return reply(resp)
+	}
+	f := &fetch{
+		version:   req.Version,
+		replicaID: r.ReplicaID,
+		maxBytes:  r.MaxBytes,
+		minBytes:  r.MinBytes,
+	}
+	if req.Version >= 15 {
+		f.replicaID = r.ReplicaState.ID
+	}
+	if f.maxBytes <= 0 {
+		f.maxBytes = 1 // still returns the first batch whole (KIP-74)
+	}
+	f.resolve(b, b.ctrl.Image(), r)
+	ready := f.read()
+	if ready || r.MaxWaitMillis <= 0 {
+		return f.reply()
+	}
+	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	return func() server.Response {
+		for !ready {
+			if !f.wait(ctx, deadline) {
+				break
+			}
+			ready = f.read()
+		}
+		return f.response()
+	}
+}
+
+// resolve looks up every requested partition.
+func (f *fetch) resolve(b *Broker, img *controller.Image, r *kmsg.FetchRequest) {
+	f.topics = make([]fetchTopic, len(r.Topics))
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		ft := &f.topics[i]
+		var t *controller.Topic
+		var terr error
+		if f.version >= 13 {
+			ft.id = rt.TopicID
+			t = img.TopicsByID[controller.TopicID(rt.TopicID)]
+			if t == nil {
+				terr = errUnknownTopicID
+			}
+		} else {
+			ft.name = rt.Topic
+			t = img.Topics[rt.Topic]
+			if t == nil {
+				terr = errUnknownPartition
+			}
+		}
+		ft.parts = make([]fetchPartition, len(rt.Partitions))
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			fp := &ft.parts[j]
+			*fp = fetchPartition{
+				partition:          rp.Partition,
+				fetchOffset:        rp.FetchOffset,
+				maxBytes:           rp.PartitionMaxBytes,
+				currentLeaderEpoch: rp.CurrentLeaderEpoch,
+				highWatermark:      -1,
+				logStartOffset:     -1,
+				err:                terr,
+			}
+			if f.version < 9 {
+				fp.currentLeaderEpoch = -1
+			}
+			if terr != nil {
+				continue
+			}
+			if rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
+				fp.err = errUnknownPartition
+				continue
+			}
+			h := b.data.hostedReplica(t, rp.Partition)
+			if h == nil {
+				fp.err = errNotHostedOrLeader
+				continue
+			}
+			fp.p = h
+		}
+	}
+}
+
+// read reads every partition once, releasing what an earlier read held,
+// and reports whether the response should go out now: enough bytes, or an
+// error to report.
+func (f *fetch) read() bool {
+	f.waitOn = f.waitOn[:0]
+	remaining := int64(f.maxBytes)
+	var total int64
+	failed := false
+	for i := range f.topics {
+		for j := range f.topics[i].parts {
+			fp := &f.topics[i].parts[j]
+			fp.region.Release()
+			fp.region = log.Region{}
+			if fp.p == nil {
+				failed = true
+				continue
+			}
+			f.waitOn = append(f.waitOn, fp.p.Changed())
+			if err := fp.p.CheckLeaderEpoch(fp.currentLeaderEpoch); err != nil {
+				fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, err
+				failed = true
+				continue
+			}
+			limit := min(int64(fp.maxBytes), remaining)
+			if limit <= 0 && total > 0 {
+				// The response is full: report offsets, read nothing.
+				info := fp.p.Offsets()
+				fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, info.LogStartOffset, nil
+				continue
+			}
+			region, info, err := fp.p.Read(fp.fetchOffset, int(max(limit, 1)), f.replicaID)
+			if err != nil {
+				// Like Kafka: offsets are unknown (-1) in an error answer.
+				fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, err
+				failed = true
+				continue
+			}
+			fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, info.LogStartOffset, nil
+			if region.Len == 0 {
+				continue
+			}
+			// Only the first batch of the first non-empty partition may go
+			// over the limits (KIP-74); a later partition whose first batch
+			// does not fit returns nothing this time.
+			if total > 0 && region.Len > limit {
+				region.Release()
+				continue
+			}
+			fp.region = region
+			total += region.Len
+			remaining -= region.Len
+		}
+	}
+	return failed || total >= int64(f.minBytes) || len(f.waitOn) == 0
+}
+
+// wait blocks until a partition read changes, the deadline passes or ctx
+// ends. It reports whether reading again is worthwhile.
+func (f *fetch) wait(ctx context.Context, deadline time.Time) bool {
+	d := time.Until(deadline)
+	if d <= 0 {
+		return false
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	if len(f.waitOn) == 1 {
+		select {
+		case <-f.waitOn[0]:
+			return true
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		return false
+	}
+	cases := make([]reflect.SelectCase, 0, len(f.waitOn)+2)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+	for _, ch := range f.waitOn {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	}
+	chosen, _, _ := reflect.Select(cases)
+	return chosen >= 2
+}
+
+// reply returns the response as a ready Reply.
+func (f *fetch) reply() server.Reply {
+	resp := f.response()
+	return func() server.Response { return resp }
+}
+
+// response encodes the fetch response around the file regions read and
+// hands the regions over to it.
+//
+// The regions stay referenced until the server is done with the response
+// (written, or dropped on a broken connection) and are released by its Done
+// hook, so a segment deleted meanwhile closes its file right after.
+func (f *fetch) response() server.Response {
+	parts := f.encode()
+	var regions []log.Region
+	for i := range f.topics {
+		for j := range f.topics[i].parts {
+			fp := &f.topics[i].parts[j]
+			if fp.region.Len > 0 {
+				regions = append(regions, fp.region)
+			}
+			fp.region = log.Region{}
+		}
+	}
+	resp := server.Response{Parts: parts, Flexible: f.version >= 12}
+	if len(regions) > 0 {
+		resp.Done = func() {
+			for i := range regions {
+				regions[i].Release()
+			}
+		}
+	}
+	return resp
+}
+
+// encode writes the Fetch response body: every field with its version's
+// encoding, and each partition's records as a file part, so record bytes go
+// from the segment file to the socket untouched.
+func (f *fetch) encode() []server.Part {
+	flexible := f.version >= 12
+	var parts []server.Part
+	buf := make([]byte, 0, 256)
+	buf = appendInt32(buf, 0) // ThrottleMillis
+	if f.version >= 7 {
+		buf = appendInt16(buf, 0) // ErrorCode
+		buf = appendInt32(buf, 0) // SessionID: no session
+	}
+	buf = appendArrayLen(buf, len(f.topics), flexible)
+	for i := range f.topics {
+		ft := &f.topics[i]
+		if f.version >= 13 {
+			buf = append(buf, ft.id[:]...)
+		} else {
+			buf = appendString(buf, ft.name, flexible)
+		}
+		buf = appendArrayLen(buf, len(ft.parts), flexible)
+		for j := range ft.parts {
+			fp := &ft.parts[j]
+			buf = appendInt32(buf, fp.partition)
+			buf = appendInt16(buf, fetchError(fp.err))
+			buf = appendInt64(buf, fp.highWatermark)
+			buf = appendInt64(buf, fp.highWatermark) // LastStableOffset: no transactions, so the HW
+			if f.version >= 5 {
+				buf = appendInt64(buf, fp.logStartOffset)
+			}
+			buf = appendNullArrayLen(buf, flexible) // AbortedTransactions: null
+			if f.version >= 11 {
+				buf = appendInt32(buf, -1) // PreferredReadReplica
+			}
+			n := fp.region.Len
+			if flexible {
+				buf = binary.AppendUvarint(buf, uint64(n)+1)
+			} else {
+				buf = appendInt32(buf, int32(n))
+			}
+			if n > 0 {
+				parts = append(parts, server.Part{Bytes: buf},
+					server.Part{File: fp.region.File, Offset: fp.region.Pos, Len: n})
+				buf = make([]byte, 0, 128)
+			}
+			if flexible {
+				buf = append(buf, 0) // partition tagged fields
+			}
+		}
+		if flexible {
+			buf = append(buf, 0) // topic tagged fields
+		}
+	}
+	if flexible {
+		buf = append(buf, 0) // response tagged fields
+	}
+	return append(parts, server.Part{Bytes: buf})
+}
+
+func appendInt16(b []byte, v int16) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }
+func appendInt32(b []byte, v int32) []byte { return binary.BigEndian.AppendUint32(b, uint32(v)) }
+func appendInt64(b []byte, v int64) []byte { return binary.BigEndian.AppendUint64(b, uint64(v)) }
+
+// appendArrayLen writes an array length: int32, or uvarint(n+1) when flexible.
+func appendArrayLen(b []byte, n int, flexible bool) []byte {
+	if flexible {
+		return binary.AppendUvarint(b, uint64(n)+1)
+	}
+	return appendInt32(b, int32(n))
+}
+
+// appendNullArrayLen writes the length of a null array.
+func appendNullArrayLen(b []byte, flexible bool) []byte {
+	if flexible {
+		return append(b, 0)
+	}
+	return appendInt32(b, -1)
+}
+
+// appendString writes a non-null string: int16 length, or uvarint(n+1) when
+// flexible.
+func appendString(b []byte, s string, flexible bool) []byte {
+	if flexible {
+		b = binary.AppendUvarint(b, uint64(len(s))+1)
+	} else {
+		b = appendInt16(b, int16(len(s)))
+	}
+	return append(b, s...)
+}

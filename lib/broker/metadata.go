@@ -1,0 +1,265 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/server"
+)
+
+// producerIDBlockSize is how many producer IDs the broker takes from the
+// controller at a time.
+const producerIDBlockSize = 1000
+
+// maxTopicNameLength is Kafka's limit on topic names.
+const maxTopicNameLength = 249
+
+var (
+	errInvalidTopicName = errors.New("broker: invalid topic name")
+	errUnknownTopic     = errors.New("broker: unknown topic")
+)
+
+// metadataError maps an error of Metadata (topic auto-creation included)
+// and InitProducerId to its Kafka error code. This is the one place where
+// their errors become codes.
+func metadataError(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errInvalidTopicName):
+		return kerr.InvalidTopicException.Code
+	case errors.Is(err, errUnknownTopic), errors.Is(err, errUnknownPartition):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, errUnknownTopicID):
+		return kerr.UnknownTopicID.Code
+	case errors.Is(err, controller.ErrInvalidReplicationFactor):
+		return kerr.InvalidReplicationFactor.Code
+	case errors.Is(err, controller.ErrInvalidPartitions):
+		return kerr.InvalidPartitions.Code
+	case errors.Is(err, controller.ErrInvalidReplicaAssignment):
+		return kerr.InvalidReplicaAssignment.Code
+	case errors.Is(err, controller.ErrInvalidConfig):
+		return kerr.InvalidConfig.Code
+	case errors.Is(err, errTransactional):
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	case errors.Is(err, controller.ErrNotController), errors.Is(err, controller.ErrClosed),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// validTopicName applies Kafka's rules: 1 to 249 characters from
+// [a-zA-Z0-9._-], and not "." or "..".
+func validTopicName(name string) error {
+	if name == "" || name == "." || name == ".." || len(name) > maxTopicNameLength {
+		return fmt.Errorf("%w: %q", errInvalidTopicName, name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q", errInvalidTopicName, name)
+		}
+	}
+	return nil
+}
+
+// handleMetadata answers brokers, cluster and controller ids and topics.
+// Requested topics that do not exist are created when the request allows
+// it (v4+ AllowAutoTopicCreation; always before v4) and the broker has
+// auto.create.topics.enable. Creation is a controller round trip, so it
+// runs in the Reply.
+func (b *Broker) handleMetadata(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kmsg.MetadataRequest)
+	img := b.ctrl.Image()
+	all := r.Topics == nil || req.Version == 0 && len(r.Topics) == 0
+	allowCreate := b.cfg.Settings.AutoCreateTopics && (req.Version < 4 || r.AllowAutoTopicCreation)
+	var create []string
+	if !all && allowCreate {
+		for _, rt := range r.Topics {
+			if rt.Topic != nil && img.Topics[*rt.Topic] == nil && validTopicName(*rt.Topic) == nil &&
+				!slices.Contains(create, *rt.Topic) {
+				create = append(create, *rt.Topic)
+			}
+		}
+	}
+	if len(create) == 0 {
+		return reply(b.metadata(img, r, req.Version, all, nil))
+	}
+	return func() server.Response {
+		failed := b.autoCreate(ctx, create)
+		return server.Response{Msg: b.metadata(b.ctrl.Image(), r, req.Version, all, failed)}
+	}
+}
+
+// autoCreate creates topics with the broker's defaults and returns the
+// errors of those that could not be created.
+func (b *Broker) autoCreate(ctx context.Context, names []string) map[string]error {
+	failed := map[string]error{}
+	for _, name := range names {
+		_, err := b.ctrl.CreateTopic(ctx, controller.CreateTopic{
+			Name:              name,
+			Partitions:        max(b.cfg.Settings.NumPartitions, 1),
+			ReplicationFactor: max(b.cfg.Settings.DefaultReplicationFactor, 1),
+		})
+		if err != nil && !errors.Is(err, controller.ErrTopicExists) {
+			b.log.Warn("auto-create topic", "topic", name, "err", err)
+			failed[name] = err
+			continue
+		}
+		if err == nil {
+			b.log.Info("topic auto-created", "topic", name)
+		}
+	}
+	// Open the new partitions now, so the answer can say they are ready.
+	b.data.refresh()
+	return failed
+}
+
+// metadata builds the response from img.
+func (b *Broker) metadata(img *controller.Image, r *kmsg.MetadataRequest, version int16, all bool, failed map[string]error) *kmsg.MetadataResponse {
+	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
+		br := img.Brokers[id]
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = br.ID, br.Host, br.Port, br.Rack
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	if img.ClusterID != "" {
+		id := img.ClusterID
+		resp.ClusterID = &id
+	}
+	resp.ControllerID = img.ControllerID
+	if all {
+		for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
+			resp.Topics = append(resp.Topics, b.topicMetadata(img, img.Topics[name], version))
+		}
+		return resp
+	}
+	resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(r.Topics))
+	for _, rt := range r.Topics {
+		var t *controller.Topic
+		var err error
+		switch {
+		case rt.Topic == nil && version >= 10:
+			if t = img.TopicsByID[controller.TopicID(rt.TopicID)]; t == nil {
+				err = errUnknownTopicID
+			}
+		case rt.Topic == nil:
+			err = errInvalidTopicName
+		default:
+			if err = validTopicName(*rt.Topic); err == nil {
+				if t = img.Topics[*rt.Topic]; t == nil {
+					err = errUnknownTopic
+					if ferr := failed[*rt.Topic]; ferr != nil {
+						err = ferr
+					}
+				}
+			}
+		}
+		if err != nil {
+			st := kmsg.NewMetadataResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			st.ErrorCode = metadataError(err)
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		resp.Topics = append(resp.Topics, b.topicMetadata(img, t, version))
+	}
+	return resp
+}
+
+// topicMetadata describes one topic. A partition without a leader, or led
+// by this node and not yet open here, answers LEADER_NOT_AVAILABLE: clients
+// retry until it is ready.
+func (b *Broker) topicMetadata(img *controller.Image, t *controller.Topic, version int16) kmsg.MetadataResponseTopic {
+	st := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	st.Topic = &name
+	st.TopicID = t.ID
+	st.IsInternal = t.Internal
+	st.Partitions = make([]kmsg.MetadataResponseTopicPartition, len(t.Partitions))
+	self := b.cfg.Settings.NodeID
+	for i, p := range t.Partitions {
+		sp := &st.Partitions[i]
+		sp.Default()
+		sp.Partition = p.ID
+		sp.Leader = p.Leader
+		sp.LeaderEpoch = p.LeaderEpoch
+		sp.Replicas = p.Replicas
+		sp.ISR = p.ISR
+		sp.OfflineReplicas = []int32{}
+		for _, r := range p.Replicas {
+			if _, ok := img.Brokers[r]; !ok {
+				sp.OfflineReplicas = append(sp.OfflineReplicas, r)
+			}
+		}
+		switch {
+		case p.Leader < 0:
+			sp.ErrorCode = kerr.LeaderNotAvailable.Code
+		case p.Leader == self:
+			if h := b.data.partition(t.Name, p.ID); h == nil || h.topicID != t.ID {
+				sp.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+		}
+	}
+	return st
+}
+
+// producerIDBlock hands out producer IDs from blocks allocated by the
+// controller, so that most InitProducerId requests need no Raft round trip.
+type producerIDBlock struct {
+	mu        sync.Mutex
+	next, end int64 // [next, end) is still free
+}
+
+// take returns a fresh producer ID, allocating a new block when needed.
+func (pb *producerIDBlock) take(ctx context.Context, ctrl *controller.Controller) (int64, error) {
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	if pb.next >= pb.end {
+		first, err := ctrl.AllocateProducerIDs(ctx, producerIDBlockSize)
+		if err != nil {
+			return 0, err
+		}
+		pb.next, pb.end = first, first+producerIDBlockSize
+	}
+	id := pb.next
+	pb.next++
+	return id, nil
+}
+
+// handleInitProducerID gives idempotent producers a new producer ID with
+// epoch 0 (like Kafka, also when the request names its previous ID and
+// epoch). Transactional producers are refused with
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED: mq has no transaction coordinator,
+// and a non-retriable error makes kgo and librdkafka fail the
+// transactional producer at once instead of retrying until a timeout (as
+// they would on COORDINATOR_NOT_AVAILABLE).
+func (b *Broker) handleInitProducerID(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kmsg.InitProducerIDRequest)
+	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if r.TransactionalID != nil {
+		resp.ErrorCode = metadataError(errTransactional)
+		return reply(resp)
+	}
+	return func() server.Response {
+		id, err := b.data.producerIDs.take(ctx, b.ctrl)
+		if err != nil {
+			b.log.Warn("allocate producer id", "err", err)
+			resp.ErrorCode = metadataError(err)
+			return server.Response{Msg: resp}
+		}
+		resp.ProducerID, resp.ProducerEpoch = id, 0
+		return server.Response{Msg: resp}
+	}
+}

@@ -1,0 +1,179 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/replica"
+	"github.com/mqproject/mq/lib/server"
+)
+
+// Special ListOffsets timestamps.
+const (
+	listLatest        = -1 // the high-water mark (log end for followers)
+	listEarliest      = -2 // the log start offset
+	listMaxTimestamp  = -3 // the record with the largest timestamp (v7+, KIP-734)
+	listEarliestLocal = -4 // the first offset on local disk (v8+, KIP-405): the log start, without tiered storage
+)
+
+// offsetsError maps an error of ListOffsets and DeleteRecords to its Kafka
+// error code. This is the one place where their errors become codes.
+func offsetsError(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUnknownPartition):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, errNotHostedOrLeader), errors.Is(err, replica.ErrNotLeader),
+		errors.Is(err, replica.ErrClosed), errors.Is(err, log.ErrClosed):
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, replica.ErrFencedLeaderEpoch):
+		return kerr.FencedLeaderEpoch.Code
+	case errors.Is(err, replica.ErrUnknownLeaderEpoch):
+		return kerr.UnknownLeaderEpoch.Code
+	case errors.Is(err, log.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, errInvalidTimestamp):
+		return kerr.InvalidRequest.Code
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return kerr.RequestTimedOut.Code
+	}
+	return kerr.KafkaStorageError.Code
+}
+
+var errInvalidTimestamp = errors.New("broker: invalid list offsets timestamp")
+
+// leaderPartition returns the hosted partition of topic t, or the error to
+// answer for it.
+func (b *Broker) leaderPartition(t *controller.Topic, partition int32) (*hosted, error) {
+	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil, errUnknownPartition
+	}
+	h := b.data.hostedReplica(t, partition)
+	if h == nil {
+		return nil, errNotHostedOrLeader
+	}
+	if !h.IsLeader() {
+		return nil, replica.ErrNotLeader
+	}
+	return h, nil
+}
+
+// handleListOffsets answers offsets by time: earliest, latest (the
+// high-water mark; for read_committed too, as there are no transactions),
+// max timestamp, or the first offset whose timestamp is at or after the one
+// asked. The leader epoch returned is the partition's current one.
+func (b *Broker) handleListOffsets(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kmsg.ListOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	img := b.ctrl.Image()
+	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(r.Topics))
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		st := &resp.Topics[i]
+		st.Default()
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(rt.Partitions))
+		t := img.Topics[rt.Topic]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			sp.Default()
+			sp.Partition = rp.Partition
+			epoch := rp.CurrentLeaderEpoch
+			if req.Version < 4 {
+				epoch = -1
+			}
+			offset, ts, leaderEpoch, err := b.listOffset(t, rp.Partition, epoch, rp.Timestamp, r.ReplicaID, req.Version)
+			sp.ErrorCode = offsetsError(err)
+			if err != nil {
+				sp.Offset, sp.Timestamp = -1, -1
+				continue
+			}
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = offset, ts, leaderEpoch
+		}
+	}
+	return reply(resp)
+}
+
+// listOffset answers one partition of ListOffsets.
+func (b *Broker) listOffset(t *controller.Topic, partition, currentEpoch int32, timestamp int64, replicaID int32, version int16) (offset, ts int64, epoch int32, err error) {
+	h, err := b.leaderPartition(t, partition)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if err := h.CheckLeaderEpoch(currentEpoch); err != nil {
+		return 0, 0, 0, err
+	}
+	info := h.Offsets()
+	epoch = info.LeaderEpoch
+	switch {
+	case timestamp == listLatest:
+		if replicaID >= 0 {
+			return info.LogEndOffset, -1, epoch, nil
+		}
+		return info.HighWatermark, -1, epoch, nil
+	case timestamp == listEarliest, timestamp == listEarliestLocal && version >= 8:
+		return info.LogStartOffset, -1, epoch, nil
+	case timestamp == listMaxTimestamp && version >= 7:
+		maxTS, maxOffset := h.Log().MaxTimestamp()
+		if maxOffset < 0 || maxOffset >= info.HighWatermark {
+			return -1, -1, epoch, nil
+		}
+		return maxOffset, maxTS, epoch, nil
+	case timestamp >= 0:
+		o, foundTS, err := h.Log().OffsetForTimestamp(timestamp)
+		if errors.Is(err, log.ErrNotFound) || err == nil && o >= info.HighWatermark {
+			// No record at or after timestamp that consumers may read.
+			return -1, -1, epoch, nil
+		}
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		return o, foundTS, epoch, nil
+	}
+	return 0, 0, 0, errInvalidTimestamp
+}
+
+// handleDeleteRecords raises log start offsets: every record below the
+// offset asked becomes unreadable, and whole segments below it are removed.
+// Offset -1 means the high-water mark; beyond it is OFFSET_OUT_OF_RANGE.
+func (b *Broker) handleDeleteRecords(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kmsg.DeleteRecordsRequest)
+	resp := r.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	img := b.ctrl.Image()
+	resp.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(r.Topics))
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		st := &resp.Topics[i]
+		st.Default()
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.DeleteRecordsResponseTopicPartition, len(rt.Partitions))
+		t := img.Topics[rt.Topic]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			sp.Default()
+			sp.Partition = rp.Partition
+			sp.LowWatermark = -1
+			h, err := b.leaderPartition(t, rp.Partition)
+			if err == nil {
+				offset := rp.Offset
+				if offset == -1 {
+					offset = h.HighWatermark()
+				}
+				sp.LowWatermark, err = h.DeleteRecordsBefore(offset)
+			}
+			if err != nil {
+				sp.LowWatermark = -1
+				sp.ErrorCode = offsetsError(err)
+			}
+		}
+	}
+	return reply(resp)
+}

@@ -1,0 +1,213 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/replica"
+	"github.com/mqproject/mq/lib/server"
+)
+
+// Errors of the produce path that have no package of their own.
+var (
+	errEmptyRecords      = errors.New("broker: produce without a record batch")
+	errTransactional     = errors.New("broker: transactions are not supported")
+	errControlBatch      = errors.New("broker: control batches cannot be produced")
+	errMessageTooLarge   = errors.New("broker: batch larger than max.message.bytes")
+	errUnknownPartition  = errors.New("broker: unknown topic or partition")
+	errInvalidAcks       = errors.New("broker: acks must be -1, 0 or 1")
+	errNotHostedOrLeader = errors.New("broker: partition not led by this node")
+)
+
+// produceError maps an error of the produce path to its Kafka error code.
+// This is the one place where produce errors become codes.
+//
+// Transactional batches get TRANSACTIONAL_ID_AUTHORIZATION_FAILED: mq has
+// no transaction coordinator, and this is the code Kafka itself answers a
+// producer that may not use transactions. Clients treat it as fatal for
+// the transactional producer (kgo fails the records, librdkafka raises a
+// fatal error) instead of retrying forever.
+func produceError(err error, version int16) int16 {
+	var code int16
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUnknownPartition):
+		code = kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, errNotHostedOrLeader), errors.Is(err, replica.ErrNotLeader), errors.Is(err, replica.ErrClosed):
+		code = kerr.NotLeaderForPartition.Code
+	case errors.Is(err, replica.ErrNotEnoughReplicas):
+		code = kerr.NotEnoughReplicas.Code
+	case errors.Is(err, errInvalidAcks):
+		code = kerr.InvalidRequiredAcks.Code
+	case errors.Is(err, errMessageTooLarge):
+		code = kerr.MessageTooLarge.Code
+	case errors.Is(err, errTransactional):
+		code = kerr.TransactionalIDAuthorizationFailed.Code
+	case errors.Is(err, record.ErrBadCount), errors.Is(err, record.ErrBadMagic),
+		errors.Is(err, errEmptyRecords), errors.Is(err, errControlBatch):
+		code = kerr.InvalidRecord.Code
+	case errors.Is(err, record.ErrBadCRC), errors.Is(err, record.ErrTruncated),
+		errors.Is(err, record.ErrBadLength), errors.Is(err, record.ErrBadCodec),
+		errors.Is(err, record.ErrCorrupt):
+		code = kerr.CorruptMessage.Code
+	case errors.Is(err, log.ErrOutOfOrderSequence):
+		code = kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, log.ErrInvalidProducerEpoch):
+		code = kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, log.ErrUnknownProducerID):
+		code = kerr.UnknownProducerID.Code
+	case errors.Is(err, context.DeadlineExceeded):
+		code = kerr.RequestTimedOut.Code
+	case errors.Is(err, context.Canceled):
+		code = kerr.RequestTimedOut.Code
+	default:
+		code = kerr.KafkaStorageError.Code
+	}
+	// INVALID_RECORD exists from Produce v8 (KIP-467); older clients know
+	// the same condition as CORRUPT_MESSAGE.
+	if code == kerr.InvalidRecord.Code && version < 8 {
+		code = kerr.CorruptMessage.Code
+	}
+	return code
+}
+
+// produceWait is one partition of an acks=all request waiting for its
+// high-water mark.
+type produceWait struct {
+	p          *hosted
+	lastOffset int64
+	resp       *kmsg.ProduceResponseTopicPartition
+}
+
+// handleProduce validates and appends on the reader goroutine (so appends
+// keep the connection's request order) and, for acks=all, waits for the
+// high-water mark in the Reply.
+func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kmsg.ProduceRequest)
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	img := b.ctrl.Image()
+	var waits []produceWait
+	failed := false
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		st := &resp.Topics[i]
+		st.Default()
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		t := img.Topics[rt.Topic]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			sp.Default()
+			sp.Partition = rp.Partition
+			p, res, err := b.produceTo(img, t, rt.Topic, rp.Partition, rp.Records, r.Acks, r.TransactionID != nil)
+			if err != nil {
+				sp.ErrorCode = produceError(err, req.Version)
+				sp.BaseOffset = -1
+				if req.Version >= 8 {
+					msg := err.Error()
+					sp.ErrorMessage = &msg
+				}
+				failed = true
+				b.log.Debug("produce refused", "topic", rt.Topic, "partition", rp.Partition, "err", err)
+				continue
+			}
+			sp.BaseOffset = res.BaseOffset
+			sp.LogStartOffset = res.LogStartOffset
+			if p.config().MessageTimestampType == "LogAppendTime" {
+				sp.LogAppendTime = res.LogAppendTime
+			}
+			if r.Acks == -1 {
+				waits = append(waits, produceWait{p: p, lastOffset: res.LastOffset, resp: sp})
+			}
+		}
+	}
+	if r.Acks == 0 {
+		// No response. On a failure Kafka closes the connection: the only
+		// way to tell an acks=0 producer that something went wrong.
+		if failed {
+			return func() server.Response { return server.Response{CloseAfter: true} }
+		}
+		return nil
+	}
+	if len(waits) == 0 {
+		return reply(resp)
+	}
+	timeout := r.TimeoutMillis
+	return func() server.Response {
+		wctx, cancel := waitContext(ctx, timeout)
+		defer cancel()
+		for _, w := range waits {
+			if err := w.p.WaitHighWatermark(wctx, w.lastOffset); err != nil {
+				w.resp.ErrorCode = produceError(err, req.Version)
+			}
+		}
+		return server.Response{Msg: resp}
+	}
+}
+
+// produceTo validates every batch of one partition's records and, when all
+// pass, appends them. It returns the result of the first batch with the
+// last offset of the last one.
+func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, topic string, partition int32, records []byte, acks int16, transactional bool) (*hosted, log.AppendResult, error) {
+	var res log.AppendResult
+	if acks != 0 && acks != 1 && acks != -1 {
+		return nil, res, errInvalidAcks
+	}
+	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil, res, errUnknownPartition
+	}
+	p := b.data.hostedReplica(t, partition)
+	if p == nil {
+		return nil, res, errNotHostedOrLeader
+	}
+	if len(records) == 0 {
+		return nil, res, errEmptyRecords
+	}
+	maxBytes := int(p.config().MaxMessageBytes)
+	// Validate everything before appending anything: a request is applied
+	// to a partition whole or not at all.
+	for rest := records; len(rest) > 0; {
+		batch, next, h, err := record.Next(rest)
+		if err != nil {
+			return nil, res, err
+		}
+		if maxBytes > 0 && len(batch) > maxBytes {
+			return nil, res, errMessageTooLarge
+		}
+		if _, err := record.Validate(batch); err != nil {
+			return nil, res, err
+		}
+		if h.Transactional() || transactional {
+			return nil, res, errTransactional
+		}
+		if h.Control() {
+			return nil, res, errControlBatch
+		}
+		rest = next
+	}
+	first := true
+	for rest := records; len(rest) > 0; {
+		batch, next, _, _ := record.Next(rest)
+		r, err := p.Append(batch, acks)
+		if err != nil {
+			return nil, res, err
+		}
+		if first {
+			res = r
+			first = false
+		}
+		res.LastOffset = r.LastOffset
+		res.LogStartOffset = r.LogStartOffset
+		rest = next
+	}
+	return p, res, nil
+}

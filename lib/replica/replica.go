@@ -1,0 +1,613 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mqproject/mq/lib/log"
+)
+
+// Errors returned by Partition. Callers map them to Kafka error codes.
+var (
+	// ErrNotLeader: the request needs the leader and this replica is not it.
+	ErrNotLeader = errors.New("replica: not the leader")
+	// ErrNotEnoughReplicas: acks=all and the ISR is smaller than min.insync.replicas.
+	ErrNotEnoughReplicas = errors.New("replica: not enough in-sync replicas")
+	// ErrStaleLeaderEpoch: Become was given an epoch older than the current one.
+	ErrStaleLeaderEpoch = errors.New("replica: stale leader epoch")
+	// ErrFencedLeaderEpoch: a request carried a leader epoch older than ours.
+	ErrFencedLeaderEpoch = errors.New("replica: fenced leader epoch")
+	// ErrUnknownLeaderEpoch: a request carried a leader epoch newer than ours.
+	ErrUnknownLeaderEpoch = errors.New("replica: unknown leader epoch")
+	// ErrClosed: the partition was closed or deleted.
+	ErrClosed = errors.New("replica: closed")
+)
+
+// Role is a replica's part in its partition.
+type Role int8
+
+// Roles.
+const (
+	Follower Role = iota
+	Leader
+)
+
+func (r Role) String() string {
+	if r == Leader {
+		return "leader"
+	}
+	return "follower"
+}
+
+// DefaultReplicaLagTime is Kafka's replica.lag.time.max.ms default.
+const DefaultReplicaLagTime = 30 * time.Second
+
+// Config describes one partition replica.
+type Config struct {
+	Topic     string
+	Partition int32
+	TopicID   [16]byte
+	// NodeID is this node's broker ID: the replica is leader when the
+	// partition's leader is NodeID.
+	NodeID int32
+	// MinInsyncReplicas is min.insync.replicas: acks=all appends are refused
+	// when the ISR is smaller. Values below 1 mean 1.
+	MinInsyncReplicas int32
+	// ReplicaLagTime is replica.lag.time.max.ms: an ISR follower that has
+	// not caught up with the leader's log end for this long is reported by
+	// OutOfSyncReplicas. Zero means DefaultReplicaLagTime.
+	ReplicaLagTime time.Duration
+	// Clock tells the time for follower bookkeeping; nil means time.Now.
+	Clock func() time.Time
+}
+
+// State is a consistent snapshot of a replica's state.
+type State struct {
+	Role           Role
+	LeaderEpoch    int32
+	Leader         int32 // -1 when the partition has no leader
+	Replicas       []int32
+	ISR            []int32
+	HighWatermark  int64
+	LogStartOffset int64
+	LogEndOffset   int64
+}
+
+// follower is what a leader knows of one follower replica.
+type follower struct {
+	// fetchOffset is the offset of the follower's latest fetch, i.e. its
+	// log end offset; -1 before its first fetch.
+	fetchOffset int64
+	// lastFetch is when that fetch arrived, and leaderEndAtLastFetch the
+	// leader's log end offset at that time.
+	lastFetch            time.Time
+	leaderEndAtLastFetch int64
+	// lastCaughtUp is the last time the follower was known to have every
+	// record the leader had.
+	lastCaughtUp time.Time
+}
+
+// Partition is one partition replica. All methods are safe for concurrent use.
+type Partition struct {
+	cfg   Config
+	log   *log.Log
+	clock func() time.Time
+
+	// stateMu guards the fields set by Become and SetMinInsyncReplicas.
+	// Appends hold it for reading, so Become (writing) waits for the
+	// appends in flight and no batch is appended under a stale epoch.
+	stateMu     sync.RWMutex
+	role        Role
+	leaderEpoch int32
+	leader      int32
+	replicas    []int32
+	isr         []int32
+	minISR      int32
+
+	// mu guards the offsets, the followers and the change channel.
+	// Lock order: stateMu before mu.
+	mu            sync.Mutex
+	highWatermark int64
+	logEndOffset  int64
+	followers     map[int32]*follower
+	changed       chan struct{} // closed and replaced on HW advance, role change, close
+	closed        bool
+}
+
+// New makes a Partition over an open log. The replica starts as a follower
+// with leader epoch -1 and no leader, with its high-water mark at the log
+// start offset; Become gives it its state from the cluster image.
+func New(cfg Config, l *log.Log) *Partition {
+	p := &Partition{
+		cfg:         cfg,
+		log:         l,
+		clock:       cfg.Clock,
+		role:        Follower,
+		leaderEpoch: -1,
+		leader:      -1,
+		minISR:      max(cfg.MinInsyncReplicas, 1),
+		followers:   map[int32]*follower{},
+		changed:     make(chan struct{}),
+	}
+	if p.clock == nil {
+		p.clock = time.Now
+	}
+	if p.cfg.ReplicaLagTime <= 0 {
+		p.cfg.ReplicaLagTime = DefaultReplicaLagTime
+	}
+	p.highWatermark = l.StartOffset()
+	p.logEndOffset = l.EndOffset()
+	return p
+}
+
+// Topic returns the topic name.
+func (p *Partition) Topic() string { return p.cfg.Topic }
+
+// Partition returns the partition number.
+func (p *Partition) Partition() int32 { return p.cfg.Partition }
+
+// TopicID returns the topic ID.
+func (p *Partition) TopicID() [16]byte { return p.cfg.TopicID }
+
+// Log returns the underlying log, for operations that need no replica
+// state (timestamps lookup, retention, config).
+func (p *Partition) Log() *log.Log { return p.log }
+
+func (p *Partition) String() string { return fmt.Sprintf("%s-%d", p.cfg.Topic, p.cfg.Partition) }
+
+// Become applies the partition's state from the cluster image: leader epoch,
+// leader, replicas and ISR. The replica is leader when leader is this node.
+// An epoch older than the current one is refused with ErrStaleLeaderEpoch;
+// the same epoch updates the replica set and ISR (the controller changes
+// the ISR without a new leader epoch).
+func (p *Partition) Become(leaderEpoch, leader int32, replicas, isr []int32) error {
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	if leaderEpoch < p.leaderEpoch {
+		return fmt.Errorf("%w: have %d, got %d", ErrStaleLeaderEpoch, p.leaderEpoch, leaderEpoch)
+	}
+	role := Follower
+	if leader == p.cfg.NodeID {
+		role = Leader
+	}
+	newLeadership := leaderEpoch != p.leaderEpoch || role != p.role
+	p.leaderEpoch = leaderEpoch
+	p.leader = leader
+	p.replicas = slices.Clone(replicas)
+	p.isr = slices.Clone(isr)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	roleChanged := role != p.role
+	p.role = role
+	if role == Leader {
+		now := p.clock()
+		// A new leadership starts follower tracking afresh; every follower
+		// gets a full lag period to catch up before it counts as out of sync.
+		if newLeadership {
+			clear(p.followers)
+		}
+		for _, r := range p.replicas {
+			if r == p.cfg.NodeID {
+				continue
+			}
+			if _, ok := p.followers[r]; !ok {
+				p.followers[r] = &follower{fetchOffset: -1, lastCaughtUp: now, lastFetch: now}
+			}
+		}
+		for r := range p.followers {
+			if !slices.Contains(p.replicas, r) {
+				delete(p.followers, r)
+			}
+		}
+		p.logEndOffset = max(p.logEndOffset, p.log.EndOffset())
+		if p.advanceLocked() {
+			roleChanged = true // wake waiters
+		}
+	} else {
+		clear(p.followers)
+	}
+	if roleChanged || newLeadership {
+		p.notifyLocked()
+	}
+	return nil
+}
+
+// SetMinInsyncReplicas changes min.insync.replicas (values below 1 mean 1).
+func (p *Partition) SetMinInsyncReplicas(n int32) {
+	p.stateMu.Lock()
+	p.minISR = max(n, 1)
+	p.stateMu.Unlock()
+}
+
+// State returns a snapshot of the replica's state.
+func (p *Partition) State() State {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return State{
+		Role:           p.role,
+		LeaderEpoch:    p.leaderEpoch,
+		Leader:         p.leader,
+		Replicas:       slices.Clone(p.replicas),
+		ISR:            slices.Clone(p.isr),
+		HighWatermark:  p.highWatermark,
+		LogStartOffset: p.log.StartOffset(),
+		LogEndOffset:   p.logEndOffset,
+	}
+}
+
+// LeaderEpoch returns the current leader epoch.
+func (p *Partition) LeaderEpoch() int32 {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	return p.leaderEpoch
+}
+
+// IsLeader reports whether this replica is the partition's leader.
+func (p *Partition) IsLeader() bool {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	return p.role == Leader
+}
+
+// HighWatermark returns the high-water mark: the offset below which every
+// record is on every in-sync replica and may be read by consumers.
+func (p *Partition) HighWatermark() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.highWatermark
+}
+
+// CheckLeaderEpoch compares the leader epoch a client sent (-1: none) with
+// the current one: ErrFencedLeaderEpoch when it is older, ErrUnknownLeaderEpoch
+// when newer.
+func (p *Partition) CheckLeaderEpoch(epoch int32) error {
+	if epoch < 0 {
+		return nil
+	}
+	current := p.LeaderEpoch()
+	switch {
+	case epoch < current:
+		return ErrFencedLeaderEpoch
+	case epoch > current:
+		return ErrUnknownLeaderEpoch
+	}
+	return nil
+}
+
+// Append appends one validated batch as leader, under the current leader
+// epoch. acks is the producer's acks setting: with -1 the append is refused
+// with ErrNotEnoughReplicas when the ISR is smaller than min.insync.replicas.
+// The batch is patched in place (base offset, epoch). With ISR = {self}
+// the high-water mark moves past the batch before Append returns.
+func (p *Partition) Append(batch []byte, acks int16) (log.AppendResult, error) {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	if p.role != Leader {
+		return log.AppendResult{}, ErrNotLeader
+	}
+	if acks == -1 && int32(len(p.isr)) < p.minISR {
+		return log.AppendResult{}, fmt.Errorf("%w: isr %v, min.insync.replicas %d", ErrNotEnoughReplicas, p.isr, p.minISR)
+	}
+	res, err := p.log.Append(batch, p.leaderEpoch)
+	if err != nil {
+		if errors.Is(err, log.ErrClosed) {
+			return res, ErrClosed
+		}
+		return res, err
+	}
+	p.mu.Lock()
+	// Appends are serialized by the log, and Append returns only once the
+	// batch is written (and synced under flush policy "always"); every
+	// record below LastOffset+1 is therefore in the log.
+	moved := false
+	if !res.Duplicate && res.LastOffset+1 > p.logEndOffset {
+		p.logEndOffset = res.LastOffset + 1
+		moved = true // followers long-polling for the log end want to know
+	}
+	if p.advanceLocked() || moved {
+		p.notifyLocked()
+	}
+	p.mu.Unlock()
+	return res, nil
+}
+
+// advanceLocked moves the high-water mark to the smallest log end offset of
+// the ISR members when that is larger, and reports whether it moved. Called
+// with stateMu (read) and mu held; the caller notifies.
+func (p *Partition) advanceLocked() bool {
+	if p.role != Leader {
+		return false
+	}
+	hw := p.logEndOffset
+	for _, r := range p.isr {
+		if r == p.cfg.NodeID {
+			continue
+		}
+		f := p.followers[r]
+		if f == nil {
+			return false
+		}
+		hw = min(hw, f.fetchOffset)
+	}
+	if hw > p.highWatermark {
+		p.highWatermark = hw
+		return true
+	}
+	return false
+}
+
+// notifyLocked wakes everything waiting on Changed.
+func (p *Partition) notifyLocked() {
+	close(p.changed)
+	if p.closed {
+		return // leave it closed: waiters must not block on a closed partition
+	}
+	p.changed = make(chan struct{})
+}
+
+// Changed returns a channel closed the next time the high-water mark or
+// the log end offset advances, the role or leader epoch changes, or the
+// partition closes. Take the channel before checking the condition waited
+// for, so that no advance is missed.
+func (p *Partition) Changed() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
+}
+
+// WaitHighWatermark blocks until the high-water mark is above offset, that
+// is until the record at offset is on every in-sync replica. It returns
+// ctx.Err() when ctx ends first, ErrNotLeader when the replica stops being
+// leader, and ErrClosed when the partition closes.
+func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
+	for {
+		p.stateMu.RLock()
+		role := p.role
+		p.stateMu.RUnlock()
+		p.mu.Lock()
+		hw, closed, ch := p.highWatermark, p.closed, p.changed
+		p.mu.Unlock()
+		switch {
+		case hw > offset:
+			return nil
+		case closed:
+			return ErrClosed
+		case role != Leader:
+			return ErrNotLeader
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Offsets returns the offsets a fetch reports for the partition.
+func (p *Partition) Offsets() ReadInfo {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return ReadInfo{
+		HighWatermark:  p.highWatermark,
+		LogStartOffset: p.log.StartOffset(),
+		LogEndOffset:   p.logEndOffset,
+		LeaderEpoch:    p.leaderEpoch,
+	}
+}
+
+// ReadInfo is the partition's state at the time of a Read.
+type ReadInfo struct {
+	HighWatermark  int64
+	LogStartOffset int64
+	LogEndOffset   int64
+	LeaderEpoch    int32
+}
+
+// Read reads whole batches from offset on, up to maxBytes (the first batch
+// is always whole, even when larger). A consumer (replicaID < 0) reads only
+// below the high-water mark; a follower (replicaID >= 0) reads up to the
+// log end offset and has its fetch position recorded first. An offset
+// outside [log start, log end] is log.ErrOffsetOutOfRange. When there is
+// nothing to read, the region is empty (zero Len) and err is nil.
+//
+// Reads are served by the leader only (ErrNotLeader otherwise).
+func (p *Partition) Read(offset int64, maxBytes int, replicaID int32) (log.Region, ReadInfo, error) {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	if p.role != Leader {
+		return log.Region{}, ReadInfo{}, ErrNotLeader
+	}
+	if replicaID >= 0 {
+		p.recordFollowerFetch(replicaID, offset)
+	}
+	p.mu.Lock()
+	info := ReadInfo{
+		HighWatermark:  p.highWatermark,
+		LogStartOffset: p.log.StartOffset(),
+		LogEndOffset:   p.logEndOffset,
+		LeaderEpoch:    p.leaderEpoch,
+	}
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return log.Region{}, info, ErrClosed
+	}
+	if offset < info.LogStartOffset || offset > info.LogEndOffset {
+		return log.Region{}, info, fmt.Errorf("%w: %d not in [%d, %d]", log.ErrOffsetOutOfRange, offset, info.LogStartOffset, info.LogEndOffset)
+	}
+	limit := info.HighWatermark
+	if replicaID >= 0 {
+		limit = info.LogEndOffset
+	}
+	if offset >= limit {
+		return log.Region{}, info, nil
+	}
+	r, err := p.log.Read(offset, limit, maxBytes)
+	if err != nil {
+		if errors.Is(err, log.ErrClosed) {
+			err = ErrClosed
+		}
+		return log.Region{}, info, err
+	}
+	return r, info, nil
+}
+
+// RecordFollowerFetch records that follower replicaID fetched at offset,
+// which is its log end offset, and advances the high-water mark if that
+// lets it. It reports false when this replica is not the leader or
+// replicaID is not a follower of the partition. Read calls it for fetches
+// carrying a replica id.
+func (p *Partition) RecordFollowerFetch(replicaID int32, offset int64) bool {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	if p.role != Leader {
+		return false
+	}
+	return p.recordFollowerFetch(replicaID, offset)
+}
+
+// recordFollowerFetch is RecordFollowerFetch with stateMu held for reading.
+func (p *Partition) recordFollowerFetch(replicaID int32, offset int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := p.followers[replicaID]
+	if f == nil {
+		return false
+	}
+	now := p.clock()
+	// Kafka's rule: a follower that fetches at the leader's current log end
+	// is caught up now; one that fetches at the log end the leader had at
+	// its previous fetch was caught up at that previous fetch.
+	switch {
+	case offset >= p.logEndOffset:
+		f.lastCaughtUp = now
+	case offset >= f.leaderEndAtLastFetch && f.fetchOffset >= 0:
+		f.lastCaughtUp = f.lastFetch
+	}
+	f.fetchOffset = offset
+	f.lastFetch = now
+	f.leaderEndAtLastFetch = p.logEndOffset
+	if p.advanceLocked() {
+		p.notifyLocked()
+	}
+	return true
+}
+
+// OutOfSyncReplicas lists the ISR followers that have not caught up with
+// the leader for longer than replica.lag.time.max.ms: the ISR shrink the
+// leader should propose to the controller. Empty on a follower.
+func (p *Partition) OutOfSyncReplicas() []int32 {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	if p.role != Leader {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock()
+	var out []int32
+	for _, r := range p.isr {
+		f := p.followers[r]
+		if r == p.cfg.NodeID || f == nil {
+			continue
+		}
+		if now.Sub(f.lastCaughtUp) > p.cfg.ReplicaLagTime {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// CaughtUpReplicas lists the followers outside the ISR whose log end has
+// reached the high-water mark: the ISR expansion the leader should propose
+// to the controller. Empty on a follower.
+func (p *Partition) CaughtUpReplicas() []int32 {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	if p.role != Leader {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []int32
+	for _, r := range p.replicas {
+		f := p.followers[r]
+		if f == nil || slices.Contains(p.isr, r) {
+			continue
+		}
+		if f.fetchOffset >= p.highWatermark {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// FollowerOffset returns the last fetch offset recorded for a follower, or
+// -1 when it has not fetched (or is not a follower of this leader).
+func (p *Partition) FollowerOffset(replicaID int32) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f := p.followers[replicaID]; f != nil {
+		return f.fetchOffset
+	}
+	return -1
+}
+
+// DeleteRecordsBefore raises the log start offset to offset, which must not
+// be above the high-water mark (log.ErrOffsetOutOfRange otherwise). It
+// returns the new log start offset. Leader only.
+func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	if p.role != Leader {
+		return 0, ErrNotLeader
+	}
+	hw := p.HighWatermark()
+	if offset > hw || offset < 0 {
+		return 0, fmt.Errorf("%w: %d beyond high-water mark %d", log.ErrOffsetOutOfRange, offset, hw)
+	}
+	if offset > p.log.StartOffset() {
+		if err := p.log.DeleteRecordsBefore(offset); err != nil {
+			return 0, err
+		}
+	}
+	return p.log.StartOffset(), nil
+}
+
+// Close marks the partition closed, wakes every waiter (ErrClosed) and
+// closes the log.
+func (p *Partition) Close() error {
+	if !p.markClosed() {
+		return nil
+	}
+	return p.log.Close()
+}
+
+// Delete closes the partition and removes its log from disk.
+func (p *Partition) Delete() error {
+	p.markClosed()
+	return p.log.Delete()
+}
+
+func (p *Partition) markClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.closed = true
+	p.notifyLocked()
+	return true
+}

@@ -1,0 +1,440 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/record"
+)
+
+const self = 1
+
+// fakeClock is a settable clock for follower bookkeeping.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func newPartition(t *testing.T, cfg Config) (*Partition, *fakeClock) {
+	t.Helper()
+	l, err := log.Open(t.TempDir(), log.DefaultConfig(), log.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	cfg.Topic, cfg.NodeID = "t", self
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Now
+	}
+	p := New(cfg, l)
+	t.Cleanup(func() { p.Close() })
+	return p, clock
+}
+
+// batch builds an uncompressed batch of n records.
+func batch(t testing.TB, n int) []byte {
+	t.Helper()
+	recs := make([]record.Record, n)
+	for i := range recs {
+		recs[i].Value = []byte(fmt.Sprintf("value-%d", i))
+	}
+	b, err := record.Build(record.BuildOptions{BaseTimestamp: 1_700_000_000_000}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustBecome(t *testing.T, p *Partition, epoch, leader int32, replicas, isr []int32) {
+	t.Helper()
+	if err := p.Become(epoch, leader, replicas, isr); err != nil {
+		t.Fatalf("Become(%d, %d, %v, %v): %v", epoch, leader, replicas, isr, err)
+	}
+}
+
+func TestSingleReplicaHighWatermarkFollowsEveryAppend(t *testing.T) {
+	p, _ := newPartition(t, Config{})
+	mustBecome(t, p, 0, self, []int32{self}, []int32{self})
+	var next int64
+	for i, n := range []int{1, 3, 7} {
+		res, err := p.Append(batch(t, n), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.BaseOffset != next || res.LastOffset != next+int64(n)-1 {
+			t.Fatalf("append %d: offsets %d..%d, want %d..%d", i, res.BaseOffset, res.LastOffset, next, next+int64(n)-1)
+		}
+		next += int64(n)
+		if hw := p.HighWatermark(); hw != next {
+			t.Fatalf("append %d: high-water mark %d, want %d", i, hw, next)
+		}
+		if err := p.WaitHighWatermark(context.Background(), res.LastOffset); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestAppendChecksRoleAndMinInsyncReplicas(t *testing.T) {
+	tests := []struct {
+		name     string
+		leader   int32
+		replicas []int32
+		isr      []int32
+		minISR   int32
+		acks     int16
+		want     error
+	}{
+		{"leader alone acks=all", self, []int32{1}, []int32{1}, 1, -1, nil},
+		{"follower refuses", 2, []int32{1, 2}, []int32{1, 2}, 1, 1, ErrNotLeader},
+		{"no leader refuses", -1, []int32{1, 2}, nil, 1, 1, ErrNotLeader},
+		{"isr below min acks=all", self, []int32{1, 2}, []int32{1}, 2, -1, ErrNotEnoughReplicas},
+		{"isr below min acks=1 is fine", self, []int32{1, 2}, []int32{1}, 2, 1, nil},
+		{"isr below min acks=0 is fine", self, []int32{1, 2}, []int32{1}, 2, 0, nil},
+		{"isr at min acks=all", self, []int32{1, 2}, []int32{1, 2}, 2, -1, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, _ := newPartition(t, Config{MinInsyncReplicas: tt.minISR})
+			mustBecome(t, p, 0, tt.leader, tt.replicas, tt.isr)
+			_, err := p.Append(batch(t, 1), tt.acks)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Append: %v, want %v", err, tt.want)
+			}
+			if tt.want != nil && p.Log().EndOffset() != 0 {
+				t.Fatalf("refused append wrote: log end %d", p.Log().EndOffset())
+			}
+		})
+	}
+}
+
+func TestBecomeNeverGoesBackInEpoch(t *testing.T) {
+	p, _ := newPartition(t, Config{})
+	mustBecome(t, p, 5, self, []int32{1, 2}, []int32{1, 2})
+	if err := p.Become(4, 2, []int32{1, 2}, []int32{2}); !errors.Is(err, ErrStaleLeaderEpoch) {
+		t.Fatalf("Become with older epoch: %v, want ErrStaleLeaderEpoch", err)
+	}
+	if s := p.State(); s.LeaderEpoch != 5 || s.Role != Leader || !slices.Equal(s.ISR, []int32{1, 2}) {
+		t.Fatalf("state changed by a stale Become: %+v", s)
+	}
+	// Same epoch: the controller changed the ISR only.
+	mustBecome(t, p, 5, self, []int32{1, 2}, []int32{1})
+	if s := p.State(); !slices.Equal(s.ISR, []int32{1}) {
+		t.Fatalf("ISR %v after same-epoch Become, want [1]", s.ISR)
+	}
+	mustBecome(t, p, 6, 2, []int32{1, 2}, []int32{1, 2})
+	if p.IsLeader() || p.LeaderEpoch() != 6 {
+		t.Fatalf("after Become(6, 2): leader %v epoch %d", p.IsLeader(), p.LeaderEpoch())
+	}
+}
+
+func TestCheckLeaderEpoch(t *testing.T) {
+	p, _ := newPartition(t, Config{})
+	mustBecome(t, p, 3, self, []int32{1}, []int32{1})
+	for _, tt := range []struct {
+		epoch int32
+		want  error
+	}{{-1, nil}, {3, nil}, {2, ErrFencedLeaderEpoch}, {4, ErrUnknownLeaderEpoch}} {
+		if err := p.CheckLeaderEpoch(tt.epoch); !errors.Is(err, tt.want) {
+			t.Errorf("CheckLeaderEpoch(%d) = %v, want %v", tt.epoch, err, tt.want)
+		}
+	}
+}
+
+func TestHighWatermarkIsSmallestISRLogEnd(t *testing.T) {
+	p, _ := newPartition(t, Config{})
+	mustBecome(t, p, 0, self, []int32{1, 2, 3}, []int32{1, 2, 3})
+	for range 3 {
+		if _, err := p.Append(batch(t, 2), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		replica int32
+		offset  int64
+		wantHW  int64
+	}{
+		{2, 4, 0}, // 3 has not fetched yet
+		{3, 2, 2},
+		{3, 6, 4},
+		{2, 6, 6},
+		{4, 100, 6}, // not a replica: ignored
+	}
+	for _, s := range steps {
+		p.RecordFollowerFetch(s.replica, s.offset)
+		if hw := p.HighWatermark(); hw != s.wantHW {
+			t.Fatalf("after replica %d fetched at %d: high-water mark %d, want %d", s.replica, s.offset, hw, s.wantHW)
+		}
+	}
+	// The ISR shrinks to {1, 2}: nothing changes, both are at 6. New appends
+	// then need only replica 2.
+	mustBecome(t, p, 0, self, []int32{1, 2, 3}, []int32{1, 2})
+	res, err := p.Append(batch(t, 1), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.WaitHighWatermark(context.Background(), res.LastOffset) }()
+	select {
+	case err := <-done:
+		t.Fatalf("acks=all wait returned %v before the follower fetched", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	p.RecordFollowerFetch(2, res.LastOffset+1)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWaitHighWatermarkEnds(t *testing.T) {
+	tests := []struct {
+		name   string
+		action func(p *Partition)
+		want   error
+	}{
+		{"deadline", func(p *Partition) {}, context.DeadlineExceeded},
+		{"leadership lost", func(p *Partition) { p.Become(1, 2, []int32{1, 2}, []int32{2}) }, ErrNotLeader},
+		{"closed", func(p *Partition) { p.Close() }, ErrClosed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, _ := newPartition(t, Config{})
+			mustBecome(t, p, 0, self, []int32{1, 2}, []int32{1, 2})
+			if _, err := p.Append(batch(t, 1), -1); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- p.WaitHighWatermark(ctx, 0) }()
+			tt.action(p)
+			if err := <-done; !errors.Is(err, tt.want) {
+				t.Fatalf("WaitHighWatermark: %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestReplicaLagBookkeeping(t *testing.T) {
+	p, clock := newPartition(t, Config{ReplicaLagTime: 10 * time.Second})
+	mustBecome(t, p, 0, self, []int32{1, 2, 3}, []int32{1, 2})
+	if _, err := p.Append(batch(t, 5), 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(5 * time.Second)
+	p.RecordFollowerFetch(2, 5) // caught up
+	p.RecordFollowerFetch(3, 0) // far behind, outside the ISR
+	if got := p.OutOfSyncReplicas(); len(got) != 0 {
+		t.Fatalf("out of sync %v, want none", got)
+	}
+	clock.advance(11 * time.Second)
+	if got := p.OutOfSyncReplicas(); !slices.Equal(got, []int32{2}) {
+		t.Fatalf("out of sync after 11s without a fetch: %v, want [2]", got)
+	}
+	p.RecordFollowerFetch(2, 5)
+	if got := p.OutOfSyncReplicas(); len(got) != 0 {
+		t.Fatalf("out of sync after a caught-up fetch: %v, want none", got)
+	}
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high-water mark %d, want 5", hw)
+	}
+	if got := p.CaughtUpReplicas(); len(got) != 0 {
+		t.Fatalf("caught up %v, want none (3 is at 0)", got)
+	}
+	p.RecordFollowerFetch(3, 5)
+	if got := p.CaughtUpReplicas(); !slices.Equal(got, []int32{3}) {
+		t.Fatalf("caught up %v, want [3]", got)
+	}
+	if got := p.FollowerOffset(3); got != 5 {
+		t.Fatalf("FollowerOffset(3) = %d, want 5", got)
+	}
+	// A follower has no follower bookkeeping.
+	mustBecome(t, p, 1, 2, []int32{1, 2, 3}, []int32{2})
+	if got := p.OutOfSyncReplicas(); got != nil {
+		t.Fatalf("follower reports out of sync %v", got)
+	}
+}
+
+func TestReadStopsConsumersAtHighWatermark(t *testing.T) {
+	p, _ := newPartition(t, Config{})
+	mustBecome(t, p, 0, self, []int32{1, 2}, []int32{1, 2})
+	for range 2 {
+		if _, err := p.Append(batch(t, 2), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.RecordFollowerFetch(2, 2) // HW 2, log end 4
+	tests := []struct {
+		name      string
+		offset    int64
+		replicaID int32
+		wantLen   bool
+		wantErr   error
+	}{
+		{"consumer below HW", 0, -1, true, nil},
+		{"consumer at HW", 2, -1, false, nil},
+		{"consumer between HW and log end", 3, -1, false, nil},
+		{"consumer past log end", 5, -1, false, log.ErrOffsetOutOfRange},
+		{"follower above HW", 2, 2, true, nil},
+		{"follower at log end", 4, 2, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, info, err := p.Read(tt.offset, 1<<20, tt.replicaID)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Read: %v, want %v", err, tt.wantErr)
+			}
+			defer r.Release()
+			if (r.Len > 0) != tt.wantLen {
+				t.Fatalf("Read(%d) region %+v, want data %v", tt.offset, r, tt.wantLen)
+			}
+			if tt.replicaID < 0 && r.Len > 0 && r.LastOffset >= info.HighWatermark {
+				t.Fatalf("consumer read up to %d, high-water mark %d", r.LastOffset, info.HighWatermark)
+			}
+		})
+	}
+	if _, _, err := p.Read(0, 100, -1); err != nil {
+		t.Fatal(err)
+	}
+	mustBecome(t, p, 1, 2, []int32{1, 2}, []int32{2})
+	if _, _, err := p.Read(0, 100, -1); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("Read on a follower: %v, want ErrNotLeader", err)
+	}
+}
+
+func TestDeleteRecordsBeforeStopsAtHighWatermark(t *testing.T) {
+	p, _ := newPartition(t, Config{})
+	mustBecome(t, p, 0, self, []int32{1}, []int32{1})
+	for range 3 {
+		if _, err := p.Append(batch(t, 2), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.DeleteRecordsBefore(7); !errors.Is(err, log.ErrOffsetOutOfRange) {
+		t.Fatalf("DeleteRecordsBefore past HW: %v, want ErrOffsetOutOfRange", err)
+	}
+	start, err := p.DeleteRecordsBefore(3)
+	if err != nil || start != 3 {
+		t.Fatalf("DeleteRecordsBefore(3) = %d, %v; want 3", start, err)
+	}
+	if _, _, err := p.Read(2, 100, -1); !errors.Is(err, log.ErrOffsetOutOfRange) {
+		t.Fatalf("Read below log start: %v, want ErrOffsetOutOfRange", err)
+	}
+	if start, err := p.DeleteRecordsBefore(1); err != nil || start != 3 {
+		t.Fatalf("DeleteRecordsBefore below start = %d, %v; want 3, nil", start, err)
+	}
+}
+
+// TestConcurrentAppendersAndWaiters runs many acks=all appenders, readers
+// long-polling on Changed, and ISR changes at once (run with -race).
+func TestConcurrentAppendersAndWaiters(t *testing.T) {
+	p, _ := newPartition(t, Config{})
+	mustBecome(t, p, 0, self, []int32{1}, []int32{1})
+	const appenders, perAppender, recordsPerBatch = 8, 15, 3
+	const total = appenders * perAppender * recordsPerBatch
+	var wg sync.WaitGroup
+	var seen sync.Map
+	var dup atomic.Int64
+	for a := range appenders {
+		wg.Go(func() {
+			for i := range perAppender {
+				res, err := p.Append(batch(t, recordsPerBatch), -1)
+				if err != nil {
+					t.Errorf("appender %d batch %d: %v", a, i, err)
+					return
+				}
+				if _, loaded := seen.LoadOrStore(res.BaseOffset, true); loaded {
+					dup.Add(1)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err = p.WaitHighWatermark(ctx, res.LastOffset)
+				cancel()
+				if err != nil {
+					t.Errorf("wait for %d: %v", res.LastOffset, err)
+					return
+				}
+			}
+		})
+	}
+	// Readers follow the high-water mark by waiting on Changed, the way a
+	// fetch long-poll does, until they have seen everything.
+	for range 4 {
+		wg.Go(func() {
+			var offset int64
+			deadline := time.After(10 * time.Second)
+			for offset < total {
+				ch := p.Changed()
+				r, _, err := p.Read(offset, 1<<20, -1)
+				if err != nil {
+					t.Errorf("read at %d: %v", offset, err)
+					return
+				}
+				if r.Len > 0 {
+					offset = r.LastOffset + 1
+					r.Release()
+					continue
+				}
+				select {
+				case <-ch:
+				case <-deadline:
+					t.Errorf("reader stuck at %d of %d", offset, total)
+					return
+				}
+			}
+		})
+	}
+	// Same-epoch ISR updates race with the appends.
+	wg.Go(func() {
+		for range 50 {
+			if err := p.Become(0, self, []int32{1}, []int32{1}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	if dup.Load() != 0 {
+		t.Fatalf("%d base offsets handed out twice", dup.Load())
+	}
+	if hw := p.HighWatermark(); hw != total {
+		t.Fatalf("high-water mark %d, want %d", hw, total)
+	}
+}
+
+func TestCloseWakesChangedWaiters(t *testing.T) {
+	p, _ := newPartition(t, Config{})
+	mustBecome(t, p, 0, self, []int32{1}, []int32{1})
+	ch := p.Changed()
+	p.Close()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Changed channel not closed by Close")
+	}
+	select {
+	case <-p.Changed():
+	default:
+		t.Fatal("Changed after Close returns an open channel")
+	}
+	if _, err := p.Append(batch(t, 1), 1); err == nil {
+		t.Fatal("Append after Close succeeded")
+	}
+}
