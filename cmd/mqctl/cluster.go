@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mqproject/mq/lib/admin"
+)
+
+func clusterCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "cluster",
+		Usage: "show the cluster: brokers, controller, versions",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "describe",
+				Usage:     "show the cluster id, the controller and the brokers",
+				ArgsUsage: " ",
+				UsageText: doc("mqctl cluster describe [--apis]", `Shows the cluster id and controller, then one row per broker: BROKER HOST
+PORT RACK CONTROLLER VERSION, where VERSION is the Apache Kafka release
+whose protocol the broker's API versions match best (or "unknown"). With
+--apis, the Kafka APIs each broker answers and their version ranges.
+
+JSON: {"cluster_id": string, "controller": int, "brokers": [{"id": int,
+ "host": string, "port": int, "rack": string|null, "controller": bool,
+ "version": string, "apis": [{"key": int, "name": string, "min": int,
+ "max": int}], "error": string}]}; controller is -1 when none is known.`),
+				Flags: append(commandFlags(),
+					&cli.BoolFlag{Name: "apis", Usage: "list the Kafka APIs and versions each broker answers"},
+				),
+				Action: action(func(c *cli.Context) (job, error) {
+					if err := noArgs(c); err != nil {
+						return nil, err
+					}
+					apis := c.Bool("apis")
+					return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
+						r, err := a.DescribeCluster(ctx, apis)
+						if r == nil {
+							return nil, err
+						}
+						return r, err
+					}, nil
+				}),
+			},
+		},
+	}
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mqproject/mq/lib/admin"
+)
+
+func configCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "config",
+		Usage: "read and change topic and broker configs",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "get",
+				Usage:     "show the configs of a topic or a broker",
+				ArgsUsage: "topic TOPIC [NAME...] | broker [ID|default] [NAME...]",
+				UsageText: doc("mqctl config get topic TOPIC [NAME...]\nmqctl config get broker [ID|default] [NAME...]", `Shows every config of the topic or broker, or only the NAMEs given, with
+its value and where the value comes from (DEFAULT_CONFIG,
+STATIC_BROKER_CONFIG, DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
+DYNAMIC_DEFAULT_BROKER_CONFIG). "broker" alone is the only broker of a
+one-node cluster; "broker default" the cluster-wide broker defaults.
+
+Prints NAME VALUE SOURCE. JSON: {"resource": "topic"|"broker",
+ "name": string, "configs": [{"name": string, "value": string|null,
+ "source": string, "sensitive": bool}]}, sorted by name; name is the topic,
+the broker id or "default"; value is null for sensitive configs. An
+unknown topic or NAME is a failure (exit 1).`),
+				Flags: commandFlags(),
+				Action: action(func(c *cli.Context) (job, error) {
+					target, names, err := admin.ParseConfigTarget("config get", c.Args().Slice())
+					if err != nil {
+						return nil, err
+					}
+					return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
+						r, err := a.GetConfigs(ctx, target, names)
+						if r == nil {
+							return nil, err
+						}
+						return r, err
+					}, nil
+				}),
+			},
+			{
+				Name:      "set",
+				Usage:     "change configs of a topic or a broker",
+				ArgsUsage: "topic TOPIC [KEY=VALUE...] | broker [ID|default] [KEY=VALUE...]",
+				UsageText: doc("mqctl config set topic TOPIC [KEY=VALUE...] [-d KEY]...\nmqctl config set broker [ID|default] [KEY=VALUE...] [-d KEY]...", `Sets each KEY to VALUE and resets each --delete KEY to its default, leaving
+the other configs as they are (incremental). "broker" without an id, or
+"broker default", changes the cluster-wide defaults every broker inherits;
+"broker ID" changes that broker only. Broker configs that can only be set
+when mqd starts are refused.
+
+Prints NAME ACTION VALUE. JSON: {"resource": "topic"|"broker",
+ "name": string, "set": {name: value}, "deleted": [name]}. An unknown topic
+or config, or a bad value, is a failure (exit 1).`),
+				Flags: append(commandFlags(),
+					&cli.StringSliceFlag{Name: "delete", Aliases: []string{"d"}, Usage: "reset config `KEY` to its default (repeatable)"},
+				),
+				Action: action(func(c *cli.Context) (job, error) {
+					target, kvs, err := admin.ParseConfigTarget("config set", c.Args().Slice())
+					if err != nil {
+						return nil, err
+					}
+					set, err := admin.ParseConfigs("config set", kvs)
+					if err != nil {
+						return nil, err
+					}
+					deleted := c.StringSlice("delete")
+					if err := admin.CheckConfigChange("config set", set, deleted); err != nil {
+						return nil, err
+					}
+					return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
+						r, err := a.SetConfigs(ctx, target, set, deleted)
+						if r == nil {
+							return nil, err
+						}
+						return r, err
+					}, nil
+				}),
+			},
+		},
+	}
+}

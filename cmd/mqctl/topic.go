@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"math"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mqproject/mq/lib/admin"
+	"github.com/mqproject/mq/lib/client"
+)
+
+func topicCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "topic",
+		Usage: "create, list, describe, alter and delete topics",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "create",
+				Usage:     "create topics",
+				ArgsUsage: "TOPIC...",
+				UsageText: doc("mqctl topic create [-p N] [-r N] [-c KEY=VALUE]... [--if-not-exists] TOPIC...", `Creates each TOPIC with --partitions partitions and --replication-factor
+replicas (by default the broker's num.partitions and
+default.replication.factor) and the topic configs given with -c.
+
+Prints one row per topic: TOPIC RESULT DETAIL. JSON: an array of
+{"topic": string, "result": "created"|"exists"|"failed",
+ "partitions": int, "replication_factor": int, "set": {name: value},
+ "error": string} (partitions, replication_factor, set and error only when
+known). Exits 1 when a topic could not be created; with --if-not-exists a
+topic that exists already is "exists" and not a failure.`),
+				Flags: append(commandFlags(),
+					&cli.IntFlag{Name: "partitions", Aliases: []string{"p"}, Value: -1, Usage: "number of partitions", DefaultText: "the broker's num.partitions"},
+					&cli.IntFlag{Name: "replication-factor", Aliases: []string{"r"}, Value: -1, Usage: "replicas per partition", DefaultText: "the broker's default.replication.factor"},
+					&cli.StringSliceFlag{Name: "config", Aliases: []string{"c"}, Usage: "topic config `KEY=VALUE` (repeatable), e.g. -c retention.ms=86400000"},
+					&cli.BoolFlag{Name: "if-not-exists", Usage: "succeed when a topic exists already"},
+				),
+				Action: action(func(c *cli.Context) (job, error) {
+					req := admin.CreateTopics{Topics: c.Args().Slice(), IfNotExists: c.Bool("if-not-exists")}
+					if err := admin.CheckTopicNames("topic create", req.Topics); err != nil {
+						return nil, err
+					}
+					p, rf := c.Int("partitions"), c.Int("replication-factor")
+					if p == 0 || p < -1 || p > math.MaxInt32 {
+						return nil, client.Usagef("topic create: --partitions must be positive")
+					}
+					if rf == 0 || rf < -1 || rf > math.MaxInt16 {
+						return nil, client.Usagef("topic create: --replication-factor must be positive")
+					}
+					req.Partitions, req.ReplicationFactor = int32(p), int16(rf)
+					configs, err := admin.ParseConfigs("topic create: --config", c.StringSlice("config"))
+					if err != nil {
+						return nil, err
+					}
+					req.Configs = configs
+					return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
+						r, err := a.CreateTopics(ctx, req)
+						if r == nil {
+							return nil, err
+						}
+						return r, err
+					}, nil
+				}),
+			},
+			{
+				Name:      "list",
+				Aliases:   []string{"ls"},
+				Usage:     "list topics",
+				ArgsUsage: " ",
+				UsageText: doc("mqctl topic list [--internal]", `Lists the topics of the cluster, sorted by name.
+
+Prints TOPIC PARTITIONS REPLICATION-FACTOR. JSON: an array of
+{"topic": string, "partitions": int, "replication_factor": int,
+ "internal": bool}.`),
+				Flags: append(commandFlags(),
+					&cli.BoolFlag{Name: "internal", Usage: "include internal topics (__consumer_offsets)"},
+				),
+				Action: action(func(c *cli.Context) (job, error) {
+					if err := noArgs(c); err != nil {
+						return nil, err
+					}
+					internal := c.Bool("internal")
+					return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
+						r, err := a.ListTopics(ctx, internal)
+						if r == nil {
+							return nil, err
+						}
+						return r, err
+					}, nil
+				}),
+			},
+			{
+				Name:      "describe",
+				Usage:     "show topics' partitions: leader, replicas, ISR, log start, high-water mark",
+				ArgsUsage: "[TOPIC...]",
+				UsageText: doc("mqctl topic describe [TOPIC...]", `Describes each TOPIC (default: every topic but the internal ones): one
+row per partition with its leader, replicas, in-sync replicas (ISR), log
+start offset and high-water mark.
+
+Prints TOPIC PARTITION LEADER REPLICAS ISR LOG-START HIGH-WATERMARK. JSON:
+an array of {"topic": string, "id": string, "internal": bool,
+ "partitions": [{"partition": int, "leader": int, "leader_epoch": int,
+ "replicas": [int], "isr": [int], "offline_replicas": [int],
+ "log_start_offset": int, "high_watermark": int, "error": string}]},
+sorted by topic and partition; leader is -1 when the partition has none,
+offsets are -1 when unknown (error says why). An unknown TOPIC is a failure
+(exit 1); the other topics are still described.`),
+				Flags: commandFlags(),
+				Action: action(func(c *cli.Context) (job, error) {
+					topics := c.Args().Slice()
+					if len(topics) > 0 {
+						if err := admin.CheckTopicNames("topic describe", topics); err != nil {
+							return nil, err
+						}
+					}
+					return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
+						r, err := a.DescribeTopics(ctx, topics)
+						if r == nil {
+							return nil, err
+						}
+						return r, err
+					}, nil
+				}),
+			},
+			{
+				Name:      "alter",
+				Usage:     "add partitions to topics or change their configs",
+				ArgsUsage: "TOPIC...",
+				UsageText: doc("mqctl topic alter [-p N] [-c KEY=VALUE]... [-d KEY]... [--if-exists] TOPIC...", `Raises each TOPIC's partition count to --partitions, sets the configs
+given with -c and deletes (resets to the default) those given with
+--delete-config. Configs not named keep their values.
+
+Prints TOPIC RESULT DETAIL. JSON: an array of {"topic": string,
+ "result": "altered"|"missing"|"failed", "partitions": int,
+ "set": {name: value}, "deleted": [name], "error": string}. An unknown
+topic is a failure unless --if-exists is given (then it is "missing").`),
+				Flags: append(commandFlags(),
+					&cli.IntFlag{Name: "partitions", Aliases: []string{"p"}, Usage: "new total number of partitions (can only grow)"},
+					&cli.StringSliceFlag{Name: "config", Aliases: []string{"c"}, Usage: "set topic config `KEY=VALUE` (repeatable)"},
+					&cli.StringSliceFlag{Name: "delete-config", Aliases: []string{"d"}, Usage: "reset topic config `KEY` to its default (repeatable)"},
+					&cli.BoolFlag{Name: "if-exists", Usage: "succeed when a topic does not exist"},
+				),
+				Action: action(func(c *cli.Context) (job, error) {
+					set, err := admin.ParseConfigs("topic alter: --config", c.StringSlice("config"))
+					if err != nil {
+						return nil, err
+					}
+					req := admin.AlterTopics{
+						Topics:     c.Args().Slice(),
+						Partitions: c.Int("partitions"),
+						Set:        set,
+						Delete:     c.StringSlice("delete-config"),
+						IfExists:   c.Bool("if-exists"),
+					}
+					if err := req.Check(); err != nil {
+						return nil, err
+					}
+					return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
+						r, err := a.AlterTopics(ctx, req)
+						if r == nil {
+							return nil, err
+						}
+						return r, err
+					}, nil
+				}),
+			},
+			{
+				Name:      "delete",
+				Aliases:   []string{"rm"},
+				Usage:     "delete topics and their data",
+				ArgsUsage: "TOPIC...",
+				UsageText: doc("mqctl topic delete [--if-exists] TOPIC...", `Deletes each TOPIC and all its records.
+
+Prints TOPIC RESULT DETAIL. JSON: an array of {"topic": string,
+ "result": "deleted"|"missing"|"failed", "error": string}. An unknown topic
+is a failure unless --if-exists is given (then it is "missing").`),
+				Flags: append(commandFlags(),
+					&cli.BoolFlag{Name: "if-exists", Usage: "succeed when a topic does not exist"},
+				),
+				Action: action(func(c *cli.Context) (job, error) {
+					topics := c.Args().Slice()
+					if err := admin.CheckTopicNames("topic delete", topics); err != nil {
+						return nil, err
+					}
+					ifExists := c.Bool("if-exists")
+					return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
+						r, err := a.DeleteTopics(ctx, topics, ifExists)
+						if r == nil {
+							return nil, err
+						}
+						return r, err
+					}, nil
+				}),
+			},
+		},
+	}
+}

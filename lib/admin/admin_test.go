@@ -1,0 +1,247 @@
+package admin
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/mqproject/mq/lib/client"
+)
+
+func TestParseConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+		code int
+	}{
+		{nil, "map[]", 0},
+		{[]string{"a=1", "b=x=y", "c="}, "map[a:1 b:x=y c:]", 0},
+		{[]string{" a =1"}, "map[a:1]", 0},
+		{[]string{"a"}, "", client.ExitUsage},
+		{[]string{"=1"}, "", client.ExitUsage},
+		{[]string{"a=1", "a=2"}, "", client.ExitUsage},
+	} {
+		got, err := ParseConfigs("test", tc.in)
+		if client.ExitCode(err) != tc.code || tc.code == 0 && fmt.Sprint(got) != tc.want {
+			t.Errorf("ParseConfigs(%q) = %v, %v", tc.in, got, err)
+		}
+	}
+}
+
+func TestParseOffset(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		code int
+	}{
+		{"0", 0, 0}, {"42", 42, 0}, {"end", -1, 0}, {"hw", -1, 0},
+		{"-1", 0, client.ExitUsage}, {"x", 0, client.ExitUsage}, {"", 0, client.ExitUsage},
+	} {
+		got, err := ParseOffset("test", tc.in)
+		if got != tc.want || client.ExitCode(err) != tc.code {
+			t.Errorf("ParseOffset(%q) = %d, %v", tc.in, got, err)
+		}
+	}
+}
+
+func TestParseConfigTarget(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want ConfigTarget
+		rest string
+		code int
+	}{
+		{[]string{"topic", "t", "a", "b"}, ConfigTarget{ResourceTopic, "t"}, "[a b]", 0},
+		{[]string{"topics", "t"}, ConfigTarget{ResourceTopic, "t"}, "[]", 0},
+		{[]string{"broker"}, ConfigTarget{ResourceBroker, ""}, "[]", 0},
+		{[]string{"broker", "3", "x=1"}, ConfigTarget{ResourceBroker, "3"}, "[x=1]", 0},
+		{[]string{"broker", "default", "num.partitions"}, ConfigTarget{ResourceBroker, ClusterDefault}, "[num.partitions]", 0},
+		{[]string{"broker", "num.partitions"}, ConfigTarget{ResourceBroker, ""}, "[num.partitions]", 0},
+		{[]string{"broker", "-1"}, ConfigTarget{}, "", client.ExitUsage},
+		{[]string{"topic"}, ConfigTarget{}, "", client.ExitUsage},
+		{[]string{}, ConfigTarget{}, "", client.ExitUsage},
+		{[]string{"group", "g"}, ConfigTarget{}, "", client.ExitUsage},
+	} {
+		got, rest, err := ParseConfigTarget("test", tc.args)
+		if client.ExitCode(err) != tc.code {
+			t.Errorf("%q: err %v", tc.args, err)
+			continue
+		}
+		if tc.code == 0 && (got != tc.want || fmt.Sprint(rest) != tc.rest) {
+			t.Errorf("%q: got %+v %v, want %+v %s", tc.args, got, rest, tc.want, tc.rest)
+		}
+	}
+}
+
+func TestUsageChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		code int
+	}{
+		{"topics ok", CheckTopicNames("x", []string{"a", "b"}), 0},
+		{"no topics", CheckTopicNames("x", nil), client.ExitUsage},
+		{"empty topic", CheckTopicNames("x", []string{""}), client.ExitUsage},
+		{"twice", CheckTopicNames("x", []string{"a", "a"}), client.ExitUsage},
+		{"alter partitions", AlterTopics{Topics: []string{"a"}, Partitions: 2}.Check(), 0},
+		{"alter nothing", AlterTopics{Topics: []string{"a"}}.Check(), client.ExitUsage},
+		{"alter negative", AlterTopics{Topics: []string{"a"}, Partitions: -1}.Check(), client.ExitUsage},
+		{"alter set and delete", AlterTopics{Topics: []string{"a"}, Set: map[string]string{"k": "v"}, Delete: []string{"k"}}.Check(), client.ExitUsage},
+		{"change ok", CheckConfigChange("x", nil, []string{"k"}), 0},
+		{"change nothing", CheckConfigChange("x", nil, nil), client.ExitUsage},
+		{"change both", CheckConfigChange("x", map[string]string{"k": "v"}, []string{"k"}), client.ExitUsage},
+	} {
+		if got := client.ExitCode(tc.err); got != tc.code {
+			t.Errorf("%s: exit %d (%v), want %d", tc.name, got, tc.err, tc.code)
+		}
+	}
+}
+
+func TestErrText(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		msg  string
+		want string
+	}{
+		{kerr.TopicAlreadyExists, "", "TOPIC_ALREADY_EXISTS: Topic with this name already exists."},
+		{kerr.TopicAlreadyExists, `topic "a" already exists`, `TOPIC_ALREADY_EXISTS: topic "a" already exists`},
+		{fmt.Errorf("wrapped: %w", kerr.InvalidConfig), "bad", "INVALID_CONFIG: bad"},
+		{fmt.Errorf("plain"), "", "plain"},
+		{fmt.Errorf("plain"), "more", "plain: more"},
+	} {
+		if got := errText(tc.err, tc.msg); got != tc.want {
+			t.Errorf("errText(%v, %q) = %q, want %q", tc.err, tc.msg, got, tc.want)
+		}
+	}
+}
+
+func TestFailuresJoinIntoOneError(t *testing.T) {
+	if err := failures("x", nil); err != nil {
+		t.Errorf("no failures: %v", err)
+	}
+	err := failures("topic create", []string{"a: boom", "b: bang"})
+	if client.ExitCode(err) != client.ExitFailure || err.Error() != "topic create: 2 failed: a: boom; b: bang" {
+		t.Errorf("got %v", err)
+	}
+}
+
+func str(s string) *string { return &s }
+
+func TestResultsRender(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		r         Result
+		table     string
+		jsonShape string
+	}{
+		{
+			name: "topic list",
+			r:    TopicList{{Topic: "a", Partitions: 3, ReplicationFactor: 1}, {Topic: "__consumer_offsets", Partitions: 50, ReplicationFactor: 1, Internal: true}},
+			table: "TOPIC               PARTITIONS  REPLICATION-FACTOR\n" +
+				"a                   3           1\n" +
+				"__consumer_offsets  50          1\n",
+			jsonShape: `[{"topic":"a","partitions":3,"replication_factor":1,"internal":false},{"topic":"__consumer_offsets","partitions":50,"replication_factor":1,"internal":true}]`,
+		},
+		{
+			name:      "empty topic list",
+			r:         TopicList{},
+			table:     "TOPIC  PARTITIONS  REPLICATION-FACTOR\n",
+			jsonShape: `[]`,
+		},
+		{
+			name: "describe",
+			r: TopicDescriptions{{Topic: "t", ID: "AAAA", Partitions: []PartitionDescription{
+				{Partition: 0, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}, OfflineReplicas: []int32{2}, LogStartOffset: 5, HighWatermark: 9},
+				{Partition: 1, Leader: -1, Replicas: []int32{2}, ISR: []int32{}, OfflineReplicas: []int32{}, LogStartOffset: -1, HighWatermark: -1, Error: "LEADER_NOT_AVAILABLE"},
+			}}},
+			table: "TOPIC  PARTITION  LEADER  REPLICAS  ISR  LOG-START  HIGH-WATERMARK\n" +
+				"t      0          1       1,2       1    5          9\n" +
+				"t      1          none    2         -    ?          ?\n",
+			jsonShape: `[{"topic":"t","id":"AAAA","internal":false,"partitions":[` +
+				`{"partition":0,"leader":1,"leader_epoch":0,"replicas":[1,2],"isr":[1],"offline_replicas":[2],"log_start_offset":5,"high_watermark":9},` +
+				`{"partition":1,"leader":-1,"leader_epoch":0,"replicas":[2],"isr":[],"offline_replicas":[],"log_start_offset":-1,"high_watermark":-1,"error":"LEADER_NOT_AVAILABLE"}]}]`,
+		},
+		{
+			name: "topic results",
+			r: TopicResults{
+				{Topic: "a", Result: ResultCreated, Partitions: 3, ReplicationFactor: 1, Set: map[string]string{"z": "1", "a": "2"}},
+				{Topic: "b", Result: ResultFailed, Error: "TOPIC_ALREADY_EXISTS: x"},
+				{Topic: "c", Result: ResultAltered, Deleted: []string{"k"}},
+			},
+			table: "TOPIC  RESULT   DETAIL\n" +
+				"a      created  partitions=3 replication-factor=1 a=2 z=1\n" +
+				"b      failed   -\n" +
+				"c      altered  -k\n",
+			jsonShape: `[{"topic":"a","result":"created","partitions":3,"replication_factor":1,"set":{"a":"2","z":"1"}},` +
+				`{"topic":"b","result":"failed","error":"TOPIC_ALREADY_EXISTS: x"},{"topic":"c","result":"altered","deleted":["k"]}]`,
+		},
+		{
+			name: "config get",
+			r: &ConfigDescription{Resource: ResourceTopic, Name: "t", Configs: []ConfigEntry{
+				{Name: "a", Value: str("1"), Source: "DEFAULT_CONFIG"},
+				{Name: "password", Source: "STATIC_BROKER_CONFIG", Sensitive: true},
+				{Name: "unset", Source: "DEFAULT_CONFIG"},
+			}},
+			table: "NAME      VALUE        SOURCE\n" +
+				"a         1            DEFAULT_CONFIG\n" +
+				"password  (sensitive)  STATIC_BROKER_CONFIG\n" +
+				"unset     -            DEFAULT_CONFIG\n",
+			jsonShape: `{"resource":"topic","name":"t","configs":[{"name":"a","value":"1","source":"DEFAULT_CONFIG","sensitive":false},` +
+				`{"name":"password","value":null,"source":"STATIC_BROKER_CONFIG","sensitive":true},{"name":"unset","value":null,"source":"DEFAULT_CONFIG","sensitive":false}]}`,
+		},
+		{
+			name: "config set",
+			r:    &ConfigChange{Resource: ResourceBroker, Name: "default", Set: map[string]string{"b": "2", "a": "1"}, Deleted: []string{"c"}},
+			table: "NAME  ACTION   VALUE\n" +
+				"a     set      1\n" +
+				"b     set      2\n" +
+				"c     deleted  -\n",
+			jsonShape: `{"resource":"broker","name":"default","set":{"a":"1","b":"2"},"deleted":["c"]}`,
+		},
+		{
+			name: "records delete",
+			r:    DeletedRecordsList{{Topic: "r", Partition: 0, LogStartOffset: 3}, {Topic: "r", Partition: 1, LogStartOffset: -1, Error: "OFFSET_OUT_OF_RANGE: x"}},
+			table: "TOPIC  PARTITION  LOG-START\n" +
+				"r      0          3\n" +
+				"r      1          ?\n",
+			jsonShape: `[{"topic":"r","partition":0,"log_start_offset":3},{"topic":"r","partition":1,"log_start_offset":-1,"error":"OFFSET_OUT_OF_RANGE: x"}]`,
+		},
+		{
+			name: "cluster",
+			r: &ClusterDescription{ClusterID: "abc", Controller: 1, Brokers: []BrokerDescription{
+				{ID: 1, Host: "h", Port: 9092, Controller: true, Version: "v3.7", APIs: []APIVersion{{Key: 18, Name: "ApiVersions", Min: 0, Max: 4}}},
+				{ID: 2, Host: "h2", Port: 9093, Rack: str("r1"), Version: "unknown", APIs: []APIVersion{}},
+			}, showAPIs: true},
+			table: "CLUSTER-ID  abc\n" +
+				"CONTROLLER  1\n" +
+				"\n" +
+				"BROKER  HOST  PORT  RACK  CONTROLLER  VERSION\n" +
+				"1       h     9092  -     yes         v3.7\n" +
+				"2       h2    9093  r1    no          unknown\n" +
+				"\n" +
+				"BROKER  KEY  API          MIN  MAX\n" +
+				"1       18   ApiVersions  0    4\n",
+			jsonShape: `{"cluster_id":"abc","controller":1,"brokers":[` +
+				`{"id":1,"host":"h","port":9092,"rack":null,"controller":true,"version":"v3.7","apis":[{"key":18,"name":"ApiVersions","min":0,"max":4}]},` +
+				`{"id":2,"host":"h2","port":9093,"rack":"r1","controller":false,"version":"unknown","apis":[]}]}`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var table, js bytes.Buffer
+			if err := Write(&table, client.FormatTable, tc.r); err != nil {
+				t.Fatal(err)
+			}
+			if err := Write(&js, client.FormatJSON, tc.r); err != nil {
+				t.Fatal(err)
+			}
+			if table.String() != tc.table {
+				t.Errorf("table:\n%s\nwant:\n%s", table.String(), tc.table)
+			}
+			if js.String() != tc.jsonShape+"\n" {
+				t.Errorf("json:\n%s\nwant:\n%s", js.String(), tc.jsonShape)
+			}
+		})
+	}
+}

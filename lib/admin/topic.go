@@ -1,0 +1,466 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// TopicSummary is one row of topic list.
+type TopicSummary struct {
+	Topic             string `json:"topic"`
+	Partitions        int    `json:"partitions"`
+	ReplicationFactor int    `json:"replication_factor"`
+	Internal          bool   `json:"internal"`
+}
+
+// TopicList is the result of topic list, sorted by topic.
+type TopicList []TopicSummary
+
+// Table implements Result.
+func (l TopicList) Table() ([]string, [][]string) {
+	rows := make([][]string, len(l))
+	for i, t := range l {
+		rows[i] = []string{t.Topic, itoa(t.Partitions), itoa(t.ReplicationFactor)}
+	}
+	return []string{"TOPIC", "PARTITIONS", "REPLICATION-FACTOR"}, rows
+}
+
+// ListTopics lists the topics of the cluster; internal topics
+// (__consumer_offsets) only when internal is true.
+func (a *Admin) ListTopics(ctx context.Context, internal bool) (TopicList, error) {
+	details, err := a.adm.ListTopicsWithInternal(ctx)
+	if err != nil {
+		return nil, requestError("topic list", err)
+	}
+	list := TopicList{}
+	for _, d := range details.Sorted() {
+		if d.IsInternal && !internal {
+			continue
+		}
+		list = append(list, TopicSummary{
+			Topic:             d.Topic,
+			Partitions:        len(d.Partitions),
+			ReplicationFactor: replicationFactor(d),
+			Internal:          d.IsInternal,
+		})
+	}
+	return list, nil
+}
+
+// replicationFactor is the replica count of a topic's first partition.
+func replicationFactor(d kadm.TopicDetail) int {
+	if p, ok := d.Partitions[0]; ok {
+		return len(p.Replicas)
+	}
+	for _, p := range d.Partitions {
+		return len(p.Replicas)
+	}
+	return 0
+}
+
+// PartitionDescription is one partition in topic describe.
+type PartitionDescription struct {
+	Partition       int32   `json:"partition"`
+	Leader          int32   `json:"leader"` // -1: no leader
+	LeaderEpoch     int32   `json:"leader_epoch"`
+	Replicas        []int32 `json:"replicas"`
+	ISR             []int32 `json:"isr"`
+	OfflineReplicas []int32 `json:"offline_replicas"`
+	LogStartOffset  int64   `json:"log_start_offset"` // -1: unknown (see error)
+	HighWatermark   int64   `json:"high_watermark"`   // -1: unknown (see error)
+	Error           string  `json:"error,omitempty"`
+}
+
+// TopicDescription is one topic in topic describe.
+type TopicDescription struct {
+	Topic      string                 `json:"topic"`
+	ID         string                 `json:"id"`
+	Internal   bool                   `json:"internal"`
+	Partitions []PartitionDescription `json:"partitions"`
+}
+
+// TopicDescriptions is the result of topic describe, sorted by topic.
+type TopicDescriptions []TopicDescription
+
+// Table implements Result: one row per partition.
+func (ds TopicDescriptions) Table() ([]string, [][]string) {
+	var rows [][]string
+	for _, d := range ds {
+		for _, p := range d.Partitions {
+			rows = append(rows, []string{
+				d.Topic, itoa(p.Partition), leader(p.Leader), joinIDs(p.Replicas), joinIDs(p.ISR),
+				offset(p.LogStartOffset), offset(p.HighWatermark),
+			})
+		}
+	}
+	return []string{"TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START", "HIGH-WATERMARK"}, rows
+}
+
+func leader(id int32) string {
+	if id < 0 {
+		return "none"
+	}
+	return itoa(id)
+}
+
+func offset(o int64) string {
+	if o < 0 {
+		return "?"
+	}
+	return itoa(o)
+}
+
+// DescribeTopics describes the named topics, or every topic but the
+// internal ones when none is named: each partition with its leader,
+// replicas, in-sync replicas, log start offset and high-water mark. Unknown
+// topics are failures; the others are still described.
+func (a *Admin) DescribeTopics(ctx context.Context, topics []string) (TopicDescriptions, error) {
+	details, err := a.adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return nil, requestError("topic describe", err)
+	}
+	var failed []string
+	var known []string
+	for _, t := range topics {
+		d, ok := details[t]
+		switch {
+		case !ok:
+			failed = append(failed, fmt.Sprintf("unknown topic %q", t))
+		case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			failed = append(failed, fmt.Sprintf("unknown topic %q", t))
+		case d.Err != nil:
+			failed = append(failed, fmt.Sprintf("%s: %s", t, errText(d.Err, "")))
+		}
+	}
+	for name, d := range details {
+		if d.Err == nil {
+			known = append(known, name)
+		}
+	}
+	out := TopicDescriptions{}
+	if len(known) > 0 {
+		starts, err := a.adm.ListStartOffsets(ctx, known...)
+		if err != nil {
+			return nil, requestError("topic describe: list start offsets", err)
+		}
+		ends, err := a.adm.ListEndOffsets(ctx, known...)
+		if err != nil {
+			return nil, requestError("topic describe: list end offsets", err)
+		}
+		slices.Sort(known)
+		for _, name := range known {
+			out = append(out, describe(details[name], starts, ends))
+		}
+	}
+	return out, failures("topic describe", failed)
+}
+
+func describe(d kadm.TopicDetail, starts, ends kadm.ListedOffsets) TopicDescription {
+	td := TopicDescription{Topic: d.Topic, Internal: d.IsInternal, Partitions: []PartitionDescription{}}
+	if d.ID != (kadm.TopicID{}) {
+		td.ID = d.ID.String()
+	}
+	for _, p := range d.Partitions.Sorted() {
+		pd := PartitionDescription{
+			Partition:       p.Partition,
+			Leader:          p.Leader,
+			LeaderEpoch:     p.LeaderEpoch,
+			Replicas:        nonNil(p.Replicas),
+			ISR:             nonNil(p.ISR),
+			OfflineReplicas: nonNil(p.OfflineReplicas),
+			LogStartOffset:  -1,
+			HighWatermark:   -1,
+		}
+		var errs []string
+		if p.Err != nil {
+			errs = append(errs, errText(p.Err, ""))
+		}
+		if o, ok := starts.Lookup(d.Topic, p.Partition); ok {
+			if o.Err != nil {
+				errs = append(errs, "log start offset: "+errText(o.Err, ""))
+			} else {
+				pd.LogStartOffset = o.Offset
+			}
+		}
+		if o, ok := ends.Lookup(d.Topic, p.Partition); ok {
+			if o.Err != nil {
+				errs = append(errs, "high-water mark: "+errText(o.Err, ""))
+			} else {
+				pd.HighWatermark = o.Offset
+			}
+		}
+		pd.Error = strings.Join(errs, "; ")
+		td.Partitions = append(td.Partitions, pd)
+	}
+	return td
+}
+
+// TopicResult is the outcome for one topic of topic create, alter or
+// delete.
+type TopicResult struct {
+	Topic  string `json:"topic"`
+	Result string `json:"result"` // created, exists, altered, deleted, missing, failed
+	// Partitions and ReplicationFactor: what topic create made, and the
+	// partition count topic alter set; absent otherwise.
+	Partitions        int32             `json:"partitions,omitempty"`
+	ReplicationFactor int16             `json:"replication_factor,omitempty"`
+	Set               map[string]string `json:"set,omitempty"`     // configs set (create, alter)
+	Deleted           []string          `json:"deleted,omitempty"` // configs deleted (alter)
+	Error             string            `json:"error,omitempty"`
+}
+
+// TopicResults is the result of topic create, alter and delete, in the
+// order the topics were given.
+type TopicResults []TopicResult
+
+// Table implements Result.
+func (rs TopicResults) Table() ([]string, [][]string) {
+	rows := make([][]string, len(rs))
+	for i, r := range rs {
+		var detail []string
+		if r.Partitions > 0 {
+			detail = append(detail, fmt.Sprintf("partitions=%d", r.Partitions))
+		}
+		if r.ReplicationFactor > 0 {
+			detail = append(detail, fmt.Sprintf("replication-factor=%d", r.ReplicationFactor))
+		}
+		for _, k := range sortedKeys(r.Set) {
+			detail = append(detail, k+"="+r.Set[k])
+		}
+		for _, k := range r.Deleted {
+			detail = append(detail, "-"+k)
+		}
+		rows[i] = []string{r.Topic, r.Result, orDash(strings.Join(detail, " "))}
+	}
+	return []string{"TOPIC", "RESULT", "DETAIL"}, rows
+}
+
+// CreateTopics is what topic create asks for.
+type CreateTopics struct {
+	Topics            []string
+	Partitions        int32 // -1: the broker's num.partitions
+	ReplicationFactor int16 // -1: the broker's default.replication.factor
+	Configs           map[string]string
+	IfNotExists       bool // a topic that exists already is not a failure
+}
+
+// CreateTopics creates topics.
+func (a *Admin) CreateTopics(ctx context.Context, req CreateTopics) (TopicResults, error) {
+	if err := CheckTopicNames("topic create", req.Topics); err != nil {
+		return nil, err
+	}
+	var configs map[string]*string
+	if len(req.Configs) > 0 {
+		configs = make(map[string]*string, len(req.Configs))
+		for k, v := range req.Configs {
+			configs[k] = &v
+		}
+	}
+	resps, err := a.adm.CreateTopics(ctx, req.Partitions, req.ReplicationFactor, configs, req.Topics...)
+	if err != nil {
+		return nil, requestError("topic create", err)
+	}
+	var out TopicResults
+	var failed []string
+	for _, t := range req.Topics {
+		r, ok := resps[t]
+		res := TopicResult{Topic: t}
+		switch {
+		case !ok:
+			res.Result, res.Error = ResultFailed, "no answer for this topic"
+		case r.Err == nil:
+			res.Result = ResultCreated
+			res.Partitions, res.ReplicationFactor = r.NumPartitions, r.ReplicationFactor
+			if len(req.Configs) > 0 {
+				res.Set = req.Configs
+			}
+		case req.IfNotExists && errors.Is(r.Err, kerr.TopicAlreadyExists):
+			res.Result = ResultExists
+		default:
+			res.Result, res.Error = ResultFailed, errText(r.Err, r.ErrMessage)
+		}
+		if res.Result == ResultFailed {
+			failed = append(failed, t+": "+res.Error)
+		}
+		out = append(out, res)
+	}
+	return out, failures("topic create", failed)
+}
+
+// DeleteTopics deletes topics and their data. With ifExists a topic that
+// does not exist is reported as missing, not as a failure.
+func (a *Admin) DeleteTopics(ctx context.Context, topics []string, ifExists bool) (TopicResults, error) {
+	if err := CheckTopicNames("topic delete", topics); err != nil {
+		return nil, err
+	}
+	resps, err := a.adm.DeleteTopics(ctx, topics...)
+	if err != nil {
+		return nil, requestError("topic delete", err)
+	}
+	var out TopicResults
+	var failed []string
+	for _, t := range topics {
+		r, ok := resps[t]
+		res := TopicResult{Topic: t}
+		switch {
+		case !ok:
+			res.Result, res.Error = ResultFailed, "no answer for this topic"
+		case r.Err == nil:
+			res.Result = ResultDeleted
+		case ifExists && errors.Is(r.Err, kerr.UnknownTopicOrPartition):
+			res.Result = ResultMissing
+		case errors.Is(r.Err, kerr.UnknownTopicOrPartition):
+			res.Result, res.Error = ResultFailed, "unknown topic"
+		default:
+			res.Result, res.Error = ResultFailed, errText(r.Err, r.ErrMessage)
+		}
+		if res.Result == ResultFailed {
+			failed = append(failed, t+": "+res.Error)
+		}
+		out = append(out, res)
+	}
+	return out, failures("topic delete", failed)
+}
+
+// AlterTopics is what topic alter asks for.
+type AlterTopics struct {
+	Topics     []string
+	Partitions int               // new total partition count; 0: unchanged
+	Set        map[string]string // configs to set
+	Delete     []string          // configs to delete (back to the default)
+	IfExists   bool              // a topic that does not exist is not a failure
+}
+
+// Check refuses an alteration that cannot be right (a usage error).
+func (req AlterTopics) Check() error {
+	if err := CheckTopicNames("topic alter", req.Topics); err != nil {
+		return err
+	}
+	if req.Partitions < 0 {
+		return usagef("topic alter: --partitions must be positive")
+	}
+	if req.Partitions == 0 && len(req.Set) == 0 && len(req.Delete) == 0 {
+		return usagef("topic alter: nothing to change (give --partitions, --config or --delete-config)")
+	}
+	for _, k := range req.Delete {
+		if _, both := req.Set[k]; both {
+			return usagef("topic alter: config %s both set and deleted", k)
+		}
+	}
+	return nil
+}
+
+// AlterTopics adds partitions to topics and changes their configs
+// (incrementally: configs not named keep their values). Partitions are
+// added first; a topic whose partitions cannot be added keeps its configs.
+func (a *Admin) AlterTopics(ctx context.Context, req AlterTopics) (TopicResults, error) {
+	if err := req.Check(); err != nil {
+		return nil, err
+	}
+	results := make(map[string]*TopicResult, len(req.Topics))
+	pending := slices.Clone(req.Topics) // topics still to alter
+	fail := func(t, msg string) {
+		results[t].Result, results[t].Error = ResultFailed, msg
+		pending = slices.DeleteFunc(pending, func(p string) bool { return p == t })
+	}
+	for _, t := range req.Topics {
+		results[t] = &TopicResult{Topic: t, Result: ResultAltered}
+	}
+	// Unknown topics are found first, so that --if-exists can skip them
+	// and the others get one clear message.
+	details, err := a.adm.ListTopics(ctx, req.Topics...)
+	if err != nil {
+		return nil, requestError("topic alter", err)
+	}
+	for _, t := range req.Topics {
+		if d, ok := details[t]; !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			if req.IfExists {
+				results[t].Result = ResultMissing
+				pending = slices.DeleteFunc(pending, func(p string) bool { return p == t })
+			} else {
+				fail(t, "unknown topic")
+			}
+		}
+	}
+	if req.Partitions > 0 && len(pending) > 0 {
+		resps, err := a.adm.UpdatePartitions(ctx, req.Partitions, pending...)
+		if err != nil {
+			return nil, requestError("topic alter", err)
+		}
+		for _, t := range slices.Clone(pending) {
+			r, ok := resps[t]
+			switch {
+			case !ok:
+				fail(t, "no answer for this topic")
+			case r.Err != nil:
+				fail(t, errText(r.Err, r.ErrMessage))
+			default:
+				results[t].Partitions = int32(req.Partitions)
+			}
+		}
+	}
+	if (len(req.Set) > 0 || len(req.Delete) > 0) && len(pending) > 0 {
+		resps, err := a.adm.AlterTopicConfigs(ctx, alterOps(req.Set, req.Delete), pending...)
+		if err != nil {
+			return nil, requestError("topic alter", err)
+		}
+		answered := map[string]bool{}
+		for _, r := range resps {
+			answered[r.Name] = true
+			if r.Err != nil {
+				fail(r.Name, errText(r.Err, r.ErrMessage))
+				continue
+			}
+			if len(req.Set) > 0 {
+				results[r.Name].Set = req.Set
+			}
+			if len(req.Delete) > 0 {
+				results[r.Name].Deleted = slices.Sorted(slices.Values(req.Delete))
+			}
+		}
+		for _, t := range slices.Clone(pending) {
+			if !answered[t] {
+				fail(t, "no answer for this topic")
+			}
+		}
+	}
+	var out TopicResults
+	var failed []string
+	for _, t := range req.Topics {
+		r := results[t]
+		if r.Result == ResultFailed {
+			failed = append(failed, t+": "+r.Error)
+		}
+		out = append(out, *r)
+	}
+	return out, failures("topic alter", failed)
+}
+
+// alterOps are the incremental config changes: SET for set, DELETE for
+// deleted, in name order.
+func alterOps(set map[string]string, deleted []string) []kadm.AlterConfig {
+	var ops []kadm.AlterConfig
+	for _, k := range sortedKeys(set) {
+		v := set[k]
+		ops = append(ops, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+	}
+	for _, k := range slices.Sorted(slices.Values(deleted)) {
+		ops = append(ops, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	return ops
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

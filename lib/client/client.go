@@ -1,0 +1,162 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// PingTimeout bounds how long Ping waits for the broker to answer.
+const PingTimeout = 5 * time.Second
+
+// unixSeedHost names the i-th Unix socket seed for kgo, which wants
+// host:port seeds; the dialer maps it back to the socket. The .invalid
+// domain never resolves, so nothing else can be dialed by mistake.
+func unixSeedHost(i int) string {
+	return "unix-seed-" + strconv.Itoa(i) + ".mq.invalid:" + defaultPort
+}
+
+// NewClient returns a kgo client whose seeds are addrs; opts come after
+// ours and may override them. Unix socket seeds are dialed through the
+// socket; when every seed is a Unix socket, every broker address learned
+// from metadata (the host:port the broker advertises) is dialed through the
+// first socket as well, which is right for a single node.
+func NewClient(addrs []Addr, opts ...kgo.Opt) (*kgo.Client, error) {
+	if len(addrs) == 0 {
+		return nil, Usagef("no broker address")
+	}
+	seeds, dial := dialPlan(addrs)
+	all := []kgo.Opt{kgo.SeedBrokers(seeds...)}
+	if dial != nil {
+		all = append(all, kgo.Dialer(dial))
+	}
+	all = append(all, opts...)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		return nil, Usagef("%v", err)
+	}
+	return cl, nil
+}
+
+// dialPlan returns the kgo seeds for addrs and, when some are Unix sockets,
+// the dialer that reaches them.
+func dialPlan(addrs []Addr) (seeds []string, dial func(ctx context.Context, network, host string) (net.Conn, error)) {
+	sockets := map[string]string{} // seed host:port → socket path
+	var first string
+	allUnix := true
+	for i, a := range addrs {
+		if a.Network != NetworkUnix {
+			allUnix = false
+			seeds = append(seeds, a.Address)
+			continue
+		}
+		host := unixSeedHost(i)
+		sockets[host] = a.Address
+		if first == "" {
+			first = a.Address
+		}
+		seeds = append(seeds, host)
+	}
+	if len(sockets) == 0 {
+		return seeds, nil
+	}
+	dial = func(ctx context.Context, network, host string) (net.Conn, error) {
+		var d net.Dialer
+		if path, ok := sockets[host]; ok {
+			return d.DialContext(ctx, NetworkUnix, path)
+		}
+		if allUnix {
+			return d.DialContext(ctx, NetworkUnix, first)
+		}
+		return d.DialContext(ctx, network, host)
+	}
+	return seeds, dial
+}
+
+// Ping checks that the broker at addrs answers a cheap request (Metadata
+// for no topics) within PingTimeout. When none of the addresses accepts a
+// connection the error is an *Error with ExitUnreachable saying
+// "cannot reach mqd at ADDR: REASON — is mqd running?".
+func Ping(ctx context.Context, cl *kgo.Client, addrs []Addr) error {
+	ctx, cancel := context.WithTimeout(ctx, PingTimeout)
+	defer cancel()
+	// Dial first: a refused connection or a missing socket then says so
+	// plainly, instead of whatever kgo makes of it after retrying.
+	var dialErr error
+	reached := false
+	for _, a := range addrs {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, a.Network, a.Address)
+		if err == nil {
+			conn.Close()
+			reached = true
+			break
+		}
+		dialErr = err
+	}
+	if !reached {
+		if parent := context.Cause(ctx); ctx.Err() != nil && !errors.Is(parent, context.DeadlineExceeded) {
+			return parent
+		}
+		return Unreachable(addrs, dialErr)
+	}
+	if err := cl.Ping(ctx); err != nil {
+		if IsUnreachable(err) || errors.Is(err, context.DeadlineExceeded) {
+			return Unreachable(addrs, err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return Failf("%s: %v", joinAddrs(addrs), err)
+	}
+	return nil
+}
+
+// Unreachable is the ExitUnreachable error for addrs, with the reason
+// taken from err: "cannot reach mqd at tcp://127.0.0.1:9092: connection
+// refused — is mqd running?".
+func Unreachable(addrs []Addr, err error) *Error {
+	return &Error{Code: ExitUnreachable, Err: fmt.Errorf("cannot reach mqd at %s: %s — is mqd running?", joinAddrs(addrs), reason(err))}
+}
+
+// reason is the part of a connection error a person needs: "connection
+// refused", "no such file or directory", "i/o timeout".
+func reason(err error) string {
+	var sys *os.SyscallError
+	if errors.As(err, &sys) {
+		return sys.Err.Error()
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err.Error()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "no answer within " + PingTimeout.String()
+	}
+	if err == nil {
+		return "unknown error"
+	}
+	return err.Error()
+}
+
+// IsUnreachable reports whether err says that a connection to the broker
+// could not be made or was lost: a dial error, a refused or reset
+// connection, a missing socket, an unknown host.
+func IsUnreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var op *net.OpError
+	var dns *net.DNSError
+	var sys *os.SyscallError
+	return errors.As(err, &op) || errors.As(err, &dns) || errors.As(err, &sys) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE)
+}

@@ -1,0 +1,193 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes of every mq tool (DESIGN.md, "Command-line conventions").
+const (
+	ExitOK          = 0   // success
+	ExitFailure     = 1   // the operation failed: the broker said no, messages not acknowledged
+	ExitUsage       = 2   // bad flag, argument, value or address
+	ExitUnreachable = 3   // cannot reach the broker
+	ExitInterrupted = 130 // SIGINT or SIGTERM
+)
+
+// Error is an error with the exit status it calls for.
+type Error struct {
+	Code int
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Usagef is a usage error (ExitUsage): a bad flag, argument or value.
+func Usagef(format string, a ...any) error {
+	return &Error{Code: ExitUsage, Err: fmt.Errorf(format, a...)}
+}
+
+// Failf is a failed operation (ExitFailure).
+func Failf(format string, a ...any) error {
+	return &Error{Code: ExitFailure, Err: fmt.Errorf(format, a...)}
+}
+
+// errInterrupted is what Run reports after a signal cancelled the app.
+var errInterrupted = &Error{Code: ExitInterrupted, Err: errors.New("interrupted")}
+
+// ExitCode is the exit status for err: ExitOK for nil, the Code of an
+// *Error, ExitUsage for the parse errors of urfave/cli, ExitUnreachable for
+// connection errors (IsUnreachable), ExitInterrupted for a cancelled
+// context, else ExitFailure.
+func ExitCode(err error) int {
+	code, _ := classify(err)
+	return code
+}
+
+// classify returns the exit code for err and the message that explains it.
+func classify(err error) (int, string) {
+	if err == nil {
+		return ExitOK, ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code, err.Error()
+	}
+	msg := err.Error()
+	// urfave/cli reports a missing required flag as a plain error, and an
+	// unknown command as "No help topic for 'x'" with status 3, which would
+	// read as "cannot reach the broker".
+	if strings.HasPrefix(msg, "Required flag") || strings.HasPrefix(msg, "No help topic for") {
+		return ExitUsage, msg
+	}
+	if errors.Is(err, context.Canceled) {
+		return ExitInterrupted, "interrupted"
+	}
+	if IsUnreachable(err) {
+		return ExitUnreachable, "cannot reach mqd: " + reason(err) + " — is mqd running?"
+	}
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) && ec.ExitCode() != 0 {
+		return ec.ExitCode(), msg
+	}
+	return ExitFailure, msg
+}
+
+// Run runs app with args (os.Args) and returns the exit status for
+// os.Exit. The app's context is cancelled by the first SIGINT or SIGTERM;
+// a second one exits at once with ExitInterrupted. An error is written to
+// stderr as one line, "NAME: message"; see ExitCode for the statuses.
+//
+// Run prepares the app for the conventions of our tools: usage errors of
+// every command exit 2 without printing help to stdout; an unknown
+// subcommand is a usage error; flags may follow arguments (Intersperse);
+// shell completion is enabled.
+func Run(app *cli.App, args []string) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var signalled atomic.Bool
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		signalled.Store(true)
+		cancel()
+		select {
+		case <-sigs:
+			fmt.Fprintf(errWriter(app), "%s: interrupted\n", app.Name)
+			os.Exit(ExitInterrupted)
+		case <-ctx.Done():
+		}
+	}()
+	err := run(ctx, app, args)
+	if err != nil && signalled.Load() {
+		err = errInterrupted
+	}
+	return report(errWriter(app), app.Name, err)
+}
+
+func errWriter(app *cli.App) io.Writer {
+	if app.ErrWriter != nil {
+		return app.ErrWriter
+	}
+	return os.Stderr
+}
+
+// run prepares app (see Run) and runs it.
+func run(ctx context.Context, app *cli.App, args []string) error {
+	Prepare(app)
+	return app.RunContext(ctx, Intersperse(app, args))
+}
+
+// report writes err as one line to w and returns its exit code.
+func report(w io.Writer, name string, err error) int {
+	code, msg := classify(err)
+	if code != ExitOK {
+		msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+		fmt.Fprintf(w, "%s: %s\n", name, msg)
+	}
+	return code
+}
+
+// Prepare sets app up for the conventions of our tools; Run calls it, and
+// tests that run an app another way may too. It is idempotent.
+func Prepare(app *cli.App) {
+	app.EnableBashCompletion = true
+	app.ExitErrHandler = func(*cli.Context, error) {} // Run decides the exit status
+	usage := func(_ *cli.Context, err error, _ bool) error {
+		return &Error{Code: ExitUsage, Err: err}
+	}
+	if app.OnUsageError == nil {
+		app.OnUsageError = usage
+	}
+	if app.Action == nil && len(app.Commands) > 0 {
+		app.Action = commandGroup(app.Name, "")
+	}
+	var walk func(path string, cmds []*cli.Command)
+	walk = func(path string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			if c.OnUsageError == nil {
+				c.OnUsageError = usage
+			}
+			p := strings.TrimSpace(path + " " + c.Name)
+			if c.Action == nil && len(c.Subcommands) > 0 {
+				c.Action = commandGroup(app.Name, p)
+			}
+			walk(p, c.Subcommands)
+		}
+	}
+	walk("", app.Commands)
+}
+
+// commandGroup is the action of a command that only has subcommands (path,
+// e.g. "topic"; "" for the app itself): help when called alone, a usage
+// error for an unknown subcommand.
+func commandGroup(prog, path string) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.Args().Present() {
+			if path == "" {
+				return Usagef("unknown command %q (see %s --help)", c.Args().First(), prog)
+			}
+			return Usagef("%s: unknown command %q (see %s %s --help)", path, c.Args().First(), prog, path)
+		}
+		if path != "" {
+			return cli.ShowSubcommandHelp(c)
+		}
+		return cli.ShowAppHelp(c)
+	}
+}
