@@ -1,0 +1,103 @@
+package main
+
+import (
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mqproject/mq/lib/client"
+	"github.com/mqproject/mq/lib/pipe"
+)
+
+// consumeDoc describes consume, in its --help and in mqpipe(1).
+const consumeDoc = `Prints each record of the topics, by default its value and a newline.
+Records of one partition come in offset order; partitions interleave.
+Without -g, mqpipe reads the partitions directly and commits no offsets.
+
+With -g GROUP, mqpipe joins the consumer group: the group splits the
+topics' partitions among its members (run mqpipe consume -g GROUP twice
+and each gets some), each partition starts at the group's committed
+offset, and -o applies only to partitions the group has none for. What
+mqpipe has written to stdout is committed: after each batch (--commit
+written, the default), every few seconds (periodic), or never (none); and
+always before it exits, also when interrupted. When a member dies, the
+others take over its partitions after --session-timeout, from the last
+commit. With -e a member exits when the partitions assigned to it reached
+the high-water marks they had when it got them.
+
+-o picks where each partition starts: beginning, end (only new records),
+N (offset N), -N (the last N records of each partition, like tail -n) or
+@TIME (the first record at or after TIME, an RFC 3339 time such as
+2024-05-01T12:00:00Z or milliseconds since the epoch). An offset outside
+the log starts at its nearest end.
+
+With -e, mqpipe notes each partition's high-water mark when it starts and
+exits once it has printed every record below them, however busy the topic;
+empty partitions are done at once.
+
+-f prints each record with kcat's tokens: %t topic, %p partition, %o
+offset, %T timestamp (ms since the epoch), %k key, %K key length (-1 for
+null), %s value, %S value length (-1 for null), %h headers as
+name=value,..., %% a percent sign; and the escapes \n \t \r \0 (a doubled
+backslash prints one backslash).
+--json prints the JSON envelope of mqpipe(1), one per line.
+
+Output is flushed after every record when stdout is a terminal or with
+--line-buffered, else after each batch fetched. When stdout is closed
+(| head) mqpipe exits quietly with status 0.`
+
+func consumeCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "consume",
+		Aliases:     []string{"C"},
+		Usage:       "print the records of topics to stdout",
+		Description: consumeDoc,
+		Flags: []cli.Flag{
+			client.BrokerFlag(),
+			&cli.StringSliceFlag{Name: "topic", Aliases: []string{"t"}, Usage: "read `TOPIC`; several comma-separated or repeated", Required: true},
+			&cli.StringSliceFlag{Name: "partition", Aliases: []string{"p"}, Usage: "read only partition `N` of each topic; several comma-separated or repeated", DefaultText: "all"},
+			&cli.StringFlag{Name: "offset", Aliases: []string{"o"}, Value: "beginning", Usage: "start at `OFFSET`: " + pipe.OffsetUsage},
+			&cli.Int64Flag{Name: "count", Aliases: []string{"c"}, Usage: "exit after `COUNT` messages", DefaultText: "no limit"},
+			&cli.BoolFlag{Name: "exit", Aliases: []string{"e"}, Usage: "exit at the end: when every partition reached the high-water mark it had at the start"},
+			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Usage: "print each record as `FORMAT` (kcat's tokens: %t %p %o %T %k %K %s %S %h, see mqpipe(1))", DefaultText: `%s\n`},
+			&cli.BoolFlag{Name: "json", Usage: "print each record as a JSON envelope (see mqpipe(1))"},
+			&cli.BoolFlag{Name: "null", Aliases: []string{"0"}, Usage: "end each message with NUL instead of newline"},
+			&cli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "join the consumer group `GROUP`, start at its committed offsets and commit what was written"},
+			&cli.StringFlag{Name: "commit", Usage: "with -g, commit `WHEN`: " + pipe.CommitModes, DefaultText: pipe.CommitWritten},
+			&cli.DurationFlag{Name: "session-timeout", Value: pipe.DefaultSessionTimeout, Usage: "with -g, let the group wait `DURATION` for a silent member before reassigning its partitions"},
+			&cli.BoolFlag{Name: "line-buffered", Usage: "flush stdout after every message, also into a pipe"},
+		},
+		Action: func(c *cli.Context) error {
+			cfg := pipe.ConsumeConfig{
+				Broker:         client.FlagString(c, "broker"),
+				Topics:         splitList(c.StringSlice("topic")),
+				Count:          c.Int64("count"),
+				Exit:           c.Bool("exit"),
+				JSON:           c.Bool("json"),
+				NUL:            c.Bool("null"),
+				LineBuffered:   c.Bool("line-buffered") || pipe.IsTerminal(os.Stdout),
+				Group:          c.String("group"),
+				Commit:         c.String("commit"),
+				SessionTimeout: c.Duration("session-timeout"),
+				Stdout:         c.App.Writer,
+				Stderr:         c.App.ErrWriter,
+			}
+			if c.NArg() > 0 {
+				return client.Usagef("consume: unexpected argument %q", c.Args().First())
+			}
+			var err error
+			if cfg.Partitions, err = partitionList(c.StringSlice("partition")); err != nil {
+				return err
+			}
+			if cfg.Offset, err = pipe.ParseOffset(c.String("offset")); err != nil {
+				return client.Usagef("%v", err)
+			}
+			if c.IsSet("format") {
+				if cfg.Format, err = pipe.ParseFormat(c.String("format")); err != nil {
+					return client.Usagef("-f: %v", err)
+				}
+			}
+			return pipe.Consume(c.Context, cfg)
+		},
+	}
+}

@@ -1,0 +1,116 @@
+// Command mqpipe moves messages between Unix pipes and mq topics: produce
+// sends lines of stdin or files, consume prints records to stdout. This
+// file and produce.go and consume.go wire urfave/cli flags to lib/pipe,
+// which holds the logic.
+package main
+
+import (
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mqproject/mq/lib/client"
+)
+
+func main() {
+	// A closed stdout (mqpipe consume | head) makes writes fail with
+	// EPIPE, which consume takes as a quiet, successful end, instead of
+	// killing the process with SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
+	os.Exit(client.Run(newApp(), os.Args))
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:                      "mqpipe",
+		Usage:                     "pipe lines into an mq topic, and records out of one",
+		UsageText:                 "mqpipe [-b ADDR] produce -t TOPIC [FLAGS] [FILE...]\nmqpipe [-b ADDR] consume -t TOPIC[,TOPIC...] [FLAGS]",
+		Description:               description(),
+		Flags:                     []cli.Flag{client.BrokerFlag()},
+		HideHelpCommand:           true,
+		DisableSliceFlagSeparator: true, // header values may hold commas; lists are split by us
+		Commands: []*cli.Command{
+			produceCommand(),
+			consumeCommand(),
+			client.CompletionCommand("mqpipe"),
+		},
+	}
+}
+
+// description is the program's description: the introduction, then each
+// command's, the JSON envelope and the exit statuses.
+func description() string {
+	return introDoc + "\n\n## mqpipe produce\n\n" + produceDoc + "\n\n## mqpipe consume\n\n" + consumeDoc +
+		"\n\n## JSON envelope\n\n" + envelopeDoc + "\n\n## Exit status\n\n" + exitDoc
+}
+
+const introDoc = `mqpipe connects shell pipelines to mq (or any Kafka broker):
+
+    seq 1000 | mqpipe produce -t numbers
+    tail -f app.log | mqpipe produce -t logs
+    mqpipe consume -t numbers -e | wc -l
+    mqpipe consume -t logs -o -10 -f '%p:%o %s\n'
+    mqpipe consume -t src -e --json | mqpipe produce -t copy --format json
+
+The broker is taken from -b/--broker, else $MQ_BROKER, else the default mqd
+socket ($MQ_SOCKET, else $XDG_RUNTIME_DIR/mq/mqd.sock, else /run/mq/mqd.sock
+for root, else /tmp/mq-$UID/mqd.sock) when it exists, else 127.0.0.1:9092.
+An address is unix:///path.sock, tcp://host:port or host:port; several are
+separated by commas. -b may also be given after the command.`
+
+// envelopeDoc documents the JSON envelope of lib/pipe (AppendJSON).
+const envelopeDoc = `mqpipe consume --json prints, and mqpipe produce --format json reads,
+one record per line as one JSON object:
+
+    {"topic":"t","partition":0,"offset":42,"timestamp":1700000000000,
+     "key":"k","value":"hello","headers":[{"key":"h","value":"v"}]}
+
+timestamp is in milliseconds since the Unix epoch. key and value are JSON
+strings when their bytes are valid UTF-8, and null when the key or value is
+null; other bytes are given as "key_b64" or "value_b64" instead, in
+standard base64 with padding, so any record is carried exactly. headers is
+a list in record order, always present; each header has "key" (or
+"key_b64") and "value" (or "value_b64", or null). Reading, every field is
+optional: topic and offset are ignored, a missing partition (or null, or
+-1) means by key, a missing timestamp means now, a missing key or value is
+null; unknown fields are an error. So consume --json | produce --format
+json copies records with their keys, values, headers, timestamps and
+partitions.`
+
+const exitDoc = `Data goes to stdout, diagnostics to stderr. Exit status: 0 success (for
+produce: every message acknowledged; for consume: also when stdout was
+closed early, as by head); 1 the operation failed (messages not
+acknowledged, unknown topic, message too large); 2 usage error; 3 cannot
+reach the broker; 130 interrupted (SIGINT or SIGTERM). The reason is given
+on stderr in one line.`
+
+// splitList splits comma-separated values of a repeatable flag.
+func splitList(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// partitionList reads -p values: partition numbers, comma-separated or
+// repeated.
+func partitionList(values []string) ([]int32, error) {
+	var out []int32
+	for _, s := range splitList(values) {
+		p, err := strconv.ParseInt(s, 10, 32)
+		if err != nil || p < 0 {
+			return nil, client.Usagef("-p %q: want a partition number (0, 1, ...)", s)
+		}
+		out = append(out, int32(p))
+	}
+	return out, nil
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mqproject/mq/lib/client"
+	"github.com/mqproject/mq/lib/pipe"
+)
+
+// produceDoc describes produce, in its --help and in mqpipe(1).
+const produceDoc = `Sends one message per line of the FILEs in order, or of stdin when there
+are none ("-" also means stdin), and waits until the broker acknowledged
+each. Lines may be of any length up to the topic's max.message.bytes; a
+longer line is reported with its line number and not sent, the others
+are. Messages are sent as they are read, so a slow pipe
+(tail -f log | mqpipe produce -t logs) is live: each line goes out within
+--linger.
+
+A message goes to the partition given by -p, else (--format json) the
+record's own partition, else the partition of its key's murmur2 hash, as
+Kafka's default partitioner does; messages without a key are spread over
+the partitions batch by batch.
+
+With --report, prints "PARTITION OFFSET" for each acknowledged message, in
+input order (offsets are -1 with --acks none). When stderr is a terminal a
+progress line shows messages, megabytes and messages per second once the
+input takes more than a second.
+
+Exits 0 only when every message was acknowledged; otherwise describes the
+first failures, then says on one line how many messages were not
+acknowledged and which lines they were, and exits 1.`
+
+func produceCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "produce",
+		Aliases:     []string{"P"},
+		Usage:       "send each line of stdin or FILEs as a message",
+		ArgsUsage:   "[FILE...]",
+		Description: produceDoc,
+		Flags: []cli.Flag{
+			client.BrokerFlag(),
+			&cli.StringFlag{Name: "topic", Aliases: []string{"t"}, Usage: "send to `TOPIC` (created on first use if the broker allows)", Required: true},
+			&cli.StringFlag{Name: "key-delimiter", Aliases: []string{"K"}, Usage: "split each line at the first `DELIM` into key and value (a line without it has a null key)"},
+			&cli.StringFlag{Name: "key", Aliases: []string{"k"}, Usage: "give every message the key `KEY`"},
+			&cli.IntFlag{Name: "partition", Aliases: []string{"p"}, Value: -1, Usage: "send every message to partition `N`", DefaultText: "by key"},
+			&cli.StringSliceFlag{Name: "header", Aliases: []string{"H"}, Usage: "add the header `NAME=VALUE` to every message; repeatable"},
+			&cli.StringFlag{Name: "compression", Aliases: []string{"z"}, Value: "none", Usage: "compress batches with `CODEC`: " + pipe.Codecs},
+			&cli.StringFlag{Name: "acks", Value: "all", Usage: "wait for `ACKS`: all (every in-sync replica), leader or none"},
+			&cli.DurationFlag{Name: "linger", Value: 5 * time.Millisecond, Usage: "let a batch wait up to `DURATION` for more messages before it is sent"},
+			&cli.BoolFlag{Name: "null", Aliases: []string{"0"}, Usage: "messages end with NUL instead of newline (find -print0)"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "read lines as `FORMAT`: text, or json (JSON envelopes, see mqpipe(1))"},
+			&cli.BoolFlag{Name: "report", Usage: `print "PARTITION OFFSET" for each acknowledged message`},
+		},
+		Action: func(c *cli.Context) error {
+			cfg := pipe.ProduceConfig{
+				Broker:      client.FlagString(c, "broker"),
+				Topic:       c.String("topic"),
+				Files:       c.Args().Slice(),
+				KeyDelim:    c.String("key-delimiter"),
+				Partition:   int32(c.Int("partition")),
+				NUL:         c.Bool("null"),
+				Compression: c.String("compression"),
+				Acks:        c.String("acks"),
+				Linger:      c.Duration("linger"),
+				Report:      c.Bool("report"),
+				Progress:    pipe.IsTerminal(os.Stderr),
+				Stdin:       os.Stdin,
+				Stdout:      c.App.Writer,
+				Stderr:      c.App.ErrWriter,
+			}
+			if c.IsSet("key") {
+				cfg.Key = []byte(c.String("key"))
+			}
+			if p := c.Int("partition"); p < -1 || p > 1<<31-1 {
+				return client.Usagef("-p %d: want a partition number (0, 1, ...)", p)
+			}
+			switch f := c.String("format"); f {
+			case "text":
+			case "json":
+				cfg.JSON = true
+			default:
+				return client.Usagef("--format %q: want text or json", f)
+			}
+			for _, h := range c.StringSlice("header") {
+				hdr, err := pipe.ParseHeader(h)
+				if err != nil {
+					return err
+				}
+				cfg.Headers = append(cfg.Headers, hdr)
+			}
+			return pipe.Produce(c.Context, cfg)
+		},
+	}
+}

@@ -1,0 +1,362 @@
+package pipe
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/client"
+)
+
+// ConsumeConfig is one run of `mqpipe consume`.
+type ConsumeConfig struct {
+	Broker     string     // the -b value; empty: $MQ_BROKER, then the defaults
+	Topics     []string   // -t
+	Partitions []int32    // -p: only these partitions of each topic; none: all
+	Offset     OffsetSpec // -o: where to start
+	Count      int64      // -c: stop after this many messages; 0: no limit
+	Exit       bool       // -e: stop at the high-water marks seen at the start
+
+	Format       *Format // -f; nil: DefaultFormat (or "%s\0" with NUL)
+	JSON         bool    // --json: print JSON envelopes
+	NUL          bool    // -0: end each message with NUL instead of newline
+	LineBuffered bool    // flush after every message (else after each fetch)
+
+	Group          string        // -g: join this consumer group and commit
+	Commit         string        // --commit: CommitWritten (default), CommitPeriodic or CommitNone
+	SessionTimeout time.Duration // --session-timeout; 0: DefaultSessionTimeout
+
+	Stdout, Stderr io.Writer
+}
+
+func (cfg *ConsumeConfig) check() error {
+	switch {
+	case len(cfg.Topics) == 0:
+		return client.Usagef("consume: -t TOPIC is required")
+	case cfg.JSON && cfg.Format != nil:
+		return client.Usagef("consume: --json and -f exclude each other")
+	case cfg.NUL && cfg.Format != nil:
+		return client.Usagef(`consume: -0 and -f exclude each other (end the format with \0)`)
+	case cfg.Count < 0:
+		return client.Usagef("consume: -c %d: want a count of messages", cfg.Count)
+	case cfg.Offset.Kind == OffsetStored && cfg.Group == "":
+		return client.Usagef("consume: -o stored needs -g GROUP")
+	case cfg.Group != "" && len(cfg.Partitions) > 0:
+		return client.Usagef("consume: -p and -g exclude each other (the group assigns partitions)")
+	case cfg.Group == "" && cfg.Commit != "":
+		return client.Usagef("consume: --commit needs -g GROUP")
+	case cfg.Commit != "" && cfg.Commit != CommitWritten && cfg.Commit != CommitPeriodic && cfg.Commit != CommitNone:
+		return client.Usagef("consume: --commit %q: want %s", cfg.Commit, CommitModes)
+	}
+	for _, t := range cfg.Topics {
+		if t == "" {
+			return client.Usagef("consume: empty topic name in -t")
+		}
+	}
+	for _, p := range cfg.Partitions {
+		if p < 0 {
+			return client.Usagef("consume: -p %d: partitions are numbered from 0", p)
+		}
+	}
+	return nil
+}
+
+// writer prints records in the chosen format.
+type writer struct {
+	out          *bufio.Writer
+	format       *Format
+	json         bool
+	term         byte
+	lineBuffered bool
+	buf          []byte
+}
+
+func newWriter(cfg *ConsumeConfig) *writer {
+	w := &writer{out: bufio.NewWriterSize(cfg.Stdout, 64<<10), format: cfg.Format, json: cfg.JSON, term: '\n', lineBuffered: cfg.LineBuffered}
+	if cfg.NUL {
+		w.term = 0
+	}
+	if w.format == nil && !w.json {
+		if cfg.NUL {
+			w.format, _ = ParseFormat(`%s\0`)
+		} else {
+			w.format, _ = ParseFormat(DefaultFormat)
+		}
+	}
+	return w
+}
+
+func (w *writer) write(r *kgo.Record) error {
+	if w.json {
+		w.buf = append(AppendJSON(w.buf[:0], r), w.term)
+	} else {
+		w.buf = w.format.Append(w.buf[:0], r)
+	}
+	if _, err := w.out.Write(w.buf); err != nil {
+		return err
+	}
+	if w.lineBuffered {
+		return w.out.Flush()
+	}
+	return nil
+}
+
+func (w *writer) flush() error { return w.out.Flush() }
+
+// outputError turns an error writing stdout into Consume's result: a
+// closed pipe (| head) ends the command quietly and successfully.
+func outputError(err error) error {
+	if errors.Is(err, syscall.EPIPE) {
+		return nil
+	}
+	return client.Failf("write output: %v", err)
+}
+
+// partitionSet is the partitions of each topic.
+type partitionSet map[string][]int32
+
+// Consume prints the records of the topics to Stdout until the context is
+// cancelled, -c messages were printed, or (-e) every partition reached the
+// high-water mark it had when Consume started. Records of one partition
+// are printed in offset order. Without a group it reads the partitions
+// directly and commits nothing; with one, see consumeGroup.
+func Consume(ctx context.Context, cfg ConsumeConfig) error {
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	addrs, err := client.Resolve(cfg.Broker, os.Getenv, os.Getuid())
+	if err != nil {
+		return err
+	}
+	admCl, err := client.NewClient(addrs)
+	if err != nil {
+		return err
+	}
+	defer admCl.Close()
+	if err := client.Ping(ctx, admCl, addrs); err != nil {
+		return err
+	}
+	adm := kadm.NewClient(admCl)
+	parts, err := topicPartitions(ctx, adm, cfg.Topics, cfg.Partitions)
+	if err != nil {
+		return err
+	}
+	if cfg.Group != "" {
+		return consumeGroup(ctx, cfg, addrs, adm)
+	}
+	starts, ends, err := startOffsets(ctx, adm, parts, cfg.Offset)
+	if err != nil {
+		return err
+	}
+	admCl.Close()
+
+	// With -e, a partition is done once its consumed offset reaches the
+	// high-water mark it had now; one already there is done at once.
+	remaining := map[string]map[int32]int64{}
+	consume := map[string]map[int32]kgo.Offset{}
+	for t, ps := range parts {
+		for _, p := range ps {
+			start, hwm := starts[t][p], ends[t][p]
+			if cfg.Exit && start >= hwm {
+				continue
+			}
+			if consume[t] == nil {
+				consume[t] = map[int32]kgo.Offset{}
+				remaining[t] = map[int32]int64{}
+			}
+			consume[t][p] = kgo.NewOffset().At(start)
+			remaining[t][p] = hwm
+		}
+	}
+	if len(consume) == 0 {
+		return nil
+	}
+	cl, err := client.NewClient(addrs,
+		kgo.ConsumePartitions(consume),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+
+	w := newWriter(&cfg)
+	var printed int64
+	for {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			if err := w.flush(); err != nil {
+				return outputError(err)
+			}
+			return ctx.Err()
+		}
+		if err := fetchError(fetches); err != nil {
+			w.flush()
+			return err
+		}
+		var werr error
+		done := false
+		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if werr != nil || done {
+				return
+			}
+			hwm, active := remaining[fp.Topic][fp.Partition]
+			if cfg.Exit && !active {
+				return // finished; records past the mark are not ours
+			}
+			for _, r := range fp.Records {
+				if cfg.Exit && r.Offset >= hwm {
+					break
+				}
+				if werr = w.write(r); werr != nil {
+					return
+				}
+				printed++
+				if cfg.Count > 0 && printed >= cfg.Count {
+					done = true
+					return
+				}
+				if cfg.Exit && r.Offset+1 >= hwm {
+					break
+				}
+			}
+			if cfg.Exit && len(fp.Records) > 0 && fp.Records[len(fp.Records)-1].Offset+1 >= hwm {
+				delete(remaining[fp.Topic], fp.Partition)
+				cl.PauseFetchPartitions(map[string][]int32{fp.Topic: {fp.Partition}})
+			}
+		})
+		if werr == nil {
+			werr = w.flush()
+		}
+		if werr != nil {
+			return outputError(werr)
+		}
+		if done || cfg.Exit && allDone(remaining) {
+			return nil
+		}
+	}
+}
+
+func allDone(remaining map[string]map[int32]int64) bool {
+	for _, ps := range remaining {
+		if len(ps) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// fetchError is the first error of a poll that consuming cannot get past;
+// retriable ones kgo handles itself.
+func fetchError(fetches kgo.Fetches) error {
+	var first error
+	fetches.EachError(func(t string, p int32, err error) {
+		if first != nil || kerr.IsRetriable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		if errors.Is(err, kerr.UnknownTopicOrPartition) {
+			first = client.Failf("topic %s partition %d: no longer exists", t, p)
+			return
+		}
+		first = client.Failf("consume %s partition %d: %v", t, p, err)
+	})
+	return first
+}
+
+// topicPartitions returns the partitions to read: for each topic all of
+// them, or those asked for (each must exist).
+func topicPartitions(ctx context.Context, adm *kadm.Client, topics []string, only []int32) (partitionSet, error) {
+	details, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return nil, client.Failf("describe topics: %v", err)
+	}
+	parts := partitionSet{}
+	for _, t := range topics {
+		td, ok := details[t]
+		if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+			return nil, client.Failf("topic %s does not exist", t)
+		}
+		if td.Err != nil {
+			return nil, client.Failf("topic %s: %v", t, td.Err)
+		}
+		all := td.Partitions.Numbers()
+		slices.Sort(all)
+		if len(only) == 0 {
+			parts[t] = all
+			continue
+		}
+		for _, p := range only {
+			if !slices.Contains(all, p) {
+				return nil, client.Failf("topic %s has %d partition%s; there is no partition %d", t, len(all), plural(len(all)), p)
+			}
+			if !slices.Contains(parts[t], p) {
+				parts[t] = append(parts[t], p)
+			}
+		}
+	}
+	return parts, nil
+}
+
+// startOffsets lists each partition's log start offset and high-water
+// mark (and, for @TIME, the offset at that time) and returns where to
+// start reading and the high-water marks.
+func startOffsets(ctx context.Context, adm *kadm.Client, parts partitionSet, spec OffsetSpec) (starts, ends map[string]map[int32]int64, err error) {
+	var topics []string
+	for t := range parts {
+		topics = append(topics, t)
+	}
+	list := func(what string, f func() (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
+		l, err := f()
+		if err == nil {
+			err = l.Error()
+		}
+		if err != nil {
+			return nil, client.Failf("list %s offsets: %v", what, err)
+		}
+		return l, nil
+	}
+	logStarts, err := list("start", func() (kadm.ListedOffsets, error) { return adm.ListStartOffsets(ctx, topics...) })
+	if err != nil {
+		return nil, nil, err
+	}
+	hwms, err := list("end", func() (kadm.ListedOffsets, error) { return adm.ListEndOffsets(ctx, topics...) })
+	if err != nil {
+		return nil, nil, err
+	}
+	var atTime kadm.ListedOffsets
+	if spec.Kind == OffsetTime {
+		atTime, err = list("time", func() (kadm.ListedOffsets, error) {
+			return adm.ListOffsetsAfterMilli(ctx, spec.Time.UnixMilli(), topics...)
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	starts, ends = map[string]map[int32]int64{}, map[string]map[int32]int64{}
+	for t, ps := range parts {
+		starts[t], ends[t] = map[int32]int64{}, map[int32]int64{}
+		for _, p := range ps {
+			ls, ok1 := logStarts.Lookup(t, p)
+			hw, ok2 := hwms.Lookup(t, p)
+			if !ok1 || !ok2 {
+				return nil, nil, client.Failf("no offsets listed for topic %s partition %d", t, p)
+			}
+			po := PartitionOffsets{LogStart: ls.Offset, HighWatermark: hw.Offset, AtTime: -1}
+			if at, ok := atTime.Lookup(t, p); ok {
+				po.AtTime = at.Offset
+			}
+			starts[t][p] = spec.Start(po)
+			ends[t][p] = hw.Offset
+		}
+	}
+	return starts, ends, nil
+}

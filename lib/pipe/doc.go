@@ -1,0 +1,27 @@
+// Package pipe is the logic of mqpipe: moving messages between Unix pipes
+// and topics.
+//
+// Produce reads messages from files or stdin (LineReader: newline- or
+// NUL-delimited, of any length up to the topic's max.message.bytes, an
+// overlong one skipped and reported by line number), turns each into a
+// record (text, -K/-k keys, or a JSON envelope with DecodeJSON), places it
+// with Partitioner (explicit partition, else Kafka's murmur2 of the key,
+// else sticky) and waits for every acknowledgement. It succeeds only when
+// every message was acknowledged; otherwise its error counts and lists the
+// lines that were not.
+//
+// Consume reads partitions directly from offsets computed by OffsetSpec
+// (beginning, end, N, -N, @TIME), prints each record with a Format
+// (kcat's %-tokens) or as a JSON envelope (AppendJSON), keeps the order
+// of each partition, and with -e stops at the high-water marks listed when
+// it started.
+//
+// The JSON envelope is defined once, by AppendJSON and DecodeJSON: what
+// consume --json prints, produce --format json reads back exactly (keys,
+// values, headers, timestamps, partitions; null stays null, bytes that are
+// not UTF-8 travel as base64).
+//
+// Errors meant for the user are *client.Error values carrying the exit
+// status (client.Usagef, client.Failf); a cancelled context is an
+// interruption.
+package pipe

@@ -1,0 +1,632 @@
+package pipe
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/client"
+)
+
+// ProduceConfig is one run of `mqpipe produce`.
+type ProduceConfig struct {
+	Broker string   // the -b value; empty: $MQ_BROKER, then the defaults
+	Topic  string   // -t
+	Files  []string // inputs in order; none, or "-": standard input
+
+	KeyDelim  string             // -K: split each line into key and value at the first DELIM
+	Key       []byte             // -k: the key of every message (nil: none)
+	Partition int32              // -p: the partition of every message; -1: by key
+	Headers   []kgo.RecordHeader // -H: added to every message
+	NUL       bool               // -0: messages end in NUL, not newline
+	JSON      bool               // --format json: each line is a JSON envelope
+
+	Compression string        // -z: none, gzip, snappy, lz4 or zstd
+	Acks        string        // --acks: all, leader or none
+	Linger      time.Duration // --linger: how long a partition's batch waits for more messages
+
+	Report   bool // --report: print "partition offset" per acknowledged message
+	Progress bool // draw a progress line on Stderr (a terminal)
+
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Acks are the --acks values.
+const Acks = "all, leader or none"
+
+// Codecs are the -z values.
+const Codecs = "none, gzip, snappy, lz4 or zstd"
+
+// maxDetails is how many failed messages are described one per line on
+// stderr; the rest are only counted and listed by line number.
+const maxDetails = 10
+
+// ParseHeader reads a -H value, NAME=VALUE.
+func ParseHeader(s string) (kgo.RecordHeader, error) {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return kgo.RecordHeader{}, client.Usagef("header %q: want NAME=VALUE", s)
+	}
+	return kgo.RecordHeader{Key: k, Value: []byte(v)}, nil
+}
+
+// producerOpts turns the producer flags into kgo options, or a usage error.
+func (cfg *ProduceConfig) producerOpts() ([]kgo.Opt, error) {
+	opts := []kgo.Opt{
+		kgo.DefaultProduceTopic(cfg.Topic),
+		kgo.RecordPartitioner(Partitioner()),
+		kgo.ProducerLinger(cfg.Linger),
+		kgo.AllowAutoTopicCreation(),
+	}
+	switch cfg.Acks {
+	case "all", "-1", "":
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case "leader", "1":
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	case "none", "0":
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	default:
+		return nil, client.Usagef("--acks %q: want %s", cfg.Acks, Acks)
+	}
+	var codec kgo.CompressionCodec
+	switch cfg.Compression {
+	case "none", "":
+		codec = kgo.NoCompression()
+	case "gzip":
+		codec = kgo.GzipCompression()
+	case "snappy":
+		codec = kgo.SnappyCompression()
+	case "lz4":
+		codec = kgo.Lz4Compression()
+	case "zstd":
+		codec = kgo.ZstdCompression()
+	default:
+		return nil, client.Usagef("-z %q: want %s", cfg.Compression, Codecs)
+	}
+	opts = append(opts, kgo.ProducerBatchCompression(codec))
+	if cfg.Linger < 0 {
+		return nil, client.Usagef("--linger %v: must not be negative", cfg.Linger)
+	}
+	return opts, nil
+}
+
+func (cfg *ProduceConfig) check() error {
+	switch {
+	case cfg.Topic == "":
+		return client.Usagef("produce: -t TOPIC is required")
+	case cfg.KeyDelim != "" && cfg.Key != nil:
+		return client.Usagef("produce: -K and -k exclude each other")
+	case cfg.JSON && (cfg.KeyDelim != "" || cfg.Key != nil):
+		return client.Usagef("produce: --format json takes keys from the JSON; drop -K and -k")
+	case cfg.Partition < -1:
+		return client.Usagef("produce: -p %d: partitions are numbered from 0", cfg.Partition)
+	}
+	return nil
+}
+
+// input is one source of messages.
+type input struct {
+	name string // "" for standard input
+	r    io.Reader
+}
+
+// Produce sends every message of the inputs to the topic and waits until
+// each is acknowledged. It returns nil only if all were; otherwise an
+// *client.Error (ExitFailure) that counts the messages not acknowledged and
+// lists their line numbers, after describing the first few on Stderr.
+func Produce(ctx context.Context, cfg ProduceConfig) error {
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	opts, err := cfg.producerOpts()
+	if err != nil {
+		return err
+	}
+	inputs, closeInputs, err := openInputs(cfg.Files, cfg.Stdin)
+	if err != nil {
+		return err
+	}
+	defer closeInputs()
+
+	addrs, err := client.Resolve(cfg.Broker, os.Getenv, os.Getuid())
+	if err != nil {
+		return err
+	}
+	maxBytes, err := topicLimits(ctx, addrs, cfg.Topic, cfg.Partition)
+	if err != nil {
+		return err
+	}
+	cl, err := client.NewClient(addrs, append(opts, kgo.ProducerBatchMaxBytes(maxBytes))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+
+	t := newTracker(cfg, inputs, int(maxBytes))
+	defer t.stop()
+	done := make(chan error, 1)
+	go func() { done <- t.produceAll(ctx, cl, inputs) }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		// The reader may be blocked on a pipe that never closes; leave it.
+		return ctx.Err()
+	}
+	if ferr := cl.Flush(ctx); ferr != nil {
+		return ferr
+	}
+	t.finish()
+	if err != nil {
+		return client.Failf("%v (%s)", err, t.summary())
+	}
+	return t.result()
+}
+
+// openInputs opens the named files ("-": standard input; none: standard
+// input alone) before anything is sent, so a missing file sends nothing.
+func openInputs(names []string, stdin io.Reader) ([]input, func(), error) {
+	if len(names) == 0 {
+		names = []string{"-"}
+	}
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	var inputs []input
+	for _, name := range names {
+		if name == "-" {
+			inputs = append(inputs, input{r: stdin})
+			continue
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			closeAll()
+			return nil, nil, client.Failf("%v", err)
+		}
+		files = append(files, f)
+		inputs = append(inputs, input{name: name, r: f})
+	}
+	return inputs, closeAll, nil
+}
+
+// topicLimits checks that the broker answers and returns the largest
+// record batch the topic accepts (max.message.bytes, else the broker's
+// message.max.bytes for a topic yet to be created). It fails early when
+// the topic does not exist and cannot be auto-created, or has no
+// partition p.
+func topicLimits(ctx context.Context, addrs []client.Addr, topic string, p int32) (int32, error) {
+	cl, err := client.NewClient(addrs)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	if err := client.Ping(ctx, cl, addrs); err != nil {
+		return 0, err
+	}
+	adm := kadm.NewClient(cl)
+	details, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return 0, client.Failf("describe topic %s: %v", topic, err)
+	}
+	if td, ok := details[topic]; ok && td.Err == nil {
+		if n := int32(len(td.Partitions)); p >= n {
+			return 0, client.Failf("topic %s has %d partition%s; there is no partition %d", topic, n, plural(int(n)), p)
+		}
+		rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+		if err == nil {
+			if v, ok := configValue(rcs, topic, "max.message.bytes"); ok {
+				return v, nil
+			}
+		}
+	}
+	brokers, err := adm.ListBrokers(ctx)
+	if err != nil || len(brokers) == 0 {
+		return 0, client.Failf("list brokers: %v", err)
+	}
+	id := brokers[0].NodeID
+	rcs, err := adm.DescribeBrokerConfigs(ctx, id)
+	if err != nil {
+		return 0, client.Failf("describe broker %d configs: %v", id, err)
+	}
+	if td, ok := details[topic]; !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+		if v, ok := configString(rcs, strconv.Itoa(int(id)), "auto.create.topics.enable"); ok && v == "false" {
+			return 0, client.Failf("topic %s does not exist (and auto.create.topics.enable is false)", topic)
+		}
+	}
+	if v, ok := configValue(rcs, strconv.Itoa(int(id)), "message.max.bytes"); ok {
+		return v, nil
+	}
+	return 1048588, nil // Kafka's default message.max.bytes
+}
+
+func configString(rcs kadm.ResourceConfigs, name, key string) (string, bool) {
+	for _, rc := range rcs {
+		if rc.Name != name || rc.Err != nil {
+			continue
+		}
+		for _, c := range rc.Configs {
+			if c.Key == key && c.Value != nil {
+				return *c.Value, true
+			}
+		}
+	}
+	return "", false
+}
+
+func configValue(rcs kadm.ResourceConfigs, name, key string) (int32, bool) {
+	s, ok := configString(rcs, name, key)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || v <= 0 {
+		return 0, false
+	}
+	return int32(v), true
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// lineRef names a message by its input and line number.
+type lineRef struct {
+	input int // index into the inputs
+	line  int
+}
+
+// tracker counts messages and their fates, and prints --report lines in
+// input order. Promises call it from kgo's promise goroutine, the reader
+// from its own; mu guards everything below it.
+type tracker struct {
+	cfg      ProduceConfig
+	maxBytes int
+	names    []string // input names ("" for stdin), for line references; fixed
+	progress *Progress
+
+	mu       sync.Mutex
+	read     int       // messages read
+	failed   int       // messages not acknowledged
+	lines    []lineRef // the first failed ones, for the summary
+	details  int       // failures described on stderr so far
+	next     int64     // the sequence number of the next report line
+	reports  map[int64]report
+	out      *bufio.Writer // Stdout, for --report
+	stopTick func()        // stops the report flusher; nil without --report
+	stopOnce sync.Once
+}
+
+// report is the outcome of one produced message, waiting for its turn to
+// be printed.
+type report struct {
+	ok        bool
+	partition int32
+	offset    int64
+}
+
+// maxLineRefs bounds the failed line numbers kept for the summary.
+const maxLineRefs = 10000
+
+func newTracker(cfg ProduceConfig, inputs []input, maxBytes int) *tracker {
+	t := &tracker{cfg: cfg, maxBytes: maxBytes, reports: map[int64]report{}}
+	for _, in := range inputs {
+		t.names = append(t.names, in.name)
+	}
+	if cfg.Progress {
+		t.progress = NewProgress(cfg.Stderr, nil)
+	}
+	if cfg.Report {
+		t.out = bufio.NewWriterSize(cfg.Stdout, 64<<10)
+		// Report lines of a slow stream get out within a moment.
+		tick := time.NewTicker(100 * time.Millisecond)
+		stopTick := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-tick.C:
+					t.mu.Lock()
+					t.out.Flush()
+					t.mu.Unlock()
+				case <-stopTick:
+					return
+				}
+			}
+		}()
+		t.stopTick = func() {
+			tick.Stop()
+			close(stopTick)
+		}
+	}
+	return t
+}
+
+func (t *tracker) stop() {
+	t.stopOnce.Do(func() {
+		if t.stopTick != nil {
+			t.stopTick()
+		}
+	})
+}
+
+// produceAll reads every input and hands its messages to the client. It
+// returns the first error reading an input; messages already read are
+// still delivered.
+func (t *tracker) produceAll(ctx context.Context, cl *kgo.Client, inputs []input) error {
+	var delim byte = '\n'
+	if t.cfg.NUL {
+		delim = 0
+	}
+	limit := t.maxBytes
+	if t.cfg.JSON {
+		limit = 6*t.maxBytes + 1<<20 // escapes and base64 make JSON larger than the bytes it carries
+	}
+	var seq int64
+	var a arena
+	for i, in := range inputs {
+		lr := NewLineReader(in.r, delim, limit)
+		for {
+			msg, err := lr.Next()
+			if err == io.EOF {
+				break
+			}
+			var tooLarge *TooLargeError
+			if errors.As(err, &tooLarge) {
+				t.count()
+				t.fail(lineRef{i, tooLarge.Line}, t.tooLarge(tooLarge.Size))
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("read %s: %w", t.inputName(i), err)
+			}
+			if t.cfg.JSON && len(bytes.TrimSpace(msg)) == 0 {
+				continue // blank lines between JSON objects are not messages
+			}
+			t.count()
+			rec, err := t.record(msg, &a)
+			if err != nil {
+				t.fail(lineRef{i, lr.Line()}, err)
+				continue
+			}
+			ref, s := lineRef{i, lr.Line()}, seq
+			seq++
+			t.progress.Add(len(rec.Value))
+			cl.Produce(ctx, rec, func(r *kgo.Record, err error) { t.acked(s, ref, r, err) })
+		}
+	}
+	return nil
+}
+
+// record builds the record for one message.
+func (t *tracker) record(msg []byte, a *arena) (*kgo.Record, error) {
+	var rec *kgo.Record
+	if t.cfg.JSON {
+		var err error
+		if rec, err = DecodeJSON(msg); err != nil {
+			return nil, err
+		}
+	} else {
+		rec = &kgo.Record{Partition: -1}
+		value := a.copy(msg)
+		if t.cfg.KeyDelim != "" {
+			if i := bytes.Index(value, []byte(t.cfg.KeyDelim)); i >= 0 {
+				rec.Key = value[:i:i]
+				value = value[i+len(t.cfg.KeyDelim):]
+			}
+		} else if t.cfg.Key != nil {
+			rec.Key = t.cfg.Key
+		}
+		rec.Value = value
+	}
+	if t.cfg.Partition >= 0 {
+		rec.Partition = t.cfg.Partition
+	}
+	if len(t.cfg.Headers) > 0 {
+		rec.Headers = append(rec.Headers, t.cfg.Headers...)
+	}
+	return rec, nil
+}
+
+func (t *tracker) tooLarge(size int) error {
+	return fmt.Errorf("message of %d bytes is larger than the %d bytes topic %s accepts (max.message.bytes)", size, t.maxBytes, t.cfg.Topic)
+}
+
+func (t *tracker) count() {
+	t.mu.Lock()
+	t.read++
+	t.mu.Unlock()
+}
+
+// acked is the promise of the message with sequence number seq.
+func (t *tracker) acked(seq int64, ref lineRef, r *kgo.Record, err error) {
+	if errors.Is(err, kerr.MessageTooLarge) {
+		err = t.tooLarge(len(r.Key) + len(r.Value))
+	} else if err != nil && r.Partition >= 0 && strings.Contains(err.Error(), "partitioning choice") {
+		err = fmt.Errorf("topic %s has no partition %d", t.cfg.Topic, r.Partition)
+	}
+	if err != nil {
+		t.fail(ref, err)
+	}
+	if t.out == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reports[seq] = report{ok: err == nil, partition: r.Partition, offset: r.Offset}
+	for {
+		rep, ok := t.reports[t.next]
+		if !ok {
+			return
+		}
+		delete(t.reports, t.next)
+		t.next++
+		if rep.ok {
+			var b [32]byte
+			line := strconv.AppendInt(b[:0], int64(rep.partition), 10)
+			line = append(line, ' ')
+			line = strconv.AppendInt(line, rep.offset, 10)
+			line = append(line, '\n')
+			t.out.Write(line)
+		}
+	}
+}
+
+// fail counts a message that was not acknowledged and describes it, unless
+// enough have been described already.
+func (t *tracker) fail(ref lineRef, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failed++
+	if len(t.lines) < maxLineRefs {
+		t.lines = append(t.lines, ref)
+	}
+	t.details++
+	switch {
+	case t.details <= maxDetails:
+		fmt.Fprintf(t.cfg.Stderr, "mqpipe: %s: %v\n", t.refName(ref), err)
+	case t.details == maxDetails+1:
+		fmt.Fprintf(t.cfg.Stderr, "mqpipe: more messages not acknowledged; the summary lists their lines\n")
+	}
+}
+
+// finish flushes the report and ends the progress line.
+func (t *tracker) finish() {
+	t.stop()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.out != nil {
+		t.out.Flush()
+	}
+	t.progress.Done()
+}
+
+// result is nil when every message was acknowledged.
+func (t *tracker) result() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.failed == 0 {
+		return nil
+	}
+	return client.Failf("%s", t.summaryLocked())
+}
+
+func (t *tracker) summary() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.summaryLocked()
+}
+
+func (t *tracker) summaryLocked() string {
+	if t.failed == 0 {
+		return fmt.Sprintf("all %d message%s read were acknowledged", t.read, plural(t.read))
+	}
+	return fmt.Sprintf("%d of %d message%s not acknowledged: %s", t.failed, t.read, plural(t.read), t.lineList())
+}
+
+// lineList lists the failed lines, consecutive ones as ranges: "lines 3,
+// 7-9", or "a.txt:3, b.txt:1-2" for several inputs.
+func (t *tracker) lineList() string {
+	refs := append([]lineRef(nil), t.lines...)
+	sortLineRefs(refs)
+	const maxRanges = 20
+	var parts []string
+	for i := 0; i < len(refs); {
+		j := i
+		for j+1 < len(refs) && refs[j+1].input == refs[i].input && refs[j+1].line == refs[j].line+1 {
+			j++
+		}
+		if len(parts) == maxRanges {
+			parts = append(parts, "…")
+			break
+		}
+		p := t.refPrefix(refs[i].input) + strconv.Itoa(refs[i].line)
+		if j > i {
+			p += "-" + strconv.Itoa(refs[j].line)
+		}
+		parts = append(parts, p)
+		i = j + 1
+	}
+	if len(t.lines) < t.failed && (len(parts) == 0 || parts[len(parts)-1] != "…") {
+		parts = append(parts, "…")
+	}
+	word := "line "
+	if len(t.lines) > 1 {
+		word = "lines "
+	}
+	if len(t.names) > 1 {
+		word = ""
+	}
+	return word + strings.Join(parts, ", ")
+}
+
+// refName is "line 3", or "a.txt:3" when there are several inputs.
+func (t *tracker) refName(ref lineRef) string {
+	if p := t.refPrefix(ref.input); p != "" {
+		return p + strconv.Itoa(ref.line)
+	}
+	return "line " + strconv.Itoa(ref.line)
+}
+
+func (t *tracker) refPrefix(i int) string {
+	if len(t.names) <= 1 {
+		return ""
+	}
+	return t.inputName(i) + ":"
+}
+
+func (t *tracker) inputName(i int) string {
+	if i < len(t.names) && t.names[i] != "" {
+		return t.names[i]
+	}
+	return "stdin"
+}
+
+func sortLineRefs(refs []lineRef) {
+	slices.SortFunc(refs, func(a, b lineRef) int {
+		if a.input != b.input {
+			return a.input - b.input
+		}
+		return a.line - b.line
+	})
+}
+
+// arena hands out copies of messages carved from large blocks, so that
+// reading a million short lines makes a few hundred allocations, not a
+// million. kgo keeps each value until it is acknowledged; a block is
+// freed when all its values are.
+type arena struct{ block []byte }
+
+const arenaBlock = 256 << 10
+
+func (a *arena) copy(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte{} // an empty message, not a null one
+	}
+	if len(b) > arenaBlock/16 {
+		return append(make([]byte, 0, len(b)), b...)
+	}
+	if cap(a.block)-len(a.block) < len(b) {
+		a.block = make([]byte, 0, arenaBlock)
+	}
+	start := len(a.block)
+	a.block = append(a.block, b...)
+	return a.block[start:len(a.block):len(a.block)]
+}

@@ -1,0 +1,99 @@
+package pipe
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestSummaryListsFailedLinesAsRanges(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		inputs []input
+		failed []lineRef
+		read   int
+		want   string
+	}{
+		{"one line", []input{{}}, []lineRef{{0, 4}}, 10, "1 of 10 messages not acknowledged: line 4"},
+		{"ranges in order", []input{{}}, []lineRef{{0, 9}, {0, 3}, {0, 5}, {0, 4}, {0, 7}}, 10,
+			"5 of 10 messages not acknowledged: lines 3-5, 7, 9"},
+		{"several files", []input{{name: "a.txt"}, {name: "b.txt"}}, []lineRef{{1, 2}, {0, 1}, {1, 1}}, 6,
+			"3 of 6 messages not acknowledged: a.txt:1, b.txt:1-2"},
+		{"stdin among files", []input{{name: "a.txt"}, {}}, []lineRef{{1, 2}}, 6,
+			"1 of 6 messages not acknowledged: stdin:2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stderr strings.Builder
+			tr := newTracker(ProduceConfig{Topic: "t", Stderr: &stderr}, c.inputs, 100)
+			tr.read = c.read
+			for _, ref := range c.failed {
+				tr.fail(ref, errors.New("boom"))
+			}
+			if got := tr.result(); got == nil || got.Error() != c.want {
+				t.Errorf("got %v\nwant %s", got, c.want)
+			}
+			if n := strings.Count(stderr.String(), "boom"); n != len(c.failed) {
+				t.Errorf("%d failures described, want %d:\n%s", n, len(c.failed), stderr.String())
+			}
+		})
+	}
+}
+
+func TestSummaryElidesManyFailures(t *testing.T) {
+	var stderr strings.Builder
+	tr := newTracker(ProduceConfig{Topic: "t", Stderr: &stderr}, []input{{}}, 100)
+	for i := 1; i <= 100; i += 2 {
+		tr.count()
+		tr.fail(lineRef{0, i}, errors.New("boom"))
+	}
+	got := tr.result().Error()
+	if !strings.HasPrefix(got, "50 of 50 messages not acknowledged: lines 1, 3, 5,") || !strings.HasSuffix(got, ", 39, …") {
+		t.Errorf("summary %q", got)
+	}
+	if n := strings.Count(stderr.String(), "\n"); n != maxDetails+1 {
+		t.Errorf("%d lines on stderr, want %d:\n%s", n, maxDetails+1, stderr.String())
+	}
+}
+
+func TestReportPrintsInInputOrder(t *testing.T) {
+	var out strings.Builder
+	tr := newTracker(ProduceConfig{Topic: "t", Report: true, Stdout: &out, Stderr: &strings.Builder{}}, []input{{}}, 100)
+	acks := []struct {
+		seq       int64
+		partition int32
+		offset    int64
+		err       error
+	}{
+		{2, 1, 0, nil},
+		{0, 0, 7, nil},
+		{3, 1, 1, errors.New("boom")},
+		{1, 2, 4, nil},
+		{4, 0, 8, nil},
+	}
+	for _, a := range acks {
+		tr.acked(a.seq, lineRef{0, int(a.seq) + 1}, &kgo.Record{Partition: a.partition, Offset: a.offset}, a.err)
+	}
+	tr.finish()
+	if want := "0 7\n2 4\n1 0\n0 8\n"; out.String() != want {
+		t.Errorf("report %q, want %q", out.String(), want)
+	}
+}
+
+func TestArenaCopiesAreIndependent(t *testing.T) {
+	var a arena
+	x := a.copy([]byte("abc"))
+	y := a.copy([]byte("de"))
+	x = append(x, 'Z') // must not run into y
+	if string(y) != "de" || string(x) != "abcZ" {
+		t.Errorf("x %q y %q", x, y)
+	}
+	if e := a.copy(nil); e == nil || len(e) != 0 {
+		t.Errorf("empty message copied as %#v, want empty and non-nil", e)
+	}
+	big := make([]byte, arenaBlock)
+	if c := a.copy(big); len(c) != len(big) {
+		t.Errorf("big copy has %d bytes", len(c))
+	}
+}

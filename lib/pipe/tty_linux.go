@@ -1,0 +1,5 @@
+package pipe
+
+import "golang.org/x/sys/unix"
+
+const ioctlGetTermios = unix.TCGETS
