@@ -48,6 +48,7 @@ stderr in one line.`,
 		UseShortOptionHandling: false,
 		Commands: []*cli.Command{
 			topicCommand(),
+			groupCommand(),
 			configCommand(),
 			recordsCommand(),
 			clusterCommand(),

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,11 +18,16 @@ import (
 // Admin runs mqctl's commands against one cluster.
 type Admin struct {
 	adm *kadm.Client
+	// cl is the client itself, for what kadm does not wrap: fetching the
+	// first unconsumed record of a lagging partition (group describe's lag
+	// in time) and retrying FindCoordinator.
+	cl  *kgo.Client
+	now func() time.Time // the clock lag in time is measured with
 }
 
 // New returns an Admin that uses cl; closing cl is the caller's job.
 func New(cl *kgo.Client) *Admin {
-	return &Admin{adm: kadm.NewClient(cl)}
+	return &Admin{adm: kadm.NewClient(cl), cl: cl, now: time.Now}
 }
 
 // Result is what a command prints: a table for people, JSON for scripts.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -33,7 +34,9 @@ func NewClient(addrs []Addr, opts ...kgo.Opt) (*kgo.Client, error) {
 		return nil, Usagef("no broker address")
 	}
 	seeds, dial := dialPlan(addrs)
-	all := []kgo.Opt{kgo.SeedBrokers(seeds...)}
+	// The program's name is its client id, so group describe and broker
+	// logs say which tool a connection is; opts may override it.
+	all := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(filepath.Base(os.Args[0]))}
 	if dial != nil {
 		all = append(all, kgo.Dialer(dial))
 	}

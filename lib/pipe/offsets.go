@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mqproject/mq/lib/client"
 )
 
 // OffsetKind says where -o starts reading a partition.
@@ -41,12 +43,9 @@ func ParseOffset(s string) (OffsetSpec, error) {
 		return OffsetSpec{Kind: OffsetStored}, nil
 	}
 	if t, ok := strings.CutPrefix(s, "@"); ok {
-		if ms, err := strconv.ParseInt(t, 10, 64); err == nil && ms >= 0 {
-			return OffsetSpec{Kind: OffsetTime, Time: time.UnixMilli(ms)}, nil
-		}
-		tm, err := time.Parse(time.RFC3339Nano, t)
+		tm, err := client.ParseTime(t)
 		if err != nil {
-			return OffsetSpec{}, fmt.Errorf("offset %q: want @ and an RFC 3339 time (2024-05-01T12:00:00Z) or milliseconds since the epoch", s)
+			return OffsetSpec{}, fmt.Errorf("offset %q: want @ and %s", s, client.TimeUsage)
 		}
 		return OffsetSpec{Kind: OffsetTime, Time: tm}, nil
 	}
