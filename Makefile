@@ -35,6 +35,14 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+# The standard mqbench suite against a fresh mqd on a temp dir: one table of
+# medians with the targets, broker CPU and peak memory. PERFFLAGS go to
+# `mqbench suite` (e.g. PERFFLAGS=--runs=1).
+perf:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/mqd ./cmd/mqbench
+	./lib/bench/perf.sh $(BIN) $(PERFFLAGS)
+
 lint:
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

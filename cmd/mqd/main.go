@@ -103,6 +103,8 @@ MQ_LOG_LEVEL, MQ_LOG_FORMAT; the flag wins over the variable.`,
 				Value: def.LogLevel},
 			&cli.StringFlag{Name: "log-format", EnvVars: []string{"MQ_LOG_FORMAT"}, Usage: "write logs to stderr as `FORMAT`: text or json (log.format)",
 				Value: def.LogFormat},
+			&cli.StringFlag{Name: "pprof", EnvVars: []string{"MQ_PPROF"}, Usage: "serve Go runtime profiles (net/http/pprof) over HTTP on `HOST:PORT`, for profiling under load",
+				DefaultText: "off"},
 			&cli.StringSliceFlag{Name: "set", Aliases: []string{"c"}, Usage: "set the broker property `KEY=VALUE`, e.g. -c num.partitions=3; repeatable; applied after the other flags",
 				DefaultText: "none"},
 		},
@@ -205,7 +207,17 @@ func serve(c *cli.Context) error {
 		}
 		return err
 	}
-	logger.Info("mqd serving", "listen", strings.Join(d.Addrs(), ","), "data_dir", settings.DataDir, "node_id", settings.NodeID)
+	serving := []any{"listen", strings.Join(d.Addrs(), ","), "data_dir", settings.DataDir, "node_id", settings.NodeID}
+	if addr := c.String("pprof"); addr != "" {
+		bound, stop, err := servePprof(addr, logger)
+		if err != nil {
+			d.Shutdown(context.Background())
+			return fmt.Errorf("pprof: %w", err)
+		}
+		defer stop()
+		serving = append(serving, "pprof", "http://"+bound+"/debug/pprof/")
+	}
+	logger.Info("mqd serving", serving...)
 	if err := notify("READY=1"); err != nil {
 		logger.Warn("cannot notify systemd", "err", err)
 	}

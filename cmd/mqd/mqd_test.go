@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -372,4 +373,27 @@ func readDatagram(t *testing.T, conn *net.UnixConn) string {
 		t.Fatal(err)
 	}
 	return string(buf[:n])
+}
+
+func TestPprofServesProfilesWhenAsked(t *testing.T) {
+	n := startMQD(t, testEnv(t), "--pprof", "127.0.0.1:0")
+	line := n.waitLine(t, "mqd serving")
+	_, url, ok := strings.Cut(line, "pprof=")
+	if !ok {
+		t.Fatalf("startup line %q does not say where pprof is", line)
+	}
+	url = strings.Fields(url)[0]
+	resp, err := http.Get(url + "goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "goroutine profile") {
+		t.Fatalf("GET %sgoroutine: %d %.200s", url, resp.StatusCode, body)
+	}
+	n.signal(t, syscall.SIGTERM)
+	if code := n.wait(t); code != 0 {
+		t.Errorf("exit %d after SIGTERM; stderr:\n%s", code, n.stderr())
+	}
 }

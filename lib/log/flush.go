@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 )
 
@@ -77,6 +78,9 @@ func (l *Log) waitDurable(seq uint64) error {
 // it durable. On failure under FlushAlways the log is rolled back to its
 // last durable point.
 func (l *Log) syncActive() error {
+	// Segments rolled under another policy (the policy is dynamic) must
+	// be on disk before the recovery point passes them.
+	l.waitRolled()
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -150,6 +154,8 @@ func (l *Log) syncFailedLocked(err error) error {
 func (l *Log) Flush() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	// The recovery point may only pass segments that are on disk.
+	l.waitRolled()
 	l.mu.RLock()
 	if err := l.writableLocked(); err != nil {
 		l.mu.RUnlock()
@@ -239,8 +245,8 @@ func (l *Log) Close() error {
 	l.stopFlusherLocked()
 	l.flusherMu.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed {
+		l.mu.Unlock()
 		return nil
 	}
 	err := l.failed
@@ -252,10 +258,15 @@ func (l *Log) Close() error {
 	l.sync.mu.Lock()
 	l.sync.cond.Broadcast()
 	l.sync.mu.Unlock()
+	l.mu.Unlock()
+	l.rolledWG.Wait() // background roll fsyncs see closed and stop
 	return err
 }
 
 func (l *Log) closeFlushLocked() error {
+	if err := l.syncRolledPendingLocked(); err != nil {
+		return l.syncFailedLocked(fmt.Errorf("close: %w", err))
+	}
 	act := l.active()
 	if err := act.file.f.Sync(); err != nil {
 		return l.syncFailedLocked(fmt.Errorf("close: %w", err))
@@ -283,4 +294,106 @@ func (l *Log) Delete() error {
 		}
 	}
 	return errors.Join(cerr, l.fs.Remove(l.dir))
+}
+
+// rollAsyncLocked rolls the active segment without waiting for its fsync:
+// its indexes are written (not fsynced) now, and syncRolled fsyncs the data
+// and index files in the background, then advances and checkpoints the
+// recovery point to where the segment ends.
+func (l *Log) rollAsyncLocked() error {
+	old := l.active()
+	if err := l.flushIndexesLocked(old, false); err != nil {
+		return err
+	}
+	end, seq, gen := l.end, l.writeSeq, l.truncGen
+	if _, err := l.createSegmentLocked(end); err != nil {
+		return err
+	}
+	l.logger.Debug("rolled segment", "segment", segmentName(end, logExt))
+	sf := old.file
+	sf.acquire() // held until fsynced, even when evicted or deleted meanwhile
+	l.rolledPending = append(l.rolledPending, sf)
+	prev, done := l.rolledSync, make(chan struct{})
+	l.rolledSync = done
+	l.rolledWG.Add(1)
+	go l.syncRolled(old.base, sf, end, seq, gen, prev, done)
+	l.openClosed = append(l.openClosed, old)
+	l.evictLocked()
+	return l.snapshotProducersLocked()
+}
+
+// syncRolled fsyncs a rolled segment (data file sf, indexes by name) after
+// the previous rolled segment's fsync (prev) is done, then marks the log
+// below end durable. A failure puts the log in the failed state, as a
+// failed fsync under these policies may have lost acknowledged data.
+func (l *Log) syncRolled(base int64, sf *segFile, end int64, seq, gen uint64, prev, done chan struct{}) {
+	defer l.rolledWG.Done()
+	defer close(done)
+	if prev != nil {
+		<-prev
+	}
+	err := sf.f.Sync()
+	if err == nil {
+		_, indexPath, timeIndexPath := segmentPaths(l.dir, base)
+		err = errors.Join(l.syncPath(indexPath), l.syncPath(timeIndexPath))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i := slices.Index(l.rolledPending, sf); i >= 0 {
+		l.rolledPending = slices.Delete(l.rolledPending, i, i+1)
+		sf.release()
+	}
+	if l.closed {
+		return // Close fsynced it (or the log failed before)
+	}
+	if err != nil {
+		l.syncFailedLocked(fmt.Errorf("roll %s: %w", segmentName(base, logExt), err))
+		return
+	}
+	if gen != l.truncGen {
+		return // truncated meanwhile: the recovery point is not ours to move
+	}
+	l.markDurableLocked(end, seq)
+	if err := l.checkpointRecoveryLocked(); err != nil {
+		l.logger.Error("checkpoint after roll failed", "err", err)
+	}
+}
+
+// syncPath fsyncs the file at path; a file deleted meanwhile (retention)
+// needs none.
+func (l *Log) syncPath(path string) error {
+	f, err := l.fs.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// waitRolled waits for the fsyncs of the segments rolled so far. Called
+// without mu.
+func (l *Log) waitRolled() {
+	l.mu.RLock()
+	ch := l.rolledSync
+	l.mu.RUnlock()
+	if ch != nil {
+		<-ch
+	}
+}
+
+// syncRolledPendingLocked fsyncs, in the caller, the rolled segments whose
+// background fsync has not finished, for Close.
+func (l *Log) syncRolledPendingLocked() error {
+	for _, sf := range l.rolledPending {
+		if err := sf.f.Sync(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -82,9 +82,16 @@ type testLog struct {
 
 func openTestLog(t testing.TB, cfg Config) *testLog {
 	t.Helper()
+	return openTestLogWith(t, cfg, Options{})
+}
+
+// openTestLogWith is openTestLog with options (its clock is the test's).
+func openTestLogWith(t testing.TB, cfg Config, opts Options) *testLog {
+	t.Helper()
 	clock := NewManualClock(testStart)
+	opts.Clock = clock
 	tl := &testLog{t: t, dir: filepath.Join(t.TempDir(), "topic-0"), cfg: cfg, clock: clock,
-		opts: Options{Clock: clock}}
+		opts: opts}
 	tl.reopen()
 	t.Cleanup(func() { _ = tl.Log.Close() })
 	return tl

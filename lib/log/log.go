@@ -63,6 +63,15 @@ type Log struct {
 	flusherMu   sync.Mutex
 	flusherStop chan struct{}
 	flusherDone chan struct{}
+
+	// Under FlushOS and FlushInterval a rolled segment is fsynced in the
+	// background (syncRolled). rolledSync is closed when the latest such
+	// fsync is done, and every one waits for the one before, so the
+	// recovery point only moves over fsynced segments; rolledPending are
+	// the files still waiting (mu). rolledWG counts the goroutines.
+	rolledSync    chan struct{}
+	rolledPending []*segFile
+	rolledWG      sync.WaitGroup
 }
 
 // AppendResult is what Append did.
@@ -850,8 +859,14 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, now int64) (uint64, e
 }
 
 // rollLocked closes the active segment (fsync, indexes) and starts a new
-// one at the log end offset.
+// one at the log end offset. Under FlushAlways the old segment is fsynced
+// here, since appends waiting for durability count on it; under the other
+// policies, as in Kafka, the fsync happens in the background so that the
+// append that rolls does not wait for a whole segment to reach the disk.
 func (l *Log) rollLocked() error {
+	if l.cfg.FlushPolicy != FlushAlways {
+		return l.rollAsyncLocked()
+	}
 	old := l.active()
 	if err := old.file.f.Sync(); err != nil {
 		return l.syncFailedLocked(fmt.Errorf("roll %s: %w", segmentName(old.base, logExt), err))

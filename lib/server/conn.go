@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -52,7 +53,9 @@ type conn struct {
 
 	closeOnce sync.Once
 
-	// Reader-owned.
+	// Reader-owned. br batches socket reads: a frame's size and body, and
+	// the frames a client pipelines, arrive with one read system call.
+	br       *bufio.Reader
 	sizeBuf  [4]byte
 	clientID *string // last client id seen, reused while it does not change
 
@@ -84,6 +87,7 @@ func newConn(s *Server, nc net.Conn, network string) *conn {
 		},
 		ctx:    ctx,
 		cancel: cancel,
+		br:     bufio.NewReaderSize(nc, readBufferSize),
 		slots:  make(chan struct{}, MaxInFlight),
 		queue:  make(chan pending, MaxInFlight),
 	}
@@ -168,6 +172,17 @@ func (c *conn) logReadError(err error) {
 // idleness); a shutdown interrupts it with errDraining.
 func (c *conn) readSize() error {
 	for {
+		if c.br.Buffered() >= len(c.sizeBuf) {
+			// The size is here already (pipelined requests): no wait, so
+			// no deadline to arm.
+			select {
+			case <-c.s.draining:
+				return errDraining
+			default:
+			}
+			_, err := io.ReadFull(c.br, c.sizeBuf[:])
+			return err
+		}
 		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		// Checked after setting the deadline: stopReading sets a past
 		// deadline after draining is closed, so either we see draining
@@ -177,7 +192,7 @@ func (c *conn) readSize() error {
 			return errDraining
 		default:
 		}
-		n, err := io.ReadFull(c.nc, c.sizeBuf[:])
+		n, err := io.ReadFull(c.br, c.sizeBuf[:])
 		if err == nil {
 			return nil
 		}
@@ -215,7 +230,7 @@ func (c *conn) readRequest() (pending, error) {
 	}
 	// A fresh buffer per request: kmsg's decoded byte fields alias it, and
 	// handlers may keep those (record batches, group metadata).
-	frame, err := readFrameBody(c.nc, int(size))
+	frame, err := readFrameBody(c.br, int(size))
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			select {
@@ -272,6 +287,10 @@ func (c *conn) readRequest() (pending, error) {
 	p.reply = c.handle(req)
 	return p, nil
 }
+
+// readBufferSize is the size of a connection's read buffer. Frames larger
+// than what is buffered are read straight into their own buffer.
+const readBufferSize = 16 << 10
 
 // frameStep is the largest buffer allocated for a frame before its bytes
 // arrive. Bigger frames grow the buffer as data comes in, so a peer cannot

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mqproject/mq/lib/bench"
+	"github.com/mqproject/mq/lib/client"
+)
+
+func consumeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "consume",
+		Usage:     "read a topic from the start, with one or several consumers at once",
+		ArgsUsage: " ",
+		UsageText: doc("mqbench consume [-t TOPIC] [-n MESSAGES] [--groups N] [--fetch-max-bytes N] [--fetch-max-partition-bytes N]",
+			`Reads MESSAGES messages (default: all the topic holds when the run starts)
+from the start of every partition and reports messages/s and MB/s.
+
+With --groups N, N consumers read the whole topic at once (fan-out) and the
+rate is their total. Each is a direct consumer that reads every partition
+from its start without joining a consumer group: the same load on the
+broker as N consumer groups, without the group protocol.`),
+		Flags: append(append(commandFlags(),
+			topicFlag("mqbench"),
+			&cli.Int64Flag{Name: "messages", Aliases: []string{"n"}, Usage: "`MESSAGES` each consumer reads (default: all there are at the start)"},
+			&cli.IntFlag{Name: "groups", Aliases: []string{"g"}, Value: 1, Usage: "`N` consumers reading everything at once (fan-out)"},
+		), consumerFlags()...),
+		Action: action(func(c *cli.Context) (runFunc, error) {
+			cs, err := consumerSettings(c)
+			if err != nil {
+				return nil, err
+			}
+			cfg := bench.ConsumeConfig{Topic: c.String("topic"), Messages: c.Int64("messages"), Consumer: cs, Progress: progress(c)}
+			if cfg.Messages < 0 {
+				return nil, client.Usagef("--messages: must not be negative")
+			}
+			if cfg.Consumers, err = positive(c, "groups"); err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context, dial bench.Dialer) (*bench.Result, error) {
+				return bench.Consume(ctx, dial, cfg)
+			}, nil
+		}),
+	}
+}

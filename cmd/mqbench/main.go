@@ -1,0 +1,150 @@
+// Command mqbench measures a Kafka-compatible broker: produce throughput
+// and latency, consume throughput (with fan-out), end-to-end latency, and
+// the standard suite of `make perf`. This file and one file per command
+// wire urfave/cli flags to lib/bench, which holds the logic and the output
+// formats.
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/urfave/cli/v2"
+
+	"github.com/mqproject/mq/lib/bench"
+	"github.com/mqproject/mq/lib/client"
+)
+
+func main() { os.Exit(client.Run(newApp(), os.Args)) }
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:      "mqbench",
+		Usage:     "measure a Kafka-compatible broker: throughput, latency, fan-out",
+		UsageText: "mqbench [-b ADDR] [-o table|json] produce|consume|e2e|suite [FLAGS...]",
+		Description: `mqbench is a load generator and latency probe. It is a Kafka client like
+any other (franz-go), so it measures mqd or any Kafka-compatible broker.
+
+The broker is taken from -b/--broker, else $MQ_BROKER, else the default mqd
+socket ($MQ_SOCKET, else $XDG_RUNTIME_DIR/mq/mqd.sock, else /run/mq/mqd.sock
+for root, else /tmp/mq-$UID/mqd.sock) when it exists, else 127.0.0.1:9092.
+An address is unix:///path.sock, tcp://host:port or host:port.
+
+Each run prints one summary line on stdout, or with -o json one JSON object
+on one line:
+  {"test": "produce"|"consume"|"e2e", "topic": string, "messages": int,
+   "bytes": int, "seconds": float, "msgs_per_sec": float,
+   "mb_per_sec": float, "latency_ms": {"p50", "p99", "p99.9", "max": float}
+   (produce and e2e), "failed": int, "late": int, "lost": int,
+   "consumers": int (consume), "broker": {"cpu_seconds": float,
+   "cpu_seconds_per_million": float, "rss_peak_mib": float} (with
+   --broker-pid), "settings": {name: string}}
+Fields are added, never renamed or removed. Bytes count keys and values;
+MB are 1,000,000 bytes. Progress goes to stderr, only when it is a
+terminal.
+
+With --broker-pid PID (a broker on this machine), each run also reports
+the broker's CPU time (utime+stime from /proc/PID/stat, before and after)
+and its peak resident memory (VmHWM from /proc/PID/status).
+
+Exit status: 0 success; 1 the run failed (messages not acknowledged, lost
+messages, the broker said no); 2 usage error; 3 cannot reach the broker;
+130 interrupted.`,
+		Flags:           []cli.Flag{client.BrokerFlag(), client.OutputFlag()},
+		HideHelpCommand: true,
+		Commands: []*cli.Command{
+			produceCommand(),
+			consumeCommand(),
+			e2eCommand(),
+			suiteCommand(),
+			client.CompletionCommand("mqbench"),
+		},
+	}
+}
+
+// commandFlags are the global flags again, hidden, so that they may follow
+// the command; then the flags every run shares.
+func commandFlags() []cli.Flag {
+	b, o := client.BrokerFlag(), client.OutputFlag()
+	b.Hidden, o.Hidden = true, true
+	return []cli.Flag{b, o,
+		&cli.IntFlag{Name: "broker-pid", Usage: "also report the CPU time and peak memory of the broker process `PID` (same machine)"},
+	}
+}
+
+func topicFlag(def string) cli.Flag {
+	return &cli.StringFlag{Name: "topic", Aliases: []string{"t"}, Value: def, Usage: "the `TOPIC`"}
+}
+
+// runFunc is the part of a command that needs the broker.
+type runFunc func(ctx context.Context, dial bench.Dialer) (*bench.Result, error)
+
+// action makes a command's action: check -o, let prepare check the flags
+// and return the run (usage errors come before connecting), connect, run
+// it under --broker-pid and print the result, also when the run failed
+// after measuring.
+func action(prepare func(c *cli.Context) (runFunc, error)) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		format, err := client.ParseFormat(client.FlagString(c, "output"))
+		if err != nil {
+			return err
+		}
+		if c.NArg() > 0 {
+			return client.Usagef("%s: unexpected argument %q", c.Command.Name, c.Args().First())
+		}
+		run, err := prepare(c)
+		if err != nil {
+			return err
+		}
+		dial, closeAll, err := connect(c)
+		if err != nil {
+			return err
+		}
+		defer closeAll()
+		res, err := bench.Watch(c.Int("broker-pid"), func() (*bench.Result, error) { return run(c.Context, dial) })
+		if res != nil {
+			if werr := bench.WriteResult(c.App.Writer, format, res); werr != nil && err == nil {
+				err = werr
+			}
+		}
+		return err
+	}
+}
+
+// connect checks that the broker answers and returns a Dialer for it.
+func connect(c *cli.Context) (bench.Dialer, func(), error) {
+	cl, addrs, err := client.Connect(c.Context, client.FlagString(c, "broker"))
+	if err != nil {
+		return nil, nil, err
+	}
+	cl.Close()
+	dial := func(opts ...kgo.Opt) (*kgo.Client, error) { return client.NewClient(addrs, opts...) }
+	return dial, func() {}, nil
+}
+
+// progress is where runs report progress: stderr when it is a terminal.
+func progress(c *cli.Context) io.Writer {
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 && c.App.ErrWriter == nil {
+		return os.Stderr
+	}
+	return nil
+}
+
+// doc is a command's UsageText: its synopsis, then what it does.
+func doc(synopsis, text string) string { return synopsis + "\n\n" + text }
+
+// topicConfigs reads --topic-config KEY=VALUE flags.
+func topicConfigs(c *cli.Context) (map[string]string, error) {
+	m := map[string]string{}
+	for _, kv := range c.StringSlice("topic-config") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, client.Usagef("--topic-config: want KEY=VALUE, not %q", kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}

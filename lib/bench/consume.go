@@ -1,0 +1,206 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/client"
+)
+
+// ConsumerSettings are the kgo consumer settings a run uses.
+type ConsumerSettings struct {
+	// FetchMaxBytes is kgo.FetchMaxBytes (per fetch response); 0 keeps
+	// kgo's default.
+	FetchMaxBytes int32
+	// FetchMaxPartitionBytes is kgo.FetchMaxPartitionBytes; 0 keeps kgo's
+	// default.
+	FetchMaxPartitionBytes int32
+	// FetchMaxWait is kgo.FetchMaxWait: how long the broker may hold a
+	// fetch with nothing new; 0 keeps kgo's default.
+	FetchMaxWait time.Duration
+}
+
+func (s ConsumerSettings) opts() []kgo.Opt {
+	opts := []kgo.Opt{kgo.WithPools(newRecordPool())}
+	if s.FetchMaxBytes > 0 {
+		opts = append(opts, kgo.FetchMaxBytes(s.FetchMaxBytes))
+	}
+	if s.FetchMaxPartitionBytes > 0 {
+		opts = append(opts, kgo.FetchMaxPartitionBytes(s.FetchMaxPartitionBytes))
+	}
+	if s.FetchMaxWait > 0 {
+		opts = append(opts, kgo.FetchMaxWait(s.FetchMaxWait))
+	}
+	return opts
+}
+
+func (s ConsumerSettings) settings(m map[string]string) {
+	def := func(v int64) string {
+		if v <= 0 {
+			return "kgo default"
+		}
+		return strconv.FormatInt(v, 10)
+	}
+	m["fetch_max_bytes"] = def(int64(s.FetchMaxBytes))
+	m["fetch_max_partition_bytes"] = def(int64(s.FetchMaxPartitionBytes))
+	if s.FetchMaxWait > 0 {
+		m["fetch_max_wait"] = s.FetchMaxWait.String()
+	}
+}
+
+// ConsumeConfig is a consume run.
+type ConsumeConfig struct {
+	Topic string
+	// Messages is how many messages each consumer reads, from the start of
+	// every partition; 0 means every message there when the run starts.
+	Messages int64
+	// Consumers is how many consumers read the whole topic at once
+	// (fan-out). Each is a direct, group-less consumer reading every
+	// partition from its start: the load N consumer groups put on the
+	// broker, without the group protocol.
+	Consumers int
+	Consumer  ConsumerSettings
+	// Progress, when not nil, gets a progress line about once a second.
+	Progress io.Writer
+}
+
+// Consume reads cfg.Messages messages from the start of the topic with
+// each of cfg.Consumers consumers at once and measures the total rate.
+func Consume(ctx context.Context, dial Dialer, cfg ConsumeConfig) (*Result, error) {
+	if cfg.Consumers < 1 {
+		cfg.Consumers = 1
+	}
+	admin, err := dial()
+	if err != nil {
+		return nil, err
+	}
+	start, end, err := partitionOffsets(ctx, admin, cfg.Topic)
+	admin.Close()
+	if err != nil {
+		return nil, err
+	}
+	want := cfg.Messages
+	if want <= 0 {
+		for p, e := range end {
+			want += e - start[p]
+		}
+		if want == 0 {
+			return nil, client.Failf("topic %s is empty: nothing to consume (produce first, or give --messages to wait for new ones)", cfg.Topic)
+		}
+	}
+	offsets := map[int32]kgo.Offset{}
+	for p, s := range start {
+		offsets[p] = kgo.NewOffset().At(s)
+	}
+	opts := append(cfg.Consumer.opts(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: offsets}))
+	clients := make([]*kgo.Client, cfg.Consumers)
+	defer func() {
+		for _, cl := range clients {
+			if cl != nil {
+				cl.Close()
+			}
+		}
+	}()
+	for i := range clients {
+		if clients[i], err = dial(opts...); err != nil {
+			return nil, err
+		}
+	}
+
+	var total, bytes atomic.Int64
+	stop := startProgress(cfg.Progress, "consume", want*int64(cfg.Consumers), total.Load)
+	defer stop()
+	errs := make([]error, len(clients))
+	began := time.Now()
+	var wg sync.WaitGroup
+	for i, cl := range clients {
+		wg.Go(func() {
+			var n, b int64
+			for n < want {
+				fs := cl.PollFetches(ctx)
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+					return
+				}
+				var ferr error
+				fs.EachError(func(topic string, p int32, err error) {
+					if ferr == nil && !errors.Is(err, context.Canceled) {
+						ferr = err
+					}
+				})
+				if ferr != nil {
+					errs[i] = client.Failf("consume %s: %v", cfg.Topic, ferr)
+					return
+				}
+				var got, size int64
+				fs.EachRecord(func(r *kgo.Record) {
+					got++
+					size += int64(len(r.Key) + len(r.Value))
+					r.Recycle()
+				})
+				n += got
+				b += size
+				total.Add(got)
+			}
+			bytes.Add(b)
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(began)
+	stop()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	res := &Result{
+		Test:      "consume",
+		Topic:     cfg.Topic,
+		Messages:  total.Load(),
+		Bytes:     bytes.Load(),
+		Seconds:   elapsed.Seconds(),
+		Consumers: cfg.Consumers,
+		Settings:  map[string]string{"consumers": strconv.Itoa(cfg.Consumers), "mode": "direct (group-less), each consumer reads every partition"},
+	}
+	cfg.Consumer.settings(res.Settings)
+	res.finish()
+	return res, nil
+}
+
+// recordPool recycles the record slices kgo decodes fetched records into,
+// so that a consumer does not allocate per record.
+type recordPool struct {
+	mu   sync.Mutex
+	free [][]kgo.Record
+}
+
+func newRecordPool() *recordPool { return &recordPool{} }
+
+// GetRecords implements kgo.PoolRecords.
+func (p *recordPool) GetRecords(n int) []kgo.Record {
+	p.mu.Lock()
+	for i := len(p.free) - 1; i >= 0; i-- {
+		if s := p.free[i]; cap(s) >= n {
+			p.free[i] = p.free[len(p.free)-1]
+			p.free = p.free[:len(p.free)-1]
+			p.mu.Unlock()
+			return s[:n]
+		}
+	}
+	p.mu.Unlock()
+	return make([]kgo.Record, n, max(n, 256))
+}
+
+// PutRecords implements kgo.PoolRecords.
+func (p *recordPool) PutRecords(s []kgo.Record) {
+	p.mu.Lock()
+	if len(p.free) < 64 {
+		p.free = append(p.free, s[:0])
+	}
+	p.mu.Unlock()
+}

@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/client"
+)
+
+// TopicSpec is the topic a run uses: created with Partitions partitions
+// (0: the broker's default) and Configs when it does not exist. An
+// existing topic is used as it is.
+type TopicSpec struct {
+	Name       string
+	Partitions int32
+	Configs    map[string]string
+}
+
+// EnsureTopic creates the topic when it does not exist and returns how many
+// partitions it has.
+func EnsureTopic(ctx context.Context, cl *kgo.Client, spec TopicSpec) (int, error) {
+	adm := kadm.NewClient(cl)
+	parts := spec.Partitions
+	if parts <= 0 {
+		parts = -1
+	}
+	configs := map[string]*string{}
+	for k, v := range spec.Configs {
+		configs[k] = &v
+	}
+	resp, err := adm.CreateTopic(ctx, parts, -1, configs, spec.Name)
+	switch {
+	case err == nil && resp.Err == nil:
+	case errors.Is(err, kerr.TopicAlreadyExists) || errors.Is(resp.Err, kerr.TopicAlreadyExists):
+		if len(spec.Configs) > 0 {
+			return 0, client.Failf("topic %s exists already: its configs (%v) cannot be applied; use a new topic", spec.Name, slices.Sorted(maps.Keys(spec.Configs)))
+		}
+	case err != nil:
+		return 0, fmt.Errorf("create topic %s: %w", spec.Name, err)
+	default:
+		return 0, client.Failf("create topic %s: %v", spec.Name, resp.Err)
+	}
+	// Wait for the partitions to be visible with a leader.
+	for {
+		md, err := adm.Metadata(ctx, spec.Name)
+		if err != nil {
+			return 0, fmt.Errorf("metadata for %s: %w", spec.Name, err)
+		}
+		t, ok := md.Topics[spec.Name]
+		if ok && t.Err == nil && len(t.Partitions) > 0 {
+			ready := true
+			for _, p := range t.Partitions {
+				ready = ready && p.Err == nil && p.Leader >= 0
+			}
+			if ready {
+				return len(t.Partitions), nil
+			}
+		}
+		if err := sleepCtx(ctx, 20e6); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// partitionOffsets returns the start and end offsets of each partition of
+// topic.
+func partitionOffsets(ctx context.Context, cl *kgo.Client, topic string) (start, end map[int32]int64, err error) {
+	adm := kadm.NewClient(cl)
+	s, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list start offsets of %s: %w", topic, err)
+	}
+	e, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list end offsets of %s: %w", topic, err)
+	}
+	start, end = map[int32]int64{}, map[int32]int64{}
+	for _, x := range []struct {
+		l    kadm.ListedOffsets
+		into map[int32]int64
+	}{{s, start}, {e, end}} {
+		x.l.Each(func(o kadm.ListedOffset) {
+			switch {
+			case err != nil || o.Err == nil:
+			case errors.Is(o.Err, kerr.UnknownTopicOrPartition):
+				err = client.Failf("unknown topic %q", topic)
+			default:
+				err = fmt.Errorf("offsets of %s/%d: %w", topic, o.Partition, o.Err)
+			}
+			x.into[o.Partition] = o.Offset
+		})
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(end) == 0 {
+		return nil, nil, client.Failf("topic %s: unknown topic or no partitions", topic)
+	}
+	return start, end, nil
+}
