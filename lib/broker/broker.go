@@ -41,12 +41,13 @@ type api struct {
 
 // Broker answers the Kafka APIs for one node. It implements server.Handler.
 type Broker struct {
-	cfg   Config
-	log   *slog.Logger
-	clock Clock
-	ctrl  *controller.Controller
-	apis  map[int16]api
-	data  *dataPlane // partitions, produce, fetch, offsets (data.go)
+	cfg    Config
+	log    *slog.Logger
+	clock  Clock
+	ctrl   *controller.Controller
+	apis   map[int16]api
+	data   *dataPlane        // partitions, produce, fetch, offsets (data.go)
+	groups *groupCoordinator // consumer groups and committed offsets (groups*.go)
 }
 
 // New builds a Broker on an open controller. It opens the logs of every
@@ -66,11 +67,15 @@ func New(cfg Config) (*Broker, error) {
 	for k, a := range b.adminAPIs() {
 		b.apis[k] = a
 	}
+	for k, a := range b.groupAPIs() {
+		b.apis[k] = a
+	}
 	d, err := newDataPlane(b)
 	if err != nil {
 		return nil, err
 	}
 	b.data = d
+	b.groups = newGroupCoordinator(b)
 	return b, nil
 }
 
@@ -94,8 +99,12 @@ func (b *Broker) ApiVersions() []kmsg.ApiVersionsResponseApiKey {
 	return keys
 }
 
-// Close flushes and closes every partition log.
-func (b *Broker) Close() error { return b.data.close() }
+// Close stops the group coordinator, then flushes and closes every
+// partition log.
+func (b *Broker) Close() error {
+	b.groups.close()
+	return b.data.close()
+}
 
 // reply wraps a ready response.
 func reply(m kmsg.Response) server.Reply {

@@ -1,0 +1,193 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/group"
+	"github.com/mqproject/mq/lib/server"
+)
+
+// knownPartition reports whether the image has the partition.
+func knownPartition(img *controller.Image, topic string, partition int32) bool {
+	t := img.Topics[topic]
+	return t != nil && partition >= 0 && int(partition) < len(t.Partitions)
+}
+
+// handleOffsetCommit stores offsets, checking the member's generation
+// (or, for generation -1 and no member id, accepting simple commits to a
+// group without members). It runs on the reader goroutine: the commit is
+// appended to __consumer_offsets and waited for before the next request
+// of the connection, so a pipelined OffsetFetch sees it. Partitions of
+// unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+func (b *Broker) handleOffsetCommit(_ context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kmsg.OffsetCommitRequest)
+	resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
+	img := b.ctrl.Image()
+	cr := group.CommitRequest{Group: r.Group, MemberID: r.MemberID, InstanceID: optString(r.InstanceID), Generation: r.Generation}
+	if req.Version == 0 {
+		cr.Generation = -1
+	}
+	type slot struct{ topic, partition, index int } // index into cr.Offsets, -1: unknown partition
+	var slots []slot
+	for i, t := range r.Topics {
+		for j, p := range t.Partitions {
+			if !knownPartition(img, t.Topic, p.Partition) {
+				slots = append(slots, slot{i, j, -1})
+				continue
+			}
+			epoch := p.LeaderEpoch
+			if req.Version < 6 {
+				epoch = -1
+			}
+			slots = append(slots, slot{i, j, len(cr.Offsets)})
+			cr.Offsets = append(cr.Offsets, group.CommitOffset{
+				TopicPartition: group.TopicPartition{Topic: t.Topic, Partition: p.Partition},
+				Offset:         group.Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: optString(p.Metadata)},
+			})
+		}
+	}
+	var errs []error
+	var err error
+	if len(cr.Offsets) > 0 {
+		errs, err = b.groups.c.CommitOffsets(cr)
+	}
+	resp.Topics = make([]kmsg.OffsetCommitResponseTopic, len(r.Topics))
+	for i, t := range r.Topics {
+		resp.Topics[i] = kmsg.NewOffsetCommitResponseTopic()
+		resp.Topics[i].Topic = t.Topic
+		resp.Topics[i].Partitions = make([]kmsg.OffsetCommitResponseTopicPartition, len(t.Partitions))
+		for j, p := range t.Partitions {
+			resp.Topics[i].Partitions[j] = kmsg.NewOffsetCommitResponseTopicPartition()
+			resp.Topics[i].Partitions[j].Partition = p.Partition
+		}
+	}
+	for _, s := range slots {
+		rp := &resp.Topics[s.topic].Partitions[s.partition]
+		switch {
+		case s.index < 0:
+			rp.ErrorCode = groupError(errUnknownPartition)
+		case err != nil:
+			rp.ErrorCode = groupError(err)
+		default:
+			rp.ErrorCode = groupError(errs[s.index])
+		}
+	}
+	return reply(resp)
+}
+
+// handleOffsetFetch returns committed offsets: of one group (v0-v7) or
+// several (v8+); of the partitions asked, or all (no topics, v2+).
+// Uncommitted partitions have offset -1. mq has no transactions, so
+// RequireStable changes nothing.
+func (b *Broker) handleOffsetFetch(_ context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kmsg.OffsetFetchRequest)
+	resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for _, rg := range r.Groups {
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group = rg.Group
+			var tps []group.TopicPartition
+			if rg.Topics != nil {
+				tps = []group.TopicPartition{}
+				for _, t := range rg.Topics {
+					for _, p := range t.Partitions {
+						tps = append(tps, group.TopicPartition{Topic: t.Topic, Partition: p})
+					}
+				}
+			}
+			offs, err := b.groups.c.FetchOffsets(rg.Group, tps)
+			g.ErrorCode = groupError(err)
+			for _, o := range offs {
+				if n := len(g.Topics); n == 0 || g.Topics[n-1].Topic != o.Topic {
+					t := kmsg.NewOffsetFetchResponseGroupTopic()
+					t.Topic = o.Topic
+					g.Topics = append(g.Topics, t)
+				}
+				p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				p.Partition, p.Offset, p.LeaderEpoch = o.Partition, o.Offset.Offset, o.LeaderEpoch
+				md := o.Metadata
+				p.Metadata = &md
+				t := &g.Topics[len(g.Topics)-1]
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Groups = append(resp.Groups, g)
+		}
+		return reply(resp)
+	}
+	var tps []group.TopicPartition
+	if r.Topics != nil || req.Version < 2 {
+		tps = []group.TopicPartition{}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				tps = append(tps, group.TopicPartition{Topic: t.Topic, Partition: p})
+			}
+		}
+	}
+	offs, err := b.groups.c.FetchOffsets(r.Group, tps)
+	code := groupError(err)
+	if req.Version >= 2 {
+		resp.ErrorCode = code
+	}
+	if err != nil && req.Version < 2 {
+		// No top-level error before v2: every partition carries it.
+		for _, tp := range tps {
+			offs = append(offs, group.FetchedOffset{TopicPartition: tp, Offset: group.Offset{Offset: -1, LeaderEpoch: -1}})
+		}
+	}
+	for _, o := range offs {
+		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != o.Topic {
+			t := kmsg.NewOffsetFetchResponseTopic()
+			t.Topic = o.Topic
+			resp.Topics = append(resp.Topics, t)
+		}
+		p := kmsg.NewOffsetFetchResponseTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch = o.Partition, o.Offset.Offset, o.LeaderEpoch
+		md := o.Metadata
+		p.Metadata = &md
+		if req.Version < 2 {
+			p.ErrorCode = code
+		}
+		t := &resp.Topics[len(resp.Topics)-1]
+		t.Partitions = append(t.Partitions, p)
+	}
+	return reply(resp)
+}
+
+// handleOffsetDelete deletes a group's offsets of partitions its members
+// do not consume.
+func (b *Broker) handleOffsetDelete(_ context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kmsg.OffsetDeleteRequest)
+	resp := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	img := b.ctrl.Image()
+	var tps []group.TopicPartition
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			tps = append(tps, group.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+		}
+	}
+	errs, err := b.groups.c.DeleteOffsets(r.Group, tps)
+	if err != nil {
+		resp.ErrorCode = groupError(err)
+		return reply(resp)
+	}
+	i := 0
+	for _, t := range r.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = groupError(errs[i])
+			if rp.ErrorCode == 0 && !knownPartition(img, t.Topic, p.Partition) {
+				rp.ErrorCode = groupError(errUnknownPartition)
+			}
+			i++
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return reply(resp)
+}

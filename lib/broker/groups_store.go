@@ -1,0 +1,240 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/group"
+	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/replica"
+)
+
+// offsetsTopic is the internal topic of the group coordinator.
+const offsetsTopic = "__consumer_offsets"
+
+// offsetsTopicReplicationFactor is Kafka's offsets.topic.replication.factor
+// default; the topic gets fewer replicas while fewer brokers are registered.
+const offsetsTopicReplicationFactor = 3
+
+// groupAppendTimeout bounds how long a coordinator write waits for the
+// in-sync replicas.
+const groupAppendTimeout = 30 * time.Second
+
+// groupCoordinator ties the group coordinator (lib/group) to this node: it
+// stores the coordinator's records in the partitions of __consumer_offsets
+// this node hosts, and loads or unloads groups as this node gains or loses
+// the leadership of those partitions.
+type groupCoordinator struct {
+	b *Broker
+	c *group.Coordinator
+	n int32 // partitions of __consumer_offsets
+
+	createMu sync.Mutex // one creation of the topic at a time
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// newGroupCoordinator starts the coordinator and loads the partitions of
+// __consumer_offsets this node leads.
+func newGroupCoordinator(b *Broker) *groupCoordinator {
+	s := b.cfg.Settings
+	n := s.OffsetsTopicNumPartitions
+	if t := b.ctrl.Image().Topics[offsetsTopic]; t != nil {
+		n = int32(len(t.Partitions)) // fixed once the topic exists
+	}
+	clock, ok := b.clock.(group.Clock)
+	if !ok {
+		clock = group.SystemClock{}
+	}
+	gc := &groupCoordinator{b: b, n: n, stop: make(chan struct{}), done: make(chan struct{})}
+	gc.c = group.New(group.Config{
+		Partitions:            n,
+		Store:                 offsetsStore{b},
+		Clock:                 clock,
+		Logger:                b.log.With("component", "group"),
+		InitialRebalanceDelay: s.GroupInitialRebalanceDelay,
+		OffsetsRetention:      s.OffsetsRetention,
+	})
+	changes := b.ctrl.Changes()
+	gc.syncOwnership()
+	go gc.follow(changes)
+	return gc
+}
+
+// follow reloads ownership on every image change until close.
+func (gc *groupCoordinator) follow(changes <-chan struct{}) {
+	defer close(gc.done)
+	for {
+		select {
+		case <-changes:
+		case <-gc.stop:
+			return
+		}
+		changes = gc.b.ctrl.Changes()
+		gc.syncOwnership()
+	}
+}
+
+// syncOwnership loads the partitions of __consumer_offsets this node now
+// leads (in the background: replay can take a while, during which their
+// groups answer COORDINATOR_LOAD_IN_PROGRESS) and unloads those it no
+// longer leads.
+func (gc *groupCoordinator) syncOwnership() {
+	img := gc.b.ctrl.Image()
+	self := gc.b.cfg.Settings.NodeID
+	lead := map[int32]bool{}
+	if t := img.Topics[offsetsTopic]; t != nil {
+		for _, p := range t.Partitions {
+			if p.Leader == self && gc.b.data.hostedReplica(t, p.ID) != nil {
+				lead[p.ID] = true
+			}
+		}
+	}
+	owned := gc.c.Owned()
+	for _, p := range owned {
+		if !lead[p] {
+			gc.c.Unload(p)
+		}
+	}
+	for p := range lead {
+		if slices.Contains(owned, p) {
+			continue
+		}
+		gc.c.LoadAsync(p, func(err error) {
+			if err != nil && !errors.Is(err, group.ErrNotCoordinator) && !errors.Is(err, group.ErrClosed) {
+				gc.b.log.Error("load group partition", "partition", p, "err", err)
+			}
+		})
+	}
+}
+
+// close stops following the image and closes the coordinator (waiting
+// joins and syncs are answered NOT_COORDINATOR).
+func (gc *groupCoordinator) close() {
+	select {
+	case <-gc.stop:
+		return
+	default:
+	}
+	close(gc.stop)
+	<-gc.done
+	gc.c.Close()
+}
+
+// ensureTopic creates __consumer_offsets (compacted, internal) unless it
+// exists, and opens its partitions here.
+func (gc *groupCoordinator) ensureTopic(ctx context.Context) (*controller.Topic, error) {
+	if t := gc.b.ctrl.Image().Topics[offsetsTopic]; t != nil {
+		return t, nil
+	}
+	gc.createMu.Lock()
+	defer gc.createMu.Unlock()
+	img := gc.b.ctrl.Image()
+	if t := img.Topics[offsetsTopic]; t != nil {
+		return t, nil
+	}
+	rf := int16(min(offsetsTopicReplicationFactor, max(1, len(img.Brokers))))
+	_, err := gc.b.ctrl.CreateTopic(ctx, controller.CreateTopic{
+		Name:              offsetsTopic,
+		Partitions:        gc.n,
+		ReplicationFactor: rf,
+		Configs:           map[string]string{"cleanup.policy": "compact"},
+		Internal:          true,
+	})
+	if err != nil && !errors.Is(err, controller.ErrTopicExists) {
+		return nil, fmt.Errorf("create %s: %w", offsetsTopic, err)
+	}
+	gc.b.log.Info("created internal topic", "topic", offsetsTopic, "partitions", gc.n, "replication_factor", rf)
+	gc.b.syncData()
+	gc.syncOwnership()
+	t := gc.b.ctrl.Image().Topics[offsetsTopic]
+	if t == nil {
+		return nil, fmt.Errorf("%s: not in the image after creation", offsetsTopic)
+	}
+	return t, nil
+}
+
+// offsetsStore is the coordinator's group.Store: the partitions of
+// __consumer_offsets this node leads.
+type offsetsStore struct{ b *Broker }
+
+func (s offsetsStore) partition(p int32) (*hosted, error) {
+	t := s.b.ctrl.Image().Topics[offsetsTopic]
+	return s.b.leaderPartition(t, p)
+}
+
+// Append appends as an acks=all produce would and waits for the in-sync
+// replicas.
+func (s offsetsStore) Append(p int32, batch []byte) error {
+	h, err := s.partition(p)
+	if err != nil {
+		return err
+	}
+	res, err := h.Append(batch, -1)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), groupAppendTimeout)
+	defer cancel()
+	return h.WaitHighWatermark(ctx, res.LastOffset)
+}
+
+// replayReadBytes is how much of the log one replay read takes.
+const replayReadBytes = 1 << 20
+
+// Replay reads the partition's log from its start to its end. The
+// coordinator of a partition is its leader, whose log holds everything
+// acknowledged.
+func (s offsetsStore) Replay(p int32, fn func(key, value []byte) error) error {
+	t := s.b.ctrl.Image().Topics[offsetsTopic]
+	if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+		return errUnknownPartition
+	}
+	h := s.b.data.hostedReplica(t, p)
+	if h == nil {
+		return errNotHostedOrLeader
+	}
+	l := h.Log()
+	offset, end := l.StartOffset(), l.EndOffset()
+	for offset < end {
+		data, err := l.ReadBytes(offset, end, replayReadBytes)
+		if err != nil {
+			return err
+		}
+		if len(data) == 0 {
+			break
+		}
+		for rest := data; len(rest) > 0; {
+			batch, next, hdr, err := record.Next(rest)
+			if err != nil {
+				return fmt.Errorf("%s-%d at %d: %w", offsetsTopic, p, offset, err)
+			}
+			if !hdr.Control() {
+				err := record.Iterate(batch, 0, func(r *record.Record) error {
+					if r.Offset(&hdr) < offset {
+						return nil // before the start: the batch straddles it
+					}
+					return fn(r.Key, r.Value)
+				})
+				if err != nil {
+					return fmt.Errorf("%s-%d at %d: %w", offsetsTopic, p, hdr.BaseOffset, err)
+				}
+			}
+			offset = hdr.LastOffset() + 1
+			rest = next
+		}
+	}
+	return nil
+}
+
+// storeErrorIsNotLeader tells a store failure caused by lost leadership.
+func storeErrorIsNotLeader(err error) bool {
+	return errors.Is(err, replica.ErrNotLeader) || errors.Is(err, errNotHostedOrLeader) ||
+		errors.Is(err, replica.ErrClosed) || errors.Is(err, errUnknownPartition)
+}

@@ -1,0 +1,597 @@
+package group
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mqproject/mq/lib/record"
+)
+
+// Defaults of Config, Kafka's.
+const (
+	DefaultMinSessionTimeout      = 6 * time.Second    // group.min.session.timeout.ms
+	DefaultMaxSessionTimeout      = 30 * time.Minute   // group.max.session.timeout.ms
+	DefaultRetentionCheckInterval = 10 * time.Minute   // offsets.retention.check.interval.ms
+	DefaultOffsetsRetention       = 7 * 24 * time.Hour // offsets.retention.minutes
+	DefaultMaxMetadataBytes       = 4096               // offset.metadata.max.bytes
+)
+
+// Config configures a Coordinator.
+type Config struct {
+	// Partitions is the partition count of __consumer_offsets
+	// (offsets.topic.num.partitions once the topic exists).
+	Partitions int32
+	Store      Store
+	Clock      Clock        // nil: SystemClock
+	Logger     *slog.Logger // nil: silent
+
+	// InitialRebalanceDelay (group.initial.rebalance.delay.ms) is how long
+	// the first rebalance of an empty group waits for more members.
+	InitialRebalanceDelay time.Duration
+	// OffsetsRetention (offsets.retention.minutes): offsets of a group
+	// that has been empty this long, and committed at least this long
+	// ago, are deleted. Zero: DefaultOffsetsRetention.
+	OffsetsRetention time.Duration
+	// RetentionCheckInterval is how often expiry runs. Zero: default.
+	RetentionCheckInterval time.Duration
+	// Session timeouts outside [MinSessionTimeout, MaxSessionTimeout] are
+	// refused. Zero: the defaults.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// MaxMetadataBytes bounds a committed offset's metadata. Zero: default.
+	MaxMetadataBytes int
+	// NewMemberID makes a member id for a client; nil: client id, "-",
+	// and 16 random bytes in hex, as Kafka does.
+	NewMemberID func(clientID string) string
+}
+
+// Coordinator is the group coordinator of one node: the groups of the
+// partitions of __consumer_offsets this node leads. Its methods are safe
+// for concurrent use; none blocks on another group's rebalance (waits are
+// on the channels Join and Sync return).
+type Coordinator struct {
+	cfg   Config
+	clock Clock
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	owned  map[int32]*ownedPartition
+	groups map[string]*group
+	expiry Timer
+	closed bool
+}
+
+// ownedPartition is a partition of __consumer_offsets this node leads.
+type ownedPartition struct {
+	loaded chan struct{} // closed when replay is done
+	err    error         // replay failure, set before loaded is closed
+}
+
+// New returns a coordinator owning no partition yet.
+func New(cfg Config) *Coordinator {
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = 50
+	}
+	if cfg.OffsetsRetention <= 0 {
+		cfg.OffsetsRetention = DefaultOffsetsRetention
+	}
+	if cfg.RetentionCheckInterval <= 0 {
+		cfg.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
+	if cfg.MinSessionTimeout <= 0 {
+		cfg.MinSessionTimeout = DefaultMinSessionTimeout
+	}
+	if cfg.MaxSessionTimeout <= 0 {
+		cfg.MaxSessionTimeout = DefaultMaxSessionTimeout
+	}
+	if cfg.MaxMetadataBytes <= 0 {
+		cfg.MaxMetadataBytes = DefaultMaxMetadataBytes
+	}
+	if cfg.NewMemberID == nil {
+		cfg.NewMemberID = randomMemberID
+	}
+	c := &Coordinator{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, owned: map[int32]*ownedPartition{}, groups: map[string]*group{}}
+	c.mu.Lock()
+	c.scheduleExpiry()
+	c.mu.Unlock()
+	return c
+}
+
+func randomMemberID(clientID string) string {
+	var b [16]byte
+	rand.Read(b[:])
+	return clientID + "-" + hex.EncodeToString(b[:])
+}
+
+// PartitionFor is the partition of __consumer_offsets that holds group g
+// among n: Kafka's abs(javaStringHashCode(g)) % n, so a group lands on the
+// same partition number as it would in Kafka.
+func PartitionFor(g string, n int32) int32 {
+	var h int32
+	for _, r := range g {
+		if r >= 0x10000 { // a surrogate pair in Java's UTF-16
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	if h == -1<<31 {
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % n
+}
+
+// Partition is PartitionFor with the configured partition count.
+func (c *Coordinator) Partition(g string) int32 { return PartitionFor(g, c.cfg.Partitions) }
+
+// Load makes this node the coordinator of the groups of a partition: it
+// replays the partition from the Store and then serves its groups. Until
+// replay is done those groups answer ErrLoadInProgress. Loading a
+// partition already owned waits for that load. Load returns once replay
+// is done.
+func (c *Coordinator) Load(partition int32) error {
+	op, fresh := c.own(partition)
+	if op == nil {
+		return ErrClosed
+	}
+	if fresh {
+		c.load(partition, op)
+	}
+	<-op.loaded
+	return op.err
+}
+
+// LoadAsync is Load in the background: the partition is owned (its groups
+// answer ErrLoadInProgress) when LoadAsync returns, and done, if not nil,
+// is called with Load's result.
+func (c *Coordinator) LoadAsync(partition int32, done func(error)) {
+	op, fresh := c.own(partition)
+	if op == nil {
+		if done != nil {
+			done(ErrClosed)
+		}
+		return
+	}
+	go func() {
+		if fresh {
+			c.load(partition, op)
+		}
+		<-op.loaded
+		if done != nil {
+			done(op.err)
+		}
+	}()
+}
+
+// own registers a partition as owned, reporting whether it was not yet;
+// nil when the coordinator is closed.
+func (c *Coordinator) own(partition int32) (*ownedPartition, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, false
+	}
+	if op := c.owned[partition]; op != nil {
+		return op, false
+	}
+	op := &ownedPartition{loaded: make(chan struct{})}
+	c.owned[partition] = op
+	return op, true
+}
+
+// load replays an owned partition and installs its groups.
+func (c *Coordinator) load(partition int32, op *ownedPartition) {
+	start := time.Now()
+	loaded, records, err := c.replay(partition)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer close(op.loaded)
+	if c.owned[partition] != op {
+		op.err = ErrNotCoordinator // unloaded meanwhile
+		return
+	}
+	if err != nil {
+		op.err = fmt.Errorf("load __consumer_offsets-%d: %w", partition, err)
+		delete(c.owned, partition)
+		return
+	}
+	for _, g := range loaded {
+		c.groups[g.id] = g
+	}
+	c.log.Info("group partition loaded", "partition", partition, "groups", len(loaded),
+		"records", records, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// WaitLoaded waits until the partition of group g is loaded, or done is
+// closed. It returns at once when the partition is not owned.
+func (c *Coordinator) WaitLoaded(g string, done <-chan struct{}) {
+	c.mu.Lock()
+	op := c.owned[c.Partition(g)]
+	c.mu.Unlock()
+	if op == nil {
+		return
+	}
+	select {
+	case <-op.loaded:
+	case <-done:
+	}
+}
+
+// Owned lists the partitions this coordinator owns (loaded or loading).
+func (c *Coordinator) Owned() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ps []int32
+	for p := range c.owned {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// replay reads a partition into groups: the last record of each key wins,
+// tombstones delete. Correctness does not depend on the topic being
+// compacted; compaction only makes replay shorter.
+func (c *Coordinator) replay(partition int32) ([]*group, int, error) {
+	groups := map[string]*group{}
+	get := func(id string) *group {
+		g := groups[id]
+		if g == nil {
+			g = c.newGroup(id, partition)
+			groups[id] = g
+		}
+		return g
+	}
+	records := 0
+	err := c.cfg.Store.Replay(partition, func(key, value []byte) error {
+		records++
+		k, err := decodeKey(key)
+		if err != nil {
+			c.log.Warn("skipping unreadable __consumer_offsets record", "partition", partition, "err", err)
+			return nil
+		}
+		g := get(k.group)
+		if k.isOffset {
+			tp := TopicPartition{k.topic, k.partition}
+			if value == nil {
+				delete(g.offsets, tp)
+				return nil
+			}
+			v, err := decodeOffsetValue(value)
+			if err != nil {
+				c.log.Warn("skipping unreadable offset record", "group", k.group, "err", err)
+				return nil
+			}
+			g.offsets[tp] = Offset{Offset: v.offset, LeaderEpoch: v.leaderEpoch, Metadata: v.metadata, CommitTime: time.UnixMilli(v.commitMS)}
+			return nil
+		}
+		if value == nil {
+			g.protocolType, g.generation, g.hasMetadata = "", 0, false
+			return nil
+		}
+		v, err := decodeGroupValue(value)
+		if err != nil {
+			c.log.Warn("skipping unreadable group record", "group", k.group, "err", err)
+			return nil
+		}
+		g.protocolType, g.generation, g.hasMetadata = v.protocolType, v.generation, true
+		g.stateTime = time.UnixMilli(v.stateMS)
+		return nil
+	})
+	if err != nil {
+		return nil, records, err
+	}
+	now := c.clock.Now()
+	var out []*group
+	for _, g := range groups {
+		if len(g.offsets) == 0 && !g.hasMetadata {
+			continue
+		}
+		// Members are not restored: they find out with UNKNOWN_MEMBER_ID
+		// and join again; the generation continues where it was. The group
+		// counts as empty from the time it was loaded.
+		g.stateTime = now
+		out = append(out, g)
+	}
+	return out, records, nil
+}
+
+// Unload stops coordinating the groups of a partition (another node leads
+// it now, or it is gone). Waiting joins and syncs fail with
+// ErrNotCoordinator.
+func (c *Coordinator) Unload(partition int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.owned[partition]; !ok {
+		return
+	}
+	delete(c.owned, partition)
+	for id, g := range c.groups {
+		if g.partition == partition {
+			g.shutdown(ErrNotCoordinator)
+			delete(c.groups, id)
+		}
+	}
+	c.log.Info("group partition unloaded", "partition", partition)
+}
+
+// Close unloads everything and stops the expiry timer.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.closed = true
+	if c.expiry != nil {
+		c.expiry.Stop()
+	}
+	for id, g := range c.groups {
+		g.shutdown(ErrNotCoordinator)
+		delete(c.groups, id)
+	}
+	c.owned = map[int32]*ownedPartition{}
+}
+
+// check says whether this node serves group id now. Called with mu held.
+func (c *Coordinator) checkLocked(id string) error {
+	if c.closed {
+		return ErrNotCoordinator
+	}
+	op := c.owned[c.Partition(id)]
+	if op == nil {
+		return ErrNotCoordinator
+	}
+	select {
+	case <-op.loaded:
+		if op.err != nil {
+			return ErrNotCoordinator
+		}
+		return nil
+	default:
+		return ErrLoadInProgress
+	}
+}
+
+// Check reports whether this node coordinates group id: nil,
+// ErrNotCoordinator or ErrLoadInProgress.
+func (c *Coordinator) Check(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checkLocked(id)
+}
+
+// lookup returns the group, after checking ownership; nil group and nil
+// error when the group does not exist.
+func (c *Coordinator) lookup(id string) (*group, error) {
+	if err := c.checkLocked(id); err != nil {
+		return nil, err
+	}
+	return c.groups[id], nil
+}
+
+// append writes records to the group's partition. Called with mu held:
+// the coordinator's writes are ordered like its state changes.
+func (c *Coordinator) append(partition int32, keys, values [][]byte) error {
+	recs := make([]record.Record, len(keys))
+	for i := range keys {
+		recs[i] = record.Record{OffsetDelta: int32(i), Key: keys[i], Value: values[i]}
+	}
+	batch, err := record.Build(record.BuildOptions{BaseTimestamp: c.clock.Now().UnixMilli()}, recs)
+	if err != nil {
+		return err
+	}
+	if err := c.cfg.Store.Append(partition, batch); err != nil {
+		return &StoreError{Err: err}
+	}
+	return nil
+}
+
+// StoreError is a failure of the Store to append.
+type StoreError struct{ Err error }
+
+func (e *StoreError) Error() string { return "group: store: " + e.Err.Error() }
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// GroupListing is one group of ListGroups.
+type GroupListing struct {
+	Group        string
+	ProtocolType string
+	State        State
+}
+
+// ListGroups lists the loaded groups, sorted by id. With states, only
+// groups in one of them (compared case-insensitively, Kafka's names).
+func (c *Coordinator) ListGroups(states []string) []GroupListing {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []GroupListing
+	for _, g := range c.groups {
+		if c.checkLocked(g.id) != nil {
+			continue
+		}
+		if len(states) > 0 && !slices.ContainsFunc(states, func(s string) bool { return strings.EqualFold(s, g.state.String()) }) {
+			continue
+		}
+		out = append(out, GroupListing{Group: g.id, ProtocolType: g.protocolType, State: g.state})
+	}
+	slices.SortFunc(out, func(a, b GroupListing) int { return strings.Compare(a.Group, b.Group) })
+	return out
+}
+
+// Description is a group as DescribeGroups shows it.
+type Description struct {
+	Group        string
+	State        State
+	ProtocolType string
+	Protocol     string
+	Generation   int32
+	Leader       string
+	Members      []MemberDescription
+}
+
+// MemberDescription is one member of a Description.
+type MemberDescription struct {
+	MemberID, InstanceID, ClientID, ClientHost string
+	Metadata, Assignment                       []byte // Metadata of the group's protocol
+}
+
+// DescribeGroup describes a group; a group that does not exist is
+// described as Dead, as Kafka does.
+func (c *Coordinator) DescribeGroup(id string) (Description, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.lookup(id)
+	if err != nil {
+		return Description{}, err
+	}
+	if g == nil {
+		return Description{Group: id, State: Dead}, nil
+	}
+	d := Description{Group: id, State: g.state, ProtocolType: g.protocolType, Generation: g.generation, Leader: g.leader}
+	if g.state != PreparingRebalance {
+		d.Protocol = g.protocol
+	}
+	for _, m := range g.members {
+		md := MemberDescription{MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost}
+		if g.state == Stable || g.state == CompletingRebalance {
+			md.Metadata = m.metadata(g.protocol)
+		}
+		if g.state == Stable {
+			md.Assignment = m.assignment
+		}
+		d.Members = append(d.Members, md)
+	}
+	return d, nil
+}
+
+// DeleteGroup deletes an empty group and its offsets: ErrGroupNotFound if
+// there is none, ErrNonEmptyGroup if it has members.
+func (c *Coordinator) DeleteGroup(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.lookup(id)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return ErrGroupNotFound
+	}
+	if g.state != Empty {
+		return ErrNonEmptyGroup
+	}
+	var keys, values [][]byte
+	for tp := range g.offsets {
+		keys = append(keys, offsetKey(id, tp.Topic, tp.Partition))
+		values = append(values, nil)
+	}
+	keys = append(keys, groupKey(id))
+	values = append(values, nil)
+	if err := c.append(g.partition, keys, values); err != nil {
+		return err
+	}
+	g.shutdown(ErrCoordinatorUnavailable)
+	delete(c.groups, id)
+	c.log.Info("group deleted", "group", id)
+	return nil
+}
+
+// scheduleExpiry arms the next expiry run. Called with mu held.
+func (c *Coordinator) scheduleExpiry() {
+	c.expiry = c.clock.AfterFunc(c.cfg.RetentionCheckInterval, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed {
+			return
+		}
+		c.expireLocked()
+		c.scheduleExpiry()
+	})
+}
+
+// ExpireOffsets runs offset expiry now (the clock also runs it every
+// RetentionCheckInterval).
+func (c *Coordinator) ExpireOffsets() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expireLocked()
+}
+
+// expireLocked deletes the offsets of empty groups older than the
+// retention, and empty groups left without offsets. An offset expires when
+// both its commit and the moment the group became empty are at least
+// OffsetsRetention ago. Groups with members keep their offsets.
+func (c *Coordinator) expireLocked() {
+	now := c.clock.Now()
+	ids := make([]string, 0, len(c.groups))
+	for id := range c.groups {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		g := c.groups[id]
+		if g.state != Empty || c.checkLocked(id) != nil {
+			continue
+		}
+		var expired []TopicPartition
+		for tp, o := range g.offsets {
+			base := o.CommitTime
+			if g.stateTime.After(base) {
+				base = g.stateTime
+			}
+			if !now.Before(base.Add(c.cfg.OffsetsRetention)) {
+				expired = append(expired, tp)
+			}
+		}
+		slices.SortFunc(expired, compareTopicPartitions)
+		var keys, values [][]byte
+		for _, tp := range expired {
+			keys = append(keys, offsetKey(id, tp.Topic, tp.Partition))
+			values = append(values, nil)
+		}
+		dead := len(g.offsets) == len(expired)
+		if dead && g.hasMetadata {
+			keys = append(keys, groupKey(id))
+			values = append(values, nil)
+		}
+		if len(keys) > 0 {
+			if err := c.append(g.partition, keys, values); err != nil {
+				c.log.Warn("offset expiry", "group", id, "err", err)
+				continue
+			}
+		}
+		for _, tp := range expired {
+			delete(g.offsets, tp)
+		}
+		if len(expired) > 0 {
+			c.log.Info("offsets expired", "group", id, "partitions", len(expired))
+		}
+		if dead {
+			g.shutdown(ErrCoordinatorUnavailable)
+			delete(c.groups, id)
+		}
+	}
+}
+
+func compareTopicPartitions(a, b TopicPartition) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return int(a.Partition) - int(b.Partition)
+}

@@ -1,0 +1,52 @@
+// Package group is the consumer group coordinator of mq: the classic
+// group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) for eager
+// and cooperative clients and static members (KIP-345), and committed
+// offsets (OffsetCommit, OffsetFetch, OffsetDelete), kept as records in the
+// internal topic __consumer_offsets.
+//
+// A Coordinator serves the groups of the partitions of __consumer_offsets
+// its node leads: a group lives in partition PartitionFor(group, n),
+// Kafka's abs(javaHashCode(group)) % n, so a client's FindCoordinator goes
+// to that partition's leader. The broker calls Load when the node becomes
+// leader of a partition (groups answer ErrLoadInProgress until replay is
+// done) and Unload when it stops being leader.
+//
+// # Groups
+//
+// Each group is a state machine (see State): members join, the join phase
+// completes when all known members have joined again (or at the longest
+// rebalance timeout, dropping the rest; a new group first waits
+// InitialRebalanceDelay), the leader receives every member's metadata and
+// sends the assignment with its SyncGroup, and the group is Stable until a
+// member joins with new metadata, leaves, or misses its session timeout.
+// Join and Sync return channels: their answers come when the rebalance
+// gets there, which is how the broker delays JoinGroup and SyncGroup
+// responses. Every timeout runs on the injected Clock; tests use
+// FakeClock and testdata/*.txt (TestDataDriven) to step through them.
+//
+// A static member that restarts (a join without member id under a known
+// group.instance.id) gets a new member id and its old assignment without
+// a rebalance, unless its protocols change the protocol the group would
+// select; its old incarnation is fenced (ErrFencedInstanceID).
+//
+// # Records
+//
+// Commits are appended to the group's partition (one batch per request,
+// through the Store) before they become visible; group metadata is
+// written when a generation becomes Stable or the group becomes Empty, and
+// tombstones when offsets or groups are deleted or expire. records.go
+// documents the formats (Kafka's own layouts). Load replays a partition
+// from its start: the last record of a key wins and tombstones delete, so
+// replay is correct whether or not the log was compacted (lib/log does not
+// compact yet; compaction will only make replay shorter). A replayed group
+// has its offsets, protocol type and generation, and no members: they
+// rejoin when their requests get ErrUnknownMemberID.
+//
+// Offsets of a group that has been Empty for OffsetsRetention, and were
+// committed at least that long ago, are deleted every
+// RetentionCheckInterval; an empty group left without offsets goes away.
+//
+// All methods of Coordinator are safe for concurrent use. One mutex
+// guards all groups; Store appends happen under it, which orders records
+// like the state changes they record.
+package group

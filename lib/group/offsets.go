@@ -1,0 +1,199 @@
+package group
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CommitRequest is an OffsetCommit. Generation -1 with no member id is a
+// "simple" commit from a client that does not use group membership; it is
+// accepted while the group has no members.
+type CommitRequest struct {
+	Group      string
+	MemberID   string
+	InstanceID string
+	Generation int32
+	Offsets    []CommitOffset
+}
+
+// CommitOffset is one partition of a CommitRequest. CommitTime is set by
+// the coordinator.
+type CommitOffset struct {
+	TopicPartition
+	Offset
+}
+
+// CommitOffsets handles an OffsetCommit. It returns one error per offset
+// (ErrMetadataTooLarge), or a request-level error that applies to all.
+// The offsets are appended to the group's partition as one batch before
+// they are visible to OffsetFetch.
+func (c *Coordinator) CommitOffsets(r CommitRequest) ([]error, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.Group == "" {
+		return nil, ErrInvalidGroupID
+	}
+	g, err := c.lookup(r.Group)
+	if err != nil {
+		return nil, err
+	}
+	simple := r.Generation < 0 && r.MemberID == ""
+	if g == nil {
+		if !simple {
+			// Membership this coordinator does not know of: from a
+			// previous life of the group.
+			return nil, ErrIllegalGeneration
+		}
+		g = c.newGroup(r.Group, c.Partition(r.Group))
+		c.groups[r.Group] = g
+	}
+	switch {
+	case simple && g.state == Empty:
+	case g.state == CompletingRebalance:
+		if _, err := g.validate(r.MemberID, r.InstanceID, r.Generation); err != nil {
+			return nil, err
+		}
+		return nil, ErrRebalanceInProgress
+	default:
+		// Stable, and PreparingRebalance: members commit what they
+		// processed before they join again.
+		m, err := g.validate(r.MemberID, r.InstanceID, r.Generation)
+		if err != nil {
+			return nil, err
+		}
+		g.touch(m)
+	}
+	now := c.clock.Now()
+	errs := make([]error, len(r.Offsets))
+	var keys, values [][]byte
+	var ok []CommitOffset
+	for i, o := range r.Offsets {
+		if len(o.Metadata) > c.cfg.MaxMetadataBytes {
+			errs[i] = ErrMetadataTooLarge
+			continue
+		}
+		o.CommitTime = now
+		keys = append(keys, offsetKey(r.Group, o.Topic, o.Partition))
+		values = append(values, offsetValue{offset: o.Offset.Offset, leaderEpoch: o.LeaderEpoch, metadata: o.Metadata, commitMS: now.UnixMilli()}.encode())
+		ok = append(ok, o)
+	}
+	if len(keys) > 0 {
+		if err := c.append(g.partition, keys, values); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range ok {
+		g.offsets[o.TopicPartition] = o.Offset
+	}
+	return errs, nil
+}
+
+// FetchedOffset is one partition of FetchOffsets; Offset -1 means none
+// is committed.
+type FetchedOffset struct {
+	TopicPartition
+	Offset
+}
+
+// FetchOffsets returns the committed offsets of a group: of the partitions
+// asked, or all of them when tps is nil. Partitions without a commit, and
+// every partition of a group that does not exist, come back with offset -1.
+func (c *Coordinator) FetchOffsets(group string, tps []TopicPartition) ([]FetchedOffset, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.lookup(group)
+	if err != nil {
+		return nil, err
+	}
+	if tps == nil {
+		if g == nil {
+			return nil, nil
+		}
+		for tp := range g.offsets {
+			tps = append(tps, tp)
+		}
+		slices.SortFunc(tps, compareTopicPartitions)
+	}
+	out := make([]FetchedOffset, len(tps))
+	for i, tp := range tps {
+		out[i] = FetchedOffset{TopicPartition: tp, Offset: Offset{Offset: -1, LeaderEpoch: -1}}
+		if g == nil {
+			continue
+		}
+		if o, ok := g.offsets[tp]; ok {
+			out[i].Offset = o
+		}
+	}
+	return out, nil
+}
+
+// DeleteOffsets handles an OffsetDelete: ErrGroupNotFound for a group
+// that does not exist; per partition, ErrSubscribedToTopic when members
+// of the group consume the topic.
+func (c *Coordinator) DeleteOffsets(group string, tps []TopicPartition) ([]error, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.lookup(group)
+	if err != nil {
+		return nil, err
+	}
+	if g == nil {
+		return nil, ErrGroupNotFound
+	}
+	subscribed := g.subscribedTopics()
+	errs := make([]error, len(tps))
+	var keys, values [][]byte
+	var del []TopicPartition
+	for i, tp := range tps {
+		if subscribed[tp.Topic] {
+			errs[i] = ErrSubscribedToTopic
+			continue
+		}
+		if _, ok := g.offsets[tp]; !ok {
+			continue
+		}
+		keys = append(keys, offsetKey(group, tp.Topic, tp.Partition))
+		values = append(values, nil)
+		del = append(del, tp)
+	}
+	if len(keys) > 0 {
+		if err := c.append(g.partition, keys, values); err != nil {
+			return nil, err
+		}
+	}
+	for _, tp := range del {
+		delete(g.offsets, tp)
+	}
+	return errs, nil
+}
+
+// subscribedTopics are the topics the members of a consumer group
+// subscribe to, read from their "consumer" protocol metadata. Groups of
+// another protocol type are treated as subscribed to nothing, as Kafka
+// does.
+func (g *group) subscribedTopics() map[string]bool {
+	topics := map[string]bool{}
+	if g.protocolType != "consumer" || g.state == Empty {
+		return topics
+	}
+	for _, m := range g.members {
+		var meta kmsg.ConsumerMemberMetadata
+		if err := meta.ReadFrom(m.metadata(g.protocol)); err != nil {
+			// No metadata for the group's protocol (it has not been chosen
+			// yet): take the topics of any protocol that reads.
+			for _, p := range m.protocols {
+				if meta.ReadFrom(p.Metadata) == nil {
+					for _, t := range meta.Topics {
+						topics[t] = true
+					}
+				}
+			}
+			continue
+		}
+		for _, t := range meta.Topics {
+			topics[t] = true
+		}
+	}
+	return topics
+}
