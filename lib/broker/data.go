@@ -237,7 +237,7 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 	d.mu.Lock()
 	d.parts[topicPartition{t.Name, partition}] = h
 	d.mu.Unlock()
-	d.b.log.Info("partition opened", "topic", t.Name, "partition", partition,
+	d.b.log.Debug("partition opened", "topic", t.Name, "partition", partition,
 		"log_start_offset", l.StartOffset(), "log_end_offset", l.EndOffset())
 	return h, nil
 }

@@ -214,7 +214,7 @@ func (c *Coordinator) load(partition int32, op *ownedPartition) {
 	for _, g := range loaded {
 		c.groups[g.id] = g
 	}
-	c.log.Info("group partition loaded", "partition", partition, "groups", len(loaded),
+	c.log.Debug("group partition loaded", "partition", partition, "groups", len(loaded),
 		"records", records, "took", time.Since(start).Round(time.Millisecond))
 }
 
@@ -328,7 +328,7 @@ func (c *Coordinator) Unload(partition int32) {
 			delete(c.groups, id)
 		}
 	}
-	c.log.Info("group partition unloaded", "partition", partition)
+	c.log.Debug("group partition unloaded", "partition", partition)
 }
 
 // Close unloads everything and stops the expiry timer.
