@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -37,6 +38,10 @@ type ProduceConfig struct {
 	Compression string        // -z: none, gzip, snappy, lz4 or zstd
 	Acks        string        // --acks: all, leader or none
 	Linger      time.Duration // --linger: how long a partition's batch waits for more messages
+	// AckTimeout (--ack-timeout) is how long messages may wait for an
+	// acknowledgment while none arrives before mqpipe checks that the broker
+	// still answers, and gives up (exit 3) when it does not; 0 waits forever.
+	AckTimeout time.Duration
 
 	Report   bool // --report: print "partition offset" per acknowledged message
 	Progress bool // draw a progress line on Stderr (a terminal)
@@ -114,6 +119,8 @@ func (cfg *ProduceConfig) check() error {
 		return client.Usagef("produce: --format json takes keys from the JSON; drop -K and -k")
 	case cfg.Partition < -1:
 		return client.Usagef("produce: -p %d: partitions are numbered from 0", cfg.Partition)
+	case cfg.AckTimeout < 0:
+		return client.Usagef("produce: --ack-timeout %v: must not be negative", cfg.AckTimeout)
 	}
 	return nil
 }
@@ -158,6 +165,13 @@ func Produce(ctx context.Context, cfg ProduceConfig) error {
 
 	t := newTracker(cfg, inputs, int(maxBytes))
 	defer t.stop()
+	// The broker watch ends the wait for acknowledgments (Flush) when mqd
+	// stops answering.
+	flushCtx, cancelFlush := context.WithCancel(ctx)
+	defer cancelFlush()
+	lost := make(chan error, 1)
+	stopWatch := t.watchBroker(ctx, cl, addrs, func(err error) { lost <- err; cancelFlush() })
+	defer stopWatch()
 	done := make(chan error, 1)
 	go func() { done <- t.produceAll(ctx, cl, inputs) }()
 	select {
@@ -165,15 +179,84 @@ func Produce(ctx context.Context, cfg ProduceConfig) error {
 	case <-ctx.Done():
 		// The reader may be blocked on a pipe that never closes; leave it.
 		return ctx.Err()
+	case lerr := <-lost:
+		return t.brokerLost(lerr)
 	}
-	if ferr := cl.Flush(ctx); ferr != nil {
-		return ferr
+	if ferr := cl.Flush(flushCtx); ferr != nil {
+		select {
+		case lerr := <-lost:
+			return t.brokerLost(lerr)
+		default:
+			return ferr
+		}
 	}
 	t.finish()
 	if err != nil {
 		return client.Failf("%v (%s)", err, t.summary())
 	}
 	return t.result()
+}
+
+// watchBroker guards against waiting forever for a broker that went away:
+// kgo retries unacknowledged messages without end. When messages are
+// outstanding and none was settled for cfg.AckTimeout, it pings the broker
+// and, if that fails, calls lost with the reason. It returns the function
+// that stops it.
+func (t *tracker) watchBroker(ctx context.Context, cl *kgo.Client, addrs []client.Addr, lost func(error)) (stop func()) {
+	if t.cfg.AckTimeout <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(max(t.cfg.AckTimeout/4, 10*time.Millisecond))
+		defer tick.Stop()
+		settled, since := t.settled.Load(), time.Now()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				if n := t.settled.Load(); n != settled || cl.BufferedProduceRecords() == 0 {
+					settled, since = n, now
+					continue
+				}
+				if now.Sub(since) < t.cfg.AckTimeout {
+					continue
+				}
+				if err := client.Ping(ctx, cl, addrs); client.ExitCode(err) == client.ExitUnreachable {
+					lost(err)
+					return
+				}
+				since = now // alive but slow: give it another period
+			}
+		}
+	}()
+	return func() { cancel(); <-finished }
+}
+
+// brokerLost is the error for a run whose broker stopped answering: the
+// unreachable line, then which messages were not acknowledged. Messages
+// still waiting count as failed; promises that fire later (when the client
+// closes) change nothing.
+func (t *tracker) brokerLost(err error) error {
+	t.finish()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.gaveUp = true
+	refs := make([]lineRef, 0, len(t.pending))
+	for _, ref := range t.pending {
+		refs = append(refs, ref)
+	}
+	sortLineRefs(refs)
+	for _, ref := range refs {
+		t.failed++
+		if len(t.lines) < maxLineRefs {
+			t.lines = append(t.lines, ref)
+		}
+	}
+	return &client.Error{Code: client.ExitUnreachable, Err: fmt.Errorf("%v; %s", err, t.summaryLocked())}
 }
 
 // openInputs opens the named files ("-": standard input; none: standard
@@ -303,12 +386,16 @@ type tracker struct {
 	names    []string // input names ("" for stdin), for line references; fixed
 	progress *Progress
 
+	settled atomic.Int64 // messages acknowledged or failed, for watchBroker
+
 	mu       sync.Mutex
-	read     int       // messages read
-	failed   int       // messages not acknowledged
-	lines    []lineRef // the first failed ones, for the summary
-	details  int       // failures described on stderr so far
-	next     int64     // the sequence number of the next report line
+	pending  map[int64]lineRef // messages handed to the client and not yet settled, by sequence number
+	gaveUp   bool              // the broker was lost: later outcomes are ignored
+	read     int               // messages read
+	failed   int               // messages not acknowledged
+	lines    []lineRef         // the first failed ones, for the summary
+	details  int               // failures described on stderr so far
+	next     int64             // the sequence number of the next report line
 	reports  map[int64]report
 	out      *bufio.Writer // Stdout, for --report
 	stopTick func()        // stops the report flusher; nil without --report
@@ -327,7 +414,7 @@ type report struct {
 const maxLineRefs = 10000
 
 func newTracker(cfg ProduceConfig, inputs []input, maxBytes int) *tracker {
-	t := &tracker{cfg: cfg, maxBytes: maxBytes, reports: map[int64]report{}}
+	t := &tracker{cfg: cfg, maxBytes: maxBytes, reports: map[int64]report{}, pending: map[int64]lineRef{}}
 	for _, in := range inputs {
 		t.names = append(t.names, in.name)
 	}
@@ -408,6 +495,9 @@ func (t *tracker) produceAll(ctx context.Context, cl *kgo.Client, inputs []input
 			}
 			ref, s := lineRef{i, lr.Line()}, seq
 			seq++
+			t.mu.Lock()
+			t.pending[s] = ref
+			t.mu.Unlock()
 			t.progress.Add(len(rec.Value))
 			cl.Produce(ctx, rec, func(r *kgo.Record, err error) { t.acked(s, ref, r, err) })
 		}
@@ -457,6 +547,14 @@ func (t *tracker) count() {
 
 // acked is the promise of the message with sequence number seq.
 func (t *tracker) acked(seq int64, ref lineRef, r *kgo.Record, err error) {
+	defer t.settled.Add(1)
+	t.mu.Lock()
+	delete(t.pending, seq)
+	gaveUp := t.gaveUp
+	t.mu.Unlock()
+	if gaveUp {
+		return
+	}
 	if errors.Is(err, kerr.MessageTooLarge) {
 		err = t.tooLarge(len(r.Key) + len(r.Value))
 	} else if err != nil && r.Partition >= 0 && strings.Contains(err.Error(), "partitioning choice") {
