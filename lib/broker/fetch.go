@@ -89,7 +89,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 	if req.Version >= 7 && (r.SessionID != 0 || r.SessionEpoch > 0) {
 		resp := r.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		return reply(resp)
+		return req.Ready(server.Response{Msg: resp})
 	}
 	f := &fetch{
 		version:   req.Version,
@@ -106,7 +106,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 	f.resolve(b, b.ctrl.Image(), r)
 	ready := f.read()
 	if ready || r.MaxWaitMillis <= 0 {
-		return f.reply()
+		return req.Ready(f.response())
 	}
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	return func() server.Response {
@@ -259,12 +259,6 @@ func (f *fetch) wait(ctx context.Context, deadline time.Time) bool {
 	return chosen >= 2
 }
 
-// reply returns the response as a ready Reply.
-func (f *fetch) reply() server.Reply {
-	resp := f.response()
-	return func() server.Response { return resp }
-}
-
 // response encodes the fetch response around the file regions read and
 // hands the regions over to it.
 //
@@ -299,8 +293,19 @@ func (f *fetch) response() server.Response {
 // from the segment file to the socket untouched.
 func (f *fetch) encode() []server.Part {
 	flexible := f.version >= 12
-	var parts []server.Part
-	buf := make([]byte, 0, 256)
+	n := 1
+	for i := range f.topics {
+		for j := range f.topics[i].parts {
+			if f.topics[i].parts[j].region.Len > 0 {
+				n += 2
+			}
+		}
+	}
+	parts := make([]server.Part, 0, n)
+	// One buffer for every byte part: each part is a capped slice of it,
+	// so later appends never write into a part already taken.
+	buf := make([]byte, 0, 512)
+	mark := 0
 	buf = appendInt32(buf, 0) // ThrottleMillis
 	if f.version >= 7 {
 		buf = appendInt16(buf, 0) // ErrorCode
@@ -335,9 +340,9 @@ func (f *fetch) encode() []server.Part {
 				buf = appendInt32(buf, int32(n))
 			}
 			if n > 0 {
-				parts = append(parts, server.Part{Bytes: buf},
+				parts = append(parts, server.Part{Bytes: buf[mark:len(buf):len(buf)]},
 					server.Part{File: fp.region.File, Offset: fp.region.Pos, Len: n})
-				buf = make([]byte, 0, 128)
+				mark = len(buf)
 			}
 			if flexible {
 				buf = append(buf, 0) // partition tagged fields
@@ -350,7 +355,7 @@ func (f *fetch) encode() []server.Part {
 	if flexible {
 		buf = append(buf, 0) // response tagged fields
 	}
-	return append(parts, server.Part{Bytes: buf})
+	return append(parts, server.Part{Bytes: buf[mark:]})
 }
 
 func appendInt16(b []byte, v int16) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }

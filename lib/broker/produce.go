@@ -138,20 +138,17 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 		}
 		return nil
 	}
-	if len(waits) == 0 {
-		return reply(resp)
+	// On a single node (ISR = {self}) the high-water mark has passed the
+	// batches by now: the response is ready, and needs no timeout.
+	waiting := false
+	for _, w := range waits {
+		waiting = waiting || w.p.HighWatermark() <= w.lastOffset
+	}
+	if !waiting {
+		return req.Ready(server.Response{Msg: resp})
 	}
 	timeout := r.TimeoutMillis
 	return func() server.Response {
-		// On a single node (ISR = {self}) the high-water mark has passed
-		// the batches by now: answer without arming a timeout.
-		waiting := false
-		for _, w := range waits {
-			waiting = waiting || w.p.HighWatermark() <= w.lastOffset
-		}
-		if !waiting {
-			return server.Response{Msg: resp}
-		}
 		wctx, cancel := waitContext(ctx, timeout)
 		defer cancel()
 		for _, w := range waits {

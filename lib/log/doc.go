@@ -50,6 +50,11 @@
 // inconsistent index (size not a multiple of the entry size, entries not
 // increasing, an entry past the end of the data) is rebuilt from the data.
 //
+// The active segment also remembers where its newest batches (512 to 1024
+// of them) start, in memory only: a read at or near the log end (a consumer
+// keeping up) finds its batches there without reading the file. The list
+// starts empty on Open and after a truncation, and is dropped on roll.
+//
 // Offset checkpoints are text: a header line "mq <kind> 1" ("1" is the
 // format version), then the offset on its own line, kind being
 // recovery-point or log-start. The leader-epoch checkpoint is

@@ -520,6 +520,7 @@ func (l *Log) removeSegmentFiles(base int64) {
 // data file stays open for the Regions still holding it.
 func (l *Log) deleteSegmentLocked(seg *segment) {
 	seg.deleted = true
+	seg.tail = nil
 	l.segs = slices.DeleteFunc(l.segs, func(s *segment) bool { return s == seg })
 	l.openClosed = slices.DeleteFunc(l.openClosed, func(s *segment) bool { return s == seg })
 	if seg.file != nil {
@@ -830,6 +831,7 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, now int64) (uint64, e
 		if err := l.rollLocked(); err != nil {
 			return 0, err
 		}
+		seg.tail = nil // reads of a closed segment use its index
 		seg = l.active()
 	}
 	pos := seg.size
@@ -849,6 +851,7 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, now int64) (uint64, e
 	}
 	seg.size = pos + int64(n)
 	seg.indexBatch(h, pos, l.cfg.IndexIntervalBytes)
+	seg.addTail(h, pos)
 	l.producers.update(h)
 	l.end = h.LastOffset() + 1
 	if l.maxTSValid && h.MaxTimestamp > l.maxTS {

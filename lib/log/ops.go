@@ -131,6 +131,7 @@ func (l *Log) truncateLocked(offset int64) error {
 		l.logger.Warn("fsync after truncation failed", "segment", segmentName(seg.base, logExt), "err", err)
 	}
 	seg.size = cut
+	seg.tail = nil // rebuilt by the next appends
 	// Copy, never reslice: readers may hold the old slices.
 	seg.idx = slices.Clone(seg.idx[:entriesBeforePos(seg.idx, cut)*offsetEntrySize])
 	n := 0

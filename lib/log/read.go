@@ -81,6 +81,14 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int) (Region, error) {
 		}
 		i := l.segIndexLocked(offset)
 		seg := l.segs[i]
+		if r, ok := seg.readTail(offset, maxOffset, maxBytes); ok {
+			if r.Len > 0 {
+				seg.file.acquire()
+				r.File, r.sf = seg.file.f.OS(), seg.file
+			}
+			l.mu.RUnlock()
+			return r, nil
+		}
 		limit := seg.size
 		nextBase := l.end
 		if i+1 < len(l.segs) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,8 +86,63 @@ type segment struct {
 	maxTSRel   uint32
 	maxTSKnown bool
 
+	// tail are the positions of the newest batches of the active segment,
+	// oldest first and contiguous up to size, so that a read at or near
+	// the log end finds its batches without reading the file. Empty for
+	// other segments and after a truncation, until the next append.
+	tail []tailBatch
+
 	lastUse atomic.Int64
 	deleted bool
+}
+
+// tailBatch is where one batch of a segment's tail is.
+type tailBatch struct {
+	base, last int64 // base and last offset
+	pos        int64 // position in the .log file
+}
+
+// maxTail bounds a segment's tail: it keeps between maxTail and 2*maxTail
+// batches once full (24 bytes each). A read further back uses the index.
+const maxTail = 512
+
+// addTail records a batch appended at pos.
+func (s *segment) addTail(h *record.Header, pos int64) {
+	if len(s.tail) >= 2*maxTail {
+		s.tail = s.tail[:copy(s.tail, s.tail[len(s.tail)-maxTail:])]
+	}
+	s.tail = append(s.tail, tailBatch{base: h.BaseOffset, last: h.LastOffset(), pos: pos})
+}
+
+// readTail is readSegment for a read the tail covers: offset at or after
+// the tail's first batch. ok is false when it does not. Called with
+// Log.mu held; the Region has no file reference yet.
+func (s *segment) readTail(offset, maxOffset int64, maxBytes int) (r Region, ok bool) {
+	t := s.tail
+	if len(t) == 0 || offset < t[0].base {
+		return Region{}, false
+	}
+	end := func(j int) int64 {
+		if j+1 < len(t) {
+			return t[j+1].pos
+		}
+		return s.size
+	}
+	k := sort.Search(len(t), func(j int) bool { return t[j].last >= offset })
+	if k == len(t) {
+		return Region{}, false
+	}
+	if t[k].base >= maxOffset {
+		return emptyRegion(offset), true
+	}
+	start := t[k].pos
+	// The first batch always; then every following one below maxOffset
+	// whose end stays within maxBytes of start.
+	n := k + 1 + sort.Search(len(t)-k-1, func(i int) bool {
+		j := k + 1 + i
+		return t[j].base >= maxOffset || end(j)-start > int64(maxBytes)
+	})
+	return Region{Pos: start, Len: end(n-1) - start, BaseOffset: t[k].base, LastOffset: t[n-1].last}, true
 }
 
 func (s *segment) open() bool { return s.file != nil }

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +51,11 @@ type conn struct {
 	// queue carries requests from reader to writer, in request order. It
 	// never blocks: slots bounds its length.
 	queue chan pending
+	// queued counts the requests handed to the writer and not yet done
+	// with (written or dropped). The reader writes a ready response itself
+	// only when it is zero: then nothing is ahead of it and the writer is
+	// idle, so the writer-owned fields below are free.
+	queued atomic.Int32
 
 	closeOnce sync.Once
 
@@ -59,7 +65,7 @@ type conn struct {
 	sizeBuf  [4]byte
 	clientID *string // last client id seen, reused while it does not change
 
-	// Writer-owned.
+	// Writer-owned, and the reader's while queued is zero.
 	hdr [9]byte
 	vec [][]byte
 }
@@ -150,8 +156,39 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
+		if p.reply == nil && c.queued.Load() == 0 {
+			if !c.writeNow(&p) {
+				return
+			}
+			continue
+		}
+		c.queued.Add(1)
 		c.queue <- p
 	}
+}
+
+// writeNow writes a response that was complete when its request was
+// handled (p.fixed) from the reader goroutine, the writer being idle and
+// nothing queued ahead of it. It reports whether the reader may go on.
+func (c *conn) writeNow(p *pending) bool {
+	defer func() { <-c.slots }()
+	resp := p.fixed
+	defer resp.done()
+	if c.ctx.Err() != nil {
+		return false
+	}
+	if err := c.writeResponse(p, resp); err != nil {
+		if !errors.Is(err, net.ErrClosed) {
+			c.log.Info("write failed; closing connection", "api", kmsg.NameForKey(p.key), "err", err)
+		}
+		c.close()
+		return false
+	}
+	if resp.CloseAfter {
+		c.close()
+		return false
+	}
+	return true
 }
 
 func (c *conn) logReadError(err error) {
@@ -285,6 +322,9 @@ func (c *conn) readRequest() (pending, error) {
 		Body:          body,
 	}
 	p.reply = c.handle(req)
+	if p.reply != nil && req.readySet {
+		p.reply, p.fixed = nil, req.ready
+	}
 	return p, nil
 }
 
@@ -402,6 +442,7 @@ func (c *conn) writeLoop() {
 				resp, _ := c.respond(&p)
 				resp.done()
 				<-c.slots
+				c.queued.Add(-1)
 			}
 		}
 	}()
@@ -425,6 +466,7 @@ func (c *conn) writeLoop() {
 		}
 		resp.done()
 		<-c.slots
+		c.queued.Add(-1)
 	}
 }
 
@@ -496,6 +538,9 @@ func (c *conn) writeParts(p *pending, resp Response) error {
 	if resp.Flexible {
 		hdr = append(hdr, 0)
 	}
+	if total+4 <= maxCopiedResponse {
+		return c.writeCopied(hdr, resp.Parts)
+	}
 	vec := append(c.vec[:0], hdr)
 	defer func() { clear(vec); c.vec = vec[:0] }()
 	for _, part := range resp.Parts {
@@ -518,6 +563,37 @@ func (c *conn) writeParts(p *pending, resp Response) error {
 		}
 	}
 	return c.writeVec(vec)
+}
+
+// maxCopiedResponse is the largest response (frame size included) whose
+// file parts are read into memory so that the whole frame goes out with one
+// write. For a small response (a fetch at the log end) a pread and one
+// write cost less than sendfile between two writes; larger ones are sent
+// with sendfile.
+const maxCopiedResponse = 16 << 10
+
+// writeCopied writes a small response in one write, reading its file
+// parts with pread.
+func (c *conn) writeCopied(hdr []byte, parts []Part) error {
+	bp := copyPool.Get().(*[]byte)
+	defer copyPool.Put(bp)
+	buf := append((*bp)[:0], hdr...)
+	for _, part := range parts {
+		if part.File == nil {
+			buf = append(buf, part.Bytes...)
+			continue
+		}
+		n := len(buf)
+		buf = buf[:n+int(part.Len)]
+		if m, err := part.File.ReadAt(buf[n:], part.Offset); m < int(part.Len) {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = errFileShort
+			}
+			return err
+		}
+	}
+	_, err := c.nc.Write(buf)
+	return err
 }
 
 func (c *conn) writeVec(vec [][]byte) error {

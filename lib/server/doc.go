@@ -28,8 +28,14 @@
 // then it stops reading until the writer catches up (backpressure).
 // Different connections run fully in parallel.
 //
-// Every Reply returned by Handle is called exactly once, on the writer
-// goroutine, even when the connection has closed in the meantime (its
+// A response that is complete when Handle returns (Request.Ready: a produce
+// already acknowledged, a fetch with data at hand) skips the handoff: when
+// no earlier response is still queued, the reader writes it itself, so the
+// writer goroutine is not woken for it. Otherwise it is queued behind the
+// others like any Reply.
+//
+// Every Reply returned by Handle (other than Ready's) is called exactly
+// once, on the writer goroutine, even when the connection has closed in the meantime (its
 // response is then dropped); the context passed to Handle is cancelled when
 // the connection closes, so a blocking Reply should select on it.
 //

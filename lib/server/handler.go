@@ -18,6 +18,23 @@ type Request struct {
 	CorrelationID int32
 	ClientID      *string
 	Body          kmsg.Request // already decoded, version set
+
+	// ready is the response Ready was given, when readySet.
+	ready    Response
+	readySet bool
+}
+
+// Ready returns a Reply that answers with resp, and tells the server that
+// the response is complete already. When no earlier response of the
+// connection is still waiting to be written, the server writes it at once
+// on the reader goroutine instead of handing it to the writer goroutine,
+// which saves a goroutine wake-up per request; otherwise it is queued like
+// any Reply, so responses keep their order either way. Handle must return
+// the Reply that Ready returned (the server uses resp and does not call
+// that Reply), and resp must not be modified afterwards.
+func (r *Request) Ready(resp Response) Reply {
+	r.ready, r.readySet = resp, true
+	return func() Response { return resp }
 }
 
 // ConnInfo describes the connection a request came on. It is the same value
@@ -50,7 +67,8 @@ type Handler interface {
 	ApiVersions() []kmsg.ApiVersionsResponseApiKey
 }
 
-// Reply produces the response when the writer is ready for it. Returning a zero
+// Reply produces the response when the writer is ready for it (see
+// Request.Ready for a response complete at once). Returning a zero
 // Response means "no response" (produce with acks=0).
 type Reply func() Response
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -841,4 +842,112 @@ func TestDoneIsCalledAfterWriteAndAfterDrop(t *testing.T) {
 	c.Close()
 	close(release)
 	waitFor(t, "Done after drop", func() bool { return dropped.Load() == 1 })
+}
+
+func TestReadyAndBlockingRepliesMixedAreAnsweredInOrder(t *testing.T) {
+	const n = 200
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	ready := make([]bool, n) // which requests are answered with Ready
+	release := make([]chan struct{}, n)
+	for i := range ready {
+		ready[i] = r.IntN(3) > 0
+		release[i] = make(chan struct{})
+	}
+	var done atomic.Int64
+	h := newFake(func(ctx context.Context, _ *ConnInfo, req *Request) Reply {
+		i := req.CorrelationID
+		resp := req.Body.ResponseKind().(*kmsg.MetadataResponse)
+		resp.ClusterID = kmsg.StringPtr(fmt.Sprint(i))
+		if ready[i] {
+			return req.Ready(Response{Msg: resp, Done: func() { done.Add(1) }})
+		}
+		return func() Response {
+			select {
+			case <-release[i]:
+			case <-ctx.Done():
+			}
+			return Response{Msg: resp, Done: func() { done.Add(1) }}
+		}
+	})
+	s := startServer(t, Config{}, h)
+	c := dial(t, s.Addrs()[0])
+	// Blocking replies are released in a random order while requests are
+	// still being sent, a few at a time, so that Ready responses meet both
+	// an idle writer and a queue with blocked replies ahead of them.
+	go func() {
+		for _, i := range r.Perm(n) {
+			close(release[i])
+		}
+	}()
+	go func() {
+		for i := 0; i < n; {
+			k := min(n-i, 1+i%7)
+			var frames []byte
+			for j := range k {
+				frames = appendRequest(frames, metadataRequest(12), int32(i+j), nil)
+			}
+			if _, err := c.Write(frames); err != nil {
+				return
+			}
+			i += k
+		}
+	}()
+	for i := range int32(n) {
+		resp := &kmsg.MetadataResponse{Version: 12}
+		corr := recv(t, c, resp)
+		if corr != i || resp.ClusterID == nil || *resp.ClusterID != fmt.Sprint(i) {
+			t.Fatalf("response %d: correlation id %d, cluster id %v", i, corr, resp.ClusterID)
+		}
+	}
+	waitFor(t, "every Done hook", func() bool { return done.Load() == n })
+}
+
+func TestReadyResponseAfterBlockedReplyWaitsForIt(t *testing.T) {
+	gate := make(chan struct{})
+	h := newFake(func(ctx context.Context, _ *ConnInfo, req *Request) Reply {
+		resp := req.Body.ResponseKind()
+		if req.CorrelationID == 0 {
+			return func() Response {
+				<-gate
+				return Response{Msg: resp}
+			}
+		}
+		return req.Ready(Response{Msg: resp})
+	})
+	s := startServer(t, Config{}, h)
+	c := dial(t, s.Addrs()[1])
+	var frames []byte
+	for i := range int32(3) {
+		frames = appendRequest(frames, metadataRequest(12), i, nil)
+	}
+	if _, err := c.Write(frames); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	for i := range int32(3) {
+		if corr := recv(t, c, &kmsg.MetadataResponse{Version: 12}); corr != i {
+			t.Fatalf("correlation id %d, want %d", corr, i)
+		}
+	}
+	// With nothing queued, the next Ready response is written at once.
+	send(t, c, metadataRequest(12), 3)
+	if corr := recv(t, c, &kmsg.MetadataResponse{Version: 12}); corr != 3 {
+		t.Fatalf("correlation id %d, want 3", corr)
+	}
+}
+
+func TestReadyResponseWithCloseAfterClosesTheConnection(t *testing.T) {
+	h := newFake(func(_ context.Context, _ *ConnInfo, req *Request) Reply {
+		return req.Ready(Response{Msg: req.Body.ResponseKind(), CloseAfter: true})
+	})
+	s := startServer(t, Config{}, h)
+	c := dial(t, s.Addrs()[0])
+	send(t, c, metadataRequest(12), 1)
+	if corr := recv(t, c, &kmsg.MetadataResponse{Version: 12}); corr != 1 {
+		t.Fatalf("correlation id %d, want 1", corr)
+	}
+	expectClosed(t, c)
+	checkAlive(t, s.Addrs()[0])
 }
