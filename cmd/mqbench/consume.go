@@ -18,27 +18,30 @@ func consumeCommand() *cli.Command {
 			`Reads MESSAGES messages (default: all the topic holds when the run starts)
 from the start of every partition and reports messages/s and MB/s.
 
-With --groups N, N consumers read the whole topic at once (fan-out) and the
-rate is their total. Each is a direct consumer that reads every partition
-from its start without joining a consumer group: the same load on the
-broker as N consumer groups, without the group protocol.`),
+One consumer reads the partitions directly. With --groups N (N > 1), N
+consumers read the whole topic at once (fan-out) and the rate is their
+total: each joins a consumer group of its own, new for the run, and reads
+from the start; the clock starts once all have their partitions. With --direct they read the partitions without joining groups
+(the same fetch load, for brokers without consumer groups).`),
 		Flags: append(append(commandFlags(),
 			topicFlag("mqbench"),
 			&cli.Int64Flag{Name: "messages", Aliases: []string{"n"}, Usage: "`MESSAGES` each consumer reads (default: all there are at the start)"},
-			&cli.IntFlag{Name: "groups", Aliases: []string{"g"}, Value: 1, Usage: "`N` consumers reading everything at once (fan-out)"},
+			&cli.IntFlag{Name: "groups", Aliases: []string{"g"}, Value: 1, Usage: "`N` consumer groups reading everything at once (fan-out)"},
+			&cli.BoolFlag{Name: "direct", Usage: "read partitions directly, without joining consumer groups"},
 		), consumerFlags()...),
 		Action: action(func(c *cli.Context) (runFunc, error) {
 			cs, err := consumerSettings(c)
 			if err != nil {
 				return nil, err
 			}
-			cfg := bench.ConsumeConfig{Topic: c.String("topic"), Messages: c.Int64("messages"), Consumer: cs, Progress: progress(c)}
+			cfg := bench.ConsumeConfig{Topic: c.String("topic"), Messages: c.Int64("messages"), Direct: c.Bool("direct"), Consumer: cs, Progress: progress(c)}
 			if cfg.Messages < 0 {
 				return nil, client.Usagef("--messages: must not be negative")
 			}
 			if cfg.Consumers, err = positive(c, "groups"); err != nil {
 				return nil, err
 			}
+			cfg.Direct = cfg.Direct || cfg.Consumers == 1
 			return func(ctx context.Context, dial bench.Dialer) (*bench.Result, error) {
 				return bench.Consume(ctx, dial, cfg)
 			}, nil

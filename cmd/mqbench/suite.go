@@ -20,7 +20,7 @@ func suiteCommand() *cli.Command {
 			`Runs each standard run --runs times against an empty broker and prints the
 median of each figure with its target:
   produce acks=all to a topic with flush.policy=os, then =always
-  consume MESSAGES from the start, alone and with --fan-out consumers
+  consume MESSAGES from the start, alone and with --fan-out consumer groups
   e2e at --e2e-rate for --e2e-duration: p99, p99.9, lost
 and with --broker-pid: broker CPU time per million messages produced and
 peak resident memory. Each produce run gets its own new one-partition
@@ -36,7 +36,7 @@ target is reported in the table, not in the exit status).`),
 			&cli.Int64Flag{Name: "messages", Aliases: []string{"n"}, Value: 1_000_000, Usage: "`MESSAGES` per produce and consume run"},
 			&cli.IntFlag{Name: "value-size", Aliases: []string{"s"}, Value: 100, Usage: "value size in `BYTES`"},
 			&cli.Int64Flag{Name: "keys", Value: 1_000_000, Usage: "8-byte keys drawn from `N` distinct keys"},
-			&cli.IntFlag{Name: "fan-out", Value: 4, Usage: "`N` consumers in the fan-out run"},
+			&cli.IntFlag{Name: "fan-out", Value: 4, Usage: "`N` consumer groups in the fan-out run"},
 			&cli.Float64Flag{Name: "e2e-rate", Value: 20_000, Usage: "e2e `RATE` in messages/s"},
 			&cli.DurationFlag{Name: "e2e-duration", Value: 10 * time.Second, Usage: "e2e duration"},
 			&cli.StringFlag{Name: "topic-prefix", Usage: "`PREFIX` of the suite's topics (default: mqbench-suite-UNIXTIME)"},

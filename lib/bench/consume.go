@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
@@ -62,11 +63,14 @@ type ConsumeConfig struct {
 	// every partition; 0 means every message there when the run starts.
 	Messages int64
 	// Consumers is how many consumers read the whole topic at once
-	// (fan-out). Each is a direct, group-less consumer reading every
-	// partition from its start: the load N consumer groups put on the
-	// broker, without the group protocol.
+	// (fan-out), each in a consumer group of its own (a fresh one per run,
+	// reading from the start), or, with Direct, each reading every
+	// partition without a group.
 	Consumers int
-	Consumer  ConsumerSettings
+	// Direct reads partitions without joining consumer groups: the same
+	// fetch load, without the group protocol (for brokers without groups).
+	Direct   bool
+	Consumer ConsumerSettings
 	// Progress, when not nil, gets a progress line about once a second.
 	Progress io.Writer
 }
@@ -99,7 +103,6 @@ func Consume(ctx context.Context, dial Dialer, cfg ConsumeConfig) (*Result, erro
 	for p, s := range start {
 		offsets[p] = kgo.NewOffset().At(s)
 	}
-	opts := append(cfg.Consumer.opts(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: offsets}))
 	clients := make([]*kgo.Client, cfg.Consumers)
 	defer func() {
 		for _, cl := range clients {
@@ -108,9 +111,37 @@ func Consume(ctx context.Context, dial Dialer, cfg ConsumeConfig) (*Result, erro
 			}
 		}
 	}()
+	// In group mode the clock starts once every consumer has its
+	// partitions: joining (and the broker's initial rebalance delay) is
+	// not consumption.
+	assigned := make(chan struct{}, len(clients))
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	for i := range clients {
+		opts := cfg.Consumer.opts()
+		if cfg.Direct {
+			opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: offsets}))
+		} else {
+			var once sync.Once
+			opts = append(opts,
+				kgo.ConsumerGroup(fmt.Sprintf("mqbench-%s-%d", run, i)),
+				kgo.ConsumeTopics(cfg.Topic),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+				kgo.DisableAutoCommit(),
+				kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+					once.Do(func() { assigned <- struct{}{} })
+				}))
+		}
 		if clients[i], err = dial(opts...); err != nil {
 			return nil, err
+		}
+	}
+	if !cfg.Direct {
+		for range clients {
+			select {
+			case <-assigned:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 	}
 
@@ -165,11 +196,19 @@ func Consume(ctx context.Context, dial Dialer, cfg ConsumeConfig) (*Result, erro
 		Bytes:     bytes.Load(),
 		Seconds:   elapsed.Seconds(),
 		Consumers: cfg.Consumers,
-		Settings:  map[string]string{"consumers": strconv.Itoa(cfg.Consumers), "mode": "direct (group-less), each consumer reads every partition"},
+		Settings:  map[string]string{"consumers": strconv.Itoa(cfg.Consumers), "mode": consumeMode(cfg.Direct)},
 	}
 	cfg.Consumer.settings(res.Settings)
 	res.finish()
 	return res, nil
+}
+
+// consumeMode says how a consume run's consumers read, for its report.
+func consumeMode(direct bool) string {
+	if direct {
+		return "direct (group-less), each consumer reads every partition"
+	}
+	return "one consumer group per consumer, each reading every partition"
 }
 
 // recordPool recycles the record slices kgo decodes fetched records into,
