@@ -277,6 +277,30 @@ type resourceKey struct {
 	name string
 }
 
+// eachResource calls fn once for each distinct resource of an alter
+// request, in request order. A resource listed more than once is answered
+// once, with an INVALID_REQUEST error passed to fn, as Kafka does.
+func eachResource[R any](resources []R, key func(*R) resourceKey, fn func(res *R, err error)) {
+	count := map[resourceKey]int{}
+	for i := range resources {
+		count[key(&resources[i])]++
+	}
+	answered := map[resourceKey]bool{}
+	for i := range resources {
+		res := &resources[i]
+		k := key(res)
+		if answered[k] {
+			continue
+		}
+		answered[k] = true
+		var err error
+		if count[k] > 1 {
+			err = refuse(kerr.InvalidRequest, "resource %q is listed more than once", k.name)
+		}
+		fn(res, err)
+	}
+}
+
 // alterFunc computes a resource's new dynamic configs from its current
 // ones. base describes the values the resource has without its own
 // dynamic configs (what APPEND starts from when no value is set).
@@ -382,21 +406,11 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, _ *server.ConnInfo, req
 	ctx, cancel := withTimeout(ctx, 0)
 	defer cancel()
 
-	count := map[resourceKey]int{}
-	for _, res := range r.Resources {
-		count[resourceKey{res.ResourceType, res.ResourceName}]++
+	key := func(res *kmsg.AlterConfigsRequestResource) resourceKey {
+		return resourceKey{res.ResourceType, res.ResourceName}
 	}
-	answered := map[resourceKey]bool{}
-	for _, res := range r.Resources {
-		k := resourceKey{res.ResourceType, res.ResourceName}
-		if answered[k] {
-			continue
-		}
-		answered[k] = true
-		var err error
-		if count[k] > 1 {
-			err = refuse(kerr.InvalidRequest, "resource %q is listed more than once", res.ResourceName)
-		} else {
+	eachResource(r.Resources, key, func(res *kmsg.AlterConfigsRequestResource, err error) {
+		if err == nil {
 			replace := func(map[string]string, map[string]config.Entry) (map[string]string, error) {
 				out := make(map[string]string, len(res.Configs))
 				for _, c := range res.Configs {
@@ -416,7 +430,7 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, _ *server.ConnInfo, req
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		rr.ErrorCode, rr.ErrorMessage = kafkaError(err)
 		resp.Resources = append(resp.Resources, rr)
-	}
+	})
 	return reply(resp)
 }
 
@@ -429,21 +443,14 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, _ *server.Co
 	ctx, cancel := withTimeout(ctx, 0)
 	defer cancel()
 
-	count := map[resourceKey]int{}
-	for _, res := range r.Resources {
-		count[resourceKey{res.ResourceType, res.ResourceName}]++
+	key := func(res *kmsg.IncrementalAlterConfigsRequestResource) resourceKey {
+		return resourceKey{res.ResourceType, res.ResourceName}
 	}
-	answered := map[resourceKey]bool{}
-	for _, res := range r.Resources {
-		k := resourceKey{res.ResourceType, res.ResourceName}
-		if answered[k] {
-			continue
+	eachResource(r.Resources, key, func(res *kmsg.IncrementalAlterConfigsRequestResource, err error) {
+		if err == nil {
+			err = checkIncrementalOps(res.Configs)
 		}
-		answered[k] = true
-		var err error
-		if count[k] > 1 {
-			err = refuse(kerr.InvalidRequest, "resource %q is listed more than once", res.ResourceName)
-		} else if err = checkIncrementalOps(res.Configs); err == nil {
+		if err == nil {
 			apply := func(current map[string]string, base map[string]config.Entry) (map[string]string, error) {
 				return applyIncrementalOps(current, base, res.Configs)
 			}
@@ -453,7 +460,7 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, _ *server.Co
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		rr.ErrorCode, rr.ErrorMessage = kafkaError(err)
 		resp.Resources = append(resp.Resources, rr)
-	}
+	})
 	return reply(resp)
 }
 
