@@ -89,8 +89,8 @@ func (l GroupList) Table() ([]string, [][]string) {
 
 // ListGroups lists the groups of the cluster; only those in one of states
 // (broker spelling, see ParseGroupStates) when states is not empty.
-func (g *Admin) ListGroups(ctx context.Context, states []string) (GroupList, error) {
-	listed, err := g.adm.ListGroups(ctx, states...)
+func (a *Admin) ListGroups(ctx context.Context, states []string) (GroupList, error) {
+	listed, err := a.adm.ListGroups(ctx, states...)
 	if err != nil {
 		return nil, requestError("group list", err)
 	}
@@ -257,7 +257,7 @@ const coordinatorWait = 10 * time.Second
 // (on the first group request of a new cluster, or after a restart), and
 // kadm's group requests fail at once on it instead of retrying. Any other
 // outcome returns at once: the group request that follows reports it.
-func (g *Admin) awaitCoordinators(ctx context.Context, groups []string) {
+func (a *Admin) awaitCoordinators(ctx context.Context, groups []string) {
 	ctx, cancel := context.WithTimeout(ctx, coordinatorWait)
 	defer cancel()
 	backoff := 50 * time.Millisecond
@@ -265,7 +265,7 @@ func (g *Admin) awaitCoordinators(ctx context.Context, groups []string) {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorKey = groups[0] // versions before 4 ask for one; kgo splits
 		req.CoordinatorKeys = groups
-		resp, err := req.RequestWith(ctx, g.cl)
+		resp, err := req.RequestWith(ctx, a.cl)
 		if err != nil {
 			return
 		}
@@ -301,10 +301,10 @@ type tp struct {
 // partition the group owns or has committed an offset for, the committed
 // offset, the log end offset and the lag in records and in time. An
 // unknown group is a failure; the others are still described.
-func (g *Admin) DescribeGroups(ctx context.Context, groups []string) (GroupDescriptions, error) {
+func (a *Admin) DescribeGroups(ctx context.Context, groups []string) (GroupDescriptions, error) {
 	const what = "group describe"
 	if len(groups) == 0 {
-		listed, err := g.adm.ListGroups(ctx)
+		listed, err := a.adm.ListGroups(ctx)
 		if err != nil {
 			return nil, requestError(what, err)
 		}
@@ -314,8 +314,8 @@ func (g *Admin) DescribeGroups(ctx context.Context, groups []string) (GroupDescr
 			return GroupDescriptions{}, nil
 		}
 	}
-	g.awaitCoordinators(ctx, groups)
-	described, err := g.adm.DescribeGroups(ctx, groups...)
+	a.awaitCoordinators(ctx, groups)
+	described, err := a.adm.DescribeGroups(ctx, groups...)
 	if err != nil {
 		return nil, requestError(what, err)
 	}
@@ -333,7 +333,7 @@ func (g *Admin) DescribeGroups(ctx context.Context, groups []string) (GroupDescr
 			failed = append(failed, fmt.Sprintf("%s: %s", name, errText(d.Err, d.ErrMessage)))
 			continue
 		}
-		offsets, err := g.adm.FetchOffsets(ctx, name)
+		offsets, err := a.adm.FetchOffsets(ctx, name)
 		if err != nil {
 			if client.IsUnreachable(err) {
 				return nil, requestError(what, err)
@@ -357,8 +357,8 @@ func (g *Admin) DescribeGroups(ctx context.Context, groups []string) (GroupDescr
 			Members: members(d.Members),
 		}
 		for _, m := range desc.Members {
-			for _, a := range m.Assignment {
-				topicSet[a.Topic] = true
+			for _, as := range m.Assignment {
+				topicSet[as.Topic] = true
 			}
 		}
 		committed[name] = c
@@ -368,13 +368,13 @@ func (g *Admin) DescribeGroups(ctx context.Context, groups []string) (GroupDescr
 	if len(descs) == 0 {
 		return out, failures(what, failed)
 	}
-	facts, err := g.partitionFacts(ctx, slices.Sorted(maps.Keys(topicSet)))
+	facts, err := a.partitionFacts(ctx, slices.Sorted(maps.Keys(topicSet)))
 	if err != nil {
 		return nil, requestError(what, err)
 	}
 	for _, desc := range descs {
 		desc.Partitions = partitionRows(desc.Members, committed[desc.Group], facts)
-		g.lagTimes(ctx, desc.Partitions, facts)
+		a.lagTimes(ctx, desc.Partitions, facts)
 		out = append(out, desc)
 	}
 	return out, failures(what, failed)
@@ -414,20 +414,20 @@ type partitionFact struct {
 // partitionFacts collects, for every partition of topics, its log start
 // and end offsets and its leader. A topic that does not exist is present
 // with a partition -1 whose err says so.
-func (g *Admin) partitionFacts(ctx context.Context, topics []string) (map[tp]partitionFact, error) {
+func (a *Admin) partitionFacts(ctx context.Context, topics []string) (map[tp]partitionFact, error) {
 	facts := map[tp]partitionFact{}
 	if len(topics) == 0 {
 		return facts, nil
 	}
-	details, err := g.adm.ListTopics(ctx, topics...)
+	details, err := a.adm.ListTopics(ctx, topics...)
 	if err != nil {
 		return nil, err
 	}
-	starts, err := g.adm.ListStartOffsets(ctx, topics...)
+	starts, err := a.adm.ListStartOffsets(ctx, topics...)
 	if err != nil && !isShardErr(err) {
 		return nil, err
 	}
-	ends, err := g.adm.ListEndOffsets(ctx, topics...)
+	ends, err := a.adm.ListEndOffsets(ctx, topics...)
 	if err != nil && !isShardErr(err) {
 		return nil, err
 	}
@@ -525,7 +525,7 @@ func partitionRows(ms []GroupMember, committed map[tp]int64, facts map[tp]partit
 // lagTimes fills in the lag in time of the rows that lag: now minus the
 // timestamp of the first record not consumed. A partition whose record
 // cannot be read keeps -1 and says why in its error.
-func (g *Admin) lagTimes(ctx context.Context, rows []GroupPartition, facts map[tp]partitionFact) {
+func (a *Admin) lagTimes(ctx context.Context, rows []GroupPartition, facts map[tp]partitionFact) {
 	for i := range rows {
 		r := &rows[i]
 		if r.Lag <= 0 {
@@ -535,19 +535,19 @@ func (g *Admin) lagTimes(ctx context.Context, rows []GroupPartition, facts map[t
 		// Records before the log start are gone: the first one the group
 		// will read is the first one left.
 		at := max(r.Committed, f.logStart)
-		ts, err := g.recordTime(ctx, r.Topic, f.topicID, r.Partition, f.leader, at)
+		ts, err := a.recordTime(ctx, r.Topic, f.topicID, r.Partition, f.leader, at)
 		if err != nil {
 			r.Error = strings.TrimPrefix(r.Error+"; lag time: "+err.Error(), "; ")
 			continue
 		}
-		r.LagTimeMillis = max(g.now().Sub(ts).Milliseconds(), 0)
+		r.LagTimeMillis = max(a.now().Sub(ts).Milliseconds(), 0)
 	}
 }
 
 // recordTime is the timestamp of the first record at or after offset in
 // a partition, read with a Fetch for as little as the broker will send
 // (one batch: KIP-74 lets the first batch exceed the limits).
-func (g *Admin) recordTime(ctx context.Context, topic string, topicID [16]byte, partition, leader int32, offset int64) (time.Time, error) {
+func (a *Admin) recordTime(ctx context.Context, topic string, topicID [16]byte, partition, leader int32, offset int64) (time.Time, error) {
 	if leader < 0 {
 		return time.Time{}, errors.New("partition has no leader")
 	}
@@ -563,7 +563,7 @@ func (g *Admin) recordTime(ctx context.Context, topic string, topicID [16]byte, 
 	rp.PartitionMaxBytes = 1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	kresp, err := g.cl.Broker(int(leader)).Request(ctx, req)
+	kresp, err := a.cl.Broker(int(leader)).Request(ctx, req)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -609,13 +609,13 @@ func (rs GroupResults) Table() ([]string, [][]string) {
 // DeleteGroups deletes groups and their committed offsets. The broker
 // refuses a group that has members (NON_EMPTY_GROUP). With ifExists a
 // group that does not exist is reported as missing, not as a failure.
-func (g *Admin) DeleteGroups(ctx context.Context, groups []string, ifExists bool) (GroupResults, error) {
+func (a *Admin) DeleteGroups(ctx context.Context, groups []string, ifExists bool) (GroupResults, error) {
 	const what = "group delete"
 	if err := CheckGroupNames(what, groups); err != nil {
 		return nil, err
 	}
-	g.awaitCoordinators(ctx, groups)
-	resps, err := g.adm.DeleteGroups(ctx, groups...)
+	a.awaitCoordinators(ctx, groups)
+	resps, err := a.adm.DeleteGroups(ctx, groups...)
 	if err != nil && !isShardErr(err) {
 		return nil, requestError(what, err)
 	}

@@ -264,13 +264,13 @@ func planOffset(spec ResetSpec, in resetInput) (int64, error) {
 // active group is refused (exit 1) before anything is planned. A group
 // that does not exist yet may be given offsets. When some partition
 // cannot be planned nothing is committed.
-func (g *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan, error) {
+func (a *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan, error) {
 	const what = "group reset-offsets"
 	if err := req.Check(); err != nil {
 		return nil, err
 	}
-	g.awaitCoordinators(ctx, []string{req.Group})
-	described, err := g.adm.DescribeGroups(ctx, req.Group)
+	a.awaitCoordinators(ctx, []string{req.Group})
+	described, err := a.adm.DescribeGroups(ctx, req.Group)
 	if err != nil {
 		return nil, requestError(what, err)
 	}
@@ -285,7 +285,7 @@ func (g *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 		return nil, client.Failf("%s: group %q is active (state %s, %d member%s): stop its consumers first; offsets can only be reset while the group is empty",
 			what, req.Group, d.State, n, plural(n))
 	}
-	fetched, err := g.adm.FetchOffsets(ctx, req.Group)
+	fetched, err := a.adm.FetchOffsets(ctx, req.Group)
 	if err != nil {
 		return nil, requestError(what+": committed offsets", err)
 	}
@@ -314,7 +314,7 @@ func (g *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 	for i, t := range topics {
 		names[i] = t.Topic
 	}
-	details, err := g.adm.ListTopics(ctx, names...)
+	details, err := a.adm.ListTopics(ctx, names...)
 	if err != nil {
 		return nil, requestError(what, err)
 	}
@@ -340,13 +340,13 @@ func (g *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 		}
 	}
 	slices.SortFunc(targets, compareTP)
-	facts, err := g.partitionFacts(ctx, slices.Sorted(slices.Values(names)))
+	facts, err := a.partitionFacts(ctx, slices.Sorted(slices.Values(names)))
 	if err != nil {
 		return nil, requestError(what, err)
 	}
 	var atTime kadm.ListedOffsets
 	if req.Spec.Mode == ResetToTime {
-		atTime, err = g.adm.ListOffsetsAfterMilli(ctx, req.Spec.Time.UnixMilli(), names...)
+		atTime, err = a.adm.ListOffsetsAfterMilli(ctx, req.Spec.Time.UnixMilli(), names...)
 		if err != nil && !isShardErr(err) {
 			return nil, requestError(what, err)
 		}
@@ -392,7 +392,7 @@ func (g *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 	for _, r := range plan.Partitions {
 		offsets.Add(kadm.Offset{Topic: r.Topic, Partition: r.Partition, At: r.New, LeaderEpoch: -1})
 	}
-	resps, err := g.adm.CommitOffsets(ctx, req.Group, offsets)
+	resps, err := a.adm.CommitOffsets(ctx, req.Group, offsets)
 	if err != nil {
 		return nil, requestError(what, err)
 	}
