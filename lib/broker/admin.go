@@ -153,18 +153,31 @@ func isInternalTopic(t *controller.Topic) bool {
 	return t.Internal || reservedTopics[t.Name]
 }
 
-// duplicates returns the names that occur more than once in names.
-func duplicates(names []string) map[string]bool {
-	seen := make(map[string]bool, len(names))
-	dup := map[string]bool{}
-	for _, n := range names {
-		if seen[n] {
-			dup[n] = true
-		}
-		seen[n] = true
+// eachDistinct calls fn once for each distinct item of a request (topics,
+// config resources), in request order. An item listed more than once is
+// answered once, with an INVALID_REQUEST error passed to fn, as Kafka does.
+func eachDistinct[R any, K comparable](items []R, key func(*R) K, label func(K) string, fn func(item *R, err error)) {
+	count := make(map[K]int, len(items))
+	for i := range items {
+		count[key(&items[i])]++
 	}
-	return dup
+	answered := make(map[K]bool, len(items))
+	for i := range items {
+		item := &items[i]
+		k := key(item)
+		if answered[k] {
+			continue
+		}
+		answered[k] = true
+		var err error
+		if count[k] > 1 {
+			err = refuse(kerr.InvalidRequest, "%s is listed more than once", label(k))
+		}
+		fn(item, err)
+	}
 }
+
+func topicLabel(name string) string { return fmt.Sprintf("topic %q", name) }
 
 // brokerIDs returns the IDs of the registered brokers, sorted.
 func brokerIDs(img *controller.Image) []int32 {
@@ -195,24 +208,11 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *server.ConnInfo, req
 	ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 	defer cancel()
 
-	names := make([]string, len(r.Topics))
-	for i := range r.Topics {
-		names[i] = r.Topics[i].Topic
-	}
-	dup := duplicates(names)
-	answered := map[string]bool{}
-	for i := range r.Topics {
-		t := &r.Topics[i]
-		if answered[t.Topic] {
-			continue // one answer per duplicated name
-		}
-		answered[t.Topic] = true
+	key := func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic }
+	eachDistinct(r.Topics, key, topicLabel, func(t *kmsg.CreateTopicsRequestTopic, err error) {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
-		var err error
-		if dup[t.Topic] {
-			err = refuse(kerr.InvalidRequest, "topic %q is listed more than once", t.Topic)
-		} else {
+		if err == nil {
 			var created createdTopic
 			created, err = b.createTopic(ctx, t, r.ValidateOnly)
 			if err == nil {
@@ -224,7 +224,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *server.ConnInfo, req
 		}
 		rt.ErrorCode, rt.ErrorMessage = kafkaError(err)
 		resp.Topics = append(resp.Topics, rt)
-	}
+	})
 	return reply(resp)
 }
 
@@ -457,29 +457,16 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, _ *server.ConnInfo,
 	ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 	defer cancel()
 
-	names := make([]string, len(r.Topics))
-	for i := range r.Topics {
-		names[i] = r.Topics[i].Topic
-	}
-	dup := duplicates(names)
-	answered := map[string]bool{}
-	for i := range r.Topics {
-		t := &r.Topics[i]
-		if answered[t.Topic] {
-			continue
-		}
-		answered[t.Topic] = true
-		var err error
-		if dup[t.Topic] {
-			err = refuse(kerr.InvalidRequest, "topic %q is listed more than once", t.Topic)
-		} else {
+	key := func(t *kmsg.CreatePartitionsRequestTopic) string { return t.Topic }
+	eachDistinct(r.Topics, key, topicLabel, func(t *kmsg.CreatePartitionsRequestTopic, err error) {
+		if err == nil {
 			err = b.createPartitions(ctx, t, r.ValidateOnly)
 		}
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
 		rt.ErrorCode, rt.ErrorMessage = kafkaError(err)
 		resp.Topics = append(resp.Topics, rt)
-	}
+	})
 	return reply(resp)
 }
 

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -277,29 +278,7 @@ type resourceKey struct {
 	name string
 }
 
-// eachResource calls fn once for each distinct resource of an alter
-// request, in request order. A resource listed more than once is answered
-// once, with an INVALID_REQUEST error passed to fn, as Kafka does.
-func eachResource[R any](resources []R, key func(*R) resourceKey, fn func(res *R, err error)) {
-	count := map[resourceKey]int{}
-	for i := range resources {
-		count[key(&resources[i])]++
-	}
-	answered := map[resourceKey]bool{}
-	for i := range resources {
-		res := &resources[i]
-		k := key(res)
-		if answered[k] {
-			continue
-		}
-		answered[k] = true
-		var err error
-		if count[k] > 1 {
-			err = refuse(kerr.InvalidRequest, "resource %q is listed more than once", k.name)
-		}
-		fn(res, err)
-	}
-}
+func resourceLabel(k resourceKey) string { return fmt.Sprintf("resource %q", k.name) }
 
 // alterFunc computes a resource's new dynamic configs from its current
 // ones. base describes the values the resource has without its own
@@ -409,7 +388,7 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, _ *server.ConnInfo, req
 	key := func(res *kmsg.AlterConfigsRequestResource) resourceKey {
 		return resourceKey{res.ResourceType, res.ResourceName}
 	}
-	eachResource(r.Resources, key, func(res *kmsg.AlterConfigsRequestResource, err error) {
+	eachDistinct(r.Resources, key, resourceLabel, func(res *kmsg.AlterConfigsRequestResource, err error) {
 		if err == nil {
 			replace := func(map[string]string, map[string]config.Entry) (map[string]string, error) {
 				out := make(map[string]string, len(res.Configs))
@@ -446,7 +425,7 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, _ *server.Co
 	key := func(res *kmsg.IncrementalAlterConfigsRequestResource) resourceKey {
 		return resourceKey{res.ResourceType, res.ResourceName}
 	}
-	eachResource(r.Resources, key, func(res *kmsg.IncrementalAlterConfigsRequestResource, err error) {
+	eachDistinct(r.Resources, key, resourceLabel, func(res *kmsg.IncrementalAlterConfigsRequestResource, err error) {
 		if err == nil {
 			err = checkIncrementalOps(res.Configs)
 		}
