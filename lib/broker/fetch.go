@@ -85,6 +85,7 @@ type fetch struct {
 // we never created) gets FETCH_SESSION_ID_NOT_FOUND, after which clients
 // reset to a full fetch.
 func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
+	req.Recycle() // resolve copies what it needs of the request
 	r := req.Body.(*kmsg.FetchRequest)
 	if req.Version >= 7 && (r.SessionID != 0 || r.SessionEpoch > 0) {
 		resp := r.ResponseKind().(*kmsg.FetchResponse)

@@ -90,6 +90,9 @@ type produceWait struct {
 // keep the connection's request order) and, for acks=all, waits for the
 // high-water mark in the Reply.
 func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
+	// The batches are written to the log (copied) before Handle returns,
+	// and nothing below keeps a byte field of the request.
+	req.Recycle()
 	r := req.Body.(*kmsg.ProduceRequest)
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	img := b.ctrl.Image()

@@ -78,6 +78,19 @@ type pending struct {
 	// fixed, used when reply is nil, is a response the server made itself
 	// (ApiVersions).
 	fixed Response
+	// frame is the request's buffer, returned to the pool once the
+	// response is done with (nil: not recycled).
+	frame *[]byte
+}
+
+// finish releases what a pending holds once its response has been written
+// or dropped: the response's resources (Done) and the request's frame.
+func (p *pending) finish(resp Response) {
+	resp.done()
+	if p.frame != nil {
+		putFrame(p.frame)
+		p.frame = nil
+	}
 }
 
 func newConn(s *Server, nc net.Conn, network string) *conn {
@@ -173,7 +186,7 @@ func (c *conn) readLoop() {
 func (c *conn) writeNow(p *pending) bool {
 	defer func() { <-c.slots }()
 	resp := p.fixed
-	defer resp.done()
+	defer p.finish(resp)
 	if c.ctx.Err() != nil {
 		return false
 	}
@@ -265,10 +278,22 @@ func (c *conn) readRequest() (pending, error) {
 			"size", size, "min", minRequestHeader, "max", c.s.cfg.MaxRequestBytes)
 		return pending{}, errStop
 	}
-	// A fresh buffer per request: kmsg's decoded byte fields alias it, and
-	// handlers may keep those (record batches, group metadata).
-	frame, err := readFrameBody(c.br, int(size))
+	// kmsg's decoded byte fields alias the frame, and handlers may keep
+	// them (group metadata), so it goes back to the pool only when the
+	// handler says so (Request.Recycle).
+	pooled := false
+	if hdr, err := c.br.Peek(2); err == nil {
+		if k := binary.BigEndian.Uint16(hdr); int(k) < len(c.s.recycles) {
+			pooled = c.s.recycles[k].Load()
+		}
+	}
+	fp, err := readFrameBody(c.br, int(size), pooled)
+	var frame []byte
+	if fp != nil {
+		frame = *fp
+	}
 	if err != nil {
+		putFrame(fp)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			select {
 			case <-c.s.draining:
@@ -325,6 +350,12 @@ func (c *conn) readRequest() (pending, error) {
 	if p.reply != nil && req.readySet {
 		p.reply, p.fixed = nil, req.ready
 	}
+	if req.recycle {
+		p.frame = fp
+	}
+	if key >= 0 && int(key) < len(c.s.recycles) && c.s.recycles[key].Load() != req.recycle {
+		c.s.recycles[key].Store(req.recycle)
+	}
 	return p, nil
 }
 
@@ -337,11 +368,20 @@ const readBufferSize = 16 << 10
 // make us allocate MaxRequestBytes by sending four bytes.
 const frameStep = 1 << 20
 
-func readFrameBody(r io.Reader, size int) ([]byte, error) {
+// readFrameBody reads a frame of size bytes: into a buffer from the pool
+// when pooled and size <= frameStep, else into one of its own, grown as the
+// bytes arrive when the frame is large.
+func readFrameBody(r io.Reader, size int, pooled bool) (*[]byte, error) {
 	if size <= frameStep {
-		b := make([]byte, size)
-		_, err := io.ReadFull(r, b)
-		return b, err
+		var bp *[]byte
+		if pooled {
+			bp = getFrame(size)
+		} else {
+			b := make([]byte, size)
+			bp = &b
+		}
+		_, err := io.ReadFull(r, *bp)
+		return bp, err
 	}
 	b := make([]byte, 0, frameStep)
 	for len(b) < size {
@@ -354,7 +394,48 @@ func readFrameBody(r io.Reader, size int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return b, nil
+	return &b, nil
+}
+
+// framePools hold request buffers by capacity class: 1 KiB << i, up to
+// frameStep.
+var framePools [framePoolClasses]sync.Pool
+
+const framePoolClasses = 11 // 1 KiB … 1 MiB
+
+// frameClass is the smallest class holding size bytes, or -1 when none.
+func frameClass(size int) int {
+	for i := range framePoolClasses {
+		if size <= 1<<(10+i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// getFrame returns a buffer of len size, pooled when size <= frameStep.
+func getFrame(size int) *[]byte {
+	i := frameClass(size)
+	if i < 0 {
+		b := make([]byte, size)
+		return &b
+	}
+	if bp, ok := framePools[i].Get().(*[]byte); ok {
+		*bp = (*bp)[:size]
+		return bp
+	}
+	b := make([]byte, size, 1<<(10+i))
+	return &b
+}
+
+// putFrame returns a buffer from getFrame to its pool.
+func putFrame(bp *[]byte) {
+	if bp == nil {
+		return
+	}
+	if i := frameClass(cap(*bp)); i >= 0 && cap(*bp) == 1<<(10+i) {
+		framePools[i].Put(bp)
+	}
 }
 
 var errBadHeader = errors.New("malformed request header")
@@ -411,6 +492,7 @@ func (c *conn) handle(req *Request) (reply Reply) {
 		if r := recover(); r != nil {
 			c.recovered(fmt.Sprintf("Handle(%s)", kmsg.NameForKey(req.Key)), r)
 			reply = nil
+			req.recycle = false // what it left behind may still use the frame
 		}
 	}()
 	return c.s.handler.Handle(c.ctx, &c.info, req)
@@ -451,6 +533,7 @@ func (c *conn) writeLoop() {
 		resp, ok := c.respond(&p)
 		if !ok {
 			broken = true
+			p.frame = nil // a Reply that panicked may not be done with it
 		}
 		if !broken && c.ctx.Err() == nil {
 			if err := c.writeResponse(&p, resp); err != nil {
@@ -464,7 +547,7 @@ func (c *conn) writeLoop() {
 				c.close()
 			}
 		}
-		resp.done()
+		p.finish(resp)
 		<-c.slots
 		c.queued.Add(-1)
 	}

@@ -64,8 +64,12 @@
 //   - When the peer closes its side (even a half-close), the connection is
 //     closed at once, as Kafka does: responses still pending are dropped,
 //     though their Replies are still called, with the context cancelled.
-//   - Request frames are never reused: kmsg's decoded byte slices point into
-//     them and handlers may keep those. Response encode buffers are pooled.
+//   - A request frame is reused only when its handler calls
+//     Request.Recycle (kmsg's decoded byte slices point into it, and other
+//     handlers may keep those), and only once its response has been
+//     written. Frames of API keys whose last request was recycled come from
+//     size-classed pools; the others are allocated at their exact size.
+//     Response encode buffers are pooled.
 //   - File parts of a Response are sent with sendfile(2) at an explicit
 //     offset (the file position is never used), or with positional reads
 //     where sendfile is unavailable; a file shorter than the region closes

@@ -11,8 +11,9 @@ import (
 // Request is one decoded request.
 //
 // Byte-slice fields of Body (record batches, group member metadata, …) point
-// into a buffer allocated for this request alone; the server never reuses it,
-// so a handler may keep them as long as it likes.
+// into the request's frame buffer. The server reuses that buffer only when
+// the handler calls Recycle; otherwise a handler may keep them as long as
+// it likes.
 type Request struct {
 	Key, Version  int16
 	CorrelationID int32
@@ -22,7 +23,17 @@ type Request struct {
 	// ready is the response Ready was given, when readySet.
 	ready    Response
 	readySet bool
+	// recycle is set by Recycle.
+	recycle bool
 }
+
+// Recycle tells the server that neither Handle nor the Reply it returns
+// keeps or reads any byte field of Body after Handle returns (Body's
+// strings are copies and stay valid). The server then reuses the request's
+// buffer for a later request once the response has been written, which
+// spares the hot paths (a produce request is mostly its record batches) an
+// allocation per request. A handler that keeps a byte field must not call it.
+func (r *Request) Recycle() { r.recycle = true }
 
 // Ready returns a Reply that answers with resp, and tells the server that
 // the response is complete already. When no earlier response of the

@@ -79,6 +79,10 @@ type Server struct {
 	nextID atomic.Uint64
 	// panics counts recovered panics; tests assert it stays zero.
 	panics atomic.Int64
+	// recycles says, per API key, whether the handler recycled (Request.Recycle)
+	// the last request of that key: only then is the next one read into a
+	// pooled buffer, so requests that are kept cost no more than their size.
+	recycles [128]atomic.Bool
 }
 
 type listener struct {
