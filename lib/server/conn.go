@@ -413,13 +413,9 @@ func frameClass(size int) int {
 	return -1
 }
 
-// getFrame returns a buffer of len size, pooled when size <= frameStep.
+// getFrame returns a pooled buffer of len size; size <= frameStep.
 func getFrame(size int) *[]byte {
 	i := frameClass(size)
-	if i < 0 {
-		b := make([]byte, size)
-		return &b
-	}
 	if bp, ok := framePools[i].Get().(*[]byte); ok {
 		*bp = (*bp)[:size]
 		return bp
