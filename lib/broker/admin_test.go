@@ -40,11 +40,12 @@ func roundTrip[R kmsg.Response](t *testing.T, b *Broker, v int16, req kmsg.Reque
 	if err := decoded.ReadFrom(wire); err != nil {
 		t.Fatalf("decode %T v%d: %v", req, v, err)
 	}
-	reply := b.Handle(context.Background(), &server.ConnInfo{}, &server.Request{Key: req.Key(), Version: v, Body: decoded})
+	sreq := &server.Request{Key: req.Key(), Version: v, Body: decoded}
+	reply := b.Handle(context.Background(), &server.ConnInfo{}, sreq)
 	if reply == nil {
 		t.Fatalf("%T v%d: no reply", req, v)
 	}
-	out := reply()
+	out := sreq.Answer(reply)
 	if out.Msg == nil {
 		t.Fatalf("%T v%d: empty response (close=%v)", req, v, out.CloseAfter)
 	}

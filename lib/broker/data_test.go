@@ -50,7 +50,7 @@ func (s *syncBuffer) String() string {
 
 // startBroker opens a controller and a broker (node 1) on dir, a fresh
 // temporary directory when dir is empty. mod adjusts the settings.
-func startBroker(t *testing.T, dir string, mod func(*config.Broker)) *testBroker {
+func startBroker(t testing.TB, dir string, mod func(*config.Broker)) *testBroker {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
@@ -84,7 +84,7 @@ func startBroker(t *testing.T, dir string, mod func(*config.Broker)) *testBroker
 }
 
 // register (re)registers node 1 with the given port.
-func (tb *testBroker) register(t *testing.T, port int32) {
+func (tb *testBroker) register(t testing.TB, port int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -94,7 +94,7 @@ func (tb *testBroker) register(t *testing.T, port int32) {
 }
 
 // createTopic creates a topic and waits until its partitions are open here.
-func (tb *testBroker) createTopic(t *testing.T, name string, partitions int32, configs map[string]string) controller.TopicID {
+func (tb *testBroker) createTopic(t testing.TB, name string, partitions int32, configs map[string]string) controller.TopicID {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -115,7 +115,7 @@ func (tb *testBroker) createTopic(t *testing.T, name string, partitions int32, c
 
 // waitFor polls cond (a state change made by another goroutine) until it
 // holds or 10s pass.
-func (tb *testBroker) waitFor(t *testing.T, what string, cond func() bool) {
+func (tb *testBroker) waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -146,11 +146,8 @@ func (tb *testBroker) doCtx(t *testing.T, ctx context.Context, version int16, re
 	if err := decoded.ReadFrom(wire); err != nil {
 		t.Fatalf("decode %s v%d request: %v", kmsg.NameForKey(req.Key()), version, err)
 	}
-	reply := tb.Handle(ctx, testConn, &server.Request{Key: req.Key(), Version: version, CorrelationID: 1, Body: decoded})
-	if reply == nil {
-		return nil
-	}
-	resp := reply()
+	sreq := &server.Request{Key: req.Key(), Version: version, CorrelationID: 1, Body: decoded}
+	resp := sreq.Answer(tb.Handle(ctx, testConn, sreq))
 	if resp.Empty() {
 		return nil
 	}

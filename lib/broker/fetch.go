@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -62,7 +64,10 @@ type fetchTopic struct {
 	parts []fetchPartition
 }
 
-// fetch is one Fetch request being answered.
+// fetch is one Fetch request being answered. Fetches are pooled: one is
+// taken per request and goes back once the server is done with its
+// response (the Response's Done), so a fetch at the log end allocates
+// nothing of its own once the pool is warm.
 type fetch struct {
 	version   int16
 	replicaID int32
@@ -72,6 +77,52 @@ type fetch struct {
 	// waitOn are the change channels of the partitions read, taken before
 	// reading so that an append between the read and the wait is not missed.
 	waitOn []<-chan struct{}
+
+	// For a fetch that waits: its connection's context and deadline.
+	ctx      context.Context
+	deadline time.Time
+
+	// Kept across uses: the encoded response (buf, parts), the regions it
+	// sends, the wait's timer and select cases, and the Reply and Done
+	// funcs bound to this fetch.
+	buf     []byte
+	parts   []server.Part
+	regions []log.Region
+	timer   *time.Timer
+	cases   []reflect.SelectCase
+	reply   server.Reply
+	done    func()
+}
+
+var fetchPool sync.Pool
+
+// getFetch returns a fetch from the pool, or a new one.
+func getFetch() *fetch {
+	if f, ok := fetchPool.Get().(*fetch); ok {
+		return f
+	}
+	f := new(fetch)
+	f.reply = f.waitAndRespond
+	f.done = f.release
+	return f
+}
+
+// release is the Done of a fetch's response: the regions sent are
+// released (a segment deleted meanwhile closes its file now) and the fetch
+// goes back to the pool, holding no partition, file or context.
+func (f *fetch) release() {
+	for i := range f.regions {
+		f.regions[i].Release()
+	}
+	clear(f.regions)
+	f.regions = f.regions[:0]
+	for i := range f.topics {
+		clear(f.topics[i].parts)
+	}
+	clear(f.waitOn)
+	clear(f.parts)
+	f.ctx = nil
+	fetchPool.Put(f)
 }
 
 // handleFetch reads on the reader goroutine; when less than MinBytes is
@@ -92,12 +143,8 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return req.Ready(server.Response{Msg: resp})
 	}
-	f := &fetch{
-		version:   req.Version,
-		replicaID: r.ReplicaID,
-		maxBytes:  r.MaxBytes,
-		minBytes:  r.MinBytes,
-	}
+	f := getFetch()
+	f.version, f.replicaID, f.maxBytes, f.minBytes = req.Version, r.ReplicaID, r.MaxBytes, r.MinBytes
 	if req.Version >= 15 {
 		f.replicaID = r.ReplicaState.ID
 	}
@@ -105,28 +152,33 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 		f.maxBytes = 1 // still returns the first batch whole (KIP-74)
 	}
 	f.resolve(b, b.ctrl.Image(), r)
-	ready := f.read()
-	if ready || r.MaxWaitMillis <= 0 {
+	if f.read() || r.MaxWaitMillis <= 0 {
 		return req.Ready(f.response())
 	}
-	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
-	return func() server.Response {
-		for !ready {
-			if !f.wait(ctx, deadline) {
-				break
-			}
-			ready = f.read()
+	f.ctx = ctx
+	f.deadline = time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	return f.reply
+}
+
+// waitAndRespond is the Reply of a fetch that found less than MinBytes: it
+// waits for appends until there is enough, the deadline passes or the
+// connection ends, and answers with what there is then.
+func (f *fetch) waitAndRespond() server.Response {
+	for f.wait() {
+		if f.read() {
+			break
 		}
-		return f.response()
 	}
+	return f.response()
 }
 
 // resolve looks up every requested partition.
 func (f *fetch) resolve(b *Broker, img *controller.Image, r *kmsg.FetchRequest) {
-	f.topics = make([]fetchTopic, len(r.Topics))
+	f.topics = reuse(f.topics, len(r.Topics))
 	for i := range r.Topics {
 		rt := &r.Topics[i]
 		ft := &f.topics[i]
+		*ft = fetchTopic{parts: ft.parts}
 		var t *controller.Topic
 		var terr error
 		if f.version >= 13 {
@@ -142,7 +194,7 @@ func (f *fetch) resolve(b *Broker, img *controller.Image, r *kmsg.FetchRequest) 
 				terr = errUnknownPartition
 			}
 		}
-		ft.parts = make([]fetchPartition, len(rt.Partitions))
+		ft.parts = resize(ft.parts, len(rt.Partitions))
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			fp := &ft.parts[j]
@@ -231,32 +283,37 @@ func (f *fetch) read() bool {
 	return failed || total >= int64(f.minBytes) || len(f.waitOn) == 0
 }
 
-// wait blocks until a partition read changes, the deadline passes or ctx
-// ends. It reports whether reading again is worthwhile.
-func (f *fetch) wait(ctx context.Context, deadline time.Time) bool {
-	d := time.Until(deadline)
+// wait blocks until a partition read changes, the deadline passes or the
+// connection ends. It reports whether reading again is worthwhile.
+func (f *fetch) wait() bool {
+	d := time.Until(f.deadline)
 	if d <= 0 {
 		return false
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+	if f.timer == nil {
+		f.timer = time.NewTimer(d)
+	} else {
+		f.timer.Reset(d)
+	}
+	defer f.timer.Stop()
 	if len(f.waitOn) == 1 {
 		select {
 		case <-f.waitOn[0]:
 			return true
-		case <-timer.C:
-		case <-ctx.Done():
+		case <-f.timer.C:
+		case <-f.ctx.Done():
 		}
 		return false
 	}
-	cases := make([]reflect.SelectCase, 0, len(f.waitOn)+2)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+	cases := append(f.cases[:0],
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.timer.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.ctx.Done())})
 	for _, ch := range f.waitOn {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
 	}
 	chosen, _, _ := reflect.Select(cases)
+	clear(cases)
+	f.cases = cases[:0]
 	return chosen >= 2
 }
 
@@ -265,28 +322,20 @@ func (f *fetch) wait(ctx context.Context, deadline time.Time) bool {
 //
 // The regions stay referenced until the server is done with the response
 // (written, or dropped on a broken connection) and are released by its Done
-// hook, so a segment deleted meanwhile closes its file right after.
+// hook (release), so a segment deleted meanwhile closes its file right
+// after.
 func (f *fetch) response() server.Response {
 	parts := f.encode()
-	var regions []log.Region
 	for i := range f.topics {
 		for j := range f.topics[i].parts {
 			fp := &f.topics[i].parts[j]
 			if fp.region.Len > 0 {
-				regions = append(regions, fp.region)
+				f.regions = append(f.regions, fp.region)
 			}
 			fp.region = log.Region{}
 		}
 	}
-	resp := server.Response{Parts: parts, Flexible: f.version >= 12}
-	if len(regions) > 0 {
-		resp.Done = func() {
-			for i := range regions {
-				regions[i].Release()
-			}
-		}
-	}
-	return resp
+	return server.Response{Parts: parts, Flexible: f.version >= 12, Done: f.done}
 }
 
 // encode writes the Fetch response body: every field with its version's
@@ -295,17 +344,20 @@ func (f *fetch) response() server.Response {
 func (f *fetch) encode() []server.Part {
 	flexible := f.version >= 12
 	n := 1
+	size := 64
 	for i := range f.topics {
+		size += 40 + len(f.topics[i].name) + 60*len(f.topics[i].parts)
 		for j := range f.topics[i].parts {
 			if f.topics[i].parts[j].region.Len > 0 {
 				n += 2
 			}
 		}
 	}
-	parts := make([]server.Part, 0, n)
-	// One buffer for every byte part: each part is a capped slice of it,
-	// so later appends never write into a part already taken.
-	buf := make([]byte, 0, 512)
+	parts := slices.Grow(f.parts[:0], n)
+	// One buffer for every byte part, sized for the whole body up front.
+	// Each part is a capped slice of it, so an append that outgrows it
+	// anyway leaves the parts taken intact.
+	buf := slices.Grow(f.buf[:0], size)
 	mark := 0
 	buf = appendInt32(buf, 0) // ThrottleMillis
 	if f.version >= 7 {
@@ -356,7 +408,34 @@ func (f *fetch) encode() []server.Part {
 	if flexible {
 		buf = append(buf, 0) // response tagged fields
 	}
-	return append(parts, server.Part{Bytes: buf[mark:]})
+	if cap(buf) <= maxPooledFetchBuffer {
+		f.buf = buf[:0]
+	}
+	parts = append(parts, server.Part{Bytes: buf[mark:]})
+	f.parts = parts[:0]
+	return parts
+}
+
+// maxPooledFetchBuffer keeps a fetch of thousands of partitions from
+// pinning its encoding buffer in the pool.
+const maxPooledFetchBuffer = 64 << 10
+
+// resize returns s with length n, reusing its array when it is large
+// enough; the elements are zero.
+func resize[T any](s []T, n int) []T {
+	s = reuse(s, n)
+	clear(s)
+	return s
+}
+
+// reuse returns s with length n, reusing its array when it is large
+// enough. Elements reused keep their old values, for the caller to reset
+// while keeping what it wants (the arrays of nested slices).
+func reuse[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 func appendInt16(b []byte, v int16) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }

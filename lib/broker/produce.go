@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -86,6 +87,56 @@ type produceWait struct {
 	resp       *kmsg.ProduceResponseTopicPartition
 }
 
+// producing is one Produce request being answered. Like fetches they are
+// pooled: taken per request, back once the server is done with the
+// response, so the produce path's response costs no allocation once the
+// pool is warm.
+type producing struct {
+	resp  kmsg.ProduceResponse
+	waits []produceWait
+
+	// For acks=all when the high-water mark is behind.
+	ctx     context.Context
+	timeout int32
+	version int16
+
+	reply server.Reply // waitAndRespond, bound once
+	done  func()       // release, bound once
+}
+
+var producePool sync.Pool
+
+func getProduce() *producing {
+	if pr, ok := producePool.Get().(*producing); ok {
+		return pr
+	}
+	pr := new(producing)
+	pr.reply = pr.waitAndRespond
+	pr.done = pr.release
+	return pr
+}
+
+// release puts pr back in the pool, holding no partition or context.
+func (pr *producing) release() {
+	clear(pr.waits)
+	pr.waits = pr.waits[:0]
+	pr.ctx = nil
+	producePool.Put(pr)
+}
+
+// waitAndRespond waits until the high-water mark has passed every batch
+// (or the request's timeout) and answers.
+func (pr *producing) waitAndRespond() server.Response {
+	wctx, cancel := waitContext(pr.ctx, pr.timeout)
+	defer cancel()
+	for _, w := range pr.waits {
+		if err := w.p.WaitHighWatermark(wctx, w.lastOffset); err != nil {
+			w.resp.ErrorCode = produceError(err, pr.version)
+		}
+	}
+	return server.Response{Msg: &pr.resp, Done: pr.done}
+}
+
 // handleProduce validates and appends on the reader goroutine (so appends
 // keep the connection's request order) and, for acks=all, waits for the
 // high-water mark in the Reply.
@@ -94,17 +145,15 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 	// and nothing below keeps a byte field of the request.
 	req.Recycle()
 	r := req.Body.(*kmsg.ProduceRequest)
-	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	pr := getProduce()
+	pr.resp = kmsg.ProduceResponse{Topics: reuse(pr.resp.Topics, len(r.Topics))}
+	resp := &pr.resp
 	img := b.ctrl.Image()
-	var waits []produceWait
 	failed := false
-	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
 	for i := range r.Topics {
 		rt := &r.Topics[i]
 		st := &resp.Topics[i]
-		st.Default()
-		st.Topic = rt.Topic
-		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		*st = kmsg.ProduceResponseTopic{Topic: rt.Topic, Partitions: resize(st.Partitions, len(rt.Partitions))}
 		t := img.Topics[rt.Topic]
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
@@ -129,11 +178,12 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 				sp.LogAppendTime = res.LogAppendTime
 			}
 			if r.Acks == -1 {
-				waits = append(waits, produceWait{p: p, lastOffset: res.LastOffset, resp: sp})
+				pr.waits = append(pr.waits, produceWait{p: p, lastOffset: res.LastOffset, resp: sp})
 			}
 		}
 	}
 	if r.Acks == 0 {
+		pr.release()
 		// No response. On a failure Kafka closes the connection: the only
 		// way to tell an acks=0 producer that something went wrong.
 		if failed {
@@ -144,23 +194,14 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 	// On a single node (ISR = {self}) the high-water mark has passed the
 	// batches by now: the response is ready, and needs no timeout.
 	waiting := false
-	for _, w := range waits {
+	for _, w := range pr.waits {
 		waiting = waiting || w.p.HighWatermark() <= w.lastOffset
 	}
 	if !waiting {
-		return req.Ready(server.Response{Msg: resp})
+		return req.Ready(server.Response{Msg: resp, Done: pr.done})
 	}
-	timeout := r.TimeoutMillis
-	return func() server.Response {
-		wctx, cancel := waitContext(ctx, timeout)
-		defer cancel()
-		for _, w := range waits {
-			if err := w.p.WaitHighWatermark(wctx, w.lastOffset); err != nil {
-				w.resp.ErrorCode = produceError(err, req.Version)
-			}
-		}
-		return server.Response{Msg: resp}
-	}
+	pr.ctx, pr.timeout, pr.version = ctx, r.TimeoutMillis, req.Version
+	return pr.reply
 }
 
 // produceTo validates every batch of one partition's records and, when all

@@ -115,6 +115,7 @@ type Partition struct {
 	logEndOffset  int64
 	followers     map[int32]*follower
 	changed       chan struct{} // closed and replaced on HW advance, role change, close
+	changedTaken  bool          // changed has been handed out since it was made
 	closed        bool
 }
 
@@ -346,13 +347,26 @@ func (p *Partition) advanceLocked() bool {
 	return false
 }
 
-// notifyLocked wakes everything waiting on Changed.
+// notifyLocked wakes everything waiting on Changed. A channel nobody has
+// taken has nobody to wake, and whoever takes it later checks its
+// condition after taking it, so it is kept: appends that no fetch waits for
+// make no garbage.
 func (p *Partition) notifyLocked() {
+	if !p.changedTaken && !p.closed {
+		return
+	}
 	close(p.changed)
 	if p.closed {
 		return // leave it closed: waiters must not block on a closed partition
 	}
 	p.changed = make(chan struct{})
+	p.changedTaken = false
+}
+
+// takeChangedLocked hands out the current change channel.
+func (p *Partition) takeChangedLocked() chan struct{} {
+	p.changedTaken = true
+	return p.changed
 }
 
 // Changed returns a channel closed the next time the high-water mark or
@@ -362,7 +376,7 @@ func (p *Partition) notifyLocked() {
 func (p *Partition) Changed() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.changed
+	return p.takeChangedLocked()
 }
 
 // WaitHighWatermark blocks until the high-water mark is above offset, that
@@ -375,7 +389,7 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
 		role := p.role
 		p.stateMu.RUnlock()
 		p.mu.Lock()
-		hw, closed, ch := p.highWatermark, p.closed, p.changed
+		hw, closed, ch := p.highWatermark, p.closed, p.takeChangedLocked()
 		p.mu.Unlock()
 		switch {
 		case hw > offset:

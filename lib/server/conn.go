@@ -78,20 +78,30 @@ type pending struct {
 	// fixed, used when reply is nil, is a response the server made itself
 	// (ApiVersions).
 	fixed Response
-	// frame is the request's buffer, returned to the pool once the
-	// response is done with (nil: not recycled).
+	// frame is the request's buffer and req the Request, returned to
+	// their pools once the response is done with (nil: not recycled).
 	frame *[]byte
+	req   *Request
 }
 
 // finish releases what a pending holds once its response has been written
-// or dropped: the response's resources (Done) and the request's frame.
+// or dropped: the response's resources (Done), the request's frame and
+// the Request.
 func (p *pending) finish(resp Response) {
 	resp.done()
 	if p.frame != nil {
 		putFrame(p.frame)
 		p.frame = nil
 	}
+	if p.req != nil {
+		*p.req = Request{}
+		requestPool.Put(p.req)
+		p.req = nil
+	}
 }
+
+// requestPool holds the Requests of recycled requests (Request.Recycle).
+var requestPool = sync.Pool{New: func() any { return new(Request) }}
 
 func newConn(s *Server, nc net.Conn, network string) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
@@ -339,7 +349,8 @@ func (c *conn) readRequest() (pending, error) {
 		p.fixed = c.s.api.response(version)
 		return p, nil
 	}
-	req := &Request{
+	req := requestPool.Get().(*Request)
+	*req = Request{
 		Key:           key,
 		Version:       version,
 		CorrelationID: p.correlationID,
@@ -351,7 +362,7 @@ func (c *conn) readRequest() (pending, error) {
 		p.reply, p.fixed = nil, req.ready
 	}
 	if req.recycle {
-		p.frame = fp
+		p.frame, p.req = fp, req
 	}
 	if key >= 0 && int(key) < len(c.s.recycles) && c.s.recycles[key].Load() != req.recycle {
 		c.s.recycles[key].Store(req.recycle)
@@ -529,7 +540,7 @@ func (c *conn) writeLoop() {
 		resp, ok := c.respond(&p)
 		if !ok {
 			broken = true
-			p.frame = nil // a Reply that panicked may not be done with it
+			p.frame, p.req = nil, nil // a Reply that panicked may not be done with them
 		}
 		if !broken && c.ctx.Err() == nil {
 			if err := c.writeResponse(&p, resp); err != nil {

@@ -67,9 +67,10 @@
 //   - A request frame is reused only when its handler calls
 //     Request.Recycle (kmsg's decoded byte slices point into it, and other
 //     handlers may keep those), and only once its response has been
-//     written. Frames of API keys whose last request was recycled come from
-//     size-classed pools; the others are allocated at their exact size.
-//     Response encode buffers are pooled.
+//     written; its Request struct is reused then too. Frames of API keys
+//     whose last request was recycled come from size-classed pools; the
+//     others are allocated at their exact size. Response encode buffers
+//     are pooled, and Ready costs no allocation.
 //   - File parts of a Response are sent with sendfile(2) at an explicit
 //     offset (the file position is never used), or with positional reads
 //     where sendfile is unavailable; a file shorter than the region closes

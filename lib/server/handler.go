@@ -29,10 +29,12 @@ type Request struct {
 
 // Recycle tells the server that neither Handle nor the Reply it returns
 // keeps or reads any byte field of Body after Handle returns (Body's
-// strings are copies and stay valid). The server then reuses the request's
-// buffer for a later request once the response has been written, which
-// spares the hot paths (a produce request is mostly its record batches) an
-// allocation per request. A handler that keeps a byte field must not call it.
+// strings are copies and stay valid), and that nothing uses the Request
+// itself once the Reply has returned. The server then reuses the request's
+// buffer and the Request for later requests once the response has been
+// written, which spares the hot paths (a produce request is mostly its
+// record batches) allocations per request. A handler that keeps a byte
+// field or the Request must not call it.
 func (r *Request) Recycle() { r.recycle = true }
 
 // Ready returns a Reply that answers with resp, and tells the server that
@@ -45,7 +47,27 @@ func (r *Request) Recycle() { r.recycle = true }
 // that Reply), and resp must not be modified afterwards.
 func (r *Request) Ready(resp Response) Reply {
 	r.ready, r.readySet = resp, true
-	return func() Response { return resp }
+	return readyReply
+}
+
+// Answer returns the response to a request that Handle answered with
+// reply: the one given to Ready, or else what reply returns (nil: an empty
+// Response). It calls reply, so it is for callers of Handle other than the
+// server (tests), which must not call the Reply Ready returned.
+func (r *Request) Answer(reply Reply) Response {
+	switch {
+	case reply == nil:
+		return Response{}
+	case r.readySet:
+		return r.ready
+	}
+	return reply()
+}
+
+// readyReply is what Ready returns: the server answers with Request.ready
+// instead of calling it, so one func serves every request.
+func readyReply() Response {
+	panic("server: the Reply returned by Request.Ready is not to be called")
 }
 
 // ConnInfo describes the connection a request came on. It is the same value

@@ -27,16 +27,19 @@ func produceWithRecords(records []byte) *kmsg.ProduceRequest {
 }
 
 // A handler that calls Recycle sees each request's own bytes, even though
-// the buffers are reused across requests of different sizes; one that does
-// not keeps its byte fields intact while later requests arrive, also the
-// first one after a recycled run (read into a pooled buffer).
+// the buffers (and Requests) are reused across requests of different
+// sizes; one that does not keeps its byte fields and its Request intact
+// while later requests arrive, also the first one after a recycled run
+// (read into a pooled buffer).
 func TestRecycledFramesAreReusedAndKeptFramesAreNot(t *testing.T) {
 	const n = 300
 	// Requests [0, n/3) and [2n/3, n) are recycled, the others kept.
 	keep := func(i int32) bool { return i >= n/3 && i < 2*n/3 }
 	var kept [][]byte // byte fields of requests not recycled; reader goroutine only
+	var keptReqs []*Request
 	var seen = map[*byte]bool{}
-	reused := 0
+	var seenReqs = map[*Request]bool{}
+	reused, reusedReqs := 0, 0
 	h := newFake(func(_ context.Context, _ *ConnInfo, req *Request) Reply {
 		r := req.Body.(*kmsg.ProduceRequest)
 		recs := r.Topics[0].Partitions[0].Records
@@ -55,8 +58,13 @@ func TestRecycledFramesAreReusedAndKeptFramesAreNot(t *testing.T) {
 				reused++
 			}
 			seen[&recs[0]] = true
+			if seenReqs[req] {
+				reusedReqs++
+			}
+			seenReqs[req] = true
 		} else {
 			kept = append(kept, recs)
+			keptReqs = append(keptReqs, req)
 		}
 		if req.CorrelationID%3 == 0 {
 			return func() Response { return Response{Msg: resp} } // through the writer
@@ -91,7 +99,12 @@ func TestRecycledFramesAreReusedAndKeptFramesAreNot(t *testing.T) {
 			t.Fatalf("request %d, not recycled, had its bytes overwritten", n/3+i)
 		}
 	}
-	if reused == 0 {
-		t.Fatal("no recycled frame was ever reused")
+	for i, r := range keptReqs {
+		if r.CorrelationID != int32(n/3+i) || r.Body == nil {
+			t.Fatalf("request %d, not recycled, had its Request reused (correlation id %d)", n/3+i, r.CorrelationID)
+		}
+	}
+	if reused == 0 || reusedReqs == 0 {
+		t.Fatalf("recycled frames reused %d times, Requests %d times; want both", reused, reusedReqs)
 	}
 }
