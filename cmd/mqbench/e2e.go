@@ -44,7 +44,7 @@ connecting is not timed. The producer lingers 0 by default.`),
 			}
 			cfg := bench.E2EConfig{Topic: c.String("topic"), Rate: c.Float64("rate"), Duration: c.Duration("duration"),
 				ValueSize: c.Int("value-size"), Late: c.Duration("late"), Wait: c.Duration("wait"),
-				Producer: ps, Consumer: cs, Progress: progress(c)}
+				Producer: ps, Consumer: cs, Progress: progress(c), GCMemoryLimit: e2eGCLimit}
 			if cfg.Rate <= 0 || cfg.Duration <= 0 {
 				return nil, client.Usagef("--rate and --duration must be positive")
 			}

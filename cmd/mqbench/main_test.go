@@ -3,25 +3,33 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"testing"
 )
 
-func TestGCPercentUnlessGOGCIsSet(t *testing.T) {
-	old := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(old)
-	setGCPercent(func(string) string { return "" })
-	if got := debug.SetGCPercent(100); got != gcPercent {
-		t.Fatalf("GOGC unset: GC percent %d, want %d", got, gcPercent)
-	}
-	setGCPercent(func(k string) string {
-		if k == "GOGC" {
-			return "50"
+func TestE2EGCLimitUnlessTheUserTunedTheCollector(t *testing.T) {
+	unset := func(string) string { return "" }
+	for _, tt := range []struct {
+		memory uint64
+		limit  int64
+	}{
+		{memory: 24 << 30, limit: 1 << 30},
+		{memory: 2 << 30, limit: 512 << 20},
+		{memory: 0, limit: 0},
+	} {
+		if got := tuneGC(unset, tt.memory); got != tt.limit {
+			t.Errorf("%d bytes of memory: e2e memory limit %d, want %d", tt.memory, got, tt.limit)
 		}
-		return ""
-	})
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Fatalf("GOGC set: GC percent changed to %d; the user's GOGC must stand", got)
+	}
+	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
+		limit := tuneGC(func(k string) string {
+			if k == env {
+				return "50"
+			}
+			return ""
+		}, 24<<30)
+		if limit != 0 {
+			t.Errorf("%s set: e2e memory limit %d; the user's tuning must stand", env, limit)
+		}
 	}
 }
 

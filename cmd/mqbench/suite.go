@@ -56,7 +56,8 @@ target is reported in the table, not in the exit status).`),
 			}
 			cfg := bench.SuiteConfig{Messages: c.Int64("messages"), ValueSize: c.Int("value-size"), Keys: c.Int64("keys"),
 				E2ERate: c.Float64("e2e-rate"), E2EDuration: c.Duration("e2e-duration"), TopicPrefix: c.String("topic-prefix"),
-				Producer: ps, Consumer: cs, BrokerPID: c.Int("broker-pid"), Log: c.App.ErrWriter}
+				Producer: ps, Consumer: cs, BrokerPID: c.Int("broker-pid"), Log: c.App.ErrWriter,
+				E2EGCMemoryLimit: e2eGCLimit}
 			if cfg.Log == nil {
 				cfg.Log = os.Stderr
 			}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -49,6 +51,23 @@ type E2EConfig struct {
 	Consumer ConsumerSettings
 	// Progress, when not nil, gets a progress line about once a second.
 	Progress io.Writer
+	// GCMemoryLimit, when > 0, turns this process's garbage collector off
+	// for the run except at this heap size (after one collection at the
+	// start), so that collections do not land in the latencies measured.
+	// The collector's settings are restored afterwards.
+	GCMemoryLimit int64
+}
+
+// quietGC collects once, then turns the collector off except at limit
+// bytes of heap, and returns what restores the previous settings.
+func quietGC(limit int64) (restore func()) {
+	runtime.GC()
+	percent := debug.SetGCPercent(-1)
+	old := debug.SetMemoryLimit(limit)
+	return func() {
+		debug.SetMemoryLimit(old)
+		debug.SetGCPercent(percent)
+	}
 }
 
 // E2E sends messages at a fixed rate while a consumer reads the topic
@@ -90,6 +109,9 @@ func E2E(ctx context.Context, dial Dialer, cfg E2EConfig) (*Result, error) {
 	}
 	defer producer.Close()
 
+	if cfg.GCMemoryLimit > 0 {
+		defer quietGC(cfg.GCMemoryLimit)()
+	}
 	total := int64(cfg.Rate * cfg.Duration.Seconds())
 	total = max(total, 1)
 	runID := rand.Uint64()

@@ -27,9 +27,11 @@ type SuiteConfig struct {
 	// FanOut is how many consumers read the same topic at once in the
 	// fan-out run.
 	FanOut int
-	// E2ERate and E2EDuration shape the e2e runs.
-	E2ERate     float64
-	E2EDuration time.Duration
+	// E2ERate and E2EDuration shape the e2e runs; E2EGCMemoryLimit is
+	// their E2EConfig.GCMemoryLimit.
+	E2ERate          float64
+	E2EDuration      time.Duration
+	E2EGCMemoryLimit int64
 	// TopicPrefix names the suite's topics: PREFIX-os-N, PREFIX-always-N,
 	// PREFIX-e2e-N. They must not exist.
 	TopicPrefix string
@@ -138,7 +140,8 @@ func Suite(ctx context.Context, dial Dialer, cfg SuiteConfig) (*SuiteReport, err
 		ps.Linger = 0
 		r, err := Watch(cfg.BrokerPID, func() (*Result, error) {
 			return E2E(ctx, dial, E2EConfig{Topic: spec.Name, Rate: cfg.E2ERate, Duration: cfg.E2EDuration, ValueSize: cfg.ValueSize,
-				Late: 5 * time.Millisecond, Wait: 5 * time.Second, Producer: ps, Consumer: cfg.Consumer})
+				Late: 5 * time.Millisecond, Wait: 5 * time.Second, Producer: ps, Consumer: cfg.Consumer,
+				GCMemoryLimit: cfg.E2EGCMemoryLimit})
 		})
 		if r == nil {
 			return nil, fmt.Errorf("e2e: %w", err)
