@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/bits"
 	"math/rand/v2"
-	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -58,10 +57,13 @@ type E2EConfig struct {
 	GCMemoryLimit int64
 }
 
-// quietGC collects once, then turns the collector off except at limit
-// bytes of heap, and returns what restores the previous settings.
+// quietGC collects once and returns the free memory to the system (so
+// that the runtime's scavenger does not do it during the run, after
+// earlier runs of a suite grew the heap), then turns the collector off
+// except at limit bytes of heap. It returns what restores the previous
+// settings.
 func quietGC(limit int64) (restore func()) {
-	runtime.GC()
+	debug.FreeOSMemory()
 	percent := debug.SetGCPercent(-1)
 	old := debug.SetMemoryLimit(limit)
 	return func() {
