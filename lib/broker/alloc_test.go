@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/record"
@@ -96,5 +97,77 @@ func BenchmarkProduceAndFetchHandlers(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		h.round()
+	}
+}
+
+// The produce and fetch handlers' state is pooled: a request of one shape
+// must see nothing an earlier request of another shape left behind
+// (partitions, records, errors, topic names or IDs).
+func TestPooledStateDoesNotLeakBetweenRequests(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	idA := tb.createTopic(t, "a", 3, nil)
+	tb.createTopic(t, "b", 1, nil)
+	for p := range int32(3) {
+		if r := produce(t, tb, "a", p, -1, testBatch(t, record.BuildOptions{}, "a", 5)); r.ErrorCode != 0 {
+			t.Fatalf("produce a/%d: error %d", p, r.ErrorCode)
+		}
+	}
+	if r := produce(t, tb, "b", 0, -1, testBatch(t, record.BuildOptions{}, "b", 2)); r.ErrorCode != 0 {
+		t.Fatalf("produce b/0: error %d", r.ErrorCode)
+	}
+
+	// Four partitions of two topics, each with records.
+	big := fetchRequest("a", idA, 0, 0, 0)
+	for _, p := range []int32{1, 2} {
+		rp := big.Topics[0].Partitions[0]
+		rp.Partition = p
+		big.Topics[0].Partitions = append(big.Topics[0].Partitions, rp)
+	}
+	big.Topics = append(big.Topics, fetchRequest("b", [16]byte{}, 0, 0, 0).Topics[0])
+	resp := tb.do(t, 12, big).(*kmsg.FetchResponse)
+	if len(resp.Topics) != 2 || len(resp.Topics[0].Partitions) != 3 || len(resp.Topics[1].Partitions) != 1 {
+		t.Fatalf("fetch of a/0-2 and b/0: %+v", resp.Topics)
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 || len(rp.RecordBatches) == 0 {
+				t.Fatalf("fetch %s/%d: error %d, %d bytes of records", rt.Topic, rp.Partition, rp.ErrorCode, len(rp.RecordBatches))
+			}
+		}
+	}
+
+	// One partition at its end: nothing of the fetch before.
+	small := tb.do(t, 12, fetchRequest("b", [16]byte{}, 0, 2, 0)).(*kmsg.FetchResponse)
+	if len(small.Topics) != 1 || small.Topics[0].Topic != "b" || len(small.Topics[0].Partitions) != 1 {
+		t.Fatalf("fetch of b/0 at its end: %+v", small.Topics)
+	}
+	if p := small.Topics[0].Partitions[0]; p.Partition != 0 || p.ErrorCode != 0 || p.HighWatermark != 2 || len(p.RecordBatches) != 0 {
+		t.Fatalf("fetch of b/0 at its end: %+v", p)
+	}
+
+	// An unknown topic: an error, no offsets, no records.
+	if p := fetchOne(t, tb, 12, fetchRequest("zz", [16]byte{}, 0, 0, 0)); p.ErrorCode != kerr.UnknownTopicOrPartition.Code || p.HighWatermark != -1 || len(p.RecordBatches) != 0 {
+		t.Fatalf("fetch of an unknown topic: %+v", p)
+	}
+
+	// By topic ID (v13): the ID comes back, not a name left over.
+	byID := tb.do(t, 13, fetchRequest("", idA, 1, 0, 0)).(*kmsg.FetchResponse)
+	if len(byID.Topics) != 1 || byID.Topics[0].TopicID != idA || byID.Topics[0].Topic != "" {
+		t.Fatalf("fetch by topic id: %+v", byID.Topics)
+	}
+	if p := byID.Topics[0].Partitions[0]; p.Partition != 1 || p.HighWatermark != 5 || len(p.RecordBatches) == 0 {
+		t.Fatalf("fetch of a/1 by topic id: %+v", p)
+	}
+
+	// A produce with a failing partition, then one without: the error
+	// (and its message) stays with the first.
+	multi := produceRequest("zz", 0, -1, testBatch(t, record.BuildOptions{}, "z", 1))
+	multi.Topics = append(multi.Topics, produceRequest("a", 0, -1, testBatch(t, record.BuildOptions{}, "a", 1)).Topics[0])
+	presp := tb.do(t, produceVersion, multi).(*kmsg.ProduceResponse)
+	if len(presp.Topics) != 2 || presp.Topics[0].Partitions[0].ErrorMessage == nil || presp.Topics[1].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("produce to zz/0 and a/0: %+v", presp.Topics)
+	}
+	if r := produce(t, tb, "a", 1, -1, testBatch(t, record.BuildOptions{}, "a", 1)); r.ErrorCode != 0 || r.ErrorMessage != nil || r.BaseOffset != 5 {
+		t.Fatalf("produce to a/1 after a failed one: %+v", r)
 	}
 }

@@ -148,6 +148,11 @@ func (tb *testBroker) doCtx(t *testing.T, ctx context.Context, version int16, re
 	}
 	sreq := &server.Request{Key: req.Key(), Version: version, CorrelationID: 1, Body: decoded}
 	resp := sreq.Answer(tb.Handle(ctx, testConn, sreq))
+	if resp.Done != nil {
+		// As the server does once the response is written: pooled state
+		// goes back and is reused by the next request.
+		defer resp.Done()
+	}
 	if resp.Empty() {
 		return nil
 	}
