@@ -87,8 +87,8 @@ Unless GOGC or GOMEMLIMIT is set, mqbench's Go garbage collector runs
 during e2e runs only when its heap reaches a quarter of the machine's
 memory, at most 1 GiB (GOGC=off with a memory limit), so that its own
 collections do not land in the latencies it measures; the heap it keeps
-live is tens of MiB. --cpuprofile and --memprofile write
-mqbench's own pprof profiles of a run.
+live is tens of MiB. --cpuprofile and --memprofile write mqbench's own
+pprof profiles of a run.
 
 Exit status: 0 success; 1 the run failed (messages not acknowledged, lost
 messages, the broker said no); 2 usage error; 3 cannot reach the broker;
