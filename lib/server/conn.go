@@ -78,8 +78,9 @@ type pending struct {
 	// fixed, used when reply is nil, is a response the server made itself
 	// (ApiVersions).
 	fixed Response
-	// frame is the request's buffer and req the Request, returned to
-	// their pools once the response is done with (nil: not recycled).
+	// frame is the request's buffer and req the Request (and its Body),
+	// returned to their pools once the response is done with (nil: not
+	// recycled).
 	frame *[]byte
 	req   *Request
 }
@@ -94,6 +95,7 @@ func (p *pending) finish(resp Response) {
 		p.frame = nil
 	}
 	if p.req != nil {
+		putBody(p.req.Body)
 		*p.req = Request{}
 		requestPool.Put(p.req)
 		p.req = nil
@@ -334,11 +336,14 @@ func (c *conn) readRequest() (pending, error) {
 			"api_key", key, "api", kmsg.NameForKey(key), "api_version", version)
 		return pending{}, errStop
 	}
-	body := kmsg.RequestForKey(key)
-	body.SetVersion(version)
+	// A pooled frame means the handler recycled the last request of this
+	// key, and will likely recycle this one: its body may come from a pool
+	// and keep its strings in the frame. Should the handler keep this
+	// request after all, the frame is not reused, so they stay valid.
+	body := newBody(key, version, pooled)
 	clientID, rest, err := c.parseHeader(frame[8:], key, version, body.IsFlexible())
 	if err == nil {
-		err = body.ReadFrom(rest)
+		err = decodeBody(body, rest, pooled)
 	}
 	if err != nil {
 		c.log.Warn("malformed request; closing connection",

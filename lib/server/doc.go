@@ -67,9 +67,11 @@
 //   - A request frame is reused only when its handler calls
 //     Request.Recycle (kmsg's decoded byte slices point into it, and other
 //     handlers may keep those), and only once its response has been
-//     written; its Request struct is reused then too. Frames of API keys
-//     whose last request was recycled come from size-classed pools; the
-//     others are allocated at their exact size. Response encode buffers
+//     written; its Request struct is reused then too, and its decoded body
+//     for produce and fetch. Frames of API keys whose last request was
+//     recycled come from size-classed pools, and their bodies are decoded
+//     with strings pointing into the frame; the others are allocated at
+//     their exact size and decoded with copied strings. Response encode buffers
 //     are pooled, and Ready costs no allocation.
 //   - File parts of a Response are sent with sendfile(2) at an explicit
 //     offset (the file position is never used), or with positional reads

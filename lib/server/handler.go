@@ -11,9 +11,10 @@ import (
 // Request is one decoded request.
 //
 // Byte-slice fields of Body (record batches, group member metadata, …) point
-// into the request's frame buffer. The server reuses that buffer only when
-// the handler calls Recycle; otherwise a handler may keep them as long as
-// it likes.
+// into the request's frame buffer, and so may its strings when the last
+// request of the same API was recycled. The server reuses that buffer only
+// when the handler calls Recycle; otherwise a handler may keep them as
+// long as it likes.
 type Request struct {
 	Key, Version  int16
 	CorrelationID int32
@@ -28,13 +29,16 @@ type Request struct {
 }
 
 // Recycle tells the server that neither Handle nor the Reply it returns
-// keeps or reads any byte field of Body after Handle returns (Body's
-// strings are copies and stay valid), and that nothing uses the Request
-// itself once the Reply has returned. The server then reuses the request's
-// buffer and the Request for later requests once the response has been
-// written, which spares the hot paths (a produce request is mostly its
-// record batches) allocations per request. A handler that keeps a byte
-// field or the Request must not call it.
+// keeps or reads any byte field of Body after Handle returns, that nothing
+// keeps a string of Body beyond the response (the response may carry
+// them: it is written before the buffer is reused), and that nothing uses
+// the Request or its Body once the Reply has returned. The server then
+// reuses the request's buffer, the Request and (for produce and fetch)
+// the Body for later requests once the response has been written, and
+// decodes later requests of the same API with their strings pointing into
+// the buffer, which spares the hot paths (a produce request is mostly its
+// record batches) allocations per request. A handler that keeps any of
+// these must not call it.
 func (r *Request) Recycle() { r.recycle = true }
 
 // Ready returns a Reply that answers with resp, and tells the server that
