@@ -160,7 +160,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 			sp := &st.Partitions[j]
 			sp.Default()
 			sp.Partition = rp.Partition
-			p, res, err := b.produceTo(img, t, rt.Topic, rp.Partition, rp.Records, r.Acks, r.TransactionID != nil)
+			p, res, err := b.produceTo(img, t, rp.Partition, rp.Records, r.Acks, r.TransactionID != nil)
 			if err != nil {
 				sp.ErrorCode = produceError(err, req.Version)
 				sp.BaseOffset = -1
@@ -207,7 +207,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 // produceTo validates every batch of one partition's records and, when all
 // pass, appends them. It returns the result of the first batch with the
 // last offset of the last one.
-func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, topic string, partition int32, records []byte, acks int16, transactional bool) (*hosted, log.AppendResult, error) {
+func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, partition int32, records []byte, acks int16, transactional bool) (*hosted, log.AppendResult, error) {
 	var res log.AppendResult
 	if acks != 0 && acks != 1 && acks != -1 {
 		return nil, res, errInvalidAcks
