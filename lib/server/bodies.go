@@ -6,37 +6,36 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Decoded bodies of the two requests on the hot paths, produce and fetch,
-// are reused once their handler has recycled them (Request.Recycle), as
-// their frames are: decoding into an old body reuses its topic slice, and
-// decoding unsafe (strings pointing into the pooled frame) spares a copy
-// of every topic name.
 // The API keys of produce and fetch requests.
 const (
 	produceKey = 0
 	fetchKey   = 1
 )
 
+// Decoded bodies of the two requests on the hot paths, produce and fetch,
+// are reused once their handler has recycled them (Request.Recycle), as
+// their frames are: decoding into an old body reuses its topic slice, and
+// decoding unsafe (strings pointing into the pooled frame) spares a copy
+// of every topic name.
 var (
 	producePool = sync.Pool{New: func() any { return new(kmsg.ProduceRequest) }}
 	fetchPool   = sync.Pool{New: func() any { return new(kmsg.FetchRequest) }}
 )
 
-// newBody returns an empty body for key at version: a reused one when
-// reuse is set and key is produce or fetch, else a new one. Fields that
-// the version does not carry are zero, as in a new body.
+// newBody returns an empty body for key at version to decode into: a
+// reused one when reuse is set and key is produce or fetch, else a new one.
+// A reused body keeps only its slices' capacity, so fields that the
+// version does not carry are zero; decoding sets the defaults.
 func newBody(key, version int16, reuse bool) kmsg.Request {
 	var body kmsg.Request
 	switch {
 	case reuse && key == produceKey:
 		r := producePool.Get().(*kmsg.ProduceRequest)
 		*r = kmsg.ProduceRequest{Topics: r.Topics[:0]}
-		r.Default()
 		body = r
 	case reuse && key == fetchKey:
 		r := fetchPool.Get().(*kmsg.FetchRequest)
 		*r = kmsg.FetchRequest{Topics: r.Topics[:0], ForgottenTopics: r.ForgottenTopics[:0]}
-		r.Default()
 		body = r
 	default:
 		body = kmsg.RequestForKey(key)
