@@ -1,0 +1,92 @@
+package tags
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Tag numbers of mq's fields, and the message structure each one is in.
+const (
+	// LogDir is a DirHealth in a DescribeLogDirsResponseDir (v2+).
+	LogDir uint32 = 10000
+	// LogDirPartition is a PartitionHealth in a
+	// DescribeLogDirsResponseTopicPartition (v2+).
+	LogDirPartition uint32 = 10001
+)
+
+// DirHealth is the storage health of one log directory.
+type DirHealth struct {
+	// Failing is set while writes to the directory fail (a full disk, an
+	// I/O error): from the first failed write until a write succeeds again.
+	Failing bool `json:"failing"`
+	// Error is the last write error, while Failing.
+	Error string `json:"error,omitempty"`
+	// FailingSinceMillis is when the directory began failing (Unix
+	// milliseconds), 0 when it is not.
+	FailingSinceMillis int64 `json:"failing_since_ms,omitempty"`
+	// StorageErrors counts the failed writes since mqd started.
+	StorageErrors uint64 `json:"storage_errors"`
+	// CorruptRanges counts the damaged ranges found since mqd started.
+	CorruptRanges uint64 `json:"corrupt_ranges"`
+}
+
+// PartitionHealth is the storage health of one partition's log.
+type PartitionHealth struct {
+	// StorageError is the error of the partition's last write, while its
+	// writes fail; empty otherwise.
+	StorageError string `json:"storage_error,omitempty"`
+	// FailingSinceMillis is when its writes began failing (Unix ms).
+	FailingSinceMillis int64 `json:"failing_since_ms,omitempty"`
+	// Damaged are the ranges of the log that failed their checks and are
+	// not served, oldest first.
+	Damaged []DamagedRange `json:"damaged,omitempty"`
+}
+
+// DamagedRange is a range of a partition's log whose bytes failed their
+// checks (CRC, structure): the offsets it covers and where it is on disk.
+type DamagedRange struct {
+	// FromOffset and ToOffset delimit the offsets lost to the damage:
+	// [FromOffset, ToOffset).
+	FromOffset int64 `json:"from_offset"`
+	ToOffset   int64 `json:"to_offset"`
+	// Segment is the segment file's name, Position and Length the bytes
+	// of it that are damaged.
+	Segment  string `json:"segment"`
+	Position int64  `json:"position"`
+	Length   int64  `json:"length"`
+	// Reason says what check failed.
+	Reason string `json:"reason"`
+	// DetectedMillis is when the damage was found (Unix milliseconds).
+	DetectedMillis int64 `json:"detected_ms"`
+}
+
+// Set stores v as the field tag of t.
+func Set(t *kmsg.Tags, tag uint32, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("tags: encode %d: %w", tag, err)
+	}
+	t.Set(tag, b)
+	return nil
+}
+
+// Get decodes the field tag of t into v. It reports false when t does not
+// hold the field (an older mqd, or a Kafka broker).
+func Get(t *kmsg.Tags, tag uint32, v any) (bool, error) {
+	var val []byte
+	found := false
+	t.Each(func(k uint32, b []byte) {
+		if k == tag {
+			val, found = b, true
+		}
+	})
+	if !found {
+		return false, nil
+	}
+	if err := json.Unmarshal(val, v); err != nil {
+		return true, fmt.Errorf("tags: decode %d: %w", tag, err)
+	}
+	return true, nil
+}
