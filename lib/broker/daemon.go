@@ -33,6 +33,8 @@ type Daemon struct {
 
 	stopRetention context.CancelFunc
 	retentionDone chan struct{}
+	stopScrub     context.CancelFunc
+	scrubDone     chan struct{}
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -73,7 +75,8 @@ func (e *DataDirInUseError) Error() string {
 //     address: s.Advertise, else the first TCP listener's actual address
 //     (so port 0 works; an unspecified host such as 0.0.0.0 becomes the
 //     host name), else "localhost" port 0 when there is no TCP listener;
-//  6. start enforcing retention every s.LogRetentionCheckInterval.
+//  6. start enforcing retention every s.LogRetentionCheckInterval, and
+//     the scrubber (s.LogScrubBytesPerSec).
 //
 // The server starts before the registration because the advertised port
 // is only known once the TCP listener is open; a Metadata request in
@@ -137,6 +140,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 		return nil, fmt.Errorf("register broker %d: %w", s.NodeID, err)
 	}
 	d.startRetention(s.LogRetentionCheckInterval)
+	d.startScrub(s.LogScrubBytesPerSec, s.LogScrubInterval)
 	return d, nil
 }
 
@@ -219,6 +223,10 @@ func (d *Daemon) closeParts(ctx context.Context) error {
 	if d.stopRetention != nil {
 		d.stopRetention()
 		<-d.retentionDone
+	}
+	if d.stopScrub != nil {
+		d.stopScrub()
+		<-d.scrubDone
 	}
 	if d.server != nil {
 		if err := d.server.Shutdown(ctx); err != nil && !errors.Is(err, server.ErrClosed) {

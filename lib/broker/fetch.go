@@ -37,6 +37,13 @@ func fetchError(err error) int16 {
 		return kerr.FencedLeaderEpoch.Code
 	case errors.Is(err, replica.ErrUnknownLeaderEpoch):
 		return kerr.UnknownLeaderEpoch.Code
+	case errors.Is(err, log.ErrDamaged):
+		// Not CORRUPT_MESSAGE, which is what Kafka answers: kgo retries
+		// that one silently forever, so a consumer would hang at the
+		// damage. INVALID_RECORD is not retriable for kgo and reaches the
+		// application in every client (librdkafka as a consumer error,
+		// the Java client as an exception), naming the partition.
+		return kerr.InvalidRecord.Code
 	}
 	return kerr.KafkaStorageError.Code
 }

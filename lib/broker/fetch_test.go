@@ -389,6 +389,7 @@ func TestFetchErrorMapping(t *testing.T) {
 		{replica.ErrNotLeader, kerr.NotLeaderForPartition.Code},
 		{replica.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch.Code},
 		{errUnknownTopicID, kerr.UnknownTopicID.Code},
+		{&log.DamagedError{Offset: 7, Damage: log.Damage{From: 5, To: 9}}, kerr.InvalidRecord.Code},
 		{errors.New("disk on fire"), kerr.KafkaStorageError.Code},
 	} {
 		if got := fetchError(tt.err); got != tt.want {

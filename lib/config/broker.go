@@ -43,6 +43,8 @@ type Broker struct {
 	LogRetentionMS             int64         // log.retention.ms, else .minutes, else .hours; default 168 h; -1 forever
 	LogRetentionBytes          int64         // log.retention.bytes, default -1 (no limit)
 	LogRetentionCheckInterval  time.Duration // log.retention.check.interval.ms, default 5 min
+	LogScrubBytesPerSec        int64         // log.scrub.bytes.per.sec (mq), default 16 MiB/s; 0 off
+	LogScrubInterval           time.Duration // log.scrub.interval.ms (mq), default 7 days
 	LogFlushPolicy             string        // log.flush.policy (mq): os|interval|always, default os
 	LogFlushInterval           time.Duration // log.flush.interval.ms, default 1 s (mq; Kafka's is "never")
 	LogIndexIntervalBytes      int32         // log.index.interval.bytes, default 4096
@@ -188,6 +190,10 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.ConnectionsMaxIdle = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ConnectionsMaxIdle) }},
 	{name: "log.retention.check.interval.ms", kind: longAtLeast(1), def: "300000", doc: "How often retention deletes old segments.",
 		set: func(b *Broker, v string) { b.LogRetentionCheckInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.LogRetentionCheckInterval) }},
+	{name: "log.scrub.bytes.per.sec", kind: longAtLeast(0), def: "16777216", doc: "How fast (bytes per second) the scrubber reads the partition logs to check every batch's CRC, so that damage is found before a consumer meets it (mq); 0 turns it off. Reads check what mqd has not checked yet either way.",
+		set: func(b *Broker, v string) { b.LogScrubBytesPerSec = i64(v) }, get: func(b *Broker) string { return fmtInt(b.LogScrubBytesPerSec) }},
+	{name: "log.scrub.interval.ms", kind: longAtLeast(1), def: "604800000", doc: "How often the scrubber reads every byte again after its first pass since mqd started (mq).",
+		set: func(b *Broker, v string) { b.LogScrubInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.LogScrubInterval) }},
 	{name: "offsets.topic.num.partitions", kind: intAtLeast(1), def: "50", doc: "Partitions of the __consumer_offsets topic (fixed once it exists).",
 		set: func(b *Broker, v string) { b.OffsetsTopicNumPartitions = i32(v) }, get: func(b *Broker) string { return fmtInt(b.OffsetsTopicNumPartitions) }},
 	{name: "offsets.retention.minutes", kind: intAtLeast(1), def: "10080", doc: "How long committed offsets of an empty group are kept.",

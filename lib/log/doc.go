@@ -33,6 +33,8 @@
 //	log-start-offset-checkpoint
 //	leader-epoch-checkpoint
 //	producer-state
+//	sealed-segments                 closed segments as they were sealed
+//	damaged-ranges                  damage found, while there is some
 //
 // Index formats (big endian, no header; see index.go):
 //
@@ -59,7 +61,10 @@
 // format version), then the offset on its own line, kind being
 // recovery-point or log-start. The leader-epoch checkpoint is
 // "mq leader-epoch 1", the number of entries, and one "<epoch> <start
-// offset>" line each. The producer-state snapshot is binary (see
+// offset>" line each. The sealed-segments file is "mq sealed-segments 1",
+// the count, and "<base> <size> <next offset>" per closed segment, written
+// on every roll; damaged-ranges is "mq damaged-ranges 1", the count, and
+// one line per range (see damage.go). The producer-state snapshot is binary (see
 // producer.go): "MQPS", version byte 1, the log end offset it is valid at,
 // the producers with their epoch and last five batches (first and last
 // sequence, base and last offset), and a CRC32C. Every checkpoint is
@@ -80,11 +85,37 @@
 // recovery point on, every batch is checked (header, magic, length within
 // the file, CRC32C, base offset equal to the previous batch's last offset
 // + 1) and the indexes are rebuilt. The first bad batch and everything
-// after it (later segments included) are removed, with a Warn log line
-// naming the segment, the position and the number of bytes dropped. The
+// after it are removed when nothing good follows them (a torn tail), with
+// a Warn log line naming the segment, the position and the number of bytes
+// dropped; when good batches follow, the bad ones are damage (see Damage). The
 // producer state is loaded from its snapshot and brought up to date by
 // reading the batch headers after it; the leader-epoch history by the
 // scanned batches.
+//
+// # Damage
+//
+// Every byte the log serves has been checked by this process: batches it
+// appended were validated by the caller, recovery checks what it scans,
+// and what it has not checked (after a restart, the segments below the
+// recovery point, which Open does not read) is checked by the read that
+// first returns it (header, dense offsets, CRC of each batch of the Region)
+// or by Scrub, which a caller runs in the background at a bounded rate.
+// Open also compares each trusted closed segment's size with
+// sealed-segments, so a segment cut short or gone is known before anyone
+// reads it.
+//
+// Bad bytes are damage, never a reason to drop good data: the extent of a
+// bad batch is found by looking for the next good batch after it (its
+// claimed length first, then every position; a candidate must pass its CRC
+// and be followed by a header continuing its offsets), and the offsets in
+// between become a Damage, logged once at Error level, counted
+// (DamageFound), recorded in damaged-ranges and listed by Damaged. A
+// Region stops before damage; a read at a damaged offset is a
+// *DamagedError (ErrDamaged). Only a bad tail with nothing good after it
+// anywhere in the log is a torn write, cut off by recovery. A damaged
+// range goes when retention or DeleteRecordsBefore passes it, or is
+// SkipDamaged: then its offsets are a gap that reads step over, like the
+// gaps of a compacted log.
 //
 // # Durability
 //
@@ -120,8 +151,10 @@
 //   - Offsets are dense: each batch's base offset is the previous batch's
 //     last offset + 1, and a segment's first batch has the segment's base
 //     offset.
-//   - Batches below the log end offset are whole and their CRC was checked
-//     on append or recovery; nothing at or above it is ever returned.
+//   - Batches below the log end offset are whole, or in a damaged range;
+//     nothing at or above it, and nothing in a damaged range that is not
+//     skipped, is ever returned, and nothing returned went unchecked by
+//     this process.
 //   - log start offset ≤ every readable offset < log end offset; segments
 //     wholly below the log start offset are deleted.
 //   - Everything below the recovery point is on stable storage, and so are

@@ -309,6 +309,10 @@ func (l *Log) rollAsyncLocked() error {
 	if _, err := l.createSegmentLocked(end); err != nil {
 		return err
 	}
+	old.sealedSize = old.size
+	if err := l.checkpointSealedLocked(); err != nil {
+		return err
+	}
 	l.logger.Debug("rolled segment", "segment", segmentName(end, logExt))
 	sf := old.file
 	sf.acquire() // held until fsynced, even when evicted or deleted meanwhile

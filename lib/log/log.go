@@ -52,10 +52,12 @@ type Log struct {
 	maxTS         int64  // largest timestamp in the log, when maxTSValid
 	maxTSBase     int64  // base offset of the batch holding maxTS
 	maxTSValid    bool
-	scannedEnd    int64 // during load: offset after the last recovered batch
+	scannedEnd    int64    // during load: offset after the last recovered batch
+	damage        []Damage // damaged ranges, by offset (damage.go)
 
-	loadMu   sync.Mutex // serializes opening closed segments from readers
-	useClock atomic.Int64
+	loadMu      sync.Mutex // serializes opening closed segments from readers
+	useClock    atomic.Int64
+	damageFound atomic.Uint64 // damaged ranges found since Open
 
 	sync    syncer
 	flushMu sync.Mutex // one Flush at a time
@@ -195,8 +197,10 @@ func (l *Log) load() error {
 		l.segs = append(l.segs, &segment{base: base, size: fi.Size(), maxTS: -1, rollTS: -1})
 	}
 
+	l.loadDamageLocked()
 	// Recover from the segment holding the recovery point; without a
-	// checkpoint, everything.
+	// checkpoint, everything. The segments before it were fsynced whole:
+	// they are only compared with what they were sealed as.
 	k := 0
 	if rpErr == nil {
 		for k+1 < len(l.segs) && l.segs[k+1].base <= rp {
@@ -205,18 +209,21 @@ func (l *Log) load() error {
 	} else {
 		rp = -1
 	}
+	if err := l.checkSealedLocked(k); err != nil {
+		return err
+	}
 	for i := k; i < len(l.segs); i++ {
 		from := int64(-1)
 		if i == k {
 			from = rp
 		}
-		bad, err := l.recoverSegment(l.segs[i], from, i == k)
+		torn, err := l.recoverSegment(i, from, i == k)
 		if err != nil {
 			return err
 		}
-		if bad && i+1 < len(l.segs) {
+		if torn && i+1 < len(l.segs) {
 			for _, seg := range l.segs[i+1:] {
-				l.logger.Warn("deleting segment after a corrupt one", "segment", segmentName(seg.base, logExt), "bytes", seg.size)
+				l.logger.Warn("deleting segment after a torn one: it holds no good batch", "segment", segmentName(seg.base, logExt), "bytes", seg.size)
 				l.removeSegmentFiles(seg.base)
 			}
 			l.segs = l.segs[:i+1]
@@ -239,6 +246,7 @@ func (l *Log) load() error {
 	}
 	l.logStart = ls
 	l.recoveryPoint = l.end
+	l.dropDamageLocked(func(d Damage) bool { return d.To > l.logStart && d.From < l.end })
 
 	if epErr != nil {
 		if !errors.Is(epErr, os.ErrNotExist) || l.end > l.segs[0].base {
@@ -281,16 +289,30 @@ func (l *Log) readOffsetCheckpoint(file, kind string) (int64, error) {
 	return off, err
 }
 
-// recoverSegment opens seg, checks its batches from the recovery point rp
-// (from the start when rp < 0) and truncates a bad tail. It reports whether
-// it truncated. The segment is left open with its indexes in memory.
-func (l *Log) recoverSegment(seg *segment, rp int64, first bool) (bool, error) {
+// recoverSegment opens segment i, checks its batches from the recovery
+// point rp (from the start when rp < 0) and rebuilds its indexes. A bad
+// batch followed by good ones (in this segment or a later one) is damage:
+// recorded, and the good batches after it are kept. A bad batch followed by
+// nothing good is a torn tail, cut off; recoverSegment reports it, and the
+// caller deletes the segments after it. The segment is left open with its
+// indexes in memory.
+func (l *Log) recoverSegment(i int, rp int64, first bool) (torn bool, err error) {
+	seg := l.segs[i]
+	nextBase := int64(math.MaxInt64)
+	if i+1 < len(l.segs) {
+		nextBase = l.segs[i+1].base
+	}
 	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, seg.base)
 	f, err := l.fs.OpenFile(logPath, os.O_RDWR, 0)
 	if err != nil {
 		return false, err
 	}
 	sf := newSegFile(f)
+	defer func() {
+		if err != nil {
+			sf.release()
+		}
+	}()
 	idx, _ := readFile(l.fs, indexPath)
 	tidx, _ := readFile(l.fs, timeIndexPath)
 
@@ -317,46 +339,82 @@ func (l *Log) recoverSegment(seg *segment, rp int64, first bool) (bool, error) {
 	seg.tidx = append([]byte(nil), keepTidx...)
 	seg.resetIndexState()
 	interval := l.cfg.IndexIntervalBytes
-	res := scanSegment(f, seg.base, scanFrom, seg.size, next, true, recoveryBufSize, func(pos int64, h *record.Header) {
+	buf := make([]byte, recoveryBufSize)
+	index := func(pos int64, h *record.Header) error {
 		seg.indexBatch(h, pos, interval)
 		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
-	})
-	if res.ioErr != nil {
-		sf.release()
-		return false, fmt.Errorf("recover %s: %w", segmentName(seg.base, logExt), res.ioErr)
+		return nil
 	}
-	bad := res.badErr != nil
-	if bad {
+	pos, dataEnd := scanFrom, seg.size
+	for {
+		res := scanSegment(f, seg.base, pos, seg.size, next, true, buf, index)
+		seg.checked.add(checkedRange{start: pos, end: res.end, first: next, next: res.next})
+		if res.ioErr != nil {
+			return false, fmt.Errorf("recover %s: %w", segmentName(seg.base, logExt), res.ioErr)
+		}
+		l.scannedEnd = res.next
+		if res.badErr == nil {
+			break
+		}
+		d, resume, resumeOffset, err := locateDamage(f, seg.base, res.end, seg.size, res.next, nextBase, res.badErr)
+		if err != nil {
+			return false, fmt.Errorf("recover %s: %w", segmentName(seg.base, logExt), err)
+		}
+		if resume < seg.size || l.goodDataAfterLocked(i) {
+			l.recordDamageLocked(d)
+			pos, next = resume, resumeOffset
+			if resume < seg.size {
+				continue
+			}
+			break
+		}
+		torn = true
 		l.logger.Warn("truncating corrupt or torn segment tail",
 			"segment", segmentName(seg.base, logExt), "position", res.end,
 			"dropped_bytes", seg.size-res.end, "err", res.badErr)
 		if err := f.Truncate(res.end); err != nil {
-			sf.release()
 			return false, err
 		}
 		if err := f.Sync(); err != nil {
-			sf.release()
 			return false, err
 		}
+		dataEnd = res.end
+		break
 	}
-	seg.size = res.end
-	l.scannedEnd = res.next
+	seg.size = dataEnd
 	if !bytes.Equal(seg.idx, idx) {
 		if err := writeWholeFile(l.fs, indexPath, seg.idx); err != nil {
-			sf.release()
 			return false, err
 		}
 	}
 	if !bytes.Equal(seg.tidx, tidx) {
 		if err := writeWholeFile(l.fs, timeIndexPath, seg.tidx); err != nil {
-			sf.release()
 			return false, err
 		}
 	}
 	seg.idxFlushed, seg.tidxFlushed = len(seg.idx), len(seg.tidx)
 	seg.file = sf
 	seg.lastUse.Store(l.useClock.Add(1))
-	return bad, nil
+	return torn, nil
+}
+
+// goodDataAfterLocked reports whether a segment after segment i starts
+// with a good batch: then a bad end of segment i is damage in the middle
+// of the log, not a torn tail.
+func (l *Log) goodDataAfterLocked(i int) bool {
+	for _, seg := range l.segs[i+1:] {
+		if seg.size == 0 {
+			continue
+		}
+		f, err := l.fs.OpenFile(l.path(segmentName(seg.base, logExt)), os.O_RDONLY, 0)
+		if err != nil {
+			return false
+		}
+		_, ok, _ := goodBatchAt(f, seg.base, 0, seg.size, seg.base, math.MaxInt64)
+		_ = f.Close()
+		return ok
+	}
+	return false
 }
 
 // readHeader reads the batch header at pos.
@@ -423,6 +481,7 @@ func (l *Log) loadProducerStateLocked() error {
 // walkHeadersLocked calls fn with the header of every batch whose last
 // offset is ≥ from, in order. Called with mu held exclusively.
 func (l *Log) walkHeadersLocked(from int64, fn func(h *record.Header)) error {
+	buf := make([]byte, 8<<10)
 	for i := l.segIndexLocked(from); i < len(l.segs); i++ {
 		seg := l.segs[i]
 		if err := l.openSegmentLocked(seg); err != nil {
@@ -433,16 +492,36 @@ func (l *Log) walkHeadersLocked(from int64, fn func(h *record.Header)) error {
 			rel, p := offsetFloor(seg.idx, relOffset(from-seg.base))
 			pos, next = p, seg.base+int64(rel)
 		}
-		res := scanSegment(seg.file.f, seg.base, pos, seg.size, next, false, 8<<10, func(_ int64, h *record.Header) {
-			if h.LastOffset() >= from {
-				fn(h)
+		// Walk the parts between damaged ranges; damage met on the way
+		// (in bytes never checked) is recorded and walked around.
+		for _, part := range l.undamagedLocked(seg, seg.size) {
+			if part.end <= pos {
+				continue
 			}
-		})
-		if res.ioErr != nil {
-			return res.ioErr
-		}
-		if res.badErr != nil {
-			return &CorruptionError{Segment: segmentName(seg.base, logExt), Position: res.end, Err: res.badErr}
+			if part.start > pos {
+				pos, next = part.start, part.next
+			}
+			for pos < part.end {
+				res := scanSegment(seg.file.f, seg.base, pos, part.end, next, false, buf, func(_ int64, h *record.Header) error {
+					if h.LastOffset() >= from {
+						fn(h)
+					}
+					return nil
+				})
+				if res.ioErr != nil {
+					return res.ioErr
+				}
+				if res.badErr == nil {
+					break
+				}
+				_, nextBase := l.segmentBoundsLocked(seg)
+				d, resume, resumeOffset, err := locateDamage(seg.file.f, seg.base, res.end, seg.size, res.next, nextBase, res.badErr)
+				if err != nil {
+					return err
+				}
+				l.recordDamageLocked(d)
+				pos, next = resume, resumeOffset
+			}
 		}
 	}
 	return nil
@@ -554,8 +633,9 @@ func (l *Log) loadSegmentFiles(base, size int64, interval int32) (*segFile, []by
 	if why != nil && size > 0 {
 		l.logger.Warn("rebuilding segment indexes", "segment", segmentName(base, logExt), "err", why)
 		tmp := &segment{base: base, maxTS: -1}
-		res := scanSegment(f, base, 0, size, base, false, 8<<10, func(pos int64, h *record.Header) {
+		res := scanSegment(f, base, 0, size, base, false, make([]byte, 8<<10), func(pos int64, h *record.Header) error {
 			tmp.indexBatch(h, pos, interval)
+			return nil
 		})
 		if res.ioErr != nil {
 			_ = f.Close()
@@ -850,6 +930,7 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, now int64) (uint64, e
 		return 0, fmt.Errorf("log: append at offset %d: %w", h.BaseOffset, err)
 	}
 	seg.size = pos + int64(n)
+	seg.checked.add(checkedRange{start: pos, end: seg.size, first: h.BaseOffset, next: h.LastOffset() + 1})
 	seg.indexBatch(h, pos, l.cfg.IndexIntervalBytes)
 	seg.addTail(h, pos)
 	l.producers.update(h)
@@ -879,6 +960,10 @@ func (l *Log) rollLocked() error {
 		return err
 	}
 	if _, err := l.createSegmentLocked(l.end); err != nil {
+		return err
+	}
+	old.sealedSize = old.size
+	if err := l.checkpointSealedLocked(); err != nil {
 		return err
 	}
 	l.logger.Debug("rolled segment", "segment", segmentName(l.end, logExt))
@@ -958,5 +1043,5 @@ func (l *Log) snapshotProducersLocked() error {
 func (l *Log) checkpointAllLocked() error {
 	l.ckptRecovery = -1
 	return errors.Join(l.checkpointRecoveryLocked(), l.checkpointLogStartLocked(),
-		l.checkpointEpochsLocked(), l.snapshotProducersLocked())
+		l.checkpointEpochsLocked(), l.snapshotProducersLocked(), l.checkpointSealedLocked())
 }

@@ -110,10 +110,11 @@ func (l *Log) truncateLocked(offset int64) error {
 
 	rel, pos := offsetFloor(seg.idx, relOffset(offset-seg.base))
 	cut, newEnd, found := int64(-1), int64(0), false
-	res := scanSegment(seg.file.f, seg.base, pos, seg.size, seg.base+int64(rel), false, 8<<10, func(p int64, h *record.Header) {
+	res := scanSegment(seg.file.f, seg.base, pos, seg.size, seg.base+int64(rel), false, make([]byte, 8<<10), func(p int64, h *record.Header) error {
 		if !found && h.LastOffset() >= offset {
 			cut, newEnd, found = p, h.BaseOffset, true
 		}
+		return nil
 	})
 	if res.ioErr != nil {
 		return res.ioErr
@@ -131,6 +132,7 @@ func (l *Log) truncateLocked(offset int64) error {
 		l.logger.Warn("fsync after truncation failed", "segment", segmentName(seg.base, logExt), "err", err)
 	}
 	seg.size = cut
+	seg.checked.truncate(cut)
 	seg.tail = nil // rebuilt by the next appends
 	// Copy, never reslice: readers may hold the old slices.
 	seg.idx = slices.Clone(seg.idx[:entriesBeforePos(seg.idx, cut)*offsetEntrySize])
@@ -155,6 +157,7 @@ func (l *Log) truncateLocked(offset int64) error {
 		return err
 	}
 	l.end = newEnd
+	l.dropDamageLocked(func(d Damage) bool { return d.From < newEnd })
 	if l.logStart > newEnd {
 		l.logStart = newEnd
 		if err := l.checkpointLogStartLocked(); err != nil {
@@ -182,6 +185,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	for len(l.segs) > 0 {
 		l.deleteSegmentLocked(l.segs[len(l.segs)-1])
 	}
+	l.dropDamageLocked(func(Damage) bool { return false })
 	if _, err := l.createSegmentLocked(offset); err != nil {
 		return err
 	}
@@ -218,6 +222,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 }
 
 func (l *Log) afterStartMovedLocked() error {
+	l.dropDamageLocked(func(d Damage) bool { return d.To > l.logStart })
 	l.producers.evictBelow(l.logStart)
 	if l.epochs.truncateBefore(l.logStart) {
 		return l.checkpointEpochsLocked()

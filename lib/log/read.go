@@ -62,8 +62,14 @@ func emptyRegion(offset int64) Region { return Region{BaseOffset: offset, LastOf
 // end offset gives an empty Region; offset below the log start offset or
 // above the log end offset is ErrOffsetOutOfRange. Release the Region when
 // done.
+//
+// Damaged ranges are never served: a Region stops before one, and a read
+// at an offset in one is a *DamagedError (wrapping ErrDamaged) until the
+// range is skipped (SkipDamaged), after which reads pass over it. Bytes
+// this process has not checked yet (closed segments after a restart) are
+// checked before they are returned; damage found so is recorded.
 func (l *Log) Read(offset, maxOffset int64, maxBytes int) (Region, error) {
-	for {
+	for attempt := 0; ; attempt++ {
 		l.mu.RLock()
 		if l.closed {
 			l.mu.RUnlock()
@@ -79,20 +85,45 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int) (Region, error) {
 			l.mu.RUnlock()
 			return emptyRegion(offset), nil
 		}
+		bounds := readBounds{limitOffset: -1}
+		if len(l.damage) > 0 {
+			var err error
+			if offset, bounds, err = l.damageBoundsLocked(offset); err != nil {
+				l.mu.RUnlock()
+				return Region{}, err
+			}
+			if offset >= maxOffset {
+				l.mu.RUnlock()
+				return emptyRegion(offset), nil
+			}
+		}
 		i := l.segIndexLocked(offset)
 		seg := l.segs[i]
-		if r, ok := seg.readTail(offset, maxOffset, maxBytes); ok {
-			if r.Len > 0 {
-				seg.file.acquire()
-				r.File, r.sf = seg.file.f.OS(), seg.file
+		if bounds.none() {
+			if r, ok := seg.readTail(offset, maxOffset, maxBytes); ok {
+				if r.Len > 0 {
+					seg.file.acquire()
+					r.File, r.sf = seg.file.f.OS(), seg.file
+				}
+				l.mu.RUnlock()
+				return r, nil
 			}
-			l.mu.RUnlock()
-			return r, nil
 		}
 		limit := seg.size
 		nextBase := l.end
 		if i+1 < len(l.segs) {
 			nextBase = l.segs[i+1].base
+		}
+		readMax := maxOffset
+		if bounds.limitOffset >= 0 {
+			nextBase = min(nextBase, bounds.limitOffset)
+			readMax = min(readMax, bounds.limitOffset)
+			if d := bounds.limit; d.segmentBase() == seg.base {
+				limit = min(limit, d.Position)
+			}
+		}
+		if bounds.start != nil && bounds.start.segmentBase() != seg.base {
+			bounds.start = nil
 		}
 		l.mu.RUnlock()
 
@@ -103,12 +134,36 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int) (Region, error) {
 		if err != nil {
 			return Region{}, err
 		}
-		r, found, err := readSegment(seg.base, sf, idx, limit, offset, maxOffset, maxBytes)
+		r, found, err := readSegment(seg.base, sf, idx, limit, offset, readMax, maxBytes, bounds.start)
 		if err != nil || !found {
 			sf.release()
 		}
-		if err != nil || found {
-			return r, err
+		var cerr *CorruptionError
+		if errors.As(err, &cerr) && attempt < maxReadAttempts {
+			// Bad bytes where the index or the batch before pointed: find
+			// their extent, record them, and read again around them.
+			if l.checkAround(seg, idx, cerr.Position) {
+				continue
+			}
+		}
+		if err != nil {
+			return Region{}, err
+		}
+		if found {
+			if r.Len == 0 {
+				return r, nil
+			}
+			if again, err := l.checkRegion(seg, &r, offset); err != nil || again {
+				r.Release()
+				if err != nil {
+					return Region{}, err
+				}
+				if attempt >= maxReadAttempts {
+					return Region{}, fmt.Errorf("log: read at offset %d: damage found but not recorded", offset)
+				}
+				continue
+			}
+			return r, nil
 		}
 		if nextBase >= maxOffset {
 			return emptyRegion(offset), nil
@@ -117,11 +172,104 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int) (Region, error) {
 	}
 }
 
+// maxReadAttempts bounds how often one Read looks again after finding
+// damage.
+const maxReadAttempts = 3
+
+// readBounds are the damaged ranges around a read: start, when set, is a
+// damaged range before the read in its segment, after whose bytes the
+// header walk must begin; limit the first one after the read (its first
+// offset is limitOffset; -1 when none).
+type readBounds struct {
+	start, limit *Damage
+	limitOffset  int64
+}
+
+func (b readBounds) none() bool { return b.start == nil && b.limit == nil }
+
+// damageBoundsLocked applies the damaged ranges to a read at offset: an
+// offset in a range skipped moves to the range's end; one in a range not
+// skipped is a *DamagedError. It returns the offset to read and the ranges
+// around it.
+func (l *Log) damageBoundsLocked(offset int64) (int64, readBounds, error) {
+	b := readBounds{limitOffset: -1}
+	for {
+		d := l.damageAtLocked(offset)
+		if d == nil {
+			break
+		}
+		if !d.Skipped {
+			return offset, b, &DamagedError{Offset: offset, Damage: *d}
+		}
+		offset = d.To
+	}
+	for i := range l.damage {
+		d := &l.damage[i]
+		if d.To <= offset {
+			b.start = d
+			continue
+		}
+		b.limit, b.limitOffset = d, d.From
+		break
+	}
+	return offset, b, nil
+}
+
+// checkRegion checks the batches of r that this process has not checked
+// yet. When one is bad it records the damage and cuts r before it; again
+// reports that nothing is left of r (the read at offset must look again:
+// it now meets the damage).
+func (l *Log) checkRegion(seg *segment, r *Region, offset int64) (again bool, err error) {
+	end := r.Pos + r.Len
+	l.mu.RLock()
+	checked := seg.checked.covers(r.Pos, end)
+	l.mu.RUnlock()
+	if checked {
+		return false, nil
+	}
+	res, err := l.checkBatches(seg, r.sf.f, r.Pos, end, r.BaseOffset, true, nil)
+	if err != nil {
+		return false, err
+	}
+	if res.damage == nil {
+		return false, nil
+	}
+	if res.end <= r.Pos || res.next <= offset {
+		return true, nil
+	}
+	r.Len, r.LastOffset = res.end-r.Pos, res.next-1
+	return false, nil
+}
+
+// checkAround is called when a read met a bad header at pos of seg: it
+// checks the segment from the last index entry before pos to find and
+// record the damage there, and reports whether it found some, so that
+// reading again avoids it.
+func (l *Log) checkAround(seg *segment, idx []byte, pos int64) bool {
+	sf, _, _, err := l.acquire(seg)
+	if err != nil {
+		return false
+	}
+	defer sf.release()
+	from, next := int64(0), seg.base
+	if k := entriesAtMostPos(idx, pos); k > 0 {
+		rel, p := offsetEntry(idx, k-1)
+		from, next = p, seg.base+int64(rel)
+	}
+	l.mu.RLock()
+	size := seg.size
+	l.mu.RUnlock()
+	res, err := l.checkBatches(seg, sf.f, from, size, next, true, nil)
+	return err == nil && res.damage != nil
+}
+
 // readSegment finds the Region for a read in one segment whose data file is
 // sf and whose first limit bytes are readable. found is false when the
 // segment holds nothing at or after offset. The Region takes over the
-// caller's reference on sf when it is non-empty.
-func readSegment(base int64, sf *segFile, idx []byte, limit, offset, maxOffset int64, maxBytes int) (Region, bool, error) {
+// caller's reference on sf when it is non-empty. after, when set, is a
+// damaged range of the segment before offset: the walk starts after its
+// bytes when the index would start it before them.
+func readSegment(base int64, sf *segFile, idx []byte, limit, offset, maxOffset int64, maxBytes int, after *Damage) (Region, bool, error) {
 	bufp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(bufp)
 	r := chunkReader{f: sf.f, buf: *bufp, fileSize: limit}
@@ -145,6 +293,9 @@ func readSegment(base int64, sf *segFile, idx []byte, limit, offset, maxOffset i
 
 	rel, pos := offsetFloor(idx, relOffset(offset-base))
 	expect := base + int64(rel)
+	if after != nil && pos < after.Position+after.Length {
+		pos, expect = after.Position+after.Length, after.To
+	}
 	var h record.Header
 	for {
 		if pos >= limit {
@@ -154,10 +305,10 @@ func readSegment(base int64, sf *segFile, idx []byte, limit, offset, maxOffset i
 		if h, err = header(pos); err != nil {
 			return Region{}, false, err
 		}
-		if expect >= 0 && h.BaseOffset != expect {
-			return Region{}, false, corrupt(pos, fmt.Errorf("index points at offset %d, batch has %d", expect, h.BaseOffset))
+		if h.BaseOffset != expect {
+			return Region{}, false, corrupt(pos, fmt.Errorf("%w: base offset %d, want %d", errOffsetOrder, h.BaseOffset, expect))
 		}
-		expect = -1
+		expect = h.LastOffset() + 1
 		if h.LastOffset() >= offset {
 			break
 		}
@@ -184,8 +335,8 @@ func readSegment(base int64, sf *segFile, idx []byte, limit, offset, maxOffset i
 			k--
 		}
 		if k >= 2 {
-			if _, p := offsetEntry(idx, k-2); p > end {
-				end = p
+			if r, p := offsetEntry(idx, k-2); p > end {
+				end, last = p, base+int64(r)-1
 			}
 		}
 	}
@@ -193,6 +344,9 @@ func readSegment(base int64, sf *segFile, idx []byte, limit, offset, maxOffset i
 		h2, err := header(end)
 		if err != nil {
 			return Region{}, false, err
+		}
+		if h2.BaseOffset != last+1 {
+			return Region{}, false, corrupt(end, fmt.Errorf("%w: base offset %d, want %d", errOffsetOrder, h2.BaseOffset, last+1))
 		}
 		size := int64(h2.Size())
 		if h2.BaseOffset >= maxOffset || end+size-start > int64(maxBytes) {

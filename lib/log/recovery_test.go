@@ -157,14 +157,6 @@ func TestRecoveryKeepsEverythingBeforeTheDamage(t *testing.T) {
 			os.WriteFile(f.path(recoveryPointFile), []byte("mq recovery-point 1\nbanana\n"), 0o644)
 			return len(f.want)
 		}, "ignoring checkpoint"},
-		{"bad batch in a middle segment without a recovery point", false, func(t *testing.T, f *recoveryFixture) int {
-			os.Remove(f.path(recoveryPointFile))
-			in := f.batchesIn(f.segs[1])
-			b, _ := os.ReadFile(f.path(f.segs[1]))
-			b[len(b)-len(f.want[in[len(in)-1]].bytes)+30] ^= 1 // inside the last batch of segment 1
-			os.WriteFile(f.path(f.segs[1]), b, 0o644)
-			return in[len(in)-1]
-		}, "deleting segment after a corrupt one"},
 		{"non-monotonic offsets after a crash", true, func(t *testing.T, f *recoveryFixture) int {
 			// Append a copy of the last batch: valid CRC, wrong offsets.
 			last := f.want[len(f.want)-1]

@@ -92,6 +92,12 @@ type segment struct {
 	// other segments and after a truncation, until the next append.
 	tail []tailBatch
 
+	// checked are the byte ranges of the data file this process has
+	// checked (CRC and offsets); sealedSize is the size the segment was
+	// closed at (0 while active or not known).
+	checked    checkedSet
+	sealedSize int64
+
 	lastUse atomic.Int64
 	deleted bool
 }
@@ -227,6 +233,7 @@ type scanResult struct {
 	next     int64 // offset after the last good batch
 	badErr   error // why the scan stopped before the file end, nil when it did not
 	ioErr    error // a read error: nothing can be concluded about the data
+	stopErr  error // fn's error, which stopped the scan before the batch it was given
 	nBatches int
 }
 
@@ -234,9 +241,10 @@ type scanResult struct {
 // (where the batch with base offset next must start) up to size bytes,
 // checking each header, the offsets (dense from next, relative offsets fit
 // in 32 bits) and, with checkCRC, the CRC. It calls fn for each good batch
-// and stops at the first bad one.
-func scanSegment(f File, base, pos, size, next int64, checkCRC bool, bufSize int, fn func(pos int64, h *record.Header)) scanResult {
-	r := chunkReader{f: f, fileSize: size, buf: make([]byte, bufSize)}
+// and stops at the first bad one, or when fn returns an error (the batch
+// fn was given then does not count as scanned). buf is the read buffer.
+func scanSegment(f File, base, pos, size, next int64, checkCRC bool, buf []byte, fn func(pos int64, h *record.Header) error) scanResult {
+	r := chunkReader{f: f, fileSize: size, buf: buf}
 	res := scanResult{end: pos, next: next}
 	for pos < size {
 		if size-pos < record.HeaderSize {
@@ -278,7 +286,10 @@ func scanSegment(f File, base, pos, size, next int64, checkCRC bool, bufSize int
 			}
 		}
 		if fn != nil {
-			fn(pos, &h)
+			if err := fn(pos, &h); err != nil {
+				res.stopErr = err
+				return res
+			}
 		}
 		pos += bsize
 		next = h.LastOffset() + 1

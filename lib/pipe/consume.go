@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -78,6 +79,9 @@ type writer struct {
 	term         byte
 	lineBuffered bool
 	buf          []byte
+	// next is the offset after the last record written, per partition,
+	// for error messages.
+	next map[string]map[int32]int64
 }
 
 func newWriter(cfg *ConsumeConfig) *writer {
@@ -96,6 +100,13 @@ func newWriter(cfg *ConsumeConfig) *writer {
 }
 
 func (w *writer) write(r *kgo.Record) error {
+	if w.next == nil {
+		w.next = map[string]map[int32]int64{}
+	}
+	if w.next[r.Topic] == nil {
+		w.next[r.Topic] = map[int32]int64{}
+	}
+	w.next[r.Topic][r.Partition] = r.Offset + 1
 	if w.json {
 		w.buf = append(AppendJSON(w.buf[:0], r), w.term)
 	} else {
@@ -199,10 +210,6 @@ func Consume(ctx context.Context, cfg ConsumeConfig) error {
 			}
 			return ctx.Err()
 		}
-		if err := fetchError(fetches); err != nil {
-			w.flush()
-			return err
-		}
 		var werr error
 		done := false
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
@@ -243,6 +250,23 @@ func Consume(ctx context.Context, cfg ConsumeConfig) error {
 		if done || cfg.Exit && allDone(remaining) {
 			return nil
 		}
+		// Errors after the records: what a poll delivered before an error
+		// (the good records before damage on the broker) is all written.
+		if err := fetchError(fetches, w.position(starts)); err != nil {
+			return err
+		}
+	}
+}
+
+// position returns the offset a partition's consumer is at: after the last
+// record written, else where it started (starts, nil when unknown).
+func (w *writer) position(starts map[string]map[int32]int64) func(t string, p int32) (int64, bool) {
+	return func(t string, p int32) (int64, bool) {
+		if o, ok := w.next[t][p]; ok {
+			return o, true
+		}
+		o, ok := starts[t][p]
+		return o, ok
 	}
 }
 
@@ -256,18 +280,27 @@ func allDone(remaining map[string]map[int32]int64) bool {
 }
 
 // fetchError is the first error of a poll that consuming cannot get past;
-// retriable ones kgo handles itself.
-func fetchError(fetches kgo.Fetches) error {
+// retriable ones kgo handles itself. at tells where the partition's
+// consumer is, for the message.
+func fetchError(fetches kgo.Fetches, at func(t string, p int32) (int64, bool)) error {
 	var first error
 	fetches.EachError(func(t string, p int32, err error) {
 		if first != nil || kerr.IsRetriable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return
 		}
-		if errors.Is(err, kerr.UnknownTopicOrPartition) {
-			first = client.Failf("topic %s partition %d: no longer exists", t, p)
-			return
+		where := fmt.Sprintf("%s partition %d", t, p)
+		if o, ok := at(t, p); ok {
+			where += fmt.Sprintf(" at offset %d", o)
 		}
-		first = client.Failf("consume %s partition %d: %v", t, p, err)
+		switch {
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			first = client.Failf("topic %s partition %d: no longer exists", t, p)
+		case errors.Is(err, kerr.InvalidRecord):
+			// What mqd answers for a damaged range of its log.
+			first = client.Failf("consume %s: the broker's copy of the records there is damaged and not served (INVALID_RECORD); mqctl topic describe %s shows the damaged range", where, t)
+		default:
+			first = client.Failf("consume %s: %v", where, err)
+		}
 	})
 	return first
 }

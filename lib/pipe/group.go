@@ -255,11 +255,6 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 			}
 			return ctx.Err()
 		}
-		if err := fetchError(fetches); err != nil {
-			w.flush()
-			finish()
-			return err
-		}
 		var werr error
 		stop := false
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
@@ -309,6 +304,10 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 		if stop {
 			finish()
 			return nil
+		}
+		if err := fetchError(fetches, w.position(nil)); err != nil {
+			finish()
+			return err
 		}
 		if cfg.Exit {
 			caughtUp, err := asg.caughtUp()

@@ -1,0 +1,325 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"testing"
+)
+
+// batchPos returns the segment file and position of fixture batch j.
+func (f *recoveryFixture) batchPos(j int) (string, int64) {
+	for _, name := range f.segs {
+		var pos int64
+		for _, i := range f.batchesIn(name) {
+			if i == j {
+				return name, pos
+			}
+			pos += int64(len(f.want[i].bytes))
+		}
+	}
+	panic("no such batch")
+}
+
+// corrupt applies change to the bytes of segment file name.
+func (f *recoveryFixture) corrupt(t *testing.T, name string, change func(b []byte) []byte) {
+	t.Helper()
+	b, err := os.ReadFile(f.path(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.path(name), change(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkDamaged reads every batch of want: the ones in damaged (by index)
+// must fail with a DamagedError, the others read back intact; and a
+// sequential read from the start delivers every good batch before the
+// first damaged one, then stops with the error.
+func checkDamaged(t *testing.T, l *Log, want []appended, damaged map[int]bool) {
+	t.Helper()
+	for i, a := range want {
+		got, err := l.ReadBytes(a.base, l.EndOffset(), 1)
+		if damaged[i] {
+			var de *DamagedError
+			if !errors.As(err, &de) || !errors.Is(err, ErrDamaged) {
+				t.Fatalf("read of damaged batch %d (offset %d): %v, want a DamagedError", i, a.base, err)
+			}
+			if de.Damage.From > a.base || de.Damage.To <= a.last {
+				t.Fatalf("read of batch %d (offsets %d-%d): damage %v does not cover it", i, a.base, a.last, de.Damage)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("read of good batch %d (offset %d): %v", i, a.base, err)
+		}
+		if string(got) != string(a.bytes) {
+			t.Fatalf("read of good batch %d (offset %d): bytes differ", i, a.base)
+		}
+	}
+	var next int
+	for off := want[0].base; ; {
+		b, err := l.ReadBytes(off, l.EndOffset(), 1<<20)
+		if err != nil {
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("sequential read at %d: %v", off, err)
+			}
+			if !damaged[next] {
+				t.Fatalf("sequential read stopped at %d (batch %d) with %v, but that batch is good", off, next, err)
+			}
+			return
+		}
+		if len(b) == 0 {
+			if next != len(want) {
+				t.Fatalf("sequential read ended at %d after %d of %d batches", off, next, len(want))
+			}
+			return
+		}
+		for _, base := range batchOffsets(t, b) {
+			if damaged[next] || want[next].base != base {
+				t.Fatalf("sequential read returned the batch at %d, want batch %d at %d (damaged %v)", base, next, want[next].base, damaged[next])
+			}
+			next++
+		}
+		off = lastOffsetOf(t, b) + 1
+	}
+}
+
+// readUntilError reads the log from its start as a consumer would, until
+// the end or an error.
+func readUntilError(t *testing.T, l *Log) {
+	for off := l.StartOffset(); off < l.EndOffset(); {
+		b, err := l.ReadBytes(off, l.EndOffset(), 1<<20)
+		if err != nil || len(b) == 0 {
+			return
+		}
+		off = lastOffsetOf(t, b) + 1
+	}
+}
+
+func TestDamageIsFoundContainedAndNeverServed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		crash bool
+		// damage changes the fixture's files and returns the batches it
+		// damaged (indexes into the fixture).
+		damage func(t *testing.T, f *recoveryFixture) []int
+		// find makes the log find the damage (nil: Open must).
+		find func(t *testing.T, l *Log)
+		// opened is the reason Open logs for the damage it finds; "" when
+		// Open cannot know.
+		reason string
+	}{
+		{name: "bytes flipped in a closed segment after a clean shutdown, found by a read",
+			damage: func(t *testing.T, f *recoveryFixture) []int {
+				name, pos := f.batchPos(5)
+				f.corrupt(t, name, func(b []byte) []byte {
+					for i := range 16 {
+						b[pos+80+int64(i)] ^= 0xff
+					}
+					return b
+				})
+				return []int{5}
+			},
+			find: readUntilError},
+		{name: "bytes flipped in a closed segment, found by the scrubber",
+			damage: func(t *testing.T, f *recoveryFixture) []int {
+				name, pos := f.batchPos(12)
+				f.corrupt(t, name, func(b []byte) []byte { b[pos+100] ^= 1; return b })
+				return []int{12}
+			},
+			find: func(t *testing.T, l *Log) {
+				st, err := l.Scrub(context.Background(), nil)
+				if err != nil || st.Damaged != 1 {
+					t.Fatalf("scrub: %+v, %v; want 1 damaged range", st, err)
+				}
+				if n := l.Unchecked(); n != 0 {
+					t.Fatalf("%d bytes unchecked after a scrub", n)
+				}
+			}},
+		{name: "a batch's length garbled: the batches after it are found again",
+			damage: func(t *testing.T, f *recoveryFixture) []int {
+				name, pos := f.batchPos(8)
+				f.corrupt(t, name, func(b []byte) []byte { putUint32(b[pos+8:], 0x00ffff00); return b })
+				return []int{8}
+			},
+			find: readUntilError},
+		{name: "closed segment cut short", reason: "it was sealed at",
+			damage: func(t *testing.T, f *recoveryFixture) []int {
+				in := f.batchesIn(f.segs[1])
+				name, pos := f.batchPos(in[len(in)-2])
+				if err := os.Truncate(f.path(name), pos+20); err != nil {
+					t.Fatal(err)
+				}
+				return in[len(in)-2:]
+			}},
+		{name: "closed segment file gone", reason: "segment file missing",
+			damage: func(t *testing.T, f *recoveryFixture) []int {
+				os.Remove(f.path(f.segs[2]))
+				return f.batchesIn(f.segs[2])
+			}},
+		{name: "bad batch in a middle segment without a recovery point", reason: "crc",
+			damage: func(t *testing.T, f *recoveryFixture) []int {
+				os.Remove(f.path(recoveryPointFile))
+				in := f.batchesIn(f.segs[1])
+				j := in[len(in)-1]
+				name, pos := f.batchPos(j)
+				f.corrupt(t, name, func(b []byte) []byte { b[pos+30] ^= 1; return b })
+				return []int{j}
+			}},
+		{name: "bad batch after the recovery point, good ones after it", crash: true, reason: "crc",
+			damage: func(t *testing.T, f *recoveryFixture) []int {
+				last := f.segs[len(f.segs)-1]
+				in := f.batchesIn(last)
+				if len(in) < 3 {
+					t.Fatalf("last segment has %d batches", len(in))
+				}
+				name, pos := f.batchPos(in[1])
+				f.corrupt(t, name, func(b []byte) []byte { b[pos+70] ^= 4; return b })
+				return []int{in[1]}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRecoveryFixture(t, tc.crash)
+			bad := tc.damage(t, f)
+			damaged := map[int]bool{}
+			for _, i := range bad {
+				damaged[i] = true
+			}
+			capture := &logCapture{}
+			f.tl.opts.Logger = slog.New(capture)
+			f.tl.open()
+			l := f.tl.Log
+			if tc.find == nil {
+				if !capture.has("damaged range found") || !capture.has(tc.reason) {
+					t.Fatalf("Open logged no damage with %q: %q", tc.reason, capture.lines)
+				}
+			} else {
+				if len(l.Damaged()) != 0 {
+					t.Fatalf("Open knew of damage it cannot have seen: %v", l.Damaged())
+				}
+				tc.find(t, l)
+				if !capture.has("damaged range found") {
+					t.Fatalf("no damage logged: %q", capture.lines)
+				}
+			}
+			ds := l.Damaged()
+			if len(ds) != 1 {
+				t.Fatalf("damaged ranges %v, want 1", ds)
+			}
+			d := ds[0]
+			if first, last := f.want[bad[0]], f.want[bad[len(bad)-1]]; d.From != first.base || d.To != last.last+1 {
+				t.Fatalf("damage %v, want offsets %d-%d", d, first.base, last.last)
+			}
+			if l.DamageFound() != 1 {
+				t.Fatalf("DamageFound %d, want 1", l.DamageFound())
+			}
+			checkDamaged(t, l, f.want, damaged)
+
+			// The damage stays known across a restart, found again by no
+			// one: Open reads it from the log's directory.
+			f.tl.reopen()
+			if got := f.tl.Damaged(); len(got) != 1 || got[0].From != d.From || got[0].To != d.To {
+				t.Fatalf("after reopen: damaged ranges %v, want %v", got, d)
+			}
+			checkDamaged(t, f.tl.Log, f.want, damaged)
+
+			// The log goes on: appends after the damage are served.
+			more := f.tl.appendN(3, 100)
+			for _, a := range more {
+				if got, err := f.tl.ReadBytes(a.base, f.tl.EndOffset(), 1); err != nil || string(got) != string(a.bytes) {
+					t.Fatalf("read of new batch %d: %v", a.base, err)
+				}
+			}
+		})
+	}
+}
+
+func TestSkippedDamageIsReadAsAGap(t *testing.T) {
+	f := newRecoveryFixture(t, false)
+	name, pos := f.batchPos(7)
+	f.corrupt(t, name, func(b []byte) []byte { b[pos+90] ^= 0x10; return b })
+	f.tl.open()
+	if _, err := f.tl.Scrub(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.tl.SkipDamaged(f.want[6].base); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("skip at a good offset: %v, want ErrOffsetOutOfRange", err)
+	}
+	d, err := f.tl.SkipDamaged(f.want[7].base)
+	if err != nil || !d.Skipped {
+		t.Fatalf("skip: %v, %v", d, err)
+	}
+	good := append(append([]appended(nil), f.want[:7]...), f.want[8:]...)
+	for _, reopen := range []bool{false, true} {
+		if reopen {
+			f.tl.reopen()
+		}
+		checkDamaged(t, f.tl.Log, good, nil)
+		// A read inside the skipped range starts after it.
+		got, err := f.tl.ReadBytes(f.want[7].base, f.tl.EndOffset(), 1)
+		if err != nil || string(got) != string(f.want[8].bytes) {
+			t.Fatalf("read at a skipped offset: %v; want the batch after the range", err)
+		}
+	}
+}
+
+func TestDeletingRecordsPastDamageForgetsIt(t *testing.T) {
+	f := newRecoveryFixture(t, false)
+	name, pos := f.batchPos(3)
+	f.corrupt(t, name, func(b []byte) []byte { b[pos+90] ^= 0x10; return b })
+	f.tl.open()
+	if _, err := f.tl.Scrub(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.tl.Damaged()) != 1 {
+		t.Fatalf("damage %v", f.tl.Damaged())
+	}
+	if err := f.tl.DeleteRecordsBefore(f.want[4].base); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.tl.Damaged()) != 0 {
+		t.Fatalf("damage %v after deleting the records before its end", f.tl.Damaged())
+	}
+	f.tl.reopen()
+	if len(f.tl.Damaged()) != 0 {
+		t.Fatalf("damage %v after reopen", f.tl.Damaged())
+	}
+	checkContents(t, f.tl.Log, f.want[4:])
+}
+
+func TestScrubIsPacedAndStops(t *testing.T) {
+	f := newRecoveryFixture(t, false)
+	f.tl.open()
+	total := f.tl.Unchecked()
+	if total == 0 {
+		t.Fatal("nothing to check after a clean reopen")
+	}
+	var asked int
+	stop := errors.New("stop")
+	_, err := f.tl.Scrub(context.Background(), func(ctx context.Context, n int) error {
+		asked += n
+		if asked > 2*scrubChunk {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) {
+		t.Fatalf("scrub: %v, want the pace's error", err)
+	}
+	if left := f.tl.Unchecked(); left == 0 || left == total {
+		t.Fatalf("%d of %d bytes unchecked after a stopped scrub; want some progress kept", left, total)
+	}
+	if _, err := f.tl.Scrub(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if left := f.tl.Unchecked(); left != 0 {
+		t.Fatalf("%d bytes unchecked", left)
+	}
+	f.tl.ForgetChecks()
+	if f.tl.Unchecked() == 0 {
+		t.Fatal("ForgetChecks left everything checked")
+	}
+}
