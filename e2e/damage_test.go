@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -202,6 +203,36 @@ func TestCorruptSealedSegmentIsNeverServed(t *testing.T) {
 	n := f.checkStopsAtDamage(t)
 	if first := firstOffsetOf(t, f.segments(t)[1]); n <= int(first) {
 		t.Fatalf("consumers stopped at %d, before the damaged segment (base %d)", n, first)
+	}
+	f.checkSkip(t, n)
+}
+
+// checkSkip gives the damage found at offset n up with mqctl, and checks
+// that consumers then read every other record, and that mqd logged it.
+func (f *damageFixture) checkSkip(t *testing.T, n int) {
+	t.Helper()
+	res := runTool(t, 30*time.Second, "", "mqctl", "records", "skip-damaged", "-b", f.b.addr, "-t", f.topic, "-o", "json")
+	var skipped []struct {
+		Partition  int32 `json:"partition"`
+		FromOffset int64 `json:"from_offset"`
+		ToOffset   int64 `json:"to_offset"`
+	}
+	if res.code != 0 || json.Unmarshal([]byte(res.stdout), &skipped) != nil || len(skipped) != 1 || skipped[0].FromOffset != int64(n) {
+		t.Fatalf("mqctl records skip-damaged: exit %d, %s%s; want one range from %d", res.code, res.stdout, res.stderr, n)
+	}
+	to := int(skipped[0].ToOffset)
+	if !strings.Contains(f.b.stderr.String(), "damaged range skipped on request") {
+		t.Fatalf("mqd did not log the skip:\n%s", f.b.stderr.String())
+	}
+	res = runTool(t, 30*time.Second, "", "mqpipe", "consume", "-b", f.b.addr, "-t", f.topic, "-e")
+	want := append(append(slices.Clone(f.values[:n]), f.values[to:]...), "after")
+	if got := lines(strings.NewReader(res.stdout)); res.code != 0 || !slices.Equal(got, want) {
+		t.Fatalf("consume after the skip: exit %d, %d records, want %d (all but offsets %d-%d)\n%s", res.code, len(got), len(want), n, to-1, res.stderr)
+	}
+	// Nothing left to skip: a second call skips nothing and succeeds.
+	res = runTool(t, 30*time.Second, "", "mqctl", "records", "skip-damaged", "-b", f.b.addr, "-t", f.topic, "-o", "json")
+	if res.code != 0 || strings.TrimSpace(res.stdout) != "[]" {
+		t.Fatalf("second skip-damaged: exit %d, %q %s", res.code, res.stdout, res.stderr)
 	}
 }
 

@@ -5,9 +5,8 @@ import (
 	"io"
 	"slices"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/mqproject/mq/lib/client"
+	"github.com/mqproject/mq/lib/kafkaext"
 )
 
 // APIVersion is one Kafka API a broker answers and its version range.
@@ -112,7 +111,7 @@ func (a *Admin) DescribeCluster(ctx context.Context, showAPIs bool) (*ClusterDes
 			} else {
 				bd.Version = v.VersionGuess()
 				v.EachKeySorted(func(key, lo, hi int16) {
-					bd.APIs = append(bd.APIs, APIVersion{Key: key, Name: kmsg.NameForKey(key), Min: lo, Max: hi})
+					bd.APIs = append(bd.APIs, APIVersion{Key: key, Name: kafkaext.NameForKey(key), Min: lo, Max: hi})
 				})
 			}
 		}

@@ -70,6 +70,9 @@ func New(cfg Config) (*Broker, error) {
 	for k, a := range b.groupAPIs() {
 		b.apis[k] = a
 	}
+	for k, a := range b.extensionAPIs() {
+		b.apis[k] = a
+	}
 	d, err := newDataPlane(b)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/kafkaext"
 )
 
 // PingTimeout bounds how long Ping waits for the broker to answer.
@@ -36,7 +38,8 @@ func NewClient(addrs []Addr, opts ...kgo.Opt) (*kgo.Client, error) {
 	seeds, dial := dialPlan(addrs)
 	// The program's name is its client id, so group describe and broker
 	// logs say which tool a connection is; opts may override it.
-	all := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(filepath.Base(os.Args[0]))}
+	// mq's own requests (kafkaext) are sendable too.
+	all := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(filepath.Base(os.Args[0])), kgo.MaxVersions(kafkaext.Versions())}
 	if dial != nil {
 		all = append(all, kgo.Dialer(dial))
 	}

@@ -32,7 +32,7 @@ type versionRange struct {
 	ok       bool
 }
 
-func newAPIVersions(list []kmsg.ApiVersionsResponseApiKey) (*apiVersions, error) {
+func newAPIVersions(list []kmsg.ApiVersionsResponseApiKey, newRequest func(int16) kmsg.Request) (*apiVersions, error) {
 	keys := slices.Clone(list)
 	if !slices.ContainsFunc(keys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == apiVersionsKey }) {
 		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: apiVersionsKey, MinVersion: 0, MaxVersion: apiVersionsDefaultMax})
@@ -43,9 +43,9 @@ func newAPIVersions(list []kmsg.ApiVersionsResponseApiKey) (*apiVersions, error)
 		if i > 0 && keys[i-1].ApiKey == k.ApiKey {
 			return nil, fmt.Errorf("server: api key %d listed twice", k.ApiKey)
 		}
-		req := kmsg.RequestForKey(k.ApiKey)
+		req := newRequest(k.ApiKey)
 		if req == nil {
-			return nil, fmt.Errorf("server: api key %d unknown to kmsg", k.ApiKey)
+			return nil, fmt.Errorf("server: api key %d unknown to kmsg and to the handler", k.ApiKey)
 		}
 		if k.MinVersion < 0 || k.MinVersion > k.MaxVersion || k.MaxVersion > req.MaxVersion() {
 			return nil, fmt.Errorf("server: %s versions %d..%d invalid (kmsg knows 0..%d)",

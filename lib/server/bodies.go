@@ -23,10 +23,11 @@ var (
 )
 
 // newBody returns an empty body for key at version to decode into: a
-// reused one when reuse is set and key is produce or fetch, else a new one.
+// reused one when reuse is set and key is produce or fetch, else a new one
+// (from kmsg, or from newRequest for keys kmsg does not know).
 // A reused body keeps only its slices' capacity, so fields that the
 // version does not carry are zero; decoding sets the defaults.
-func newBody(key, version int16, reuse bool) kmsg.Request {
+func newBody(key, version int16, reuse bool, newRequest func(int16) kmsg.Request) kmsg.Request {
 	var body kmsg.Request
 	switch {
 	case reuse && key == produceKey:
@@ -38,10 +39,25 @@ func newBody(key, version int16, reuse bool) kmsg.Request {
 		*r = kmsg.FetchRequest{Topics: r.Topics[:0], ForgottenTopics: r.ForgottenTopics[:0]}
 		body = r
 	default:
-		body = kmsg.RequestForKey(key)
+		body = newRequest(key)
 	}
 	body.SetVersion(version)
 	return body
+}
+
+// requestMaker returns the function making empty requests for h: kmsg's,
+// then h's own when it has some (RequestMaker).
+func requestMaker(h Handler) func(int16) kmsg.Request {
+	rm, ok := h.(RequestMaker)
+	if !ok {
+		return kmsg.RequestForKey
+	}
+	return func(key int16) kmsg.Request {
+		if r := kmsg.RequestForKey(key); r != nil {
+			return r
+		}
+		return rm.NewRequest(key)
+	}
 }
 
 // putBody returns a recycled request's body to its pool, if it has one.

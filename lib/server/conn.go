@@ -340,7 +340,7 @@ func (c *conn) readRequest() (pending, error) {
 	// key, and will likely recycle this one: its body may come from a pool
 	// and keep its strings in the frame. Should the handler keep this
 	// request after all, the frame is not reused, so they stay valid.
-	body := newBody(key, version, pooled)
+	body := newBody(key, version, pooled, c.s.newRequest)
 	clientID, rest, err := c.parseHeader(frame[8:], key, version, body.IsFlexible())
 	if err == nil {
 		err = decodeBody(body, rest, pooled)

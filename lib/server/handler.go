@@ -104,6 +104,14 @@ type Handler interface {
 	ApiVersions() []kmsg.ApiVersionsResponseApiKey
 }
 
+// RequestMaker is implemented by a Handler that answers requests kmsg does
+// not know (API keys of its own): NewRequest returns an empty request of
+// key to decode into, or nil for a key it does not know either. The server
+// calls it from every connection's reader goroutine.
+type RequestMaker interface {
+	NewRequest(key int16) kmsg.Request
+}
+
 // Reply produces the response when the writer is ready for it (see
 // Request.Ready for a response complete at once). Returning a zero
 // Response means "no response" (produce with acks=0).

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Defaults for Config fields left zero.
@@ -83,6 +85,8 @@ type Server struct {
 	// the last request of that key: only then is the next one read into a
 	// pooled buffer, so requests that are kept cost no more than their size.
 	recycles [128]atomic.Bool
+	// newRequest makes the empty request a frame of a key is decoded into.
+	newRequest func(int16) kmsg.Request
 }
 
 type listener struct {
@@ -121,21 +125,23 @@ func New(cfg Config, h Handler) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	api, err := newAPIVersions(h.ApiVersions())
+	newRequest := requestMaker(h)
+	api, err := newAPIVersions(h.ApiVersions(), newRequest)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		cfg:      cfg,
-		handler:  h,
-		log:      logger,
-		api:      api,
-		ctx:      ctx,
-		cancel:   cancel,
-		draining: make(chan struct{}),
-		done:     make(chan struct{}),
-		conns:    make(map[*conn]struct{}),
+		cfg:        cfg,
+		handler:    h,
+		newRequest: newRequest,
+		log:        logger,
+		api:        api,
+		ctx:        ctx,
+		cancel:     cancel,
+		draining:   make(chan struct{}),
+		done:       make(chan struct{}),
+		conns:      make(map[*conn]struct{}),
 	}, nil
 }
 

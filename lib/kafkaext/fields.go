@@ -1,4 +1,4 @@
-package tags
+package kafkaext
 
 import (
 	"encoding/json"
@@ -60,6 +60,9 @@ type DamagedRange struct {
 	Reason string `json:"reason"`
 	// DetectedMillis is when the damage was found (Unix milliseconds).
 	DetectedMillis int64 `json:"detected_ms"`
+	// Skipped is set once an operator gave the range up (SkipDamaged):
+	// consumers step over it.
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // Set stores v as the field tag of t.

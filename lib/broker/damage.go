@@ -1,0 +1,123 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/kafkaext"
+	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/replica"
+	"github.com/mqproject/mq/lib/server"
+)
+
+// extensionAPIs lists mq's own APIs (lib/kafkaext) and the versions
+// implemented.
+func (b *Broker) extensionAPIs() map[int16]api {
+	return map[int16]api{
+		kafkaext.SkipDamagedKey: {0, 0, b.handleSkipDamaged},
+	}
+}
+
+// NewRequest implements server.RequestMaker: the requests of mq's own API
+// keys.
+func (b *Broker) NewRequest(key int16) kmsg.Request { return kafkaext.NewRequest(key) }
+
+// skipDamagedError maps an error of SkipDamaged to its Kafka error code:
+// the one place where they become codes.
+func skipDamagedError(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUnknownPartition):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, errNotHostedOrLeader), errors.Is(err, replica.ErrClosed), errors.Is(err, log.ErrClosed):
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, log.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	}
+	return kerr.KafkaStorageError.Code
+}
+
+// handleSkipDamaged gives up damaged ranges of partitions this node leads,
+// on an operator's explicit request (mqctl records skip-damaged): each one
+// is logged with who asked.
+func (b *Broker) handleSkipDamaged(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kafkaext.SkipDamagedRequest)
+	resp := &kafkaext.SkipDamagedResponse{Version: req.Version, Partitions: []kafkaext.SkipDamagedPartitionResponse{}}
+	img := b.ctrl.Image()
+	t := img.Topics[r.Topic]
+	for _, rp := range r.Partitions {
+		pr := kafkaext.SkipDamagedPartitionResponse{Partition: rp.Partition, Skipped: []kafkaext.DamagedRange{}}
+		skipped, err := b.skipDamaged(t, rp.Partition, rp.Offset)
+		for _, d := range skipped {
+			pr.Skipped = append(pr.Skipped, damagedRange(d))
+			b.log.Warn("damaged range skipped on request: its offsets are lost",
+				"topic", r.Topic, "partition", rp.Partition, "from_offset", d.From, "to_offset", d.To,
+				"client_id", clientID(req), "remote", remoteString(c))
+		}
+		if pr.ErrorCode = skipDamagedError(err); err != nil {
+			pr.ErrorMessage = err.Error()
+		}
+		resp.Partitions = append(resp.Partitions, pr)
+	}
+	return reply(resp)
+}
+
+// skipDamaged skips the damaged range of a partition holding offset, or
+// (offset < 0) every damaged range it has not skipped yet.
+func (b *Broker) skipDamaged(t *controller.Topic, partition int32, offset int64) ([]log.Damage, error) {
+	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil, errUnknownPartition
+	}
+	h := b.data.hostedReplica(t, partition)
+	if h == nil || !h.IsLeader() {
+		return nil, errNotHostedOrLeader
+	}
+	l := h.Log()
+	if offset >= 0 {
+		d, err := l.SkipDamaged(offset)
+		if err != nil {
+			return nil, err
+		}
+		return []log.Damage{d}, nil
+	}
+	var out []log.Damage
+	for _, d := range l.Damaged() {
+		if d.Skipped {
+			continue
+		}
+		s, err := l.SkipDamaged(d.From)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// damagedRange is a log.Damage as mq's tools see it.
+func damagedRange(d log.Damage) kafkaext.DamagedRange {
+	return kafkaext.DamagedRange{FromOffset: d.From, ToOffset: d.To, Segment: d.Segment, Position: d.Position,
+		Length: d.Length, Reason: d.Reason, DetectedMillis: d.Detected.UnixMilli(), Skipped: d.Skipped}
+}
+
+// damagedRanges lists a hosted partition's damaged ranges for
+// DescribeLogDirs.
+func damagedRanges(h *hosted) []kafkaext.DamagedRange {
+	var out []kafkaext.DamagedRange
+	for _, d := range h.Log().Damaged() {
+		out = append(out, damagedRange(d))
+	}
+	return out
+}
+
+func remoteString(c *server.ConnInfo) string {
+	if c == nil || c.Remote == nil {
+		return ""
+	}
+	return c.Remote.String()
+}
