@@ -323,3 +323,29 @@ func TestScrubIsPacedAndStops(t *testing.T) {
 		t.Fatal("ForgetChecks left everything checked")
 	}
 }
+
+func TestOffsetForTimestampAnswersPastDamage(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 3000
+	tl := openTestLog(t, cfg)
+	var want []appended
+	for i := range 20 {
+		want = append(want, tl.append(simpleBatch(t, uint64(i), 1, 100, 1000*int64(i+1)), 0))
+	}
+	tl.Close()
+	tl.Log = nil
+	f := &recoveryFixture{tl: tl, want: want, segs: segmentFiles(t, tl.dir)}
+	name, pos := f.batchPos(5)
+	f.corrupt(t, name, func(b []byte) []byte { b[pos+70] ^= 2; return b })
+	tl.open()
+	if _, err := tl.Scrub(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	off, ts, err := tl.OffsetForTimestamp(5500) // batch 5 holds 6000
+	if err != nil || off != want[6].base || ts != 7000 {
+		t.Fatalf("OffsetForTimestamp into the damage = %d, %d, %v; want %d, 7000", off, ts, err, want[6].base)
+	}
+	if off, _, err := tl.OffsetForTimestamp(3500); err != nil || off != want[3].base {
+		t.Fatalf("OffsetForTimestamp before the damage = %d, %v; want %d", off, err, want[3].base)
+	}
+}

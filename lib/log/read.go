@@ -422,6 +422,12 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, err e
 		return -1, -1, ErrNotFound
 	}
 	batch, h, err := l.readBatch(max(batchBase, logStart))
+	var de *DamagedError
+	if errors.As(err, &de) {
+		// The records there cannot be read: the answer is the first
+		// offset after the damage, the earliest one that can be.
+		batch, h, err = l.readBatch(de.Damage.To)
+	}
 	if err != nil {
 		return -1, -1, err
 	}
