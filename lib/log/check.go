@@ -140,31 +140,78 @@ func (l *Log) segmentBoundsLocked(seg *segment) (size, nextBase int64) {
 	return seg.size, l.end
 }
 
+// locateBoundsLocked bounds the search for the end of damage found at pos
+// of seg (see locateDamage): the segment's data and the offset after it,
+// or, when a known damaged range of the segment lies after pos, its
+// position and first offset, so that the new range ends where the known
+// one begins instead of overlapping it.
+func (l *Log) locateBoundsLocked(seg *segment, pos int64) (size, nextBase int64) {
+	size, nextBase = l.segmentBoundsLocked(seg)
+	name := segmentName(seg.base, logExt)
+	for _, d := range l.damage {
+		if d.Segment == name && d.Position > pos && d.Position <= size {
+			return d.Position, d.From
+		}
+	}
+	return size, nextBase
+}
+
+// skipKnownLocked moves a scan of seg at pos (offset next) past the known
+// damaged ranges that start there.
+func (l *Log) skipKnownLocked(seg *segment, pos, next int64) (int64, int64) {
+	name := segmentName(seg.base, logExt)
+	for moved := true; moved; {
+		moved = false
+		for _, d := range l.damage {
+			if d.Segment == name && d.Position == pos && d.Length > 0 {
+				pos, next, moved = d.Position+d.Length, d.To, true
+			}
+		}
+	}
+	return pos, next
+}
+
 // checkResult is what checkBatches found.
 type checkResult struct {
-	end, next int64   // where checking stopped
-	damage    *Damage // the first damage found, nil when none
+	end, next int64 // where checking stopped
+	bad       bool  // a bad batch was met (at end, when stopped there)
+	recorded  int   // damaged ranges recorded that were not known
 }
 
 // checkBatches checks the batches of seg (data file f) from pos, where the
 // batch with offset next starts, up to end: headers, offsets and CRCs. It
 // marks what passes as checked and records the damage it finds (see
-// locateDamage); it stops at the first damage when stopAtDamage is set,
-// else goes on after it. pace, when not nil, is called before every
+// locateDamage), stepping over the damage already known; it stops at the
+// first bad batch when stopAtDamage is set, else goes on after it. pace, when not nil, is called before every
 // scrubChunk bytes are checked; its error stops the check.
 func (l *Log) checkBatches(seg *segment, f File, pos, end, next int64, stopAtDamage bool, pace func(n int) error) (checkResult, error) {
 	bufp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(bufp)
 	res := checkResult{end: pos, next: next}
-	for pos < end {
+	for {
+		l.mu.RLock()
+		pos, next = l.skipKnownLocked(seg, pos, next)
+		l.mu.RUnlock()
+		if pos >= end {
+			break
+		}
 		var paced int64 = -1 // batches up to here were paid for
 		scan := scanSegment(f, seg.base, pos, end, next, true, *bufp, func(p int64, h *record.Header) error {
+			l.mu.RLock()
+			impossible := l.epochs.impossible(h.PartitionLeaderEpoch, h.BaseOffset)
+			l.mu.RUnlock()
+			if impossible {
+				return fmt.Errorf("%w: %d", errImpossibleEpoch, h.PartitionLeaderEpoch)
+			}
 			if pace != nil && p+int64(h.Size()) > paced {
 				paced = p + scrubChunk
 				return pace(scrubChunk)
 			}
 			return nil
 		})
+		if errors.Is(scan.stopErr, errImpossibleEpoch) {
+			scan.badErr, scan.stopErr = scan.stopErr, nil
+		}
 		l.markChecked(seg, checkedRange{start: pos, end: scan.end, first: next, next: scan.next})
 		res.end, res.next = scan.end, scan.next
 		switch {
@@ -176,20 +223,18 @@ func (l *Log) checkBatches(seg *segment, f File, pos, end, next int64, stopAtDam
 			return res, nil
 		}
 		l.mu.RLock()
-		size, nextBase := l.segmentBoundsLocked(seg)
+		size, nextBase := l.locateBoundsLocked(seg, scan.end)
 		l.mu.RUnlock()
 		d, resume, resumeOffset, err := locateDamage(f, seg.base, scan.end, size, scan.next, nextBase, scan.badErr)
 		if err != nil {
 			return res, fmt.Errorf("check %s at %d: %w", segmentName(seg.base, logExt), scan.end, err)
 		}
 		l.mu.Lock()
-		if !seg.deleted && !l.closed && d.From < l.end {
-			l.recordDamageLocked(d)
+		if !seg.deleted && !l.closed && d.From < l.end && l.recordDamageLocked(d) {
+			res.recorded++
 		}
 		l.mu.Unlock()
-		if res.damage == nil {
-			res.damage = &d
-		}
+		res.bad = true
 		if stopAtDamage {
 			return res, nil
 		}
@@ -209,6 +254,10 @@ func (l *Log) markChecked(seg *segment, r checkedRange) {
 	}
 	l.mu.Unlock()
 }
+
+// errImpossibleEpoch is the damage of a batch whose leader epoch this log
+// cannot have written (see epochCache.impossible).
+var errImpossibleEpoch = errors.New("batch leader epoch not in the log's history")
 
 // scrubChunk is how many bytes the scrubber checks per call to its pace.
 const scrubChunk = 256 << 10
@@ -260,10 +309,9 @@ func (l *Log) Scrub(ctx context.Context, pace func(ctx context.Context, n int) e
 			if pace != nil {
 				paceFn = func(n int) error { return pace(ctx, n) }
 			}
-			found := l.DamageFound()
 			res, err := l.checkBatches(seg, sf.f, g.start, g.end, g.next, false, paceFn)
 			st.Bytes += res.end - g.start
-			st.Damaged += int(l.DamageFound() - found)
+			st.Damaged += res.recorded
 			if err != nil {
 				sf.release()
 				return st, err

@@ -261,7 +261,7 @@ func locateDamage(f File, base, bad, size, expect, nextBase int64, why error) (d
 			hint = bad + int64(h.Size())
 		}
 	}
-	pos, h, found, err := findNextBatch(f, base, bad+1, size, expect, nextBase, hint)
+	pos, h, found, err := findNextBatch(f, base, bad+1, size, expect, nextBase, hint, true)
 	if err != nil {
 		return Damage{}, 0, 0, err
 	}
@@ -280,10 +280,11 @@ func locateDamage(f File, base, bad, size, expect, nextBase int64, why error) (d
 // of the data or by a header that continues its offsets (so that a batch
 // embedded in some record's value is not taken for one of the log's). It
 // tries hint first (the position after the bad batch, when its length
-// looked sane), then every position in order.
-func findNextBatch(f File, base, from, size, minOffset, maxOffset, hint int64) (int64, record.Header, bool, error) {
+// looked sane), then every position in order. Without strict, any batch
+// passing its CRC will do.
+func findNextBatch(f File, base, from, size, minOffset, maxOffset, hint int64, strict bool) (int64, record.Header, bool, error) {
 	if hint >= from {
-		if h, ok, err := goodBatchAt(f, base, hint, size, minOffset, maxOffset); err != nil || ok {
+		if h, ok, err := goodBatchAt(f, base, hint, size, minOffset, maxOffset, strict); err != nil || ok {
 			return hint, h, ok, err
 		}
 	}
@@ -306,7 +307,7 @@ func findNextBatch(f File, base, from, size, minOffset, maxOffset, hint int64) (
 			if err != nil || !plausible(&h, base, start+i, size, minOffset, maxOffset) {
 				continue
 			}
-			if h, ok, err := goodBatchAt(f, base, start+i, size, minOffset, maxOffset); err != nil || ok {
+			if h, ok, err := goodBatchAt(f, base, start+i, size, minOffset, maxOffset, strict); err != nil || ok {
 				return start + i, h, ok, err
 			}
 		}
@@ -321,8 +322,9 @@ func plausible(h *record.Header, base, pos, size, minOffset, maxOffset int64) bo
 		h.LastOffset()-base <= math.MaxUint32 && pos+int64(h.Size()) <= size
 }
 
-// goodBatchAt checks for a good batch at pos (see findNextBatch).
-func goodBatchAt(f File, base, pos, size, minOffset, maxOffset int64) (record.Header, bool, error) {
+// goodBatchAt checks for a good batch at pos (see findNextBatch); strict
+// also wants the end of the data or a continuing header after it.
+func goodBatchAt(f File, base, pos, size, minOffset, maxOffset int64, strict bool) (record.Header, bool, error) {
 	hb, err := readAtMost(f, pos, record.HeaderSize, size)
 	if err != nil {
 		return record.Header{}, false, nil
@@ -339,7 +341,7 @@ func goodBatchAt(f File, base, pos, size, minOffset, maxOffset int64) (record.He
 		return h, false, nil
 	}
 	end := pos + int64(h.Size())
-	if end == size {
+	if end == size || !strict {
 		return h, true, nil
 	}
 	nb, err := readAtMost(f, end, record.HeaderSize, size)

@@ -94,3 +94,27 @@ func (c *epochCache) endOffsetFor(epoch int32, logEnd int64) (int64, int32) {
 	}
 	return c.entries[i].StartOffset, c.entries[i-1].Epoch
 }
+
+// epochFor returns the epoch of the entry covering offset, -1 when none
+// does (offset below the history).
+func (c *epochCache) epochFor(offset int64) int32 {
+	e := int32(-1)
+	for _, entry := range c.entries {
+		if entry.StartOffset > offset {
+			break
+		}
+		e = entry.Epoch
+	}
+	return e
+}
+
+// impossible reports whether a batch at offset carrying epoch cannot have
+// been written by this log: its epoch is negative, or newer than the entry
+// covering offset (appending it would have started an entry there). The
+// CRC does not cover the epoch: this is its only check. An older epoch is
+// let through: the log accepts appends with one (a caller's choice), so it
+// is no proof of damage.
+func (c *epochCache) impossible(epoch int32, offset int64) bool {
+	want := c.epochFor(offset)
+	return want >= 0 && epoch != want && (epoch < 0 || epoch > want)
+}

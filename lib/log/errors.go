@@ -44,6 +44,12 @@ type CorruptionError struct {
 	Segment  string // file name of the segment
 	Position int64  // byte position of the bad batch in the segment
 	Err      error
+
+	// walkFrom and walkNext are where the read's walk over batch headers
+	// last started (a trusted position and the offset there), for finding
+	// which batch is bad: it may be one before Position whose length led
+	// there.
+	walkFrom, walkNext int64
 }
 
 func (e *CorruptionError) Error() string {

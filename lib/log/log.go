@@ -52,8 +52,10 @@ type Log struct {
 	maxTS         int64  // largest timestamp in the log, when maxTSValid
 	maxTSBase     int64  // base offset of the batch holding maxTS
 	maxTSValid    bool
-	scannedEnd    int64    // during load: offset after the last recovered batch
-	damage        []Damage // damaged ranges, by offset (damage.go)
+	scannedEnd    int64       // during load: offset after the last recovered batch
+	damage        []Damage    // damaged ranges, by offset (damage.go)
+	loadedEpochs  *epochCache // during load: the checkpointed leader-epoch history
+	spike         epochSpike  // during load: see checkEpochLocked
 
 	loadMu      sync.Mutex // serializes opening closed segments from readers
 	useClock    atomic.Int64
@@ -165,6 +167,9 @@ func (l *Log) load() error {
 		epErr = err
 	} else if l.epochs.entries, epErr = decodeEpochCheckpoint(b); epErr != nil {
 		l.logger.Warn("ignoring leader-epoch checkpoint", "err", epErr)
+	} else {
+		l.loadedEpochs = &epochCache{entries: slices.Clone(l.epochs.entries)}
+		defer func() { l.loadedEpochs = nil }()
 	}
 
 	if len(bases) == 0 {
@@ -291,8 +296,9 @@ func (l *Log) readOffsetCheckpoint(file, kind string) (int64, error) {
 
 // recoverSegment opens segment i, checks its batches from the recovery
 // point rp (from the start when rp < 0) and rebuilds its indexes. A bad
-// batch followed by good ones (in this segment or a later one) is damage:
-// recorded, and the good batches after it are kept. A bad batch followed by
+// batch below the recovery point, or followed by good ones (in this
+// segment or a later one), is damage: recorded, and the good batches after
+// it are kept. A bad batch at or past the recovery point followed by
 // nothing good is a torn tail, cut off; recoverSegment reports it, and the
 // caller deletes the segments after it. The segment is left open with its
 // indexes in memory.
@@ -341,13 +347,31 @@ func (l *Log) recoverSegment(i int, rp int64, first bool) (torn bool, err error)
 	interval := l.cfg.IndexIntervalBytes
 	buf := make([]byte, recoveryBufSize)
 	index := func(pos int64, h *record.Header) error {
+		// The CRC does not cover the leader epoch. Below the recovery
+		// point the checkpointed history holds; past it, epochs must not
+		// decrease, and one batch whose epoch the next batch contradicts
+		// was flipped.
+		if h.BaseOffset < rp && l.loadedEpochs != nil && l.loadedEpochs.impossible(h.PartitionLeaderEpoch, h.BaseOffset) {
+			return fmt.Errorf("%w: %d", errImpossibleEpoch, h.PartitionLeaderEpoch)
+		}
+		if err := l.checkEpochLocked(seg, pos, h); err != nil {
+			return err
+		}
 		seg.indexBatch(h, pos, interval)
 		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
 		return nil
 	}
 	pos, dataEnd := scanFrom, seg.size
 	for {
+		pos, next = l.skipKnownLocked(seg, pos, next)
+		l.scannedEnd = next
+		if pos >= seg.size {
+			break
+		}
 		res := scanSegment(f, seg.base, pos, seg.size, next, true, buf, index)
+		if errors.Is(res.stopErr, errImpossibleEpoch) {
+			res.badErr = res.stopErr
+		}
 		seg.checked.add(checkedRange{start: pos, end: res.end, first: next, next: res.next})
 		if res.ioErr != nil {
 			return false, fmt.Errorf("recover %s: %w", segmentName(seg.base, logExt), res.ioErr)
@@ -356,16 +380,28 @@ func (l *Log) recoverSegment(i int, rp int64, first bool) (torn bool, err error)
 		if res.badErr == nil {
 			break
 		}
-		d, resume, resumeOffset, err := locateDamage(f, seg.base, res.end, seg.size, res.next, nextBase, res.badErr)
+		limit, limitOffset := seg.size, nextBase
+		if kl, ko := l.locateBoundsLocked(seg, res.end); kl < seg.size {
+			limit, limitOffset = kl, ko
+		}
+		d, resume, resumeOffset, err := locateDamage(f, seg.base, res.end, limit, res.next, limitOffset, res.badErr)
 		if err != nil {
 			return false, fmt.Errorf("recover %s: %w", segmentName(seg.base, logExt), err)
 		}
-		if resume < seg.size || l.goodDataAfterLocked(i) {
+		// Below the recovery point everything was fsynced: a bad batch
+		// there is damage even at the very end of the log, never a torn
+		// write. Its offsets reach the recovery point at least.
+		durable := res.next < rp
+		if resume < seg.size || durable || l.goodDataAfterLocked(i) || l.anyGoodBatch(f, seg, res.end, res.next) {
+			if nextBase == math.MaxInt64 && resume >= seg.size {
+				d.To = max(rp, res.next+1)
+			}
 			l.recordDamageLocked(d)
 			pos, next = resume, resumeOffset
 			if resume < seg.size {
 				continue
 			}
+			l.scannedEnd = d.To
 			break
 		}
 		torn = true
@@ -398,9 +434,63 @@ func (l *Log) recoverSegment(i int, rp int64, first bool) (torn bool, err error)
 	return torn, nil
 }
 
-// goodDataAfterLocked reports whether a segment after segment i starts
-// with a good batch: then a bad end of segment i is damage in the middle
-// of the log, not a torn tail.
+// epochSpike is the batch that started the newest epoch during a recovery
+// scan, until a later batch confirms its epoch.
+type epochSpike struct {
+	set        bool
+	seg        int64 // base offset of its segment
+	pos, size  int64
+	base, last int64
+}
+
+// checkEpochLocked checks the leader epoch of a batch recovery scanned at
+// pos of seg, against the history so far (see recoverSegment): a negative
+// epoch is a bad batch (errImpossibleEpoch). One below the newest, when the
+// newest epoch began with the last batch scanned before this one and this
+// one's epoch lies between that one's and the epoch before, shows that
+// batch's epoch was flipped (epochs never go down along a log written by a
+// replica): it is recorded as damage and its epoch forgotten.
+func (l *Log) checkEpochLocked(seg *segment, pos int64, h *record.Header) error {
+	e, latest := h.PartitionLeaderEpoch, l.epochs.latest()
+	prev := l.spike
+	l.spike = epochSpike{}
+	switch {
+	case e < 0 && latest >= 0:
+		return fmt.Errorf("%w: %d", errImpossibleEpoch, e)
+	case e > latest:
+		l.spike = epochSpike{set: true, seg: seg.base, pos: pos, size: int64(h.Size()), base: h.BaseOffset, last: h.LastOffset()}
+		return nil
+	case e == latest:
+		return nil
+	}
+	n := len(l.epochs.entries)
+	if prev.set && n >= 1 && l.epochs.entries[n-1].StartOffset == prev.base && (n == 1 || l.epochs.entries[n-2].Epoch <= e) {
+		l.epochs.entries = l.epochs.entries[:n-1]
+		l.recordDamageLocked(Damage{From: prev.base, To: prev.last + 1, Segment: segmentName(prev.seg, logExt),
+			Position: prev.pos, Length: prev.size, Reason: fmt.Sprintf("%v: %d", errImpossibleEpoch, latest)})
+		if e > l.epochs.latest() {
+			l.spike = epochSpike{set: true, seg: seg.base, pos: pos, size: int64(h.Size()), base: h.BaseOffset, last: h.LastOffset()}
+		}
+		return nil
+	}
+	// An older epoch than the newest is let through, as epochCache.impossible
+	// does; the newest stays unconfirmed.
+	l.spike = prev
+	return nil
+}
+
+// anyGoodBatch reports whether a batch passing its CRC lies in seg after
+// a bad one at pos (where offset next was expected), even one that the
+// search for where damage ends did not trust: then what follows the bad
+// batch is not just a torn write, and nothing of it is cut off.
+func (l *Log) anyGoodBatch(f File, seg *segment, pos, next int64) bool {
+	_, _, found, err := findNextBatch(f, seg.base, pos+1, seg.size, next, math.MaxInt64, -1, false)
+	return err == nil && found
+}
+
+// goodDataAfterLocked reports whether a segment after segment i holds a
+// batch passing its CRC: then a bad end of segment i is damage in the
+// middle of the log, not a torn tail.
 func (l *Log) goodDataAfterLocked(i int) bool {
 	for _, seg := range l.segs[i+1:] {
 		if seg.size == 0 {
@@ -410,9 +500,11 @@ func (l *Log) goodDataAfterLocked(i int) bool {
 		if err != nil {
 			return false
 		}
-		_, ok, _ := goodBatchAt(f, seg.base, 0, seg.size, seg.base, math.MaxInt64)
+		_, _, found, err := findNextBatch(f, seg.base, 0, seg.size, seg.base, math.MaxInt64, -1, false)
 		_ = f.Close()
-		return ok
+		if err == nil && found {
+			return true
+		}
 	}
 	return false
 }
@@ -514,8 +606,8 @@ func (l *Log) walkHeadersLocked(from int64, fn func(h *record.Header)) error {
 				if res.badErr == nil {
 					break
 				}
-				_, nextBase := l.segmentBoundsLocked(seg)
-				d, resume, resumeOffset, err := locateDamage(seg.file.f, seg.base, res.end, seg.size, res.next, nextBase, res.badErr)
+				limit, nextBase := l.locateBoundsLocked(seg, res.end)
+				d, resume, resumeOffset, err := locateDamage(seg.file.f, seg.base, res.end, limit, res.next, nextBase, res.badErr)
 				if err != nil {
 					return err
 				}

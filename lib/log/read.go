@@ -142,7 +142,7 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int) (Region, error) {
 		if errors.As(err, &cerr) && attempt < maxReadAttempts {
 			// Bad bytes where the index or the batch before pointed: find
 			// their extent, record them, and read again around them.
-			if l.checkAround(seg, idx, cerr.Position) {
+			if l.checkAround(seg, cerr.walkFrom, cerr.walkNext) {
 				continue
 			}
 		}
@@ -231,7 +231,7 @@ func (l *Log) checkRegion(seg *segment, r *Region, offset int64) (again bool, er
 	if err != nil {
 		return false, err
 	}
-	if res.damage == nil {
+	if !res.bad {
 		return false, nil
 	}
 	if res.end <= r.Pos || res.next <= offset {
@@ -241,26 +241,21 @@ func (l *Log) checkRegion(seg *segment, r *Region, offset int64) (again bool, er
 	return false, nil
 }
 
-// checkAround is called when a read met a bad header at pos of seg: it
-// checks the segment from the last index entry before pos to find and
-// record the damage there, and reports whether it found some, so that
-// reading again avoids it.
-func (l *Log) checkAround(seg *segment, idx []byte, pos int64) bool {
+// checkAround is called when a read met a bad header: it checks seg from
+// where the read's walk over headers last started (position from, offset
+// next: the bad batch lies after it) to find and record the damage, and
+// reports whether it recorded some, so that reading again avoids it.
+func (l *Log) checkAround(seg *segment, from, next int64) bool {
 	sf, _, _, err := l.acquire(seg)
 	if err != nil {
 		return false
 	}
 	defer sf.release()
-	from, next := int64(0), seg.base
-	if k := entriesAtMostPos(idx, pos); k > 0 {
-		rel, p := offsetEntry(idx, k-1)
-		from, next = p, seg.base+int64(rel)
-	}
 	l.mu.RLock()
 	size := seg.size
 	l.mu.RUnlock()
 	res, err := l.checkBatches(seg, sf.f, from, size, next, true, nil)
-	return err == nil && res.damage != nil
+	return err == nil && res.recorded > 0
 }
 
 // readSegment finds the Region for a read in one segment whose data file is
@@ -273,8 +268,9 @@ func readSegment(base int64, sf *segFile, idx []byte, limit, offset, maxOffset i
 	bufp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(bufp)
 	r := chunkReader{f: sf.f, buf: *bufp, fileSize: limit}
+	var walkFrom, walkNext int64 // where the header walk last started
 	corrupt := func(pos int64, err error) error {
-		return &CorruptionError{Segment: segmentName(base, logExt), Position: pos, Err: err}
+		return &CorruptionError{Segment: segmentName(base, logExt), Position: pos, Err: err, walkFrom: walkFrom, walkNext: walkNext}
 	}
 	header := func(pos int64) (record.Header, error) {
 		b, err := r.at(pos, record.HeaderSize)
@@ -296,6 +292,7 @@ func readSegment(base int64, sf *segFile, idx []byte, limit, offset, maxOffset i
 	if after != nil && pos < after.Position+after.Length {
 		pos, expect = after.Position+after.Length, after.To
 	}
+	walkFrom, walkNext = pos, expect
 	var h record.Header
 	for {
 		if pos >= limit {
@@ -337,6 +334,7 @@ func readSegment(base int64, sf *segFile, idx []byte, limit, offset, maxOffset i
 		if k >= 2 {
 			if r, p := offsetEntry(idx, k-2); p > end {
 				end, last = p, base+int64(r)-1
+				walkFrom, walkNext = p, base+int64(r)
 			}
 		}
 	}
