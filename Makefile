@@ -6,7 +6,7 @@ PKGS     := ./...
 FUZZTIME ?= 20s
 PREFIX   ?= /usr/local
 
-.PHONY: all build test test-short fuzz bench perf lint install uninstall run man clean
+.PHONY: all build test test-short test-mem fuzz bench perf lint install uninstall run man clean
 
 all: build
 
@@ -22,6 +22,28 @@ test:
 # A quick pass without -race, for the edit-compile loop.
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
+
+# Each package's tests as `make test` runs them (-race), one package at a
+# time under /usr/bin/time (apt-get install time): the peak RSS of the
+# largest process of the package's run, the test binary or a program it
+# started, and a failure over MEM_MB. The e2e package's own line names
+# its test process's and its largest mqd's peaks (e2e/harness_test.go).
+MEM_MB ?= 3072
+test-mem:
+	@test -x /usr/bin/time || { echo "test-mem needs /usr/bin/time: apt-get install time"; exit 1; }
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; bad=0; \
+	for pkg in $$($(GO) list $(PKGS)); do \
+		rm -f "$$tmp/pkg.test"; \
+		$(GO) test -race -c -o "$$tmp/pkg.test" $$pkg || { bad=1; continue; }; \
+		[ -f "$$tmp/pkg.test" ] || continue; \
+		status=ok; \
+		(cd "$$($(GO) list -f '{{.Dir}}' $$pkg)" && /usr/bin/time -f %M -o "$$tmp/rss" \
+			"$$tmp/pkg.test" -test.count=1 -test.timeout=15m >"$$tmp/out" 2>&1) || { status=FAIL; bad=1; cat "$$tmp/out"; }; \
+		mb=$$(( $$(tail -n 1 "$$tmp/rss") / 1024 )); \
+		[ $$mb -le $(MEM_MB) ] || { status="over $(MEM_MB) MB"; bad=1; }; \
+		printf '%6d MB  %-36s %s\n' $$mb $$pkg "$$status"; \
+		grep -h '^e2e: peak RSS' "$$tmp/out" | sed 's/^/          /' || true; \
+	done; exit $$bad
 
 # Each fuzz target for FUZZTIME (go test runs one fuzz target per invocation).
 fuzz:

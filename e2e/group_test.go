@@ -165,13 +165,21 @@ func startGroupConsumer(t *testing.T, b *broker, l *ledger, name, groupID, topic
 	t.Cleanup(cl.Close)
 	ctx, cancel := context.WithCancel(context.Background())
 	gc.stop = cancel
+	// Stop the loop before the client closes (cleanups run last first):
+	// polling a closed client returns at once, and a loop left spinning
+	// on it for the rest of the package starts a goroutine in kgo per
+	// poll, which under -race costs memory that is never given back.
+	t.Cleanup(func() {
+		cancel()
+		<-gc.done
+	})
 	go func() {
 		defer close(gc.done)
 		// Close waits for a rebalance blocked on the last poll.
 		defer cl.AllowRebalance()
 		for ctx.Err() == nil {
 			fs := cl.PollFetches(ctx)
-			if gc.killed.Load() {
+			if gc.killed.Load() || fs.IsClientClosed() {
 				return
 			}
 			fs.EachRecord(func(r *kgo.Record) {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +26,38 @@ import (
 // binDir holds every program of cmd/, built once for the whole package;
 // mqdPath is the daemon among them.
 var binDir, mqdPath string
+
+// The tests keep every process under 3 GB of resident memory, what a CI
+// runner or a laptop with 8 GB can spare; the peaks (VmHWM) are checked
+// against these bounds, and `make test-mem` prints each package's.
+const (
+	// testMaxRSS bounds this test process, which runs under -race in
+	// `make test`: the race runtime keeps memory for every goroutine
+	// ever started, so a leaked loop shows here first. It peaks near
+	// 0.8-0.9 GB, in the million-message tests (kgo's fetch buffers).
+	testMaxRSS = 2 << 30
+	// mqdMaxRSS bounds each mqd the tests start, checked when it is
+	// stopped or killed; the largest peaks near 35 MB (mqpipe_large's
+	// 5-7 MB messages). mqd built with -race (MQ_E2E_RACE) peaks near
+	// 110 MB and is allowed raceRSSFactor times as much.
+	mqdMaxRSS     = 256 << 20
+	raceRSSFactor = 4
+)
+
+// mqdBound is mqdMaxRSS for the mqd this package built.
+func mqdBound() int64 {
+	if os.Getenv("MQ_E2E_RACE") != "" {
+		return mqdMaxRSS * raceRSSFactor
+	}
+	return mqdMaxRSS
+}
+
+// largestMQD is the highest peak RSS of any mqd of this run, for the
+// summary TestMain prints.
+var largestMQD struct {
+	sync.Mutex
+	bytes int64
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "mq-e2e-bin-")
@@ -46,6 +79,17 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	if peak, ok := vmHWM(os.Getpid()); ok {
+		largestMQD.Lock()
+		mqd := largestMQD.bytes
+		largestMQD.Unlock()
+		fmt.Fprintf(os.Stderr, "e2e: peak RSS %d MB for this test process (bound %d MB), %d MB for the largest mqd (bound %d MB)\n",
+			peak>>20, testMaxRSS>>20, mqd>>20, mqdBound()>>20)
+		if peak > testMaxRSS {
+			fmt.Fprintf(os.Stderr, "FAIL: this test process peaked at %d MB of RSS, over the %d MB bound (testMaxRSS)\n", peak>>20, testMaxRSS>>20)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
@@ -60,6 +104,7 @@ type mqdProc struct {
 	stderr  *lockedBuffer
 	exited  chan struct{}
 	waitErr error
+	peakRSS int64 // highest VmHWM of its starts so far, in bytes
 }
 
 // launchMQD starts mqd on dataDir with the given key=value properties and
@@ -157,6 +202,7 @@ func (p *mqdProc) stop() error {
 	if !p.running() {
 		return nil
 	}
+	p.notePeak()
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
@@ -173,9 +219,51 @@ func (p *mqdProc) stop() error {
 // kill sends SIGKILL and waits for the process to be gone.
 func (p *mqdProc) kill() {
 	if p.running() {
+		p.notePeak()
 		p.cmd.Process.Kill()
 		<-p.exited
 	}
+}
+
+// notePeak records the running process's peak RSS so far. It is called
+// just before the process is signalled: /proc forgets a process's memory
+// once it has exited.
+func (p *mqdProc) notePeak() {
+	hwm, ok := vmHWM(p.cmd.Process.Pid)
+	if !ok {
+		return
+	}
+	p.peakRSS = max(p.peakRSS, hwm)
+	largestMQD.Lock()
+	largestMQD.bytes = max(largestMQD.bytes, hwm)
+	largestMQD.Unlock()
+}
+
+// checkPeak fails when the process's peak RSS went over mqdBound.
+func (p *mqdProc) checkPeak() error {
+	if bound := mqdBound(); p.peakRSS > bound {
+		return fmt.Errorf("mqd on %s peaked at %d MB of RSS, over the %d MB bound (mqdMaxRSS)", p.dataDir, p.peakRSS>>20, bound>>20)
+	}
+	return nil
+}
+
+// vmHWM returns the peak resident set size of process pid from
+// /proc/PID/status, or false where that cannot be read (no /proc, or the
+// process is gone). Only /proc tells one process's own peak: a child's
+// rusage (ProcessState.SysUsage, /usr/bin/time) also counts the memory
+// its parent had when it forked, here the whole test process.
+func vmHWM(pid int) (int64, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(v, "kB")), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
 }
 
 // cleanup stops the process and removes its socket directory.
@@ -209,6 +297,9 @@ func startBroker(t testing.TB, o brokerOpts) *broker {
 	}
 	t.Cleanup(func() {
 		if err := p.cleanup(); err != nil {
+			t.Error(err)
+		}
+		if err := p.checkPeak(); err != nil {
 			t.Error(err)
 		}
 	})

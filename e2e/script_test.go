@@ -39,7 +39,13 @@ func TestScripts(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			env.Defer(func() { p.kill(); os.RemoveAll(p.sockDir) })
+			env.Defer(func() {
+				p.kill()
+				os.RemoveAll(p.sockDir)
+				if err := p.checkPeak(); err != nil {
+					env.T().Fatal(err)
+				}
+			})
 			env.Values[mqdKey{}] = p
 			env.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 			env.Setenv("MQ_BROKER", "tcp://"+p.addr)
