@@ -120,10 +120,11 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 		return nil, err
 	}
 	d.server, err = server.New(server.Config{
-		Listeners:       s.Listeners,
-		MaxRequestBytes: s.SocketRequestMaxBytes,
-		IdleTimeout:     s.ConnectionsMaxIdle,
-		Logger:          logger.With("component", "server"),
+		Listeners:             s.Listeners,
+		MaxRequestBytes:       s.SocketRequestMaxBytes,
+		QueuedMaxRequestBytes: queuedMaxRequestBytes(s.QueuedMaxRequestBytes),
+		IdleTimeout:           s.ConnectionsMaxIdle,
+		Logger:                logger.With("component", "server"),
 	}, d.broker)
 	if err != nil {
 		return nil, err
@@ -142,6 +143,15 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	d.startRetention(s.LogRetentionCheckInterval)
 	d.startScrub(s.LogScrubBytesPerSec, s.LogScrubInterval)
 	return d, nil
+}
+
+// queuedMaxRequestBytes is queued.max.request.bytes for server.Config:
+// Kafka's "no bound" (any value up to 0) is the server's negative.
+func queuedMaxRequestBytes(v int64) int64 {
+	if v <= 0 {
+		return -1
+	}
+	return v
 }
 
 // advertisedAddress is the host and port this broker gives clients.

@@ -116,11 +116,19 @@ func getProduce() *producing {
 	return pr
 }
 
-// release puts pr back in the pool, holding no partition or context.
+// release puts pr back in the pool, holding no partition or context, nor
+// the request's frame: its topic names point into the frame (the server
+// decodes recycled requests in place), which the server reuses or drops
+// now, and a 100 MiB frame kept alive by a pooled name would be memory
+// outside queued.max.request.bytes.
 func (pr *producing) release() {
 	clear(pr.waits)
 	pr.waits = pr.waits[:0]
 	pr.ctx = nil
+	topics := pr.resp.Topics[:cap(pr.resp.Topics)]
+	for i := range topics {
+		topics[i].Topic = ""
+	}
 	producePool.Put(pr)
 }
 

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -218,5 +219,40 @@ func TestProduceSeveralBatchesInOnePartition(t *testing.T) {
 	got := fetchOne(t, tb, 12, fetchRequest("multi", id, 0, 0, 0))
 	if values := recordValues(t, got.RecordBatches); len(values) != 5 || values[2] != "b-0" {
 		t.Fatalf("values %q", values)
+	}
+}
+
+// A produce request's state goes back to a pool once its response is done
+// with, and must not keep the request's frame alive there: the server
+// decodes recycled requests in place (the topic names point into the
+// frame), and a 100 MiB frame kept by a pooled name would be memory outside
+// queued.max.request.bytes.
+func TestProduceStateKeepsNoRequestFrame(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	tb.createTopic(t, "t", 1, nil)
+	req := produceRequest("t", 0, 1, testBatch(t, record.BuildOptions{}, "v", 1))
+	req.SetVersion(produceVersion)
+	frame := req.AppendTo(make([]byte, 0, 2<<20))
+	collected := make(chan struct{})
+	runtime.AddCleanup(&frame[0], func(c chan struct{}) { close(c) }, collected)
+	body := kmsg.NewPtrProduceRequest()
+	body.SetVersion(produceVersion)
+	if err := body.UnsafeReadFrom(frame); err != nil {
+		t.Fatal(err)
+	}
+	sreq := &server.Request{Key: body.Key(), Version: produceVersion, Body: body}
+	resp := sreq.Answer(tb.Handle(context.Background(), testConn, sreq))
+	if code := decodeResponse(t, body.Key(), produceVersion, resp).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+	}
+	resp.Done()
+	frame, body, sreq, resp = nil, nil, nil, server.Response{}
+	// One collection: a frame still referenced from a pool survives it
+	// (sync.Pool keeps what it held for one more cycle).
+	runtime.GC()
+	select {
+	case <-collected:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request's frame is still referenced after its response was done with")
 	}
 }

@@ -37,6 +37,7 @@ type Broker struct {
 	UncleanLeaderElection      bool          // unclean.leader.election.enable, default false
 	MessageMaxBytes            int32         // message.max.bytes, default 1048588
 	SocketRequestMaxBytes      int32         // socket.request.max.bytes, default 104857600
+	QueuedMaxRequestBytes      int64         // queued.max.request.bytes, default 256 MiB (mq; Kafka's is -1, no bound); ≤ 0: no bound
 	ConnectionsMaxIdle         time.Duration // connections.max.idle.ms, default 10 min
 	LogSegmentBytes            int64         // log.segment.bytes, default 1 GiB, at least 14
 	LogRollMS                  int64         // log.roll.ms, else log.roll.hours; default 7 days
@@ -186,6 +187,10 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.LogFormat = v }, get: func(b *Broker) string { return b.LogFormat }},
 	{name: "socket.request.max.bytes", kind: intAtLeast(1), def: "104857600", doc: "The largest request accepted, in bytes.",
 		set: func(b *Broker, v string) { b.SocketRequestMaxBytes = i32(v) }, get: func(b *Broker) string { return fmtInt(b.SocketRequestMaxBytes) }},
+	{name: "queued.max.request.bytes", kind: anyLong, def: "268435456", doc: "The request bytes held in memory at once, across all connections: when they are used up, " +
+		"mqd reads no more requests until responses free some. At least socket.request.max.bytes; -1 (or any value up to 0): no bound, Kafka's default. " +
+		"mq's default, 256 MiB, holds two requests of the largest default size and many ordinary ones.",
+		set: func(b *Broker, v string) { b.QueuedMaxRequestBytes = i64(v) }, get: func(b *Broker) string { return fmtInt(b.QueuedMaxRequestBytes) }},
 	{name: "connections.max.idle.ms", kind: longAtLeast(1), def: "600000", doc: "Close connections idle this long.",
 		set: func(b *Broker, v string) { b.ConnectionsMaxIdle = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ConnectionsMaxIdle) }},
 	{name: "log.retention.check.interval.ms", kind: longAtLeast(1), def: "300000", doc: "How often retention deletes old segments.",

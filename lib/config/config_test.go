@@ -29,6 +29,7 @@ func TestDefaultsAreKafkas(t *testing.T) {
 		UncleanLeaderElection:      false,
 		MessageMaxBytes:            1048588,
 		SocketRequestMaxBytes:      104857600,
+		QueuedMaxRequestBytes:      256 << 20, // mq's; Kafka's is -1
 		ConnectionsMaxIdle:         10 * time.Minute,
 		LogSegmentBytes:            1 << 30,
 		LogRollMS:                  168 * 3600 * 1000,
@@ -193,6 +194,45 @@ func TestLoadEnvironment(t *testing.T) {
 	}
 }
 
+// queued.max.request.bytes is checked against socket.request.max.bytes
+// once every layer is applied, whichever layer set either.
+func TestLoadRefusesRequestBudgetBelowLargestRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		file  string
+		env   map[string]string
+		flags map[string]string
+		ok    bool
+	}{
+		{"defaults", "", nil, nil, true},
+		{"budget equal to the largest request", "queued.max.request.bytes = 104857600", nil, nil, true},
+		{"budget below the default largest request", "queued.max.request.bytes = 104857599", nil, nil, false},
+		{"largest request raised above the default budget", "", map[string]string{"MQ_SOCKET_REQUEST_MAX_BYTES": "268435457"}, nil, false},
+		{"both raised in different layers", "socket.request.max.bytes = 536870912", nil, map[string]string{"queued.max.request.bytes": "1073741824"}, true},
+		{"no bound", "socket.request.max.bytes = 536870912", nil, map[string]string{"queued.max.request.bytes": "-1"}, true},
+		{"zero is no bound, as in Kafka", "queued.max.request.bytes = 0", nil, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := ""
+			if tc.file != "" {
+				file = writeFile(t, tc.file+"\n")
+			}
+			_, err := Load(file, envOf(tc.env), tc.flags)
+			if tc.ok && err != nil {
+				t.Fatal(err)
+			}
+			if !tc.ok {
+				if !errors.Is(err, ErrInvalidValue) {
+					t.Fatalf("Load = %v, want an invalid value error", err)
+				}
+				if msg := err.Error(); !strings.Contains(msg, "queued.max.request.bytes") || !strings.Contains(msg, "socket.request.max.bytes") {
+					t.Errorf("error %q does not name both properties", msg)
+				}
+			}
+		})
+	}
+}
+
 func TestLoadDurationUnitsMostSpecificWins(t *testing.T) {
 	const hour, minute = 3_600_000, 60_000
 	for _, tc := range []struct {
@@ -318,6 +358,8 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"log.level", "debug", true}, {"log.level", "WARN", true}, {"log.level", "trace", false},
 		{"log.format", "json", true}, {"log.format", "xml", false},
 		{"socket.request.max.bytes", "1", true}, {"socket.request.max.bytes", "0", false},
+		{"queued.max.request.bytes", "-1", true}, {"queued.max.request.bytes", "0", true}, {"queued.max.request.bytes", "4294967296", true},
+		{"queued.max.request.bytes", "1.5", false}, {"queued.max.request.bytes", "256MiB", false},
 		{"connections.max.idle.ms", "1", true}, {"connections.max.idle.ms", "0", false},
 		{"log.retention.check.interval.ms", "1", true}, {"log.retention.check.interval.ms", "0", false},
 		{"log.scrub.bytes.per.sec", "0", true}, {"log.scrub.bytes.per.sec", "1048576", true}, {"log.scrub.bytes.per.sec", "-1", false},

@@ -88,7 +88,26 @@ func Load(file string, env func(string) string, flags map[string]string) (Broker
 			return Broker{}, at("command line", err)
 		}
 	}
+	if err := b.checkTogether(); err != nil {
+		return Broker{}, err
+	}
 	return b, nil
+}
+
+// checkTogether checks what no property can check alone, once every layer
+// is applied: queued.max.request.bytes must hold a request of
+// socket.request.max.bytes (Kafka refuses the same), else the largest
+// requests could never be read.
+func (b *Broker) checkTogether() error {
+	q, max := b.QueuedMaxRequestBytes, int64(b.SocketRequestMaxBytes)
+	if q <= 0 || q >= max {
+		return nil
+	}
+	allowed := fmt.Sprintf("at least socket.request.max.bytes (%d), or -1 for no bound", max)
+	if _, set := b.explicit["queued.max.request.bytes"]; !set {
+		allowed += " (" + fmtInt(q) + " is its default: raise it with socket.request.max.bytes)"
+	}
+	return invalid("queued.max.request.bytes", fmtInt(q), allowed)
 }
 
 // Property is one "key = value" line of a config file.

@@ -61,11 +61,19 @@ func requestMaker(h Handler) func(int16) kmsg.Request {
 }
 
 // putBody returns a recycled request's body to its pool, if it has one.
+// Its topics are cleared first, up to the slices' capacity: their records
+// and (decoded unsafe) names point into the request's frame, and a pooled
+// body must not keep a frame the server has given back (a large one would
+// stay in memory, outside the request budget). Decoding does not reuse
+// what they hold anyway: kmsg zeroes each element it decodes into.
 func putBody(body kmsg.Request) {
 	switch r := body.(type) {
 	case *kmsg.ProduceRequest:
+		clear(r.Topics[:cap(r.Topics)])
 		producePool.Put(r)
 	case *kmsg.FetchRequest:
+		clear(r.Topics[:cap(r.Topics)])
+		clear(r.ForgottenTopics[:cap(r.ForgottenTopics)])
 		fetchPool.Put(r)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -83,12 +82,14 @@ type pending struct {
 	// recycled).
 	frame *[]byte
 	req   *Request
+	// charge is what the frame holds of the server's budget.
+	charge int64
 }
 
 // finish releases what a pending holds once its response has been written
 // or dropped: the response's resources (Done), the request's frame and
-// the Request.
-func (p *pending) finish(resp Response) {
+// the Request, and the frame's share of the budget.
+func (c *conn) finish(p *pending, resp Response) {
 	resp.done()
 	if p.frame != nil {
 		putFrame(p.frame)
@@ -100,6 +101,8 @@ func (p *pending) finish(resp Response) {
 		requestPool.Put(p.req)
 		p.req = nil
 	}
+	c.s.budget.release(p.charge)
+	p.charge = 0
 }
 
 // requestPool holds the Requests of recycled requests (Request.Recycle).
@@ -198,7 +201,7 @@ func (c *conn) readLoop() {
 func (c *conn) writeNow(p *pending) bool {
 	defer func() { <-c.slots }()
 	resp := p.fixed
-	defer p.finish(resp)
+	defer c.finish(p, resp)
 	if c.ctx.Err() != nil {
 		return false
 	}
@@ -280,7 +283,7 @@ func (c *conn) readSize() error {
 
 // readRequest reads, decodes and dispatches one request. Errors other than
 // I/O errors are logged here and returned as errStop.
-func (c *conn) readRequest() (pending, error) {
+func (c *conn) readRequest() (_ pending, err error) {
 	if err := c.readSize(); err != nil {
 		return pending{}, err
 	}
@@ -290,40 +293,43 @@ func (c *conn) readRequest() (pending, error) {
 			"size", size, "min", minRequestHeader, "max", c.s.cfg.MaxRequestBytes)
 		return pending{}, errStop
 	}
-	// kmsg's decoded byte fields alias the frame, and handlers may keep
-	// them (group metadata), so it goes back to the pool only when the
-	// handler says so (Request.Recycle).
-	pooled := false
-	if hdr, err := c.br.Peek(2); err == nil {
-		if k := binary.BigEndian.Uint16(hdr); int(k) < len(c.s.recycles) {
-			pooled = c.s.recycles[k].Load()
+	// Nothing is allocated for the frame before its bytes are reserved;
+	// while there is no room, the connection is not read.
+	charge := frameCost(int(size))
+	if !c.s.budget.acquire(charge, c.ctx.Done(), c.s.draining) {
+		select {
+		case <-c.s.draining:
+			return pending{}, errDraining
+		default:
+			return pending{}, errStop // closed meanwhile
 		}
 	}
-	fp, err := readFrameBody(c.br, int(size), pooled)
-	var frame []byte
-	if fp != nil {
-		frame = *fp
-	}
+	defer func() {
+		if err != nil {
+			c.s.budget.release(charge)
+		}
+	}()
+	fp, pooled, err := c.readFrame(int(size))
 	if err != nil {
 		putFrame(fp)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			select {
-			case <-c.s.draining:
-				return pending{}, errDraining
-			default:
-			}
+		if err == errBodyTooSlow {
+			c.log.Info("request frame arriving too slowly; closing connection", "size", size,
+				"body_timeout", c.s.cfg.RequestBodyTimeout, "min_body_rate", c.s.cfg.MinRequestBodyRate)
+			return pending{}, errStop
 		}
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return pending{}, err
 	}
+	frame := *fp
 	key := int16(binary.BigEndian.Uint16(frame[0:]))
 	version := int16(binary.BigEndian.Uint16(frame[2:]))
 	p := pending{
 		correlationID: int32(binary.BigEndian.Uint32(frame[4:])),
 		key:           key,
 		version:       version,
+		charge:        charge,
 	}
 	if key == apiVersionsKey && !c.s.api.supports(key, version) {
 		// A version we do not know: its header and body may be laid out
@@ -379,42 +385,110 @@ func (c *conn) readRequest() (pending, error) {
 // than what is buffered are read straight into their own buffer.
 const readBufferSize = 16 << 10
 
-// frameStep is the largest buffer allocated for a frame before its bytes
-// arrive. Bigger frames grow the buffer as data comes in, so a peer cannot
-// make us allocate MaxRequestBytes by sending four bytes.
-const frameStep = 1 << 20
+// maxPooledFrame is the largest frame read into a pooled buffer; the
+// budget calls frames up to this size small.
+const maxPooledFrame = 1 << 20
 
-// readFrameBody reads a frame of size bytes: into a buffer from the pool
-// when pooled and size <= frameStep, else into one of its own, grown as the
-// bytes arrive when the frame is large.
-func readFrameBody(r io.Reader, size int, pooled bool) (*[]byte, error) {
-	if size <= frameStep {
-		var bp *[]byte
-		if pooled {
-			bp = getFrame(size)
-		} else {
-			b := make([]byte, size)
-			bp = &b
-		}
-		_, err := io.ReadFull(r, *bp)
-		return bp, err
+// errBodyTooSlow means a frame's bytes did not arrive in time (see
+// Config.RequestBodyTimeout).
+var errBodyTooSlow = errors.New("server: request body arriving too slowly")
+
+// readFrame reads the frame of size bytes whose size prefix was just read
+// and whose bytes are reserved. It is read into a pooled buffer when the
+// handler recycled the last request of its API key (kmsg's decoded byte
+// fields alias the frame, and handlers may keep them, so a frame goes back
+// to the pool only when its handler says so: Request.Recycle) and the
+// frame is small, else into a buffer of its exact size, allocated once.
+// While the frame has to be waited for, the read deadline keeps to the
+// schedule of Config.RequestBodyTimeout.
+func (c *conn) readFrame(size int) (_ *[]byte, pooled bool, err error) {
+	if c.br.Buffered() >= size {
+		// All here (pipelined requests): no wait, no deadline.
+		pooled = c.recycled(c.br.Peek(2))
+		bp := c.newFrame(size, pooled)
+		_, err := io.ReadFull(c.br, *bp)
+		return bp, pooled, err
 	}
-	b := make([]byte, 0, frameStep)
-	for len(b) < size {
-		if len(b) == cap(b) {
-			b = slices.Grow(b, min(len(b), size-len(b)))
-		}
-		n, err := io.ReadFull(r, b[len(b):min(cap(b), size)])
-		b = b[:len(b)+n]
-		if err != nil {
-			return nil, err
+	start := time.Now()
+	if c.br.Buffered() < 2 {
+		if err := c.bodyDeadline(start, 0); err != nil {
+			return nil, false, err
 		}
 	}
-	return &b, nil
+	hdr, err := c.br.Peek(2)
+	if err != nil {
+		return nil, false, c.bodyError(err)
+	}
+	pooled = c.recycled(hdr, nil)
+	bp := c.newFrame(size, pooled)
+	buf := *bp
+	for n := 0; n < len(buf); {
+		if c.br.Buffered() == 0 {
+			if err := c.bodyDeadline(start, n); err != nil {
+				return bp, pooled, err
+			}
+		}
+		m, err := c.br.Read(buf[n:])
+		n += m
+		if err != nil && n < len(buf) {
+			return bp, pooled, c.bodyError(err)
+		}
+	}
+	return bp, pooled, nil
+}
+
+// recycled reports whether the handler recycled the last request of the
+// API key that hdr (a frame's first bytes, from Peek) starts with.
+func (c *conn) recycled(hdr []byte, err error) bool {
+	if err != nil || len(hdr) < 2 {
+		return false
+	}
+	k := binary.BigEndian.Uint16(hdr)
+	return int(k) < len(c.s.recycles) && c.s.recycles[k].Load()
+}
+
+// newFrame returns a buffer for a frame of size bytes: pooled when asked
+// and small, else its own.
+func (c *conn) newFrame(size int, pooled bool) *[]byte {
+	if pooled && size <= maxPooledFrame {
+		return getFrame(size)
+	}
+	b := make([]byte, size)
+	return &b
+}
+
+// bodyDeadline arms the read deadline for byte n of a frame begun at
+// start: RequestBodyTimeout, plus the time n bytes take at
+// MinRequestBodyRate. A shutdown that began meanwhile returns errDraining
+// (stopReading's deadline may have been overwritten).
+func (c *conn) bodyDeadline(start time.Time, n int) error {
+	allowed := c.s.cfg.RequestBodyTimeout + time.Duration(int64(n)*int64(time.Second)/c.s.cfg.MinRequestBodyRate)
+	c.nc.SetReadDeadline(start.Add(allowed))
+	select {
+	case <-c.s.draining:
+		return errDraining
+	default:
+		return nil
+	}
+}
+
+// bodyError turns a timeout while reading a frame into errBodyTooSlow,
+// unless the server is draining (stopReading's deadline).
+func (c *conn) bodyError(err error) error {
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		return err
+	}
+	select {
+	case <-c.s.draining:
+		return errDraining
+	default:
+		return errBodyTooSlow
+	}
 }
 
 // framePools hold request buffers by capacity class: 1 KiB << i, up to
-// frameStep.
+// maxPooledFrame.
 var framePools [framePoolClasses]sync.Pool
 
 const framePoolClasses = 11 // 1 KiB … 1 MiB
@@ -429,7 +503,7 @@ func frameClass(size int) int {
 	return -1
 }
 
-// getFrame returns a pooled buffer of len size; size <= frameStep.
+// getFrame returns a pooled buffer of len size; size <= maxPooledFrame.
 func getFrame(size int) *[]byte {
 	i := frameClass(size)
 	if bp, ok := framePools[i].Get().(*[]byte); ok {
@@ -535,6 +609,7 @@ func (c *conn) writeLoop() {
 			for p := range c.queue {
 				resp, _ := c.respond(&p)
 				resp.done()
+				c.s.budget.release(p.charge)
 				<-c.slots
 				c.queued.Add(-1)
 			}
@@ -559,7 +634,7 @@ func (c *conn) writeLoop() {
 				c.close()
 			}
 		}
-		p.finish(resp)
+		c.finish(&p, resp)
 		<-c.slots
 		c.queued.Add(-1)
 	}

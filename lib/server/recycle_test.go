@@ -9,10 +9,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -324,5 +326,42 @@ func TestRecycledRequestsAllocateOnlyTheirPartitionSlice(t *testing.T) {
 	}
 	if allocs > limit {
 		t.Errorf("%.2f allocations per produce and fetch, want at most %g", allocs, limit)
+	}
+}
+
+// Once a recycled request's response is written, nothing of the server
+// keeps its frame: the Request and the pooled body drop their references
+// (the body's records and names point into it), so a large frame, which
+// no pool takes, is collected and its memory is not held outside the
+// request budget.
+func TestRecycledLargeFrameIsDroppedOnceAnswered(t *testing.T) {
+	collected := make(chan struct{}, 1)
+	h := newFake(func(_ context.Context, _ *ConnInfo, req *Request) Reply {
+		req.Recycle()
+		r := req.Body.(*kmsg.ProduceRequest)
+		if recs := r.Topics[0].Partitions[0].Records; len(recs) > maxPooledFrame {
+			runtime.AddCleanup(&recs[0], func(c chan struct{}) { c <- struct{}{} }, collected)
+		}
+		resp := r.ResponseKind().(*kmsg.ProduceResponse)
+		resp.Topics = []kmsg.ProduceResponseTopic{{Topic: r.Topics[0].Topic}} // a string in the frame
+		return req.Ready(Response{Msg: resp})
+	})
+	s := startServer(t, Config{}, h)
+	c := dial(t, s.Addrs()[0])
+	// A small request first, so that the large one is decoded in place.
+	for i, size := range []int{100, 2 << 20} {
+		send(t, c, produceWithRecords(make([]byte, size)), int32(i))
+		if corr := recv(t, c, &kmsg.ProduceResponse{Version: 8}); corr != int32(i) {
+			t.Fatalf("correlation id %d, want %d", corr, i)
+		}
+	}
+	budgetUsed(t, s, 0) // the response is written, the frame given back
+	// One collection: a frame still referenced from a pool survives it
+	// (sync.Pool keeps what it held for one more cycle).
+	runtime.GC()
+	select {
+	case <-collected:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the frame is still referenced after its response was written")
 	}
 }

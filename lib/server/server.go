@@ -26,6 +26,17 @@ const (
 	// MaxInFlight is how many requests one connection may have read but not
 	// yet answered; the reader stops reading until one is answered.
 	MaxInFlight = 64
+	// DefaultQueuedMaxRequestBytes is mq's queued.max.request.bytes
+	// default (Kafka's is no bound): two frames of the largest default size
+	// at once, with room to spare for ordinary requests, in memory a small
+	// machine can give.
+	DefaultQueuedMaxRequestBytes = 256 << 20
+	// DefaultRequestBodyTimeout and DefaultMinRequestBodyRate let a 1 MiB
+	// frame take 11 s to arrive and a 100 MiB one 110 s, longer than a
+	// Kafka client waits for its request (request.timeout.ms, 30 s by
+	// default, sending included).
+	DefaultRequestBodyTimeout = 10 * time.Second
+	DefaultMinRequestBodyRate = 1 << 20
 )
 
 // Errors returned by the server.
@@ -43,6 +54,25 @@ type Config struct {
 	// MaxRequestBytes is the largest request frame accepted, not counting
 	// the 4-byte size prefix (socket.request.max.bytes). Default 100 MiB.
 	MaxRequestBytes int32
+	// QueuedMaxRequestBytes bounds the request bytes held in memory across
+	// all connections: frames being read, and frames read whose response
+	// has not been written yet (queued.max.request.bytes). A frame reserves
+	// its size once its size prefix is read; when the budget is used up,
+	// connections are not read (their peers' sends block: TCP back-pressure)
+	// until responses give some back. It must be at least MaxRequestBytes.
+	// Default 256 MiB; negative means no bound. Bytes a handler keeps after
+	// its response (a request it does not Recycle) are not counted.
+	QueuedMaxRequestBytes int64
+	// RequestBodyTimeout and MinRequestBodyRate bound how slowly a frame
+	// may arrive once its size prefix has been read and its bytes reserved:
+	// byte n of the frame must arrive within RequestBodyTimeout plus
+	// n/MinRequestBodyRate seconds, or the connection is closed. A peer that
+	// announces a large frame and trickles it (slowloris) thus holds its
+	// reservation for RequestBodyTimeout at no cost, and longer only by
+	// sending at MinRequestBodyRate. Defaults 10 s and 1 MiB/s. (Kafka has
+	// no such limit.)
+	RequestBodyTimeout time.Duration
+	MinRequestBodyRate int64
 	// IdleTimeout closes a connection that has sent nothing and has no
 	// request outstanding for this long, and one whose peer accepts no
 	// response bytes for this long (connections.max.idle.ms). Default 10 min.
@@ -58,6 +88,7 @@ type Server struct {
 	handler Handler
 	log     *slog.Logger
 	api     *apiVersions
+	budget  *budget // request bytes in memory, shared by every connection
 
 	// ctx is the parent of every connection's context; cancel is called by
 	// Close and when Shutdown gives up.
@@ -115,6 +146,22 @@ func New(cfg Config, h Handler) (*Server, error) {
 	if cfg.MaxRequestBytes < minRequestHeader {
 		return nil, fmt.Errorf("server: MaxRequestBytes %d below the minimum request size %d", cfg.MaxRequestBytes, minRequestHeader)
 	}
+	if cfg.QueuedMaxRequestBytes == 0 {
+		cfg.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
+	}
+	if cfg.QueuedMaxRequestBytes > 0 && cfg.QueuedMaxRequestBytes < int64(cfg.MaxRequestBytes) {
+		return nil, fmt.Errorf("server: QueuedMaxRequestBytes %d below MaxRequestBytes %d: a frame of the largest size could never be read",
+			cfg.QueuedMaxRequestBytes, cfg.MaxRequestBytes)
+	}
+	if cfg.RequestBodyTimeout == 0 {
+		cfg.RequestBodyTimeout = DefaultRequestBodyTimeout
+	}
+	if cfg.MinRequestBodyRate == 0 {
+		cfg.MinRequestBodyRate = DefaultMinRequestBodyRate
+	}
+	if cfg.RequestBodyTimeout < 0 || cfg.MinRequestBodyRate < 0 {
+		return nil, fmt.Errorf("server: negative RequestBodyTimeout %v or MinRequestBodyRate %d", cfg.RequestBodyTimeout, cfg.MinRequestBodyRate)
+	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
@@ -137,6 +184,7 @@ func New(cfg Config, h Handler) (*Server, error) {
 		newRequest: newRequest,
 		log:        logger,
 		api:        api,
+		budget:     newBudget(cfg.QueuedMaxRequestBytes, cfg.MaxRequestBytes),
 		ctx:        ctx,
 		cancel:     cancel,
 		draining:   make(chan struct{}),

@@ -144,6 +144,10 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"relative unix path", Config{Listeners: []string{"unix://rel/sock"}}, nil},
 		{"tcp without port", Config{Listeners: []string{"tcp://localhost"}}, nil},
 		{"tiny max request", Config{Listeners: []string{"tcp://127.0.0.1:0"}, MaxRequestBytes: 3}, nil},
+		{"budget below the default max request", Config{Listeners: []string{"tcp://127.0.0.1:0"}, QueuedMaxRequestBytes: DefaultMaxRequestBytes - 1}, nil},
+		{"budget below max request", Config{Listeners: []string{"tcp://127.0.0.1:0"}, MaxRequestBytes: 2 << 20, QueuedMaxRequestBytes: 1 << 20}, nil},
+		{"negative body timeout", Config{Listeners: []string{"tcp://127.0.0.1:0"}, RequestBodyTimeout: -1}, nil},
+		{"negative body rate", Config{Listeners: []string{"tcp://127.0.0.1:0"}, MinRequestBodyRate: -1}, nil},
 		{"unknown key", Config{Listeners: []string{"tcp://127.0.0.1:0"}}, []kmsg.ApiVersionsResponseApiKey{{ApiKey: 9999}}},
 		{"version beyond kmsg", Config{Listeners: []string{"tcp://127.0.0.1:0"}}, []kmsg.ApiVersionsResponseApiKey{{ApiKey: 3, MaxVersion: 99}}},
 		{"min above max", Config{Listeners: []string{"tcp://127.0.0.1:0"}}, []kmsg.ApiVersionsResponseApiKey{{ApiKey: 3, MinVersion: 4, MaxVersion: 1}}},
@@ -497,6 +501,7 @@ func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
 				}
 				expectClosed(t, c)
 				checkAlive(t, addr)
+				budgetUsed(t, s, 0)
 			})
 		}
 	}
