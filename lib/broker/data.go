@@ -55,6 +55,10 @@ type dataPlane struct {
 
 	producerIDs producerIDBlock // InitProducerId (metadata.go)
 
+	// storage counts the failed writes of the data directory's logs since
+	// mqd started (logdirs.go).
+	storage log.StorageCounters
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -219,7 +223,9 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 	}
 	dir := d.partitionDir(t.Name, partition)
 	l, err := log.Open(dir, lcfg, log.Options{
-		Logger: d.b.log.With("topic", t.Name, "partition", partition),
+		Logger:   d.b.log.With("topic", t.Name, "partition", partition),
+		FS:       d.b.cfg.LogFS,
+		Counters: &d.storage,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open partition %s-%d: %w", t.Name, partition, err)

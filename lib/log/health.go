@@ -30,8 +30,10 @@ type Health struct {
 	// Since is when the first append of the incident failed, by the
 	// log's clock; zero when not Failing.
 	Since time.Time
-	// Err is the error of the last failed append, while Failing.
-	Err error
+	// Err is the error of the last failed append, and LastFailure when it
+	// failed, while Failing.
+	Err         error
+	LastFailure time.Time
 	// Failed counts the failed appends of the incident, while Failing.
 	Failed uint64
 	// TotalFailed counts the failed appends since the log was opened.
@@ -79,12 +81,13 @@ func (l *Log) observeAppend(err error) {
 func (l *Log) appendFailed(err error) {
 	h := &l.health
 	h.mu.Lock()
+	now := l.clock.Now()
 	first := !h.state.Failing
 	if first {
-		h.state.Failing, h.state.Since, h.state.Failed = true, l.clock.Now(), 0
+		h.state.Failing, h.state.Since, h.state.Failed = true, now, 0
 		h.failing.Store(true)
 	}
-	h.state.Err = err
+	h.state.Err, h.state.LastFailure = err, now
 	h.state.Failed++
 	h.state.TotalFailed++
 	h.mu.Unlock()
@@ -108,7 +111,7 @@ func (l *Log) appendRecovered() {
 		return
 	}
 	since, failed := h.state.Since, h.state.Failed
-	h.state.Failing, h.state.Since, h.state.Err, h.state.Failed = false, time.Time{}, nil, 0
+	h.state = Health{TotalFailed: h.state.TotalFailed}
 	h.failing.Store(false)
 	h.mu.Unlock()
 	l.logger.Info("appends recovered", "failed_appends", failed,
