@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -180,9 +181,16 @@ func Consume(ctx context.Context, cfg ConsumeConfig) error {
 	if len(consume) == 0 {
 		return nil
 	}
+	pos := positions{}
+	for t, ps := range consume {
+		for p := range ps {
+			pos.set(t, p, starts[t][p])
+		}
+	}
 	cl, err := client.NewClient(addrs,
 		kgo.ConsumePartitions(consume),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.KeepRetryableFetchErrors(),
 	)
 	if err != nil {
 		return err
@@ -199,7 +207,7 @@ func Consume(ctx context.Context, cfg ConsumeConfig) error {
 			}
 			return ctx.Err()
 		}
-		if err := fetchError(fetches); err != nil {
+		if err := fetchError(fetches, pos); err != nil {
 			w.flush()
 			return err
 		}
@@ -220,6 +228,7 @@ func Consume(ctx context.Context, cfg ConsumeConfig) error {
 				if werr = w.write(r); werr != nil {
 					return
 				}
+				pos.set(r.Topic, r.Partition, r.Offset+1)
 				printed++
 				if cfg.Count > 0 && printed >= cfg.Count {
 					done = true
@@ -255,11 +264,38 @@ func allDone(remaining map[string]map[int32]int64) bool {
 	return true
 }
 
-// fetchError is the first error of a poll that consuming cannot get past;
-// retriable ones kgo handles itself.
-func fetchError(fetches kgo.Fetches) error {
+// positions are the offsets of the next records to print, by topic and
+// partition, for the errors that name where consuming stopped.
+type positions map[string]map[int32]int64
+
+func (ps positions) set(topic string, partition int32, offset int64) {
+	if ps[topic] == nil {
+		ps[topic] = map[int32]int64{}
+	}
+	ps[topic][partition] = offset
+}
+
+// at is " at offset N", or "" when the position is not known.
+func (ps positions) at(topic string, partition int32) string {
+	if o, ok := ps[topic][partition]; ok {
+		return " at offset " + strconv.FormatInt(o, 10)
+	}
+	return ""
+}
+
+// fetchError is the first error of a poll that consuming cannot get past.
+// kgo retries the retriable ones itself (the client keeps them in the
+// fetches only so that this can see KAFKA_STORAGE_ERROR, kgo.
+// KeepRetryableFetchErrors): a broker that cannot read its log will not
+// read it on the next try, so that one ends the run, naming the partition
+// and the offset.
+func fetchError(fetches kgo.Fetches, pos positions) error {
 	var first error
 	fetches.EachError(func(t string, p int32, err error) {
+		if first == nil && errors.Is(err, kerr.KafkaStorageError) {
+			first = client.Failf("consume %s partition %d%s: %v", t, p, pos.at(t, p), err)
+			return
+		}
 		if first != nil || kerr.IsRetriable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return
 		}
