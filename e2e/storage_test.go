@@ -83,8 +83,10 @@ func TestFullDiskRefusesLosesNothingAndRecovers(t *testing.T) {
 	// 40 MB of input: twice what fits.
 	const n = 400_000
 	var in bytes.Buffer
+	want := make([]string, n) // the input lines
 	for i := range n {
-		in.WriteString(fullDiskLine(i))
+		want[i] = fullDiskLine(i)
+		in.WriteString(want[i])
 		in.WriteByte('\n')
 	}
 	input := filepath.Join(t.TempDir(), "input")
@@ -158,7 +160,7 @@ func TestFullDiskRefusesLosesNothingAndRecovers(t *testing.T) {
 
 	// Everything acknowledged is there, and nothing but whole produced
 	// messages in order.
-	hw := checkFullDiskContents(t, ctx, b, len(acked), -1)
+	hw := checkFullDiskContents(t, ctx, b, want, len(acked), -1)
 
 	// More room: producing resumes, mqd untouched.
 	if out, err := exec.Command("mount", "-o", "remount,size=128m", dir).CombinedOutput(); err != nil {
@@ -181,7 +183,7 @@ func TestFullDiskRefusesLosesNothingAndRecovers(t *testing.T) {
 
 	// After a crash, recovery serves the same: both runs, whole.
 	b.restart(true)
-	checkFullDiskContents(t, ctx, b, int(hw)+n, hw)
+	checkFullDiskContents(t, ctx, b, want, int(hw)+n, hw)
 }
 
 // fillDisk writes a file in dir until the file system holding it has no
@@ -235,7 +237,7 @@ func rawProduceError(t *testing.T, ctx context.Context, cl *kgo.Client, topic st
 // and checks that it holds at least the acknowledged messages and only
 // input lines in order: from line 0 at offset 0, and again from line 0 at
 // offset second when second ≥ 0. It returns the high-water mark.
-func checkFullDiskContents(t *testing.T, ctx context.Context, b *broker, acked int, second int64) int64 {
+func checkFullDiskContents(t *testing.T, ctx context.Context, b *broker, input []string, acked int, second int64) int64 {
 	t.Helper()
 	ends, err := b.admin().ListEndOffsets(ctx, "full")
 	if err != nil {
@@ -254,11 +256,15 @@ func checkFullDiskContents(t *testing.T, ctx context.Context, b *broker, acked i
 		t.Fatalf("consumed %d messages, high-water mark %d", len(got), end.Offset)
 	}
 	for i, v := range got {
-		want := fullDiskLine(i)
+		j := i
 		if second >= 0 && int64(i) >= second {
-			want = fullDiskLine(i - int(second))
+			j = i - int(second)
 		}
-		if v != want {
+		if j >= len(input) || v != input[j] {
+			want := "past the input"
+			if j < len(input) {
+				want = input[j]
+			}
 			t.Fatalf("message at offset %d is %q, want %q", i, v, want)
 		}
 	}
