@@ -23,7 +23,7 @@ var allowed = map[string][]string{
 	"lib/group":      {"lib/record", "lib/log", "lib/replica", "lib/controller", "lib/config"},
 	"lib/broker":     {"lib/record", "lib/log", "lib/replica", "lib/controller", "lib/group", "lib/config", "lib/server", "lib/kafkaext"},
 	"lib/client":     {"lib/config", "lib/record", "lib/kafkaext"},
-	"lib/pipe":       {"lib/client", "lib/config", "lib/record"},
+	"lib/pipe":       {"lib/client", "lib/config", "lib/record", "lib/kafkaext"},
 	"lib/tail":       {"lib/client", "lib/config"},
 	"lib/bench":      {"lib/client", "lib/config", "lib/record"},
 	"lib/admin":      {"lib/client", "lib/config", "lib/kafkaext"},

@@ -15,17 +15,27 @@ func clusterCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:      "describe",
-				Usage:     "show the cluster id, the controller and the brokers",
+				Usage:     "show the cluster id, the controller, the brokers and their log directories",
 				ArgsUsage: " ",
 				UsageText: doc("mqctl cluster describe [--apis]", `Shows the cluster id and controller, then one row per broker: BROKER HOST
 PORT RACK CONTROLLER VERSION, where VERSION is the Apache Kafka release
-whose protocol the broker's API versions match best (or "unknown"). With
---apis, the Kafka APIs each broker answers and their version ranges.
+whose protocol the broker's API versions match best (or "unknown"). Then
+one row per log directory of each broker: BROKER LOG-DIR USABLE TOTAL
+STATE, with the free and total bytes of the directory's volume, and STATE
+"ok", or "failing since TIME: ERROR" while writes to it fail (a full
+disk, an I/O error; producers get KAFKA_STORAGE_ERROR until a write
+succeeds). With --apis, the Kafka APIs each broker answers and their
+version ranges.
 
 JSON: {"cluster_id": string, "controller": int, "brokers": [{"id": int,
  "host": string, "port": int, "rack": string|null, "controller": bool,
  "version": string, "apis": [{"key": int, "name": string, "min": int,
- "max": int}], "error": string}]}; controller is -1 when none is known.`),
+ "max": int}], "error": string, "log_dirs": [{"path": string,
+ "total_bytes": int, "usable_bytes": int, "failing": bool, "error":
+ string, "failing_since_ms": int, "storage_errors": int}],
+ "log_dirs_error": string}]}; controller is -1 when none is known, bytes
+ are -1 when unknown, storage_errors counts the failed writes since the
+ broker started.`),
 				Flags: append(commandFlags(),
 					&cli.BoolFlag{Name: "apis", Usage: "list the Kafka APIs and versions each broker answers"},
 				),

@@ -29,6 +29,15 @@ input order (offsets are -1 with --acks none). When stderr is a terminal a
 progress line shows messages, megabytes and messages per second once the
 input takes more than a second.
 
+While the broker refuses messages with an error the client retries (a
+partition whose disk is full or failing answers KAFKA_STORAGE_ERROR),
+prints one line per partition on stderr,
+"mqpipe: storage error on TOPIC-PARTITION (CAUSE); retrying", and keeps
+trying. A message that waits --ack-timeout (default 30s) for its
+acknowledgment ends the run: with exit 3 when mqd does not answer, else
+with exit 1, saying why and which lines were not acknowledged. Messages
+acknowledged before are stored; --report lists them.
+
 Exits 0 only when every message was acknowledged; otherwise describes the
 first failures, then says on one line how many messages were not
 acknowledged and which lines they were, and exits 1.`
@@ -50,7 +59,7 @@ func produceCommand() *cli.Command {
 			&cli.StringFlag{Name: "compression", Aliases: []string{"z"}, Value: "none", Usage: "compress batches with `CODEC`: " + pipe.Codecs},
 			&cli.StringFlag{Name: "acks", Value: "all", Usage: "wait for `ACKS`: all (every in-sync replica), leader or none"},
 			&cli.DurationFlag{Name: "linger", Value: 5 * time.Millisecond, Usage: "let a batch wait up to `DURATION` for more messages before it is sent"},
-			&cli.DurationFlag{Name: "ack-timeout", Value: 30 * time.Second, Usage: "when messages have waited `DURATION` with no acknowledgment, check that mqd still answers and give up (exit 3) if it does not; 0 waits forever"},
+			&cli.DurationFlag{Name: "ack-timeout", Value: 30 * time.Second, Usage: "give up once a message has waited `DURATION` for its acknowledgment: exit 3 if mqd does not answer, 1 if it answers but refuses (a full disk); 0 waits forever"},
 			&cli.BoolFlag{Name: "null", Aliases: []string{"0"}, Usage: "messages end with NUL instead of newline (find -print0)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "read lines as `FORMAT`: text, or json (JSON envelopes, see mqpipe(1))"},
 			&cli.BoolFlag{Name: "report", Usage: `print "PARTITION OFFSET" for each acknowledged message`},

@@ -211,8 +211,9 @@ func TestResultsRender(t *testing.T) {
 		{
 			name: "cluster",
 			r: &ClusterDescription{ClusterID: "abc", Controller: 1, Brokers: []BrokerDescription{
-				{ID: 1, Host: "h", Port: 9092, Controller: true, Version: "v3.7", APIs: []APIVersion{{Key: 18, Name: "ApiVersions", Min: 0, Max: 4}}},
-				{ID: 2, Host: "h2", Port: 9093, Rack: str("r1"), Version: "unknown", APIs: []APIVersion{}},
+				{ID: 1, Host: "h", Port: 9092, Controller: true, Version: "v3.7", APIs: []APIVersion{{Key: 18, Name: "ApiVersions", Min: 0, Max: 4}},
+					LogDirs: []LogDirDescription{{Path: "/d", TotalBytes: 2048, UsableBytes: 1024}}},
+				{ID: 2, Host: "h2", Port: 9093, Rack: str("r1"), Version: "unknown", APIs: []APIVersion{}, LogDirs: []LogDirDescription{}},
 			}, showAPIs: true},
 			table: "CLUSTER-ID  abc\n" +
 				"CONTROLLER  1\n" +
@@ -221,11 +222,15 @@ func TestResultsRender(t *testing.T) {
 				"1       h     9092  -     yes         v3.7\n" +
 				"2       h2    9093  r1    no          unknown\n" +
 				"\n" +
+				"BROKER  LOG-DIR  USABLE  TOTAL   STATE\n" +
+				"1       /d       1.0KiB  2.0KiB  ok\n" +
+				"\n" +
 				"BROKER  KEY  API          MIN  MAX\n" +
 				"1       18   ApiVersions  0    4\n",
 			jsonShape: `{"cluster_id":"abc","controller":1,"brokers":[` +
-				`{"id":1,"host":"h","port":9092,"rack":null,"controller":true,"version":"v3.7","apis":[{"key":18,"name":"ApiVersions","min":0,"max":4}]},` +
-				`{"id":2,"host":"h2","port":9093,"rack":"r1","controller":false,"version":"unknown","apis":[]}]}`,
+				`{"id":1,"host":"h","port":9092,"rack":null,"controller":true,"version":"v3.7","apis":[{"key":18,"name":"ApiVersions","min":0,"max":4}],` +
+				`"log_dirs":[{"path":"/d","total_bytes":2048,"usable_bytes":1024,"failing":false,"storage_errors":0}]},` +
+				`{"id":2,"host":"h2","port":9093,"rack":"r1","controller":false,"version":"unknown","apis":[],"log_dirs":[]}]}`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,6 +29,10 @@ type BrokerDescription struct {
 	Version string       `json:"version"`
 	APIs    []APIVersion `json:"apis"`
 	Error   string       `json:"error,omitempty"` // the API versions could not be read
+	// LogDirs are the broker's log directories (empty when it does not
+	// answer DescribeLogDirs; LogDirsError says why).
+	LogDirs      []LogDirDescription `json:"log_dirs"`
+	LogDirsError string              `json:"log_dirs_error,omitempty"`
 }
 
 // ClusterDescription is the result of cluster describe.
@@ -74,6 +78,14 @@ func (d ClusterDescription) WriteTable(w io.Writer) error {
 	if err := client.WriteTable(w, header, rows); err != nil {
 		return err
 	}
+	if header, rows := d.logDirTable(); len(rows) > 0 {
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+		if err := client.WriteTable(w, header, rows); err != nil {
+			return err
+		}
+	}
 	if !d.showAPIs {
 		return nil
 	}
@@ -89,8 +101,24 @@ func (d ClusterDescription) WriteTable(w io.Writer) error {
 	return client.WriteTable(w, []string{"BROKER", "KEY", "API", "MIN", "MAX"}, api)
 }
 
-// DescribeCluster describes the cluster: its id, the controller, and each
-// broker with its address, rack and the Kafka APIs it answers. With
+// logDirTable is one row per log directory of each broker: its path, the
+// usable and total bytes of its volume, and whether writes to it fail.
+func (d ClusterDescription) logDirTable() ([]string, [][]string) {
+	var rows [][]string
+	for _, b := range d.Brokers {
+		if b.LogDirsError != "" {
+			rows = append(rows, []string{itoa(b.ID), "?", "-", "-", b.LogDirsError})
+		}
+		for _, dir := range b.LogDirs {
+			rows = append(rows, []string{itoa(b.ID), dir.Path, sizeText(dir.UsableBytes), sizeText(dir.TotalBytes), dirState(dir)})
+		}
+	}
+	return []string{"BROKER", "LOG-DIR", "USABLE", "TOTAL", "STATE"}, rows
+}
+
+// DescribeCluster describes the cluster: its id, the controller, each
+// broker with its address, rack and the Kafka APIs it answers, and each
+// broker's log directories with their free space and storage state. With
 // showAPIs the table form lists the APIs too (JSON always has them).
 func (a *Admin) DescribeCluster(ctx context.Context, showAPIs bool) (*ClusterDescription, error) {
 	md, err := a.adm.BrokerMetadata(ctx)
@@ -101,10 +129,14 @@ func (a *Admin) DescribeCluster(ctx context.Context, showAPIs bool) (*ClusterDes
 	if err != nil {
 		return nil, requestError("cluster describe: api versions", err)
 	}
+	dirs := a.describeLogDirs(ctx, nil)
 	d := ClusterDescription{ClusterID: md.Cluster, Controller: md.Controller, Brokers: []BrokerDescription{}, showAPIs: showAPIs}
 	for _, b := range md.Brokers {
 		bd := BrokerDescription{ID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack, Controller: b.NodeID == md.Controller,
-			Version: "unknown", APIs: []APIVersion{}}
+			Version: "unknown", APIs: []APIVersion{}, LogDirs: dirs.dirs[b.NodeID], LogDirsError: dirs.errs[b.NodeID]}
+		if bd.LogDirs == nil {
+			bd.LogDirs = []LogDirDescription{}
+		}
 		if v, ok := versions[b.NodeID]; ok {
 			if v.Err != nil {
 				bd.Error = errText(v.Err, "")

@@ -75,6 +75,9 @@ type PartitionDescription struct {
 	LogStartOffset  int64   `json:"log_start_offset"` // -1: unknown (see error)
 	HighWatermark   int64   `json:"high_watermark"`   // -1: unknown (see error)
 	Error           string  `json:"error,omitempty"`
+	// StorageErrors are the replicas whose writes fail (a full disk, an
+	// I/O error), as their brokers' log directories report them.
+	StorageErrors []ReplicaStorageError `json:"storage_errors,omitempty"`
 }
 
 // TopicDescription is one topic in topic describe.
@@ -88,18 +91,56 @@ type TopicDescription struct {
 // TopicDescriptions is the result of topic describe, sorted by topic.
 type TopicDescriptions []TopicDescription
 
-// Table implements Result: one row per partition.
+// Table implements Result: one row per partition. When some partition's
+// writes fail, a WRITES column says which replicas fail and why.
 func (ds TopicDescriptions) Table() ([]string, [][]string) {
+	failing := false
+	for _, d := range ds {
+		for _, p := range d.Partitions {
+			failing = failing || len(p.StorageErrors) > 0
+		}
+	}
 	var rows [][]string
 	for _, d := range ds {
 		for _, p := range d.Partitions {
-			rows = append(rows, []string{
+			row := []string{
 				d.Topic, itoa(p.Partition), leader(p.Leader), joinIDs(p.Replicas), joinIDs(p.ISR),
 				offset(p.LogStartOffset), offset(p.HighWatermark),
-			})
+			}
+			if failing {
+				row = append(row, writesState(p.StorageErrors))
+			}
+			rows = append(rows, row)
 		}
 	}
-	return []string{"TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START", "HIGH-WATERMARK"}, rows
+	header := []string{"TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START", "HIGH-WATERMARK"}
+	if failing {
+		header = append(header, "WRITES")
+	}
+	return header, rows
+}
+
+// writesState is a partition's WRITES cell: "ok", or "failing on 1 (no
+// space left on device), on 3 (...)".
+func writesState(errs []ReplicaStorageError) string {
+	if len(errs) == 0 {
+		return "ok"
+	}
+	parts := make([]string, len(errs))
+	for i, e := range errs {
+		parts[i] = "on " + itoa(e.Broker) + " (" + errorCause(e.Error) + ")"
+	}
+	return "failing " + strings.Join(parts, ", ")
+}
+
+// errorCause is the last part of a wrapped error's text, which names the
+// cause: "log: append at offset 7: write /d/t-0/0.log: no space left on
+// device" gives "no space left on device".
+func errorCause(s string) string {
+	if i := strings.LastIndex(s, ": "); i >= 0 && i+2 < len(s) {
+		return s[i+2:]
+	}
+	return s
 }
 
 func leader(id int32) string {
@@ -153,15 +194,22 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string) (TopicDescr
 		if err != nil {
 			return nil, requestError("topic describe: list end offsets", err)
 		}
+		parts := map[string][]int32{}
+		for _, name := range known {
+			for _, p := range details[name].Partitions.Sorted() {
+				parts[name] = append(parts[name], p.Partition)
+			}
+		}
+		failing := a.describeLogDirs(ctx, parts).failing
 		slices.Sort(known)
 		for _, name := range known {
-			out = append(out, describe(details[name], starts, ends))
+			out = append(out, describe(details[name], starts, ends, failing[name]))
 		}
 	}
 	return out, failures("topic describe", failed)
 }
 
-func describe(d kadm.TopicDetail, starts, ends kadm.ListedOffsets) TopicDescription {
+func describe(d kadm.TopicDetail, starts, ends kadm.ListedOffsets, failing map[int32][]ReplicaStorageError) TopicDescription {
 	td := TopicDescription{Topic: d.Topic, Internal: d.IsInternal, Partitions: []PartitionDescription{}}
 	if d.ID != (kadm.TopicID{}) {
 		td.ID = d.ID.String()
@@ -196,6 +244,7 @@ func describe(d kadm.TopicDetail, starts, ends kadm.ListedOffsets) TopicDescript
 			}
 		}
 		pd.Error = strings.Join(errs, "; ")
+		pd.StorageErrors = failing[p.Partition]
 		td.Partitions = append(td.Partitions, pd)
 	}
 	return td

@@ -31,6 +31,7 @@ func (b *Broker) adminAPIs() map[int16]api {
 		kmsg.CreatePartitions.Int16():        {0, 3, b.handleCreatePartitions},
 		kmsg.IncrementalAlterConfigs.Int16(): {0, 1, b.handleIncrementalAlterConfigs},
 		kmsg.DescribeCluster.Int16():         {0, 2, b.handleDescribeCluster},
+		kmsg.DescribeLogDirs.Int16():         {0, 5, b.handleDescribeLogDirs},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -26,6 +27,9 @@ type Config struct {
 	Controller *controller.Controller // the cluster metadata quorum this node belongs to
 	Logger     *slog.Logger           // nil = silent
 	Clock      Clock                  // nil = real time
+	// LogFS is the file system of the partition logs; nil is the real
+	// one. Tests pass a log.FaultFS to fail writes.
+	LogFS log.FS
 }
 
 // handlerFunc answers one request. It runs on the connection's reader

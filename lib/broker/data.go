@@ -55,6 +55,10 @@ type dataPlane struct {
 
 	producerIDs producerIDBlock // InitProducerId (metadata.go)
 
+	// storage counts the failed writes of the data directory's logs since
+	// mqd started (logdirs.go).
+	storage log.StorageCounters
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -194,21 +198,37 @@ func (d *dataPlane) apply(img *controller.Image) error {
 }
 
 // logConfig turns a topic's effective configuration into its log's.
+//
+// A topic whose cleanup.policy is compact alone keeps its segments whatever
+// retention.ms and retention.bytes say, as in Kafka: retention applies only
+// to topics whose policy includes delete. Until mq compacts, such a topic
+// keeps everything, so __consumer_offsets (compact) never loses a group's
+// latest commit to retention.
 func logConfig(t config.Topic) (log.Config, error) {
 	policy, err := log.ParseFlushPolicy(t.FlushPolicy)
 	if err != nil {
 		return log.Config{}, err
 	}
+	retentionMS, retentionBytes := t.RetentionMS, t.RetentionBytes
+	if !cleanupDeletes(t.CleanupPolicy) {
+		retentionMS, retentionBytes = -1, -1
+	}
 	return log.Config{
 		SegmentBytes:       t.SegmentBytes,
 		SegmentMS:          t.SegmentMS,
-		RetentionMS:        t.RetentionMS,
-		RetentionBytes:     t.RetentionBytes,
+		RetentionMS:        retentionMS,
+		RetentionBytes:     retentionBytes,
 		IndexIntervalBytes: t.IndexIntervalBytes,
 		FlushPolicy:        policy,
 		FlushInterval:      time.Duration(t.FlushMS) * time.Millisecond,
 		LogAppendTime:      t.MessageTimestampType == "LogAppendTime",
 	}, nil
+}
+
+// cleanupDeletes reports whether a cleanup.policy (normalized: delete,
+// compact or compact,delete) deletes old segments.
+func cleanupDeletes(policy string) bool {
+	return policy != "compact"
 }
 
 // open opens (or creates) the log of one partition and registers it.
@@ -219,7 +239,9 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 	}
 	dir := d.partitionDir(t.Name, partition)
 	l, err := log.Open(dir, lcfg, log.Options{
-		Logger: d.b.log.With("topic", t.Name, "partition", partition),
+		Logger:   d.b.log.With("topic", t.Name, "partition", partition),
+		FS:       d.b.cfg.LogFS,
+		Counters: &d.storage,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open partition %s-%d: %w", t.Name, partition, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/server"
 )
@@ -52,6 +53,12 @@ func (s *syncBuffer) String() string {
 // temporary directory when dir is empty. mod adjusts the settings.
 func startBroker(t testing.TB, dir string, mod func(*config.Broker)) *testBroker {
 	t.Helper()
+	return startBrokerFS(t, dir, mod, nil)
+}
+
+// startBrokerFS is startBroker with the partition logs on fsys.
+func startBrokerFS(t testing.TB, dir string, mod func(*config.Broker), fsys log.FS) *testBroker {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
@@ -67,7 +74,7 @@ func startBroker(t testing.TB, dir string, mod func(*config.Broker)) *testBroker
 	if mod != nil {
 		mod(&settings)
 	}
-	b, err := New(Config{Settings: settings, Controller: ctrl, Logger: logger})
+	b, err := New(Config{Settings: settings, Controller: ctrl, Logger: logger, LogFS: fsys})
 	if err != nil {
 		ctrl.Close()
 		t.Fatal(err)

@@ -41,7 +41,8 @@ func produceError(err error, version int16) int16 {
 		return 0
 	case errors.Is(err, errUnknownPartition):
 		code = kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, errNotHostedOrLeader), errors.Is(err, replica.ErrNotLeader), errors.Is(err, replica.ErrClosed):
+	case errors.Is(err, errNotHostedOrLeader), errors.Is(err, replica.ErrNotLeader), errors.Is(err, replica.ErrClosed),
+		errors.Is(err, log.ErrClosed):
 		code = kerr.NotLeaderForPartition.Code
 	case errors.Is(err, replica.ErrNotEnoughReplicas):
 		code = kerr.NotEnoughReplicas.Code
@@ -69,6 +70,9 @@ func produceError(err error, version int16) int16 {
 	case errors.Is(err, context.Canceled):
 		code = kerr.RequestTimedOut.Code
 	default:
+		// The log could not write: a full disk (ENOSPC), an I/O error, a
+		// failed fsync, a log in the failed state. The ErrorMessage (v8+)
+		// carries the error, the file and the errno text.
 		code = kerr.KafkaStorageError.Code
 	}
 	// INVALID_RECORD exists from Produce v8 (KIP-467); older clients know

@@ -244,7 +244,7 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.LogMessageTimestampType = v }, get: func(b *Broker) string { return b.LogMessageTimestampType }},
 
 	// Kept in Extra: topic defaults mq accepts and reports.
-	{name: "log.cleanup.policy", kind: cleanupPolicy, def: "delete", dynamic: true, doc: "Default for topics: delete old segments, compact by key, or both."},
+	{name: "log.cleanup.policy", kind: cleanupPolicy, def: "delete", dynamic: true, doc: "Default for topics: delete old segments, compact by key, or both; compact alone keeps every segment (no retention; mq does not compact yet)."},
 	{name: "compression.type", kind: compressionType, def: "producer", dynamic: true, doc: "Default for topics: the codec batches are stored with; producer keeps the producer's."},
 	{name: "log.cleaner.delete.retention.ms", kind: longAtLeast(0), def: "86400000", dynamic: true, doc: "Default for topics: how long compaction keeps tombstones."},
 	{name: "log.cleaner.min.compaction.lag.ms", kind: longAtLeast(0), def: "0", dynamic: true, doc: "Default for topics: the least age of a record before compaction."},

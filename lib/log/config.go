@@ -129,4 +129,7 @@ type Options struct {
 	FS     FS           // nil: the real file system (OSFS)
 	Clock  Clock        // nil: real time
 	Logger *slog.Logger // nil: silent
+	// Counters, when set, count the log's storage failures together with
+	// those of the other logs given the same value.
+	Counters *StorageCounters
 }

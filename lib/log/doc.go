@@ -131,6 +131,13 @@
 // append waiting for it; under the other policies it puts the log in the
 // failed state, since acknowledged data may be lost.
 //
+// Health tells whether appends are failing for the storage's sake (a full
+// disk, an I/O error, the failed state; not a batch refused for its
+// contents or its producer), since when and with what error, until the
+// next append that succeeds. Such an incident is logged twice, an Error
+// line when it starts and an Info line with the number of failed appends
+// when it ends, and counted in Options.Counters.
+//
 // # Concurrency
 //
 // Every method is safe for concurrent use. Appends (Append,

@@ -127,6 +127,7 @@ func (l *Log) syncFailedLocked(err error) error {
 	if l.cfg.FlushPolicy != FlushAlways {
 		if l.failed == nil {
 			l.failed = fmt.Errorf("%w: %w", ErrFailed, err)
+			l.appendFailed(l.failed) // appends fail from now on
 		}
 		return l.failed
 	}

@@ -46,6 +46,8 @@ type Log struct {
 	epochs        epochCache
 	producers     producerState
 	failed        error  // non-nil: appends fail (ErrFailed)
+	health        health // storage incidents of appends (health.go)
+	counters      *StorageCounters
 	closed        bool   // Close was called
 	writeSeq      uint64 // number of writes to segment files, for group commit
 	truncGen      uint64 // bumped by every truncation
@@ -94,7 +96,7 @@ type AppendResult struct {
 // recovers it: segments after the recovery point are checked batch by batch
 // and a torn or corrupt tail is truncated.
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
-	l := &Log{dir: dir, fs: opts.FS, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized()}
+	l := &Log{dir: dir, fs: opts.FS, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized(), counters: opts.Counters}
 	if l.fs == nil {
 		l.fs = OSFS
 	}
@@ -873,6 +875,12 @@ func (l *Log) writableLocked() error {
 // nothing and reports Duplicate. Under FlushAlways Append returns once the
 // batch is fsynced. On error nothing was appended.
 func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendResult, error) {
+	res, err := l.appendLeader(batch, leaderEpoch)
+	l.observeAppend(err)
+	return res, err
+}
+
+func (l *Log) appendLeader(batch []byte, leaderEpoch int32) (AppendResult, error) {
 	h, err := record.ParseHeader(batch)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("log: append: %w", err)
@@ -943,6 +951,12 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendResult, error) {
 // leader-epoch history and its producer fields the producer state, without
 // the idempotence checks.
 func (l *Log) AppendAsFollower(batch []byte) error {
+	err := l.appendFollower(batch)
+	l.observeAppend(err)
+	return err
+}
+
+func (l *Log) appendFollower(batch []byte) error {
 	h, err := record.ParseHeader(batch)
 	if err != nil {
 		return fmt.Errorf("log: append: %w", err)

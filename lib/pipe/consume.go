@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -79,9 +80,6 @@ type writer struct {
 	term         byte
 	lineBuffered bool
 	buf          []byte
-	// next is the offset after the last record written, per partition,
-	// for error messages.
-	next map[string]map[int32]int64
 }
 
 func newWriter(cfg *ConsumeConfig) *writer {
@@ -100,13 +98,6 @@ func newWriter(cfg *ConsumeConfig) *writer {
 }
 
 func (w *writer) write(r *kgo.Record) error {
-	if w.next == nil {
-		w.next = map[string]map[int32]int64{}
-	}
-	if w.next[r.Topic] == nil {
-		w.next[r.Topic] = map[int32]int64{}
-	}
-	w.next[r.Topic][r.Partition] = r.Offset + 1
 	if w.json {
 		w.buf = append(AppendJSON(w.buf[:0], r), w.term)
 	} else {
@@ -191,9 +182,16 @@ func Consume(ctx context.Context, cfg ConsumeConfig) error {
 	if len(consume) == 0 {
 		return nil
 	}
+	pos := positions{}
+	for t, ps := range consume {
+		for p := range ps {
+			pos.set(t, p, starts[t][p])
+		}
+	}
 	cl, err := client.NewClient(addrs,
 		kgo.ConsumePartitions(consume),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.KeepRetryableFetchErrors(),
 	)
 	if err != nil {
 		return err
@@ -227,6 +225,7 @@ func Consume(ctx context.Context, cfg ConsumeConfig) error {
 				if werr = w.write(r); werr != nil {
 					return
 				}
+				pos.set(r.Topic, r.Partition, r.Offset+1)
 				printed++
 				if cfg.Count > 0 && printed >= cfg.Count {
 					done = true
@@ -252,21 +251,9 @@ func Consume(ctx context.Context, cfg ConsumeConfig) error {
 		}
 		// Errors after the records: what a poll delivered before an error
 		// (the good records before damage on the broker) is all written.
-		if err := fetchError(fetches, w.position(starts)); err != nil {
+		if err := fetchError(fetches, pos); err != nil {
 			return err
 		}
-	}
-}
-
-// position returns the offset a partition's consumer is at: after the last
-// record written, else where it started (starts, nil when unknown).
-func (w *writer) position(starts map[string]map[int32]int64) func(t string, p int32) (int64, bool) {
-	return func(t string, p int32) (int64, bool) {
-		if o, ok := w.next[t][p]; ok {
-			return o, true
-		}
-		o, ok := starts[t][p]
-		return o, ok
 	}
 }
 
@@ -279,19 +266,42 @@ func allDone(remaining map[string]map[int32]int64) bool {
 	return true
 }
 
-// fetchError is the first error of a poll that consuming cannot get past;
-// retriable ones kgo handles itself. at tells where the partition's
-// consumer is, for the message.
-func fetchError(fetches kgo.Fetches, at func(t string, p int32) (int64, bool)) error {
+// positions are the offsets of the next records to print, by topic and
+// partition, for the errors that name where consuming stopped.
+type positions map[string]map[int32]int64
+
+func (ps positions) set(topic string, partition int32, offset int64) {
+	if ps[topic] == nil {
+		ps[topic] = map[int32]int64{}
+	}
+	ps[topic][partition] = offset
+}
+
+// at is " at offset N", or "" when the position is not known.
+func (ps positions) at(topic string, partition int32) string {
+	if o, ok := ps[topic][partition]; ok {
+		return " at offset " + strconv.FormatInt(o, 10)
+	}
+	return ""
+}
+
+// fetchError is the first error of a poll that consuming cannot get past.
+// kgo retries the retriable ones itself (the client keeps them in the
+// fetches only so that this can see KAFKA_STORAGE_ERROR, kgo.
+// KeepRetryableFetchErrors): a broker that cannot read its log will not
+// read it on the next try, so that one ends the run, naming the partition
+// and the offset.
+func fetchError(fetches kgo.Fetches, pos positions) error {
 	var first error
 	fetches.EachError(func(t string, p int32, err error) {
+		if first == nil && errors.Is(err, kerr.KafkaStorageError) {
+			first = client.Failf("consume %s partition %d%s: %v", t, p, pos.at(t, p), err)
+			return
+		}
 		if first != nil || kerr.IsRetriable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return
 		}
-		where := fmt.Sprintf("%s partition %d", t, p)
-		if o, ok := at(t, p); ok {
-			where += fmt.Sprintf(" at offset %d", o)
-		}
+		where := fmt.Sprintf("%s partition %d%s", t, p, pos.at(t, p))
 		switch {
 		case errors.Is(err, kerr.UnknownTopicOrPartition):
 			first = client.Failf("topic %s partition %d: no longer exists", t, p)

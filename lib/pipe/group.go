@@ -206,6 +206,7 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeTopics(cfg.Topics...),
 		kgo.ConsumeResetOffset(cfg.Offset.resetOffset()),
+		kgo.KeepRetryableFetchErrors(), // for fetchError
 		kgo.BlockRebalanceOnPoll(),
 		kgo.SessionTimeout(session),
 		kgo.HeartbeatInterval(min(3*time.Second, session/5)),
@@ -240,6 +241,7 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 
 	w := newWriter(&cfg)
 	var printed int64
+	pos := positions{}
 	for {
 		pollCtx, cancel := ctx, context.CancelFunc(func() {})
 		if cfg.Exit {
@@ -277,6 +279,7 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 				if werr = w.write(r); werr != nil {
 					return
 				}
+				pos.set(r.Topic, r.Partition, r.Offset+1)
 				if mode != CommitNone {
 					cl.MarkCommitRecords(r)
 				}
@@ -305,7 +308,7 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 			finish()
 			return nil
 		}
-		if err := fetchError(fetches, w.position(nil)); err != nil {
+		if err := fetchError(fetches, pos); err != nil {
 			finish()
 			return err
 		}

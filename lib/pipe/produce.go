@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -38,9 +37,11 @@ type ProduceConfig struct {
 	Compression string        // -z: none, gzip, snappy, lz4 or zstd
 	Acks        string        // --acks: all, leader or none
 	Linger      time.Duration // --linger: how long a partition's batch waits for more messages
-	// AckTimeout (--ack-timeout) is how long messages may wait for an
-	// acknowledgment while none arrives before mqpipe checks that the broker
-	// still answers, and gives up (exit 3) when it does not; 0 waits forever.
+	// AckTimeout (--ack-timeout) is how long a message may wait for its
+	// acknowledgment before mqpipe gives up: exit 3 when the broker does
+	// not answer, exit 1 when it answers but refuses (kgo retries such
+	// errors, KAFKA_STORAGE_ERROR among them, without end); 0 waits
+	// forever.
 	AckTimeout time.Duration
 
 	Report   bool // --report: print "partition offset" per acknowledged message
@@ -165,12 +166,12 @@ func Produce(ctx context.Context, cfg ProduceConfig) error {
 
 	t := newTracker(cfg, inputs, int(maxBytes))
 	defer t.stop()
-	// The broker watch ends the wait for acknowledgments (Flush) when mqd
-	// stops answering.
+	// The watch ends the wait for acknowledgments (Flush) when mqd stops
+	// answering, or answers but acknowledges nothing for --ack-timeout.
 	flushCtx, cancelFlush := context.WithCancel(ctx)
 	defer cancelFlush()
-	lost := make(chan error, 1)
-	stopWatch := t.watchBroker(ctx, cl, addrs, func(err error) { lost <- err; cancelFlush() })
+	aborted := make(chan error, 1)
+	stopWatch := t.watch(ctx, cl, addrs, func(err error) { aborted <- err; cancelFlush() })
 	defer stopWatch()
 	done := make(chan error, 1)
 	go func() { done <- t.produceAll(ctx, cl, inputs) }()
@@ -179,13 +180,13 @@ func Produce(ctx context.Context, cfg ProduceConfig) error {
 	case <-ctx.Done():
 		// The reader may be blocked on a pipe that never closes; leave it.
 		return ctx.Err()
-	case lerr := <-lost:
-		return t.brokerLost(lerr)
+	case aerr := <-aborted:
+		return t.giveUp(aerr)
 	}
 	if ferr := cl.Flush(flushCtx); ferr != nil {
 		select {
-		case lerr := <-lost:
-			return t.brokerLost(lerr)
+		case aerr := <-aborted:
+			return t.giveUp(aerr)
 		default:
 			return ferr
 		}
@@ -197,58 +198,80 @@ func Produce(ctx context.Context, cfg ProduceConfig) error {
 	return t.result()
 }
 
-// watchBroker guards against waiting forever for a broker that went away:
-// kgo retries unacknowledged messages without end. When messages are
-// outstanding and none was settled for cfg.AckTimeout, it pings the broker
-// and, if that fails, calls lost with the reason. It returns the function
-// that stops it.
-func (t *tracker) watchBroker(ctx context.Context, cl *kgo.Client, addrs []client.Addr, lost func(error)) (stop func()) {
-	if t.cfg.AckTimeout <= 0 {
-		return func() {}
+// Timing of the watch on outstanding messages.
+const (
+	// storageProbeAfter is how long the oldest outstanding message waits
+	// before the watch asks the brokers whether the topic's partitions
+	// fail to write (kgo retries KAFKA_STORAGE_ERROR without telling).
+	storageProbeAfter = time.Second
+	// maxWatchTick bounds the period of the watch.
+	maxWatchTick = time.Second
+)
+
+// watch guards against waiting forever: kgo retries unacknowledged
+// messages without end, when the broker is gone as when it answers but
+// refuses them. Once the oldest outstanding message has waited
+// storageProbeAfter it asks the brokers for the storage health of the
+// topic's partitions and prints one line for each partition whose writes
+// fail. Once it has waited cfg.AckTimeout (when set) it pings the broker
+// and calls abort with the reason: unreachable (exit 3), or answering
+// without acknowledging (exit 1). It returns the function that stops it.
+func (t *tracker) watch(ctx context.Context, cl *kgo.Client, addrs []client.Addr, abort func(error)) (stop func()) {
+	period := maxWatchTick
+	probeAfter := storageProbeAfter
+	if d := t.cfg.AckTimeout; d > 0 {
+		period = min(max(d/4, 10*time.Millisecond), maxWatchTick)
+		probeAfter = min(probeAfter, d/2)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		tick := time.NewTicker(max(t.cfg.AckTimeout/4, 10*time.Millisecond))
+		tick := time.NewTicker(period)
 		defer tick.Stop()
-		settled, since := t.settled.Load(), time.Now()
+		storage := storageReporter{topic: t.cfg.Topic, stderr: t.cfg.Stderr}
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case now := <-tick.C:
-				if n := t.settled.Load(); n != settled || cl.BufferedProduceRecords() == 0 {
-					settled, since = n, now
+				waited := t.oldestWait(now)
+				if waited < probeAfter {
 					continue
 				}
-				if now.Sub(since) < t.cfg.AckTimeout {
+				storage.probe(ctx, cl)
+				if t.cfg.AckTimeout <= 0 || waited < t.cfg.AckTimeout {
 					continue
 				}
 				if err := client.Ping(ctx, cl, addrs); client.ExitCode(err) == client.ExitUnreachable {
-					lost(err)
+					abort(err)
 					return
 				}
-				since = now // alive but slow: give it another period
+				why := "mqd answers but acknowledged none of them"
+				if s := storage.last(); s != "" {
+					why = "mqd answers but refuses them: " + s
+				}
+				abort(client.Failf("messages waited %v for an acknowledgment (--ack-timeout); %s", t.cfg.AckTimeout, why))
+				return
 			}
 		}
 	}()
 	return func() { cancel(); <-finished }
 }
 
-// brokerLost is the error for a run whose broker stopped answering: the
-// unreachable line, then which messages were not acknowledged. Messages
-// still waiting count as failed; promises that fire later (when the client
-// closes) change nothing.
-func (t *tracker) brokerLost(err error) error {
-	t.finish()
+// giveUp is the error for a run the watch ended: its reason, then which
+// messages were not acknowledged. Messages still waiting count as failed;
+// promises that fire later (when the client closes) change nothing. The
+// report lines of the messages acknowledged before are printed.
+func (t *tracker) giveUp(reason error) error {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.gaveUp = true
 	refs := make([]lineRef, 0, len(t.pending))
-	for _, ref := range t.pending {
-		refs = append(refs, ref)
+	for seq, p := range t.pending {
+		refs = append(refs, p.ref)
+		t.reports[seq] = report{}
 	}
+	t.pending = map[int64]pendingMsg{}
 	sortLineRefs(refs)
 	for _, ref := range refs {
 		t.failed++
@@ -256,7 +279,26 @@ func (t *tracker) brokerLost(err error) error {
 			t.lines = append(t.lines, ref)
 		}
 	}
-	return &client.Error{Code: client.ExitUnreachable, Err: fmt.Errorf("%v; %s", err, t.summaryLocked())}
+	if t.out != nil {
+		t.printReportsLocked()
+	}
+	t.mu.Unlock()
+	t.finish()
+	code := client.ExitCode(reason)
+	return &client.Error{Code: code, Err: fmt.Errorf("%v; %s", reason, t.summary())}
+}
+
+// oldestWait is how long the oldest message handed to the client and not
+// settled has waited at now; 0 when there is none.
+func (t *tracker) oldestWait(now time.Time) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for ; t.oldest < t.sent; t.oldest++ {
+		if p, ok := t.pending[t.oldest]; ok {
+			return now.Sub(p.at)
+		}
+	}
+	return 0
 }
 
 // openInputs opens the named files ("-": standard input; none: standard
@@ -386,20 +428,26 @@ type tracker struct {
 	names    []string // input names ("" for stdin), for line references; fixed
 	progress *Progress
 
-	settled atomic.Int64 // messages acknowledged or failed, for watchBroker
-
 	mu       sync.Mutex
-	pending  map[int64]lineRef // messages handed to the client and not yet settled, by sequence number
-	gaveUp   bool              // the broker was lost: later outcomes are ignored
-	read     int               // messages read
-	failed   int               // messages not acknowledged
-	lines    []lineRef         // the first failed ones, for the summary
-	details  int               // failures described on stderr so far
-	next     int64             // the sequence number of the next report line
+	pending  map[int64]pendingMsg // messages handed to the client and not yet settled, by sequence number
+	sent     int64                // the sequence number of the next message handed to the client
+	oldest   int64                // no message below it is pending (oldestWait moves it)
+	gaveUp   bool                 // the watch gave up: later outcomes are ignored
+	read     int                  // messages read
+	failed   int                  // messages not acknowledged
+	lines    []lineRef            // the first failed ones, for the summary
+	details  int                  // failures described on stderr so far
+	next     int64                // the sequence number of the next report line
 	reports  map[int64]report
 	out      *bufio.Writer // Stdout, for --report
 	stopTick func()        // stops the report flusher; nil without --report
 	stopOnce sync.Once
+}
+
+// pendingMsg is a message waiting for its acknowledgment.
+type pendingMsg struct {
+	ref lineRef
+	at  time.Time // when it was handed to the client
 }
 
 // report is the outcome of one produced message, waiting for its turn to
@@ -414,7 +462,7 @@ type report struct {
 const maxLineRefs = 10000
 
 func newTracker(cfg ProduceConfig, inputs []input, maxBytes int) *tracker {
-	t := &tracker{cfg: cfg, maxBytes: maxBytes, reports: map[int64]report{}, pending: map[int64]lineRef{}}
+	t := &tracker{cfg: cfg, maxBytes: maxBytes, reports: map[int64]report{}, pending: map[int64]pendingMsg{}}
 	for _, in := range inputs {
 		t.names = append(t.names, in.name)
 	}
@@ -466,7 +514,6 @@ func (t *tracker) produceAll(ctx context.Context, cl *kgo.Client, inputs []input
 	if t.cfg.JSON {
 		limit = 6*t.maxBytes + 1<<20 // escapes and base64 make JSON larger than the bytes it carries
 	}
-	var seq int64
 	var a arena
 	for i, in := range inputs {
 		lr := NewLineReader(in.r, delim, limit)
@@ -493,10 +540,11 @@ func (t *tracker) produceAll(ctx context.Context, cl *kgo.Client, inputs []input
 				t.fail(lineRef{i, lr.Line()}, err)
 				continue
 			}
-			ref, s := lineRef{i, lr.Line()}, seq
-			seq++
+			ref := lineRef{i, lr.Line()}
 			t.mu.Lock()
-			t.pending[s] = ref
+			s := t.sent
+			t.sent++
+			t.pending[s] = pendingMsg{ref: ref, at: time.Now()}
 			t.mu.Unlock()
 			t.progress.Add(len(rec.Value))
 			cl.Produce(ctx, rec, func(r *kgo.Record, err error) { t.acked(s, ref, r, err) })
@@ -547,28 +595,28 @@ func (t *tracker) count() {
 
 // acked is the promise of the message with sequence number seq.
 func (t *tracker) acked(seq int64, ref lineRef, r *kgo.Record, err error) {
-	defer t.settled.Add(1)
-	t.mu.Lock()
-	delete(t.pending, seq)
-	gaveUp := t.gaveUp
-	t.mu.Unlock()
-	if gaveUp {
-		return
-	}
 	if errors.Is(err, kerr.MessageTooLarge) {
 		err = t.tooLarge(len(r.Key) + len(r.Value))
 	} else if err != nil && r.Partition >= 0 && strings.Contains(err.Error(), "partitioning choice") {
 		err = fmt.Errorf("topic %s has no partition %d", t.cfg.Topic, r.Partition)
 	}
-	if err != nil {
+	t.mu.Lock()
+	gaveUp := t.gaveUp
+	if !gaveUp {
+		delete(t.pending, seq)
+		if t.out != nil {
+			t.reports[seq] = report{ok: err == nil, partition: r.Partition, offset: r.Offset}
+			t.printReportsLocked()
+		}
+	}
+	t.mu.Unlock()
+	if err != nil && !gaveUp {
 		t.fail(ref, err)
 	}
-	if t.out == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.reports[seq] = report{ok: err == nil, partition: r.Partition, offset: r.Offset}
+}
+
+// printReportsLocked prints the report lines whose turn has come.
+func (t *tracker) printReportsLocked() {
 	for {
 		rep, ok := t.reports[t.next]
 		if !ok {

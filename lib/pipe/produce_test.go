@@ -4,8 +4,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/client"
 )
 
 func TestSummaryListsFailedLinesAsRanges(t *testing.T) {
@@ -95,5 +98,52 @@ func TestArenaCopiesAreIndependent(t *testing.T) {
 	big := make([]byte, arenaBlock)
 	if c := a.copy(big); len(c) != len(big) {
 		t.Errorf("big copy has %d bytes", len(c))
+	}
+}
+
+func TestGiveUpCountsPendingAndPrintsTheReportsBehindThem(t *testing.T) {
+	var out, stderr strings.Builder
+	tr := newTracker(ProduceConfig{Topic: "t", Report: true, Stdout: &out, Stderr: &stderr}, []input{{}}, 100)
+	start := time.Now()
+	for seq := range int64(3) {
+		tr.count()
+		tr.pending[seq] = pendingMsg{ref: lineRef{0, int(seq) + 1}, at: start.Add(time.Duration(seq) * time.Second)}
+		tr.sent++
+	}
+	// The first message is stuck (a partition that refuses), the others
+	// were acknowledged: their report lines wait for it.
+	tr.acked(1, lineRef{0, 2}, &kgo.Record{Partition: 1, Offset: 10}, nil)
+	if got := tr.oldestWait(start.Add(5 * time.Second)); got != 5*time.Second {
+		t.Errorf("oldest wait %v, want 5s", got)
+	}
+	tr.acked(2, lineRef{0, 3}, &kgo.Record{Partition: 1, Offset: 11}, nil)
+	if out.String() != "" {
+		t.Fatalf("report printed past a pending message: %q", out.String())
+	}
+	err := tr.giveUp(client.Failf("refused"))
+	if err == nil || client.ExitCode(err) != client.ExitFailure || err.Error() != "refused; 1 of 3 messages not acknowledged: line 1" {
+		t.Fatalf("give up: %v (exit %d)", err, client.ExitCode(err))
+	}
+	if want := "1 10\n1 11\n"; out.String() != want {
+		t.Errorf("report after giving up %q, want %q", out.String(), want)
+	}
+	tr.acked(0, lineRef{0, 1}, &kgo.Record{Partition: 0, Offset: 3}, nil) // too late: ignored
+	if got := tr.summary(); got != "1 of 3 messages not acknowledged: line 1" {
+		t.Errorf("summary after a late acknowledgment %q", got)
+	}
+	if got := tr.oldestWait(start.Add(time.Hour)); got != 0 {
+		t.Errorf("oldest wait after giving up %v, want 0", got)
+	}
+}
+
+func TestErrorCauseIsTheLastPart(t *testing.T) {
+	for in, want := range map[string]string{
+		"log: append at offset 7: write /d/t-0/0.log: no space left on device": "no space left on device",
+		"boom":  "boom",
+		"odd: ": "odd: ",
+	} {
+		if got := errorCause(in); got != want {
+			t.Errorf("errorCause(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -1,0 +1,147 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/kafkaext"
+)
+
+// LogDirDescription is one log directory of a broker in cluster describe.
+type LogDirDescription struct {
+	Path string `json:"path"`
+	// TotalBytes and UsableBytes are the size of the volume holding the
+	// directory and what is free of it; -1: unknown.
+	TotalBytes  int64 `json:"total_bytes"`
+	UsableBytes int64 `json:"usable_bytes"`
+	// Failing is set while writes to the directory fail (a full disk, an
+	// I/O error); Error is the last write error then, or the directory's
+	// Kafka error for a broker that does not say more.
+	Failing            bool   `json:"failing"`
+	Error              string `json:"error,omitempty"`
+	FailingSinceMillis int64  `json:"failing_since_ms,omitempty"`
+	// StorageErrors counts the failed writes since the broker started
+	// (mq brokers only; 0 otherwise).
+	StorageErrors uint64 `json:"storage_errors"`
+}
+
+// ReplicaStorageError is a replica of a partition whose writes fail.
+type ReplicaStorageError struct {
+	Broker             int32  `json:"broker"`
+	Dir                string `json:"dir"`
+	Error              string `json:"error"`
+	FailingSinceMillis int64  `json:"failing_since_ms,omitempty"`
+}
+
+// logDirs is what the brokers' DescribeLogDirs answers say.
+type logDirs struct {
+	dirs map[int32][]LogDirDescription // by broker, sorted by path
+	// failing are the replicas whose writes fail, by topic and partition.
+	failing map[string]map[int32][]ReplicaStorageError
+	errs    map[int32]string // brokers whose answer could not be had
+}
+
+// describeLogDirs asks every broker about its log directories and the
+// given topics' replicas in them (none when topics is empty). A broker
+// that cannot answer gets an entry in errs; it fails nothing else.
+func (a *Admin) describeLogDirs(ctx context.Context, topics map[string][]int32) logDirs {
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	req.Topics = []kmsg.DescribeLogDirsRequestTopic{} // not null: null asks for every partition
+	for _, t := range slices.Sorted(maps.Keys(topics)) {
+		rt := kmsg.NewDescribeLogDirsRequestTopic()
+		rt.Topic, rt.Partitions = t, topics[t]
+		req.Topics = append(req.Topics, rt)
+	}
+	out := logDirs{dirs: map[int32][]LogDirDescription{}, failing: map[string]map[int32][]ReplicaStorageError{}, errs: map[int32]string{}}
+	for _, shard := range a.cl.RequestSharded(ctx, req) {
+		node := shard.Meta.NodeID
+		if shard.Err != nil {
+			out.errs[node] = errText(shard.Err, "")
+			continue
+		}
+		resp := shard.Resp.(*kmsg.DescribeLogDirsResponse)
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			out.errs[node] = errText(err, "")
+			continue
+		}
+		for _, rd := range resp.Dirs {
+			out.dirs[node] = append(out.dirs[node], describeDir(&rd))
+			for _, rt := range rd.Topics {
+				for _, rp := range rt.Partitions {
+					var h kafkaext.PartitionHealth
+					if ok, err := kafkaext.Get(&rp.UnknownTags, kafkaext.LogDirPartition, &h); !ok || err != nil || h.StorageError == "" {
+						continue
+					}
+					if out.failing[rt.Topic] == nil {
+						out.failing[rt.Topic] = map[int32][]ReplicaStorageError{}
+					}
+					out.failing[rt.Topic][rp.Partition] = append(out.failing[rt.Topic][rp.Partition],
+						ReplicaStorageError{Broker: node, Dir: rd.Dir, Error: h.StorageError, FailingSinceMillis: h.FailingSinceMillis})
+				}
+			}
+		}
+		slices.SortFunc(out.dirs[node], func(x, y LogDirDescription) int { return strings.Compare(x.Path, y.Path) })
+	}
+	for _, parts := range out.failing {
+		for _, rs := range parts {
+			slices.SortFunc(rs, func(x, y ReplicaStorageError) int { return int(x.Broker) - int(y.Broker) })
+		}
+	}
+	return out
+}
+
+// describeDir reads one directory of an answer, mq's health field first.
+func describeDir(rd *kmsg.DescribeLogDirsResponseDir) LogDirDescription {
+	d := LogDirDescription{Path: rd.Dir, TotalBytes: rd.TotalBytes, UsableBytes: rd.UsableBytes}
+	var h kafkaext.DirHealth
+	if ok, err := kafkaext.Get(&rd.UnknownTags, kafkaext.LogDir, &h); ok && err == nil {
+		d.Failing, d.Error, d.FailingSinceMillis, d.StorageErrors = h.Failing, h.Error, h.FailingSinceMillis, h.StorageErrors
+	}
+	if err := kerr.ErrorForCode(rd.ErrorCode); err != nil {
+		d.Failing = true
+		if d.Error == "" {
+			d.Error = errText(err, "")
+		}
+	}
+	return d
+}
+
+// dirState is a log directory's state for a table: "ok", or "failing
+// since 15:04:05: ERROR".
+func dirState(d LogDirDescription) string {
+	if !d.Failing {
+		return "ok"
+	}
+	s := "failing"
+	if d.FailingSinceMillis > 0 {
+		s += " since " + time.UnixMilli(d.FailingSinceMillis).Format(time.TimeOnly)
+	}
+	if d.Error != "" {
+		s += ": " + d.Error
+	}
+	return s
+}
+
+// sizeText is a byte count for a table: "1.5GiB", "-" when unknown.
+func sizeText(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	v, exp := float64(n)/unit, 0
+	for v >= unit && exp < 4 {
+		v /= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f%ciB", v, "KMGTP"[exp])
+}
