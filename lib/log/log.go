@@ -102,7 +102,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	}
 	l.logger = l.logger.With("log", filepath.Base(dir))
 	l.sync.cond.L = &l.sync.mu
-	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirAllDurable(l.fs, dir); err != nil {
 		return nil, fmt.Errorf("log: open %s: %w", dir, err)
 	}
 	l.mu.Lock()
