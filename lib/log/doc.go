@@ -81,10 +81,11 @@
 // the file, CRC32C, base offset equal to the previous batch's last offset
 // + 1) and the indexes are rebuilt. The first bad batch and everything
 // after it (later segments included) are removed, with a Warn log line
-// naming the segment, the position and the number of bytes dropped. The
-// producer state is loaded from its snapshot and brought up to date by
-// reading the batch headers after it; the leader-epoch history by the
-// scanned batches.
+// naming the segment, the position and the number of bytes dropped; so
+// are the segments after one that ends before the next one starts (a
+// power loss cut its unsynced tail). The producer state is loaded from
+// its snapshot and brought up to date by reading the batch headers after
+// it; the leader-epoch history by the scanned batches.
 //
 // # Durability
 //

@@ -214,6 +214,14 @@ func (l *Log) load() error {
 		if err != nil {
 			return err
 		}
+		// A power loss can cut a rolled segment's unsynced tail at a batch
+		// boundary while the next segment exists: that one, not durable
+		// either, would leave a gap.
+		if !bad && i+1 < len(l.segs) && l.scannedEnd != l.segs[i+1].base {
+			l.logger.Warn("segment ends before the next one starts", "segment", segmentName(l.segs[i].base, logExt),
+				"end_offset", l.scannedEnd, "next_segment", segmentName(l.segs[i+1].base, logExt))
+			bad = true
+		}
 		if bad && i+1 < len(l.segs) {
 			for _, seg := range l.segs[i+1:] {
 				l.logger.Warn("deleting segment after a corrupt one", "segment", segmentName(seg.base, logExt), "bytes", seg.size)
