@@ -83,9 +83,11 @@
 // after it (later segments included) are removed, with a Warn log line
 // naming the segment, the position and the number of bytes dropped; so
 // are the segments after one that ends before the next one starts (a
-// power loss cut its unsynced tail). The producer state is loaded from
-// its snapshot and brought up to date by reading the batch headers after
-// it; the leader-epoch history by the scanned batches.
+// power loss cut its unsynced tail). The scanned segments are fsynced
+// before the recovery point passes them: after a killed process they may
+// be in the page cache only. The producer state is loaded from its
+// snapshot and brought up to date by reading the batch headers after it;
+// the leader-epoch history by the scanned batches.
 //
 // # Durability
 //

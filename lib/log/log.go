@@ -231,6 +231,16 @@ func (l *Log) load() error {
 			break
 		}
 	}
+	// The scanned batches past the checkpoint may be in the page cache
+	// only (the process died, not the machine): the recovery point is
+	// about to pass them.
+	if l.scannedEnd > rp {
+		for _, seg := range l.segs[k:] {
+			if err := seg.file.f.Sync(); err != nil {
+				return fmt.Errorf("recover %s: %w", segmentName(seg.base, logExt), err)
+			}
+		}
+	}
 	act := l.active()
 	for _, seg := range l.segs[:len(l.segs)-1] {
 		if seg.file != nil {
