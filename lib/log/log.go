@@ -270,6 +270,9 @@ func (l *Log) load() error {
 		}
 	}
 	l.epochs.truncateFrom(l.end)
+	// A crash between the log-start and leader-epoch checkpoints leaves
+	// epochs below the log start.
+	l.epochs.truncateBefore(l.logStart)
 	if err := l.loadProducerStateLocked(); err != nil {
 		return err
 	}
