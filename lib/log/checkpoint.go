@@ -59,6 +59,37 @@ func writeFileAtomic(fsys FS, dir, name string, data []byte) error {
 	return nil
 }
 
+// mkdirAllDurable is MkdirAll whose new directories survive a crash: it
+// fsyncs the parent of each directory it creates, and the parent of dir
+// always, since an earlier process may have created dir and died before
+// that fsync.
+func mkdirAllDurable(fsys FS, dir string) error {
+	var created []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := fsys.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if len(created) == 0 {
+		created = []string{filepath.Clean(dir)}
+	}
+	for _, d := range created {
+		if err := syncDir(fsys, filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func syncDir(fsys FS, dir string) error {
 	d, err := fsys.OpenFile(dir, os.O_RDONLY, 0)
 	if err != nil {

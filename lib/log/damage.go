@@ -179,6 +179,11 @@ func (l *Log) nextDamageLocked(offset, limit int64) *Damage {
 // list. A range overlapping one already known is not added again. It
 // reports whether d was new.
 func (l *Log) recordDamageLocked(d Damage) bool {
+	if d.To <= d.From {
+		l.logger.Error("bad batch found, but not where its damage ends; not recorded", "segment", d.Segment,
+			"from_offset", d.From, "to_offset", d.To, "position", d.Position, "reason", d.Reason)
+		return false
+	}
 	for _, o := range l.damage {
 		if d.From < o.To && o.From < d.To {
 			return false

@@ -85,12 +85,17 @@
 // recovery point on, every batch is checked (header, magic, length within
 // the file, CRC32C, base offset equal to the previous batch's last offset
 // + 1) and the indexes are rebuilt. The first bad batch and everything
-// after it are removed when nothing good follows them (a torn tail), with
-// a Warn log line naming the segment, the position and the number of bytes
-// dropped; when good batches follow, the bad ones are damage (see Damage). The
-// producer state is loaded from its snapshot and brought up to date by
-// reading the batch headers after it; the leader-epoch history by the
-// scanned batches.
+// after it (later segments included) are removed when it lies past the
+// recovery point (a crash cut writes no fsync had covered), with a Warn
+// log line naming the segment, the position and the number of bytes
+// dropped; so are the segments after one that ends before the next one
+// starts (a power loss cut its unsynced tail). Below the recovery point a
+// bad batch is damage instead (see Damage): those bytes were fsynced, so
+// nothing good is cut. The scanned segments are fsynced before the
+// recovery point passes them: after a killed process they may be in the
+// page cache only. The producer state is loaded from its snapshot and
+// brought up to date by reading the batch headers after it; the
+// leader-epoch history by the scanned batches.
 //
 // # Damage
 //
@@ -111,8 +116,9 @@
 // between become a Damage, logged once at Error level, counted
 // (DamageFound), recorded in damaged-ranges and listed by Damaged. A
 // Region stops before damage; a read at a damaged offset is a
-// *DamagedError (ErrDamaged). Only a bad tail with nothing good after it
-// anywhere in the log is a torn write, cut off by recovery. A damaged
+// *DamagedError (ErrDamaged). Only past the recovery point, where a crash
+// can cut writes no fsync had covered, is a bad batch a torn write, cut
+// off by recovery with what follows it. A damaged
 // range goes when retention or DeleteRecordsBefore passes it, or is
 // SkipDamaged: then its offsets are a gap that reads step over, like the
 // gaps of a compacted log.

@@ -78,9 +78,6 @@ func (l *Log) waitDurable(seq uint64) error {
 // it durable. On failure under FlushAlways the log is rolled back to its
 // last durable point.
 func (l *Log) syncActive() error {
-	// Segments rolled under another policy (the policy is dynamic) must
-	// be on disk before the recovery point passes them.
-	l.waitRolled()
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -88,8 +85,11 @@ func (l *Log) syncActive() error {
 	}
 	sf := l.active().file
 	sf.acquire()
-	end, seq, gen := l.end, l.writeSeq, l.truncGen
+	end, seq, gen, rolled := l.end, l.writeSeq, l.truncGen, l.rolledSync
 	l.mu.RUnlock()
+	// Segments rolled under another policy (the policy is dynamic) must
+	// be on disk before the recovery point passes them.
+	waitChan(rolled)
 	err := sf.f.Sync()
 	sf.release()
 	l.mu.Lock()
@@ -155,8 +155,6 @@ func (l *Log) syncFailedLocked(err error) error {
 func (l *Log) Flush() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
-	// The recovery point may only pass segments that are on disk.
-	l.waitRolled()
 	l.mu.RLock()
 	if err := l.writableLocked(); err != nil {
 		l.mu.RUnlock()
@@ -164,14 +162,18 @@ func (l *Log) Flush() error {
 	}
 	sf := l.active().file
 	sf.acquire()
-	end, seq, gen := l.end, l.writeSeq, l.truncGen
+	end, seq, gen, rolled := l.end, l.writeSeq, l.truncGen, l.rolledSync
 	l.mu.RUnlock()
+	// The recovery point may only pass segments that are on disk: those
+	// rolled before end are fsynced in the background. Taken with end,
+	// not before: a roll in between would be passed over unsynced.
+	waitChan(rolled)
 	err := sf.f.Sync()
 	sf.release()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return ErrClosed
+	if err := l.writableLocked(); err != nil {
+		return err // closed, or a rolled segment's fsync failed
 	}
 	if err != nil {
 		return l.syncFailedLocked(fmt.Errorf("flush: %w", err))
@@ -387,6 +389,11 @@ func (l *Log) waitRolled() {
 	l.mu.RLock()
 	ch := l.rolledSync
 	l.mu.RUnlock()
+	waitChan(ch)
+}
+
+// waitChan waits for ch to be closed; nil is closed.
+func waitChan(ch chan struct{}) {
 	if ch != nil {
 		<-ch
 	}

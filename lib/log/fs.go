@@ -6,8 +6,9 @@ import (
 )
 
 // FS is the file system a Log works on: what it needs and no more, so that
-// tests can inject faults (see FaultFS). Implementations must be safe for
-// concurrent use.
+// tests can inject faults (see FaultFS) and cut the power (see CrashFS).
+// A directory is fsynced by opening it with os.O_RDONLY and calling Sync.
+// Implementations must be safe for concurrent use.
 type FS interface {
 	OpenFile(name string, flag int, perm os.FileMode) (File, error)
 	Remove(name string) error

@@ -108,7 +108,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	}
 	l.logger = l.logger.With("log", filepath.Base(dir))
 	l.sync.cond.L = &l.sync.mu
-	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirAllDurable(l.fs, dir); err != nil {
 		return nil, fmt.Errorf("log: open %s: %w", dir, err)
 	}
 	l.mu.Lock()
@@ -219,14 +219,40 @@ func (l *Log) load() error {
 	if err := l.checkSealedLocked(k); err != nil {
 		return err
 	}
+	// durableTo says below which offset segment i's batches were
+	// fsynced: the recovery point; without one, the end of each closed
+	// segment (a roll fsyncs it), and nothing of the active one.
+	durableTo := func(i int) int64 {
+		switch {
+		case rp >= 0:
+			return rp
+		case i+1 < len(l.segs):
+			return l.segs[i+1].base
+		}
+		return -1
+	}
 	for i := k; i < len(l.segs); i++ {
 		from := int64(-1)
 		if i == k {
 			from = rp
 		}
-		torn, err := l.recoverSegment(i, from, i == k)
+		torn, err := l.recoverSegment(i, from, durableTo(i), i == k)
 		if err != nil {
 			return err
+		}
+		// A power loss can cut a rolled segment's unsynced tail at a batch
+		// boundary while the next segment exists: that one, not durable
+		// either, would leave a gap. Below the recovery point such a gap
+		// is damage (see checkSealedLocked); past it, a torn tail.
+		if !torn && i+1 < len(l.segs) && l.scannedEnd != l.segs[i+1].base {
+			if l.scannedEnd < durableTo(i) {
+				l.recordDamageLocked(Damage{From: l.scannedEnd, To: l.segs[i+1].base, Segment: segmentName(l.scannedEnd, logExt),
+					Reason: "offsets missing between two segments"})
+			} else {
+				l.logger.Warn("segment ends before the next one starts", "segment", segmentName(l.segs[i].base, logExt),
+					"end_offset", l.scannedEnd, "next_segment", segmentName(l.segs[i+1].base, logExt))
+				torn = true
+			}
 		}
 		if torn && i+1 < len(l.segs) {
 			for _, seg := range l.segs[i+1:] {
@@ -235,6 +261,16 @@ func (l *Log) load() error {
 			}
 			l.segs = l.segs[:i+1]
 			break
+		}
+	}
+	// The scanned batches past the checkpoint may be in the page cache
+	// only (the process died, not the machine): the recovery point is
+	// about to pass them.
+	if l.scannedEnd > rp {
+		for _, seg := range l.segs[k:] {
+			if err := seg.file.f.Sync(); err != nil {
+				return fmt.Errorf("recover %s: %w", segmentName(seg.base, logExt), err)
+			}
 		}
 	}
 	act := l.active()
@@ -267,6 +303,9 @@ func (l *Log) load() error {
 		}
 	}
 	l.epochs.truncateFrom(l.end)
+	// A crash between the log-start and leader-epoch checkpoints leaves
+	// epochs below the log start.
+	l.epochs.truncateBefore(l.logStart)
 	if err := l.loadProducerStateLocked(); err != nil {
 		return err
 	}
@@ -298,13 +337,13 @@ func (l *Log) readOffsetCheckpoint(file, kind string) (int64, error) {
 
 // recoverSegment opens segment i, checks its batches from the recovery
 // point rp (from the start when rp < 0) and rebuilds its indexes. A bad
-// batch below the recovery point, or followed by good ones (in this
-// segment or a later one), is damage: recorded, and the good batches after
-// it are kept. A bad batch at or past the recovery point followed by
-// nothing good is a torn tail, cut off; recoverSegment reports it, and the
-// caller deletes the segments after it. The segment is left open with its
+// batch below durableTo (what was fsynced) is damage: recorded, and the
+// good batches after it are kept. A bad batch past it is a torn
+// tail (a crash cut the writes no fsync had covered yet): the segment is
+// cut there, recoverSegment reports it, and the caller deletes the
+// segments after it. The segment is left open with its
 // indexes in memory.
-func (l *Log) recoverSegment(i int, rp int64, first bool) (torn bool, err error) {
+func (l *Log) recoverSegment(i int, rp, durableTo int64, first bool) (torn bool, err error) {
 	seg := l.segs[i]
 	nextBase := int64(math.MaxInt64)
 	if i+1 < len(l.segs) {
@@ -392,11 +431,12 @@ func (l *Log) recoverSegment(i int, rp int64, first bool) (torn bool, err error)
 		}
 		// Below the recovery point everything was fsynced: a bad batch
 		// there is damage even at the very end of the log, never a torn
-		// write. Its offsets reach the recovery point at least.
-		durable := res.next < rp
-		if resume < seg.size || durable || l.goodDataAfterLocked(i) || l.anyGoodBatch(f, seg, res.end, res.next) {
+		// write, and its offsets reach the recovery point at least. Past
+		// it nothing was known durable: the log ends at the first bad
+		// batch, as after any power loss.
+		if res.next < durableTo {
 			if nextBase == math.MaxInt64 && resume >= seg.size {
-				d.To = max(rp, res.next+1)
+				d.To = max(durableTo, res.next+1)
 			}
 			l.recordDamageLocked(d)
 			pos, next = resume, resumeOffset
@@ -479,36 +519,6 @@ func (l *Log) checkEpochLocked(seg *segment, pos int64, h *record.Header) error 
 	// does; the newest stays unconfirmed.
 	l.spike = prev
 	return nil
-}
-
-// anyGoodBatch reports whether a batch passing its CRC lies in seg after
-// a bad one at pos (where offset next was expected), even one that the
-// search for where damage ends did not trust: then what follows the bad
-// batch is not just a torn write, and nothing of it is cut off.
-func (l *Log) anyGoodBatch(f File, seg *segment, pos, next int64) bool {
-	_, _, found, err := findNextBatch(f, seg.base, pos+1, seg.size, next, math.MaxInt64, -1, false)
-	return err == nil && found
-}
-
-// goodDataAfterLocked reports whether a segment after segment i holds a
-// batch passing its CRC: then a bad end of segment i is damage in the
-// middle of the log, not a torn tail.
-func (l *Log) goodDataAfterLocked(i int) bool {
-	for _, seg := range l.segs[i+1:] {
-		if seg.size == 0 {
-			continue
-		}
-		f, err := l.fs.OpenFile(l.path(segmentName(seg.base, logExt)), os.O_RDONLY, 0)
-		if err != nil {
-			return false
-		}
-		_, _, found, err := findNextBatch(f, seg.base, 0, seg.size, seg.base, math.MaxInt64, -1, false)
-		_ = f.Close()
-		if err == nil && found {
-			return true
-		}
-	}
-	return false
 }
 
 // readHeader reads the batch header at pos.
@@ -596,7 +606,7 @@ func (l *Log) walkHeadersLocked(from int64, fn func(h *record.Header)) error {
 				pos, next = part.start, part.next
 			}
 			for pos < part.end {
-				res := scanSegment(seg.file.f, seg.base, pos, part.end, next, false, buf, func(_ int64, h *record.Header) error {
+				res := scanSegment(seg.file.f, seg.base, pos, part.end, next, true, buf, func(_ int64, h *record.Header) error {
 					if h.LastOffset() >= from {
 						fn(h)
 					}

@@ -99,8 +99,20 @@ func (l *Log) truncateLocked(offset int64) error {
 		return l.truncateFullyLocked(offset)
 	}
 	i := l.segIndexLocked(offset)
-	for len(l.segs) > i+1 {
-		l.deleteSegmentLocked(l.segs[len(l.segs)-1])
+	if len(l.segs) > i+1 {
+		for len(l.segs) > i+1 {
+			l.deleteSegmentLocked(l.segs[len(l.segs)-1])
+		}
+		// The removals must be on disk before the cut below: deleted
+		// segments coming back after a crash behind a shortened one,
+		// below the recovery point, would be a gap in the offsets.
+		if err := syncDir(l.fs, l.dir); err != nil {
+			if l.failed == nil {
+				l.failed = fmt.Errorf("%w: truncate: %w", ErrFailed, err)
+				l.logger.Error("log failed", "err", l.failed)
+			}
+			return l.failed
+		}
 	}
 	seg := l.segs[i]
 	if err := l.openSegmentLocked(seg); err != nil {

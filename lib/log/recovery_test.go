@@ -150,6 +150,18 @@ func TestRecoveryKeepsEverythingBeforeTheDamage(t *testing.T) {
 			os.WriteFile(f.path(recoveryPointFile), []byte("mq recovery-point 1\nbanana\n"), 0o644)
 			return len(f.want)
 		}, "ignoring checkpoint"},
+		{"bad batch past the recovery point, good ones after it", true, func(t *testing.T, f *recoveryFixture) int {
+			last := f.segs[len(f.segs)-1]
+			in := f.batchesIn(last)
+			b, _ := os.ReadFile(f.path(last))
+			var pos int
+			for _, i := range in[:1] {
+				pos += len(f.want[i].bytes)
+			}
+			b[pos+70] ^= 4 // inside the second batch of the active segment
+			os.WriteFile(f.path(last), b, 0o644)
+			return in[1]
+		}, "dropped_bytes"},
 		{"non-monotonic offsets after a crash", true, func(t *testing.T, f *recoveryFixture) int {
 			// Append a copy of the last batch: valid CRC, wrong offsets.
 			last := f.want[len(f.want)-1]

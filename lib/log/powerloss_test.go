@@ -1,0 +1,448 @@
+package log
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mqproject/mq/lib/record"
+)
+
+// Tests of durability against power loss: the log runs on a CrashFS, whose
+// crash keeps only what was fsynced (and, in CrashTorn mode, random parts
+// of the rest). The child-process test in crash_test.go cannot see a
+// missing fsync: the page cache survives a killed process.
+
+const powerLossDir = "/data/topic-0"
+
+var longFlag = flag.Bool("long", false, "repeat the randomized power-loss tests with many seeds")
+
+// powerLossRuns calls run once, or with -long 40 times, each with its own
+// seed, which -seed replays.
+func powerLossRuns(t *testing.T, run func(t *testing.T, seed uint64)) {
+	seed := testSeed(t)
+	if !*longFlag {
+		run(t, seed)
+		return
+	}
+	for i := range uint64(40) {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Logf("seed %d (replay with -seed %d)", seed+i, seed+i)
+			run(t, seed+i)
+		})
+	}
+}
+
+// powerLossCycles is how many crash cycles a randomized test runs.
+func powerLossCycles() int {
+	if testing.Short() {
+		return 3
+	}
+	return 8
+}
+
+// batchSet maps a base offset to the batches that were appended there
+// (several when a crash dropped one and another took its offset).
+type batchSet map[int64][][]byte
+
+func (s batchSet) add(base int64, b []byte) { s[base] = append(s[base], bytes.Clone(b)) }
+
+func (s batchSet) has(base int64, b []byte) bool {
+	return slices.ContainsFunc(s[base], func(c []byte) bool { return bytes.Equal(c, b) })
+}
+
+// checkRecovered reads l from its log start to its end and checks what any
+// crash must leave: offsets dense, every batch whole, each one a batch that
+// was appended at its offset (appended), no idempotent batch twice, the
+// leader-epoch history the one the batches give, the recovery point at the
+// end. It returns the batches by base offset.
+func checkRecovered(t *testing.T, l *Log, appended batchSet, label string) map[int64][]byte {
+	t.Helper()
+	return checkRecoveredDamaged(t, l, appended, label, false)
+}
+
+// checkRecoveredDamaged is checkRecovered where the log may hold damaged
+// ranges (when damageOK): reads step over them, and the batches in them
+// are absent from the map.
+func checkRecoveredDamaged(t *testing.T, l *Log, appended batchSet, label string, damageOK bool) map[int64][]byte {
+	t.Helper()
+	if ds := l.Damaged(); len(ds) > 0 && !damageOK {
+		t.Fatalf("%s: unexpected damage %v", label, ds)
+	}
+	start, end := l.StartOffset(), l.EndOffset()
+	if rp := l.RecoveryPoint(); rp != end {
+		t.Fatalf("%s: recovery point %d after open, log end %d", label, rp, end)
+	}
+	got := map[int64][]byte{}
+	var epochs epochCache
+	type seqKey struct {
+		pid   int64
+		epoch int16
+		seq   int32
+	}
+	seqs := map[seqKey]int64{}
+	next := int64(-1)
+	for off := start; off < end; {
+		b, err := l.ReadBytes(off, end, 64<<10)
+		var de *DamagedError
+		if damageOK && errors.As(err, &de) {
+			off, next = de.Damage.To, de.Damage.To
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: read %d (log %d to %d): %v", label, off, start, end, err)
+		}
+		if len(b) == 0 {
+			t.Fatalf("%s: empty read at %d below the log end %d", label, off, end)
+		}
+		for len(b) > 0 {
+			batch, rest, h, err := record.Next(b)
+			if err != nil {
+				t.Fatalf("%s: bad batch after offset %d: %v", label, next, err)
+			}
+			if next >= 0 && h.BaseOffset != next {
+				t.Fatalf("%s: batch at %d, want %d: offsets not dense", label, h.BaseOffset, next)
+			}
+			if err := record.CheckCRC(batch); err != nil {
+				t.Fatalf("%s: batch %d: %v", label, h.BaseOffset, err)
+			}
+			if !appended.has(h.BaseOffset, batch) {
+				t.Fatalf("%s: batch %d (%d bytes) is none of the %d batches appended there", label, h.BaseOffset, len(batch), len(appended[h.BaseOffset]))
+			}
+			if h.ProducerID >= 0 && h.BaseSequence >= 0 {
+				k := seqKey{h.ProducerID, h.ProducerEpoch, h.BaseSequence}
+				if first, dup := seqs[k]; dup {
+					t.Fatalf("%s: producer %d sequence %d at offsets %d and %d", label, k.pid, k.seq, first, h.BaseOffset)
+				}
+				seqs[k] = h.BaseOffset
+			}
+			epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+			got[h.BaseOffset] = batch
+			next = h.LastOffset() + 1
+			b = rest
+		}
+		off = next
+	}
+	if next >= 0 && next != end {
+		t.Fatalf("%s: last batch ends at %d, log end %d", label, next, end)
+	}
+	epochs.truncateBefore(start)
+	if have := l.LeaderEpochs(); !slices.Equal(have, epochs.entries) {
+		t.Fatalf("%s: leader epochs %v, the batches give %v", label, have, epochs.entries)
+	}
+	return got
+}
+
+// checkKept checks that every batch of want is in got at its offset.
+func checkKept(t *testing.T, got, want map[int64][]byte, label string) {
+	t.Helper()
+	for _, base := range slices.Sorted(mapsKeys(want)) {
+		if !bytes.Equal(got[base], want[base]) {
+			t.Fatalf("%s: durable batch %d lost (%d of %d durable batches lost)", label, base, countLost(got, want), len(want))
+		}
+	}
+}
+
+func countLost(got, want map[int64][]byte) int {
+	n := 0
+	for base, b := range want {
+		if !bytes.Equal(got[base], b) {
+			n++
+		}
+	}
+	return n
+}
+
+func mapsKeys[V any](m map[int64]V) func(func(int64) bool) {
+	return func(yield func(int64) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// powerLoss drives a log on a CrashFS through cycles of appends ending in a
+// power loss, a killed process or a clean close, reopening each time.
+type powerLoss struct {
+	t     *testing.T
+	rng   *rand.Rand
+	cfg   Config
+	clock *ManualClock
+	fsys  *CrashFS
+
+	appended batchSet         // every batch ever appended, by offset
+	durable  map[int64][]byte // batches that must survive any crash
+	openOps  int64            // file system operations of the last Open
+
+	// The idempotent writer: its next sequence and the batch whose
+	// append was not acknowledged before the crash, if any.
+	seq      int32
+	inFlight []byte
+}
+
+func newPowerLoss(t *testing.T, mode CrashMode, seed uint64, cfg Config) *powerLoss {
+	return &powerLoss{t: t, rng: rand.New(rand.NewPCG(seed, 2)), cfg: cfg, clock: NewManualClock(testStart),
+		fsys: NewCrashFS(mode, seed), appended: batchSet{}, durable: map[int64][]byte{}}
+}
+
+// open opens the log, now and then with a crash at a random point of the
+// recovery (then the recovery runs again on the rebooted file system), and
+// checks it. Everything in the opened log is durable from then on.
+func (p *powerLoss) open(label string) *Log {
+	t := p.t
+	t.Helper()
+	for try := 0; ; try++ {
+		crashing := p.openOps > 0 && p.rng.IntN(3) == 0
+		if crashing {
+			p.fsys.CrashAfter(p.rng.Int64N(p.openOps + 1))
+		}
+		before := p.fsys.Ops()
+		l, err := Open(powerLossDir, p.cfg, Options{FS: p.fsys, Clock: p.clock})
+		if err != nil {
+			t.Fatalf("%s: open: %v", label, err)
+		}
+		p.openOps = p.fsys.Ops() - before
+		what := fmt.Sprintf("%s, open %d", label, try)
+		got := checkRecovered(t, l, p.appended, what)
+		checkKept(t, got, p.durable, what)
+		crashed := p.fsys.Crashed()
+		p.fsys.CrashAfter(-1)
+		if crashed == nil {
+			p.durable = got
+			return l
+		}
+		// The open that crashed must have been right too, but what it
+		// recovered is durable only if the rebooted one finds it.
+		_ = l.Close()
+		p.fsys = crashed
+	}
+}
+
+// cycle opens the log, appends from writers goroutines (writer 0
+// idempotent under FlushAlways)
+// until a crash armed at a random point or each has appended perWriter
+// batches, and ends the cycle with a power loss, a process kill or a clean
+// close followed by a power loss.
+func (p *powerLoss) cycle(n, writers, perWriter int, maxOps int64) {
+	t := p.t
+	label := fmt.Sprintf("cycle %d", n)
+	l := p.open(label)
+	end := p.rng.IntN(6) // 0: kill, 1: close, else power loss
+	if end > 1 {
+		p.fsys.CrashAfter(p.rng.Int64N(maxOps))
+	}
+	fsys := p.fsys
+	epoch := int32(n)
+	var mu sync.Mutex
+	var all []appended // this cycle's appends
+	promise := int64(-1)
+	crashed := func() bool { return fsys.Crashed() != nil }
+	// Only acknowledged-means-durable lets an idempotent producer go on
+	// after a crash without an out-of-order sequence.
+	idempotent := p.cfg.FlushPolicy == FlushAlways
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWriter && !crashed(); i++ {
+				var b []byte
+				if g == 0 && idempotent {
+					b = p.inFlight
+					if b == nil {
+						recs := 1 + i%3
+						b = makeBatch(t, batchSpec{records: recs, valueSize: 40 + i%300, ts: int64(1000 + i), seed: uint64(n*1000 + i),
+							idempotent: true, pid: 7, seq: p.seq})
+						p.seq += int32(recs)
+					}
+					p.inFlight = bytes.Clone(b)
+				} else {
+					b = crashBatch(g, n*perWriter+i)
+				}
+				res, err := l.Append(b, epoch)
+				if err != nil {
+					t.Errorf("%s: writer %d append: %v", label, g, err)
+					return
+				}
+				if res.Duplicate {
+					// A retry of the batch in flight at the crash, which
+					// survived: it is in the log at res.BaseOffset.
+					b, err = l.ReadBytes(res.BaseOffset, res.BaseOffset+1, 1)
+					if err != nil || !bytes.Equal(b[16:], p.inFlight[16:]) {
+						t.Errorf("%s: duplicate at %d is not the batch retried: %v", label, res.BaseOffset, err)
+						return
+					}
+				}
+				ok := !crashed()
+				if g == 0 && idempotent && ok {
+					p.inFlight = nil
+				}
+				mu.Lock()
+				a := appended{base: res.BaseOffset, last: res.LastOffset, bytes: bytes.Clone(b)}
+				all = append(all, a)
+				if ok && p.cfg.FlushPolicy == FlushAlways {
+					p.durable[a.base] = a.bytes
+				}
+				mu.Unlock()
+				if g == 0 && i%5 == 4 {
+					switch p.cfg.FlushPolicy {
+					case FlushOS:
+						if err := l.Flush(); err != nil {
+							t.Errorf("%s: flush: %v", label, err)
+						}
+					case FlushInterval:
+						p.clock.Advance(p.cfg.FlushInterval)
+					}
+				}
+				if rp := l.RecoveryPoint(); !crashed() {
+					mu.Lock()
+					promise = max(promise, rp)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, a := range all {
+		p.appended.add(a.base, a.bytes)
+		if a.last < promise {
+			p.durable[a.base] = a.bytes
+		}
+	}
+	switch {
+	case end == 0 && !crashed():
+		abandon(l) // the page cache survives
+		t.Logf("%s: killed after %d appends", label, len(all))
+		return
+	case end == 1:
+		if err := l.Close(); err != nil {
+			t.Fatalf("%s: close: %v", label, err)
+		}
+		for _, a := range all {
+			p.durable[a.base] = a.bytes
+		}
+	}
+	next := fsys.Crashed()
+	if next == nil {
+		next = fsys.Crash()
+	}
+	_ = l.Close()
+	t.Logf("%s: power loss after %d appends, %d file system operations", label, len(all), fsys.Ops())
+	p.fsys = next
+}
+
+// abandon leaves l as a killed process would: no flush, no checkpoints.
+func abandon(l *Log) {
+	l.flusherMu.Lock()
+	l.stopFlusherLocked()
+	l.flusherMu.Unlock()
+	l.mu.Lock()
+	l.closeFilesLocked()
+	l.closed = true
+	l.mu.Unlock()
+	l.rolledWG.Wait()
+}
+
+func TestPowerLossKeepsEveryAcknowledgedAppend(t *testing.T) {
+	for _, mode := range []CrashMode{CrashStrict, CrashTorn} {
+		t.Run(mode.String(), func(t *testing.T) {
+			powerLossRuns(t, func(t *testing.T, seed uint64) {
+				cfg := testConfig()
+				cfg.FlushPolicy = FlushAlways
+				cfg.SegmentBytes = 16 << 10
+				p := newPowerLoss(t, mode, seed, cfg)
+				for n := range powerLossCycles() {
+					p.cycle(n, 4, 60, 1200)
+				}
+				p.open("end").Close()
+			})
+		})
+	}
+}
+
+func TestPowerLossKeepsEverythingBelowTheRecoveryPoint(t *testing.T) {
+	for _, policy := range []FlushPolicy{FlushOS, FlushInterval} {
+		for _, mode := range []CrashMode{CrashStrict, CrashTorn} {
+			t.Run(policy.String()+"/"+mode.String(), func(t *testing.T) {
+				powerLossRuns(t, func(t *testing.T, seed uint64) {
+					cfg := testConfig()
+					cfg.FlushPolicy = policy
+					cfg.SegmentBytes = 8 << 10
+					cfg.FlushInterval = time.Second
+					p := newPowerLoss(t, mode, seed, cfg)
+					for n := range powerLossCycles() {
+						p.cycle(n, 3, 60, 900)
+					}
+					p.open("end").Close()
+				})
+			})
+		}
+	}
+}
+
+// TestPowerLossOnAFullDisk fills the disk at random points (data,
+// indexes, checkpoints) under FlushAlways: an append that fails has
+// appended nothing, and after a power loss every acknowledged one is
+// there.
+func TestPowerLossOnAFullDisk(t *testing.T) {
+	powerLossRuns(t, testFullDisk)
+}
+
+func testFullDisk(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	for round := range powerLossCycles() * 4 {
+		label := fmt.Sprintf("round %d", round)
+		fsys := NewCrashFS(CrashMode(round%2), seed+uint64(round))
+		cfg := testConfig()
+		cfg.FlushPolicy = FlushAlways
+		cfg.SegmentBytes = 3000
+		l, err := Open(powerLossDir, cfg, Options{FS: fsys, Clock: NewManualClock(testStart)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsys.SetSizeLimit(int64(2000 + rng.IntN(20000)))
+		appendedAt := batchSet{}
+		durable := map[int64][]byte{}
+		full := 0
+		for i := 0; i < 120; i++ {
+			b := simpleBatch(t, uint64(i), 1+i%4, 20+rng.IntN(400), int64(i))
+			end := l.EndOffset()
+			res, err := l.Append(b, int32(i/40))
+			if err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Fatalf("%s: append %d: %v", label, i, err)
+				}
+				if l.EndOffset() != end {
+					t.Fatalf("%s: failed append moved the log end from %d to %d", label, end, l.EndOffset())
+				}
+				full++
+				if full%10 == 0 {
+					fsys.SetSizeLimit(0) // space freed: the log goes on
+				}
+				continue
+			}
+			appendedAt.add(res.BaseOffset, b)
+			durable[res.BaseOffset] = bytes.Clone(b)
+		}
+		if full == 0 {
+			t.Fatalf("%s: the disk never filled", label)
+		}
+		crashed := fsys.Crash()
+		_ = l.Close()
+		l, err = Open(powerLossDir, cfg, Options{FS: crashed, Clock: NewManualClock(testStart)})
+		if err != nil {
+			t.Fatalf("%s: open after the crash: %v", label, err)
+		}
+		checkKept(t, checkRecovered(t, l, appendedAt, label), durable, label)
+		l.Close()
+	}
+}
