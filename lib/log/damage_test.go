@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -380,12 +381,16 @@ func randomDamageRun(t *testing.T, rng *rand.Rand) {
 		want = append(want, tl.append(simpleBatch(t, uint64(i), 1+rng.IntN(4), 20+rng.IntN(300), ts), epoch))
 	}
 	crash := rng.IntN(2) == 0
-	durable := tl.ckptRecovery // what recovery will trust
 	if crash {
+		tl.waitRolled() // so that the recovery point checkpoint read below stays
 		tl.crash()
 	} else {
 		tl.Close()
 		tl.Log = nil
+	}
+	var durable int64 // what recovery will trust
+	if b, err := os.ReadFile(filepath.Join(tl.dir, recoveryPointFile)); err == nil {
+		durable, _ = decodeOffsetCheckpoint("recovery-point", b)
 	}
 	f := &recoveryFixture{tl: tl, want: want, segs: segmentFiles(t, tl.dir)}
 
