@@ -204,7 +204,69 @@ func TestCorruptSealedSegmentIsNeverServed(t *testing.T) {
 	if first := firstOffsetOf(t, f.segments(t)[1]); n <= int(first) {
 		t.Fatalf("consumers stopped at %d, before the damaged segment (base %d)", n, first)
 	}
+	if d := f.describedDamage(t); len(d) != 1 || d[0].FromOffset != int64(n) || d[0].Skipped {
+		t.Fatalf("mqctl topic describe shows damage %+v; want one range from %d", d, n)
+	}
 	f.checkSkip(t, n)
+	if d := f.describedDamage(t); len(d) != 1 || !d[0].Skipped {
+		t.Fatalf("after the skip, mqctl topic describe shows damage %+v; want the range skipped", d)
+	}
+}
+
+// describedDamage is what mqctl topic describe -o json says of the
+// partition's damaged ranges; it also checks the table names them.
+func (f *damageFixture) describedDamage(t *testing.T) []describedRange {
+	t.Helper()
+	res := runTool(t, 30*time.Second, "", "mqctl", "topic", "describe", "-b", f.b.addr, f.topic, "-o", "json")
+	var topics []struct {
+		Partitions []struct {
+			Damaged []describedRange `json:"damaged"`
+		} `json:"partitions"`
+	}
+	if res.code != 0 || json.Unmarshal([]byte(res.stdout), &topics) != nil || len(topics) != 1 || len(topics[0].Partitions) != 1 {
+		t.Fatalf("mqctl topic describe -o json: exit %d: %s%s", res.code, res.stdout, res.stderr)
+	}
+	d := topics[0].Partitions[0].Damaged
+	table := runTool(t, 30*time.Second, "", "mqctl", "topic", "describe", "-b", f.b.addr, f.topic)
+	if len(d) > 0 && (!strings.Contains(table.stdout, "DAMAGED") || !strings.Contains(table.stdout, fmt.Sprintf("%d-%d on 1", d[0].FromOffset, d[0].ToOffset-1))) {
+		t.Fatalf("mqctl topic describe table does not show the damage %+v:\n%s", d[0], table.stdout)
+	}
+	return d
+}
+
+// describedRange is one damaged range in mqctl's JSON.
+type describedRange struct {
+	FromOffset int64 `json:"from_offset"`
+	ToOffset   int64 `json:"to_offset"`
+	Skipped    bool  `json:"skipped"`
+}
+
+// TestScrubberFindsDamageNobodyRead: after a restart, the scrubber reads
+// the closed segments on its own, and mqctl shows the damage it found
+// before any consumer came near it.
+func TestScrubberFindsDamageNobodyRead(t *testing.T) {
+	f := newDamageFixture(t)
+	seg := f.segments(t)[2]
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/3] ^= 0x01
+	if err := os.WriteFile(seg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.b.start()
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		d := f.describedDamage(t)
+		return len(d) == 1, fmt.Sprintf("damage %+v; mqd log:\n%s", d, f.b.stderr.String())
+	})
+	res := runTool(t, 30*time.Second, "", "mqctl", "cluster", "describe", "-b", f.b.addr, "-o", "json")
+	if !strings.Contains(res.stdout, `"damaged_ranges":1`) {
+		t.Fatalf("mqctl cluster describe does not count the damaged range:\n%s", res.stdout)
+	}
+	if !strings.Contains(f.b.stderr.String(), "damaged range found") {
+		t.Fatalf("mqd did not log the damage:\n%s", f.b.stderr.String())
+	}
 }
 
 // checkSkip gives the damage found at offset n up with mqctl, and checks

@@ -32,10 +32,11 @@ JSON: {"cluster_id": string, "controller": int, "brokers": [{"id": int,
  "version": string, "apis": [{"key": int, "name": string, "min": int,
  "max": int}], "error": string, "log_dirs": [{"path": string,
  "total_bytes": int, "usable_bytes": int, "failing": bool, "error":
- string, "failing_since_ms": int, "storage_errors": int}],
- "log_dirs_error": string}]}; controller is -1 when none is known, bytes
- are -1 when unknown, storage_errors counts the failed writes since the
- broker started.`),
+ string, "failing_since_ms": int, "storage_errors": int,
+ "damaged_ranges": int}], "log_dirs_error": string}]}; controller is -1
+ when none is known, bytes are -1 when unknown, storage_errors counts the
+ failed writes since the broker started, damaged_ranges the damaged
+ ranges of partition logs it found (mqctl topic describe lists them).`),
 				Flags: append(commandFlags(),
 					&cli.BoolFlag{Name: "apis", Usage: "list the Kafka APIs and versions each broker answers"},
 				),

@@ -97,17 +97,24 @@ Prints TOPIC PARTITIONS REPLICATION-FACTOR. JSON: an array of
 row per partition with its leader, replicas, in-sync replicas (ISR), log
 start offset and high-water mark.
 
-Prints TOPIC PARTITION LEADER REPLICAS ISR LOG-START HIGH-WATERMARK, and
-a WRITES column when some partition's writes fail on a broker (a full
-disk, an I/O error): "ok", or "failing on BROKER (CAUSE)". JSON: an array
-of {"topic": string, "id": string, "internal": bool,
+Prints TOPIC PARTITION LEADER REPLICAS ISR LOG-START HIGH-WATERMARK, a
+WRITES column when some partition's writes fail on a broker (a full disk,
+an I/O error): "ok", or "failing on BROKER (CAUSE)", and a DAMAGED column
+when some partition's log has damaged ranges (bytes that failed their
+CRC, or were lost from a segment; mqd does not serve them, consumers that
+reach them get an error): "offsets FROM-TO on BROKER", "skipped FROM-TO"
+once given up with mqctl records skip-damaged. JSON: an array of
+{"topic": string, "id": string, "internal": bool,
  "partitions": [{"partition": int, "leader": int, "leader_epoch": int,
  "replicas": [int], "isr": [int], "offline_replicas": [int],
  "log_start_offset": int, "high_watermark": int, "error": string,
  "storage_errors": [{"broker": int, "dir": string, "error": string,
- "failing_since_ms": int}]}]}, sorted by topic and partition; leader is -1
-when the partition has none, offsets are -1 when unknown (error says
-why), storage_errors lists the replicas whose writes fail. An unknown
+ "failing_since_ms": int}], "damaged": [{"broker": int, "from_offset":
+ int, "to_offset": int, "segment": string, "position": int, "length": int,
+ "reason": string, "detected_ms": int, "skipped": bool}]}]}, sorted by
+topic and partition; leader is -1 when the partition has none, offsets are
+-1 when unknown (error says why), storage_errors lists the replicas whose
+writes fail, damaged the damaged ranges (to_offset exclusive). An unknown
 TOPIC is a failure (exit 1); the other topics are still described.`),
 				Flags: commandFlags(),
 				Action: action(func(c *cli.Context) (job, error) {

@@ -164,6 +164,23 @@ func TestResultsRender(t *testing.T) {
 				`{"partition":1,"leader":-1,"leader_epoch":0,"replicas":[2],"isr":[],"offline_replicas":[],"log_start_offset":-1,"high_watermark":-1,"error":"LEADER_NOT_AVAILABLE"}]}]`,
 		},
 		{
+			name: "describe with damage",
+			r: TopicDescriptions{{Topic: "t", ID: "AAAA", Partitions: []PartitionDescription{
+				{Partition: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}, OfflineReplicas: []int32{}, LogStartOffset: 0, HighWatermark: 90,
+					Damaged: []ReplicaDamage{{Broker: 1, FromOffset: 20, ToOffset: 40, Segment: "00000000000000000000.log", Position: 512, Length: 300, Reason: "crc", DetectedMillis: 7},
+						{Broker: 1, FromOffset: 60, ToOffset: 61, Segment: "00000000000000000050.log", Reason: "gone", Skipped: true}}},
+				{Partition: 1, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}, OfflineReplicas: []int32{}, LogStartOffset: 0, HighWatermark: 3},
+			}}},
+			table: "TOPIC  PARTITION  LEADER  REPLICAS  ISR  LOG-START  HIGH-WATERMARK  DAMAGED\n" +
+				"t      0          1       1         1    0          90              offsets 20-39 on 1, skipped 60-60 on 1\n" +
+				"t      1          1       1         1    0          3               -\n",
+			jsonShape: `[{"topic":"t","id":"AAAA","internal":false,"partitions":[` +
+				`{"partition":0,"leader":1,"leader_epoch":0,"replicas":[1],"isr":[1],"offline_replicas":[],"log_start_offset":0,"high_watermark":90,"damaged":[` +
+				`{"broker":1,"from_offset":20,"to_offset":40,"segment":"00000000000000000000.log","position":512,"length":300,"reason":"crc","detected_ms":7,"skipped":false},` +
+				`{"broker":1,"from_offset":60,"to_offset":61,"segment":"00000000000000000050.log","position":0,"length":0,"reason":"gone","detected_ms":0,"skipped":true}]},` +
+				`{"partition":1,"leader":1,"leader_epoch":0,"replicas":[1],"isr":[1],"offline_replicas":[],"log_start_offset":0,"high_watermark":3}]}]`,
+		},
+		{
 			name: "topic results",
 			r: TopicResults{
 				{Topic: "a", Result: ResultCreated, Partitions: 3, ReplicationFactor: 1, Set: map[string]string{"z": "1", "a": "2"}},
@@ -229,7 +246,7 @@ func TestResultsRender(t *testing.T) {
 				"1       18   ApiVersions  0    4\n",
 			jsonShape: `{"cluster_id":"abc","controller":1,"brokers":[` +
 				`{"id":1,"host":"h","port":9092,"rack":null,"controller":true,"version":"v3.7","apis":[{"key":18,"name":"ApiVersions","min":0,"max":4}],` +
-				`"log_dirs":[{"path":"/d","total_bytes":2048,"usable_bytes":1024,"failing":false,"storage_errors":0}]},` +
+				`"log_dirs":[{"path":"/d","total_bytes":2048,"usable_bytes":1024,"failing":false,"storage_errors":0,"damaged_ranges":0}]},` +
 				`{"id":2,"host":"h2","port":9093,"rack":"r1","controller":false,"version":"unknown","apis":[],"log_dirs":[]}]}`,
 		},
 	} {

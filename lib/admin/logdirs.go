@@ -27,9 +27,27 @@ type LogDirDescription struct {
 	Failing            bool   `json:"failing"`
 	Error              string `json:"error,omitempty"`
 	FailingSinceMillis int64  `json:"failing_since_ms,omitempty"`
-	// StorageErrors counts the failed writes since the broker started
-	// (mq brokers only; 0 otherwise).
+	// StorageErrors counts the failed writes since the broker started,
+	// DamagedRanges the damaged ranges of partition logs it found (mq
+	// brokers only; 0 otherwise).
 	StorageErrors uint64 `json:"storage_errors"`
+	DamagedRanges uint64 `json:"damaged_ranges"`
+}
+
+// ReplicaDamage is a damaged range of one replica's log: offsets its
+// broker does not serve, because their bytes failed their checks.
+type ReplicaDamage struct {
+	Broker     int32  `json:"broker"`
+	FromOffset int64  `json:"from_offset"`
+	ToOffset   int64  `json:"to_offset"` // exclusive
+	Segment    string `json:"segment"`
+	Position   int64  `json:"position"`
+	Length     int64  `json:"length"`
+	Reason     string `json:"reason"`
+	// DetectedMillis is when the broker found it (Unix ms).
+	DetectedMillis int64 `json:"detected_ms"`
+	// Skipped: given up with records skip-damaged; consumers step over it.
+	Skipped bool `json:"skipped"`
 }
 
 // ReplicaStorageError is a replica of a partition whose writes fail.
@@ -43,8 +61,10 @@ type ReplicaStorageError struct {
 // logDirs is what the brokers' DescribeLogDirs answers say.
 type logDirs struct {
 	dirs map[int32][]LogDirDescription // by broker, sorted by path
-	// failing are the replicas whose writes fail, by topic and partition.
+	// failing are the replicas whose writes fail, and damaged the damaged
+	// ranges of replicas, by topic and partition.
 	failing map[string]map[int32][]ReplicaStorageError
+	damaged map[string]map[int32][]ReplicaDamage
 	errs    map[int32]string // brokers whose answer could not be had
 }
 
@@ -59,7 +79,8 @@ func (a *Admin) describeLogDirs(ctx context.Context, topics map[string][]int32) 
 		rt.Topic, rt.Partitions = t, topics[t]
 		req.Topics = append(req.Topics, rt)
 	}
-	out := logDirs{dirs: map[int32][]LogDirDescription{}, failing: map[string]map[int32][]ReplicaStorageError{}, errs: map[int32]string{}}
+	out := logDirs{dirs: map[int32][]LogDirDescription{}, failing: map[string]map[int32][]ReplicaStorageError{},
+		damaged: map[string]map[int32][]ReplicaDamage{}, errs: map[int32]string{}}
 	for _, shard := range a.cl.RequestSharded(ctx, req) {
 		node := shard.Meta.NodeID
 		if shard.Err != nil {
@@ -76,7 +97,18 @@ func (a *Admin) describeLogDirs(ctx context.Context, topics map[string][]int32) 
 			for _, rt := range rd.Topics {
 				for _, rp := range rt.Partitions {
 					var h kafkaext.PartitionHealth
-					if ok, err := kafkaext.Get(&rp.UnknownTags, kafkaext.LogDirPartition, &h); !ok || err != nil || h.StorageError == "" {
+					if ok, err := kafkaext.Get(&rp.UnknownTags, kafkaext.LogDirPartition, &h); !ok || err != nil {
+						continue
+					}
+					for _, d := range h.Damaged {
+						if out.damaged[rt.Topic] == nil {
+							out.damaged[rt.Topic] = map[int32][]ReplicaDamage{}
+						}
+						out.damaged[rt.Topic][rp.Partition] = append(out.damaged[rt.Topic][rp.Partition], ReplicaDamage{
+							Broker: node, FromOffset: d.FromOffset, ToOffset: d.ToOffset, Segment: d.Segment, Position: d.Position,
+							Length: d.Length, Reason: d.Reason, DetectedMillis: d.DetectedMillis, Skipped: d.Skipped})
+					}
+					if h.StorageError == "" {
 						continue
 					}
 					if out.failing[rt.Topic] == nil {
@@ -94,6 +126,16 @@ func (a *Admin) describeLogDirs(ctx context.Context, topics map[string][]int32) 
 			slices.SortFunc(rs, func(x, y ReplicaStorageError) int { return int(x.Broker) - int(y.Broker) })
 		}
 	}
+	for _, parts := range out.damaged {
+		for _, ds := range parts {
+			slices.SortFunc(ds, func(x, y ReplicaDamage) int {
+				if x.Broker != y.Broker {
+					return int(x.Broker) - int(y.Broker)
+				}
+				return int(x.FromOffset - y.FromOffset)
+			})
+		}
+	}
 	return out
 }
 
@@ -103,6 +145,7 @@ func describeDir(rd *kmsg.DescribeLogDirsResponseDir) LogDirDescription {
 	var h kafkaext.DirHealth
 	if ok, err := kafkaext.Get(&rd.UnknownTags, kafkaext.LogDir, &h); ok && err == nil {
 		d.Failing, d.Error, d.FailingSinceMillis, d.StorageErrors = h.Failing, h.Error, h.FailingSinceMillis, h.StorageErrors
+		d.DamagedRanges = h.CorruptRanges
 	}
 	if err := kerr.ErrorForCode(rd.ErrorCode); err != nil {
 		d.Failing = true
@@ -116,8 +159,12 @@ func describeDir(rd *kmsg.DescribeLogDirsResponseDir) LogDirDescription {
 // dirState is a log directory's state for a table: "ok", or "failing
 // since 15:04:05: ERROR".
 func dirState(d LogDirDescription) string {
+	damaged := ""
+	if d.DamagedRanges > 0 {
+		damaged = fmt.Sprintf(" (%d damaged ranges found)", d.DamagedRanges)
+	}
 	if !d.Failing {
-		return "ok"
+		return "ok" + damaged
 	}
 	s := "failing"
 	if d.FailingSinceMillis > 0 {
@@ -126,7 +173,7 @@ func dirState(d LogDirDescription) string {
 	if d.Error != "" {
 		s += ": " + d.Error
 	}
-	return s
+	return s + damaged
 }
 
 // sizeText is a byte count for a table: "1.5GiB", "-" when unknown.

@@ -78,6 +78,9 @@ type PartitionDescription struct {
 	// StorageErrors are the replicas whose writes fail (a full disk, an
 	// I/O error), as their brokers' log directories report them.
 	StorageErrors []ReplicaStorageError `json:"storage_errors,omitempty"`
+	// Damaged are the damaged ranges of the partition's replicas: offsets
+	// those brokers do not serve (see records skip-damaged).
+	Damaged []ReplicaDamage `json:"damaged,omitempty"`
 }
 
 // TopicDescription is one topic in topic describe.
@@ -92,12 +95,14 @@ type TopicDescription struct {
 type TopicDescriptions []TopicDescription
 
 // Table implements Result: one row per partition. When some partition's
-// writes fail, a WRITES column says which replicas fail and why.
+// writes fail, a WRITES column says which replicas fail and why; when some
+// partition has damaged ranges, a DAMAGED column lists them.
 func (ds TopicDescriptions) Table() ([]string, [][]string) {
-	failing := false
+	failing, damaged := false, false
 	for _, d := range ds {
 		for _, p := range d.Partitions {
 			failing = failing || len(p.StorageErrors) > 0
+			damaged = damaged || len(p.Damaged) > 0
 		}
 	}
 	var rows [][]string
@@ -110,6 +115,9 @@ func (ds TopicDescriptions) Table() ([]string, [][]string) {
 			if failing {
 				row = append(row, writesState(p.StorageErrors))
 			}
+			if damaged {
+				row = append(row, damageState(p.Damaged))
+			}
 			rows = append(rows, row)
 		}
 	}
@@ -117,7 +125,27 @@ func (ds TopicDescriptions) Table() ([]string, [][]string) {
 	if failing {
 		header = append(header, "WRITES")
 	}
+	if damaged {
+		header = append(header, "DAMAGED")
+	}
 	return header, rows
+}
+
+// damageState is a partition's DAMAGED cell: "-", or "offsets 1020-1039
+// on 1, skipped 7-9 on 1".
+func damageState(ds []ReplicaDamage) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		what := "offsets"
+		if d.Skipped {
+			what = "skipped"
+		}
+		parts[i] = fmt.Sprintf("%s %d-%d on %d", what, d.FromOffset, d.ToOffset-1, d.Broker)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // writesState is a partition's WRITES cell: "ok", or "failing on 1 (no
@@ -200,10 +228,14 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string) (TopicDescr
 				parts[name] = append(parts[name], p.Partition)
 			}
 		}
-		failing := a.describeLogDirs(ctx, parts).failing
+		dirs := a.describeLogDirs(ctx, parts)
 		slices.Sort(known)
 		for _, name := range known {
-			out = append(out, describe(details[name], starts, ends, failing[name]))
+			td := describe(details[name], starts, ends, dirs.failing[name])
+			for i := range td.Partitions {
+				td.Partitions[i].Damaged = dirs.damaged[name][td.Partitions[i].Partition]
+			}
+			out = append(out, td)
 		}
 	}
 	return out, failures("topic describe", failed)

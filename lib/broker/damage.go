@@ -105,16 +105,6 @@ func damagedRange(d log.Damage) kafkaext.DamagedRange {
 		Length: d.Length, Reason: d.Reason, DetectedMillis: d.Detected.UnixMilli(), Skipped: d.Skipped}
 }
 
-// damagedRanges lists a hosted partition's damaged ranges for
-// DescribeLogDirs.
-func damagedRanges(h *hosted) []kafkaext.DamagedRange {
-	var out []kafkaext.DamagedRange
-	for _, d := range h.Log().Damaged() {
-		out = append(out, damagedRange(d))
-	}
-	return out
-}
-
 func remoteString(c *server.ConnInfo) string {
 	if c == nil || c.Remote == nil {
 		return ""

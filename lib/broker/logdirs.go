@@ -18,8 +18,9 @@ import (
 // logDirPartition is one hosted partition as its log directory describes it.
 type logDirPartition struct {
 	topicPartition
-	size   int64
-	health log.Health
+	size    int64
+	health  log.Health
+	damaged []log.Damage
 }
 
 // logDir is the storage state of the data directory (mq has one log
@@ -34,15 +35,17 @@ type logDir struct {
 	since       time.Time
 	lastErr     error
 	lastFailure time.Time
-	// storageErrors counts the failed writes since mqd started.
-	storageErrors uint64
+	// storageErrors counts the failed writes since mqd started, and
+	// damagedRanges the damaged ranges found.
+	storageErrors, damagedRanges uint64
 }
 
 // logDir describes the data directory with the hosted partitions want
 // selects (nil: all). The directory is failing while any of its
 // partitions is, whether selected or not.
 func (d *dataPlane) logDir(want func(topicPartition) bool) logDir {
-	dir := logDir{path: d.b.cfg.Settings.DataDir, storageErrors: d.storage.FailedAppends.Load()}
+	dir := logDir{path: d.b.cfg.Settings.DataDir, storageErrors: d.storage.FailedAppends.Load(),
+		damagedRanges: d.storage.DamagedRanges.Load()}
 	if abs, err := filepath.Abs(dir.path); err == nil {
 		dir.path = abs
 	}
@@ -59,7 +62,8 @@ func (d *dataPlane) logDir(want func(topicPartition) bool) logDir {
 			dir.failing = true
 		}
 		if want == nil || want(tp) {
-			dir.partitions = append(dir.partitions, logDirPartition{topicPartition: tp, size: h.Log().Size(), health: hl})
+			dir.partitions = append(dir.partitions, logDirPartition{topicPartition: tp, size: h.Log().Size(), health: hl,
+				damaged: h.Log().Damaged()})
 		}
 	}
 	slices.SortFunc(dir.partitions, func(a, b logDirPartition) int {
@@ -73,7 +77,7 @@ func (d *dataPlane) logDir(want func(topicPartition) bool) logDir {
 
 // dirHealth is the kafkaext.LogDir field of the directory.
 func (dir *logDir) dirHealth() kafkaext.DirHealth {
-	h := kafkaext.DirHealth{Failing: dir.failing, StorageErrors: dir.storageErrors}
+	h := kafkaext.DirHealth{Failing: dir.failing, StorageErrors: dir.storageErrors, CorruptRanges: dir.damagedRanges}
 	if dir.failing {
 		h.FailingSinceMillis = dir.since.UnixMilli()
 		if dir.lastErr != nil {
@@ -86,12 +90,18 @@ func (dir *logDir) dirHealth() kafkaext.DirHealth {
 // partitionHealth is the kafkaext.LogDirPartition field of a partition, and
 // whether it has anything to say.
 func partitionHealth(p *logDirPartition) (kafkaext.PartitionHealth, bool) {
-	if !p.health.Failing {
+	if !p.health.Failing && len(p.damaged) == 0 {
 		return kafkaext.PartitionHealth{}, false
 	}
-	h := kafkaext.PartitionHealth{FailingSinceMillis: p.health.Since.UnixMilli()}
-	if p.health.Err != nil {
-		h.StorageError = p.health.Err.Error()
+	var h kafkaext.PartitionHealth
+	if p.health.Failing {
+		h.FailingSinceMillis = p.health.Since.UnixMilli()
+		if p.health.Err != nil {
+			h.StorageError = p.health.Err.Error()
+		}
+	}
+	for _, d := range p.damaged {
+		h.Damaged = append(h.Damaged, damagedRange(d))
 	}
 	return h, true
 }

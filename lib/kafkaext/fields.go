@@ -28,7 +28,8 @@ type DirHealth struct {
 	FailingSinceMillis int64 `json:"failing_since_ms,omitempty"`
 	// StorageErrors counts the failed writes since mqd started.
 	StorageErrors uint64 `json:"storage_errors"`
-	// CorruptRanges counts the damaged ranges found since mqd started.
+	// CorruptRanges counts the damaged ranges found since mqd started
+	// (log.StorageCounters.DamagedRanges).
 	CorruptRanges uint64 `json:"corrupt_ranges"`
 }
 

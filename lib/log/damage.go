@@ -195,6 +195,9 @@ func (l *Log) recordDamageLocked(d Damage) bool {
 	l.damage = append(l.damage, d)
 	slices.SortFunc(l.damage, func(a, b Damage) int { return cmpInt64(a.From, b.From) })
 	l.damageFound.Add(1)
+	if l.counters != nil {
+		l.counters.DamagedRanges.Add(1)
+	}
 	l.logger.Error("damaged range found; its offsets are not served",
 		"segment", d.Segment, "from_offset", d.From, "to_offset", d.To, "position", d.Position,
 		"bytes", d.Length, "reason", d.Reason)

@@ -20,6 +20,8 @@ type StorageCounters struct {
 	FailedAppends atomic.Uint64
 	// Incidents counts the times a log went from appending to failing.
 	Incidents atomic.Uint64
+	// DamagedRanges counts the damaged ranges found (see Damage).
+	DamagedRanges atomic.Uint64
 }
 
 // Health is the state of a log's appends, from Log.Health.
