@@ -274,7 +274,9 @@ func checkFullDiskContents(t *testing.T, ctx context.Context, b *broker, input [
 // TestConsumeReportsStorageReadError removes a segment file under a
 // running mqd: the read fails, and mqpipe consume says where.
 func TestConsumeReportsStorageReadError(t *testing.T) {
-	b := startBroker(t, brokerOpts{})
+	// No scrubber: it would open the closed segment before the test
+	// removes it, and reads would go on through its open file.
+	b := startBroker(t, brokerOpts{props: []string{"log.scrub.bytes.per.sec=0"}})
 	ctx := ctxFor(t, 2*time.Minute)
 	if _, err := b.admin().CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": kadm.StringPtr("100")}, "rd"); err != nil {
 		t.Fatal(err)

@@ -100,7 +100,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 		}
 	}()
 
-	if err := os.MkdirAll(s.DataDir, 0o750); err != nil {
+	if err := createDurably(s.DataDir); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	if d.lock, err = lockDataDir(s.DataDir); err != nil {
@@ -259,6 +259,27 @@ func (d *Daemon) closeParts(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// createDurably creates dir (0750) when missing and fsyncs its parent, so
+// that a power loss right after the first start does not lose the entry
+// of the directory every partition lives in.
+func createDurably(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	parent, err := os.Open(filepath.Dir(filepath.Clean(dir)))
+	if err != nil {
+		return err
+	}
+	err = parent.Sync()
+	if cerr := parent.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // dataDirLock is an exclusive flock on DataDir/.lock, held while the file

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"slices"
@@ -169,8 +170,10 @@ func (b *Broker) handleJoinGroup(ctx context.Context, c *server.ConnInfo, req *s
 	if req.Version == 0 {
 		jr.RebalanceTimeout = jr.SessionTimeout
 	}
+	// The group keeps the metadata: copied, so that it does not keep the
+	// whole request frame alive outside the request memory budget.
 	for _, p := range r.Protocols {
-		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
+		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
 	}
 	ch := b.groups.c.Join(jr)
 	return func() server.Response {
@@ -219,7 +222,7 @@ func (b *Broker) handleSyncGroup(ctx context.Context, _ *server.ConnInfo, req *s
 	if len(r.GroupAssignment) > 0 {
 		sr.Assignments = make(map[string][]byte, len(r.GroupAssignment))
 		for _, a := range r.GroupAssignment {
-			sr.Assignments[a.MemberID] = a.MemberAssignment
+			sr.Assignments[a.MemberID] = bytes.Clone(a.MemberAssignment) // kept by the group, like JoinGroup's metadata
 		}
 	}
 	ch := b.groups.c.Sync(sr)

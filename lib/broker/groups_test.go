@@ -1,18 +1,22 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/group"
+	"github.com/mqproject/mq/lib/server"
 )
 
 // startGroupBroker starts a broker for group tests: no initial rebalance
@@ -242,5 +246,45 @@ func TestFindCoordinator(t *testing.T) {
 	}
 	if got := group.PartitionFor("g", 4); tb.groups.c.Check("g") != nil {
 		t.Errorf("group g (partition %d) not served", got)
+	}
+}
+
+// The group keeps each member's protocol metadata for as long as the
+// member lives; it must not keep the JoinGroup request's frame alive with
+// it (up to socket.request.max.bytes, outside queued.max.request.bytes).
+func TestJoinGroupKeepsNoRequestFrame(t *testing.T) {
+	tb, _ := startGroupBroker(t, "")
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = "g"
+	if resp := roundTrip[*kmsg.FindCoordinatorResponse](t, tb.Broker, 3, fc); resp.ErrorCode != 0 {
+		t.Fatalf("find coordinator: %s", errName(resp.ErrorCode))
+	}
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.SetVersion(5)
+	req.Group, req.ProtocolType = "g", "consumer"
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 30000, 30000
+	req.InstanceID = kmsg.StringPtr("static-1") // a known member id at once (no MEMBER_ID_REQUIRED round)
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", bytes.Repeat([]byte{7}, 64)
+	req.Protocols = append(req.Protocols, p)
+	frame := req.AppendTo(make([]byte, 0, 2<<20))
+	collected := make(chan struct{})
+	runtime.AddCleanup(&frame[0], func(c chan struct{}) { close(c) }, collected)
+	body := kmsg.NewPtrJoinGroupRequest()
+	body.SetVersion(5)
+	if err := body.ReadFrom(frame); err != nil {
+		t.Fatal(err)
+	}
+	sreq := &server.Request{Key: body.Key(), Version: 5, Body: body}
+	resp := sreq.Answer(tb.Handle(context.Background(), testConn, sreq)).Msg.(*kmsg.JoinGroupResponse)
+	if resp.ErrorCode != 0 || len(resp.Members) != 1 || !bytes.Equal(resp.Members[0].ProtocolMetadata, p.Metadata) {
+		t.Fatalf("join: %v, members %v", kerr.ErrorForCode(resp.ErrorCode), resp.Members)
+	}
+	frame, body, sreq, resp = nil, nil, nil, nil
+	runtime.GC()
+	select {
+	case <-collected:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the JoinGroup request's frame is still referenced by the group")
 	}
 }

@@ -2,7 +2,10 @@
 // a Handler. It listens on Unix sockets and TCP, reads size-prefixed request
 // frames, decodes the request header and body with kmsg, calls the Handler,
 // and writes the responses back in request order. It knows nothing about
-// topics, partitions or groups; lib/broker implements Handler.
+// topics, partitions or groups; lib/broker implements Handler. A Handler
+// that answers API keys kmsg does not know (mq's own requests) also
+// implements RequestMaker, which gives the server the empty requests to
+// decode those frames into.
 //
 // # Use
 //
