@@ -209,26 +209,34 @@ func initProducerID(t *testing.T, ctx context.Context, cl *kgo.Client) (int64, i
 // sequence number and returns the base offset the broker answers with.
 func produceRaw(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, partition int32, pid int64, epoch int16, seq int32, value string) int64 {
 	t.Helper()
-	batch := encodeBatch(pid, epoch, seq, []byte(value))
+	p := produceBatch(t, ctx, cl, -1, topic, partition, encodeBatch(pid, epoch, seq, []byte(value)))
+	if p.ErrorCode != 0 {
+		t.Fatalf("produce seq %d: error code %d", seq, p.ErrorCode)
+	}
+	return p.BaseOffset
+}
+
+// produceBatch sends one batch to a partition in a Produce request of the
+// given version (-1: the highest both sides know), acks=all, and returns
+// the partition's answer.
+func produceBatch(t *testing.T, ctx context.Context, cl *kgo.Client, version int16, topic string, partition int32, batch []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
-	req.Acks = -1
-	req.TimeoutMillis = 10000
+	if version >= 0 {
+		req.Version = version
+	}
+	req.Acks, req.TimeoutMillis = -1, 10000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition = partition
-	rp.Records = batch
+	rp.Partition, rp.Records = partition, batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := resp.Topics[0].Partitions[0]
-	if p.ErrorCode != 0 {
-		t.Fatalf("produce seq %d: error code %d", seq, p.ErrorCode)
-	}
-	return p.BaseOffset
+	return resp.Topics[0].Partitions[0]
 }
 
 // waitFor polls cond until it holds or d passes, failing with what it last said.

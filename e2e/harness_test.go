@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -400,4 +401,39 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// toolResult is what a run of one of our programs (or kcat) did.
+type toolResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// runTool runs program name (one of ours, or an absolute path) with args
+// and stdin, and fails the test when it does not exit within timeout.
+func runTool(t *testing.T, timeout time.Duration, stdin, name string, args ...string) toolResult {
+	t.Helper()
+	path := name
+	if !filepath.IsAbs(name) {
+		path = filepath.Join(binDir, name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %s did not finish within %v (a hang)\nstdout: %.2000s\nstderr: %s", name, strings.Join(args, " "), timeout, out.String(), errOut.String())
+	}
+	res := toolResult{stdout: out.String(), stderr: errOut.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		res.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // mountTmpfs mounts a tmpfs of size (mount's notation: "20m") on a new
@@ -49,18 +48,12 @@ func mountTmpfs(t *testing.T, size string) string {
 // and exit code.
 func tool(t *testing.T, ctx context.Context, b *broker, name string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, name), append([]string{"-b", "tcp://" + b.addr}, args...)...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("%s %v: %v", name, args, err)
+	timeout := 2 * time.Minute
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = time.Until(deadline)
 	}
-	return out.String(), errOut.String(), code
+	r := runTool(t, timeout, "", name, append([]string{"-b", "tcp://" + b.addr}, args...)...)
+	return r.stdout, r.stderr, r.code
 }
 
 // fullDiskLine is the value of input line i (from 0) of the disk filler.
@@ -212,20 +205,7 @@ func fillDisk(t *testing.T, dir string) {
 // request and returns the partition's answer: "CODE: message".
 func rawProduceError(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, value []byte) string {
 	t.Helper()
-	batch := encodeBatch(-1, -1, -1, value)
-	req := kmsg.NewPtrProduceRequest()
-	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := resp.Topics[0].Partitions[0]
+	p := produceBatch(t, ctx, cl, 9, topic, 0, encodeBatch(-1, -1, -1, value))
 	msg := ""
 	if p.ErrorMessage != nil {
 		msg = *p.ErrorMessage

@@ -115,14 +115,7 @@ func (tl *testLog) reopen() {
 // crash abandons the log as a killed process would: no flush, no
 // checkpoints, files closed.
 func (tl *testLog) crash() {
-	l := tl.Log
-	l.flusherMu.Lock()
-	l.stopFlusherLocked()
-	l.flusherMu.Unlock()
-	l.mu.Lock()
-	l.closeFilesLocked()
-	l.closed = true
-	l.mu.Unlock()
+	abandon(tl.Log)
 	tl.Log = nil
 }
 

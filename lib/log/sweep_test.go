@@ -140,6 +140,16 @@ func runSweep(t *testing.T, mode CrashMode, seed uint64, tc sweepCase) {
 	}
 }
 
+// checkKeptFrom checks that everything acknowledged from start to the log
+// end before the operation is there, and the log end unchanged.
+func checkKeptFrom(t *testing.T, s *sweepState, l *Log, got map[int64][]byte, start int64) {
+	t.Helper()
+	checkKept(t, got, s.present(start, s.end), "acknowledged")
+	if l.EndOffset() != s.end {
+		t.Fatalf("log end %d, want %d", l.EndOffset(), s.end)
+	}
+}
+
 func TestPowerLossDuringAnOperation(t *testing.T) {
 	for _, tc := range []sweepCase{
 		{
@@ -225,10 +235,7 @@ func TestPowerLossDuringAnOperation(t *testing.T) {
 				if start != s.start && start != s.result || done && start != s.result {
 					t.Fatalf("log start %d, want %d (or %d before the operation returned)", start, s.result, s.start)
 				}
-				checkKept(t, got, s.present(start, s.end), "acknowledged")
-				if l.EndOffset() != s.end {
-					t.Fatalf("log end %d, want %d", l.EndOffset(), s.end)
-				}
+				checkKeptFrom(t, s, l, got, start)
 			},
 		},
 		{
@@ -248,10 +255,7 @@ func TestPowerLossDuringAnOperation(t *testing.T) {
 				if start < s.start || start > s.result || done && start != s.result {
 					t.Fatalf("log start %d, retention moved it from %d to %d", start, s.start, s.result)
 				}
-				checkKept(t, got, s.present(start, s.end), "acknowledged")
-				if l.EndOffset() != s.end {
-					t.Fatalf("log end %d, want %d", l.EndOffset(), s.end)
-				}
+				checkKeptFrom(t, s, l, got, start)
 			},
 		},
 		{
