@@ -19,7 +19,8 @@ test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
-# A quick pass without -race, for the edit-compile loop.
+# A quick pass without -race, for the edit-compile loop: -short skips the
+# end-to-end package (real processes) and the slow randomized runs.
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 

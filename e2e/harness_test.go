@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -61,6 +62,14 @@ var largestMQD struct {
 }
 
 func TestMain(m *testing.M) {
+	// Every test here starts real processes (and the programs are built
+	// first): -short, the edit-compile loop of make test-short, skips
+	// the package; make test runs it whole.
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("e2e: skipped under -short (make test runs it)")
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "mq-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
