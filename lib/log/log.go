@@ -35,6 +35,12 @@ type Log struct {
 	// mu guards everything below it. Appends, truncation, retention and
 	// checkpoints hold it exclusively; reads hold it shared while they look
 	// up positions, and do their I/O without it.
+	//
+	// Lock order (a lock is only taken while holding those before it):
+	// flusherMu, then flushMu (stopping the flusher waits for its Flush),
+	// then loadMu, then mu, then sync.mu and health.mu (both leaves; a
+	// failed fsync under mu marks the log failing). No file I/O happens
+	// under sync.mu or health.mu.
 	mu            sync.RWMutex
 	cfg           Config
 	segs          []*segment // by base offset; the last is the active segment

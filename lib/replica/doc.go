@@ -11,12 +11,18 @@
 //
 // # Using a Partition
 //
-//	p, err := replica.Open(replica.Config{Dir: dir, Topic: "t", Partition: 0, NodeID: 1, ...})
-//	p.Become(epoch, leader, replicas, isr) // from the controller's image; epochs never go back
-//	res, err := p.Append(batch, acks)      // leader only; on the connection's reader goroutine
+//	l, err := log.Open(dir, logConfig, log.Options{...})          // the partition's log
+//	p := replica.New(replica.Config{Topic: "t", Partition: 0, NodeID: 1, MinInsyncReplicas: 2}, l)
+//	err = p.Become(epoch, leader, replicas, isr) // from the controller's image; epochs never go back
+//	res, err := p.Append(batch, acks)            // leader only; on the connection's reader goroutine
 //	err = p.WaitHighWatermark(ctx, res.LastOffset) // acks=all: until HW > LastOffset
 //	r, info, err := p.Read(offset, maxBytes, replicaID)
-//	<-p.Changed()                           // fetch long-poll: closed at the next HW or log end advance
+//	defer r.Release()
+//	<-p.Changed()                                // fetch long-poll: closed at the next HW or log end advance
+//	p.SetMinInsyncReplicas(n)                    // a topic config change
+//	err = p.Close()                              // closes the log too
+//
+// Example (in example_test.go) runs the single-node case.
 //
 // # Invariants
 //
@@ -26,7 +32,7 @@
 //   - The leader epoch never decreases: Become with an older epoch is refused
 //     (ErrStaleLeaderEpoch) and changes nothing.
 //   - Consumers (replica id < 0) never read at or above the high-water mark.
-//   - Appends, Become, SetConfig and Close may be called concurrently from
+//   - Appends, Become, SetMinInsyncReplicas and Close may be called concurrently from
 //     any goroutine; every method of Partition is safe for concurrent use.
 //     Appends are serialized by the log; Become waits for appends in flight,
 //     so no batch is appended under an epoch the partition already left.
