@@ -2,6 +2,7 @@ package mq
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -110,4 +111,29 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestNothingReferencesFilesOutsideTheRepository: the design notes the
+// project started from live outside it; code, docs and tests must say what
+// they need themselves (docs/ARCHITECTURE.md) and never point there.
+func TestNothingReferencesFilesOutsideTheRepository(t *testing.T) {
+	out, err := exec.Command("git", "ls-files").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v", err)
+	}
+	outside := []string{"DESIGN" + ".md", "STYLE" + ".md", "../" + "shared"}
+	for _, name := range strings.Fields(string(out)) {
+		if strings.HasPrefix(name, "man/") || strings.HasPrefix(name, "testdata/fuzz") {
+			continue
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			continue // deleted in the work tree
+		}
+		for _, o := range outside {
+			if strings.Contains(string(b), o) {
+				t.Errorf("%s refers to %s, outside the repository", name, o)
+			}
+		}
+	}
 }

@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package mq pins the modules DESIGN.md chose before every one of them is imported by real code.
+// Package mq pins the modules chosen for the project (docs/ARCHITECTURE.md) before every one of them is imported by real code.
 package mq
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -52,6 +53,10 @@ type Broker struct {
 	apis   map[int16]api
 	data   *dataPlane        // partitions, produce, fetch, offsets (data.go)
 	groups *groupCoordinator // consumer groups and committed offsets (groups*.go)
+
+	stop      chan struct{} // closed by Close: the follow loop ends
+	done      chan struct{} // closed when the follow loop has ended
+	closeOnce sync.Once
 }
 
 // New builds a Broker on an open controller. It opens the logs of every
@@ -77,13 +82,38 @@ func New(cfg Config) (*Broker, error) {
 	for k, a := range b.extensionAPIs() {
 		b.apis[k] = a
 	}
+	// Changes from here on are applied by follow, after the image the
+	// parts are built from.
+	changes := b.ctrl.Changes()
 	d, err := newDataPlane(b)
 	if err != nil {
 		return nil, err
 	}
 	b.data = d
 	b.groups = newGroupCoordinator(b)
+	b.stop, b.done = make(chan struct{}), make(chan struct{})
+	go b.follow(changes)
 	return b, nil
+}
+
+// follow is the one loop that applies the controller's images to this
+// node, in order: first the partitions (opened, led, reconfigured,
+// deleted), then the group coordinator's ownership of the partitions of
+// __consumer_offsets, which needs them open. It runs until Close.
+func (b *Broker) follow(changes <-chan struct{}) {
+	defer close(b.done)
+	for {
+		select {
+		case <-changes:
+		case <-b.stop:
+			return
+		}
+		changes = b.ctrl.Changes()
+		if err := b.data.apply(b.ctrl.Image()); err != nil {
+			b.log.Error("apply metadata image", "err", err)
+		}
+		b.groups.syncOwnership()
+	}
 }
 
 // Handle implements server.Handler.
@@ -106,9 +136,18 @@ func (b *Broker) ApiVersions() []kmsg.ApiVersionsResponseApiKey {
 	return keys
 }
 
-// Close stops the group coordinator, then flushes and closes every
-// partition log.
+// Close stops following the controller, stops the group coordinator, then
+// flushes and closes every partition log. Closing twice returns nil.
 func (b *Broker) Close() error {
+	closed := false
+	b.closeOnce.Do(func() {
+		close(b.stop)
+		<-b.done
+		closed = true
+	})
+	if !closed {
+		return nil
+	}
 	b.groups.close()
 	return b.data.close()
 }

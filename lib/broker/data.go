@@ -39,9 +39,9 @@ type hosted struct {
 func (h *hosted) config() *config.Topic { return h.cfg.Load() }
 
 // dataPlane is the set of partition replicas this node hosts. It follows
-// the controller's image: a goroutine applies every image change (open new
-// partitions, apply leadership and ISR, apply config changes, delete the
-// data of topics that disappeared).
+// the controller's image: the broker's follow loop applies every image
+// change (open new partitions, apply leadership and ISR, apply config
+// changes, delete the data of topics that disappeared).
 type dataPlane struct {
 	b *Broker
 
@@ -58,19 +58,14 @@ type dataPlane struct {
 	// storage counts the failed writes of the data directory's logs since
 	// mqd started (logdirs.go).
 	storage log.StorageCounters
-
-	stop chan struct{}
-	done chan struct{}
 }
 
 // newDataPlane opens the partitions this node hosts according to the
-// controller's current image and starts following image changes.
+// controller's current image; Broker.follow applies the changes after it.
 func newDataPlane(b *Broker) (*dataPlane, error) {
 	d := &dataPlane{
 		b:     b,
 		parts: map[topicPartition]*hosted{},
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
 	}
 	if b.cfg.Settings.DataDir == "" {
 		return nil, errors.New("broker: no data directory")
@@ -78,31 +73,13 @@ func newDataPlane(b *Broker) (*dataPlane, error) {
 	if err := os.MkdirAll(b.cfg.Settings.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("broker: data directory: %w", err)
 	}
-	changes := b.ctrl.Changes()
 	img := b.ctrl.Image()
 	if err := d.apply(img); err != nil {
 		d.closeAll()
 		return nil, err
 	}
 	d.reportStrayDirs(img)
-	go d.follow(changes)
 	return d, nil
-}
-
-// follow applies every image the controller publishes until close.
-func (d *dataPlane) follow(changes <-chan struct{}) {
-	defer close(d.done)
-	for {
-		select {
-		case <-changes:
-		case <-d.stop:
-			return
-		}
-		changes = d.b.ctrl.Changes()
-		if err := d.apply(d.b.ctrl.Image()); err != nil {
-			d.b.log.Error("apply metadata image", "err", err)
-		}
-	}
 }
 
 // refresh applies the controller's current image now, so that a handler
@@ -370,15 +347,9 @@ func (d *dataPlane) all() []*hosted {
 	return out
 }
 
-// close stops following the image, then flushes and closes every log.
+// close flushes and closes every log; the broker has stopped following
+// the image.
 func (d *dataPlane) close() error {
-	select {
-	case <-d.stop:
-		return nil
-	default:
-	}
-	close(d.stop)
-	<-d.done
 	d.syncMu.Lock()
 	defer d.syncMu.Unlock()
 	return d.closeAll()

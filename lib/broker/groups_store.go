@@ -35,13 +35,10 @@ type groupCoordinator struct {
 	n int32 // partitions of __consumer_offsets
 
 	createMu sync.Mutex // one creation of the topic at a time
-
-	stop chan struct{}
-	done chan struct{}
 }
 
 // newGroupCoordinator starts the coordinator and loads the partitions of
-// __consumer_offsets this node leads.
+// __consumer_offsets this node leads; Broker.follow keeps that up to date.
 func newGroupCoordinator(b *Broker) *groupCoordinator {
 	s := b.cfg.Settings
 	n := s.OffsetsTopicNumPartitions
@@ -52,7 +49,7 @@ func newGroupCoordinator(b *Broker) *groupCoordinator {
 	if !ok {
 		clock = group.SystemClock{}
 	}
-	gc := &groupCoordinator{b: b, n: n, stop: make(chan struct{}), done: make(chan struct{})}
+	gc := &groupCoordinator{b: b, n: n}
 	gc.c = group.New(group.Config{
 		Partitions:            n,
 		Store:                 offsetsStore{b},
@@ -61,24 +58,8 @@ func newGroupCoordinator(b *Broker) *groupCoordinator {
 		InitialRebalanceDelay: s.GroupInitialRebalanceDelay,
 		OffsetsRetention:      s.OffsetsRetention,
 	})
-	changes := b.ctrl.Changes()
 	gc.syncOwnership()
-	go gc.follow(changes)
 	return gc
-}
-
-// follow reloads ownership on every image change until close.
-func (gc *groupCoordinator) follow(changes <-chan struct{}) {
-	defer close(gc.done)
-	for {
-		select {
-		case <-changes:
-		case <-gc.stop:
-			return
-		}
-		changes = gc.b.ctrl.Changes()
-		gc.syncOwnership()
-	}
 }
 
 // syncOwnership loads the partitions of __consumer_offsets this node now
@@ -117,13 +98,6 @@ func (gc *groupCoordinator) syncOwnership() {
 // close stops following the image and closes the coordinator (waiting
 // joins and syncs are answered NOT_COORDINATOR).
 func (gc *groupCoordinator) close() {
-	select {
-	case <-gc.stop:
-		return
-	default:
-	}
-	close(gc.stop)
-	<-gc.done
 	gc.c.Close()
 }
 

@@ -18,8 +18,8 @@
 //
 // # Exit codes
 //
-// Run runs a urfave/cli app and turns its error into the exit status of
-// DESIGN.md and one line on stderr: ExitOK, ExitFailure (the operation
+// Run runs a urfave/cli app and turns its error into the exit status every
+// mq tool shares (README.md, "exit codes") and one line on stderr: ExitOK, ExitFailure (the operation
 // failed: the broker said no), ExitUsage (bad flag, argument or value),
 // ExitUnreachable (no broker at the address) and ExitInterrupted (SIGINT or
 // SIGTERM). Commands return Usagef and Failf errors, or any other error:

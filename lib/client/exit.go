@@ -14,7 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// Exit codes of every mq tool (DESIGN.md, "Command-line conventions").
+// Exit codes of every mq tool, documented in README.md and each man page.
 const (
 	ExitOK          = 0   // success
 	ExitFailure     = 1   // the operation failed: the broker said no, messages not acknowledged

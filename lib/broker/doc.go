@@ -1,0 +1,64 @@
+// Package broker answers the Kafka APIs for one mq node, and composes the
+// node: Daemon (daemon.go) locks the data directory, opens the controller,
+// the Broker and the lib/server Server, and runs the background loops; cmd/mqd
+// is flag wiring around Start and Shutdown. docs/ARCHITECTURE.md puts it in
+// the whole.
+//
+// The Broker is a thin mapping from Kafka requests onto the parts below
+// it, one file per API family: produce.go, fetch.go, offsets.go
+// (ListOffsets), metadata.go (Metadata, InitProducerId), admin.go and
+// configs.go (topics, configs, DeleteRecords), groups*.go (the group APIs
+// onto lib/group), logdirs.go (DescribeLogDirs), damage.go (mq's
+// SkipDamaged, lib/kafkaext). Each family maps its errors to Kafka codes in
+// one function (produceError, fetchError, …), next to its handlers.
+//
+// # Goroutines
+//
+//   - A connection's reader goroutine (lib/server) calls Handle, one request
+//     at a time, in order. Whatever must happen in request order happens
+//     there: produce validates and appends; fetch reads the first time;
+//     JoinGroup and SyncGroup register with the coordinator. A handler must
+//     not block on anything that waits for another request.
+//   - The connection's writer goroutine calls the Reply a handler returns:
+//     acks=all waits for the high-water mark there, a fetch long-polls
+//     there (on the partitions' Changed channels, up to MaxWaitMillis),
+//     JoinGroup and SyncGroup wait for the rebalance there. Replies select
+//     on the connection's context, so a closed connection ends them.
+//   - One follow goroutine (Broker.follow) applies the controller's images,
+//     in order: first the partitions (dataPlane.apply: open, Become with the
+//     leader, epoch and ISR, reconfigure, delete), then the coordinator's
+//     ownership of the partitions of __consumer_offsets, which needs them
+//     open. It is the only watcher of the controller. Handlers that need a
+//     topic they just created apply the current image themselves
+//     (dataPlane.refresh), serialized with follow by dataPlane.syncMu.
+//   - lib/group runs its timers (sessions, rebalances, offset retention) on
+//     its Clock and replays a partition of __consumer_offsets in a goroutine
+//     of its own when this node starts leading it (LoadAsync).
+//   - The Daemon runs the retention loop (log.retention.check.interval.ms)
+//     and the scrubber (scrub.go, log.scrub.bytes.per.sec); each lib/log Log
+//     may run a flusher (flush.policy=interval) and background fsyncs of
+//     rolled segments; the controller runs hashicorp/raft's goroutines.
+//
+// # Locks, in the order they may be taken
+//
+//  1. groupCoordinator.createMu: one creation of __consumer_offsets at a
+//     time; held across the controller's CreateTopic and the refresh after.
+//  2. dataPlane.syncMu: one image applied at a time (follow, refresh);
+//     opening and closing logs happens under it.
+//  3. dataPlane.mu: the map of hosted partitions; held only to read or
+//     change the map, never across I/O.
+//
+// Below them come the locks of the parts: lib/group's coordinator mutex
+// (it appends commits to __consumer_offsets under it, through offsetsStore:
+// replica and log locks after it), lib/replica's stateMu then mu, and
+// lib/log's (see Log.mu). producerIDBlock.mu is taken alone, across a Raft
+// round trip for a new block of producer IDs.
+//
+// # Pooled state
+//
+// The produce and fetch paths take their per-request state from pools
+// (producing, fetch) and recycle the request (server.Request.Recycle): a
+// handler on those paths must not keep any byte field or string of the
+// request after its response is written. State kept longer (group
+// metadata, assignments) is copied out of the request first.
+package broker
