@@ -20,11 +20,12 @@ var allowed = map[string][]string{
 	"lib/config":     {},
 	"lib/server":     {},
 	"lib/kafkaext":   {},
+	"lib/clock":      {},
 	"lib/controller": {},
-	"lib/log":        {"lib/record"},
-	"lib/replica":    {"lib/log"},
-	"lib/group":      {"lib/record"},
-	"lib/broker":     {"lib/record", "lib/log", "lib/replica", "lib/controller", "lib/group", "lib/config", "lib/server", "lib/kafkaext"},
+	"lib/log":        {"lib/clock", "lib/record"},
+	"lib/replica":    {"lib/clock", "lib/log"},
+	"lib/group":      {"lib/clock", "lib/record"},
+	"lib/broker":     {"lib/clock", "lib/record", "lib/log", "lib/replica", "lib/controller", "lib/group", "lib/config", "lib/server", "lib/kafkaext"},
 	"lib/client":     {"lib/config", "lib/kafkaext"},
 	"lib/pipe":       {"lib/client", "lib/kafkaext"},
 	"lib/tail":       {"lib/client"},
@@ -47,7 +48,7 @@ var allowedInTests = map[string][]string{
 }
 
 // serverSide are the packages that only mqd may link.
-var serverSide = []string{"lib/log", "lib/replica", "lib/controller", "lib/group", "lib/server", "lib/broker"}
+var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/controller", "lib/group", "lib/server", "lib/broker"}
 
 type listedPackage struct {
 	ImportPath   string

@@ -5,29 +5,22 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/server"
 )
 
-// Clock tells the time. Tests pass a fake; nil means the real clock.
-type Clock interface{ Now() time.Time }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
 // Config is what a Broker needs from its surroundings.
 type Config struct {
 	Settings   config.Broker          // mqd settings (data dir, node id, defaults for topics…)
 	Controller *controller.Controller // the cluster metadata quorum this node belongs to
 	Logger     *slog.Logger           // nil = silent
-	Clock      Clock                  // nil = real time
+	Clock      clock.Clock            // drives the logs, replicas, fetch waits; nil = real time
 	// LogFS is the file system of the partition logs; nil is the real
 	// one. Tests pass a log.FaultFS to fail writes.
 	LogFS log.FS
@@ -48,7 +41,7 @@ type api struct {
 type Broker struct {
 	cfg    Config
 	log    *slog.Logger
-	clock  Clock
+	clock  clock.Clock
 	ctrl   *controller.Controller
 	apis   map[int16]api
 	data   *dataPlane        // partitions, produce, fetch, offsets (data.go)
@@ -67,7 +60,7 @@ func New(cfg Config) (*Broker, error) {
 		b.log = slog.New(slog.DiscardHandler)
 	}
 	if b.clock == nil {
-		b.clock = realClock{}
+		b.clock = clock.Real()
 	}
 	b.apis = make(map[int16]api)
 	for k, a := range b.dataAPIs() {

@@ -196,13 +196,13 @@ func (d *Daemon) startRetention(every time.Duration) {
 	d.retentionDone = make(chan struct{})
 	go func() {
 		defer close(d.retentionDone)
-		t := time.NewTicker(every)
+		t := d.broker.clock.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-t.C():
 				d.broker.EnforceRetention()
 			}
 		}

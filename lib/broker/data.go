@@ -218,6 +218,7 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 	l, err := log.Open(dir, lcfg, log.Options{
 		Logger:   d.b.log.With("topic", t.Name, "partition", partition),
 		FS:       d.b.cfg.LogFS,
+		Clock:    d.b.clock,
 		Counters: &d.storage,
 	})
 	if err != nil {
@@ -229,7 +230,7 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 		TopicID:           t.ID,
 		NodeID:            d.b.cfg.Settings.NodeID,
 		MinInsyncReplicas: tcfg.MinInsyncReplicas,
-		Clock:             d.b.clock.Now,
+		Clock:             d.b.clock,
 	}, l)
 	h := &hosted{Partition: p, topicID: t.ID}
 	h.cfg.Store(&tcfg)

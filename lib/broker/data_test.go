@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/log"
@@ -59,6 +60,13 @@ func startBroker(t testing.TB, dir string, mod func(*config.Broker)) *testBroker
 // startBrokerFS is startBroker with the partition logs on fsys.
 func startBrokerFS(t testing.TB, dir string, mod func(*config.Broker), fsys log.FS) *testBroker {
 	t.Helper()
+	return startBrokerOn(t, dir, mod, fsys, nil)
+}
+
+// startBrokerOn is startBrokerFS with the broker's time from clk (nil:
+// real time).
+func startBrokerOn(t testing.TB, dir string, mod func(*config.Broker), fsys log.FS, clk clock.Clock) *testBroker {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
@@ -74,7 +82,7 @@ func startBrokerFS(t testing.TB, dir string, mod func(*config.Broker), fsys log.
 	if mod != nil {
 		mod(&settings)
 	}
-	b, err := New(Config{Settings: settings, Controller: ctrl, Logger: logger, LogFS: fsys})
+	b, err := New(Config{Settings: settings, Controller: ctrl, Logger: logger, LogFS: fsys, Clock: clk})
 	if err != nil {
 		ctrl.Close()
 		t.Fatal(err)
@@ -297,5 +305,19 @@ func TestDataPlaneReopensLogsAfterRestart(t *testing.T) {
 	}
 	if got := h.HighWatermark(); got != 5 {
 		t.Fatalf("high-water mark after restart %d, want 5", got)
+	}
+}
+
+// waitUntil polls cond until it holds, failing after 10 s with what.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		<-tick.C
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/replica"
@@ -95,7 +96,8 @@ type fetch struct {
 	buf     []byte
 	parts   []server.Part
 	regions []log.Region
-	timer   *time.Timer
+	clock   clock.Clock // the broker's, which timer belongs to
+	timer   clock.Timer
 	cases   []reflect.SelectCase
 	reply   server.Reply
 	done    func()
@@ -163,7 +165,10 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 		return req.Ready(f.response())
 	}
 	f.ctx = ctx
-	f.deadline = time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	if f.clock != b.clock { // pooled: the last use may have been another broker's
+		f.clock, f.timer = b.clock, nil
+	}
+	f.deadline = b.clock.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	return f.reply
 }
 
@@ -293,12 +298,12 @@ func (f *fetch) read() bool {
 // wait blocks until a partition read changes, the deadline passes or the
 // connection ends. It reports whether reading again is worthwhile.
 func (f *fetch) wait() bool {
-	d := time.Until(f.deadline)
+	d := f.deadline.Sub(f.clock.Now())
 	if d <= 0 {
 		return false
 	}
 	if f.timer == nil {
-		f.timer = time.NewTimer(d)
+		f.timer = f.clock.NewTimer(d)
 	} else {
 		f.timer.Reset(d)
 	}
@@ -307,13 +312,13 @@ func (f *fetch) wait() bool {
 		select {
 		case <-f.waitOn[0]:
 			return true
-		case <-f.timer.C:
+		case <-f.timer.C():
 		case <-f.ctx.Done():
 		}
 		return false
 	}
 	cases := append(f.cases[:0],
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.timer.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.timer.C())},
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.ctx.Done())})
 	for _, ch := range f.waitOn {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})

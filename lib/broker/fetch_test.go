@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/replica"
@@ -269,7 +270,8 @@ func TestFetchLongPollWokenByProduce(t *testing.T) {
 }
 
 func TestFetchAtHighWatermarkWaitsThenReturnsEmpty(t *testing.T) {
-	tb := startBroker(t, "", nil)
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	tb := startBrokerOn(t, "", nil, nil, clk)
 	id := tb.createTopic(t, "idle", 2, nil)
 	produce(t, tb, "idle", 0, 1, testBatch(t, record.BuildOptions{}, "a", 1))
 	req := fetchRequest("idle", id, 0, 1, 100)
@@ -277,11 +279,18 @@ func TestFetchAtHighWatermarkWaitsThenReturnsEmpty(t *testing.T) {
 	p1 := kmsg.NewFetchRequestTopicPartition()
 	p1.Partition, p1.FetchOffset, p1.PartitionMaxBytes = 1, 0, 1<<20
 	req.Topics[0].Partitions = append(req.Topics[0].Partitions, p1)
-	start := time.Now()
-	resp := tb.do(t, 12, req).(*kmsg.FetchResponse)
-	if waited := time.Since(start); waited < 90*time.Millisecond {
-		t.Fatalf("fetch at the high-water mark answered after %v, want about max.wait.ms", waited)
+	waiting := clk.Pending()
+	answer := make(chan *kmsg.FetchResponse, 1)
+	go func() { answer <- tb.do(t, 12, req).(*kmsg.FetchResponse) }()
+	waitUntil(t, "the fetch waits on the broker's clock", func() bool { return clk.Pending() > waiting })
+	clk.Advance(99 * time.Millisecond)
+	select {
+	case <-answer:
+		t.Fatal("fetch at the high-water mark answered before max.wait.ms passed")
+	default:
 	}
+	clk.Advance(time.Millisecond)
+	resp := <-answer
 	for _, p := range resp.Topics[0].Partitions {
 		if p.ErrorCode != 0 || len(p.RecordBatches) != 0 {
 			t.Fatalf("partition %d: %v with %d bytes, want empty", p.Partition, kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))

@@ -45,15 +45,11 @@ func newGroupCoordinator(b *Broker) *groupCoordinator {
 	if t := b.ctrl.Image().Topics[offsetsTopic]; t != nil {
 		n = int32(len(t.Partitions)) // fixed once the topic exists
 	}
-	clock, ok := b.clock.(group.Clock)
-	if !ok {
-		clock = group.SystemClock{}
-	}
 	gc := &groupCoordinator{b: b, n: n}
 	gc.c = group.New(group.Config{
 		Partitions:            n,
 		Store:                 offsetsStore{b},
-		Clock:                 clock,
+		Clock:                 b.clock,
 		Logger:                b.log.With("component", "group"),
 		InitialRebalanceDelay: s.GroupInitialRebalanceDelay,
 		OffsetsRetention:      s.OffsetsRetention,

@@ -53,10 +53,11 @@ func (d *Daemon) startScrub(bytesPerSec int64, interval time.Duration) {
 	d.scrubDone = make(chan struct{})
 	go func() {
 		defer close(d.scrubDone)
-		throttle := log.NewThrottle(bytesPerSec, nil)
-		idle := time.NewTicker(scrubIdlePoll)
+		clk := d.broker.clock
+		throttle := log.NewThrottle(bytesPerSec, clk)
+		idle := clk.NewTicker(scrubIdlePoll)
 		defer idle.Stop()
-		round := time.Now()
+		round := clk.Now()
 		for {
 			n := d.broker.scrubPass(ctx, throttle.Wait)
 			if ctx.Err() != nil {
@@ -65,16 +66,16 @@ func (d *Daemon) startScrub(bytesPerSec int64, interval time.Duration) {
 			if n > 0 {
 				d.log.Debug("scrub pass done", "bytes", n)
 			}
-			if interval > 0 && time.Since(round) >= interval {
+			if interval > 0 && clk.Now().Sub(round) >= interval {
 				d.broker.forgetChecks()
-				round = time.Now()
+				round = clk.Now()
 				continue
 			}
 			if n == 0 {
 				select {
 				case <-ctx.Done():
 					return
-				case <-idle.C:
+				case <-idle.C():
 				}
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/record"
 )
 
@@ -28,7 +29,7 @@ type Config struct {
 	// (offsets.topic.num.partitions once the topic exists).
 	Partitions int32
 	Store      Store
-	Clock      Clock        // nil: SystemClock
+	Clock      clock.Clock  // nil: the real clock
 	Logger     *slog.Logger // nil: silent
 
 	// InitialRebalanceDelay (group.initial.rebalance.delay.ms) is how long
@@ -56,13 +57,13 @@ type Config struct {
 // on the channels Join and Sync return).
 type Coordinator struct {
 	cfg   Config
-	clock Clock
+	clock clock.Clock
 	log   *slog.Logger
 
 	mu     sync.Mutex
 	owned  map[int32]*ownedPartition
 	groups map[string]*group
-	expiry Timer
+	expiry clock.Timer
 	closed bool
 }
 
@@ -75,7 +76,7 @@ type ownedPartition struct {
 // New returns a coordinator owning no partition yet.
 func New(cfg Config) *Coordinator {
 	if cfg.Clock == nil {
-		cfg.Clock = SystemClock{}
+		cfg.Clock = clock.Real()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

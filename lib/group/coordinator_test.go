@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/mqproject/mq/lib/clock"
 )
 
 func TestPartitionForMatchesKafka(t *testing.T) {
@@ -61,7 +63,7 @@ func FuzzDecodeRecords(f *testing.F) {
 
 func TestCommitFailsWhenStoreFails(t *testing.T) {
 	store := &MemStore{}
-	c := New(Config{Partitions: 1, Store: store, Clock: NewFakeClock(time.Unix(0, 0))})
+	c := New(Config{Partitions: 1, Store: store, Clock: clock.NewManual(time.Unix(0, 0))})
 	defer c.Close()
 	if err := c.Load(0); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/clock"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testdata/*.txt with what the code produces")
@@ -63,7 +65,7 @@ type client struct {
 
 type script struct {
 	t       *testing.T
-	clock   *FakeClock
+	clock   *clock.Manual
 	store   *MemStore
 	c       *Coordinator
 	ids     int
@@ -73,7 +75,7 @@ type script struct {
 }
 
 func newScript(t *testing.T) *script {
-	s := &script{t: t, clock: NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), store: &MemStore{},
+	s := &script{t: t, clock: clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), store: &MemStore{},
 		clients: map[string]*client{}, joins: map[string]<-chan JoinResult{}, syncs: map[string]<-chan SyncResult{}}
 	s.open()
 	return s

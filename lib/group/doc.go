@@ -21,8 +21,8 @@
 // member joins with new metadata, leaves, or misses its session timeout.
 // Join and Sync return channels: their answers come when the rebalance
 // gets there, which is how the broker delays JoinGroup and SyncGroup
-// responses. Every timeout runs on the injected Clock; tests use
-// FakeClock and testdata/*.txt (TestDataDriven) to step through them.
+// responses. Every timeout runs on the injected clock.Clock; tests use
+// a clock.Manual and testdata/*.txt (TestDataDriven) to step through them.
 //
 // A static member that restarts (a join without member id under a known
 // group.instance.id) gets a new member id and its old assignment without

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"time"
+
+	"github.com/mqproject/mq/lib/clock"
 )
 
 // State is a group's state in the classic protocol.
@@ -108,7 +110,7 @@ type member struct {
 // timer is a Clock timer that can be cancelled reliably: a callback that
 // already started checks stopped under the coordinator's lock.
 type timer struct {
-	t       Timer
+	t       clock.Timer
 	stopped bool
 }
 

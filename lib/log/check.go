@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/record"
 )
 
@@ -350,7 +351,7 @@ func (l *Log) Unchecked() int64 {
 // token bucket holding at most one second of work. It is safe for
 // concurrent use; concurrent waiters share the rate.
 type Throttle struct {
-	clock Clock
+	clock clock.Clock
 	rate  float64 // per second
 
 	mu     sync.Mutex
@@ -360,11 +361,11 @@ type Throttle struct {
 
 // NewThrottle returns a Throttle allowing perSecond units a second (> 0).
 // clock nil is real time.
-func NewThrottle(perSecond int64, clock Clock) *Throttle {
-	if clock == nil {
-		clock = realClock{}
+func NewThrottle(perSecond int64, c clock.Clock) *Throttle {
+	if c == nil {
+		c = clock.Real()
 	}
-	return &Throttle{clock: clock, rate: float64(perSecond), last: clock.Now()}
+	return &Throttle{clock: c, rate: float64(perSecond), last: c.Now()}
 }
 
 // Wait blocks until n units may go, or ctx ends.
@@ -380,10 +381,10 @@ func (t *Throttle) Wait(ctx context.Context, n int) error {
 		return nil
 	}
 	d := time.Duration(deficit / t.rate * float64(time.Second))
-	tk := t.clock.NewTicker(max(d, time.Millisecond))
-	defer tk.Stop()
+	tm := t.clock.NewTimer(max(d, time.Millisecond))
+	defer tm.Stop()
 	select {
-	case <-tk.C():
+	case <-tm.C():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/mqproject/mq/lib/clock"
 )
 
 // FlushPolicy says when appended bytes are fsynced (mq's log.flush.policy,
@@ -127,7 +129,7 @@ func (c Config) normalized() Config {
 // Options are the log's environment.
 type Options struct {
 	FS     FS           // nil: the real file system (OSFS)
-	Clock  Clock        // nil: real time
+	Clock  clock.Clock  // nil: real time
 	Logger *slog.Logger // nil: silent
 	// Counters, when set, count the log's storage failures together with
 	// those of the other logs given the same value.

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"syscall"
 	"testing"
+
+	"github.com/mqproject/mq/lib/clock"
 )
 
 func openFaultLog(t *testing.T, cfg Config) (*testLog, *FaultFS) {
 	t.Helper()
 	ffs := NewFaultFS(nil)
-	clock := NewManualClock(testStart)
+	clock := clock.NewManual(testStart)
 	tl := &testLog{t: t, dir: t.TempDir() + "/topic-0", cfg: cfg, clock: clock, opts: Options{Clock: clock, FS: ffs}}
 	tl.open()
 	t.Cleanup(func() {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/record"
 )
 
@@ -20,7 +21,7 @@ type fuzzFixture struct {
 func newFuzzFixture(tb testing.TB) *fuzzFixture {
 	dir := tb.TempDir()
 	cfg := testConfig()
-	l, err := Open(dir, cfg, Options{Clock: NewManualClock(testStart)})
+	l, err := Open(dir, cfg, Options{Clock: clock.NewManual(testStart)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func fuzzRecoveryOnce(t *testing.T, fx *fuzzFixture, base string, mode byte, pos
 			t.Fatal(err)
 		}
 	}
-	l, err := Open(dir, testConfig(), Options{Clock: NewManualClock(testStart)})
+	l, err := Open(dir, testConfig(), Options{Clock: clock.NewManual(testStart)})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -140,7 +141,7 @@ func FuzzRecoveryPowerLoss(f *testing.F) {
 			fsync(d)(t, fsys)
 		}
 		fsys.CrashAfter(int64(crashAt))
-		l, err := Open(dir, testConfig(), Options{FS: fsys, Clock: NewManualClock(testStart)})
+		l, err := Open(dir, testConfig(), Options{FS: fsys, Clock: clock.NewManual(testStart)})
 		if err != nil {
 			t.Fatalf("open: %v", err)
 		}
@@ -151,7 +152,7 @@ func FuzzRecoveryPowerLoss(f *testing.F) {
 		if crashed == nil {
 			return
 		}
-		l, err = Open(dir, testConfig(), Options{FS: crashed, Clock: NewManualClock(testStart)})
+		l, err = Open(dir, testConfig(), Options{FS: crashed, Clock: clock.NewManual(testStart)})
 		if err != nil {
 			t.Fatalf("open after a crash in the recovery: %v", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/record"
 )
 
@@ -77,7 +78,7 @@ type testLog struct {
 	dir   string
 	cfg   Config
 	opts  Options
-	clock *ManualClock
+	clock *clock.Manual
 }
 
 func openTestLog(t testing.TB, cfg Config) *testLog {
@@ -88,7 +89,7 @@ func openTestLog(t testing.TB, cfg Config) *testLog {
 // openTestLogWith is openTestLog with options (its clock is the test's).
 func openTestLogWith(t testing.TB, cfg Config, opts Options) *testLog {
 	t.Helper()
-	clock := NewManualClock(testStart)
+	clock := clock.NewManual(testStart)
 	opts.Clock = clock
 	tl := &testLog{t: t, dir: filepath.Join(t.TempDir(), "topic-0"), cfg: cfg, clock: clock,
 		opts: opts}

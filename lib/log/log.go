@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/record"
 )
 
@@ -29,7 +30,7 @@ const recoveryBufSize = 1 << 20
 type Log struct {
 	dir    string
 	fs     FS
-	clock  Clock
+	clock  clock.Clock
 	logger *slog.Logger
 
 	// mu guards everything below it. Appends, truncation, retention and
@@ -107,7 +108,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		l.fs = OSFS
 	}
 	if l.clock == nil {
-		l.clock = realClock{}
+		l.clock = clock.Real()
 	}
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/record"
 )
 
@@ -176,7 +177,7 @@ type powerLoss struct {
 	t     *testing.T
 	rng   *rand.Rand
 	cfg   Config
-	clock *ManualClock
+	clock *clock.Manual
 	fsys  *CrashFS
 
 	appended batchSet         // every batch ever appended, by offset
@@ -190,7 +191,7 @@ type powerLoss struct {
 }
 
 func newPowerLoss(t *testing.T, mode CrashMode, seed uint64, cfg Config) *powerLoss {
-	return &powerLoss{t: t, rng: rand.New(rand.NewPCG(seed, 2)), cfg: cfg, clock: NewManualClock(testStart),
+	return &powerLoss{t: t, rng: rand.New(rand.NewPCG(seed, 2)), cfg: cfg, clock: clock.NewManual(testStart),
 		fsys: NewCrashFS(mode, seed), appended: batchSet{}, durable: map[int64][]byte{}}
 }
 
@@ -405,7 +406,7 @@ func testFullDisk(t *testing.T, seed uint64) {
 		cfg := testConfig()
 		cfg.FlushPolicy = FlushAlways
 		cfg.SegmentBytes = 3000
-		l, err := Open(powerLossDir, cfg, Options{FS: fsys, Clock: NewManualClock(testStart)})
+		l, err := Open(powerLossDir, cfg, Options{FS: fsys, Clock: clock.NewManual(testStart)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -438,7 +439,7 @@ func testFullDisk(t *testing.T, seed uint64) {
 		}
 		crashed := fsys.Crash()
 		_ = l.Close()
-		l, err = Open(powerLossDir, cfg, Options{FS: crashed, Clock: NewManualClock(testStart)})
+		l, err = Open(powerLossDir, cfg, Options{FS: crashed, Clock: clock.NewManual(testStart)})
 		if err != nil {
 			t.Fatalf("%s: open after the crash: %v", label, err)
 		}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"testing"
+
+	"github.com/mqproject/mq/lib/clock"
 )
 
 // sweepState is a log built by a sweep case's setup and what the case
@@ -16,7 +18,7 @@ type sweepState struct {
 	fsys     *CrashFS
 	fs       FS // the log's: fsys, or a FaultFS over it
 	cfg      Config
-	clock    *ManualClock
+	clock    *clock.Manual
 	l        *Log
 	batches  []appended // appended by setup and op, in order
 	appended batchSet
@@ -106,7 +108,7 @@ func runSweep(t *testing.T, mode CrashMode, seed uint64, tc sweepCase) {
 		if tc.cfg != nil {
 			tc.cfg(&cfg)
 		}
-		s := &sweepState{t: t, fsys: NewCrashFS(mode, seed+uint64(k)), cfg: cfg, clock: NewManualClock(testStart), appended: batchSet{}}
+		s := &sweepState{t: t, fsys: NewCrashFS(mode, seed+uint64(k)), cfg: cfg, clock: clock.NewManual(testStart), appended: batchSet{}}
 		tc.setup(s)
 		if s.l != nil {
 			s.start, s.end, s.rp = s.l.StartOffset(), s.l.EndOffset(), s.l.RecoveryPoint()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/log"
 )
 
@@ -61,8 +62,8 @@ type Config struct {
 	// not caught up with the leader's log end for this long is reported by
 	// OutOfSyncReplicas. Zero means DefaultReplicaLagTime.
 	ReplicaLagTime time.Duration
-	// Clock tells the time for follower bookkeeping; nil means time.Now.
-	Clock func() time.Time
+	// Clock tells the time for follower bookkeeping; nil is the real clock.
+	Clock clock.Clock
 }
 
 // State is a consistent snapshot of a replica's state.
@@ -95,7 +96,7 @@ type follower struct {
 type Partition struct {
 	cfg   Config
 	log   *log.Log
-	clock func() time.Time
+	clock clock.Clock
 
 	// stateMu guards the fields set by Become and SetMinInsyncReplicas.
 	// Appends hold it for reading, so Become (writing) waits for the
@@ -135,7 +136,7 @@ func New(cfg Config, l *log.Log) *Partition {
 		changed:     make(chan struct{}),
 	}
 	if p.clock == nil {
-		p.clock = time.Now
+		p.clock = clock.Real()
 	}
 	if p.cfg.ReplicaLagTime <= 0 {
 		p.cfg.ReplicaLagTime = DefaultReplicaLagTime
@@ -189,7 +190,7 @@ func (p *Partition) Become(leaderEpoch, leader int32, replicas, isr []int32) err
 	roleChanged := role != p.role
 	p.role = role
 	if role == Leader {
-		now := p.clock()
+		now := p.clock.Now()
 		// A new leadership starts follower tracking afresh; every follower
 		// gets a full lag period to catch up before it counts as out of sync.
 		if newLeadership {
@@ -500,7 +501,7 @@ func (p *Partition) recordFollowerFetch(replicaID int32, offset int64) bool {
 	if f == nil {
 		return false
 	}
-	now := p.clock()
+	now := p.clock.Now()
 	// Kafka's rule: a follower that fetches at the leader's current log end
 	// is caught up now; one that fetches at the log end the leader had at
 	// its previous fetch was caught up at that previous fetch.
@@ -530,7 +531,7 @@ func (p *Partition) OutOfSyncReplicas() []int32 {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.clock()
+	now := p.clock.Now()
 	var out []int32
 	for _, r := range p.isr {
 		f := p.followers[r]

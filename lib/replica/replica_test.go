@@ -10,44 +10,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/record"
 )
 
 const self = 1
 
-// fakeClock is a settable clock for follower bookkeeping.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func newPartition(t *testing.T, cfg Config) (*Partition, *fakeClock) {
+func newPartition(t *testing.T, cfg Config) (*Partition, *clock.Manual) {
 	t.Helper()
 	l, err := log.Open(t.TempDir(), log.DefaultConfig(), log.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	c := clock.NewManual(time.Unix(1_700_000_000, 0))
 	cfg.Topic, cfg.NodeID = "t", self
 	if cfg.Clock == nil {
-		cfg.Clock = clock.Now
+		cfg.Clock = c
 	}
 	p := New(cfg, l)
 	t.Cleanup(func() { p.Close() })
-	return p, clock
+	return p, c
 }
 
 // batch builds an uncompressed batch of n records.
@@ -239,13 +222,13 @@ func TestReplicaLagBookkeeping(t *testing.T) {
 	if _, err := p.Append(batch(t, 5), 1); err != nil {
 		t.Fatal(err)
 	}
-	clock.advance(5 * time.Second)
+	clock.Advance(5 * time.Second)
 	p.RecordFollowerFetch(2, 5) // caught up
 	p.RecordFollowerFetch(3, 0) // far behind, outside the ISR
 	if got := p.OutOfSyncReplicas(); len(got) != 0 {
 		t.Fatalf("out of sync %v, want none", got)
 	}
-	clock.advance(11 * time.Second)
+	clock.Advance(11 * time.Second)
 	if got := p.OutOfSyncReplicas(); !slices.Equal(got, []int32{2}) {
 		t.Fatalf("out of sync after 11s without a fetch: %v, want [2]", got)
 	}
