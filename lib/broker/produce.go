@@ -263,19 +263,22 @@ func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, partition
 		recompress = recompress || fixedCodec && h.Codec() != codec
 		rest = next
 	}
-	if !recompress {
-		res, err := appendBatches(p, records, acks)
-		return p, res, err
+	stored := records
+	if recompress {
+		buf := getStoreBuffer()
+		defer putStoreBuffer(buf)
+		var err error
+		*buf, err = recompressBatches((*buf)[:0], records, codec, maxBytes)
+		if err != nil {
+			return nil, res, err
+		}
+		stored = *buf
 	}
-	buf := getStoreBuffer()
-	defer putStoreBuffer(buf)
-	stored, err := recompressBatches((*buf)[:0], records, codec, maxBytes)
-	*buf = stored
+	res, err := appendBatches(p, stored, acks)
 	if err != nil {
 		return nil, res, err
 	}
-	res, err = appendBatches(p, stored, acks)
-	return p, res, err
+	return p, res, nil
 }
 
 // appendBatches appends validated batches to p and returns the result of

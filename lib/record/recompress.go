@@ -23,8 +23,8 @@ import (
 // the header declares, failing with an error wrapping ErrCorrupt,
 // ErrBadCount or ErrTooLarge otherwise, so that what is rewritten reads
 // back. Like Records it checks structure, not the CRC: run Validate first
-// on bytes from outside. On error dst is returned unchanged in length.
-// Recompress is safe for concurrent use.
+// on bytes from outside. dst must not overlap batch. On error dst is
+// returned unchanged in length. Recompress is safe for concurrent use.
 func Recompress(dst, batch []byte, codec Codec, limit int) ([]byte, error) {
 	if codec < CodecNone || codec > CodecZstd {
 		return dst, fmt.Errorf("%w: %d", ErrBadCodec, int8(codec))
