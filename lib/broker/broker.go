@@ -113,7 +113,7 @@ func (b *Broker) follow(changes <-chan struct{}) {
 func (b *Broker) Handle(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
 	a, ok := b.apis[req.Key]
 	if !ok || req.Version < a.min || req.Version > a.max {
-		// The server only passes advertised keys and versions.
+		// The server only passes the keys and versions ApiVersions lists.
 		return func() server.Response { return server.Response{CloseAfter: true} }
 	}
 	return a.handle(ctx, c, req)

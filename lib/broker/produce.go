@@ -3,11 +3,13 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/record"
@@ -20,7 +22,7 @@ var (
 	errEmptyRecords      = errors.New("broker: produce without a record batch")
 	errTransactional     = errors.New("broker: transactions are not supported")
 	errControlBatch      = errors.New("broker: control batches cannot be produced")
-	errMessageTooLarge   = errors.New("broker: batch larger than max.message.bytes")
+	errMessageTooLarge   = errors.New("broker: message too large")
 	errUnknownPartition  = errors.New("broker: unknown topic or partition")
 	errInvalidAcks       = errors.New("broker: acks must be -1, 0 or 1")
 	errNotHostedOrLeader = errors.New("broker: partition not led by this node")
@@ -48,7 +50,7 @@ func produceError(err error, version int16) int16 {
 		code = kerr.NotEnoughReplicas.Code
 	case errors.Is(err, errInvalidAcks):
 		code = kerr.InvalidRequiredAcks.Code
-	case errors.Is(err, errMessageTooLarge):
+	case errors.Is(err, errMessageTooLarge), errors.Is(err, record.ErrTooLarge):
 		code = kerr.MessageTooLarge.Code
 	case errors.Is(err, errTransactional):
 		code = kerr.TransactionalIDAuthorizationFailed.Code
@@ -217,8 +219,9 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 }
 
 // produceTo validates every batch of one partition's records and, when all
-// pass, appends them. It returns the result of the first batch with the
-// last offset of the last one.
+// pass, appends them, recompressed to the topic's codec when it names one
+// (compression.type) that a batch does not have. It returns the result of
+// the first batch with the last offset of the last one.
 func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, partition int32, records []byte, acks int16, transactional bool) (*hosted, log.AppendResult, error) {
 	var res log.AppendResult
 	if acks != 0 && acks != 1 && acks != -1 {
@@ -234,7 +237,10 @@ func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, partition
 	if len(records) == 0 {
 		return nil, res, errEmptyRecords
 	}
-	maxBytes := int(p.config().MaxMessageBytes)
+	cfg := p.config()
+	maxBytes := int(cfg.MaxMessageBytes)
+	codec, fixedCodec := storedCodec(cfg)
+	recompress := false
 	// Validate everything before appending anything: a request is applied
 	// to a partition whole or not at all.
 	for rest := records; len(rest) > 0; {
@@ -243,7 +249,7 @@ func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, partition
 			return nil, res, err
 		}
 		if maxBytes > 0 && len(batch) > maxBytes {
-			return nil, res, errMessageTooLarge
+			return nil, res, tooLarge(len(batch), maxBytes)
 		}
 		if _, err := record.Validate(batch); err != nil {
 			return nil, res, err
@@ -254,14 +260,37 @@ func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, partition
 		if h.Control() {
 			return nil, res, errControlBatch
 		}
+		recompress = recompress || fixedCodec && h.Codec() != codec
 		rest = next
 	}
+	stored := records
+	if recompress {
+		buf := getStoreBuffer()
+		defer putStoreBuffer(buf)
+		var err error
+		*buf, err = recompressBatches((*buf)[:0], records, codec, maxBytes)
+		if err != nil {
+			return nil, res, err
+		}
+		stored = *buf
+	}
+	res, err := appendBatches(p, stored, acks)
+	if err != nil {
+		return nil, res, err
+	}
+	return p, res, nil
+}
+
+// appendBatches appends validated batches to p and returns the result of
+// the first with the last offset of the last.
+func appendBatches(p *hosted, batches []byte, acks int16) (log.AppendResult, error) {
+	var res log.AppendResult
 	first := true
-	for rest := records; len(rest) > 0; {
+	for rest := batches; len(rest) > 0; {
 		batch, next, _, _ := record.Next(rest)
 		r, err := p.Append(batch, acks)
 		if err != nil {
-			return nil, res, err
+			return res, err
 		}
 		if first {
 			res = r
@@ -271,5 +300,61 @@ func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, partition
 		res.LogStartOffset = r.LogStartOffset
 		rest = next
 	}
-	return p, res, nil
+	return res, nil
+}
+
+// storedCodec is the codec a topic stores its batches in, and false when
+// its compression.type is producer (each batch keeps the producer's).
+func storedCodec(cfg *config.Topic) (record.Codec, bool) {
+	if cfg.CompressionType == "producer" || cfg.CompressionType == "" {
+		return 0, false
+	}
+	c, err := record.ParseCodec(cfg.CompressionType)
+	return c, err == nil // lib/config accepts only codec names and producer
+}
+
+// recompressBatches appends to dst each of the validated batches in
+// codec, recompressed when it has another (Kafka does the same for a
+// topic whose compression.type is a codec), and checks the size limit on
+// what is stored, as Kafka does after recompressing.
+func recompressBatches(dst, batches []byte, codec record.Codec, maxBytes int) ([]byte, error) {
+	for rest := batches; len(rest) > 0; {
+		batch, next, h, _ := record.Next(rest)
+		rest = next
+		if h.Codec() == codec {
+			dst = append(dst, batch...)
+			continue
+		}
+		start := len(dst)
+		var err error
+		if dst, err = record.Recompress(dst, batch, codec, 0); err != nil {
+			return dst, fmt.Errorf("recompress %s batch to %s: %w", h.Codec(), codec, err)
+		}
+		if n := len(dst) - start; maxBytes > 0 && n > maxBytes {
+			return dst, fmt.Errorf("%w once recompressed to %s (compression.type)", tooLarge(n, maxBytes), codec)
+		}
+	}
+	return dst, nil
+}
+
+// tooLarge is the refusal of a batch of size bytes over max.message.bytes.
+func tooLarge(size, maxBytes int) error {
+	return fmt.Errorf("%w: a batch of %d bytes (records and the batch's overhead) over max.message.bytes %d",
+		errMessageTooLarge, size, maxBytes)
+}
+
+// Buffers of recompressed batches, one per produce to a partition that
+// recompresses, returned once the batches are appended (the log copies
+// them). One grown past maxStoreBuffer by a large batch is left to the
+// garbage collector.
+var storeBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxStoreBuffer = 8 << 20
+
+func getStoreBuffer() *[]byte { return storeBuffers.Get().(*[]byte) }
+
+func putStoreBuffer(b *[]byte) {
+	if cap(*b) <= maxStoreBuffer {
+		storeBuffers.Put(b)
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/mqproject/mq/lib/client"
+	"github.com/mqproject/mq/lib/record"
 )
 
 // ProduceConfig is one run of `mqpipe produce`.
@@ -158,7 +159,9 @@ func Produce(ctx context.Context, cfg ProduceConfig) error {
 	if err != nil {
 		return err
 	}
-	cl, err := client.NewClient(addrs, append(opts, kgo.ProducerBatchMaxBytes(maxBytes))...)
+	// kgo counts the 4-byte length that precedes a batch in the request
+	// against its limit; the broker counts the batch alone.
+	cl, err := client.NewClient(addrs, append(opts, kgo.ProducerBatchMaxBytes(maxBytes+batchLengthPrefix))...)
 	if err != nil {
 		return err
 	}
@@ -525,7 +528,7 @@ func (t *tracker) produceAll(ctx context.Context, cl *kgo.Client, inputs []input
 			var tooLarge *TooLargeError
 			if errors.As(err, &tooLarge) {
 				t.count()
-				t.fail(lineRef{i, tooLarge.Line}, t.tooLarge(tooLarge.Size))
+				t.fail(lineRef{i, tooLarge.Line}, t.tooLarge(tooLarge.Size, nil))
 				continue
 			}
 			if err != nil {
@@ -583,8 +586,54 @@ func (t *tracker) record(msg []byte, a *arena) (*kgo.Record, error) {
 	return rec, nil
 }
 
-func (t *tracker) tooLarge(size int) error {
-	return fmt.Errorf("message of %d bytes is larger than the %d bytes topic %s accepts (max.message.bytes)", size, t.maxBytes, t.cfg.Topic)
+// batchLengthPrefix is the size of the length of a record batch in a
+// produce request, which kgo's ProducerBatchMaxBytes counts and the
+// broker's max.message.bytes does not.
+const batchLengthPrefix = 4
+
+// tooLarge explains the refusal of a message of size bytes (key and
+// value) as too large for the topic: max.message.bytes counts the whole
+// record batch, so a value must be smaller by the batch header and the
+// record's framing (about 75 bytes for a 1 MB value without key or
+// headers). rec is the record built for the message, nil for a line too
+// long to be read, whose key and headers are then those of every message
+// (-k, -H), or part of the line (-K).
+func (t *tracker) tooLarge(size int, rec *kgo.Record) error {
+	key, headers := t.cfg.Key, t.cfg.Headers
+	if rec != nil {
+		key, headers = rec.Key, rec.Headers
+	}
+	hs := make([]record.RecordHeader, len(headers))
+	for i, h := range headers {
+		hs[i] = record.RecordHeader{Key: h.Key, Value: h.Value}
+	}
+	limit := fmt.Sprintf("max.message.bytes (%d) limits the whole record batch, a %d-byte header and each record with its framing",
+		t.maxBytes, record.HeaderSize)
+	what := "message"
+	if len(key) > 0 {
+		what = "message (key and value)"
+	}
+	fit := record.MaxValueLen(t.maxBytes, key, hs)
+	if rec != nil && len(rec.Value) <= fit {
+		// It fitted as sent: the broker's copy, in the topic's
+		// compression.type, did not.
+		return fmt.Errorf("%s of %d bytes refused by topic %s: %s, and its batch did not fit once stored in the topic's compression.type",
+			what, size, t.cfg.Topic, limit)
+	}
+	var fits string
+	switch {
+	case rec == nil && t.cfg.KeyDelim != "":
+		fits = fmt.Sprintf("a key and value of at most about %d bytes together fit", fit)
+	case len(key) > 0 && len(hs) > 0:
+		fits = fmt.Sprintf("with this key and these headers a value of at most %d bytes fits", fit)
+	case len(key) > 0:
+		fits = fmt.Sprintf("with this key a value of at most %d bytes fits", fit)
+	case len(hs) > 0:
+		fits = fmt.Sprintf("with these headers a value of at most %d bytes fits", fit)
+	default:
+		fits = fmt.Sprintf("a value of at most %d bytes fits", fit)
+	}
+	return fmt.Errorf("%s of %d bytes does not fit in topic %s: %s, so %s", what, size, t.cfg.Topic, limit, fits)
 }
 
 func (t *tracker) count() {
@@ -596,7 +645,7 @@ func (t *tracker) count() {
 // acked is the promise of the message with sequence number seq.
 func (t *tracker) acked(seq int64, ref lineRef, r *kgo.Record, err error) {
 	if errors.Is(err, kerr.MessageTooLarge) {
-		err = t.tooLarge(len(r.Key) + len(r.Value))
+		err = t.tooLarge(len(r.Key)+len(r.Value), r)
 	} else if err != nil && r.Partition >= 0 && strings.Contains(err.Error(), "partitioning choice") {
 		err = fmt.Errorf("topic %s has no partition %d", t.cfg.Topic, r.Partition)
 	}

@@ -147,3 +147,41 @@ func TestErrorCauseIsTheLastPart(t *testing.T) {
 		}
 	}
 }
+
+// The refusal of a message too large for the topic says what
+// max.message.bytes counts and how large a value can be, with the key
+// and headers the message has.
+func TestTooLargeSaysWhatTheLimitCountsAndWhatFits(t *testing.T) {
+	value := func(n int) []byte { return make([]byte, n) }
+	for _, tc := range []struct {
+		name string
+		cfg  ProduceConfig
+		size int
+		rec  *kgo.Record
+		want string
+	}{
+		{"the issue's message", ProduceConfig{}, 1048560, &kgo.Record{Value: value(1048560)},
+			"message of 1048560 bytes does not fit in topic cr: max.message.bytes (1048588) limits the whole record batch, " +
+				"a 61-byte header and each record with its framing, so a value of at most 1048516 bytes fits"},
+		{"keyed, with headers", ProduceConfig{}, 1048563, &kgo.Record{Key: []byte("abc"), Value: value(1048560), Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("1")}}},
+			"so with this key and these headers a value of at most 1048509 bytes fits"},
+		{"a line too long to read, -k", ProduceConfig{Key: []byte("abc")}, 2 << 20, nil,
+			"message (key and value) of 2097152 bytes does not fit in topic cr: max.message.bytes (1048588) limits the whole record batch, " +
+				"a 61-byte header and each record with its framing, so with this key a value of at most 1048513 bytes fits"},
+		{"a line too long to read, -K", ProduceConfig{KeyDelim: ":"}, 2 << 20, nil,
+			"so a key and value of at most about 1048516 bytes together fit"},
+		{"fitted as sent, not once recompressed", ProduceConfig{}, 1000, &kgo.Record{Value: value(1000)},
+			"message of 1000 bytes refused by topic cr: max.message.bytes (1048588) limits the whole record batch, " +
+				"a 61-byte header and each record with its framing, and its batch did not fit once stored in the topic's compression.type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Topic = "cr"
+			tr := newTracker(tc.cfg, []input{{}}, 1048588)
+			defer tr.stop()
+			got := tr.tooLarge(tc.size, tc.rec).Error()
+			if !strings.HasSuffix(got, tc.want) {
+				t.Fatalf("got  %q\nwant …%q", got, tc.want)
+			}
+		})
+	}
+}

@@ -179,11 +179,7 @@ func appendRecords(dst []byte, opts *BuildOptions, records []Record) ([]byte, in
 		if i == 0 || opts.BaseTimestamp+r.TimestampDelta > maxTimestamp {
 			maxTimestamp = opts.BaseTimestamp + r.TimestampDelta
 		}
-		size := 1 + varintLen(r.TimestampDelta) + varintLen(int64(offsetDelta)) +
-			bytesLen(r.Key) + bytesLen(r.Value) + varintLen(int64(len(r.Headers)))
-		for j := range r.Headers {
-			size += varintLen(int64(len(r.Headers[j].Key))) + len(r.Headers[j].Key) + bytesLen(r.Headers[j].Value)
-		}
+		size := bodySize(r, offsetDelta)
 		if size > math.MaxInt32 {
 			return dst, 0, fmt.Errorf("%w: record %d of %d bytes", ErrTooLarge, i, size)
 		}
@@ -202,6 +198,45 @@ func appendRecords(dst []byte, opts *BuildOptions, records []Record) ([]byte, in
 		}
 	}
 	return dst, maxTimestamp, nil
+}
+
+// bodySize is the encoded size of r with offsetDelta, without the length
+// varint that precedes it.
+func bodySize(r *Record, offsetDelta int32) int {
+	size := 1 + varintLen(r.TimestampDelta) + varintLen(int64(offsetDelta)) +
+		bytesLen(r.Key) + bytesLen(r.Value) + varintLen(int64(len(r.Headers)))
+	for j := range r.Headers {
+		size += varintLen(int64(len(r.Headers[j].Key))) + len(r.Headers[j].Key) + bytesLen(r.Headers[j].Value)
+	}
+	return size
+}
+
+// Size is the encoded size of r in a batch, its length varint included.
+func (r *Record) Size() int {
+	n := bodySize(r, r.OffsetDelta)
+	return varintLen(int64(n)) + n
+}
+
+// MaxValueLen is the length of the longest value a record with key and
+// headers (and zero offset and timestamp deltas) can have in a batch of
+// its own that is at most limit bytes: what max.message.bytes (a limit on
+// the whole batch, Kafka's message.max.bytes) leaves for a value after the
+// batch header and the record's framing. It is -1 when not even an empty
+// value fits.
+func MaxValueLen(limit int, key []byte, headers []RecordHeader) int {
+	r := Record{Key: key, Headers: headers, Value: []byte{}}
+	fixed := bodySize(&r, 0) - 1 // without the value's length varint
+	size := func(v int) int {
+		body := fixed + varintLen(int64(v)) + v
+		return HeaderSize + varintLen(int64(body)) + body
+	}
+	// size grows with v, by at least one byte per byte: start from the
+	// smallest framing and step down the few bytes larger varints take.
+	v := limit - HeaderSize - fixed - 2
+	for v >= 0 && size(v) > limit {
+		v--
+	}
+	return max(v, -1)
 }
 
 // bytesLen is the encoded size of a nullable byte string.

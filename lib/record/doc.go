@@ -71,7 +71,10 @@
 // Build and AppendBatch produce a batch from BuildOptions and records,
 // compressing with gzip, snappy (a raw block, as current clients write),
 // LZ4 (frame format) or zstd. BuildOptionsFrom rebuilds a batch from its
-// header, as compaction does.
+// header, as compaction does. Recompress rewrites a batch in another codec
+// (a topic's compression.type): it checks the records as iteration does
+// and keeps them, and the header, byte for byte but for the codec bits,
+// the length and the CRC.
 //
 // # Codecs
 //

@@ -96,6 +96,25 @@ func FuzzRecords(f *testing.F) {
 			got = append(got, cloneRecord(r))
 			return nil
 		})
+		// Recompress reads what iteration reads, and keeps the records.
+		for _, c := range allCodecs {
+			out, rerr := Recompress(nil, b, c, limit)
+			if (rerr == nil) != (err == nil) {
+				t.Fatalf("to %s: Recompress error %v, Iterate error %v", c, rerr, err)
+			}
+			if rerr != nil {
+				continue
+			}
+			again, aerr := collect(out, limit)
+			if aerr != nil || len(again) != len(got) {
+				t.Fatalf("to %s: %d records back of %d, %v", c, len(again), len(got), aerr)
+			}
+			for i := range got {
+				if d := diffRecord(again[i], got[i]); d != "" {
+					t.Fatalf("to %s: record %d: %s", c, i, d)
+				}
+			}
+		}
 		if err != nil {
 			return
 		}

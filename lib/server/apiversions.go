@@ -14,11 +14,25 @@ const apiVersionsKey = 18
 // handler does not list key 18 itself.
 const apiVersionsDefaultMax = 4
 
-// apiVersions is the immutable table of advertised keys and versions, with
-// the ApiVersions responses pre-encoded (they never change).
+// produceAdvertisedMin is the lowest Produce version ApiVersions
+// advertises, whatever the lowest version the handler serves. Kafka 4
+// serves Produce from v3 (KIP-896) but advertises it from v0, and mq does
+// the same: librdkafka (kcat, confluent-kafka) compresses with gzip,
+// snappy and lz4 only when the broker lists Produce v0, and otherwise logs
+// "Broker does not support compression type" and sends its batches
+// uncompressed (KAFKA-18659, librdkafka issue 4956). Clients pick the
+// highest version both sides know, so none sends the versions below the
+// served minimum; a request at one has its connection closed, which is
+// also what Kafka 4 answers (its socket server refuses the version before
+// any handler sees it).
+const produceAdvertisedMin = 0
+
+// apiVersions is the immutable table of served and advertised keys and
+// versions, with the ApiVersions responses pre-encoded (they never change).
 type apiVersions struct {
-	keys []kmsg.ApiVersionsResponseApiKey // sorted by key
-	// byKey[k] is the range for key k; ok false when not advertised.
+	keys []kmsg.ApiVersionsResponseApiKey // advertised, sorted by key
+	// byKey[k] is the range of key k served (which is the range advertised
+	// but for Produce's minimum); ok false when not served.
 	byKey []versionRange
 	// responses[v] is the pre-encoded ApiVersions response at version v.
 	responses []Response
@@ -52,6 +66,9 @@ func newAPIVersions(list []kmsg.ApiVersionsResponseApiKey, newRequest func(int16
 				kmsg.NameForKey(k.ApiKey), k.MinVersion, k.MaxVersion, req.MaxVersion())
 		}
 		a.byKey[k.ApiKey] = versionRange{min: k.MinVersion, max: k.MaxVersion, ok: true}
+		if k.ApiKey == produceKey {
+			keys[i].MinVersion = min(k.MinVersion, produceAdvertisedMin)
+		}
 	}
 	av := a.byKey[apiVersionsKey]
 	encode := func(version, errorCode int16) Response {
@@ -71,6 +88,7 @@ func newAPIVersions(list []kmsg.ApiVersionsResponseApiKey, newRequest func(int16
 	return a, nil
 }
 
+// supports reports whether version of key is served.
 func (a *apiVersions) supports(key, version int16) bool {
 	if key < 0 || int(key) >= len(a.byKey) {
 		return false

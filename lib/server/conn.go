@@ -338,6 +338,8 @@ func (c *conn) readRequest() (_ pending, err error) {
 		return p, nil
 	}
 	if !c.s.api.supports(key, version) {
+		// Produce below the served minimum comes here too, though
+		// advertised (produceAdvertisedMin), as in Kafka 4.
 		c.log.Warn("unsupported request; closing connection",
 			"api_key", key, "api", kmsg.NameForKey(key), "api_version", version)
 		return pending{}, errStop

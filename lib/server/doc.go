@@ -80,16 +80,19 @@
 //     section) exactly when the response is flexible, except for ApiVersions,
 //     whose response header is always v0.
 //   - ApiVersions is answered by the server from Handler.ApiVersions (plus
-//     ApiVersions 0..4 when the handler does not list it). An ApiVersions
-//     request at a version not supported is answered at v0 with
-//     UNSUPPORTED_VERSION and the full key list, without parsing anything
-//     past the correlation id (KIP-511), so the client can retry lower.
-//   - Any other key or version not advertised, a frame size below the
-//     header minimum or above Config.MaxRequestBytes, or bytes that do not
-//     decode close the connection with a log line. (Bytes left over after a
-//     request body are ignored, as Kafka does.) Nothing a peer sends can
-//     affect another connection, and outside bytes never cause a panic (a
-//     recover per goroutine is only a last resort, and logs loudly).
+//     ApiVersions 0..4 when the handler does not list it), with Produce
+//     advertised from v0 whatever the lowest version the handler serves,
+//     as Kafka 4 does for librdkafka's sake. An ApiVersions request at a
+//     version not supported is answered at v0 with UNSUPPORTED_VERSION and
+//     the full key list, without parsing anything past the correlation id
+//     (KIP-511), so the client can retry lower.
+//   - Any other key or version the handler does not serve (a Produce below
+//     its minimum too), a frame size below the header minimum or above
+//     Config.MaxRequestBytes, or bytes that do not decode close the
+//     connection with a log line. (Bytes left over after a request body are
+//     ignored, as Kafka does.) Nothing a peer sends can affect another
+//     connection, and outside bytes never cause a panic (a recover per
+//     goroutine is only a last resort, and logs loudly).
 //   - A connection that sends nothing for Config.IdleTimeout while no
 //     request is outstanding, or that accepts no response bytes for that
 //     long, is closed.

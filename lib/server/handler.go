@@ -100,7 +100,10 @@ type ConnInfo struct {
 // from the list ApiVersions returns, which New reads once.
 type Handler interface {
 	Handle(ctx context.Context, c *ConnInfo, req *Request) Reply
-	// ApiVersions lists the supported keys and version ranges (advertised in ApiVersions).
+	// ApiVersions lists the supported keys and version ranges. The server
+	// advertises them in ApiVersions, except that Produce is advertised
+	// from v0 (see produceAdvertisedMin), and passes Handle only requests
+	// within them.
 	ApiVersions() []kmsg.ApiVersionsResponseApiKey
 }
 

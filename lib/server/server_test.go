@@ -106,6 +106,60 @@ func TestApiVersionsRangeFromHandlerIsHonoured(t *testing.T) {
 	}
 }
 
+// A handler serving Produce from v3, as mq's broker does, has Produce
+// advertised from v0 (librdkafka compresses only when it sees v0) while
+// v0-v2 requests still close the connection without reaching it.
+func TestProduceAdvertisedFromV0ButServedFromHandlerMinimum(t *testing.T) {
+	var handled atomic.Int32
+	h := newFake(func(ctx context.Context, c *ConnInfo, req *Request) Reply {
+		handled.Add(1)
+		return echoReply(ctx, c, req)
+	})
+	h.versions = []kmsg.ApiVersionsResponseApiKey{{ApiKey: produceKey, MinVersion: 3, MaxVersion: 11}}
+	s := startServer(t, Config{}, h)
+	addr := s.Addrs()[0]
+
+	c := dial(t, addr)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	send(t, c, req, 1)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(3)
+	recv(t, c, resp)
+	got := map[int16][2]int16{}
+	for _, k := range resp.ApiKeys {
+		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+	}
+	if want := [2]int16{0, 11}; got[produceKey] != want {
+		t.Fatalf("Produce advertised as %v, want %v (all keys: %v)", got[produceKey], want, got)
+	}
+
+	produce := func(version int16) *kmsg.ProduceRequest {
+		r := kmsg.NewPtrProduceRequest()
+		r.SetVersion(version)
+		r.Acks = 1
+		return r
+	}
+	for v := int16(0); v < 3; v++ {
+		c := dial(t, addr)
+		send(t, c, produce(v), 2)
+		expectClosed(t, c)
+	}
+	if n := handled.Load(); n != 0 {
+		t.Fatalf("handler saw %d Produce requests below v3", n)
+	}
+	for _, v := range []int16{3, 11} {
+		c := dial(t, addr)
+		send(t, c, produce(v), 3)
+		if corr := recv(t, c, &kmsg.ProduceResponse{Version: v}); corr != 3 {
+			t.Fatalf("Produce v%d: correlation id %d, want 3", v, corr)
+		}
+	}
+	if n := handled.Load(); n != 2 {
+		t.Fatalf("handler saw %d Produce requests at v3 and v11, want 2", n)
+	}
+}
+
 func TestKgoClientNegotiatesApiVersions(t *testing.T) {
 	s := startServer(t, Config{}, newFake(nil))
 	network, addr, _ := parseListener(s.Addrs()[1])
