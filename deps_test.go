@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"lib/group":      {"lib/clock", "lib/record"},
 	"lib/broker":     {"lib/clock", "lib/record", "lib/log", "lib/replica", "lib/controller", "lib/group", "lib/config", "lib/server", "lib/kafkaext"},
 	"lib/client":     {"lib/config", "lib/kafkaext"},
-	"lib/pipe":       {"lib/client", "lib/kafkaext"},
+	"lib/pipe":       {"lib/client", "lib/kafkaext", "lib/record"},
 	"lib/tail":       {"lib/client"},
 	"lib/bench":      {"lib/client"},
 	"lib/admin":      {"lib/client", "lib/kafkaext"},
@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"cmd/mqpipe":     {"lib/client", "lib/pipe"},
 	"cmd/mqtail":     {"lib/client", "lib/tail"},
 	"cmd/mqbench":    {"lib/client", "lib/bench"},
-	"e2e":            {},
+	"e2e":            {"lib/record"},
 }
 
 // allowedInTests lists what a package's tests may import of ours beyond
