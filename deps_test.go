@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"lib/tail":       {"lib/client", "lib/config"},
 	"lib/bench":      {"lib/client", "lib/config", "lib/record"},
 	"lib/admin":      {"lib/client", "lib/config", "lib/kafkaext"},
-	"cmd/mqd":        {"lib/broker", "lib/config", "lib/controller", "lib/server", "lib/log", "lib/record", "lib/replica", "lib/group"},
+	"cmd/mqd":        {"lib/broker", "lib/client", "lib/config", "lib/controller", "lib/server", "lib/log", "lib/record", "lib/replica", "lib/group"},
 	"cmd/mqctl":      {"lib/client", "lib/config", "lib/admin"},
 	"cmd/mqpipe":     {"lib/client", "lib/config", "lib/pipe", "lib/record"},
 	"cmd/mqtail":     {"lib/client", "lib/config", "lib/tail"},

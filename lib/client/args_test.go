@@ -4,6 +4,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 )
 
 func TestIntersperseMovesFlagsBeforeArguments(t *testing.T) {
@@ -20,6 +22,36 @@ func TestIntersperseMovesFlagsBeforeArguments(t *testing.T) {
 		{"tool topic create a -p 3 --generate-bash-completion", "tool topic create -p 3 a --generate-bash-completion"},
 		{"tool frob -o json", "tool -o json frob"},
 		{"tool", "tool"},
+	} {
+		got := strings.Join(Intersperse(app, strings.Fields(tc.in)), " ")
+		if got != tc.want {
+			t.Errorf("Intersperse(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestIntersperseSplitsShortOptionsLikeGetopt(t *testing.T) {
+	app := testApp(io.Discard, io.Discard)
+	app.Flags = append(app.Flags, BrokerFlag(), OutputFlag(),
+		&cli.BoolFlag{Name: "exit", Aliases: []string{"e"}},
+		&cli.BoolFlag{Name: "null", Aliases: []string{"0"}},
+		&cli.StringFlag{Name: "key-delimiter", Aliases: []string{"K"}},
+		&cli.StringFlag{Name: "topic", Aliases: []string{"t"}},
+	)
+	for _, tc := range []struct{ in, want string }{
+		{"tool -K: frob", "tool -K : frob"},
+		{"tool -ttopic frob", "tool -t topic frob"},
+		{"tool -o-10 frob", "tool -o -10 frob"},
+		{"tool -b127.0.0.1:9092 frob", "tool -b 127.0.0.1:9092 frob"},
+		{"tool -K== frob", "tool -K== frob"}, // -K=VALUE is the flag package's
+		{"tool -e0 frob", "tool -e -0 frob"},
+		{"tool -e0tx frob", "tool -e -0 -t x frob"},
+		{"tool -et x frob", "tool -e -t x frob"},
+		{"tool -topic x frob", "tool -topic x frob"},   // a long name with one dash
+		{"tool -exz frob", "tool -exz frob"},           // x is no flag: the parser says so
+		{"tool -e -t -K: frob", "tool -e -t -K: frob"}, // -K: is the value of -t
+		{"tool frob -- -K:", "tool -- frob -K:"},
+		{"tool -10", "tool -10"},
 	} {
 		got := strings.Join(Intersperse(app, strings.Fields(tc.in)), " ")
 		if got != tc.want {
