@@ -101,6 +101,9 @@ func Intersperse(app *cli.App, args []string) []string {
 // needsValue says that the last option takes a value that was not
 // attached: the next argument is its value ("-et TOPIC").
 func splitShort(flags []cli.Flag, arg string) (out []string, needsValue bool) {
+	if len(arg) < 3 || arg[0] != '-' {
+		return nil, false
+	}
 	name := arg[1:]
 	if len(name) < 2 || name[0] == '-' || name[1] == '=' || findFlag(flags, name) != nil {
 		return nil, false

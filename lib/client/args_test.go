@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"io"
 	"strings"
 	"testing"
@@ -56,6 +57,37 @@ func TestIntersperseSplitsShortOptionsLikeGetopt(t *testing.T) {
 		got := strings.Join(Intersperse(app, strings.Fields(tc.in)), " ")
 		if got != tc.want {
 			t.Errorf("Intersperse(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestCompleteListsWhatMayFollow: completion answers with subcommands
+// (not "help"), flags, and keywords of the synopsis, for any word being
+// completed, the empty one too.
+func TestCompleteListsWhatMayFollow(t *testing.T) {
+	app := testApp(io.Discard, io.Discard)
+	app.Commands = append(app.Commands, &cli.Command{Name: "config", Subcommands: []*cli.Command{
+		{Name: "get", ArgsUsage: "topic TOPIC [NAME...] | broker [ID|default] [NAME...]", Action: func(*cli.Context) error { return nil }},
+	}})
+	Prepare(app)
+	for _, tc := range []struct{ in, want string }{
+		{"", "topic completion config"},
+		{"t", "topic"},
+		{"topic ", "create req"},
+		{"topic create -", "--partitions -p"},
+		{"topic create --part", "--partitions"},
+		{"topic create -p ", ""},
+		{"config get ", "topic broker"},
+		{"config get broker ", "default"},
+		{"config get broker d", "default"},
+		{"-", ""},
+		{"-x", ""},
+	} {
+		var out strings.Builder
+		words := strings.Split(tc.in, " ")
+		complete(context.Background(), app, words, &out)
+		if got := strings.Join(strings.Fields(out.String()), " "); got != tc.want {
+			t.Errorf("complete(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
