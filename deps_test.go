@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"lib/tail":       {"lib/client"},
 	"lib/bench":      {"lib/client"},
 	"lib/admin":      {"lib/client", "lib/kafkaext"},
-	"cmd/mqd":        {"lib/broker", "lib/config"},
+	"cmd/mqd":        {"lib/broker", "lib/client", "lib/config"},
 	"cmd/mqctl":      {"lib/client", "lib/admin"},
 	"cmd/mqpipe":     {"lib/client", "lib/pipe"},
 	"cmd/mqtail":     {"lib/client", "lib/tail"},
@@ -40,11 +40,10 @@ var allowed = map[string][]string{
 }
 
 // allowedInTests lists what a package's tests may import of ours beyond
-// what the package itself may: fixtures built with a lower package, a
-// tool's client for checking the daemon. Tests keep the direction too.
+// what the package itself may (fixtures built with a lower package).
+// Tests keep the direction too.
 var allowedInTests = map[string][]string{
 	"lib/replica": {"lib/record"},
-	"cmd/mqd":     {"lib/client"},
 }
 
 // serverSide are the packages that only mqd may link.

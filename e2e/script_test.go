@@ -24,6 +24,7 @@ import (
 //	mqd-stop     stop mqd with SIGTERM (to test "broker down")
 //	mqd-start    start it again on the same data directory
 //	mqd-kill     SIGKILL it
+//	mqd-log FILE write what mqd has logged so far to FILE
 //
 // A script whose archive holds a file .mqd-props (key=value lines) starts
 // its mqd with those properties. [kcat] holds when kcat is installed.
@@ -65,6 +66,12 @@ func TestScripts(t *testing.T) {
 			},
 			"mqd-kill": func(ts *testscript.TestScript, neg bool, args []string) {
 				scriptMQD(ts).kill()
+			},
+			"mqd-log": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: mqd-log FILE")
+				}
+				ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(scriptMQD(ts).stderr.String()), 0o644))
 			},
 		},
 		Condition: func(cond string) (bool, error) {

@@ -110,8 +110,9 @@ given; --dry-run (the default) says so explicitly.
 
 The new offset is the log start offset (--to-earliest), the log end
 offset (--to-latest), N (--to-offset), the first record at or after TIME
-(--to-time; RFC 3339 like 2024-05-01T12:00:00Z, or milliseconds since the
-epoch; the log end when there is none), or the committed offset moved by
+(--to-time; RFC 3339 like 2024-05-01T12:00:00Z, milliseconds since the
+epoch, or a time ago: -30m, -1h, -2d, -1h30m, units ms, s, m, h, d and w;
+the log end when there is none), or the committed offset moved by
 N records (--shift-by, N may be negative; a partition without a committed
 offset cannot be shifted). It is always kept within the log start and
 end offsets.
@@ -136,7 +137,7 @@ why).`),
 					&cli.BoolFlag{Name: "to-earliest", Usage: "to the log start offset"},
 					&cli.BoolFlag{Name: "to-latest", Usage: "to the log end offset (skip everything not consumed)"},
 					&cli.StringFlag{Name: "to-offset", Usage: "to offset `N`"},
-					&cli.StringFlag{Name: "to-time", Usage: "to the first record at or after `TIME` (RFC 3339 or epoch milliseconds)"},
+					&cli.StringFlag{Name: "to-time", Usage: "to the first record at or after `TIME` (RFC 3339, epoch milliseconds, or a time ago: -30m, -2d)"},
 					&cli.StringFlag{Name: "shift-by", Usage: "move the committed offsets by `N` (negative: back)"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "only print the plan, which is also what happens without --execute"},
 					&cli.BoolFlag{Name: "execute", Usage: "commit the new offsets"},

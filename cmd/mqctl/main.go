@@ -70,7 +70,9 @@ type job func(ctx context.Context, a *admin.Admin) (admin.Result, error)
 // action makes a command's action: check -o, let prepare check the
 // arguments and return the job (usage errors come before connecting),
 // connect, run the job and print its result. A result that comes with an
-// error (some topics failed) is printed too.
+// error is printed only when part of it succeeded (admin.Partial: some
+// topics failed, others did not); a command that failed wholly prints
+// only its error, on stderr.
 func action(prepare func(c *cli.Context) (job, error)) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		format, err := client.ParseFormat(client.FlagString(c, "output"))
@@ -87,7 +89,7 @@ func action(prepare func(c *cli.Context) (job, error)) cli.ActionFunc {
 		}
 		defer cl.Close()
 		res, err := run(c.Context, admin.New(cl))
-		if present(res) {
+		if present(res) && (err == nil || admin.Partial(res)) {
 			if werr := admin.Write(c.App.Writer, format, res); werr != nil && err == nil {
 				err = werr
 			}

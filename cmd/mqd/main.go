@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mqproject/mq/lib/broker"
+	"github.com/mqproject/mq/lib/client"
 	"github.com/mqproject/mq/lib/config"
 )
 
@@ -89,7 +90,7 @@ MQ_LOG_LEVEL, MQ_LOG_FORMAT; the flag wins over the variable.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data-dir", EnvVars: []string{"MQ_DATA_DIR"}, Usage: "keep partition logs and controller state in `DIR` (log.dirs)",
 				DefaultText: "$XDG_STATE_HOME/mq, else ~/.local/state/mq"},
-			&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"MQ_LISTEN"}, Usage: "listen on `ADDR`: unix:///path or tcp://host:port (port 0: any free port); repeatable, or comma-separated (listeners)",
+			&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"MQ_LISTEN"}, Usage: "listen on `ADDR`: unix:///path, tcp://host:port or host:port (port 0: any free port); repeatable, or comma-separated (listeners)",
 				DefaultText: "unix://$XDG_RUNTIME_DIR/mq/mqd.sock and " + config.DefaultTCPListener},
 			&cli.StringFlag{Name: "advertise", EnvVars: []string{"MQ_ADVERTISE"}, Usage: "give clients `HOST:PORT` as this broker's address (advertised.listeners)",
 				DefaultText: "the first TCP listener's address"},
@@ -117,17 +118,19 @@ MQ_LOG_LEVEL, MQ_LOG_FORMAT; the flag wins over the variable.`,
 	}
 }
 
-// run runs mqd with args and returns the exit code.
+// run runs mqd with args and returns the exit code. Short options are
+// split as getopt does (-cnum.partitions=3), like every mq tool's. A usage
+// error is one line on stderr with a pointer to --help.
 func run(args []string, stderr io.Writer) int {
 	app := newApp()
 	app.ErrWriter = stderr
-	err := app.Run(args)
+	err := app.Run(client.Intersperse(app, args))
 	var usage usageError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "mqd: %v\n", usage.err)
+		fmt.Fprintf(stderr, "mqd: %v (see mqd --help)\n", usage.err)
 		return exitUsage
 	}
 	fmt.Fprintf(stderr, "mqd: %v\n", err)

@@ -238,6 +238,8 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 		{[]string{"--advertise", "nohost"}, nil, "mqd: --advertise: invalid value"},
 		{[]string{"--voters", "1@"}, nil, "mqd: --voters: invalid value"},
 		{[]string{"-c", "num.partitions"}, nil, `mqd: --set "num.partitions": want key=value`},
+		{[]string{"-cnum.partitions"}, nil, `mqd: --set "num.partitions": want key=value`},
+		{[]string{"--listen", "localhost"}, nil, `mqd: --listen: invalid value "localhost" for listeners`},
 		{[]string{"-c", "no.such=1"}, nil, `mqd: --set no.such=1: unknown property "no.such"`},
 		{[]string{"--set", "log.segment.bytes=1"}, nil, `invalid value "1" for log.segment.bytes: want an integer ≥ 14`},
 		{[]string{"--no-such-flag"}, nil, "mqd: flag provided but not defined: -no-such-flag"},
@@ -261,6 +263,9 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 			text := stderr.String()
 			if strings.Count(text, "\n") != 1 || !strings.HasPrefix(text, "mqd: ") || !strings.Contains(text, tc.want) {
 				t.Errorf("stderr %q, want one line containing %q", text, tc.want)
+			}
+			if !strings.HasSuffix(text, " (see mqd --help)\n") {
+				t.Errorf("stderr %q does not end with a pointer to --help", text)
 			}
 		})
 	}
@@ -301,6 +306,22 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 	n.signal(t, syscall.SIGINT)
 	if code := n.wait(t); code != 0 {
 		t.Errorf("exit %d after SIGINT", code)
+	}
+}
+
+// TestShortOptionsAndBareListenersAsTheToolsTakeThem: mqd takes a value
+// attached to a short option (-cKEY=VALUE) and a bare host:port listener,
+// as mqpipe, mqctl and mqbench take -bHOST:PORT.
+func TestShortOptionsAndBareListenersAsTheToolsTakeThem(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "d")
+	n := runMQD(t, testEnv(t), "--data-dir", dataDir, "--listen", "127.0.0.1:0", "-cnum.partitions=3")
+	line := n.waitLine(t, "mqd serving")
+	if !strings.Contains(line, "listen=tcp://127.0.0.1:") {
+		t.Errorf("startup line %q: want the bare listener served as tcp://127.0.0.1:PORT", line)
+	}
+	n.signal(t, syscall.SIGTERM)
+	if code := n.wait(t); code != 0 {
+		t.Errorf("exit %d after SIGTERM; stderr:\n%s", code, n.stderr())
 	}
 }
 

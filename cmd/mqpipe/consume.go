@@ -27,9 +27,11 @@ the high-water marks they had when it got them.
 
 -o picks where each partition starts: beginning, end (only new records),
 N (offset N), -N (the last N records of each partition, like tail -n) or
-@TIME (the first record at or after TIME, an RFC 3339 time such as
-2024-05-01T12:00:00Z or milliseconds since the epoch). An offset outside
-the log starts at its nearest end.
+@TIME (the first record at or after TIME: an RFC 3339 time such as
+2024-05-01T12:00:00Z, milliseconds since the epoch, or a time ago as
+date -d users write it: @-1h an hour ago, @-30m, @-2d, @-1h30m, with the
+units ms, s, m, h, d and w; @now is now). An offset outside the log
+starts at its nearest end.
 
 With -e, mqpipe notes each partition's high-water mark when it starts and
 exits once it has printed every record below them, however busy the topic;

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +41,42 @@ type Result interface {
 // tableWriter is a Result whose table form is more than one table.
 type tableWriter interface {
 	WriteTable(w io.Writer) error
+}
+
+// Partial reports whether r, which came with an error, still holds
+// something to print: a command that failed wholly prints nothing on
+// stdout, only its error on stderr, while one that failed for some topics,
+// groups or partitions prints what it did for the others (and which failed
+// and why). A result holds nothing when it is empty or when every item in
+// it failed.
+func Partial(r Result) bool {
+	if r == nil {
+		return false
+	}
+	if v := reflect.ValueOf(r); (v.Kind() == reflect.Slice || v.Kind() == reflect.Pointer || v.Kind() == reflect.Map) && v.IsNil() ||
+		v.Kind() == reflect.Slice && v.Len() == 0 {
+		return false
+	}
+	if f, ok := r.(interface{ allFailed() bool }); ok {
+		return !f.allFailed()
+	}
+	return true
+}
+
+func (rs TopicResults) allFailed() bool {
+	return !slices.ContainsFunc(rs, func(r TopicResult) bool { return r.Result != ResultFailed })
+}
+
+func (rs GroupResults) allFailed() bool {
+	return !slices.ContainsFunc(rs, func(r GroupResult) bool { return r.Result != ResultFailed })
+}
+
+func (l DeletedRecordsList) allFailed() bool {
+	return !slices.ContainsFunc(l, func(d DeletedRecords) bool { return d.Error == "" })
+}
+
+func (l SkippedRanges) allFailed() bool {
+	return !slices.ContainsFunc(l, func(s SkippedRange) bool { return s.Error == "" })
 }
 
 // Write prints r to w in format f: the value itself as JSON, or its table.

@@ -267,3 +267,40 @@ func TestResultsRender(t *testing.T) {
 		})
 	}
 }
+
+// TestPartialPrintsOnlyWhatSucceeded: with an error, a result is printed
+// only when something in it did not fail.
+func TestPartialPrintsOnlyWhatSucceeded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    Result
+		want bool
+	}{
+		{"nil descriptions", TopicDescriptions(nil), false},
+		{"no descriptions", TopicDescriptions{}, false},
+		{"one description", TopicDescriptions{{Topic: "a"}}, true},
+		{"every topic failed", TopicResults{{Topic: "a", Result: ResultFailed}, {Topic: "b", Result: ResultFailed}}, false},
+		{"one topic created", TopicResults{{Topic: "a", Result: ResultFailed}, {Topic: "b", Result: ResultCreated}}, true},
+		{"every group failed", GroupResults{{Group: "g", Result: ResultFailed}}, false},
+		{"a group missing", GroupResults{{Group: "g", Result: ResultMissing}}, true},
+		{"every partition failed", DeletedRecordsList{{Topic: "t", Error: "x"}}, false},
+		{"a partition deleted", DeletedRecordsList{{Topic: "t", Error: "x"}, {Topic: "t", Partition: 1}}, true},
+		{"every range failed", SkippedRanges{{Topic: "t", Error: "x"}}, false},
+		{"no groups", GroupDescriptions{}, false},
+		{"a plan", &ResetPlan{Group: "g"}, true},
+		{"no plan", (*ResetPlan)(nil), false},
+	} {
+		if got := Partial(tc.r); got != tc.want {
+			t.Errorf("%s: Partial = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestTopicIDIsURLSafeBase64WithoutPadding: topic IDs read as Kafka's
+// tools and mqd's logs write them, and as the cluster id is written.
+func TestTopicIDIsURLSafeBase64WithoutPadding(t *testing.T) {
+	id := [16]byte{0xfb, 0xff, 0xbf, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0xff}
+	if got, want := TopicIDString(id), "-_-_AQIDBAUGBwgJCgsM_w"; got != want {
+		t.Errorf("TopicIDString = %q, want %q", got, want)
+	}
+}

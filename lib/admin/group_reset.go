@@ -51,9 +51,10 @@ func (s ResetSpec) String() string {
 	return "no reset mode"
 }
 
-// ParseTime reads a point in time: RFC 3339 (2024-05-01T12:00:00Z, with
-// fractions of a second if wanted) or milliseconds since the Unix epoch,
-// the two forms mqpipe's -o @TIME takes.
+// ParseTime reads a point in time as client.ParseTime does: RFC 3339
+// (2024-05-01T12:00:00Z, with fractions of a second if wanted),
+// milliseconds since the Unix epoch, or a time ago (-30m, -2d), the forms
+// mqpipe's -o @TIME takes.
 func ParseTime(what, s string) (time.Time, error) {
 	t, err := client.ParseTime(s)
 	if err != nil {

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -90,6 +91,12 @@ type TopicDescription struct {
 	Internal   bool                   `json:"internal"`
 	Partitions []PartitionDescription `json:"partitions"`
 }
+
+// TopicIDString is how every mq tool and mqd's logs write a topic ID, as
+// Kafka's own tools do and as mqd writes its cluster id: URL-safe base64
+// without padding (22 characters). kadm's TopicID.String is standard base64
+// with padding, which is not used.
+func TopicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
 // TopicDescriptions is the result of topic describe, sorted by topic.
 type TopicDescriptions []TopicDescription
@@ -244,7 +251,7 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string) (TopicDescr
 func describe(d kadm.TopicDetail, starts, ends kadm.ListedOffsets, failing map[int32][]ReplicaStorageError) TopicDescription {
 	td := TopicDescription{Topic: d.Topic, Internal: d.IsInternal, Partitions: []PartitionDescription{}}
 	if d.ID != (kadm.TopicID{}) {
-		td.ID = d.ID.String()
+		td.ID = TopicIDString(d.ID)
 	}
 	for _, p := range d.Partitions.Sorted() {
 		pd := PartitionDescription{

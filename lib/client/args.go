@@ -16,7 +16,15 @@ const completionFlag = "--generate-bash-completion"
 // command's flags are moved before its arguments, with their values; a
 // "--" ends the flags and what follows it stays an argument. The order of
 // the flags among themselves and of the arguments among themselves is
-// kept. args[0] is the program name. Run calls it.
+// kept. args[0] is the program name. Run calls it, and so does mqd.
+//
+// It also splits short options the way getopt (and so kcat) takes them,
+// which Go's flag package does not: a value attached to a short option
+// ("-K:", "-tTOPIC", "-o-10", "-bHOST:PORT" become "-K :", "-t TOPIC", ...)
+// and short booleans run together ("-eq", or "-e0o-10": "-e -0 -o -10").
+// A word that names a flag whole ("-topic", "-p=3") is left to the flag
+// package, and so is one with a letter that is no short option of the
+// command, which it then reports.
 func Intersperse(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
@@ -44,6 +52,14 @@ func Intersperse(app *cli.App, args []string) []string {
 				continue
 			}
 			if len(a) > 1 && a[0] == '-' {
+				if split, needsValue := splitShort(flags, a); split != nil {
+					flagArgs = append(flagArgs, split...)
+					if needsValue && i+1 < len(rest) {
+						i++
+						flagArgs = append(flagArgs, rest[i])
+					}
+					continue
+				}
 				flagArgs = append(flagArgs, a)
 				if takesValue(flags, a) && i+1 < len(rest) {
 					i++
@@ -77,6 +93,57 @@ func Intersperse(app *cli.App, args []string) []string {
 	return out
 }
 
+// splitShort splits a word of short options run together, or a short
+// option with its value attached, into separate arguments: "-K:" into "-K"
+// ":", "-eo-10" into "-e" "-o" "-10". It returns nil when arg is to be
+// kept as it is: a long option, a word that names a flag whole, or one in
+// which a letter before the value is not a short option of flags.
+// needsValue says that the last option takes a value that was not
+// attached: the next argument is its value ("-et TOPIC").
+func splitShort(flags []cli.Flag, arg string) (out []string, needsValue bool) {
+	if len(arg) < 3 || arg[0] != '-' {
+		return nil, false
+	}
+	name := arg[1:]
+	if len(name) < 2 || name[0] == '-' || name[1] == '=' || findFlag(flags, name) != nil {
+		return nil, false
+	}
+	for i := 0; i < len(name); i++ {
+		f := findFlag(flags, name[i:i+1])
+		if f == nil {
+			return nil, false
+		}
+		out = append(out, "-"+name[i:i+1])
+		if flagTakesValue(f) {
+			if i+1 < len(name) {
+				return append(out, name[i+1:]), false
+			}
+			return out, true
+		}
+	}
+	return out, false
+}
+
+// findFlag is the flag of flags that has name, or nil.
+func findFlag(flags []cli.Flag, name string) cli.Flag {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// flagTakesValue reports whether f needs a value (it is not a bool flag).
+func flagTakesValue(f cli.Flag) bool {
+	if tv, ok := f.(interface{ TakesValue() bool }); ok {
+		return tv.TakesValue()
+	}
+	return true
+}
+
 // takesValue reports whether the flag in arg ("-p", "--partitions") is one
 // of flags and needs the next argument as its value (not a bool flag, and
 // no "=value" in arg).
@@ -85,18 +152,8 @@ func takesValue(flags []cli.Flag, arg string) bool {
 	if strings.Contains(name, "=") {
 		return false
 	}
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n != name {
-				continue
-			}
-			if tv, ok := f.(interface{ TakesValue() bool }); ok {
-				return tv.TakesValue()
-			}
-			return true
-		}
-	}
-	return false
+	f := findFlag(flags, name)
+	return f != nil && flagTakesValue(f)
 }
 
 func findCommand(cmds []*cli.Command, name string) *cli.Command {

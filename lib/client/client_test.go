@@ -199,17 +199,17 @@ func TestRunExitCodesAndOneLine(t *testing.T) {
 		stdoutPart string // when stdout is help text
 	}{
 		{args: []string{"topic", "create", "t1"}, code: 0, stdout: "created t1\n"},
-		{args: []string{"topic", "create"}, code: 2, stderr: "tool: topic create: missing TOPIC\n"},
-		{args: []string{"topic", "create", "--bogus", "t"}, code: 2, stderr: "tool: flag provided but not defined: -bogus\n"},
-		{args: []string{"topic", "create", "-p", "x", "t"}, code: 2, stderr: "tool: invalid value \"x\" for flag -p: parse error\n"},
-		{args: []string{"--bogus"}, code: 2, stderr: "tool: flag provided but not defined: -bogus\n"},
+		{args: []string{"topic", "create"}, code: 2, stderr: "tool: topic create: missing TOPIC (see tool topic create --help)\n"},
+		{args: []string{"topic", "create", "--bogus", "t"}, code: 2, stderr: "tool: topic create: flag provided but not defined: -bogus (see tool topic create --help)\n"},
+		{args: []string{"topic", "create", "-p", "x", "t"}, code: 2, stderr: "tool: topic create: invalid value \"x\" for flag -p: parse error (see tool topic create --help)\n"},
+		{args: []string{"--bogus"}, code: 2, stderr: "tool: flag provided but not defined: -bogus (see tool --help)\n"},
 		{args: []string{"topic", "create", "exists"}, code: 1, stderr: "tool: create: TOPIC_ALREADY_EXISTS: Topic with this name already exists.\n"},
 		{args: []string{"topic", "create", "multi"}, code: 1, stderr: "tool: line one; line two\n"},
 		{args: []string{"topic", "frob"}, code: 2, stderr: "tool: topic: unknown command \"frob\" (see tool topic --help)\n"},
 		{args: []string{"frob"}, code: 2, stderr: "tool: unknown command \"frob\" (see tool --help)\n"},
 		{args: []string{"topic"}, code: 0, stdoutPart: "create"},
-		{args: []string{"completion", "tcsh"}, code: 2, stderr: "tool: unknown shell \"tcsh\" (want bash, zsh or fish)\n"},
-		{args: []string{"completion"}, code: 2, stderr: "tool: completion: want one shell: bash, zsh or fish\n"},
+		{args: []string{"completion", "tcsh"}, code: 2, stderr: "tool: unknown shell \"tcsh\": want bash, zsh or fish (see tool completion --help)\n"},
+		{args: []string{"completion"}, code: 2, stderr: "tool: completion: want one shell: bash, zsh or fish (see tool completion --help)\n"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -232,13 +232,23 @@ func TestRunExitCodesAndOneLine(t *testing.T) {
 	}
 }
 
-func TestRequiredFlagIsUsageError(t *testing.T) {
+// TestRequiredFlagIsOneLineOfUsageError: a missing required flag is one
+// line on stderr that names it and points to the command's help, exit 2,
+// and nothing on stdout (urfave/cli would print the whole help there).
+func TestRequiredFlagIsOneLineOfUsageError(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := Run(testApp(&stdout, &stderr), []string{"tool", "topic", "req"}); code != ExitUsage {
 		t.Errorf("exit %d, want %d", code, ExitUsage)
 	}
-	if n := strings.Count(stderr.String(), "\n"); n != 1 {
-		t.Errorf("stderr has %d lines: %q", n, stderr.String())
+	if want := "tool: topic req: missing -x VALUE (see tool topic req --help)\n"; stderr.String() != want {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout %q, want nothing", stdout.String())
+	}
+	var out bytes.Buffer
+	if code := Run(testApp(&out, io.Discard), []string{"tool", "topic", "req", "--x", "1"}); code != ExitOK {
+		t.Errorf("with the flag: exit %d", code)
 	}
 }
 

@@ -26,6 +26,32 @@
 // connection errors map to ExitUnreachable and everything else to
 // ExitFailure.
 //
+// A usage error, whether urfave/cli finds it (an unknown flag or command, a
+// bad value, a missing required flag) or a command returns it (Usagef), is
+// one line that names the command and ends "(see PROG COMMAND --help)";
+// nothing goes to stdout. Prepare arranges it for every command.
+//
+// # Command lines
+//
+// Every tool, and mqd, runs its arguments through Intersperse: flags may
+// follow arguments, and short options are taken as getopt (and kcat) take
+// them: a value attached to its option (-K: -tTOPIC -o-10) and booleans run
+// together (-e0). Times on the command line (mqpipe -o @TIME, mqctl
+// --to-time) are read by ParseTime: RFC 3339, epoch milliseconds, or a time
+// ago (-1h, -30m, -2d).
+//
+// # Help, man pages and completion
+//
+// A command without a written UsageText gets one generated from its flags
+// (FillSynopses, CommandSynopsis): "mqpipe consume [-b ADDR] -t TOPIC...
+// [-o OFFSET] ...", in --help and in the man page, whose SYNOPSIS lists
+// every command (ManPage, CheckManPage; make man). The completion scripts
+// (Completion) ask the program: a command line ending in
+// --generate-bash-completion prints what may replace its last word:
+// subcommands, flags, or the topic and group names of the broker for a
+// flag or argument that takes one, asked with a one-second timeout and
+// nothing when the broker does not answer.
+//
 // # Output
 //
 // Data goes to stdout, diagnostics to stderr. WriteTable aligns columns for

@@ -27,6 +27,10 @@ const (
 type Error struct {
 	Code int
 	Err  error
+	// Help is, for a usage error, the command whose --help explains it
+	// ("mqctl topic create"); Run fills it in for the command that
+	// failed, and the line on stderr ends with "(see HELP --help)".
+	Help string
 }
 
 func (e *Error) Error() string { return e.Err.Error() }
@@ -61,12 +65,14 @@ func classify(err error) (int, string) {
 	}
 	var e *Error
 	if errors.As(err, &e) {
+		if e.Code == ExitUsage && e.Help != "" {
+			return e.Code, err.Error() + " (see " + e.Help + " --help)"
+		}
 		return e.Code, err.Error()
 	}
 	msg := err.Error()
-	// urfave/cli reports a missing required flag as a plain error, and an
-	// unknown command as "No help topic for 'x'" with status 3, which would
-	// read as "cannot reach the broker".
+	// urfave/cli reports an unknown help topic as "No help topic for 'x'"
+	// with status 3, which would read as "cannot reach the broker".
 	if strings.HasPrefix(msg, "Required flag") || strings.HasPrefix(msg, "No help topic for") {
 		return ExitUsage, msg
 	}
@@ -90,8 +96,9 @@ func classify(err error) (int, string) {
 //
 // Run prepares the app for the conventions of our tools: usage errors of
 // every command exit 2 without printing help to stdout; an unknown
-// subcommand is a usage error; flags may follow arguments (Intersperse);
-// shell completion is enabled.
+// subcommand is a usage error; flags may follow arguments and short
+// options take attached values (Intersperse); shell completion is
+// answered (complete).
 func Run(app *cli.App, args []string) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -129,8 +136,18 @@ func errWriter(app *cli.App) io.Writer {
 }
 
 // run prepares app (see Run) and runs it.
+// A command line that ends with the completion flag is completed, not
+// run (complete).
 func run(ctx context.Context, app *cli.App, args []string) error {
 	Prepare(app)
+	if n := len(args); n > 1 && args[n-1] == completionFlag {
+		w := app.Writer
+		if w == nil {
+			w = os.Stdout
+		}
+		complete(ctx, app, args[1:n-1], w)
+		return nil
+	}
 	return app.RunContext(ctx, Intersperse(app, args))
 }
 
@@ -146,44 +163,90 @@ func report(w io.Writer, name string, err error) int {
 
 // Prepare sets app up for the conventions of our tools; Run calls it, and
 // tests that run an app another way may too. It is idempotent.
+//
+// Every usage error, whether urfave/cli finds it (an unknown flag, a bad
+// value, a missing required flag) or a command returns it (Usagef), is
+// one line on stderr naming the command and pointing to its --help, and
+// prints nothing on stdout: urfave/cli prints the whole help to stdout for
+// a missing required flag, so Prepare checks required flags itself (and
+// clears their Required, after filling in the synopses that show them).
 func Prepare(app *cli.App) {
+	FillSynopses(app)
 	app.EnableBashCompletion = true
 	app.ExitErrHandler = func(*cli.Context, error) {} // Run decides the exit status
-	usage := func(_ *cli.Context, err error, _ bool) error {
-		return &Error{Code: ExitUsage, Err: err}
-	}
 	if app.OnUsageError == nil {
-		app.OnUsageError = usage
+		app.OnUsageError = usageError("", app.Name)
 	}
 	if app.Action == nil && len(app.Commands) > 0 {
-		app.Action = commandGroup(app.Name, "")
+		app.Action = commandGroup("")
 	}
+	app.Action = checked(app.Action, "", app.Name, takeRequired(app.Flags))
 	var walk func(path string, cmds []*cli.Command)
 	walk = func(path string, cmds []*cli.Command) {
 		for _, c := range cmds {
-			if c.OnUsageError == nil {
-				c.OnUsageError = usage
-			}
 			p := strings.TrimSpace(path + " " + c.Name)
-			if c.Action == nil && len(c.Subcommands) > 0 {
-				c.Action = commandGroup(app.Name, p)
+			help := app.Name + " " + p
+			if c.OnUsageError == nil {
+				c.OnUsageError = usageError(p, help)
 			}
+			if c.Action == nil && len(c.Subcommands) > 0 {
+				c.Action = commandGroup(p)
+			}
+			c.Action = checked(c.Action, p, help, takeRequired(c.Flags))
 			walk(p, c.Subcommands)
 		}
 	}
 	walk("", app.Commands)
 }
 
+// usageError is the OnUsageError of the command at path (e.g. "topic
+// create"; "" for the app): the parse error of urfave/cli as a usage
+// error that names the command and its help.
+func usageError(path, help string) cli.OnUsageErrorFunc {
+	return func(_ *cli.Context, err error, _ bool) error {
+		if path != "" {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+		return &Error{Code: ExitUsage, Err: err, Help: help}
+	}
+}
+
+// checked wraps the action of the command at path: it first refuses a
+// missing required flag, and a usage error the action returns points to
+// the command's help unless it already points somewhere.
+func checked(action cli.ActionFunc, path, help string, required []cli.Flag) cli.ActionFunc {
+	if action == nil {
+		return nil
+	}
+	prefix := ""
+	if path != "" {
+		prefix = path + ": "
+	}
+	return func(c *cli.Context) error {
+		for _, f := range required {
+			if !c.IsSet(f.Names()[0]) {
+				return &Error{Code: ExitUsage, Err: fmt.Errorf("%smissing %s", prefix, flagSynopsis(f)), Help: help}
+			}
+		}
+		err := action(c)
+		var e *Error
+		if errors.As(err, &e) && e.Code == ExitUsage && e.Help == "" {
+			return &Error{Code: e.Code, Err: e.Err, Help: help}
+		}
+		return err
+	}
+}
+
 // commandGroup is the action of a command that only has subcommands (path,
 // e.g. "topic"; "" for the app itself): help when called alone, a usage
 // error for an unknown subcommand.
-func commandGroup(prog, path string) cli.ActionFunc {
+func commandGroup(path string) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		if c.Args().Present() {
 			if path == "" {
-				return Usagef("unknown command %q (see %s --help)", c.Args().First(), prog)
+				return Usagef("unknown command %q", c.Args().First())
 			}
-			return Usagef("%s: unknown command %q (see %s %s --help)", path, c.Args().First(), prog, path)
+			return Usagef("%s: unknown command %q", path, c.Args().First())
 		}
 		if path != "" {
 			return cli.ShowSubcommandHelp(c)

@@ -30,3 +30,45 @@ func TestCheckManPageFindsStalePagesAndRewritesThem(t *testing.T) {
 		t.Fatalf("page lacks the flag:\n%s", page)
 	}
 }
+
+// TestManPageSynopsisReadsLikeAManPage: the SYNOPSIS lists each command
+// with its flags, required ones bare and the others in brackets, instead
+// of urfave/cli's "[--flag]=[value]" list; a written synopsis is kept.
+func TestManPageSynopsisReadsLikeAManPage(t *testing.T) {
+	app := &cli.App{Name: "demo", Flags: []cli.Flag{&cli.StringFlag{Name: "broker", Aliases: []string{"b"}, Usage: "`ADDR`"}},
+		Commands: []*cli.Command{
+			{Name: "consume", ArgsUsage: "[FILE...]", Action: func(*cli.Context) error { return nil }, Flags: []cli.Flag{
+				&cli.StringSliceFlag{Name: "topic", Aliases: []string{"t"}, Usage: "read `TOPIC`", Required: true},
+				&cli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "join `GROUP`"},
+				&cli.DurationFlag{Name: "linger"},
+				&cli.BoolFlag{Name: "exit", Aliases: []string{"e"}},
+				&cli.BoolFlag{Name: "secret", Hidden: true},
+			}},
+			{Name: "topic", Subcommands: []*cli.Command{
+				{Name: "create", UsageText: "demo topic create [-p N] TOPIC...\n\nCreates topics.", Action: func(*cli.Context) error { return nil }},
+			}},
+		}}
+	page, err := ManPage(app, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syn := page[strings.Index(page, ".SH SYNOPSIS"):]
+	syn = syn[:strings.Index(syn[1:], "\n.SH ")+1]
+	for _, want := range []string{
+		`\%demo \%consume \%\-t\ TOPIC... \%[\-g\ GROUP] \%[\-\-linger\ DURATION] \%[\-e] \%[FILE...]`,
+		`\%demo \%topic \%create \%[\-p\ N] \%TOPIC...`,
+	} {
+		if !strings.Contains(syn, want) {
+			t.Errorf("SYNOPSIS lacks %q:\n%s", want, syn)
+		}
+	}
+	for _, bad := range []string{"[value]", "secret", "Creates topics"} {
+		if strings.Contains(syn, bad) {
+			t.Errorf("SYNOPSIS has %q:\n%s", bad, syn)
+		}
+	}
+	// the generated synopsis is the command's usage in --help too
+	if got := app.Commands[0].UsageText; got != "demo consume -t TOPIC... [-g GROUP] [--linger DURATION] [-e] [FILE...]" {
+		t.Errorf("consume's UsageText = %q", got)
+	}
+}

@@ -180,6 +180,14 @@ func TestLoadEnvironment(t *testing.T) {
 	if want := []string{"unix:///a.sock", "tcp://0.0.0.0:0"}; !reflect.DeepEqual(b.Listeners, want) {
 		t.Errorf("Listeners = %q, want %q", b.Listeners, want)
 	}
+	// A bare host:port is a TCP listener, as in the tools' -b.
+	bare, err := Load("", envOf(map[string]string{"MQ_LISTEN": "127.0.0.1:9092,unix:///a.sock"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"tcp://127.0.0.1:9092", "unix:///a.sock"}; !reflect.DeepEqual(bare.Listeners, want) {
+		t.Errorf("Listeners from bare host:port = %q, want %q", bare.Listeners, want)
+	}
 	if b.TopicDefaults().CleanupPolicy != "compact" {
 		t.Errorf("log.cleanup.policy from env not applied: %v", b.Extra)
 	}
@@ -350,6 +358,7 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"listeners", "unix:///a,tcp://:9092", true}, {"listeners", "tcp://[::1]:0", true},
 		{"listeners", "unix://rel", false}, {"listeners", "tcp://host", false}, {"listeners", "PLAINTEXT://:9092", false},
 		{"listeners", "tcp://h:70000", false}, {"listeners", "", false}, {"listeners", " , ", false},
+		{"listeners", "127.0.0.1:9092", true}, {"listeners", "unix:///a,:0", true}, {"listeners", "host", false}, {"listeners", "h:x", false},
 		{"advertised.listeners", "", true}, {"advertised.listeners", "h:1", true}, {"advertised.listeners", "tcp://h:1", true},
 		{"advertised.listeners", "h:0", false}, {"advertised.listeners", ":9092", false}, {"advertised.listeners", "h", false},
 		{"controller.quorum.voters", "", true}, {"controller.quorum.voters", "1@h:9093,2@[::1]:9093,3@h3", true},

@@ -157,7 +157,7 @@ var directory = kind{typ: TypeString, allowed: "one directory path", norm: func(
 	return filepath.Clean(v), true
 }}
 
-var listenerList = kind{typ: TypeList, allowed: "a comma-separated list of unix:///absolute/path and tcp://host:port", norm: func(v string) (string, bool) {
+var listenerList = kind{typ: TypeList, allowed: "a comma-separated list of unix:///absolute/path and tcp://host:port (or host:port)", norm: func(v string) (string, bool) {
 	var out []string
 	for _, l := range strings.Split(v, ",") {
 		l = strings.TrimSpace(l)
@@ -176,7 +176,9 @@ var listenerList = kind{typ: TypeList, allowed: "a comma-separated list of unix:
 	return strings.Join(out, ","), true
 }}
 
-// parseListener checks one listener address and returns its canonical form.
+// parseListener checks one listener address and returns its canonical form:
+// unix:///path or tcp://host:port; a bare host:port is TCP, as the tools
+// take it in -b.
 func parseListener(l string) (string, error) {
 	switch {
 	case strings.HasPrefix(l, "unix://"):
@@ -191,8 +193,13 @@ func parseListener(l string) (string, error) {
 			return "", fmt.Errorf("listener %q: %w", l, err)
 		}
 		return l, nil
+	case !strings.Contains(l, "://"):
+		if _, err := splitHostPort(l, true); err != nil {
+			return "", fmt.Errorf("listener %q: %w", l, err)
+		}
+		return "tcp://" + l, nil
 	}
-	return "", fmt.Errorf("listener %q: want unix:///path or tcp://host:port", l)
+	return "", fmt.Errorf("listener %q: want unix:///path, tcp://host:port or host:port", l)
 }
 
 // splitHostPort checks host:port and returns the port; port 0 only when

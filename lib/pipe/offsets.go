@@ -29,7 +29,7 @@ type OffsetSpec struct {
 }
 
 // OffsetUsage describes the -o values, for help texts and errors.
-const OffsetUsage = "beginning, end, stored, N (offset N), -N (the last N of each partition) or @TIME (RFC 3339 or milliseconds since the epoch)"
+const OffsetUsage = "beginning, end, stored, N (offset N), -N (the last N of each partition) or @TIME (RFC 3339, milliseconds since the epoch, or a time ago: @-1h, @-30m, @-2d)"
 
 // ParseOffset reads a -o value: beginning (or earliest), end (or latest),
 // stored, N, -N or @TIME.

@@ -39,7 +39,7 @@ func TestParseOffset(t *testing.T) {
 }
 
 func TestParseOffsetRejects(t *testing.T) {
-	for _, in := range []string{"", "begin", "+5", "1.5", "-x", "@", "@yesterday", "@2024-05-01", "@-5", "99999999999999999999"} {
+	for _, in := range []string{"", "begin", "+5", "1.5", "-x", "@", "@yesterday", "@2024-05-01", "@-5", "@-1y", "@+1h", "99999999999999999999"} {
 		if _, err := ParseOffset(in); err == nil || !strings.Contains(err.Error(), "offset") {
 			t.Errorf("%q: got %v, want an error", in, err)
 		}
@@ -77,5 +77,18 @@ func TestOffsetStartStaysInTheLog(t *testing.T) {
 		if got := spec.Start(c.p); got != c.want {
 			t.Errorf("%s on %+v: got %d, want %d", c.spec, c.p, got, c.want)
 		}
+	}
+}
+
+func TestParseOffsetTakesATimeAgo(t *testing.T) {
+	before := time.Now()
+	got, err := ParseOffset("@-1h30m")
+	after := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ago = 90 * time.Minute
+	if got.Kind != OffsetTime || got.Time.Before(before.Add(-ago)) || got.Time.After(after.Add(-ago)) {
+		t.Errorf("@-1h30m = %+v, want the time 90 minutes before %v", got, before)
 	}
 }

@@ -87,3 +87,19 @@ func TestRequestsOfTheHandlersOwnKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestParseListenerTakesBareHostPortAsTCP(t *testing.T) {
+	for _, tc := range []struct{ in, network, addr string }{
+		{"127.0.0.1:9092", "tcp", "127.0.0.1:9092"},
+		{"tcp://[::1]:0", "tcp", "[::1]:0"},
+		{"unix:///run/a.sock", "unix", "/run/a.sock"},
+		{"host", "", ""},
+		{"unix://rel.sock", "", ""},
+		{"PLAINTEXT://:9092", "", ""},
+	} {
+		network, addr, err := parseListener(tc.in)
+		if network != tc.network || addr != tc.addr || (err == nil) != (tc.network != "") {
+			t.Errorf("parseListener(%q) = %q, %q, %v; want %q, %q", tc.in, network, addr, err, tc.network, tc.addr)
+		}
+	}
+}

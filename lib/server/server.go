@@ -193,7 +193,8 @@ func New(cfg Config, h Handler) (*Server, error) {
 	}, nil
 }
 
-// parseListener splits "unix:///path" or "tcp://host:port".
+// parseListener splits "unix:///path", "tcp://host:port" or "host:port"
+// (TCP, the form lib/config also takes).
 func parseListener(s string) (network, addr string, err error) {
 	switch {
 	case strings.HasPrefix(s, "unix://"):
@@ -208,8 +209,13 @@ func parseListener(s string) (network, addr string, err error) {
 			return "", "", fmt.Errorf("server: listener %q: %w", s, err)
 		}
 		return "tcp", addr, nil
+	case !strings.Contains(s, "://"):
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return "", "", fmt.Errorf("server: listener %q: %w", s, err)
+		}
+		return "tcp", s, nil
 	}
-	return "", "", fmt.Errorf("server: listener %q: want unix:///path or tcp://host:port", s)
+	return "", "", fmt.Errorf("server: listener %q: want unix:///path, tcp://host:port or host:port", s)
 }
 
 // Start listens on every configured address and starts accepting; it returns
