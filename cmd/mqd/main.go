@@ -18,6 +18,7 @@ import (
 
 	"github.com/mqproject/mq/lib/broker"
 	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/version"
 )
 
 // Exit codes.
@@ -55,6 +56,7 @@ func newApp() *cli.App {
 	def := config.Defaults()
 	return &cli.App{
 		Name:      "mqd",
+		Version:   version.String(),
 		Usage:     "the mq message broker daemon (Apache Kafka protocol)",
 		UsageText: "mqd [--data-dir DIR] [--listen ADDR]... [--config FILE] [-c key=value]...",
 		Description: `mqd stores topic partitions on disk and serves them to any Kafka client
@@ -207,7 +209,7 @@ func serve(c *cli.Context) error {
 		}
 		return err
 	}
-	serving := []any{"listen", strings.Join(d.Addrs(), ","), "data_dir", settings.DataDir, "node_id", settings.NodeID}
+	serving := []any{"version", version.String(), "listen", strings.Join(d.Addrs(), ","), "data_dir", settings.DataDir, "node_id", settings.NodeID}
 	if addr := c.String("pprof"); addr != "" {
 		bound, stop, err := servePprof(addr, logger)
 		if err != nil {
