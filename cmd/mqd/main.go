@@ -70,7 +70,10 @@ log.retention.hours, log.segment.bytes, min.insync.replicas, ...). Each is
 taken from, in increasing precedence: the built-in default, the --config
 file ("key = value" lines, # comments), the environment variable MQ_ plus
 the name in upper case with dots as underscores (MQ_NUM_PARTITIONS=3), and
-the command line: the flags below, then --set.
+the command line: the flags below, then --set. mqd --help-config lists
+every setting and topic config with its default, its valid values and
+whether it may change while mqd runs; so do the BROKER SETTINGS and TOPIC
+CONFIGS sections of the mqd(8) man page.
 
 On SIGTERM or SIGINT mqd stops accepting connections, answers the requests
 it has read (for up to 30 seconds), flushes and closes its logs and exits
@@ -107,6 +110,7 @@ MQ_LOG_LEVEL, MQ_LOG_FORMAT; the flag wins over the variable.`,
 				Value: def.LogFormat},
 			&cli.StringFlag{Name: "pprof", EnvVars: []string{"MQ_PPROF"}, Usage: "serve Go runtime profiles (net/http/pprof) over HTTP on `HOST:PORT`, for profiling under load",
 				DefaultText: "off"},
+			&cli.BoolFlag{Name: "help-config", Usage: "list every broker setting and topic config: its default, valid values, whether it may change while mqd runs; then exit"},
 			&cli.StringSliceFlag{Name: "set", Aliases: []string{"c"}, Usage: "set the broker property `KEY=VALUE`, e.g. -c num.partitions=3; repeatable; applied after the other flags",
 				DefaultText: "none"},
 		},
@@ -176,6 +180,9 @@ func flagSettings(c *cli.Context) (map[string]string, error) {
 
 // serve loads the settings, starts the daemon and runs it until a signal.
 func serve(c *cli.Context) error {
+	if c.Bool("help-config") {
+		return writeSettingsHelp(c.App.Writer)
+	}
 	flags, err := flagSettings(c)
 	if err != nil {
 		return err
