@@ -198,7 +198,7 @@ func TestResultsRender(t *testing.T) {
 		{
 			name: "config get",
 			r: &ConfigDescription{Resource: ResourceTopic, Name: "t", Configs: []ConfigEntry{
-				{Name: "a", Value: str("1"), Source: "DEFAULT_CONFIG"},
+				{Name: "a", Value: str("1"), Source: "DEFAULT_CONFIG", Doc: "What a is."},
 				{Name: "password", Source: "STATIC_BROKER_CONFIG", Sensitive: true},
 				{Name: "unset", Source: "DEFAULT_CONFIG"},
 			}},
@@ -206,8 +206,20 @@ func TestResultsRender(t *testing.T) {
 				"a         1            DEFAULT_CONFIG\n" +
 				"password  (sensitive)  STATIC_BROKER_CONFIG\n" +
 				"unset     -            DEFAULT_CONFIG\n",
-			jsonShape: `{"resource":"topic","name":"t","configs":[{"name":"a","value":"1","source":"DEFAULT_CONFIG","sensitive":false},` +
-				`{"name":"password","value":null,"source":"STATIC_BROKER_CONFIG","sensitive":true},{"name":"unset","value":null,"source":"DEFAULT_CONFIG","sensitive":false}]}`,
+			jsonShape: `{"resource":"topic","name":"t","configs":[{"name":"a","value":"1","source":"DEFAULT_CONFIG","sensitive":false,"doc":"What a is."},` +
+				`{"name":"password","value":null,"source":"STATIC_BROKER_CONFIG","sensitive":true,"doc":""},{"name":"unset","value":null,"source":"DEFAULT_CONFIG","sensitive":false,"doc":""}]}`,
+		},
+		{
+			name: "config get --docs",
+			r: &ConfigDescription{Resource: ResourceTopic, Name: "t", Configs: []ConfigEntry{
+				{Name: "a", Value: str("1"), Source: "DEFAULT_CONFIG", Doc: "What a is."},
+				{Name: "b", Value: str("2"), Source: "DEFAULT_CONFIG"},
+			}, showDocs: true},
+			table: "NAME  VALUE  SOURCE          DOC\n" +
+				"a     1      DEFAULT_CONFIG  What a is.\n" +
+				"b     2      DEFAULT_CONFIG  -\n",
+			jsonShape: `{"resource":"topic","name":"t","configs":[{"name":"a","value":"1","source":"DEFAULT_CONFIG","sensitive":false,"doc":"What a is."},` +
+				`{"name":"b","value":"2","source":"DEFAULT_CONFIG","sensitive":false,"doc":""}]}`,
 		},
 		{
 			name: "config set",
