@@ -269,7 +269,7 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 func TestStartupPrintsOneServingLine(t *testing.T) {
 	n := startMQD(t, testEnv(t))
 	line := n.waitLine(t, "mqd serving")
-	for _, want := range []string{"level=INFO", "listen=unix://", ",tcp://127.0.0.1:", "data_dir=" + n.dataDir} {
+	for _, want := range []string{"level=INFO", "version=", "listen=unix://", ",tcp://127.0.0.1:", "data_dir=" + n.dataDir} {
 		if !strings.Contains(line, want) {
 			t.Errorf("startup line %q lacks %q", line, want)
 		}
