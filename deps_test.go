@@ -27,11 +27,11 @@ var allowed = map[string][]string{
 	"lib/pipe":       {"lib/client", "lib/config", "lib/record", "lib/kafkaext"},
 	"lib/tail":       {"lib/client", "lib/config"},
 	"lib/bench":      {"lib/client", "lib/config", "lib/record"},
-	"lib/admin":      {"lib/client", "lib/config", "lib/kafkaext", "lib/version"},
+	"lib/admin":      {"lib/client", "lib/config", "lib/kafkaext"},
 	"cmd/mqd":        {"lib/broker", "lib/config", "lib/controller", "lib/server", "lib/log", "lib/record", "lib/replica", "lib/group", "lib/version"},
 	"cmd/mqctl":      {"lib/client", "lib/config", "lib/admin", "lib/version"},
 	"cmd/mqpipe":     {"lib/client", "lib/config", "lib/pipe", "lib/record", "lib/version"},
-	"cmd/mqtail":     {"lib/client", "lib/config", "lib/tail", "lib/version"},
+	"cmd/mqtail":     {"lib/client", "lib/config", "lib/tail"},
 	"cmd/mqbench":    {"lib/client", "lib/config", "lib/bench", "lib/version"},
 	"e2e":            {"lib/record"},
 }
