@@ -5,6 +5,11 @@ PROGRAMS := $(notdir $(wildcard cmd/*))
 PKGS     := ./...
 FUZZTIME ?= 20s
 PREFIX   ?= /usr/local
+# The release the programs report (--version, mqctl cluster describe): the
+# latest tag and the commits since (lib/version). Without a tag the Go
+# toolchain's pseudo-version of the commit is reported instead.
+VERSION  ?= $(shell git describe --tags --dirty 2>/dev/null)
+LDFLAGS  := $(if $(VERSION),-X github.com/mqproject/mq/lib/version.stamp=$(VERSION))
 
 .PHONY: all build test test-short test-mem fuzz bench perf lint install uninstall run man clean
 
@@ -12,7 +17,7 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 # The whole suite, race detector on. Long-running end-to-end tests are part of it.
 test:
@@ -63,7 +68,7 @@ bench:
 # `mqbench suite` (e.g. PERFFLAGS=--runs=1).
 perf:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/mqd ./cmd/mqbench
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mqd ./cmd/mqbench
 	./lib/bench/perf.sh $(BIN) $(PERFFLAGS)
 
 lint:

@@ -45,7 +45,12 @@ esac
 command -v go >/dev/null || { echo "install.sh: go not found in PATH" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-CGO_ENABLED=0 go build -trimpath -o "$tmp/" ./cmd/...
+# The release the programs report (lib/version): the latest tag and the
+# commits since, else the Go toolchain's pseudo-version of the commit.
+version=${VERSION:-$(git describe --tags --dirty 2>/dev/null || true)}
+ldflags=""
+if [ -n "$version" ]; then ldflags="-X github.com/mqproject/mq/lib/version.stamp=$version"; fi
+CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" ./cmd/...
 mkdir -p "$bindir"
 for p in $(programs); do
 	install -m 0755 "$tmp/$p" "$bindir/$p"

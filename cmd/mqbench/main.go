@@ -19,6 +19,7 @@ import (
 
 	"github.com/mqproject/mq/lib/bench"
 	"github.com/mqproject/mq/lib/client"
+	"github.com/mqproject/mq/lib/version"
 )
 
 func main() {
@@ -56,6 +57,7 @@ func tuneGC(getenv func(string) string, memory uint64) int64 {
 func newApp() *cli.App {
 	return &cli.App{
 		Name:      "mqbench",
+		Version:   version.String(),
 		Usage:     "measure a Kafka-compatible broker: throughput, latency, fan-out",
 		UsageText: "mqbench [-b ADDR] [-o table|json] produce|consume|e2e|suite [FLAGS...]",
 		Description: `mqbench is a load generator and latency probe. It is a Kafka client like

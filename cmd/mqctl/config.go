@@ -17,25 +17,31 @@ func configCommand() *cli.Command {
 				Name:      "get",
 				Usage:     "show the configs of a topic or a broker",
 				ArgsUsage: "topic TOPIC [NAME...] | broker [ID|default] [NAME...]",
-				UsageText: doc("mqctl config get topic TOPIC [NAME...]\nmqctl config get broker [ID|default] [NAME...]", `Shows every config of the topic or broker, or only the NAMEs given, with
+				UsageText: doc("mqctl config get topic TOPIC [NAME...] [--docs]\nmqctl config get broker [ID|default] [NAME...] [--docs]", `Shows every config of the topic or broker, or only the NAMEs given, with
 its value and where the value comes from (DEFAULT_CONFIG,
 STATIC_BROKER_CONFIG, DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
 DYNAMIC_DEFAULT_BROKER_CONFIG). "broker" alone is the only broker of a
 one-node cluster; "broker default" the cluster-wide broker defaults.
 
-Prints NAME VALUE SOURCE. JSON: {"resource": "topic"|"broker",
+Prints NAME VALUE SOURCE, and with --docs DOC: what the config means, as
+the broker documents it (mqd --help-config lists mqd's with their
+defaults and valid values). JSON: {"resource": "topic"|"broker",
  "name": string, "configs": [{"name": string, "value": string|null,
- "source": string, "sensitive": bool}]}, sorted by name; name is the topic,
-the broker id or "default"; value is null for sensitive configs. An
-unknown topic or NAME is a failure (exit 1).`),
-				Flags: commandFlags(),
+ "source": string, "sensitive": bool, "doc": string}]}, sorted by name;
+name is the topic, the broker id or "default"; value is null for
+sensitive configs; doc is "" when the broker documents none. An unknown
+topic or NAME is a failure (exit 1).`),
+				Flags: append(commandFlags(),
+					&cli.BoolFlag{Name: "docs", Usage: "add a DOC column: what each config means"},
+				),
 				Action: action(func(c *cli.Context) (job, error) {
 					target, names, err := admin.ParseConfigTarget("config get", c.Args().Slice())
 					if err != nil {
 						return nil, err
 					}
+					docs := c.Bool("docs")
 					return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
-						r, err := a.GetConfigs(ctx, target, names)
+						r, err := a.GetConfigs(ctx, target, names, docs)
 						if r == nil {
 							return nil, err
 						}

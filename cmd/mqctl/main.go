@@ -14,6 +14,7 @@ import (
 
 	"github.com/mqproject/mq/lib/admin"
 	"github.com/mqproject/mq/lib/client"
+	"github.com/mqproject/mq/lib/version"
 )
 
 func main() { os.Exit(client.Run(newApp(), os.Args)) }
@@ -21,6 +22,7 @@ func main() { os.Exit(client.Run(newApp(), os.Args)) }
 func newApp() *cli.App {
 	return &cli.App{
 		Name:      "mqctl",
+		Version:   version.String(),
 		Usage:     "administer an mq cluster: topics, configs, records, brokers",
 		UsageText: "mqctl [-b ADDR] [-o table|json] COMMAND [ARGS...]",
 		Description: `mqctl talks to mqd (or any Kafka broker) with the Kafka admin APIs.

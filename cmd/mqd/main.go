@@ -19,6 +19,7 @@ import (
 	"github.com/mqproject/mq/lib/broker"
 	"github.com/mqproject/mq/lib/client"
 	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/version"
 )
 
 // Exit codes.
@@ -56,6 +57,7 @@ func newApp() *cli.App {
 	def := config.Defaults()
 	return &cli.App{
 		Name:      "mqd",
+		Version:   version.String(),
 		Usage:     "the mq message broker daemon (Apache Kafka protocol)",
 		UsageText: "mqd [--data-dir DIR] [--listen ADDR]... [--config FILE] [-c key=value]...",
 		Description: `mqd stores topic partitions on disk and serves them to any Kafka client
@@ -69,7 +71,10 @@ log.retention.hours, log.segment.bytes, min.insync.replicas, ...). Each is
 taken from, in increasing precedence: the built-in default, the --config
 file ("key = value" lines, # comments), the environment variable MQ_ plus
 the name in upper case with dots as underscores (MQ_NUM_PARTITIONS=3), and
-the command line: the flags below, then --set.
+the command line: the flags below, then --set. mqd --help-config lists
+every setting and topic config with its default, its valid values and
+whether it may change while mqd runs; so do the BROKER SETTINGS and TOPIC
+CONFIGS sections of the mqd(8) man page.
 
 On SIGTERM or SIGINT mqd stops accepting connections, answers the requests
 it has read (for up to 30 seconds), flushes and closes its logs and exits
@@ -106,6 +111,7 @@ MQ_LOG_LEVEL, MQ_LOG_FORMAT; the flag wins over the variable.`,
 				Value: def.LogFormat},
 			&cli.StringFlag{Name: "pprof", EnvVars: []string{"MQ_PPROF"}, Usage: "serve Go runtime profiles (net/http/pprof) over HTTP on `HOST:PORT`, for profiling under load",
 				DefaultText: "off"},
+			&cli.BoolFlag{Name: "help-config", Usage: "list every broker setting and topic config: its default, valid values, whether it may change while mqd runs; then exit"},
 			&cli.StringSliceFlag{Name: "set", Aliases: []string{"c"}, Usage: "set the broker property `KEY=VALUE`, e.g. -c num.partitions=3; repeatable; applied after the other flags",
 				DefaultText: "none"},
 		},
@@ -177,6 +183,9 @@ func flagSettings(c *cli.Context) (map[string]string, error) {
 
 // serve loads the settings, starts the daemon and runs it until a signal.
 func serve(c *cli.Context) error {
+	if c.Bool("help-config") {
+		return writeSettingsHelp(c.App.Writer)
+	}
 	flags, err := flagSettings(c)
 	if err != nil {
 		return err
@@ -210,7 +219,7 @@ func serve(c *cli.Context) error {
 		}
 		return err
 	}
-	serving := []any{"listen", strings.Join(d.Addrs(), ","), "data_dir", settings.DataDir, "node_id", settings.NodeID}
+	serving := []any{"version", version.String(), "listen", strings.Join(d.Addrs(), ","), "data_dir", settings.DataDir, "node_id", settings.NodeID}
 	if addr := c.String("pprof"); addr != "" {
 		bound, stop, err := servePprof(addr, logger)
 		if err != nil {

@@ -213,7 +213,7 @@ func TestHelpListsEveryFlagWithItsDefault(t *testing.T) {
 		if name != "help" && !strings.Contains(line, "(default: ") {
 			t.Errorf("--%s has no default in --help: %s", name, line)
 		}
-		if df, ok := f.(cli.DocGenerationFlag); ok && name != "set" && name != "help" {
+		if df, ok := f.(cli.DocGenerationFlag); ok && name != "set" && name != "help" && name != "help-config" {
 			if env := df.GetEnvVars(); len(env) != 1 || !strings.Contains(line, "[$"+env[0]+"]") {
 				t.Errorf("--%s: environment variable not shown: %s", name, line)
 			}
@@ -274,7 +274,7 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 func TestStartupPrintsOneServingLine(t *testing.T) {
 	n := startMQD(t, testEnv(t))
 	line := n.waitLine(t, "mqd serving")
-	for _, want := range []string{"level=INFO", "listen=unix://", ",tcp://127.0.0.1:", "data_dir=" + n.dataDir} {
+	for _, want := range []string{"level=INFO", "version=", "listen=unix://", ",tcp://127.0.0.1:", "data_dir=" + n.dataDir} {
 		if !strings.Contains(line, want) {
 			t.Errorf("startup line %q lacks %q", line, want)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mqproject/mq/lib/client"
+	"github.com/mqproject/mq/lib/version"
 )
 
 func main() {
@@ -27,6 +28,7 @@ func main() {
 func newApp() *cli.App {
 	return &cli.App{
 		Name:                      "mqpipe",
+		Version:                   version.String(),
 		Usage:                     "pipe lines into an mq topic, and records out of one",
 		UsageText:                 "mqpipe [-b ADDR] produce -t TOPIC [FLAGS] [FILE...]\nmqpipe [-b ADDR] consume -t TOPIC[,TOPIC...] [FLAGS]",
 		Description:               description(),

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/mqproject/mq/lib/client"
+	"github.com/mqproject/mq/lib/kafkaext"
 )
 
 func TestParseConfigs(t *testing.T) {
@@ -197,7 +198,7 @@ func TestResultsRender(t *testing.T) {
 		{
 			name: "config get",
 			r: &ConfigDescription{Resource: ResourceTopic, Name: "t", Configs: []ConfigEntry{
-				{Name: "a", Value: str("1"), Source: "DEFAULT_CONFIG"},
+				{Name: "a", Value: str("1"), Source: "DEFAULT_CONFIG", Doc: "What a is."},
 				{Name: "password", Source: "STATIC_BROKER_CONFIG", Sensitive: true},
 				{Name: "unset", Source: "DEFAULT_CONFIG"},
 			}},
@@ -205,8 +206,20 @@ func TestResultsRender(t *testing.T) {
 				"a         1            DEFAULT_CONFIG\n" +
 				"password  (sensitive)  STATIC_BROKER_CONFIG\n" +
 				"unset     -            DEFAULT_CONFIG\n",
-			jsonShape: `{"resource":"topic","name":"t","configs":[{"name":"a","value":"1","source":"DEFAULT_CONFIG","sensitive":false},` +
-				`{"name":"password","value":null,"source":"STATIC_BROKER_CONFIG","sensitive":true},{"name":"unset","value":null,"source":"DEFAULT_CONFIG","sensitive":false}]}`,
+			jsonShape: `{"resource":"topic","name":"t","configs":[{"name":"a","value":"1","source":"DEFAULT_CONFIG","sensitive":false,"doc":"What a is."},` +
+				`{"name":"password","value":null,"source":"STATIC_BROKER_CONFIG","sensitive":true,"doc":""},{"name":"unset","value":null,"source":"DEFAULT_CONFIG","sensitive":false,"doc":""}]}`,
+		},
+		{
+			name: "config get --docs",
+			r: &ConfigDescription{Resource: ResourceTopic, Name: "t", Configs: []ConfigEntry{
+				{Name: "a", Value: str("1"), Source: "DEFAULT_CONFIG", Doc: "What a is."},
+				{Name: "b", Value: str("2"), Source: "DEFAULT_CONFIG"},
+			}, showDocs: true},
+			table: "NAME  VALUE  SOURCE          DOC\n" +
+				"a     1      DEFAULT_CONFIG  What a is.\n" +
+				"b     2      DEFAULT_CONFIG  -\n",
+			jsonShape: `{"resource":"topic","name":"t","configs":[{"name":"a","value":"1","source":"DEFAULT_CONFIG","sensitive":false,"doc":"What a is."},` +
+				`{"name":"b","value":"2","source":"DEFAULT_CONFIG","sensitive":false,"doc":""}]}`,
 		},
 		{
 			name: "config set",
@@ -228,16 +241,16 @@ func TestResultsRender(t *testing.T) {
 		{
 			name: "cluster",
 			r: &ClusterDescription{ClusterID: "abc", Controller: 1, Brokers: []BrokerDescription{
-				{ID: 1, Host: "h", Port: 9092, Controller: true, Version: "v3.7", APIs: []APIVersion{{Key: 18, Name: "ApiVersions", Min: 0, Max: 4}},
+				{ID: 1, Host: "h", Port: 9092, Controller: true, Version: "mq v0.4.0", Software: &kafkaext.Software{Name: "mq", Version: "v0.4.0"}, KafkaProtocol: "3.7", APIs: []APIVersion{{Key: 18, Name: "ApiVersions", Min: 0, Max: 4}},
 					LogDirs: []LogDirDescription{{Path: "/d", TotalBytes: 2048, UsableBytes: 1024}}},
 				{ID: 2, Host: "h2", Port: 9093, Rack: str("r1"), Version: "unknown", APIs: []APIVersion{}, LogDirs: []LogDirDescription{}},
 			}, showAPIs: true},
 			table: "CLUSTER-ID  abc\n" +
 				"CONTROLLER  1\n" +
 				"\n" +
-				"BROKER  HOST  PORT  RACK  CONTROLLER  VERSION\n" +
-				"1       h     9092  -     yes         v3.7\n" +
-				"2       h2    9093  r1    no          unknown\n" +
+				"BROKER  HOST  PORT  RACK  CONTROLLER  VERSION    PROTOCOL\n" +
+				"1       h     9092  -     yes         mq v0.4.0  Kafka 3.7\n" +
+				"2       h2    9093  r1    no          unknown    unknown\n" +
 				"\n" +
 				"BROKER  LOG-DIR  USABLE  TOTAL   STATE\n" +
 				"1       /d       1.0KiB  2.0KiB  ok\n" +
@@ -245,9 +258,9 @@ func TestResultsRender(t *testing.T) {
 				"BROKER  KEY  API          MIN  MAX\n" +
 				"1       18   ApiVersions  0    4\n",
 			jsonShape: `{"cluster_id":"abc","controller":1,"brokers":[` +
-				`{"id":1,"host":"h","port":9092,"rack":null,"controller":true,"version":"v3.7","apis":[{"key":18,"name":"ApiVersions","min":0,"max":4}],` +
+				`{"id":1,"host":"h","port":9092,"rack":null,"controller":true,"version":"mq v0.4.0","software":{"name":"mq","version":"v0.4.0"},"kafka_protocol":"3.7","apis":[{"key":18,"name":"ApiVersions","min":0,"max":4}],` +
 				`"log_dirs":[{"path":"/d","total_bytes":2048,"usable_bytes":1024,"failing":false,"storage_errors":0,"damaged_ranges":0}]},` +
-				`{"id":2,"host":"h2","port":9093,"rack":"r1","controller":false,"version":"unknown","apis":[],"log_dirs":[]}]}`,
+				`{"id":2,"host":"h2","port":9093,"rack":"r1","controller":false,"version":"unknown","software":null,"kafka_protocol":"","apis":[],"log_dirs":[]}]}`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

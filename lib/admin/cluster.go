@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kversion"
+
 	"github.com/mqproject/mq/lib/client"
 	"github.com/mqproject/mq/lib/kafkaext"
 )
@@ -24,11 +26,20 @@ type BrokerDescription struct {
 	Port       int32   `json:"port"`
 	Rack       *string `json:"rack"` // null: none
 	Controller bool    `json:"controller"`
-	// Version is the Apache Kafka release whose protocol the broker's API
-	// versions match best (franz-go's guess, e.g. "v3.7"), or "unknown".
-	Version string       `json:"version"`
-	APIs    []APIVersion `json:"apis"`
-	Error   string       `json:"error,omitempty"` // the API versions could not be read
+	// Version is what the broker runs: "mq " and the release when it says
+	// so (mqd does, in its ApiVersions responses), else the Apache Kafka
+	// release whose protocol its API versions match best (franz-go's
+	// guess, e.g. "v3.7"), or "unknown".
+	Version string `json:"version"`
+	// Software is the broker's own name and release, nil when it does
+	// not name them (Kafka, an older mqd).
+	Software *kafkaext.Software `json:"software"`
+	// KafkaProtocol is the newest Apache Kafka release whose version of
+	// every API the broker answers it reaches (protocolLevel), e.g.
+	// "3.8"; "" when unknown.
+	KafkaProtocol string       `json:"kafka_protocol"`
+	APIs          []APIVersion `json:"apis"`
+	Error         string       `json:"error,omitempty"` // the API versions could not be read
 	// LogDirs are the broker's log directories (empty when it does not
 	// answer DescribeLogDirs; LogDirsError says why).
 	LogDirs      []LogDirDescription `json:"log_dirs"`
@@ -56,9 +67,13 @@ func (d ClusterDescription) Table() ([]string, [][]string) {
 		if b.Controller {
 			ctrl = "yes"
 		}
-		rows[i] = []string{itoa(b.ID), b.Host, itoa(b.Port), rack, ctrl, b.Version}
+		protocol := "unknown"
+		if b.KafkaProtocol != "" {
+			protocol = "Kafka " + b.KafkaProtocol
+		}
+		rows[i] = []string{itoa(b.ID), b.Host, itoa(b.Port), rack, ctrl, b.Version, protocol}
 	}
-	return []string{"BROKER", "HOST", "PORT", "RACK", "CONTROLLER", "VERSION"}, rows
+	return []string{"BROKER", "HOST", "PORT", "RACK", "CONTROLLER", "VERSION", "PROTOCOL"}, rows
 }
 
 // WriteTable writes the cluster id and controller, the broker table and,
@@ -142,6 +157,12 @@ func (a *Admin) DescribeCluster(ctx context.Context, showAPIs bool) (*ClusterDes
 				bd.Error = errText(v.Err, "")
 			} else {
 				bd.Version = v.VersionGuess()
+				var sw kafkaext.Software
+				if ok, err := kafkaext.Get(&v.Raw().UnknownTags, kafkaext.ApiVersions, &sw); ok && err == nil {
+					bd.Software = &sw
+					bd.Version = sw.Name + " " + sw.Version
+				}
+				bd.KafkaProtocol = protocolLevel(kversion.FromApiVersionsResponse(v.Raw()))
 				v.EachKeySorted(func(key, lo, hi int16) {
 					bd.APIs = append(bd.APIs, APIVersion{Key: key, Name: kafkaext.NameForKey(key), Min: lo, Max: hi})
 				})
@@ -151,4 +172,49 @@ func (a *Admin) DescribeCluster(ctx context.Context, showAPIs bool) (*ClusterDes
 	}
 	slices.SortFunc(d.Brokers, func(x, y BrokerDescription) int { return int(x.ID) - int(y.ID) })
 	return &d, nil
+}
+
+// kafkaReleases are the Apache Kafka releases protocolLevel measures a
+// broker against, newest first.
+var kafkaReleases = []struct {
+	name     string
+	versions func() *kversion.Versions
+}{
+	{"4.4", kversion.V4_4_0}, {"4.3", kversion.V4_3_0}, {"4.2", kversion.V4_2_0}, {"4.1", kversion.V4_1_0}, {"4.0", kversion.V4_0_0},
+	{"3.9", kversion.V3_9_0}, {"3.8", kversion.V3_8_0}, {"3.7", kversion.V3_7_0}, {"3.6", kversion.V3_6_0}, {"3.5", kversion.V3_5_0},
+	{"3.4", kversion.V3_4_0}, {"3.3", kversion.V3_3_0}, {"3.2", kversion.V3_2_0}, {"3.1", kversion.V3_1_0}, {"3.0", kversion.V3_0_0},
+	{"2.8", kversion.V2_8_0}, {"2.7", kversion.V2_7_0}, {"2.6", kversion.V2_6_0}, {"2.5", kversion.V2_5_0}, {"2.4", kversion.V2_4_0},
+	{"2.3", kversion.V2_3_0}, {"2.2", kversion.V2_2_0}, {"2.1", kversion.V2_1_0}, {"2.0", kversion.V2_0_0},
+	{"1.1", kversion.V1_1_0}, {"1.0", kversion.V1_0_0},
+	{"0.11", kversion.V0_11_0}, {"0.10.2", kversion.V0_10_2}, {"0.10.1", kversion.V0_10_1}, {"0.10.0", kversion.V0_10_0},
+	{"0.9", kversion.V0_9_0}, {"0.8.2", kversion.V0_8_2}, {"0.8.1", kversion.V0_8_1}, {"0.8.0", kversion.V0_8_0},
+}
+
+// protocolLevel is the newest Kafka release whose version of each API
+// the broker answers (and the release has) the broker reaches: a client
+// written for that release finds every one of those APIs at the version
+// it speaks, or newer. APIs the broker does not answer do not count, so
+// the level says how current the broker's APIs are, not that it has all
+// of Kafka's (mq has no transactions or ACLs). It is "" when the broker
+// shares no API with any release or reaches none.
+//
+// Unlike franz-go's VersionGuess, which looks for a release whose table
+// the broker matches exactly, this gives an answer for a broker that
+// implements a subset of Kafka's APIs at mixed releases (mq): the
+// release its oldest API version belongs to.
+func protocolLevel(broker *kversion.Versions) string {
+	for _, r := range kafkaReleases {
+		release := r.versions()
+		shared, reached := 0, true
+		broker.EachMaxKeyVersion(func(key, max int16) {
+			if want, ok := release.LookupMaxKeyVersion(key); ok {
+				shared++
+				reached = reached && max >= want
+			}
+		})
+		if shared > 0 && reached {
+			return r.name
+		}
+	}
+	return ""
 }

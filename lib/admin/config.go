@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/client"
 )
@@ -82,6 +84,9 @@ type ConfigEntry struct {
 	Value     *string `json:"value"` // null: sensitive, or no value
 	Source    string  `json:"source"`
 	Sensitive bool    `json:"sensitive"`
+	// Doc is what the config means, as the broker documents it
+	// (DescribeConfigs v3+); "" when it does not.
+	Doc string `json:"doc"`
 }
 
 // ConfigDescription is the result of config get.
@@ -89,9 +94,11 @@ type ConfigDescription struct {
 	Resource string        `json:"resource"` // topic or broker
 	Name     string        `json:"name"`     // topic name, broker id, or "default"
 	Configs  []ConfigEntry `json:"configs"`  // sorted by name
+
+	showDocs bool // the table has a DOC column
 }
 
-// Table implements Result.
+// Table implements Result: NAME VALUE SOURCE, and DOC when asked for.
 func (d ConfigDescription) Table() ([]string, [][]string) {
 	rows := make([][]string, len(d.Configs))
 	for i, c := range d.Configs {
@@ -103,6 +110,12 @@ func (d ConfigDescription) Table() ([]string, [][]string) {
 			v = *c.Value
 		}
 		rows[i] = []string{c.Name, v, c.Source}
+		if d.showDocs {
+			rows[i] = append(rows[i], orDash(c.Doc))
+		}
+	}
+	if d.showDocs {
+		return []string{"NAME", "VALUE", "SOURCE", "DOC"}, rows
 	}
 	return []string{"NAME", "VALUE", "SOURCE"}, rows
 }
@@ -141,38 +154,36 @@ func (a *Admin) brokerID(ctx context.Context, what string, t ConfigTarget) (id i
 	return 0, false, client.Failf("%s: unknown broker %d (the cluster has %s)", what, n, strings.Join(ids, ", "))
 }
 
-// GetConfigs describes the configs of t: all of them, or the named ones.
-// For a broker without an id it describes the only broker of the cluster.
-// An unknown name among names is a failure.
-func (a *Admin) GetConfigs(ctx context.Context, t ConfigTarget, names []string) (*ConfigDescription, error) {
+// GetConfigs describes the configs of t: all of them, or the named ones,
+// each with the broker's documentation of it; with showDocs the table
+// shows it too (JSON always has it). For a broker without an id it
+// describes the only broker of the cluster. An unknown name among names
+// is a failure.
+func (a *Admin) GetConfigs(ctx context.Context, t ConfigTarget, names []string, showDocs bool) (*ConfigDescription, error) {
 	const what = "config get"
-	var rcs kadm.ResourceConfigs
-	var err error
-	d := ConfigDescription{Resource: t.Resource, Name: t.Name, Configs: []ConfigEntry{}}
-	if t.Resource == ResourceTopic {
-		rcs, err = a.adm.DescribeTopicConfigs(ctx, t.Name)
-	} else {
-		id, one, err2 := a.brokerID(ctx, what, t)
-		if err2 != nil {
-			return nil, err2
+	d := ConfigDescription{Resource: t.Resource, Name: t.Name, Configs: []ConfigEntry{}, showDocs: showDocs}
+	typ, resource := kmsg.ConfigResourceTypeTopic, t.Name
+	if t.Resource == ResourceBroker {
+		id, one, err := a.brokerID(ctx, what, t)
+		if err != nil {
+			return nil, err
 		}
+		// The cluster-wide defaults are the broker resource named "".
+		typ, resource, d.Name = kmsg.ConfigResourceTypeBroker, "", ClusterDefault
 		if one {
-			d.Name = itoa(id)
-			rcs, err = a.adm.DescribeBrokerConfigs(ctx, id)
-		} else {
-			d.Name = ClusterDefault
-			rcs, err = a.adm.DescribeBrokerConfigs(ctx)
+			resource, d.Name = itoa(id), itoa(id)
 		}
 	}
+	rc, err := a.describeConfigs(ctx, typ, resource)
 	if err != nil {
 		return nil, requestError(what, err)
 	}
-	if len(rcs) != 1 {
-		return nil, client.Failf("%s: %s: %d answers for one resource", what, t, len(rcs))
-	}
-	rc := rcs[0]
-	if rc.Err != nil {
-		return nil, client.Failf("%s: %s: %s", what, t, errText(rc.Err, rc.ErrMessage))
+	if err := kerr.ErrorForCode(rc.ErrorCode); err != nil {
+		msg := ""
+		if rc.ErrorMessage != nil {
+			msg = *rc.ErrorMessage
+		}
+		return nil, client.Failf("%s: %s: %s", what, t, errText(err, msg))
 	}
 	want := map[string]bool{}
 	for _, n := range names {
@@ -180,11 +191,15 @@ func (a *Admin) GetConfigs(ctx context.Context, t ConfigTarget, names []string) 
 	}
 	found := map[string]bool{}
 	for _, c := range rc.Configs {
-		if len(want) > 0 && !want[c.Key] {
+		if len(want) > 0 && !want[c.Name] {
 			continue
 		}
-		found[c.Key] = true
-		d.Configs = append(d.Configs, ConfigEntry{Name: c.Key, Value: c.Value, Source: c.Source.String(), Sensitive: c.Sensitive})
+		found[c.Name] = true
+		e := ConfigEntry{Name: c.Name, Value: c.Value, Source: c.Source.String(), Sensitive: c.IsSensitive}
+		if c.Documentation != nil {
+			e.Doc = *c.Documentation
+		}
+		d.Configs = append(d.Configs, e)
 	}
 	slices.SortFunc(d.Configs, func(x, y ConfigEntry) int {
 		switch {
@@ -209,6 +224,25 @@ func (a *Admin) GetConfigs(ctx context.Context, t ConfigTarget, names []string) 
 		return &d, err
 	}
 	return &d, nil
+}
+
+// describeConfigs describes one config resource with the documentation
+// of each config (IncludeDocumentation, DescribeConfigs v3+), which kadm
+// does not ask for. kgo sends a broker resource to the broker it names.
+func (a *Admin) describeConfigs(ctx context.Context, typ kmsg.ConfigResourceType, name string) (kmsg.DescribeConfigsResponseResource, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.IncludeDocumentation = true
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = typ, name
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, a.cl)
+	if err != nil {
+		return kmsg.DescribeConfigsResponseResource{}, err
+	}
+	if len(resp.Resources) != 1 {
+		return kmsg.DescribeConfigsResponseResource{}, fmt.Errorf("%d answers for one resource", len(resp.Resources))
+	}
+	return resp.Resources[0], nil
 }
 
 // ConfigChange is the result of config set.

@@ -11,8 +11,10 @@ import (
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/server"
+	"github.com/mqproject/mq/lib/version"
 )
 
 // Config is what a Broker needs from its surroundings.
@@ -127,6 +129,17 @@ func (b *Broker) ApiVersions() []kmsg.ApiVersionsResponseApiKey {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].ApiKey < keys[j].ApiKey })
 	return keys
+}
+
+// ApiVersionsTags implements server.ApiVersionsTagger: mq's name and
+// release (kafkaext.ApiVersions), so that mqctl cluster describe can say
+// which mq each broker runs.
+func (b *Broker) ApiVersionsTags() kmsg.Tags {
+	var t kmsg.Tags
+	if err := kafkaext.Set(&t, kafkaext.ApiVersions, kafkaext.Software{Name: "mq", Version: version.String()}); err != nil {
+		b.log.Warn("ApiVersions responses will not name mq's version", "err", err)
+	}
+	return t
 }
 
 // Close stops following the controller, stops the group coordinator, then

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 )
 
@@ -313,5 +314,51 @@ func TestLegacyAlterConfigsReplacesAll(t *testing.T) {
 	}
 	if code := alter(false, kmsg.ConfigResourceTypeBrokerLogger, "1", "root", "DEBUG"); code != kerr.InvalidRequest.Code {
 		t.Errorf("broker logger: %s", errName(code))
+	}
+}
+
+// TestDescribeConfigsDocumentsEveryConfigWhenAsked: with
+// IncludeDocumentation (v3+) every config of a topic and of a broker
+// carries lib/config's doc, the one mqd --help-config prints; without it,
+// none does.
+func TestDescribeConfigsDocumentsEveryConfigWhenAsked(t *testing.T) {
+	b := newTestBroker(t)
+	mustCreate(t, b, "t", nil)
+	docsOf := func(settings []config.Setting) map[string]string {
+		docs := map[string]string{}
+		for _, s := range settings {
+			docs[s.Name] = s.Doc
+		}
+		return docs
+	}
+	for _, res := range []struct {
+		typ  kmsg.ConfigResourceType
+		name string
+		docs map[string]string
+	}{
+		{kmsg.ConfigResourceTypeTopic, "t", docsOf(config.TopicSettings())},
+		{kmsg.ConfigResourceTypeBroker, "1", docsOf(config.BrokerSettings())},
+	} {
+		for _, withDocs := range []bool{true, false} {
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			req.IncludeDocumentation = withDocs
+			r := kmsg.NewDescribeConfigsRequestResource()
+			r.ResourceType, r.ResourceName = res.typ, res.name
+			req.Resources = append(req.Resources, r)
+			resp := roundTrip[*kmsg.DescribeConfigsResponse](t, b, 4, req)
+			configs := resp.Resources[0].Configs
+			if len(configs) != len(res.docs) {
+				t.Errorf("%v %s: %d configs, want %d", res.typ, res.name, len(configs), len(res.docs))
+			}
+			for _, c := range configs {
+				got := ""
+				if c.Documentation != nil {
+					got = *c.Documentation
+				}
+				if want := map[bool]string{true: res.docs[c.Name], false: ""}[withDocs]; got != want || (withDocs && got == "") {
+					t.Errorf("%v %s, IncludeDocumentation %v: %s documented %q, want %q", res.typ, res.name, withDocs, c.Name, got, want)
+				}
+			}
+		}
 	}
 }

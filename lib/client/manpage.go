@@ -12,11 +12,15 @@ import (
 // the given section) with the committed file at path and says how to
 // refresh it when they differ; with update it rewrites the file instead.
 // Every program's TestManPageCurrent calls it, and `make man` runs those
-// tests with -update-man.
-func CheckManPage(app *cli.App, section int, path string, update bool) error {
+// tests with -update-man. Each of extra is roff appended to the page, a
+// section of its own (mqd's BROKER SETTINGS).
+func CheckManPage(app *cli.App, section int, path string, update bool, extra ...string) error {
 	want, err := ManPage(app, section)
 	if err != nil {
 		return err
+	}
+	for _, e := range extra {
+		want += e
 	}
 	if update {
 		return os.WriteFile(path, []byte(want), 0o644)

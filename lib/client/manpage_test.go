@@ -72,3 +72,19 @@ func TestManPageSynopsisReadsLikeAManPage(t *testing.T) {
 		t.Errorf("consume's UsageText = %q", got)
 	}
 }
+
+func TestCheckManPageAppendsExtraSections(t *testing.T) {
+	app := &cli.App{Name: "demo", Usage: "shows things"}
+	path := filepath.Join(t.TempDir(), "demo.8")
+	extra := "\n\n.SH SETTINGS\n.TP\n\\fBcolor\\fR (dynamic)\nWhat to paint with.\n"
+	if err := CheckManPage(app, 8, path, true, extra); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(path)
+	if !strings.HasSuffix(string(page), extra) {
+		t.Fatalf("page does not end with the extra section:\n%s", page)
+	}
+	if err := CheckManPage(app, 8, path, false); err == nil || !strings.Contains(err.Error(), "stale") {
+		t.Fatalf("page checked without its extra section: %v, want stale", err)
+	}
+}

@@ -172,7 +172,7 @@ var brokerProperties = sortedProperties([]brokerProperty{
 	{name: "node.id", kind: intAtLeast(0), def: "1", doc: "The node's ID in the cluster.",
 		set: func(b *Broker, v string) { b.NodeID = i32(v) }, get: func(b *Broker) string { return fmtInt(b.NodeID) }},
 	{name: "broker.id", alias: "node.id"},
-	{name: "log.dirs", kind: directory, envDefault: true, doc: "The directory holding the partition logs and the controller's state ($MQ_DATA_DIR, else $XDG_STATE_HOME/mq, else ~/.local/state/mq).",
+	{name: "log.dirs", kind: directory, envDefault: true, doc: "The directory holding the partition logs and the controller's state.",
 		set: func(b *Broker, v string) { b.DataDir = v }, get: func(b *Broker) string { return b.DataDir }},
 	{name: "log.dir", alias: "log.dirs"},
 	{name: "listeners", kind: listenerList, envDefault: true, doc: "Addresses to listen on: unix:///path and tcp://host:port (port 0 picks a free port).",

@@ -721,3 +721,75 @@ func TestEnvNameAndProperties(t *testing.T) {
 		}
 	}
 }
+
+// TestEverySettingIsDocumented walks the tables: every broker property
+// (aliases folded into the property they spell) and every topic config is
+// in BrokerSettings or TopicSettings with a doc, a default and the values
+// it accepts, so mqd --help-config and the man page list it.
+func TestEverySettingIsDocumented(t *testing.T) {
+	documented := map[string]Setting{}
+	for _, s := range BrokerSettings() {
+		documented[s.Name] = s
+		for _, a := range s.Aliases {
+			documented[a] = s
+		}
+	}
+	for _, p := range brokerProperties {
+		s, ok := documented[p.name]
+		switch {
+		case !ok:
+			t.Errorf("broker property %s: not in BrokerSettings", p.name)
+		case p.alias != "" && s.Name != p.alias:
+			t.Errorf("alias %s: documented under %s, want %s", p.name, s.Name, p.alias)
+		case p.alias == "" && (p.doc == "" || s.Doc != p.doc || s.Default == "" || s.Allowed == "" || s.Dynamic != p.dynamic):
+			t.Errorf("broker property %s: incomplete documentation %+v", p.name, s)
+		}
+	}
+	topics := TopicSettings()
+	if len(topics) != len(topicProperties) {
+		t.Errorf("TopicSettings has %d configs, the table %d", len(topics), len(topicProperties))
+	}
+	for i, p := range topicProperties {
+		if i >= len(topics) {
+			break
+		}
+		s := topics[i]
+		if s.Name != p.name || p.doc == "" || s.Doc != p.doc || s.Default == "" || s.Allowed == "" || !s.Dynamic || s.BrokerDefault != p.broker {
+			t.Errorf("topic config %s: incomplete documentation %+v", p.name, s)
+		}
+		if p.broker != "" && lookupBroker(p.broker) == nil {
+			t.Errorf("topic config %s: default from unknown broker property %s", p.name, p.broker)
+		}
+	}
+}
+
+func TestSettingDefaultsReadAsPeopleSayThem(t *testing.T) {
+	byName := map[string]Setting{}
+	for _, s := range append(BrokerSettings(), TopicSettings()...) {
+		byName[s.Name] = s
+	}
+	for name, want := range map[string]string{
+		"num.partitions":                        "1",
+		"log.retention.hours":                   "168",
+		"log.retention.ms":                      "unset: log.retention.hours applies",
+		"log.retention.minutes":                 "unset: log.retention.hours applies",
+		"log.roll.ms":                           "unset: log.roll.hours applies",
+		"advertised.listeners":                  "empty",
+		"retention.ms":                          "604800000", // from log.retention.hours
+		"segment.ms":                            "604800000",
+		"max.message.bytes":                     "1048588",
+		"leader.replication.throttled.replicas": "empty",
+	} {
+		if got := byName[name].Default; got != want {
+			t.Errorf("%s: Default %q, want %q", name, got, want)
+		}
+	}
+	// Defaults that depend on the environment are described, not
+	// computed here, so the man page is the same on every machine.
+	if d := byName["log.dirs"].Default; !strings.Contains(d, "$XDG_STATE_HOME/mq") {
+		t.Errorf("log.dirs: Default %q", d)
+	}
+	if a := byName["node.id"].Aliases; len(a) != 1 || a[0] != "broker.id" {
+		t.Errorf("node.id aliases %q", a)
+	}
+}

@@ -17,6 +17,11 @@
 // turns overrides into the Topic the log uses; DescribeTopic reports every
 // config with its source.
 //
+// The same tables document every setting for people: BrokerSettings and
+// TopicSettings give each one's meaning, default, valid values and whether
+// it may change at runtime, which mqd --help-config and the mqd(8) man
+// page print and DescribeConfigs sends as documentation (Entry.Doc).
+//
 // Errors are *Error values matching ErrUnknownConfig or ErrInvalidValue
 // (and ErrNotDynamic), and say what is allowed. Nothing in this package
 // keeps global mutable state; a Broker is a value whose copies are

@@ -20,6 +20,12 @@
 //	var health kafkaext.DirHealth
 //	ok, err := kafkaext.Get(&dir.UnknownTags, kafkaext.LogDir, &health) // mqctl
 //
+// The fields, by tag:
+//
+//	10000 LogDir           DescribeLogDirsResponseDir (v2+)             DirHealth
+//	10001 LogDirPartition  DescribeLogDirsResponseTopicPartition (v2+)  PartitionHealth
+//	10002 ApiVersions      ApiVersionsResponse (v3+)                    Software
+//
 // The fields exist only in the flexible versions of a message (where Kafka
 // has tagged fields at all); a request at an older version gets none.
 //

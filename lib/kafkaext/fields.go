@@ -14,7 +14,22 @@ const (
 	// LogDirPartition is a PartitionHealth in a
 	// DescribeLogDirsResponseTopicPartition (v2+).
 	LogDirPartition uint32 = 10001
+	// ApiVersions is a Software in an ApiVersionsResponse (v3+): the
+	// broker's own name and release, which Kafka's ApiVersions does not
+	// carry (the request names the client's software, the response
+	// nothing). The server encodes ApiVersions responses once, so the
+	// field costs nothing per connection.
+	ApiVersions uint32 = 10002
 )
+
+// Software names the program that answers, and its release.
+type Software struct {
+	// Name is "mq" for mqd.
+	Name string `json:"name"`
+	// Version is the release (lib/version): a tag such as v0.4.0, a
+	// pseudo-version, or "dev".
+	Version string `json:"version"`
+}
 
 // DirHealth is the storage health of one log directory.
 type DirHealth struct {

@@ -59,3 +59,29 @@ func TestGetWithoutTheFieldReportsFalse(t *testing.T) {
 		t.Fatalf("Get of a garbled field = %v, %v; want true and an error", ok, err)
 	}
 }
+
+// TestSoftwareSurvivesTheWire reads mqd's name and release back from an
+// ApiVersions response, at the flexible versions that carry it.
+func TestSoftwareSurvivesTheWire(t *testing.T) {
+	want := Software{Name: "mq", Version: "v0.4.0-3-gabc1234"}
+	for _, version := range []int16{3, 4} {
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.Version = version
+		resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 4}}
+		if err := Set(&resp.UnknownTags, ApiVersions, want); err != nil {
+			t.Fatal(err)
+		}
+		got := kmsg.NewPtrApiVersionsResponse()
+		got.Version = version
+		if err := got.ReadFrom(resp.AppendTo(nil)); err != nil {
+			t.Fatalf("v%d: decode: %v", version, err)
+		}
+		var sw Software
+		if ok, err := Get(&got.UnknownTags, ApiVersions, &sw); !ok || err != nil || sw != want {
+			t.Errorf("v%d: software = %+v, %v, %v; want %+v", version, sw, ok, err, want)
+		}
+		if len(got.ApiKeys) != 1 || got.ApiKeys[0].MaxVersion != 4 {
+			t.Errorf("v%d: api keys %+v", version, got.ApiKeys)
+		}
+	}
+}

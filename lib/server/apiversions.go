@@ -46,7 +46,9 @@ type versionRange struct {
 	ok       bool
 }
 
-func newAPIVersions(list []kmsg.ApiVersionsResponseApiKey, newRequest func(int16) kmsg.Request) (*apiVersions, error) {
+// newAPIVersions checks the advertised list and encodes the responses;
+// tags go into the flexible versions (v3+).
+func newAPIVersions(list []kmsg.ApiVersionsResponseApiKey, tags kmsg.Tags, newRequest func(int16) kmsg.Request) (*apiVersions, error) {
 	keys := slices.Clone(list)
 	if !slices.ContainsFunc(keys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == apiVersionsKey }) {
 		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: apiVersionsKey, MinVersion: 0, MaxVersion: apiVersionsDefaultMax})
@@ -76,6 +78,9 @@ func newAPIVersions(list []kmsg.ApiVersionsResponseApiKey, newRequest func(int16
 		resp.SetVersion(version)
 		resp.ErrorCode = errorCode
 		resp.ApiKeys = keys
+		if resp.IsFlexible() {
+			resp.UnknownTags = tags
+		}
 		// ApiVersions responses always use the v0 response header, so the
 		// header is never flexible even when the body is.
 		return Response{Parts: []Part{{Bytes: resp.AppendTo(nil)}}}

@@ -97,7 +97,8 @@ type ConnInfo struct {
 // resources. A nil Reply means "no response", like an empty Response.
 //
 // ApiVersions requests (key 18) never reach Handle: the server answers them
-// from the list ApiVersions returns, which New reads once.
+// from the list ApiVersions returns, which New reads once (and the tags of
+// ApiVersionsTagger).
 type Handler interface {
 	Handle(ctx context.Context, c *ConnInfo, req *Request) Reply
 	// ApiVersions lists the supported keys and version ranges. The server
@@ -113,6 +114,15 @@ type Handler interface {
 // calls it from every connection's reader goroutine.
 type RequestMaker interface {
 	NewRequest(key int16) kmsg.Request
+}
+
+// ApiVersionsTagger is implemented by a Handler that adds tagged fields to
+// its ApiVersions responses: ApiVersionsTags returns them, and the server
+// puts them in every response at a flexible version (v3+), where Kafka's
+// ApiVersions has tagged fields; older versions carry none. The server
+// calls it once, in New, like ApiVersions.
+type ApiVersionsTagger interface {
+	ApiVersionsTags() kmsg.Tags
 }
 
 // Reply produces the response when the writer is ready for it (see

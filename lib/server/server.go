@@ -173,7 +173,11 @@ func New(cfg Config, h Handler) (*Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	newRequest := requestMaker(h)
-	api, err := newAPIVersions(h.ApiVersions(), newRequest)
+	var tags kmsg.Tags
+	if t, ok := h.(ApiVersionsTagger); ok {
+		tags = t.ApiVersionsTags()
+	}
+	api, err := newAPIVersions(h.ApiVersions(), tags, newRequest)
 	if err != nil {
 		return nil, err
 	}

@@ -91,6 +91,42 @@ func TestApiVersionsAnsweredAtEachVersion(t *testing.T) {
 	}
 }
 
+// taggingHandler adds one tagged field to its ApiVersions responses.
+type taggingHandler struct{ *fakeHandler }
+
+const testTag = 10999
+
+func (taggingHandler) ApiVersionsTags() kmsg.Tags {
+	var t kmsg.Tags
+	t.Set(testTag, []byte(`"hello"`))
+	return t
+}
+
+func TestApiVersionsCarryTheHandlersTagsAtFlexibleVersions(t *testing.T) {
+	s := startServer(t, Config{}, taggingHandler{newFake(nil)})
+	c := dial(t, s.Addrs()[0])
+	for version := int16(0); version <= 4; version++ {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.SetVersion(version)
+		send(t, c, req, int32(version))
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.SetVersion(version)
+		recv(t, c, resp)
+		var got []string
+		resp.UnknownTags.Each(func(k uint32, v []byte) { got = append(got, fmt.Sprintf("%d=%s", k, v)) })
+		want := []string{fmt.Sprintf("%d=%s", testTag, `"hello"`)}
+		if version < 3 {
+			want = nil // no tagged fields before v3
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("v%d: tags %v, want %v", version, got, want)
+		}
+		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 3 {
+			t.Errorf("v%d: error %d, %d keys; the tags must not disturb the rest", version, resp.ErrorCode, len(resp.ApiKeys))
+		}
+	}
+}
+
 func TestApiVersionsRangeFromHandlerIsHonoured(t *testing.T) {
 	h := newFake(nil)
 	h.versions = append(slices.Clone(defaultVersions), kmsg.ApiVersionsResponseApiKey{ApiKey: apiVersionsKey, MinVersion: 0, MaxVersion: 3})
