@@ -44,7 +44,9 @@ backslash prints one backslash).
 
 Output is flushed after every record when stdout is a terminal or with
 --line-buffered, else after each batch fetched. When stdout is closed
-(| head) mqpipe exits quietly with status 0.`
+(| head) mqpipe exits quietly with status 0, with -g after committing
+what it wrote; a pipe or Unix socket closed by its reader ends it at
+once, also while no record comes.`
 
 func consumeCommand() *cli.Command {
 	return &cli.Command{

@@ -127,14 +127,31 @@ func outputError(err error) error {
 type partitionSet map[string][]int32
 
 // Consume prints the records of the topics to Stdout until the context is
-// cancelled, -c messages were printed, or (-e) every partition reached the
-// high-water mark it had when Consume started. Records of one partition
-// are printed in offset order. Without a group it reads the partitions
-// directly and commits nothing; with one, see consumeGroup.
+// cancelled, -c messages were printed, (-e) every partition reached the
+// high-water mark it had when Consume started, or nobody reads Stdout any
+// more. Records of one partition are printed in offset order. Without a
+// group it reads the partitions directly and commits nothing; with one,
+// see consumeGroup.
+//
+// A closed output (| head) ends Consume successfully: at the next write
+// that fails with EPIPE, or at once when Stdout is a pipe or Unix socket
+// whose reader closed it (watchOutput), also while no record comes.
 func Consume(ctx context.Context, cfg ConsumeConfig) error {
 	if err := cfg.check(); err != nil {
 		return err
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := watchOutput(cfg.Stdout, cancel)
+	err := consume(ctx, cfg)
+	stop()
+	if errors.Is(context.Cause(ctx), errOutputClosed) {
+		return nil // what was written is committed (consumeGroup's finish)
+	}
+	return err
+}
+
+func consume(ctx context.Context, cfg ConsumeConfig) error {
 	addrs, err := client.Resolve(cfg.Broker, os.Getenv, os.Getuid())
 	if err != nil {
 		return err

@@ -242,6 +242,7 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 	w := newWriter(&cfg)
 	var printed int64
 	pos := positions{}
+	var written []*kgo.Record // this poll's records, marked for commit once flushed
 	for {
 		pollCtx, cancel := ctx, context.CancelFunc(func() {})
 		if cfg.Exit {
@@ -259,6 +260,7 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 		}
 		var werr error
 		stop := false
+		written = written[:0]
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 			if werr != nil || stop {
 				return
@@ -280,9 +282,7 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 					return
 				}
 				pos.set(r.Topic, r.Partition, r.Offset+1)
-				if mode != CommitNone {
-					cl.MarkCommitRecords(r)
-				}
+				written = append(written, r)
 				printed++
 				if cfg.Count > 0 && printed >= cfg.Count {
 					stop = true
@@ -298,8 +298,13 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 			werr = w.flush()
 		}
 		if werr != nil {
+			// What was not flushed may not have been written: it is
+			// not committed.
 			finish()
 			return outputError(werr)
+		}
+		if mode != CommitNone {
+			cl.MarkCommitRecords(written...)
 		}
 		if mode == CommitWritten {
 			commitMarked(ctx, cl)
