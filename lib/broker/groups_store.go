@@ -59,6 +59,7 @@ func newGroupCoordinator(b *Broker) *groupCoordinator {
 		Clock:                 clock,
 		Logger:                b.log.With("component", "group"),
 		InitialRebalanceDelay: s.GroupInitialRebalanceDelay,
+		InitialRebalanceAlone: s.GroupInitialRebalanceAlone,
 		OffsetsRetention:      s.OffsetsRetention,
 	})
 	changes := b.ctrl.Changes()
