@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -22,7 +21,7 @@ import (
 // ConsumeConfig is one run of `mqpipe consume`.
 type ConsumeConfig struct {
 	Broker     string     // the -b value; empty: $MQ_BROKER, then the defaults
-	Topics     []string   // -t
+	Topics     []string   // -t: names, and regexes that start with ^ (topicSpec)
 	Partitions []int32    // -p: only these partitions of each topic; none: all
 	Offset     OffsetSpec // -o: where to start
 	Count      int64      // -c: stop after this many messages; 0: no limit
@@ -59,10 +58,8 @@ func (cfg *ConsumeConfig) check() error {
 	case cfg.Commit != "" && cfg.Commit != CommitWritten && cfg.Commit != CommitPeriodic && cfg.Commit != CommitNone:
 		return client.Usagef("consume: --commit %q: want %s", cfg.Commit, CommitModes)
 	}
-	for _, t := range cfg.Topics {
-		if t == "" {
-			return client.Usagef("consume: empty topic name in -t")
-		}
+	if _, err := parseTopics(cfg.Topics); err != nil {
+		return err
 	}
 	for _, p := range cfg.Partitions {
 		if p < 0 {
@@ -165,12 +162,25 @@ func consume(ctx context.Context, cfg ConsumeConfig) error {
 		return err
 	}
 	adm := kadm.NewClient(admCl)
-	parts, err := topicPartitions(ctx, adm, cfg.Topics, cfg.Partitions)
+	spec, err := parseTopics(cfg.Topics)
 	if err != nil {
 		return err
 	}
+	parts, err := topicPartitions(ctx, adm, spec, cfg.Partitions)
+	if err != nil {
+		return err
+	}
+	// With -e, "the end" is that of the topics that exist now: a regex is
+	// resolved once, here. Without, it follows topics created later.
+	follow := !cfg.Exit && len(spec.patterns) > 0
 	if cfg.Group != "" {
-		return consumeGroup(ctx, cfg, addrs, adm)
+		if cfg.Exit {
+			if len(parts) == 0 {
+				return nil // no topic matched: nothing to read
+			}
+			spec = topicSpec{names: parts.names()}
+		}
+		return consumeGroup(ctx, cfg, addrs, adm, spec)
 	}
 	starts, ends, err := startOffsets(ctx, adm, parts, cfg.Offset)
 	if err != nil {
@@ -196,7 +206,7 @@ func consume(ctx context.Context, cfg ConsumeConfig) error {
 			remaining[t][p] = hwm
 		}
 	}
-	if len(consume) == 0 {
+	if len(consume) == 0 && !follow {
 		return nil
 	}
 	pos := positions{}
@@ -214,6 +224,18 @@ func consume(ctx context.Context, cfg ConsumeConfig) error {
 		return err
 	}
 	defer cl.Close()
+	if follow {
+		fctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			followTopics(fctx, cl, &cfg, spec, parts)
+		}()
+		defer func() {
+			stop()
+			<-done
+		}()
+	}
 
 	w := newWriter(&cfg)
 	var printed int64
@@ -330,40 +352,6 @@ func fetchError(fetches kgo.Fetches, pos positions) error {
 		}
 	})
 	return first
-}
-
-// topicPartitions returns the partitions to read: for each topic all of
-// them, or those asked for (each must exist).
-func topicPartitions(ctx context.Context, adm *kadm.Client, topics []string, only []int32) (partitionSet, error) {
-	details, err := adm.ListTopics(ctx, topics...)
-	if err != nil {
-		return nil, client.Failf("describe topics: %v", err)
-	}
-	parts := partitionSet{}
-	for _, t := range topics {
-		td, ok := details[t]
-		if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-			return nil, client.Failf("topic %s does not exist", t)
-		}
-		if td.Err != nil {
-			return nil, client.Failf("topic %s: %v", t, td.Err)
-		}
-		all := td.Partitions.Numbers()
-		slices.Sort(all)
-		if len(only) == 0 {
-			parts[t] = all
-			continue
-		}
-		for _, p := range only {
-			if !slices.Contains(all, p) {
-				return nil, client.Failf("topic %s has %d partition%s; there is no partition %d", t, len(all), plural(len(all)), p)
-			}
-			if !slices.Contains(parts[t], p) {
-				parts[t] = append(parts[t], p)
-			}
-		}
-	}
-	return parts, nil
 }
 
 // startOffsets lists each partition's log start offset and high-water
