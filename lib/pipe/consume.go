@@ -227,7 +227,7 @@ func consume(ctx context.Context, cfg ConsumeConfig) error {
 	if follow {
 		fctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() {
+		go func() { // owns parts from here on
 			defer close(done)
 			followTopics(fctx, cl, &cfg, spec, parts)
 		}()
@@ -358,10 +358,10 @@ func fetchError(fetches kgo.Fetches, pos positions) error {
 // mark (and, for @TIME, the offset at that time) and returns where to
 // start reading and the high-water marks.
 func startOffsets(ctx context.Context, adm *kadm.Client, parts partitionSet, spec OffsetSpec) (starts, ends map[string]map[int32]int64, err error) {
-	var topics []string
-	for t := range parts {
-		topics = append(topics, t)
+	if len(parts) == 0 {
+		return map[string]map[int32]int64{}, map[string]map[int32]int64{}, nil // listing no topic would list them all
 	}
+	topics := parts.names()
 	list := func(what string, f func() (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
 		l, err := f()
 		if err == nil {
