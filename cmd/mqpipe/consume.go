@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -13,6 +14,13 @@ import (
 const consumeDoc = `Prints each record of the topics, by default its value and a newline.
 Records of one partition come in offset order; partitions interleave.
 Without -g, mqpipe reads the partitions directly and commits no offsets.
+
+A -t value that starts with ^ is a regular expression (Go's syntax, as
+kcat's convention has it), not split at commas: -t '^logs-.*' reads every
+topic, but the internal ones, whose name it matches. With -e it matches
+the topics there are when mqpipe starts; without, topics created later
+that match are read too, from their beginning (looked for every few
+seconds). -p then picks those partitions of each matched topic that it has.
 
 With -g GROUP, mqpipe joins the consumer group: the group splits the
 topics' partitions among its members (run mqpipe consume -g GROUP twice
@@ -46,7 +54,9 @@ backslash prints one backslash).
 
 Output is flushed after every record when stdout is a terminal or with
 --line-buffered, else after each batch fetched. When stdout is closed
-(| head) mqpipe exits quietly with status 0.`
+(| head) mqpipe exits quietly with status 0, with -g after committing
+what it wrote; a pipe or Unix socket closed by its reader ends it at
+once, also while no record comes.`
 
 func consumeCommand() *cli.Command {
 	return &cli.Command{
@@ -56,7 +66,7 @@ func consumeCommand() *cli.Command {
 		Description: consumeDoc,
 		Flags: []cli.Flag{
 			client.BrokerFlag(),
-			&cli.StringSliceFlag{Name: "topic", Aliases: []string{"t"}, Usage: "read `TOPIC`; several comma-separated or repeated", Required: true},
+			&cli.StringSliceFlag{Name: "topic", Aliases: []string{"t"}, Usage: "read `TOPIC`; several comma-separated or repeated; ^REGEX reads the topics it matches", Required: true},
 			&cli.StringSliceFlag{Name: "partition", Aliases: []string{"p"}, Usage: "read only partition `N` of each topic; several comma-separated or repeated", DefaultText: "all"},
 			&cli.StringFlag{Name: "offset", Aliases: []string{"o"}, Value: "beginning", Usage: "start at `OFFSET`: " + pipe.OffsetUsage},
 			&cli.Int64Flag{Name: "count", Aliases: []string{"c"}, Usage: "exit after `COUNT` messages", DefaultText: "no limit"},
@@ -72,7 +82,7 @@ func consumeCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			cfg := pipe.ConsumeConfig{
 				Broker:         client.FlagString(c, "broker"),
-				Topics:         splitList(c.StringSlice("topic")),
+				Topics:         topicList(c.StringSlice("topic")),
 				Count:          c.Int64("count"),
 				Exit:           c.Bool("exit"),
 				JSON:           c.Bool("json"),
@@ -102,4 +112,19 @@ func consumeCommand() *cli.Command {
 			return pipe.Consume(c.Context, cfg)
 		},
 	}
+}
+
+// topicList reads -t values: topic names, comma-separated or repeated,
+// and regular expressions, which start with ^ and are taken whole (a
+// comma is part of the expression: ^a{1,3}$).
+func topicList(values []string) []string {
+	var out []string
+	for _, v := range values {
+		if strings.HasPrefix(v, "^") {
+			out = append(out, v)
+			continue
+		}
+		out = append(out, splitList([]string{v})...)
+	}
+	return out
 }

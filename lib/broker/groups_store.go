@@ -52,6 +52,7 @@ func newGroupCoordinator(b *Broker) *groupCoordinator {
 		Clock:                 b.clock,
 		Logger:                b.log.With("component", "group"),
 		InitialRebalanceDelay: s.GroupInitialRebalanceDelay,
+		InitialRebalanceAlone: s.GroupInitialRebalanceAlone,
 		OffsetsRetention:      s.OffsetsRetention,
 	})
 	gc.syncOwnership()

@@ -53,6 +53,7 @@ type Broker struct {
 	OffsetsTopicNumPartitions  int32         // offsets.topic.num.partitions, default 50
 	OffsetsRetention           time.Duration // offsets.retention.minutes, default 7 days
 	GroupInitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms, default 3 s
+	GroupInitialRebalanceAlone time.Duration // group.initial.rebalance.alone.ms (mq), default 500 ms; 0 off
 
 	// Extra holds known, valid properties that have no field (for example
 	// log.cleanup.policy, compression.type, log.cleaner.*), by name, in
@@ -206,6 +207,8 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		get: func(b *Broker) string { return strconv.FormatInt(int64(b.OffsetsRetention/time.Minute), 10) }},
 	{name: "group.initial.rebalance.delay.ms", kind: intAtLeast(0), def: "3000", doc: "How long a new group waits for more members before its first rebalance.",
 		set: func(b *Broker, v string) { b.GroupInitialRebalanceDelay = ms(v) }, get: func(b *Broker) string { return fmtMS(b.GroupInitialRebalanceDelay) }},
+	{name: "group.initial.rebalance.alone.ms", kind: intAtLeast(0), def: "500", doc: "How long the first member of a new group waits alone before its first rebalance (mq): when no other member has come by then, it does not wait the rest of group.initial.rebalance.delay.ms; once another comes, the whole delay applies. 0 turns this off.",
+		set: func(b *Broker, v string) { b.GroupInitialRebalanceAlone = ms(v) }, get: func(b *Broker) string { return fmtMS(b.GroupInitialRebalanceAlone) }},
 	{name: "default.replication.factor", kind: integer(TypeInt, 32, 1, math.MaxInt16), def: "1", doc: "Replication factor of automatically created topics.",
 		set: func(b *Broker, v string) { b.DefaultReplicationFactor = int16(i32(v)) }, get: func(b *Broker) string { return fmtInt(b.DefaultReplicationFactor) }},
 

@@ -45,6 +45,7 @@ func TestDefaultsAreKafkas(t *testing.T) {
 		OffsetsTopicNumPartitions:  50,
 		OffsetsRetention:           7 * 24 * time.Hour,
 		GroupInitialRebalanceDelay: 3 * time.Second,
+		GroupInitialRebalanceAlone: 500 * time.Millisecond,
 	}
 	if !reflect.DeepEqual(b, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", b, want)
@@ -376,6 +377,7 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"offsets.topic.num.partitions", "1", true}, {"offsets.topic.num.partitions", "0", false},
 		{"offsets.retention.minutes", "1", true}, {"offsets.retention.minutes", "0", false},
 		{"group.initial.rebalance.delay.ms", "0", true}, {"group.initial.rebalance.delay.ms", "-1", false},
+		{"group.initial.rebalance.alone.ms", "0", true}, {"group.initial.rebalance.alone.ms", "-1", false},
 		{"default.replication.factor", "3", true}, {"default.replication.factor", "0", false}, {"default.replication.factor", "40000", false},
 		{"num.partitions", "1", true}, {"num.partitions", "0", false}, {"num.partitions", "1.5", false},
 		{"auto.create.topics.enable", "FALSE", true}, {"auto.create.topics.enable", "yes", false},

@@ -33,8 +33,21 @@ type Config struct {
 	Logger     *slog.Logger // nil: silent
 
 	// InitialRebalanceDelay (group.initial.rebalance.delay.ms) is how long
-	// the first rebalance of an empty group waits for more members.
+	// the first rebalance of an empty group waits for more members. As in
+	// Kafka, each member that joins during it extends it by as much again,
+	// and it never outlasts the members' longest rebalance timeout.
 	InitialRebalanceDelay time.Duration
+	// InitialRebalanceAlone (group.initial.rebalance.alone.ms, mq) ends
+	// that wait early for a member that is alone: when the first member
+	// of an empty group has been its only one for this long (no other
+	// member joined or began to join, with MEMBER_ID_REQUIRED, since that
+	// member joined), the rebalance completes without waiting longer. Once a second
+	// member comes, the group is starting with several and the delay runs
+	// its course as in Kafka, so members started together still make one
+	// rebalance. The cost: a member that comes later than this after a
+	// lone first one makes a second rebalance. Zero, or not shorter than
+	// InitialRebalanceDelay, leaves Kafka's rule alone.
+	InitialRebalanceAlone time.Duration
 	// OffsetsRetention (offsets.retention.minutes): offsets of a group
 	// that has been empty this long, and committed at least this long
 	// ago, are deleted. Zero: DefaultOffsetsRetention.

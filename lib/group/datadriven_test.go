@@ -46,6 +46,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	state [group=G]
 //	list
 //	restart                        (a new coordinator replays the store)
+//	config [delay=D] [alone=D]     (restart with InitialRebalanceDelay and
+//	                                InitialRebalanceAlone; 3s and 0 unless set)
 //	expire                         (run offset expiry now)
 func TestDataDriven(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
@@ -64,18 +66,20 @@ type client struct {
 }
 
 type script struct {
-	t       *testing.T
-	clock   *clock.Manual
-	store   *MemStore
-	c       *Coordinator
-	ids     int
-	clients map[string]*client
-	joins   map[string]<-chan JoinResult
-	syncs   map[string]<-chan SyncResult
+	t            *testing.T
+	initialDelay time.Duration // Config.InitialRebalanceDelay
+	alone        time.Duration // Config.InitialRebalanceAlone
+	clock        *clock.Manual
+	store        *MemStore
+	c            *Coordinator
+	ids          int
+	clients      map[string]*client
+	joins        map[string]<-chan JoinResult
+	syncs        map[string]<-chan SyncResult
 }
 
 func newScript(t *testing.T) *script {
-	s := &script{t: t, clock: clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), store: &MemStore{},
+	s := &script{t: t, initialDelay: 3 * time.Second, clock: clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), store: &MemStore{},
 		clients: map[string]*client{}, joins: map[string]<-chan JoinResult{}, syncs: map[string]<-chan SyncResult{}}
 	s.open()
 	return s
@@ -86,7 +90,8 @@ func (s *script) open() {
 		Partitions:             4,
 		Store:                  s.store,
 		Clock:                  s.clock,
-		InitialRebalanceDelay:  3 * time.Second,
+		InitialRebalanceDelay:  s.initialDelay,
+		InitialRebalanceAlone:  s.alone,
 		OffsetsRetention:       time.Hour,
 		RetentionCheckInterval: 10 * time.Minute,
 		MinSessionTimeout:      time.Second,
@@ -357,6 +362,12 @@ func (s *script) run(line string) string {
 		s.collect()
 		s.open()
 		return fmt.Sprintf("restarted: %d records replayed\n", s.store.Records(s.c.Partition(group)))
+	case "config":
+		s.initialDelay, s.alone = dur(kv["delay"], "3s"), dur(kv["alone"], "0s")
+		s.c.Close()
+		s.collect()
+		s.open()
+		return fmt.Sprintf("config: delay=%s alone=%s\n", s.initialDelay, s.alone)
 	case "expire":
 		s.c.ExpireOffsets()
 		return ""

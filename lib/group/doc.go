@@ -16,7 +16,10 @@
 // Each group is a state machine (see State): members join, the join phase
 // completes when all known members have joined again (or at the longest
 // rebalance timeout, dropping the rest; a new group first waits
-// InitialRebalanceDelay), the leader receives every member's metadata and
+// InitialRebalanceDelay, extended as members keep coming, except for a
+// first member that stays alone for InitialRebalanceAlone: mq's rule for
+// the lone consumer, which keeps one rebalance for members started
+// together), the leader receives every member's metadata and
 // sends the assignment with its SyncGroup, and the group is Stable until a
 // member joins with new metadata, leaves, or misses its session timeout.
 // Join and Sync return channels: their answers come when the rebalance

@@ -85,6 +85,7 @@ type group struct {
 
 	rebalanceStart    time.Time
 	delayUntil        time.Time // initial rebalance delay: no completion before
+	aloneUntil        time.Time // initial rebalance delay: completion here if the first member is still alone; zero: not so
 	rebalanceDeadline time.Time // completion without the missing members at
 	rebalanceTimer    *timer
 	syncTimer         *timer
@@ -317,7 +318,9 @@ func (g *group) maxRebalanceTimeout() time.Duration {
 
 // prepareRebalance starts a new rebalance: members have until the longest
 // rebalance timeout to join again. From Empty, the initial rebalance delay
-// gives other members of a starting application time to join too.
+// gives other members of a starting application time to join too; a first
+// member that nobody else follows within InitialRebalanceAlone does not
+// wait for the rest of it (see Config.InitialRebalanceAlone).
 func (g *group) prepareRebalance() {
 	if g.state == CompletingRebalance {
 		// The assignment being computed is for a generation that will not be.
@@ -333,6 +336,7 @@ func (g *group) prepareRebalance() {
 	now := g.c.clock.Now()
 	g.rebalanceStart = now
 	g.delayUntil = now
+	g.aloneUntil = time.Time{}
 	if g.state == Empty {
 		g.delayUntil = now.Add(g.c.cfg.InitialRebalanceDelay)
 	}
@@ -340,18 +344,25 @@ func (g *group) prepareRebalance() {
 	if g.delayUntil.After(g.rebalanceDeadline) {
 		g.delayUntil = g.rebalanceDeadline
 	}
+	if alone := g.c.cfg.InitialRebalanceAlone; g.state == Empty && alone > 0 && len(g.members) == 1 && len(g.pending) == 0 {
+		if until := now.Add(alone); until.Before(g.delayUntil) {
+			g.aloneUntil = until
+		}
+	}
 	g.setState(PreparingRebalance)
 	g.c.log.Info("group rebalancing", "group", g.id, "generation", g.generation, "members", len(g.members))
 	g.maybeCompleteJoin()
 }
 
 // extendInitialDelay pushes the initial delay back when a new member joins
-// during it, up to the rebalance deadline.
+// during it, up to the rebalance deadline. The first member is not alone
+// any more: the delay runs its course.
 func (g *group) extendInitialDelay() {
 	now := g.c.clock.Now()
 	if g.state != PreparingRebalance || !now.Before(g.delayUntil) {
 		return
 	}
+	g.aloneUntil = time.Time{}
 	g.rebalanceDeadline = g.rebalanceStart.Add(g.maxRebalanceTimeout())
 	d := now.Add(g.c.cfg.InitialRebalanceDelay)
 	if d.After(g.rebalanceDeadline) {
@@ -361,8 +372,9 @@ func (g *group) extendInitialDelay() {
 }
 
 // maybeCompleteJoin completes the join phase when every member has joined
-// (and the initial delay is over), or when the rebalance deadline passed;
-// otherwise it arms a timer for the next moment that can change that.
+// (and the initial delay is over, or the first member stayed alone long
+// enough), or when the rebalance deadline passed; otherwise it arms a
+// timer for the next moment that can change that.
 func (g *group) maybeCompleteJoin() {
 	if g.state != PreparingRebalance {
 		return
@@ -376,7 +388,9 @@ func (g *group) maybeCompleteJoin() {
 		}
 	}
 	nobody := len(g.members) == 0 && len(g.pending) == 0
-	if (allJoined && !now.Before(g.delayUntil)) || !now.Before(g.rebalanceDeadline) || nobody {
+	alone := !g.aloneUntil.IsZero() && len(g.members) == 1 && len(g.pending) == 0
+	delayOver := !now.Before(g.delayUntil) || (alone && !now.Before(g.aloneUntil))
+	if (allJoined && delayOver) || !now.Before(g.rebalanceDeadline) || nobody {
 		g.completeJoin()
 		return
 	}
@@ -387,6 +401,9 @@ func (g *group) maybeCompleteJoin() {
 			next = g.rebalanceDeadline
 		}
 	}
+	if alone && g.aloneUntil.Before(next) {
+		next = g.aloneUntil
+	}
 	g.rebalanceTimer = g.c.after(next.Sub(now), g.maybeCompleteJoin)
 }
 
@@ -395,6 +412,7 @@ func (g *group) maybeCompleteJoin() {
 // responses, the leader with everyone's metadata.
 func (g *group) completeJoin() {
 	g.rebalanceTimer.stop()
+	g.aloneUntil = time.Time{}
 	for _, m := range slices.Clone(g.members) {
 		if m.joinCh == nil {
 			g.c.log.Info("group member did not rejoin in time", "group", g.id, "member", m.id)

@@ -97,7 +97,9 @@ func (g *group) joinNew(r JoinRequest, ch chan JoinResult) error {
 	id := g.c.cfg.NewMemberID(memberIDPrefix(r))
 	if r.InstanceID == "" && r.RequireKnownMemberID {
 		// The member must come back with this id; until it does, or its
-		// session timeout passes, a rebalance waits for it.
+		// session timeout passes, a rebalance waits for it. A first
+		// member is not alone any more.
+		g.aloneUntil = time.Time{}
 		g.pending[id] = g.c.after(r.SessionTimeout, func() {
 			if g.c.groups[g.id] != g {
 				return

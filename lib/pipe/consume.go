@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -22,7 +21,7 @@ import (
 // ConsumeConfig is one run of `mqpipe consume`.
 type ConsumeConfig struct {
 	Broker     string     // the -b value; empty: $MQ_BROKER, then the defaults
-	Topics     []string   // -t
+	Topics     []string   // -t: names, and regexes that start with ^ (topicSpec)
 	Partitions []int32    // -p: only these partitions of each topic; none: all
 	Offset     OffsetSpec // -o: where to start
 	Count      int64      // -c: stop after this many messages; 0: no limit
@@ -59,10 +58,8 @@ func (cfg *ConsumeConfig) check() error {
 	case cfg.Commit != "" && cfg.Commit != CommitWritten && cfg.Commit != CommitPeriodic && cfg.Commit != CommitNone:
 		return client.Usagef("consume: --commit %q: want %s", cfg.Commit, CommitModes)
 	}
-	for _, t := range cfg.Topics {
-		if t == "" {
-			return client.Usagef("consume: empty topic name in -t")
-		}
+	if _, err := parseTopics(cfg.Topics); err != nil {
+		return err
 	}
 	for _, p := range cfg.Partitions {
 		if p < 0 {
@@ -127,14 +124,31 @@ func outputError(err error) error {
 type partitionSet map[string][]int32
 
 // Consume prints the records of the topics to Stdout until the context is
-// cancelled, -c messages were printed, or (-e) every partition reached the
-// high-water mark it had when Consume started. Records of one partition
-// are printed in offset order. Without a group it reads the partitions
-// directly and commits nothing; with one, see consumeGroup.
+// cancelled, -c messages were printed, (-e) every partition reached the
+// high-water mark it had when Consume started, or nobody reads Stdout any
+// more. Records of one partition are printed in offset order. Without a
+// group it reads the partitions directly and commits nothing; with one,
+// see consumeGroup.
+//
+// A closed output (| head) ends Consume successfully: at the next write
+// that fails with EPIPE, or at once when Stdout is a pipe or Unix socket
+// whose reader closed it (watchOutput), also while no record comes.
 func Consume(ctx context.Context, cfg ConsumeConfig) error {
 	if err := cfg.check(); err != nil {
 		return err
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := watchOutput(cfg.Stdout, cancel)
+	err := consume(ctx, cfg)
+	stop()
+	if errors.Is(context.Cause(ctx), errOutputClosed) {
+		return nil // what was written is committed (consumeGroup's finish)
+	}
+	return err
+}
+
+func consume(ctx context.Context, cfg ConsumeConfig) error {
 	addrs, err := client.Resolve(cfg.Broker, os.Getenv, os.Getuid())
 	if err != nil {
 		return err
@@ -148,12 +162,25 @@ func Consume(ctx context.Context, cfg ConsumeConfig) error {
 		return err
 	}
 	adm := kadm.NewClient(admCl)
-	parts, err := topicPartitions(ctx, adm, cfg.Topics, cfg.Partitions)
+	spec, err := parseTopics(cfg.Topics)
 	if err != nil {
 		return err
 	}
+	parts, err := topicPartitions(ctx, adm, spec, cfg.Partitions)
+	if err != nil {
+		return err
+	}
+	// With -e, "the end" is that of the topics that exist now: a regex is
+	// resolved once, here. Without, it follows topics created later.
+	follow := !cfg.Exit && len(spec.patterns) > 0
 	if cfg.Group != "" {
-		return consumeGroup(ctx, cfg, addrs, adm)
+		if cfg.Exit {
+			if len(parts) == 0 {
+				return nil // no topic matched: nothing to read
+			}
+			spec = topicSpec{names: parts.names()}
+		}
+		return consumeGroup(ctx, cfg, addrs, adm, spec)
 	}
 	starts, ends, err := startOffsets(ctx, adm, parts, cfg.Offset)
 	if err != nil {
@@ -179,7 +206,7 @@ func Consume(ctx context.Context, cfg ConsumeConfig) error {
 			remaining[t][p] = hwm
 		}
 	}
-	if len(consume) == 0 {
+	if len(consume) == 0 && !follow {
 		return nil
 	}
 	pos := positions{}
@@ -197,6 +224,18 @@ func Consume(ctx context.Context, cfg ConsumeConfig) error {
 		return err
 	}
 	defer cl.Close()
+	if follow {
+		fctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { // owns parts from here on
+			defer close(done)
+			followTopics(fctx, cl, &cfg, spec, parts)
+		}()
+		defer func() {
+			stop()
+			<-done
+		}()
+	}
 
 	w := newWriter(&cfg)
 	var printed int64
@@ -315,48 +354,14 @@ func fetchError(fetches kgo.Fetches, pos positions) error {
 	return first
 }
 
-// topicPartitions returns the partitions to read: for each topic all of
-// them, or those asked for (each must exist).
-func topicPartitions(ctx context.Context, adm *kadm.Client, topics []string, only []int32) (partitionSet, error) {
-	details, err := adm.ListTopics(ctx, topics...)
-	if err != nil {
-		return nil, client.Failf("describe topics: %v", err)
-	}
-	parts := partitionSet{}
-	for _, t := range topics {
-		td, ok := details[t]
-		if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-			return nil, client.Failf("topic %s does not exist", t)
-		}
-		if td.Err != nil {
-			return nil, client.Failf("topic %s: %v", t, td.Err)
-		}
-		all := td.Partitions.Numbers()
-		slices.Sort(all)
-		if len(only) == 0 {
-			parts[t] = all
-			continue
-		}
-		for _, p := range only {
-			if !slices.Contains(all, p) {
-				return nil, client.Failf("topic %s has %d partition%s; there is no partition %d", t, len(all), plural(len(all)), p)
-			}
-			if !slices.Contains(parts[t], p) {
-				parts[t] = append(parts[t], p)
-			}
-		}
-	}
-	return parts, nil
-}
-
 // startOffsets lists each partition's log start offset and high-water
 // mark (and, for @TIME, the offset at that time) and returns where to
 // start reading and the high-water marks.
 func startOffsets(ctx context.Context, adm *kadm.Client, parts partitionSet, spec OffsetSpec) (starts, ends map[string]map[int32]int64, err error) {
-	var topics []string
-	for t := range parts {
-		topics = append(topics, t)
+	if len(parts) == 0 {
+		return map[string]map[int32]int64{}, map[string]map[int32]int64{}, nil // listing no topic would list them all
 	}
+	topics := parts.names()
 	list := func(what string, f func() (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
 		l, err := f()
 		if err == nil {

@@ -10,11 +10,15 @@
 // every message was acknowledged; otherwise its error counts and lists the
 // lines that were not.
 //
-// Consume reads partitions directly from offsets computed by OffsetSpec
-// (beginning, end, N, -N, @TIME), prints each record with a Format
+// Consume reads the topics of -t: names, and regular expressions (values
+// starting with ^, topicSpec), resolved once with -e and followed to
+// topics created later without. It reads partitions directly from
+// offsets computed by OffsetSpec (beginning, end, N, -N, @TIME), prints each record with a Format
 // (kcat's %-tokens) or as a JSON envelope (AppendJSON), keeps the order
 // of each partition, and with -e stops at the high-water marks listed when
-// it started.
+// it started. A closed stdout ends it successfully, noticed at once for a
+// pipe or Unix socket whose reader went away (watchOutput), not only at
+// the next write.
 //
 // The JSON envelope is defined once, by AppendJSON and DecodeJSON: what
 // consume --json prints, produce --format json reads back exactly (keys,

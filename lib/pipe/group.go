@@ -180,7 +180,11 @@ func (a *assignment) caughtUp() (bool, error) {
 // written to stdout is committed as --commit says. With -e it exits once
 // every assigned partition reached the high-water mark it had when this
 // member got it, committing first.
-func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, adm *kadm.Client) error {
+//
+// The group subscribes to the topics of spec; with patterns, by regex
+// (kgo's ConsumeRegex, the names matching only themselves), so that the
+// group takes on topics created later, looked for every topicRefresh.
+func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, adm *kadm.Client, spec topicSpec) error {
 	asg := newAssignment()
 	var exitAdm *kadm.Client
 	if cfg.Exit {
@@ -204,7 +208,6 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 	}
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(cfg.Group),
-		kgo.ConsumeTopics(cfg.Topics...),
 		kgo.ConsumeResetOffset(cfg.Offset.resetOffset()),
 		kgo.KeepRetryableFetchErrors(), // for fetchError
 		kgo.BlockRebalanceOnPoll(),
@@ -216,6 +219,11 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 			asg.remove(m)
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { asg.remove(m) }),
+	}
+	if len(spec.patterns) == 0 {
+		opts = append(opts, kgo.ConsumeTopics(spec.names...))
+	} else {
+		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(spec.regexes()...), kgo.MetadataMaxAge(topicRefresh))
 	}
 	switch mode {
 	case CommitWritten, CommitPeriodic:
@@ -242,6 +250,7 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 	w := newWriter(&cfg)
 	var printed int64
 	pos := positions{}
+	var written []*kgo.Record // this poll's records, marked for commit once flushed
 	for {
 		pollCtx, cancel := ctx, context.CancelFunc(func() {})
 		if cfg.Exit {
@@ -259,6 +268,7 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 		}
 		var werr error
 		stop := false
+		written = written[:0]
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 			if werr != nil || stop {
 				return
@@ -280,9 +290,7 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 					return
 				}
 				pos.set(r.Topic, r.Partition, r.Offset+1)
-				if mode != CommitNone {
-					cl.MarkCommitRecords(r)
-				}
+				written = append(written, r)
 				printed++
 				if cfg.Count > 0 && printed >= cfg.Count {
 					stop = true
@@ -298,8 +306,13 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 			werr = w.flush()
 		}
 		if werr != nil {
+			// What was not flushed may not have been written: it is
+			// not committed.
 			finish()
 			return outputError(werr)
+		}
+		if mode != CommitNone {
+			cl.MarkCommitRecords(written...)
 		}
 		if mode == CommitWritten {
 			commitMarked(ctx, cl)
