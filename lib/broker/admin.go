@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -44,58 +43,9 @@ func (b *Broker) syncData() {
 	}
 }
 
-// adminError is a refusal decided by a handler: the Kafka error to answer
-// with and a message for the ErrorMessage field.
-type adminError struct {
-	code *kerr.Error
-	msg  string
-}
-
-func (e *adminError) Error() string { return e.code.Message + ": " + e.msg }
-
 // refuse returns an adminError with a formatted message.
 func refuse(code *kerr.Error, format string, args ...any) error {
 	return &adminError{code: code, msg: fmt.Sprintf(format, args...)}
-}
-
-// kafkaError maps an error of the admin handlers, the controller or the
-// config package to a Kafka error code and the message to send with it.
-// It is the one place where internal errors become protocol errors; nil
-// maps to code 0 and no message.
-func kafkaError(err error) (int16, *string) {
-	if err == nil {
-		return 0, nil
-	}
-	var code *kerr.Error
-	msg := err.Error()
-	var ae *adminError
-	switch {
-	case errors.As(err, &ae):
-		code, msg = ae.code, ae.msg
-	case errors.Is(err, errInvalidTopicName):
-		code = kerr.InvalidTopicException
-	case errors.Is(err, controller.ErrTopicExists):
-		code = kerr.TopicAlreadyExists
-	case errors.Is(err, controller.ErrUnknownTopic), errors.Is(err, controller.ErrUnknownPartition):
-		code = kerr.UnknownTopicOrPartition
-	case errors.Is(err, controller.ErrInvalidPartitions):
-		code = kerr.InvalidPartitions
-	case errors.Is(err, controller.ErrInvalidReplicationFactor):
-		code = kerr.InvalidReplicationFactor
-	case errors.Is(err, controller.ErrInvalidReplicaAssignment):
-		code = kerr.InvalidReplicaAssignment
-	case errors.Is(err, controller.ErrInvalidConfig),
-		errors.Is(err, config.ErrUnknownConfig), errors.Is(err, config.ErrInvalidValue):
-		code = kerr.InvalidConfig
-	case errors.Is(err, controller.ErrNotController), errors.Is(err, controller.ErrClosed):
-		// Retriable: the client refreshes metadata and finds the controller.
-		code = kerr.NotController
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		code = kerr.RequestTimedOut
-	default:
-		code = kerr.UnknownServerError
-	}
-	return code.Code, &msg
 }
 
 // defaultAdminTimeout bounds controller commands of requests that carry

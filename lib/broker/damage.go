@@ -2,15 +2,12 @@ package broker
 
 import (
 	"context"
-	"errors"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/log"
-	"github.com/mqproject/mq/lib/replica"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -25,22 +22,6 @@ func (b *Broker) extensionAPIs() map[int16]api {
 // NewRequest implements server.RequestMaker: the requests of mq's own API
 // keys.
 func (b *Broker) NewRequest(key int16) kmsg.Request { return kafkaext.NewRequest(key) }
-
-// skipDamagedError maps an error of SkipDamaged to its Kafka error code:
-// the one place where they become codes.
-func skipDamagedError(err error) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, errUnknownPartition):
-		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, errNotHostedOrLeader), errors.Is(err, replica.ErrClosed), errors.Is(err, log.ErrClosed):
-		return kerr.NotLeaderForPartition.Code
-	case errors.Is(err, log.ErrOffsetOutOfRange):
-		return kerr.OffsetOutOfRange.Code
-	}
-	return kerr.KafkaStorageError.Code
-}
 
 // handleSkipDamaged gives up damaged ranges of partitions this node leads,
 // on an operator's explicit request (mqctl records skip-damaged): each one

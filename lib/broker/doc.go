@@ -9,8 +9,13 @@
 // (ListOffsets), metadata.go (Metadata, InitProducerId), admin.go and
 // configs.go (topics, configs, DeleteRecords), groups*.go (the group APIs
 // onto lib/group), logdirs.go (DescribeLogDirs), damage.go (mq's
-// SkipDamaged, lib/kafkaext). Each family maps its errors to Kafka codes in
-// one function (produceError, fetchError, …), next to its handlers.
+// SkipDamaged, lib/kafkaext). errors.go is the one place where internal
+// errors become Kafka codes: one table per internal error domain (the
+// broker's own, lib/record, lib/log, lib/replica, lib/controller,
+// lib/config, lib/group, context), and per API family a list of those
+// tables with its own rows first (produceError, fetchError, …). A test
+// finds every sentinel error of the packages below in their sources and
+// fails on one no table names.
 //
 // # Goroutines
 //

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"reflect"
 	"slices"
 	"sync"
@@ -15,41 +14,8 @@ import (
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/log"
-	"github.com/mqproject/mq/lib/replica"
 	"github.com/mqproject/mq/lib/server"
 )
-
-// fetchError maps an error of the fetch path to its Kafka error code. This
-// is the one place where fetch errors become codes.
-func fetchError(err error) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, errUnknownPartition):
-		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, errUnknownTopicID):
-		return kerr.UnknownTopicID.Code
-	case errors.Is(err, log.ErrOffsetOutOfRange):
-		return kerr.OffsetOutOfRange.Code
-	case errors.Is(err, errNotHostedOrLeader), errors.Is(err, replica.ErrNotLeader),
-		errors.Is(err, replica.ErrClosed), errors.Is(err, log.ErrClosed):
-		return kerr.NotLeaderForPartition.Code
-	case errors.Is(err, replica.ErrFencedLeaderEpoch):
-		return kerr.FencedLeaderEpoch.Code
-	case errors.Is(err, replica.ErrUnknownLeaderEpoch):
-		return kerr.UnknownLeaderEpoch.Code
-	case errors.Is(err, log.ErrDamaged):
-		// Not CORRUPT_MESSAGE, which is what Kafka answers: kgo retries
-		// that one silently forever, so a consumer would hang at the
-		// damage. INVALID_RECORD is not retriable for kgo and reaches the
-		// application in every client (librdkafka as a consumer error,
-		// the Java client as an exception), naming the partition.
-		return kerr.InvalidRecord.Code
-	}
-	return kerr.KafkaStorageError.Code
-}
-
-var errUnknownTopicID = errors.New("broker: unknown topic id")
 
 // fetchPartition is one partition of a fetch: what was asked and what was
 // read.

@@ -22,41 +22,6 @@ const producerIDBlockSize = 1000
 // maxTopicNameLength is Kafka's limit on topic names.
 const maxTopicNameLength = 249
 
-var (
-	errInvalidTopicName = errors.New("broker: invalid topic name")
-	errUnknownTopic     = errors.New("broker: unknown topic")
-)
-
-// metadataError maps an error of Metadata (topic auto-creation included)
-// and InitProducerId to its Kafka error code. This is the one place where
-// their errors become codes.
-func metadataError(err error) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, errInvalidTopicName):
-		return kerr.InvalidTopicException.Code
-	case errors.Is(err, errUnknownTopic), errors.Is(err, errUnknownPartition):
-		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, errUnknownTopicID):
-		return kerr.UnknownTopicID.Code
-	case errors.Is(err, controller.ErrInvalidReplicationFactor):
-		return kerr.InvalidReplicationFactor.Code
-	case errors.Is(err, controller.ErrInvalidPartitions):
-		return kerr.InvalidPartitions.Code
-	case errors.Is(err, controller.ErrInvalidReplicaAssignment):
-		return kerr.InvalidReplicaAssignment.Code
-	case errors.Is(err, controller.ErrInvalidConfig):
-		return kerr.InvalidConfig.Code
-	case errors.Is(err, errTransactional):
-		return kerr.TransactionalIDAuthorizationFailed.Code
-	case errors.Is(err, controller.ErrNotController), errors.Is(err, controller.ErrClosed),
-		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	return kerr.UnknownServerError.Code
-}
-
 // validTopicName applies Kafka's rules: 1 to 249 characters from
 // [a-zA-Z0-9._-], and not "." or "..".
 func validTopicName(name string) error {

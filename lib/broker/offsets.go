@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
@@ -20,33 +19,6 @@ const (
 	listMaxTimestamp  = -3 // the record with the largest timestamp (v7+, KIP-734)
 	listEarliestLocal = -4 // the first offset on local disk (v8+, KIP-405): the log start, without tiered storage
 )
-
-// offsetsError maps an error of ListOffsets and DeleteRecords to its Kafka
-// error code. This is the one place where their errors become codes.
-func offsetsError(err error) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, errUnknownPartition):
-		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, errNotHostedOrLeader), errors.Is(err, replica.ErrNotLeader),
-		errors.Is(err, replica.ErrClosed), errors.Is(err, log.ErrClosed):
-		return kerr.NotLeaderForPartition.Code
-	case errors.Is(err, replica.ErrFencedLeaderEpoch):
-		return kerr.FencedLeaderEpoch.Code
-	case errors.Is(err, replica.ErrUnknownLeaderEpoch):
-		return kerr.UnknownLeaderEpoch.Code
-	case errors.Is(err, log.ErrOffsetOutOfRange):
-		return kerr.OffsetOutOfRange.Code
-	case errors.Is(err, errInvalidTimestamp):
-		return kerr.InvalidRequest.Code
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return kerr.RequestTimedOut.Code
-	}
-	return kerr.KafkaStorageError.Code
-}
-
-var errInvalidTimestamp = errors.New("broker: invalid list offsets timestamp")
 
 // leaderPartition returns the hosted partition of topic t, or the error to
 // answer for it.

@@ -2,88 +2,17 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/record"
-	"github.com/mqproject/mq/lib/replica"
 	"github.com/mqproject/mq/lib/server"
 )
-
-// Errors of the produce path that have no package of their own.
-var (
-	errEmptyRecords      = errors.New("broker: produce without a record batch")
-	errTransactional     = errors.New("broker: transactions are not supported")
-	errControlBatch      = errors.New("broker: control batches cannot be produced")
-	errMessageTooLarge   = errors.New("broker: message too large")
-	errUnknownPartition  = errors.New("broker: unknown topic or partition")
-	errInvalidAcks       = errors.New("broker: acks must be -1, 0 or 1")
-	errNotHostedOrLeader = errors.New("broker: partition not led by this node")
-)
-
-// produceError maps an error of the produce path to its Kafka error code.
-// This is the one place where produce errors become codes.
-//
-// Transactional batches get TRANSACTIONAL_ID_AUTHORIZATION_FAILED: mq has
-// no transaction coordinator, and this is the code Kafka itself answers a
-// producer that may not use transactions. Clients treat it as fatal for
-// the transactional producer (kgo fails the records, librdkafka raises a
-// fatal error) instead of retrying forever.
-func produceError(err error, version int16) int16 {
-	var code int16
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, errUnknownPartition):
-		code = kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, errNotHostedOrLeader), errors.Is(err, replica.ErrNotLeader), errors.Is(err, replica.ErrClosed),
-		errors.Is(err, log.ErrClosed):
-		code = kerr.NotLeaderForPartition.Code
-	case errors.Is(err, replica.ErrNotEnoughReplicas):
-		code = kerr.NotEnoughReplicas.Code
-	case errors.Is(err, errInvalidAcks):
-		code = kerr.InvalidRequiredAcks.Code
-	case errors.Is(err, errMessageTooLarge), errors.Is(err, record.ErrTooLarge):
-		code = kerr.MessageTooLarge.Code
-	case errors.Is(err, errTransactional):
-		code = kerr.TransactionalIDAuthorizationFailed.Code
-	case errors.Is(err, record.ErrBadCount), errors.Is(err, record.ErrBadMagic),
-		errors.Is(err, errEmptyRecords), errors.Is(err, errControlBatch):
-		code = kerr.InvalidRecord.Code
-	case errors.Is(err, record.ErrBadCRC), errors.Is(err, record.ErrTruncated),
-		errors.Is(err, record.ErrBadLength), errors.Is(err, record.ErrBadCodec),
-		errors.Is(err, record.ErrCorrupt):
-		code = kerr.CorruptMessage.Code
-	case errors.Is(err, log.ErrOutOfOrderSequence):
-		code = kerr.OutOfOrderSequenceNumber.Code
-	case errors.Is(err, log.ErrInvalidProducerEpoch):
-		code = kerr.InvalidProducerEpoch.Code
-	case errors.Is(err, log.ErrUnknownProducerID):
-		code = kerr.UnknownProducerID.Code
-	case errors.Is(err, context.DeadlineExceeded):
-		code = kerr.RequestTimedOut.Code
-	case errors.Is(err, context.Canceled):
-		code = kerr.RequestTimedOut.Code
-	default:
-		// The log could not write: a full disk (ENOSPC), an I/O error, a
-		// failed fsync, a log in the failed state. The ErrorMessage (v8+)
-		// carries the error, the file and the errno text.
-		code = kerr.KafkaStorageError.Code
-	}
-	// INVALID_RECORD exists from Produce v8 (KIP-467); older clients know
-	// the same condition as CORRUPT_MESSAGE.
-	if code == kerr.InvalidRecord.Code && version < 8 {
-		code = kerr.CorruptMessage.Code
-	}
-	return code
-}
 
 // produceWait is one partition of an acks=all request waiting for its
 // high-water mark.

@@ -1,0 +1,264 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/group"
+	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/replica"
+)
+
+// This file is the one place where internal errors become Kafka error
+// codes. Each internal error domain has one table saying what its errors
+// mean to a Kafka client; each API family's mapping (produceError,
+// fetchError, …) is a list of tables, most specific first, and a fallback
+// for what none of them names. So an error reads the same in every API,
+// unless an API's own table says otherwise (and why).
+
+// errorCode is one row of a table: an internal error, matched with
+// errors.Is, and the Kafka error it becomes.
+type errorCode struct {
+	err  error
+	code *kerr.Error
+}
+
+// Errors of lib/broker itself, the same for every API.
+var (
+	errEmptyRecords      = errors.New("broker: produce without a record batch")
+	errTransactional     = errors.New("broker: transactions are not supported")
+	errControlBatch      = errors.New("broker: control batches cannot be produced")
+	errMessageTooLarge   = errors.New("broker: message too large")
+	errUnknownPartition  = errors.New("broker: unknown topic or partition")
+	errInvalidAcks       = errors.New("broker: acks must be -1, 0 or 1")
+	errNotHostedOrLeader = errors.New("broker: partition not led by this node")
+	errUnknownTopicID    = errors.New("broker: unknown topic id")
+	errInvalidTimestamp  = errors.New("broker: invalid list offsets timestamp")
+	errInvalidTopicName  = errors.New("broker: invalid topic name")
+	errUnknownTopic      = errors.New("broker: unknown topic")
+)
+
+var brokerCodes = []errorCode{
+	{errUnknownPartition, kerr.UnknownTopicOrPartition},
+	{errUnknownTopic, kerr.UnknownTopicOrPartition},
+	{errUnknownTopicID, kerr.UnknownTopicID},
+	{errInvalidTopicName, kerr.InvalidTopicException},
+	{errNotHostedOrLeader, kerr.NotLeaderForPartition},
+	{errInvalidAcks, kerr.InvalidRequiredAcks},
+	{errMessageTooLarge, kerr.MessageTooLarge},
+	// mq has no transaction coordinator; this is what Kafka answers a
+	// producer that may not use transactions, and clients treat it as
+	// fatal for the transactional producer instead of retrying forever.
+	{errTransactional, kerr.TransactionalIDAuthorizationFailed},
+	{errEmptyRecords, kerr.InvalidRecord},
+	{errControlBatch, kerr.InvalidRecord},
+	{errInvalidTimestamp, kerr.InvalidRequest},
+}
+
+// recordCodes: a batch that fails its checks.
+var recordCodes = []errorCode{
+	{record.ErrBadCount, kerr.InvalidRecord},
+	{record.ErrBadMagic, kerr.InvalidRecord},
+	{record.ErrBadCRC, kerr.CorruptMessage},
+	{record.ErrTruncated, kerr.CorruptMessage},
+	{record.ErrBadLength, kerr.CorruptMessage},
+	{record.ErrBadCodec, kerr.CorruptMessage},
+	{record.ErrCorrupt, kerr.CorruptMessage},
+	{record.ErrTooLarge, kerr.MessageTooLarge},
+}
+
+// logCodes: a partition log's refusals.
+var logCodes = []errorCode{
+	{log.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	// Not CORRUPT_MESSAGE, which is what Kafka answers: kgo retries that
+	// one silently forever, so a consumer would hang at the damage.
+	// INVALID_RECORD is not retriable for kgo and reaches the application
+	// in every client (librdkafka as a consumer error, the Java client as
+	// an exception), naming the partition.
+	{log.ErrDamaged, kerr.InvalidRecord},
+	{log.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{log.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{log.ErrUnknownProducerID, kerr.UnknownProducerID},
+	// A log closed under a request was moved or deleted: the client looks
+	// the leader up again.
+	{log.ErrClosed, kerr.NotLeaderForPartition},
+}
+
+// replicaCodes: a partition replica's refusals.
+var replicaCodes = []errorCode{
+	{replica.ErrNotLeader, kerr.NotLeaderForPartition},
+	{replica.ErrClosed, kerr.NotLeaderForPartition},
+	{replica.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{replica.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
+	{replica.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
+}
+
+// controllerCodes: the controller's refusals of admin commands.
+var controllerCodes = []errorCode{
+	{controller.ErrTopicExists, kerr.TopicAlreadyExists},
+	{controller.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{controller.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{controller.ErrInvalidPartitions, kerr.InvalidPartitions},
+	{controller.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{controller.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{controller.ErrInvalidConfig, kerr.InvalidConfig},
+	// Retriable: the client refreshes metadata and finds the controller.
+	{controller.ErrNotController, kerr.NotController},
+	{controller.ErrClosed, kerr.NotController},
+}
+
+// configCodes: a config that is not one, or a bad value.
+var configCodes = []errorCode{
+	{config.ErrUnknownConfig, kerr.InvalidConfig},
+	{config.ErrInvalidValue, kerr.InvalidConfig},
+	{config.ErrNotDynamic, kerr.InvalidConfig},
+}
+
+// groupCodes: the group coordinator's refusals.
+var groupCodes = []errorCode{
+	{group.ErrNotCoordinator, kerr.NotCoordinator},
+	{group.ErrLoadInProgress, kerr.CoordinatorLoadInProgress},
+	{group.ErrCoordinatorUnavailable, kerr.CoordinatorNotAvailable},
+	{group.ErrClosed, kerr.CoordinatorNotAvailable},
+	{group.ErrInvalidGroupID, kerr.InvalidGroupID},
+	{group.ErrUnknownMemberID, kerr.UnknownMemberID},
+	{group.ErrMemberIDRequired, kerr.MemberIDRequired},
+	{group.ErrIllegalGeneration, kerr.IllegalGeneration},
+	{group.ErrRebalanceInProgress, kerr.RebalanceInProgress},
+	{group.ErrFencedInstanceID, kerr.FencedInstanceID},
+	{group.ErrInconsistentProtocol, kerr.InconsistentGroupProtocol},
+	{group.ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout},
+	{group.ErrGroupNotFound, kerr.GroupIDNotFound},
+	{group.ErrNonEmptyGroup, kerr.NonEmptyGroup},
+	{group.ErrSubscribedToTopic, kerr.GroupSubscribedToTopic},
+	{group.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge},
+}
+
+// contextCodes: a request that ran out of time, or whose connection went.
+var contextCodes = []errorCode{
+	{context.DeadlineExceeded, kerr.RequestTimedOut},
+	{context.Canceled, kerr.RequestTimedOut},
+}
+
+// kafkaCode maps err through the tables in order: the first row whose
+// error err matches decides; nil is 0, and an error no table names is
+// fallback.
+func kafkaCode(err error, fallback *kerr.Error, tables ...[]errorCode) *kerr.Error {
+	if err == nil {
+		return nil
+	}
+	for _, t := range tables {
+		for _, row := range t {
+			if errors.Is(err, row.err) {
+				return row.code
+			}
+		}
+	}
+	return fallback
+}
+
+func codeOf(e *kerr.Error) int16 {
+	if e == nil {
+		return 0
+	}
+	return e.Code
+}
+
+// produceError maps an error of the produce path to its Kafka error code.
+// Anything unnamed is the disk's fault (a full disk, an I/O error), which
+// producers retry.
+func produceError(err error, version int16) int16 {
+	code := codeOf(kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes, recordCodes, contextCodes))
+	// INVALID_RECORD exists from Produce v8 (KIP-467); older clients know
+	// the same condition as CORRUPT_MESSAGE.
+	if code == kerr.InvalidRecord.Code && version < 8 {
+		code = kerr.CorruptMessage.Code
+	}
+	return code
+}
+
+// fetchError maps an error of the fetch path to its Kafka error code.
+func fetchError(err error) int16 {
+	return codeOf(kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes))
+}
+
+// offsetsError maps an error of ListOffsets to its Kafka error code.
+func offsetsError(err error) int16 {
+	return codeOf(kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes, contextCodes))
+}
+
+// metadataCodes: Metadata creates topics on the fly (auto-create), and
+// clients of Metadata do not know NOT_CONTROLLER there: a controller that
+// is not reachable yet is COORDINATOR_NOT_AVAILABLE, which they retry.
+var metadataCodes = []errorCode{
+	{controller.ErrNotController, kerr.CoordinatorNotAvailable},
+	{controller.ErrClosed, kerr.CoordinatorNotAvailable},
+	{context.DeadlineExceeded, kerr.CoordinatorNotAvailable},
+	{context.Canceled, kerr.CoordinatorNotAvailable},
+}
+
+// metadataError maps an error of Metadata (and InitProducerId) to its
+// Kafka error code.
+func metadataError(err error) int16 {
+	return codeOf(kafkaCode(err, kerr.UnknownServerError, metadataCodes, brokerCodes, controllerCodes))
+}
+
+// adminError is an admin refusal that carries its own Kafka error and
+// message (validation of a request's fields).
+type adminError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *adminError) Error() string { return e.code.Message + ": " + e.msg }
+
+// kafkaError maps an error of the admin APIs to its Kafka error code and
+// the message for the response's ErrorMessage.
+func kafkaError(err error) (int16, *string) {
+	if err == nil {
+		return 0, nil
+	}
+	msg := err.Error()
+	var ae *adminError
+	if errors.As(err, &ae) {
+		return ae.code.Code, &ae.msg
+	}
+	return codeOf(kafkaCode(err, kerr.UnknownServerError, brokerCodes, controllerCodes, configCodes, contextCodes)), &msg
+}
+
+// groupError maps an error of the group APIs to its Kafka error code.
+//
+// A failure to write __consumer_offsets is NOT_COORDINATOR when this node
+// lost the partition's leadership (clients look the coordinator up again)
+// and COORDINATOR_NOT_AVAILABLE otherwise (clients retry), as Kafka maps
+// its storage errors for these APIs.
+func groupError(err error) int16 {
+	var se *group.StoreError
+	if errors.As(err, &se) {
+		if storeErrorIsNotLeader(se.Err) {
+			return kerr.NotCoordinator.Code
+		}
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return codeOf(kafkaCode(err, kerr.UnknownServerError, groupCodes, brokerCodes))
+}
+
+// skipDamagedError maps an error of SkipDamaged to its Kafka error code.
+func skipDamagedError(err error) int16 {
+	return codeOf(kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes))
+}
+
+// groupErrorMessage is the ErrorMessage for a code-carrying error, nil
+// for none.
+func groupErrorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}
