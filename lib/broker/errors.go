@@ -148,32 +148,25 @@ var contextCodes = []errorCode{
 // kafkaCode maps err through the tables in order: the first row whose
 // error err matches decides; nil is 0, and an error no table names is
 // fallback.
-func kafkaCode(err error, fallback *kerr.Error, tables ...[]errorCode) *kerr.Error {
+func kafkaCode(err error, fallback *kerr.Error, tables ...[]errorCode) int16 {
 	if err == nil {
-		return nil
+		return 0
 	}
 	for _, t := range tables {
 		for _, row := range t {
 			if errors.Is(err, row.err) {
-				return row.code
+				return row.code.Code
 			}
 		}
 	}
-	return fallback
-}
-
-func codeOf(e *kerr.Error) int16 {
-	if e == nil {
-		return 0
-	}
-	return e.Code
+	return fallback.Code
 }
 
 // produceError maps an error of the produce path to its Kafka error code.
 // Anything unnamed is the disk's fault (a full disk, an I/O error), which
 // producers retry.
 func produceError(err error, version int16) int16 {
-	code := codeOf(kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes, recordCodes, contextCodes))
+	code := kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes, recordCodes, contextCodes)
 	// INVALID_RECORD exists from Produce v8 (KIP-467); older clients know
 	// the same condition as CORRUPT_MESSAGE.
 	if code == kerr.InvalidRecord.Code && version < 8 {
@@ -184,12 +177,12 @@ func produceError(err error, version int16) int16 {
 
 // fetchError maps an error of the fetch path to its Kafka error code.
 func fetchError(err error) int16 {
-	return codeOf(kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes))
+	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes)
 }
 
 // offsetsError maps an error of ListOffsets to its Kafka error code.
 func offsetsError(err error) int16 {
-	return codeOf(kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes, contextCodes))
+	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes, contextCodes)
 }
 
 // metadataCodes: Metadata creates topics on the fly (auto-create), and
@@ -205,7 +198,7 @@ var metadataCodes = []errorCode{
 // metadataError maps an error of Metadata (and InitProducerId) to its
 // Kafka error code.
 func metadataError(err error) int16 {
-	return codeOf(kafkaCode(err, kerr.UnknownServerError, metadataCodes, brokerCodes, controllerCodes))
+	return kafkaCode(err, kerr.UnknownServerError, metadataCodes, brokerCodes, controllerCodes)
 }
 
 // adminError is an admin refusal that carries its own Kafka error and
@@ -228,7 +221,7 @@ func kafkaError(err error) (int16, *string) {
 	if errors.As(err, &ae) {
 		return ae.code.Code, &ae.msg
 	}
-	return codeOf(kafkaCode(err, kerr.UnknownServerError, brokerCodes, controllerCodes, configCodes, contextCodes)), &msg
+	return kafkaCode(err, kerr.UnknownServerError, brokerCodes, controllerCodes, configCodes, contextCodes), &msg
 }
 
 // groupError maps an error of the group APIs to its Kafka error code.
@@ -245,12 +238,12 @@ func groupError(err error) int16 {
 		}
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	return codeOf(kafkaCode(err, kerr.UnknownServerError, groupCodes, brokerCodes))
+	return kafkaCode(err, kerr.UnknownServerError, groupCodes, brokerCodes)
 }
 
 // skipDamagedError maps an error of SkipDamaged to its Kafka error code.
 func skipDamagedError(err error) int16 {
-	return codeOf(kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes))
+	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes)
 }
 
 // groupErrorMessage is the ErrorMessage for a code-carrying error, nil

@@ -188,6 +188,12 @@ type checkResult struct {
 func (l *Log) checkBatches(seg *segment, f File, pos, end, next int64, stopAtDamage bool, pace func(n int) error) (checkResult, error) {
 	bufp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(bufp)
+	// The leader-epoch history only changes past the log end (new epochs)
+	// or by truncation, which a check racing it may miss anyway: one copy
+	// serves every batch of the check.
+	l.mu.RLock()
+	epochs := epochCache{entries: slices.Clone(l.epochs.entries)}
+	l.mu.RUnlock()
 	res := checkResult{end: pos, next: next}
 	for {
 		l.mu.RLock()
@@ -198,10 +204,7 @@ func (l *Log) checkBatches(seg *segment, f File, pos, end, next int64, stopAtDam
 		}
 		var paced int64 = -1 // batches up to here were paid for
 		scan := scanSegment(f, seg.base, pos, end, next, true, *bufp, func(p int64, h *record.Header) error {
-			l.mu.RLock()
-			impossible := l.epochs.impossible(h.PartitionLeaderEpoch, h.BaseOffset)
-			l.mu.RUnlock()
-			if impossible {
+			if epochs.impossible(h.PartitionLeaderEpoch, h.BaseOffset) {
 				return fmt.Errorf("%w: %d", errImpossibleEpoch, h.PartitionLeaderEpoch)
 			}
 			if pace != nil && p+int64(h.Size()) > paced {

@@ -209,7 +209,7 @@ func (l *Log) recordDamageLocked(d Damage) bool {
 
 func (l *Log) checkpointDamageLocked() error {
 	if len(l.damage) == 0 {
-		if err := l.fs.Remove(l.path(damageFile)); err != nil && !isNotExist(err) {
+		if err := l.fs.Remove(l.path(damageFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 		return nil
@@ -371,5 +371,3 @@ func readAtMost(f File, pos int64, n int, size int64) ([]byte, error) {
 	}
 	return b, nil
 }
-
-func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }

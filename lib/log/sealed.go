@@ -98,9 +98,9 @@ func (l *Log) checkSealedLocked(k int) error {
 }
 
 func (l *Log) compareSealedLocked(k int, sealed []sealedSegment) error {
-	bySize := make(map[int64]sealedSegment, len(sealed))
+	byBase := make(map[int64]sealedSegment, len(sealed))
 	for _, s := range sealed {
-		bySize[s.base] = s
+		byBase[s.base] = s
 	}
 	first := l.segs[0].base
 	onDisk := make(map[int64]bool, len(l.segs))
@@ -116,7 +116,7 @@ func (l *Log) compareSealedLocked(k int, sealed []sealedSegment) error {
 			Length: s.size, Reason: "segment file missing"})
 	}
 	for i, seg := range l.segs[:k] {
-		s, known := bySize[seg.base]
+		s, known := byBase[seg.base]
 		if !known {
 			continue
 		}
