@@ -49,6 +49,8 @@ var flagProperty = []struct{ flag, property, env string }{
 	{"advertise", "advertised.listeners", "MQ_ADVERTISE"},
 	{"node-id", "node.id", "MQ_NODE_ID"},
 	{"voters", "controller.quorum.voters", "MQ_VOTERS"},
+	{"raft-address", "controller.raft.address", "MQ_RAFT_ADDRESS"},
+	{"rack", "broker.rack", "MQ_RACK"},
 	{"log-level", "log.level", "MQ_LOG_LEVEL"},
 	{"log-format", "log.format", "MQ_LOG_FORMAT"},
 }
@@ -89,7 +91,7 @@ signal interrupted the shutdown.
 
 Every flag but --set may also be given in the environment: MQ_DATA_DIR,
 MQ_LISTEN (comma-separated), MQ_ADVERTISE, MQ_NODE_ID, MQ_VOTERS, MQ_CONFIG,
-MQ_LOG_LEVEL, MQ_LOG_FORMAT; the flag wins over the variable.`,
+MQ_LOG_LEVEL, MQ_LOG_FORMAT, MQ_RAFT_ADDRESS, MQ_RACK; the flag wins over the variable.`,
 		HideHelpCommand:           true,
 		DisableSliceFlagSeparator: true, // listener and --set values contain commas
 		Flags: []cli.Flag{
@@ -103,6 +105,10 @@ MQ_LOG_LEVEL, MQ_LOG_FORMAT; the flag wins over the variable.`,
 				Value: fmt.Sprint(def.NodeID)},
 			&cli.StringFlag{Name: "voters", EnvVars: []string{"MQ_VOTERS"}, Usage: "the controller quorum, `ID@HOST:PORT,...` (controller.quorum.voters)",
 				DefaultText: "this node alone"},
+			&cli.StringFlag{Name: "raft-address", EnvVars: []string{"MQ_RAFT_ADDRESS"}, Usage: "when this node is not one of the voters, join the quorum as a non-voter with Raft at `HOST:PORT` (controller.raft.address)",
+				DefaultText: "none: a node that is not a voter needs one"},
+			&cli.StringFlag{Name: "rack", EnvVars: []string{"MQ_RACK"}, Usage: "this broker's `RACK` or zone: replicas of a partition go to different racks (broker.rack)",
+				DefaultText: "none"},
 			&cli.StringFlag{Name: "config", EnvVars: []string{"MQ_CONFIG"}, Usage: "read settings from `FILE`: key = value lines with Kafka property names",
 				DefaultText: "none"},
 			&cli.StringFlag{Name: "log-level", EnvVars: []string{"MQ_LOG_LEVEL"}, Usage: "log messages at `LEVEL` and above: debug, info, warn or error (log.level)",

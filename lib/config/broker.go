@@ -55,6 +55,24 @@ type Broker struct {
 	GroupInitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms, default 3 s
 	GroupInitialRebalanceAlone time.Duration // group.initial.rebalance.alone.ms (mq), default 500 ms; 0 off
 
+	// The cluster: liveness, replication, leadership.
+	RaftAddress                            string        // controller.raft.address (mq): this node's Raft host:port when it is not a voter
+	Rack                                   string        // broker.rack, default none
+	BrokerSessionTimeout                   time.Duration // broker.session.timeout.ms, default 9 s
+	BrokerHeartbeatInterval                time.Duration // broker.heartbeat.interval.ms, default 2 s
+	ControlledShutdown                     bool          // controlled.shutdown.enable, default true
+	ControlledShutdownTimeout              time.Duration // controlled.shutdown.timeout.ms (mq), default 30 s
+	ReplicaLagTime                         time.Duration // replica.lag.time.max.ms, default 30 s
+	NumReplicaFetchers                     int32         // num.replica.fetchers, default 1
+	ReplicaFetchMaxBytes                   int32         // replica.fetch.max.bytes, default 1 MiB
+	ReplicaFetchResponseMaxBytes           int32         // replica.fetch.response.max.bytes, default 10 MiB
+	ReplicaFetchWait                       time.Duration // replica.fetch.wait.max.ms, default 500 ms
+	ReplicaFetchBackoff                    time.Duration // replica.fetch.backoff.ms, default 1 s
+	ReplicaHighWatermarkCheckpointInterval time.Duration // replica.high.watermark.checkpoint.interval.ms, default 5 s
+	AutoLeaderRebalance                    bool          // auto.leader.rebalance.enable, default true
+	LeaderImbalanceCheckInterval           time.Duration // leader.imbalance.check.interval.seconds, default 300 s
+	OffsetsTopicReplicationFactor          int16         // offsets.topic.replication.factor, default 3 (at most the live brokers)
+
 	// Extra holds known, valid properties that have no field (for example
 	// log.cleanup.policy, compression.type, log.cleaner.*), by name, in
 	// canonical form. Unknown properties are an error at load time.
@@ -209,6 +227,41 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.GroupInitialRebalanceDelay = ms(v) }, get: func(b *Broker) string { return fmtMS(b.GroupInitialRebalanceDelay) }},
 	{name: "group.initial.rebalance.alone.ms", kind: intAtLeast(0), def: "500", doc: "How long the first member of a new group waits alone before its first rebalance (mq): when no other member has come by then, it does not wait the rest of group.initial.rebalance.delay.ms; once another comes, the whole delay applies. 0 turns this off.",
 		set: func(b *Broker, v string) { b.GroupInitialRebalanceAlone = ms(v) }, get: func(b *Broker) string { return fmtMS(b.GroupInitialRebalanceAlone) }},
+	{name: "controller.raft.address", kind: advertised, doc: "This node's Raft address (host:port) when it is not one of controller.quorum.voters: it joins the quorum as a non-voter there, so that it holds the cluster metadata too (mq). Voters use their entry in controller.quorum.voters.",
+		set: func(b *Broker, v string) { b.RaftAddress = v }, get: func(b *Broker) string { return b.RaftAddress }},
+	{name: "broker.rack", kind: rackName, doc: "The rack (or zone) of this broker: the replicas of a new partition go to different racks where there are enough.",
+		set: func(b *Broker, v string) { b.Rack = v }, get: func(b *Broker) string { return b.Rack }},
+	{name: "broker.session.timeout.ms", kind: longAtLeast(1), def: "9000", doc: "A broker that has not heartbeated to the controller for this long is fenced: its partitions get other leaders.",
+		set: func(b *Broker, v string) { b.BrokerSessionTimeout = ms(v) }, get: func(b *Broker) string { return fmtMS(b.BrokerSessionTimeout) }},
+	{name: "broker.heartbeat.interval.ms", kind: longAtLeast(1), def: "2000", doc: "How often this broker heartbeats to the controller.",
+		set: func(b *Broker, v string) { b.BrokerHeartbeatInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.BrokerHeartbeatInterval) }},
+	{name: "controlled.shutdown.enable", kind: boolean, def: "true", doc: "On SIGTERM, move this broker's leaderships to other in-sync replicas before it stops serving.",
+		set: func(b *Broker, v string) { b.ControlledShutdown = v == "true" }, get: func(b *Broker) string { return strconv.FormatBool(b.ControlledShutdown) }},
+	{name: "controlled.shutdown.timeout.ms", kind: longAtLeast(1), def: "30000", doc: "How long a controlled shutdown waits for the leaderships to move before stopping anyway (mq).",
+		set: func(b *Broker, v string) { b.ControlledShutdownTimeout = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ControlledShutdownTimeout) }},
+	{name: "replica.lag.time.max.ms", kind: longAtLeast(1), def: "30000", doc: "A follower that has not caught up with the leader for this long leaves the in-sync replicas.",
+		set: func(b *Broker, v string) { b.ReplicaLagTime = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ReplicaLagTime) }},
+	{name: "num.replica.fetchers", kind: intAtLeast(1), def: "1", doc: "Connections a follower uses to fetch from each leader broker; partitions are spread over them.",
+		set: func(b *Broker, v string) { b.NumReplicaFetchers = i32(v) }, get: func(b *Broker) string { return fmtInt(b.NumReplicaFetchers) }},
+	{name: "replica.fetch.max.bytes", kind: intAtLeast(1), def: "1048576", doc: "Bytes a follower asks for per partition in one fetch (the first batch comes whole even when larger).",
+		set: func(b *Broker, v string) { b.ReplicaFetchMaxBytes = i32(v) }, get: func(b *Broker) string { return fmtInt(b.ReplicaFetchMaxBytes) }},
+	{name: "replica.fetch.response.max.bytes", kind: intAtLeast(1), def: "10485760", doc: "Bytes a follower asks for in one fetch, all partitions together.",
+		set: func(b *Broker, v string) { b.ReplicaFetchResponseMaxBytes = i32(v) }, get: func(b *Broker) string { return fmtInt(b.ReplicaFetchResponseMaxBytes) }},
+	{name: "replica.fetch.wait.max.ms", kind: intAtLeast(0), def: "500", doc: "How long the leader holds a follower's fetch when there is nothing new.",
+		set: func(b *Broker, v string) { b.ReplicaFetchWait = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ReplicaFetchWait) }},
+	{name: "replica.fetch.backoff.ms", kind: intAtLeast(0), def: "1000", doc: "How long a follower waits after a failed fetch before trying again.",
+		set: func(b *Broker, v string) { b.ReplicaFetchBackoff = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ReplicaFetchBackoff) }},
+	{name: "replica.high.watermark.checkpoint.interval.ms", kind: longAtLeast(1), def: "5000", doc: "How often each partition's high-water mark is written to disk, so a restarted replica knows it.",
+		set: func(b *Broker, v string) { b.ReplicaHighWatermarkCheckpointInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ReplicaHighWatermarkCheckpointInterval) }},
+	{name: "auto.leader.rebalance.enable", kind: boolean, def: "true", doc: "Move leadership back to each partition's preferred replica once it is in sync again.",
+		set: func(b *Broker, v string) { b.AutoLeaderRebalance = v == "true" }, get: func(b *Broker) string { return strconv.FormatBool(b.AutoLeaderRebalance) }},
+	{name: "leader.imbalance.check.interval.seconds", kind: longAtLeast(1), def: "300", doc: "How often the controller looks for partitions not led by their preferred replica.",
+		set: func(b *Broker, v string) { b.LeaderImbalanceCheckInterval = time.Duration(i64(v)) * time.Second },
+		get: func(b *Broker) string {
+			return strconv.FormatInt(int64(b.LeaderImbalanceCheckInterval/time.Second), 10)
+		}},
+	{name: "offsets.topic.replication.factor", kind: integer(TypeShort, 16, 1, math.MaxInt16), def: "3", doc: "Replication factor of __consumer_offsets when it is created; fewer when fewer brokers are alive then.",
+		set: func(b *Broker, v string) { b.OffsetsTopicReplicationFactor = int16(i32(v)) }, get: func(b *Broker) string { return fmtInt(b.OffsetsTopicReplicationFactor) }},
 	{name: "default.replication.factor", kind: integer(TypeInt, 32, 1, math.MaxInt16), def: "1", doc: "Replication factor of automatically created topics.",
 		set: func(b *Broker, v string) { b.DefaultReplicationFactor = int16(i32(v)) }, get: func(b *Broker) string { return fmtInt(b.DefaultReplicationFactor) }},
 

@@ -46,6 +46,21 @@ func TestDefaultsAreKafkas(t *testing.T) {
 		OffsetsRetention:           7 * 24 * time.Hour,
 		GroupInitialRebalanceDelay: 3 * time.Second,
 		GroupInitialRebalanceAlone: 500 * time.Millisecond,
+
+		BrokerSessionTimeout:                   9 * time.Second,
+		BrokerHeartbeatInterval:                2 * time.Second,
+		ControlledShutdown:                     true,
+		ControlledShutdownTimeout:              30 * time.Second, // mq's
+		ReplicaLagTime:                         30 * time.Second,
+		NumReplicaFetchers:                     1,
+		ReplicaFetchMaxBytes:                   1 << 20,
+		ReplicaFetchResponseMaxBytes:           10 << 20,
+		ReplicaFetchWait:                       500 * time.Millisecond,
+		ReplicaFetchBackoff:                    time.Second,
+		ReplicaHighWatermarkCheckpointInterval: 5 * time.Second,
+		AutoLeaderRebalance:                    true,
+		LeaderImbalanceCheckInterval:           300 * time.Second,
+		OffsetsTopicReplicationFactor:          3,
 	}
 	if !reflect.DeepEqual(b, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", b, want)
@@ -405,6 +420,22 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"log.segment.delete.delay.ms", "0", true}, {"log.segment.delete.delay.ms", "-1", false},
 		{"log.message.timestamp.difference.max.ms", "0", true}, {"log.message.timestamp.difference.max.ms", "-1", false},
 		{"log.preallocate", "true", true}, {"log.preallocate", "maybe", false},
+		{"controller.raft.address", "10.0.0.4:9093", true}, {"controller.raft.address", "", true}, {"controller.raft.address", "nohost", false},
+		{"broker.rack", "eu-west-1a", true}, {"broker.rack", "", true}, {"broker.rack", "a,b", false}, {"broker.rack", "a b", false},
+		{"broker.session.timeout.ms", "9000", true}, {"broker.session.timeout.ms", "0", false},
+		{"broker.heartbeat.interval.ms", "100", true}, {"broker.heartbeat.interval.ms", "0", false},
+		{"controlled.shutdown.enable", "false", true}, {"controlled.shutdown.enable", "no", false},
+		{"controlled.shutdown.timeout.ms", "1", true}, {"controlled.shutdown.timeout.ms", "0", false},
+		{"replica.lag.time.max.ms", "1", true}, {"replica.lag.time.max.ms", "0", false},
+		{"num.replica.fetchers", "4", true}, {"num.replica.fetchers", "0", false},
+		{"replica.fetch.max.bytes", "1", true}, {"replica.fetch.max.bytes", "0", false},
+		{"replica.fetch.response.max.bytes", "1", true}, {"replica.fetch.response.max.bytes", "0", false},
+		{"replica.fetch.wait.max.ms", "0", true}, {"replica.fetch.wait.max.ms", "-1", false},
+		{"replica.fetch.backoff.ms", "0", true}, {"replica.fetch.backoff.ms", "-1", false},
+		{"replica.high.watermark.checkpoint.interval.ms", "1", true}, {"replica.high.watermark.checkpoint.interval.ms", "0", false},
+		{"auto.leader.rebalance.enable", "false", true}, {"auto.leader.rebalance.enable", "off", false},
+		{"leader.imbalance.check.interval.seconds", "1", true}, {"leader.imbalance.check.interval.seconds", "0", false},
+		{"offsets.topic.replication.factor", "1", true}, {"offsets.topic.replication.factor", "0", false}, {"offsets.topic.replication.factor", "40000", false},
 	} {
 		covered[tc.name] = true
 		b := Defaults()

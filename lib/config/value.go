@@ -233,6 +233,17 @@ var advertised = kind{typ: TypeString, allowed: "host:port with a port from 1 to
 	return v, true
 }}
 
+// rackName accepts any rack name without commas or control characters, or
+// empty for no rack.
+var rackName = kind{typ: TypeString, allowed: "a name without commas, spaces or control characters", norm: func(v string) (string, bool) {
+	for _, r := range v {
+		if r <= ' ' || r == ',' || r == 0x7f {
+			return "", false
+		}
+	}
+	return v, len(v) <= 255
+}}
+
 var voterList = kind{typ: TypeList, allowed: "empty or a comma-separated list of id@host:port (controller.quorum.voters)", norm: func(v string) (string, bool) {
 	vs, err := parseVoters(v)
 	if err != nil {
