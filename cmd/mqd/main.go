@@ -30,8 +30,9 @@ const (
 	exitInterrupted = 130 // a second SIGTERM/SIGINT during shutdown
 )
 
-// shutdownGrace bounds how long connections may take to drain on shutdown;
-// after it they are cut and the logs are flushed and closed anyway.
+// shutdownGrace bounds how long connections may take to drain on shutdown,
+// after the controlled shutdown (controlled.shutdown.timeout.ms); after it
+// they are cut and the logs are flushed and closed anyway.
 const shutdownGrace = 30 * time.Second
 
 func main() { os.Exit(run(os.Args, os.Stderr)) }
@@ -223,6 +224,9 @@ func serve(c *cli.Context) error {
 			logger.Info("stopped during startup")
 			return nil
 		}
+		if cerr := (*broker.ConfigError)(nil); errors.As(err, &cerr) {
+			return usageError{err}
+		}
 		return err
 	}
 	serving := []any{"version", version.String(), "listen", strings.Join(d.Addrs(), ","), "data_dir", settings.DataDir, "node_id", settings.NodeID}
@@ -240,17 +244,25 @@ func serve(c *cli.Context) error {
 		logger.Warn("cannot notify systemd", "err", err)
 	}
 
-	sig := <-stopped
-	logger.Info("shutting down", "signal", sig.String())
+	var conflict error
+	select {
+	case sig := <-stopped:
+		logger.Info("shutting down", "signal", sig.String())
+	case conflict = <-d.Fatal():
+		logger.Info("shutting down: configuration conflict")
+	}
 	if err := notify("STOPPING=1"); err != nil {
 		logger.Warn("cannot notify systemd", "err", err)
 	}
-	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), shutdownGrace)
+	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), settings.ControlledShutdownTimeout+shutdownGrace)
 	defer cancelShutdown()
 	if err := d.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	logger.Info("stopped")
+	if conflict != nil {
+		return usageError{conflict}
+	}
 	return nil
 }
 

@@ -31,6 +31,8 @@ func (b *Broker) adminAPIs() map[int16]api {
 		kmsg.IncrementalAlterConfigs.Int16(): {0, 1, b.handleIncrementalAlterConfigs},
 		kmsg.DescribeCluster.Int16():         {0, 2, b.handleDescribeCluster},
 		kmsg.DescribeLogDirs.Int16():         {0, 5, b.handleDescribeLogDirs},
+		kmsg.ElectLeaders.Int16():            {0, 2, b.handleElectLeaders},
+		kmsg.DescribeQuorum.Int16():          {0, 1, b.handleDescribeQuorum},
 	}
 }
 

@@ -48,10 +48,13 @@ type Broker struct {
 	apis   map[int16]api
 	data   *dataPlane        // partitions, produce, fetch, offsets (data.go)
 	groups *groupCoordinator // consumer groups and committed offsets (groups*.go)
+	// fetchers replicate the partitions this node follows (fetcher.go).
+	fetchers *replicaFetchers
 
-	stop      chan struct{} // closed by Close: the follow loop ends
-	done      chan struct{} // closed when the follow loop has ended
-	closeOnce sync.Once
+	stop       chan struct{} // closed by Close: the follow and maintain loops end
+	done       chan struct{} // closed when the follow loop has ended
+	maintained chan struct{} // closed when the maintain loop has ended (isr.go)
+	closeOnce  sync.Once
 }
 
 // New builds a Broker on an open controller. It opens the logs of every
@@ -86,15 +89,20 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.data = d
 	b.groups = newGroupCoordinator(b)
-	b.stop, b.done = make(chan struct{}), make(chan struct{})
+	b.fetchers = newReplicaFetchers(b)
+	b.fetchers.sync(b.ctrl.Image())
+	b.stop, b.done, b.maintained = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go b.follow(changes)
+	go b.maintain()
 	return b, nil
 }
 
 // follow is the one loop that applies the controller's images to this
 // node, in order: first the partitions (opened, led, reconfigured,
-// deleted), then the group coordinator's ownership of the partitions of
-// __consumer_offsets, which needs them open. It runs until Close.
+// deleted), then the replica fetchers (which leader each followed
+// partition is fetched from), then the group coordinator's ownership of
+// the partitions of __consumer_offsets, which needs them open. It runs
+// until Close.
 func (b *Broker) follow(changes <-chan struct{}) {
 	defer close(b.done)
 	for {
@@ -104,9 +112,11 @@ func (b *Broker) follow(changes <-chan struct{}) {
 			return
 		}
 		changes = b.ctrl.Changes()
-		if err := b.data.apply(b.ctrl.Image()); err != nil {
+		img := b.ctrl.Image()
+		if err := b.data.apply(img); err != nil {
 			b.log.Error("apply metadata image", "err", err)
 		}
+		b.fetchers.sync(img)
 		b.groups.syncOwnership()
 	}
 }
@@ -142,19 +152,23 @@ func (b *Broker) ApiVersionsTags() kmsg.Tags {
 	return t
 }
 
-// Close stops following the controller, stops the group coordinator, then
-// flushes and closes every partition log. Closing twice returns nil.
+// Close stops following the controller, stops the replica fetchers and the
+// group coordinator, then checkpoints the high-water marks and flushes and
+// closes every partition log. Closing twice returns nil.
 func (b *Broker) Close() error {
 	closed := false
 	b.closeOnce.Do(func() {
 		close(b.stop)
 		<-b.done
+		<-b.maintained
 		closed = true
 	})
 	if !closed {
 		return nil
 	}
+	b.fetchers.close()
 	b.groups.close()
+	b.checkpointHighWatermarks()
 	return b.data.close()
 }
 

@@ -34,9 +34,9 @@ var clusterOperations = func() int32 {
 }()
 
 // handleDescribeCluster answers DescribeCluster (key 60): the cluster ID,
-// the active controller and the registered brokers. No broker is fenced
-// (the image has no fencing yet), so v2's IncludeFencedBrokers changes
-// nothing.
+// the active controller and the registered brokers. Fenced brokers (those
+// the controller found silent for broker.session.timeout.ms) are listed,
+// marked IsFenced, only when a v2 request asks for them, as in Kafka.
 func (b *Broker) handleDescribeCluster(_ context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.DescribeClusterRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
@@ -51,8 +51,12 @@ func (b *Broker) handleDescribeCluster(_ context.Context, _ *server.ConnInfo, re
 	resp.ControllerID = img.ControllerID // as Metadata answers
 	for _, id := range brokerIDs(img) {
 		br := img.Brokers[id]
+		if br.Fenced && !r.IncludeFencedBrokers {
+			continue
+		}
 		rb := kmsg.NewDescribeClusterResponseBroker()
 		rb.NodeID, rb.Host, rb.Port, rb.Rack = br.ID, br.Host, br.Port, br.Rack
+		rb.IsFenced = br.Fenced
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	if r.IncludeClusterAuthorizedOperations {

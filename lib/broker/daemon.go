@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +36,16 @@ type Daemon struct {
 	retentionDone chan struct{}
 	stopScrub     context.CancelFunc
 	scrubDone     chan struct{}
+
+	// The broker's lifecycle with the controller (lifecycle.go).
+	brokerEpoch   atomic.Int64
+	stopHeartbeat context.CancelFunc
+	heartbeatDone chan struct{}
+	fatal         chan error // a configuration conflict found while running
+	registration  controller.Broker
+	// clusterIDChecked: meta.properties has been checked against the
+	// image's cluster ID (only the heartbeat loop reads it after Start).
+	clusterIDChecked bool
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -91,9 +102,13 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	}
 	voters, err := controller.ParseVoters(s.Voters)
 	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	raftAddr, err := raftAddress(s, voters)
+	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{settings: s, log: logger}
+	d := &Daemon{settings: s, log: logger, fatal: make(chan error, 1)}
 	defer func() {
 		if err != nil {
 			d.closeParts(context.Background())
@@ -106,13 +121,27 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	if d.lock, err = lockDataDir(s.DataDir); err != nil {
 		return nil, err
 	}
+	if err := checkMeta(s.DataDir, s.NodeID, ""); err != nil {
+		return nil, err
+	}
 	d.ctrl, err = controller.Open(controller.Config{
-		NodeID: s.NodeID,
-		Dir:    filepath.Join(s.DataDir, controllerDirName),
-		Voters: voters,
-		Logger: logger.With("component", "controller"),
+		NodeID:                       s.NodeID,
+		Dir:                          filepath.Join(s.DataDir, controllerDirName),
+		Voters:                       voters,
+		RaftAddr:                     raftAddr,
+		Logger:                       logger.With("component", "controller"),
+		BrokerSessionTimeout:         s.BrokerSessionTimeout,
+		UncleanLeaderElection:        s.UncleanLeaderElection,
+		AutoLeaderRebalance:          s.AutoLeaderRebalance,
+		LeaderImbalanceCheckInterval: s.LeaderImbalanceCheckInterval,
 	})
 	if err != nil {
+		if errors.Is(err, controller.ErrVotersMismatch) {
+			return nil, &ConfigError{err}
+		}
+		return nil, err
+	}
+	if err := d.checkClusterID(); err != nil {
 		return nil, err
 	}
 	d.broker, err = New(Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker")})
@@ -137,9 +166,15 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	if err != nil {
 		return nil, err
 	}
-	if err := d.ctrl.RegisterBroker(ctx, controller.Broker{ID: s.NodeID, Host: host, Port: port, Listeners: addrs}); err != nil {
-		return nil, fmt.Errorf("register broker %d: %w", s.NodeID, err)
+	d.registration = controller.Broker{ID: s.NodeID, Host: host, Port: port, Listeners: addrs, RaftAddr: raftAddr}
+	if s.Rack != "" {
+		rack := s.Rack
+		d.registration.Rack = &rack
 	}
+	if err := d.register(ctx); err != nil {
+		return nil, err
+	}
+	d.startHeartbeat()
 	d.startRetention(s.LogRetentionCheckInterval)
 	d.startScrub(s.LogScrubBytesPerSec, s.LogScrubInterval)
 	return d, nil
@@ -217,19 +252,30 @@ func (d *Daemon) Addrs() []string { return d.server.Addrs() }
 // Settings returns the settings the daemon was started with.
 func (d *Daemon) Settings() config.Broker { return d.settings }
 
-// Shutdown stops the node: the server stops accepting and drains the
-// connections (requests already read are answered; when ctx ends first,
+// Shutdown stops the node. First, in a cluster and with
+// controlled.shutdown.enable, it asks the controller to move this broker's
+// leaderships to other in-sync replicas and waits (up to
+// controlled.shutdown.timeout.ms) until they have moved, still serving, so
+// that clients are redirected rather than cut off. Then the server stops
+// accepting and drains the connections (requests already read are answered; when ctx ends first,
 // the rest are cut), then the broker flushes and closes its logs, the
 // controller closes, and the data directory is unlocked. Calling it again
 // returns the first call's result.
 func (d *Daemon) Shutdown(ctx context.Context) error {
-	d.shutdownOnce.Do(func() { d.shutdownErr = d.closeParts(ctx) })
+	d.shutdownOnce.Do(func() {
+		d.controlledShutdown(ctx)
+		d.shutdownErr = d.closeParts(ctx)
+	})
 	return d.shutdownErr
 }
 
 // closeParts stops whatever Start got to, in reverse order.
 func (d *Daemon) closeParts(ctx context.Context) error {
 	var errs []error
+	if d.stopHeartbeat != nil {
+		d.stopHeartbeat()
+		<-d.heartbeatDone
+	}
 	if d.stopRetention != nil {
 		d.stopRetention()
 		<-d.retentionDone

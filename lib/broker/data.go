@@ -230,6 +230,7 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 		TopicID:           t.ID,
 		NodeID:            d.b.cfg.Settings.NodeID,
 		MinInsyncReplicas: tcfg.MinInsyncReplicas,
+		ReplicaLagTime:    d.b.cfg.Settings.ReplicaLagTime,
 		Clock:             d.b.clock,
 	}, l)
 	h := &hosted{Partition: p, topicID: t.ID}

@@ -94,6 +94,9 @@ func (b *Broker) metadata(img *controller.Image, r *kmsg.MetadataRequest, versio
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
 		br := img.Brokers[id]
+		if br.Fenced {
+			continue // as Kafka: clients are told of live brokers only
+		}
 		rb := kmsg.NewMetadataResponseBroker()
 		rb.NodeID, rb.Host, rb.Port, rb.Rack = br.ID, br.Host, br.Port, br.Rack
 		resp.Brokers = append(resp.Brokers, rb)
@@ -163,7 +166,7 @@ func (b *Broker) topicMetadata(img *controller.Image, t *controller.Topic, versi
 		sp.ISR = p.ISR
 		sp.OfflineReplicas = []int32{}
 		for _, r := range p.Replicas {
-			if _, ok := img.Brokers[r]; !ok {
+			if br, ok := img.Brokers[r]; !ok || br.Fenced {
 				sp.OfflineReplicas = append(sp.OfflineReplicas, r)
 			}
 		}

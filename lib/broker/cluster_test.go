@@ -1,0 +1,263 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/controller"
+)
+
+// testCluster is a cluster of in-process nodes on loopback ports: each a
+// whole Daemon (controller member, broker, server) with its own data
+// directory, the voters talking Raft over TCP. Tests stop, crash and
+// restart nodes and watch the images.
+type testCluster struct {
+	t      *testing.T
+	voters string
+	nodes  []*clusterNode
+}
+
+type clusterNode struct {
+	id int32
+	s  config.Broker
+	mu sync.Mutex
+	d  *Daemon // nil while stopped
+}
+
+// freePort returns a TCP port free on 127.0.0.1 a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// clusterSettings are quick timeouts for tests: liveness in about a second,
+// replication rounds of tens of milliseconds.
+func clusterSettings(t *testing.T, id int32, voters string, kafkaPort int) config.Broker {
+	s := testSettings(t)
+	s.NodeID = id
+	s.Voters = voters
+	s.Listeners = []string{s.Listeners[0], "tcp://127.0.0.1:" + strconv.Itoa(kafkaPort)}
+	s.BrokerHeartbeatInterval = 100 * time.Millisecond
+	s.BrokerSessionTimeout = 1500 * time.Millisecond
+	s.ReplicaLagTime = 1500 * time.Millisecond
+	s.ReplicaFetchWait = 100 * time.Millisecond
+	s.ReplicaFetchBackoff = 50 * time.Millisecond
+	s.ReplicaHighWatermarkCheckpointInterval = 200 * time.Millisecond
+	s.ControlledShutdownTimeout = 10 * time.Second
+	s.GroupInitialRebalanceDelay = 0
+	return s
+}
+
+// startCluster starts n voters, each changed by mod (may be nil), and
+// waits until every node's image lists every broker.
+func startCluster(t *testing.T, n int, mod func(*config.Broker)) *testCluster {
+	t.Helper()
+	var vs []string
+	for i := 1; i <= n; i++ {
+		vs = append(vs, fmt.Sprintf("%d@127.0.0.1:%d", i, freePort(t)))
+	}
+	c := &testCluster{t: t, voters: strings.Join(vs, ",")}
+	for i := 1; i <= n; i++ {
+		s := clusterSettings(t, int32(i), c.voters, freePort(t))
+		if mod != nil {
+			mod(&s)
+		}
+		c.nodes = append(c.nodes, &clusterNode{id: int32(i), s: s})
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.startNode(i)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.stopAll)
+	c.waitImage("every broker registered", func(img *controller.Image) bool { return len(img.Brokers) == n })
+	return c
+}
+
+// addNode starts another node with settings s (a non-voter when its ID is
+// not among the voters).
+func (c *testCluster) addNode(s config.Broker) *clusterNode {
+	c.t.Helper()
+	c.nodes = append(c.nodes, &clusterNode{id: s.NodeID, s: s})
+	if err := c.startNode(len(c.nodes) - 1); err != nil {
+		c.t.Fatal(err)
+	}
+	return c.nodes[len(c.nodes)-1]
+}
+
+func (c *testCluster) startNode(i int) error {
+	n := c.nodes[i]
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	d, err := Start(ctx, n.s, nil)
+	if err != nil {
+		return fmt.Errorf("node %d: %w", n.id, err)
+	}
+	n.mu.Lock()
+	n.d = d
+	n.mu.Unlock()
+	return nil
+}
+
+// daemon returns node i's running daemon (index into nodes), or nil.
+func (c *testCluster) daemon(i int) *Daemon {
+	n := c.nodes[i]
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.d
+}
+
+// stop shuts node i down the way SIGTERM does (controlled shutdown first).
+func (c *testCluster) stop(i int) {
+	c.t.Helper()
+	d := c.take(i)
+	if d == nil {
+		return
+	}
+	if err := d.Shutdown(context.Background()); err != nil {
+		c.t.Errorf("node %d shutdown: %v", c.nodes[i].id, err)
+	}
+}
+
+// crash stops node i without a controlled shutdown: to the cluster it
+// just goes silent, as after SIGKILL (its data stays as written).
+func (c *testCluster) crash(i int) {
+	c.t.Helper()
+	d := c.take(i)
+	if d == nil {
+		return
+	}
+	d.settings.ControlledShutdown = false
+	d.Shutdown(context.Background())
+}
+
+func (c *testCluster) take(i int) *Daemon {
+	n := c.nodes[i]
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	d := n.d
+	n.d = nil
+	return d
+}
+
+// restart starts a stopped node again on the same directory and ports.
+func (c *testCluster) restart(i int) {
+	c.t.Helper()
+	if err := c.startNode(i); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *testCluster) stopAll() {
+	var wg sync.WaitGroup
+	for i := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if d := c.take(i); d != nil {
+				d.settings.ControlledShutdown = false
+				d.Shutdown(context.Background())
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// addr is node i's Kafka address.
+func (c *testCluster) addr(i int) string {
+	return strings.TrimPrefix(c.nodes[i].s.Listeners[1], "tcp://")
+}
+
+// seeds lists the Kafka addresses of every node.
+func (c *testCluster) seeds() []string {
+	var out []string
+	for i := range c.nodes {
+		out = append(out, c.addr(i))
+	}
+	return out
+}
+
+// client returns a kgo client bootstrapped from every node.
+func (c *testCluster) client(opts ...kgo.Opt) *kgo.Client {
+	c.t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.seeds()...), kgo.RetryTimeout(30 * time.Second)}, opts...)...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// image returns the image of any running node (the first found).
+func (c *testCluster) image() *controller.Image {
+	for i := range c.nodes {
+		if d := c.daemon(i); d != nil {
+			return d.ctrl.Image()
+		}
+	}
+	return nil
+}
+
+// waitImage waits until every running node's image satisfies cond.
+func (c *testCluster) waitImage(what string, cond func(*controller.Image) bool) *controller.Image {
+	c.t.Helper()
+	var last *controller.Image
+	eventually(c.t, 30*time.Second, what, func() bool {
+		ok := true
+		for i := range c.nodes {
+			if d := c.daemon(i); d != nil {
+				last = d.ctrl.Image()
+				ok = ok && cond(last)
+			}
+		}
+		return ok
+	})
+	return last
+}
+
+// index returns the position in nodes of the node with id.
+func (c *testCluster) index(id int32) int {
+	for i, n := range c.nodes {
+		if n.id == id {
+			return i
+		}
+	}
+	c.t.Fatalf("no node %d", id)
+	return -1
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for wait := time.Millisecond; !cond(); wait = min(2*wait, 50*time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		<-time.After(wait)
+	}
+}

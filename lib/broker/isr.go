@@ -1,0 +1,90 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/mqproject/mq/lib/controller"
+)
+
+// maxISRProposals bounds the AlterPartition proposals in flight at once:
+// when a follower dies, every partition it followed shrinks together.
+const maxISRProposals = 16
+
+// isrCheckInterval is how often the leaders check their followers: often
+// enough that a follower caught up rejoins the ISR promptly, and at most
+// half of replica.lag.time.max.ms, as Kafka checks.
+func isrCheckInterval(lag time.Duration) time.Duration {
+	return min(max(lag/2, time.Millisecond), 250*time.Millisecond)
+}
+
+// maintain runs the leader's periodic replication chores until stop: ISR
+// changes (shrink and expand, proposed to the controller) and high-water
+// mark checkpoints.
+func (b *Broker) maintain() {
+	defer close(b.maintained)
+	s := b.cfg.Settings
+	isr := b.clock.NewTicker(isrCheckInterval(s.ReplicaLagTime))
+	defer isr.Stop()
+	every := s.ReplicaHighWatermarkCheckpointInterval
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	hw := b.clock.NewTicker(every)
+	defer hw.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	slots := make(chan struct{}, maxISRProposals)
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-hw.C():
+			b.checkpointHighWatermarks()
+		case <-isr.C():
+			b.proposeISRChanges(ctx, slots, &inflight)
+		}
+	}
+}
+
+// proposeISRChanges proposes the ISR change of every partition this node
+// leads whose followers fell behind or caught up.
+func (b *Broker) proposeISRChanges(ctx context.Context, slots chan struct{}, inflight *sync.WaitGroup) {
+	self := b.cfg.Settings.NodeID
+	for _, h := range b.data.all() {
+		change, ok := h.ProposeISR()
+		if !ok {
+			continue
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-b.stop:
+			h.ISRProposalFailed()
+			return
+		}
+		inflight.Add(1)
+		go func() {
+			defer inflight.Done()
+			defer func() { <-slots }()
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			_, err := b.ctrl.AlterPartition(pctx, controller.AlterPartition{
+				Topic: h.Topic(), Partition: h.Partition.Partition(), Leader: self,
+				LeaderEpoch: change.LeaderEpoch, PartitionEpoch: change.PartitionEpoch, ISR: change.ISR,
+			})
+			if err != nil {
+				h.ISRProposalFailed()
+				if !errors.Is(err, context.Canceled) {
+					b.log.Warn("ISR change refused", "partition", h.String(), "isr", change.ISR, "err", err)
+				}
+				return
+			}
+			b.log.Info("ISR changed", "partition", h.String(), "isr", change.ISR,
+				"leader_epoch", change.LeaderEpoch, "partition_epoch", change.PartitionEpoch+1)
+		}()
+	}
+}

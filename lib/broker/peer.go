@@ -1,0 +1,136 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxPeerResponse bounds a response from another broker, so that a
+// confused peer cannot make this one allocate without limit.
+const maxPeerResponse = 256 << 20
+
+// peerConn is a connection to another broker's Kafka listener, for the
+// requests a broker sends itself (a follower's fetches). It sends one
+// request at a time and is not safe for concurrent use.
+//
+// Its input buffer is reused: a response decoded by do refers into it
+// (kmsg decodes byte fields as sub-slices), so the caller must be done
+// with one response before the next do.
+type peerConn struct {
+	addr string
+	conn net.Conn
+	r    *bufio.Reader
+	f    *kmsg.RequestFormatter
+	corr int32
+	out  []byte
+	in   []byte
+}
+
+// dialPeer connects to a broker at addr (host:port).
+func dialPeer(ctx context.Context, addr, clientID string) (*peerConn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	return &peerConn{
+		addr: addr,
+		conn: conn,
+		r:    bufio.NewReaderSize(conn, 64<<10),
+		f:    kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)),
+	}, nil
+}
+
+// errPeerProtocol is a response that does not parse or does not answer
+// the request sent: the connection is unusable.
+var errPeerProtocol = errors.New("broker: bad response from peer")
+
+// do sends req and decodes its response. The whole exchange is bounded by
+// timeout and by ctx; on any error the connection must be closed.
+func (c *peerConn) do(ctx context.Context, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	if err := c.conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+
+	c.corr++
+	c.out = c.f.AppendRequest(c.out[:0], req, c.corr)
+	if _, err := c.conn.Write(c.out); err != nil {
+		return nil, c.ctxErr(ctx, err)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c.r, size[:]); err != nil {
+		return nil, c.ctxErr(ctx, err)
+	}
+	n := int(int32(binary.BigEndian.Uint32(size[:])))
+	if n < 4 || n > maxPeerResponse {
+		return nil, fmt.Errorf("%w: response of %d bytes", errPeerProtocol, n)
+	}
+	if cap(c.in) < n {
+		c.in = make([]byte, n)
+	}
+	body := c.in[:n]
+	if _, err := io.ReadFull(c.r, body); err != nil {
+		return nil, c.ctxErr(ctx, err)
+	}
+	if corr := int32(binary.BigEndian.Uint32(body)); corr != c.corr {
+		return nil, fmt.Errorf("%w: correlation id %d, sent %d", errPeerProtocol, corr, c.corr)
+	}
+	body = body[4:]
+	if req.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
+		var err error
+		if body, err = skipTags(body); err != nil {
+			return nil, err
+		}
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("%w: %v", errPeerProtocol, err)
+	}
+	return resp, nil
+}
+
+// ctxErr prefers ctx's error to the I/O error its cancellation caused.
+func (c *peerConn) ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// skipTags skips the tagged fields of a flexible response header.
+func skipTags(b []byte) ([]byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, fmt.Errorf("%w: response header tags", errPeerProtocol)
+	}
+	b = b[k:]
+	for range n {
+		_, k := binary.Uvarint(b) // tag
+		if k <= 0 {
+			return nil, fmt.Errorf("%w: response header tag", errPeerProtocol)
+		}
+		b = b[k:]
+		size, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < size {
+			return nil, fmt.Errorf("%w: response header tag size", errPeerProtocol)
+		}
+		b = b[k+int(size):]
+	}
+	return b, nil
+}
+
+func (c *peerConn) close() error { return c.conn.Close() }

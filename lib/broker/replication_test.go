@@ -1,0 +1,311 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/controller"
+)
+
+// createReplicated creates topic with partitions partitions of three
+// replicas and min.insync.replicas=2, and waits until every node sees
+// every partition led with its whole ISR.
+func createReplicated(t *testing.T, c *testCluster, topic string, partitions int32) {
+	t.Helper()
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	minISR := "2"
+	resp, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": &minISR}, topic)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create %s: %v %v", topic, err, resp.Err)
+	}
+	c.waitImage(topic+" fully in sync", func(img *controller.Image) bool {
+		tp := img.Topics[topic]
+		if tp == nil {
+			return false
+		}
+		for _, p := range tp.Partitions {
+			if p.Leader < 0 || len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// produceAll produces n records of keys key-0… to topic with acks=all and
+// returns the offsets acknowledged, by record value.
+func produceAll(t *testing.T, cl *kgo.Client, topic string, from, n int) map[string]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	acked := map[string]int64{}
+	var wg sync.WaitGroup
+	var failed []error
+	for i := from; i < from+n; i++ {
+		wg.Add(1)
+		v := "v" + strconv.Itoa(i)
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte("k" + strconv.Itoa(i%7)), Value: []byte(v)}, func(r *kgo.Record, err error) {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed = append(failed, err)
+				return
+			}
+			acked[fmt.Sprintf("%d/%s", r.Partition, v)] = r.Offset
+		})
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d produces failed, first: %v", len(failed), n, failed[0])
+	}
+	return acked
+}
+
+// readBack consumes topic from the start until it has every acknowledged
+// record, and checks each is at its acknowledged offset.
+func readBack(t *testing.T, c *testCluster, topic string, acked map[string]int64) {
+	t.Helper()
+	cl := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	seen := map[string]int64{}
+	for len(seen) < len(acked) {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %d of %d acknowledged records: %v", len(seen), len(acked), err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Logf("fetch %s-%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			seen[fmt.Sprintf("%d/%s", r.Partition, r.Value)] = r.Offset
+		})
+	}
+	for k, off := range acked {
+		if got, ok := seen[k]; !ok || got != off {
+			t.Errorf("record %s acknowledged at offset %d, read at %d (found %v)", k, off, got, ok)
+		}
+	}
+}
+
+func TestClusterReplicatesAndSurvivesTheLossOfLeaders(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	createReplicated(t, c, "orders", 3)
+	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	acked := produceAll(t, cl, "orders", 0, 300)
+
+	// Every replica has every record: the logs end at the same offset.
+	c.waitImage("logs equal", func(*controller.Image) bool {
+		for p := int32(0); p < 3; p++ {
+			var ends []int64
+			for i := range c.nodes {
+				if h := c.daemon(i).broker.data.partition("orders", p); h != nil {
+					ends = append(ends, h.Log().EndOffset())
+				}
+			}
+			if len(ends) != 3 || slices.Min(ends) != slices.Max(ends) {
+				return false
+			}
+		}
+		return true
+	})
+
+	// Crash the leader of partition 0; another ISR member takes over with
+	// a new epoch, and producing goes on.
+	before := c.image().Partition("orders", 0)
+	dead := c.index(before.Leader)
+	c.crash(dead)
+	after := c.waitImage("new leader", func(img *controller.Image) bool {
+		p := img.Partition("orders", 0)
+		return p.Leader >= 0 && p.Leader != before.Leader
+	}).Partition("orders", 0)
+	if after.LeaderEpoch <= before.LeaderEpoch || !slices.Contains(before.ISR, after.Leader) {
+		t.Errorf("after the crash: %+v, before %+v", after, before)
+	}
+	for k, v := range produceAll(t, cl, "orders", 300, 300) {
+		acked[k] = v
+	}
+	c.restart(dead)
+	readBack(t, c, "orders", acked)
+	// The crashed node catches up and rejoins every ISR.
+	c.waitImage("whole ISR again", func(img *controller.Image) bool {
+		for _, p := range img.Topics["orders"].Partitions {
+			if len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func TestClusterRefusesAcksAllWithoutEnoughInSyncReplicas(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	createReplicated(t, c, "strict", 1)
+	p := c.image().Partition("strict", 0)
+	var followers []int
+	for _, r := range p.Replicas {
+		if r != p.Leader {
+			followers = append(followers, c.index(r))
+		}
+	}
+	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.RecordRetries(0))
+	produceAll(t, cl, "strict", 0, 10)
+
+	c.crash(followers[0])
+	c.waitImage("ISR of 2", func(img *controller.Image) bool { return len(img.Partition("strict", 0).ISR) == 2 })
+	produceAll(t, cl, "strict", 10, 10) // 2 of 3 is enough
+
+	c.crash(followers[1])
+	c.waitImage("ISR of 1", func(img *controller.Image) bool { return len(img.Partition("strict", 0).ISR) == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := cl.ProduceSync(ctx, &kgo.Record{Topic: "strict", Value: []byte("refused")}).FirstErr()
+	if !errors.Is(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("acks=all with ISR {leader}: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+	c.restart(followers[0])
+	c.waitImage("ISR of 2 again", func(img *controller.Image) bool { return len(img.Partition("strict", 0).ISR) >= 2 })
+	produceAll(t, cl, "strict", 20, 10)
+}
+
+func TestClusterRollingRestartLosesNoAcknowledgedProduce(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	createReplicated(t, c, "rolling", 3)
+	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	acked := map[string]int64{}
+	var failed []error
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ctx.Err() == nil; i++ {
+			wg.Add(1)
+			v := "r" + strconv.Itoa(i)
+			cl.Produce(context.Background(), &kgo.Record{Topic: "rolling", Value: []byte(v)}, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					failed = append(failed, err)
+					return
+				}
+				acked[fmt.Sprintf("%d/%s", r.Partition, v)] = r.Offset
+			})
+			if i%50 == 49 {
+				<-time.After(time.Millisecond) // a steady stream, not a flood
+			}
+		}
+	}()
+	for i := range c.nodes {
+		c.stop(i)
+		c.restart(i)
+		c.waitImage("whole ISR after restarting node "+strconv.Itoa(i+1), func(img *controller.Image) bool {
+			for _, p := range img.Topics["rolling"].Partitions {
+				if len(p.ISR) != 3 || p.Leader < 0 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	cancel()
+	<-done
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Fatalf("%d produces failed during the rolling restart, first: %v", len(failed), failed[0])
+	}
+	if len(acked) == 0 {
+		t.Fatal("nothing produced")
+	}
+	readBack(t, c, "rolling", acked)
+}
+
+func TestClusterNonVoterHoldsTheImageAndReplicas(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	s := clusterSettings(t, 4, c.voters, freePort(t))
+	s.RaftAddress = "127.0.0.1:" + strconv.Itoa(freePort(t))
+	c.addNode(s)
+	c.waitImage("4 brokers", func(img *controller.Image) bool { return len(img.Brokers) == 4 })
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopic(ctx, 4, 4, nil, "wide")
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	c.waitImage("wide in sync", func(img *controller.Image) bool {
+		t := img.Topics["wide"]
+		return t != nil && len(t.Partitions[3].ISR) == 4
+	})
+	acked := produceAll(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "wide", 0, 100)
+	readBack(t, c, "wide", acked)
+	if h := c.daemon(3).broker.data.partition("wide", 0); h == nil || h.Log().EndOffset() == 0 {
+		t.Errorf("the non-voter holds no data of wide-0: %v", h)
+	}
+}
+
+func TestClusterConfigurationErrors(t *testing.T) {
+	first := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	voters := "1@" + first + ",2@127.0.0.1:" + strconv.Itoa(freePort(t))
+	for _, tc := range []struct {
+		name string
+		mod  func(*config.Broker)
+		want string
+	}{
+		{"not a voter and no raft address", func(s *config.Broker) { s.NodeID = 3; s.Voters = voters }, "not one of the voters"},
+		{"duplicate voter id", func(s *config.Broker) { s.Voters = voters + ",1@127.0.0.1:1" }, "listed twice"},
+		{"raft address of another voter", func(s *config.Broker) { s.NodeID, s.Voters, s.RaftAddress = 3, voters, first }, "voter 1's address"},
+		{"a voter with another raft address", func(s *config.Broker) { s.Voters, s.RaftAddress = voters, "127.0.0.1:1" }, "give one address"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testSettings(t)
+			tc.mod(&s)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			d, err := Start(ctx, s, nil)
+			if err == nil {
+				d.Shutdown(context.Background())
+				t.Fatal("started")
+			}
+			var cerr *ConfigError
+			if !errors.As(err, &cerr) {
+				t.Fatalf("Start: %v (%T), want a ConfigError", err, err)
+			}
+			if tc.want != "" && !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Start: %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDataDirectoryOfAnotherNodeIsRefused(t *testing.T) {
+	s := testSettings(t)
+	d := startDaemon(t, s)
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.NodeID = 7
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := Start(ctx, s, nil)
+	var cerr *ConfigError
+	if !errors.As(err, &cerr) || !strings.Contains(err.Error(), "belongs to node 1") {
+		t.Fatalf("Start as node 7 on node 1's directory: %v, want a ConfigError naming node 1", err)
+	}
+}
