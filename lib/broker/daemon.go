@@ -137,7 +137,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	if err != nil {
 		return nil, err
 	}
-	if err := d.ctrl.RegisterBroker(ctx, controller.Broker{ID: s.NodeID, Host: host, Port: port, Listeners: addrs}); err != nil {
+	if _, err := d.ctrl.RegisterBroker(ctx, controller.Broker{ID: s.NodeID, Host: host, Port: port, Listeners: addrs}); err != nil {
 		return nil, fmt.Errorf("register broker %d: %w", s.NodeID, err)
 	}
 	d.startRetention(s.LogRetentionCheckInterval)
