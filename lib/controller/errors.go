@@ -46,9 +46,10 @@ var (
 	// one stored in its Raft state, or from a peer's.
 	ErrVotersMismatch = errors.New("controller: voters differ")
 
-	// ErrNotController is returned by a command proposed on a node that is
-	// not (or stopped being) the Raft leader. With ErrLeadershipLost from
-	// Raft the command may or may not have been committed.
+	// ErrNotController is returned by a command when no Raft leader could
+	// be reached before its context ended, or when the leader lost its
+	// leadership (or the connection to it broke) while committing: then
+	// the command may or may not have been committed.
 	ErrNotController = errors.New("controller: not the active controller")
 	// ErrUnknownCommand is the FSM's answer to a record whose command type
 	// or version it does not know. The record is refused, never guessed at.
