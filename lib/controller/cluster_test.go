@@ -375,6 +375,16 @@ func TestClusterOfVotersAndNonVoter(t *testing.T) {
 			return ""
 		})
 		tc.converged(leader)
+
+		// The old leader comes back as a follower, the non-voter restarts:
+		// both catch up with the image.
+		tc.open(old)
+		tc.kill(4)
+		tc.open(4)
+		if _, err := tc.node(4).CreateTopic(ctxFor(t, 20*time.Second), CreateTopic{Name: "after-restarts", Partitions: 1, ReplicationFactor: 1}); err != nil {
+			t.Fatal(err)
+		}
+		tc.converged(leader)
 	})
 }
 

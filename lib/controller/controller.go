@@ -394,7 +394,7 @@ func (c *Controller) greetVoters() {
 }
 
 // joinQuorum asks the voters, in turn, to add this non-voter to the Raft
-// configuration until it is in it.
+// configuration until it is in it at its current address.
 func (c *Controller) joinQuorum() {
 	defer c.wg.Done()
 	for i := 0; ; i++ {
@@ -426,7 +426,9 @@ func (c *Controller) inConfiguration() bool {
 	if f.Error() != nil {
 		return false
 	}
-	return slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool { return s.ID == serverID(c.cfg.NodeID) })
+	return slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool {
+		return s.ID == serverID(c.cfg.NodeID) && s.Address == raft.ServerAddress(c.self.Addr)
+	})
 }
 
 // join adds a non-voter to the Raft configuration (on the leader).
