@@ -417,7 +417,7 @@ func startAdminClient(t *testing.T, b *Broker) (*kgo.Client, *kadm.Client) {
 		t.Fatal(err)
 	}
 	port, _ := strconv.Atoi(portText)
-	if err := b.ctrl.RegisterBroker(context.Background(), controller.Broker{ID: 1, Host: host, Port: int32(port)}); err != nil {
+	if _, err := b.ctrl.RegisterBroker(context.Background(), controller.Broker{ID: 1, Host: host, Port: int32(port)}); err != nil {
 		t.Fatal(err)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))

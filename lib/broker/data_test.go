@@ -103,7 +103,7 @@ func (tb *testBroker) register(t testing.TB, port int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := tb.ctrl.RegisterBroker(ctx, controller.Broker{ID: 1, Host: "127.0.0.1", Port: port}); err != nil {
+	if _, err := tb.ctrl.RegisterBroker(ctx, controller.Broker{ID: 1, Host: "127.0.0.1", Port: port}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -20,6 +20,10 @@ const (
 	cmdAlterBrokerConfigs commandType = 7
 	cmdAlterPartition     commandType = 8
 	cmdAllocateProducerID commandType = 9
+	cmdFenceBroker        commandType = 10
+	cmdUnfenceBroker      commandType = 11
+	cmdControlledShutdown commandType = 12
+	cmdElectLeaders       commandType = 13
 )
 
 func (t commandType) String() string {
@@ -42,17 +46,32 @@ func (t commandType) String() string {
 		return "AlterPartition"
 	case cmdAllocateProducerID:
 		return "AllocateProducerIDs"
+	case cmdFenceBroker:
+		return "FenceBroker"
+	case cmdUnfenceBroker:
+		return "UnfenceBroker"
+	case cmdControlledShutdown:
+		return "ControlledShutdown"
+	case cmdElectLeaders:
+		return "ElectLeaders"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
 
-// currentVersion is the body version this code writes for every command
-// type. Decoding accepts exactly the versions listed in decodeCommand.
-const currentVersion = 1
+// bodyVersion is the version byte written for a body: each body struct is
+// one version of one command (the V<n> suffix). Decoding accepts exactly
+// the versions listed in decodeCommand.
+func bodyVersion(body any) byte {
+	switch body.(type) {
+	case *registerBrokerV2, *alterPartitionV2:
+		return 2
+	}
+	return 1
+}
 
-// Command bodies, version 1. The JSON field names are part of the on-disk
-// format: rename a Go field freely, never a tag. A change of meaning needs
-// a new version (and decodeCommand keeps reading the old one).
+// Command bodies. The JSON field names are part of the on-disk format:
+// rename a Go field freely, never a tag. A change of meaning needs a new
+// version (and decodeCommand keeps reading the old one).
 
 type controllerElectedV1 struct {
 	NodeID int32 `json:"node_id"`
@@ -67,6 +86,56 @@ type registerBrokerV1 struct {
 	Port      int32    `json:"port"`
 	Rack      *string  `json:"rack,omitempty"`
 	Listeners []string `json:"listeners,omitempty"`
+}
+
+// registerBrokerV2 adds the node's Raft address. Version 2 also changed
+// what a registration does (version 1 records keep their old meaning):
+// it clears Fenced and InControlledShutdown, moves the leaderships of an
+// earlier registration of the same ID to other live in-sync replicas, and
+// elects the broker where a partition has no leader.
+type registerBrokerV2 struct {
+	ID        int32    `json:"id"`
+	Host      string   `json:"host"`
+	Port      int32    `json:"port"`
+	Rack      *string  `json:"rack,omitempty"`
+	Listeners []string `json:"listeners,omitempty"`
+	RaftAddr  string   `json:"raft_addr,omitempty"`
+	// Unclean is the proposing controller's static default of
+	// unclean.leader.election.enable.
+	Unclean bool `json:"unclean,omitempty"`
+}
+
+// fenceBrokerV1 fences a broker whose session timed out.
+type fenceBrokerV1 struct {
+	ID      int32 `json:"id"`
+	Epoch   int64 `json:"epoch"`
+	Unclean bool  `json:"unclean,omitempty"`
+}
+
+// unfenceBrokerV1 lifts the fence of a broker that heartbeats again.
+type unfenceBrokerV1 struct {
+	ID      int32 `json:"id"`
+	Epoch   int64 `json:"epoch"`
+	Unclean bool  `json:"unclean,omitempty"`
+}
+
+// controlledShutdownV1 starts the controlled shutdown of a broker, or
+// moves the leaderships it took since.
+type controlledShutdownV1 struct {
+	ID    int32 `json:"id"`
+	Epoch int64 `json:"epoch"`
+}
+
+// electLeadersV1 runs a preferred (0) or unclean (1) election.
+type electLeadersV1 struct {
+	Type int8 `json:"type"`
+	// Partitions nil means every partition.
+	Partitions []topicPartitionV1 `json:"partitions"`
+}
+
+type topicPartitionV1 struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
 }
 
 type createTopicV1 struct {
@@ -110,18 +179,29 @@ type alterPartitionV1 struct {
 	LeaderEpoch int32   `json:"leader_epoch"`
 }
 
+// alterPartitionV2 is an ISR change proposed by the partition's leader,
+// valid only against the leader epoch and partition epoch it names.
+type alterPartitionV2 struct {
+	Topic          string  `json:"topic"`
+	Partition      int32   `json:"partition"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+	ISR            []int32 `json:"isr"`
+}
+
 type allocateProducerIDsV1 struct {
 	Count int64 `json:"count"`
 }
 
-// encodeCommand frames body as a record of type t at the current version:
+// encodeCommand frames body as a record of type t at the body's version:
 // type byte, version byte, JSON body.
 func encodeCommand(t commandType, body any) ([]byte, error) {
 	js, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("encode %v: %w", t, err)
 	}
-	return append([]byte{byte(t), currentVersion}, js...), nil
+	return append([]byte{byte(t), bodyVersion(body)}, js...), nil
 }
 
 // decodeCommand decodes a record into its command type and a pointer to its
@@ -139,6 +219,8 @@ func decodeCommand(data []byte) (commandType, any, error) {
 		body = new(controllerElectedV1)
 	case t == cmdRegisterBroker && version == 1:
 		body = new(registerBrokerV1)
+	case t == cmdRegisterBroker && version == 2:
+		body = new(registerBrokerV2)
 	case t == cmdCreateTopic && version == 1:
 		body = new(createTopicV1)
 	case t == cmdDeleteTopic && version == 1:
@@ -151,6 +233,16 @@ func decodeCommand(data []byte) (commandType, any, error) {
 		body = new(alterBrokerConfigsV1)
 	case t == cmdAlterPartition && version == 1:
 		body = new(alterPartitionV1)
+	case t == cmdAlterPartition && version == 2:
+		body = new(alterPartitionV2)
+	case t == cmdFenceBroker && version == 1:
+		body = new(fenceBrokerV1)
+	case t == cmdUnfenceBroker && version == 1:
+		body = new(unfenceBrokerV1)
+	case t == cmdControlledShutdown && version == 1:
+		body = new(controlledShutdownV1)
+	case t == cmdElectLeaders && version == 1:
+		body = new(electLeadersV1)
 	case t == cmdAllocateProducerID && version == 1:
 		body = new(allocateProducerIDsV1)
 	default:

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -17,6 +19,14 @@ import (
 )
 
 const (
+	// defaultBrokerSessionTimeout is broker.session.timeout.ms's default.
+	defaultBrokerSessionTimeout = 9 * time.Second
+	// defaultLeaderImbalanceCheckInterval is
+	// leader.imbalance.check.interval.seconds' default.
+	defaultLeaderImbalanceCheckInterval = 300 * time.Second
+	// retryBackoff is the pause before a command is sent again while
+	// there is no leader, or before the next poll of a background loop.
+	retryBackoff = 50 * time.Millisecond
 	// defaultStartTimeout bounds how long Open waits for a single voter to
 	// elect itself and apply its election record.
 	defaultStartTimeout = 10 * time.Second
@@ -36,21 +46,47 @@ type Config struct {
 	Dir string
 	// Voters is the Raft voter set (Kafka's controller.quorum.voters, see
 	// ParseVoters). Empty means a single voter: this node, on an in-memory
-	// transport. Otherwise this node must be one of the voters and the
-	// voters talk over TCP.
+	// transport. Otherwise the nodes talk over TCP, and a node not in
+	// Voters is a non-voter: it holds the image and serves commands by
+	// forwarding them, but does not vote.
 	Voters []Voter
-	// RaftAddr is the bind address of the TCP Raft transport; empty means
-	// this node's address in Voters. Unused with a single voter.
+	// RaftAddr is the address the other nodes dial for this node's Raft
+	// transport. A voter's is its Voters entry (RaftAddr may be left empty
+	// or must be equal); a non-voter must set it. Unused with a single
+	// voter.
 	RaftAddr string
+	// RaftBind is the listen address of the Raft transport; empty means
+	// RaftAddr (or this voter's Voters entry).
+	RaftBind string
 	// Logger receives the controller's and Raft's logs; nil is silent.
 	Logger *slog.Logger
-	// Clock is the time source for timestamps and deadlines the controller
-	// computes itself (broker liveness, later); nil is time.Now. Apply
-	// never reads it: commands carry every value they need.
+	// Clock is the time source of broker liveness: heartbeat times and
+	// session timeouts; nil is time.Now. Apply never reads it: commands
+	// carry every value they need.
 	Clock func() time.Time
 	// StartTimeout bounds how long Open waits for a single voter to become
 	// the active controller; zero means 10s.
 	StartTimeout time.Duration
+	// BrokerSessionTimeout is broker.session.timeout.ms: the active
+	// controller fences a broker that has not heartbeated for this long.
+	// Zero means 9s.
+	BrokerSessionTimeout time.Duration
+	// UncleanLeaderElection is the static unclean.leader.election.enable
+	// of this node, used (carried in the command) when neither the topic
+	// nor the cluster-wide dynamic config sets it.
+	UncleanLeaderElection bool
+	// AutoLeaderRebalance is auto.leader.rebalance.enable (Kafka's default
+	// is true; the zero Config has it off): the active controller
+	// periodically moves leadership back to preferred replicas that are
+	// alive and in sync.
+	AutoLeaderRebalance bool
+	// LeaderImbalanceCheckInterval is leader.imbalance.check.interval.seconds;
+	// zero means 300s.
+	LeaderImbalanceCheckInterval time.Duration
+
+	// raftTimeout, when set, replaces Raft's heartbeat and election
+	// timeouts (tests make failover quick with it).
+	raftTimeout time.Duration
 }
 
 // Controller runs this node's member of the controller quorum and holds
@@ -62,6 +98,13 @@ type Controller struct {
 	raft      *raft.Raft
 	store     *raftboltdb.BoltStore
 	transport raft.Transport
+	mux       *mux // nil with a single voter
+	// self is this node as a Raft server; voter reports whether it votes.
+	self  Voter
+	voter bool
+	// voterList is Voters as ID@addr strings, sorted by ID: what every RPC
+	// carries for the voter-set check.
+	voterList []string
 
 	// bootstrapped records whether Open wrote the initial configuration.
 	bootstrapped bool
@@ -70,6 +113,17 @@ type Controller struct {
 	elected     chan struct{}
 	electedOnce sync.Once
 
+	live *liveness
+	// active is set while this node is the leader and has applied its
+	// election record (see isActive).
+	active atomic.Bool
+
+	fatal     chan error
+	fatalOnce sync.Once
+
+	// closing is canceled by Close; it ends RPCs being served and waits.
+	closing   context.Context
+	stopAll   context.CancelFunc
 	done      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -77,10 +131,13 @@ type Controller struct {
 }
 
 // Open starts this node's Raft member in cfg.Dir, bootstrapping a new
-// cluster when the directory holds no Raft state, and recovers the image
-// from the latest snapshot and the log. When this node is the only voter
-// it waits (bounded by cfg.StartTimeout) until it is the active controller
-// and its image holds every committed command.
+// cluster when the directory holds no Raft state and this node is a
+// voter, and recovers the image from the latest snapshot and the log.
+// When this node is the only voter it waits (bounded by cfg.StartTimeout)
+// until it is the active controller and its image holds every committed
+// command. A non-voter returns at once and joins the quorum in the
+// background. Open fails with ErrVotersMismatch when the stored Raft
+// configuration has other voters than cfg.Voters.
 func Open(cfg Config) (*Controller, error) {
 	if cfg.NodeID < 0 {
 		return nil, fmt.Errorf("controller: node id %d is negative", cfg.NodeID)
@@ -94,30 +151,51 @@ func Open(cfg Config) (*Controller, error) {
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = defaultStartTimeout
 	}
+	if cfg.BrokerSessionTimeout <= 0 {
+		cfg.BrokerSessionTimeout = defaultBrokerSessionTimeout
+	}
+	if cfg.LeaderImbalanceCheckInterval <= 0 {
+		cfg.LeaderImbalanceCheckInterval = defaultLeaderImbalanceCheckInterval
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	single := len(cfg.Voters) == 0
 	self := Voter{ID: cfg.NodeID, Addr: "controller-" + strconv.Itoa(int(cfg.NodeID))}
+	voter := true
 	if !single {
 		i := slices.IndexFunc(cfg.Voters, func(v Voter) bool { return v.ID == cfg.NodeID })
-		if i < 0 {
-			return nil, fmt.Errorf("controller: node %d is not in the voter set %v (non-voters are not supported yet)", cfg.NodeID, cfg.Voters)
+		switch {
+		case i >= 0:
+			self = cfg.Voters[i]
+			if cfg.RaftAddr != "" && cfg.RaftAddr != self.Addr {
+				return nil, fmt.Errorf("controller: node %d is voter %s but its raft address is %s", cfg.NodeID, self, cfg.RaftAddr)
+			}
+		case cfg.RaftAddr == "":
+			return nil, fmt.Errorf("controller: node %d is not a voter (%s) and has no raft address of its own", cfg.NodeID, votersString(cfg.Voters))
+		default:
+			self = Voter{ID: cfg.NodeID, Addr: cfg.RaftAddr}
+			voter = false
 		}
-		self = cfg.Voters[i]
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 
 	c := &Controller{
-		cfg:     cfg,
-		logger:  logger,
-		fsm:     newFSM(logger),
-		elected: make(chan struct{}),
-		done:    make(chan struct{}),
+		cfg:       cfg,
+		logger:    logger,
+		fsm:       newFSM(logger),
+		self:      self,
+		voter:     voter,
+		voterList: voterStrings(cfg.Voters),
+		elected:   make(chan struct{}),
+		live:      newLiveness(),
+		fatal:     make(chan error, 1),
+		done:      make(chan struct{}),
 	}
+	c.closing, c.stopAll = context.WithCancel(context.Background())
 	hlog := newHCLogger(logger)
 	ok := false
 	defer func() {
@@ -140,10 +218,20 @@ func Open(cfg Config) (*Controller, error) {
 	if single {
 		_, c.transport = raft.NewInmemTransport(raft.ServerAddress(self.Addr))
 	} else {
-		c.transport, err = newTCPTransport(cfg.RaftAddr, self.Addr, hlog)
+		bind := cfg.RaftBind
+		if bind == "" {
+			bind = self.Addr
+		}
+		c.mux, err = listenMux(bind, self.Addr, c.serveRPC, logger)
 		if err != nil {
 			return nil, err
 		}
+		c.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream:  c.mux,
+			MaxPool: 3,
+			Timeout: 10 * time.Second,
+			Logger:  hlog.Named("transport"),
+		})
 	}
 
 	rc := raftConfig(cfg, single, hlog)
@@ -151,7 +239,7 @@ func Open(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: inspect raft state: %w", err)
 	}
-	if !exists {
+	if !exists && voter {
 		voters := cfg.Voters
 		if single {
 			voters = []Voter{self}
@@ -170,10 +258,24 @@ func Open(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: start raft: %w", err)
 	}
-	c.wg.Add(1)
+	if exists && !single {
+		if err := c.checkStoredVoters(); err != nil {
+			return nil, err
+		}
+	}
+	c.wg.Add(2)
 	go c.watchLeadership()
+	go c.superviseBrokers()
+	if !single {
+		c.wg.Add(1)
+		if voter {
+			go c.greetVoters()
+		} else {
+			go c.joinQuorum()
+		}
+	}
 
-	if single || len(cfg.Voters) == 1 {
+	if single || (voter && len(cfg.Voters) == 1) {
 		// Only this node can win, so wait for it to.
 		timer := time.NewTimer(cfg.StartTimeout)
 		defer timer.Stop()
@@ -185,9 +287,50 @@ func Open(cfg Config) (*Controller, error) {
 	}
 	ok = true
 	img := c.Image()
-	logger.Debug("controller: started", "node", cfg.NodeID, "cluster", img.ClusterID, "version", img.Version, "topics", len(img.Topics))
+	logger.Debug("controller: started", "node", cfg.NodeID, "voter", voter, "cluster", img.ClusterID, "version", img.Version, "topics", len(img.Topics))
 	return c, nil
 }
+
+// checkStoredVoters compares the voters of the Raft configuration this
+// node recovered with cfg.Voters.
+func (c *Controller) checkStoredVoters() error {
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("controller: read raft configuration: %w", err)
+	}
+	var stored []Voter
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage != raft.Voter {
+			continue
+		}
+		id, err := strconv.ParseInt(string(s.ID), 10, 32)
+		if err != nil {
+			return fmt.Errorf("%w: stored voter id %q", ErrVotersMismatch, s.ID)
+		}
+		stored = append(stored, Voter{ID: int32(id), Addr: string(s.Address)})
+	}
+	if len(stored) == 0 {
+		// A non-voter that never joined has no configuration yet.
+		return nil
+	}
+	if !slices.Equal(voterStrings(stored), c.voterList) {
+		return fmt.Errorf("%w: --voters %s, but %s holds a quorum of voters %s", ErrVotersMismatch, votersString(c.cfg.Voters), c.cfg.Dir, votersString(stored))
+	}
+	return nil
+}
+
+// voterStrings returns voters as ID@addr, sorted by ID.
+func voterStrings(voters []Voter) []string {
+	sorted := slices.Clone(voters)
+	slices.SortFunc(sorted, func(a, b Voter) int { return int(a.ID) - int(b.ID) })
+	out := make([]string, len(sorted))
+	for i, v := range sorted {
+		out[i] = v.String()
+	}
+	return out
+}
+
+func votersString(voters []Voter) string { return strings.Join(voterStrings(voters), ",") }
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
 
@@ -195,34 +338,137 @@ func raftConfig(cfg Config, single bool, hlog *hclogAdapter) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(cfg.NodeID)
 	rc.Logger = hlog
-	if single {
+	switch {
+	case single:
 		// Nobody else can win an election: start the first one soon.
 		rc.HeartbeatTimeout = 100 * time.Millisecond
 		rc.ElectionTimeout = 100 * time.Millisecond
 		rc.LeaderLeaseTimeout = 50 * time.Millisecond
+	case cfg.raftTimeout > 0:
+		rc.HeartbeatTimeout = cfg.raftTimeout
+		rc.ElectionTimeout = cfg.raftTimeout
+		rc.LeaderLeaseTimeout = cfg.raftTimeout / 2
 	}
 	return rc
 }
 
-func newTCPTransport(bind, advertise string, hlog *hclogAdapter) (raft.Transport, error) {
-	if bind == "" {
-		bind = advertise
+// Fatal returns a channel that receives one error when this node finds,
+// after Open, a configuration conflict it cannot run with: a peer whose
+// voter set differs (ErrVotersMismatch). mqd exits on it.
+func (c *Controller) Fatal() <-chan error { return c.fatal }
+
+func (c *Controller) fail(err error) {
+	c.fatalOnce.Do(func() {
+		c.logger.Error("controller: configuration conflict", "err", err)
+		c.fatal <- err
+	})
+}
+
+// greetVoters says hello to every other voter until each has answered
+// once, so that a voter started with other --voters is found even before
+// it forwards a command.
+func (c *Controller) greetVoters() {
+	defer c.wg.Done()
+	pending := map[int32]string{}
+	for _, v := range c.cfg.Voters {
+		if v.ID != c.cfg.NodeID {
+			pending[v.ID] = v.Addr
+		}
 	}
-	addr, err := resolveTCPAddr(advertise)
-	if err != nil {
-		return nil, fmt.Errorf("controller: raft address %q: %w", advertise, err)
+	for len(pending) > 0 {
+		for id, address := range pending {
+			ctx, cancel := context.WithTimeout(c.closing, 2*time.Second)
+			err := c.call(ctx, address, opHello, nil, nil)
+			cancel()
+			switch {
+			case err == nil:
+				delete(pending, id)
+			case errors.Is(err, ErrVotersMismatch):
+				return
+			}
+		}
+		if !c.pause(retryBackoff * 10) {
+			return
+		}
 	}
-	t, err := raft.NewTCPTransportWithLogger(bind, addr, 3, 10*time.Second, hlog.Named("transport"))
-	if err != nil {
-		return nil, fmt.Errorf("controller: raft transport on %s: %w", bind, err)
+}
+
+// joinQuorum asks the voters, in turn, to add this non-voter to the Raft
+// configuration until it is in it at its current address.
+func (c *Controller) joinQuorum() {
+	defer c.wg.Done()
+	for i := 0; ; i++ {
+		if c.inConfiguration() {
+			c.logger.Debug("controller: joined the quorum as a non-voter", "node", c.cfg.NodeID)
+			return
+		}
+		v := c.cfg.Voters[i%len(c.cfg.Voters)]
+		ctx, cancel := context.WithTimeout(c.closing, 5*time.Second)
+		err := c.call(ctx, v.Addr, opJoin, joinRequest{ID: c.cfg.NodeID, Addr: c.self.Addr}, nil)
+		cancel()
+		switch {
+		case errors.Is(err, ErrVotersMismatch):
+			return
+		case err != nil:
+			c.logger.Debug("controller: join not accepted yet", "voter", v, "err", err)
+		}
+		if err == nil && c.inConfiguration() {
+			continue
+		}
+		if !c.pause(retryBackoff * 10) {
+			return
+		}
 	}
-	return t, nil
+}
+
+func (c *Controller) inConfiguration() bool {
+	f := c.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	return slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool {
+		return s.ID == serverID(c.cfg.NodeID) && s.Address == raft.ServerAddress(c.self.Addr)
+	})
+}
+
+// join adds a non-voter to the Raft configuration (on the leader).
+func (c *Controller) join(ctx context.Context, j joinRequest) error {
+	if slices.ContainsFunc(c.cfg.Voters, func(v Voter) bool { return v.ID == j.ID }) {
+		return fmt.Errorf("%w: node %d asked to join as a non-voter but is a voter", ErrVotersMismatch, j.ID)
+	}
+	if j.ID < 0 || j.Addr == "" {
+		return fmt.Errorf("controller: bad join request %+v", j)
+	}
+	return c.onLeader(ctx, opJoin, j, nil, func(ctx context.Context) error {
+		f := c.raft.AddNonvoter(serverID(j.ID), raft.ServerAddress(j.Addr), 0, timeoutOf(ctx))
+		if err := f.Error(); err != nil {
+			if errors.Is(err, raft.ErrNotLeader) {
+				return errRetry
+			}
+			return fmt.Errorf("controller: add non-voter %d: %w", j.ID, err)
+		}
+		c.logger.Info("controller: non-voter joined", "node", j.ID, "addr", j.Addr)
+		return nil
+	})
+}
+
+// pause waits d; false when the controller is closing.
+func (c *Controller) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.done:
+		return false
+	}
 }
 
 // watchLeadership proposes an election record each time this node becomes
 // the Raft leader: it names this node as the controller, sets the cluster
 // ID on the first election, and (once applied) proves that the image holds
-// every command of earlier terms.
+// every command of earlier terms. It then starts the broker sessions
+// afresh: the new controller gives every broker a full session timeout.
 func (c *Controller) watchLeadership() {
 	defer c.wg.Done()
 	for {
@@ -231,15 +477,32 @@ func (c *Controller) watchLeadership() {
 			return
 		case leader := <-c.raft.LeaderCh():
 			if !leader {
+				c.active.Store(false)
 				c.logger.Info("controller: lost leadership", "node", c.cfg.NodeID)
 				continue
 			}
-			if err := c.announceElection(); err != nil {
-				c.logger.Warn("controller: election record not applied", "node", c.cfg.NodeID, "err", err)
+			if !c.announceWhileLeader() {
 				continue
 			}
+			c.live.reset(c.Image(), c.cfg.Clock())
+			c.active.Store(true)
 			c.logger.Debug("controller: active controller", "node", c.cfg.NodeID)
 			c.electedOnce.Do(func() { close(c.elected) })
+		}
+	}
+}
+
+// announceWhileLeader proposes the election record until it is applied
+// (true) or this node is no longer the leader (false).
+func (c *Controller) announceWhileLeader() bool {
+	for {
+		err := c.announceElection()
+		if err == nil {
+			return true
+		}
+		c.logger.Warn("controller: election record not applied", "node", c.cfg.NodeID, "err", err)
+		if c.raft.State() != raft.Leader || !c.pause(retryBackoff) {
+			return false
 		}
 	}
 }
@@ -249,17 +512,17 @@ func (c *Controller) announceElection() error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), defaultCommandTimeout)
+	data, err := encodeCommand(cmdControllerElected, &controllerElectedV1{NodeID: c.cfg.NodeID, ClusterID: clusterID})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.closing, defaultCommandTimeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-c.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	_, err = c.propose(ctx, cmdControllerElected, &controllerElectedV1{NodeID: c.cfg.NodeID, ClusterID: clusterID})
-	return err
+	res, err := c.applyLocal(ctx, data)
+	if err != nil {
+		return err
+	}
+	return res.err
 }
 
 // Close stops this node's Raft member and closes its stores. The image
@@ -267,6 +530,7 @@ func (c *Controller) announceElection() error {
 func (c *Controller) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.done)
+		c.stopAll()
 		c.closeErr = c.closeResources()
 		c.wg.Wait()
 	})
@@ -284,6 +548,9 @@ func (c *Controller) closeResources() error {
 		if err := closer.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("controller: close transport: %w", err))
 		}
+	}
+	if c.mux != nil {
+		c.mux.Close()
 	}
 	if c.store != nil {
 		if err := c.store.Close(); err != nil {
@@ -324,7 +591,67 @@ func (c *Controller) LeaderID() int32 {
 	return int32(n)
 }
 
-// propose commits one command through Raft and returns the FSM's result.
+// onLeader runs local on this node when it is the Raft leader, and
+// otherwise sends op with in to the leader and decodes its answer into
+// out. While no leader is known, or the one asked is not the leader (any
+// more), it tries again until ctx ends, and then fails with
+// ErrNotController.
+func (c *Controller) onLeader(ctx context.Context, op string, in, out any, local func(context.Context) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultCommandTimeout)
+		defer cancel()
+	}
+	var last error
+	for {
+		select {
+		case <-c.done:
+			return ErrClosed
+		default:
+		}
+		var err error
+		address, id := c.raft.LeaderWithID()
+		switch {
+		case c.raft.State() == raft.Leader:
+			err = local(ctx)
+		case address == "" || id == serverID(c.cfg.NodeID):
+			err = errRetry
+		case c.mux == nil:
+			return fmt.Errorf("%w (leader is node %s)", ErrNotController, id)
+		default:
+			err = c.call(ctx, string(address), op, in, out)
+		}
+		var unreachable errUnreachable
+		if !errors.Is(err, errRetry) && !errors.As(err, &unreachable) {
+			return err
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			if errors.Is(last, errRetry) {
+				return fmt.Errorf("%w: no leader within the deadline", ErrNotController)
+			}
+			return fmt.Errorf("%w: %v", ErrNotController, last)
+		case <-c.done:
+			return ErrClosed
+		case <-time.After(retryBackoff):
+		}
+	}
+}
+
+// timeoutOf is what is left of ctx's deadline, for Raft's timeouts.
+func timeoutOf(ctx context.Context) time.Duration {
+	if deadline, ok := ctx.Deadline(); ok {
+		return max(time.Until(deadline), time.Millisecond)
+	}
+	return defaultCommandTimeout
+}
+
+// propose commits one command through Raft, on the leader, and returns
+// the FSM's result.
 func (c *Controller) propose(ctx context.Context, t commandType, body any) (applyResult, error) {
 	if err := ctx.Err(); err != nil {
 		return applyResult{}, err
@@ -338,16 +665,36 @@ func (c *Controller) propose(ctx context.Context, t commandType, body any) (appl
 	if err != nil {
 		return applyResult{}, err
 	}
+	var res applyResult
+	var remote wireResult
+	appliedHere := false
+	err = c.onLeader(ctx, opPropose, data, &remote, func(ctx context.Context) error {
+		var err error
+		res, err = c.applyLocal(ctx, data)
+		appliedHere = err == nil
+		return err
+	})
+	if err != nil {
+		return applyResult{}, err
+	}
+	if !appliedHere {
+		res = resultFromWire(remote)
+	}
+	return res, res.err
+}
+
+// applyLocal commits an encoded command through this node's Raft, which
+// must be the leader (errRetry otherwise), and returns the FSM's result.
+// The error is Raft's (ErrNotController when leadership was lost and the
+// command may or may not be committed); the FSM's refusal is res.err.
+func (c *Controller) applyLocal(ctx context.Context, data []byte) (applyResult, error) {
 	if c.raft.State() != raft.Leader {
-		return applyResult{}, fmt.Errorf("%w (leader is node %d)", ErrNotController, c.LeaderID())
+		return applyResult{}, errRetry
 	}
-	timeout := defaultCommandTimeout
-	if deadline, ok := ctx.Deadline(); ok {
-		timeout = time.Until(deadline)
-	}
-	future := c.raft.Apply(data, timeout)
+	future := c.raft.Apply(data, timeoutOf(ctx))
 	errc := make(chan error, 1)
 	go func() { errc <- future.Error() }()
+	var err error
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
@@ -355,29 +702,49 @@ func (c *Controller) propose(ctx context.Context, t commandType, body any) (appl
 	}
 	switch {
 	case err == nil:
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
-		errors.Is(err, raft.ErrLeadershipTransferInProgress):
+	case errors.Is(err, raft.ErrNotLeader):
+		return applyResult{}, errRetry
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
 		return applyResult{}, fmt.Errorf("%w: %v", ErrNotController, err)
 	case errors.Is(err, raft.ErrRaftShutdown):
 		return applyResult{}, ErrClosed
 	default:
-		return applyResult{}, fmt.Errorf("controller: %v: %w", t, err)
+		return applyResult{}, fmt.Errorf("controller: apply: %w", err)
 	}
 	res, ok := future.Response().(applyResult)
 	if !ok {
-		return applyResult{}, fmt.Errorf("controller: %v: unexpected fsm response %T", t, future.Response())
+		return applyResult{}, fmt.Errorf("controller: unexpected fsm response %T", future.Response())
 	}
-	return res, res.err
+	for _, u := range res.unclean {
+		c.logger.Warn("controller: unclean leader election: acknowledged records may be lost",
+			"topic", u.Topic, "partition", u.Partition, "leader", u.Leader, "replicas_that_may_hold_more", u.FormerISR)
+	}
+	return res, nil
 }
 
 // RegisterBroker records b in the image, replacing an earlier registration
-// of the same ID. The controller assigns b.Epoch (the value passed is
-// ignored); read it back from Image().Brokers.
-func (c *Controller) RegisterBroker(ctx context.Context, b Broker) error {
-	_, err := c.propose(ctx, cmdRegisterBroker, &registerBrokerV1{
-		ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners,
+// of the same ID, and returns the broker epoch the controller gave it
+// (b.Epoch is ignored): the log index of the registration, larger than
+// any earlier one. The registration clears Fenced and
+// InControlledShutdown and starts the broker's session. A broker that
+// was registered before is a new incarnation: its leaderships move to
+// other live in-sync replicas, it leaves the ISRs that have other
+// members, and where it is the last in-sync replica it stays leader in a
+// new leader epoch. It also becomes leader of partitions without one
+// whose ISR holds it.
+func (c *Controller) RegisterBroker(ctx context.Context, b Broker) (epoch int64, err error) {
+	raftAddr := b.RaftAddr
+	if raftAddr == "" && c.mux != nil && b.ID == c.cfg.NodeID {
+		raftAddr = c.self.Addr
+	}
+	res, err := c.propose(ctx, cmdRegisterBroker, &registerBrokerV2{
+		ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, RaftAddr: raftAddr,
+		Unclean: c.cfg.UncleanLeaderElection,
 	})
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return res.brokerEpoch, nil
 }
 
 // CreateTopic is a topic to create. Without Assignments, Partitions
@@ -446,28 +813,68 @@ func (c *Controller) AlterBrokerConfigs(ctx context.Context, brokerID int32, set
 	return err
 }
 
-// AlterPartition is a new leader, ISR and leader epoch for one partition.
+// AlterPartition is an ISR change proposed by a partition's leader.
 type AlterPartition struct {
 	Topic     string
 	Partition int32
-	// Leader is the new leader, or -1 for none; a leader must be in ISR.
+	// Leader is the proposing broker, which must be the current leader.
 	Leader int32
-	// ISR must be a subset of the partition's replicas.
+	// LeaderEpoch and PartitionEpoch are the epochs the proposal is based
+	// on; both must be the partition's current ones.
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	// ISR is the new in-sync replica set: replicas of the partition,
+	// holding the leader; brokers it adds must be alive.
 	ISR []int32
-	// LeaderEpoch must be >= the current leader epoch, and > it when the
-	// leader changes.
-	LeaderEpoch int32
 }
 
-// AlterPartition changes one partition's leader, ISR and leader epoch and
-// bumps its partition epoch. ErrStaleLeaderEpoch when the epoch goes
-// backwards (or the leader changes within an epoch); ErrUnknownTopic,
-// ErrUnknownPartition, ErrInvalidPartitionState otherwise.
-func (c *Controller) AlterPartition(ctx context.Context, p AlterPartition) error {
-	_, err := c.propose(ctx, cmdAlterPartition, &alterPartitionV1{
-		Topic: p.Topic, Partition: p.Partition, Leader: p.Leader, ISR: p.ISR, LeaderEpoch: p.LeaderEpoch,
+// AlterPartition changes one partition's ISR and returns the partition as
+// it is now (its new partition epoch). Errors: ErrFencedLeaderEpoch (the
+// leader epoch is not the current one), ErrNotLeader, ErrInvalidUpdateVersion
+// (the partition epoch is not the current one: another change came
+// first), ErrInvalidPartitionState (not a subset of the replicas, or
+// without the leader), ErrIneligibleReplica (adds a fenced, shutting down
+// or unregistered broker), ErrUnknownTopic, ErrUnknownPartition. An ISR
+// equal to the current one changes nothing.
+func (c *Controller) AlterPartition(ctx context.Context, p AlterPartition) (Partition, error) {
+	res, err := c.propose(ctx, cmdAlterPartition, &alterPartitionV2{
+		Topic: p.Topic, Partition: p.Partition, Leader: p.Leader,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR,
 	})
-	return err
+	if err != nil {
+		return Partition{}, err
+	}
+	if res.partition == nil {
+		return Partition{}, fmt.Errorf("controller: AlterPartition answered without a partition")
+	}
+	return *res.partition, nil
+}
+
+// ElectLeaders runs an election of type typ for partitions (nil: every
+// partition) and returns the outcome per partition: nil for a new leader,
+// or ErrElectionNotNeeded, ErrPreferredLeaderNotAvailable,
+// ErrEligibleLeadersNotAvailable, ErrUnknownTopic, ErrUnknownPartition.
+// With nil partitions, those that need no election are left out. An
+// unclean election elects a replica outside the ISR only where no ISR
+// member is alive, whatever unclean.leader.election.enable says (it is an
+// operator's explicit request), and logs it at Warn.
+func (c *Controller) ElectLeaders(ctx context.Context, typ ElectionType, partitions []TopicPartition) (map[TopicPartition]error, error) {
+	cmd := &electLeadersV1{Type: int8(typ)}
+	if partitions != nil {
+		cmd.Partitions = make([]topicPartitionV1, 0, len(partitions))
+		for _, tp := range partitions {
+			cmd.Partitions = append(cmd.Partitions, topicPartitionV1{Topic: tp.Topic, Partition: tp.Partition})
+		}
+	}
+	res, err := c.propose(ctx, cmdElectLeaders, cmd)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[TopicPartition]error, len(res.elections))
+	for _, e := range res.elections {
+		out[e.TopicPartition] = e.err
+	}
+	return out, nil
 }
 
 // AllocateProducerIDs reserves the block [first, first+n) of producer IDs.

@@ -60,7 +60,7 @@ func content(t *testing.T, img *Image) string {
 func populate(t *testing.T, c *Controller, prefix string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := c.RegisterBroker(ctx, Broker{ID: 1, Host: "127.0.0.1", Port: 9092, Listeners: []string{"tcp://127.0.0.1:9092"}}); err != nil {
+	if _, err := c.RegisterBroker(ctx, Broker{ID: 1, Host: "127.0.0.1", Port: 9092, Listeners: []string{"tcp://127.0.0.1:9092"}}); err != nil {
 		t.Fatal(err)
 	}
 	id, err := c.CreateTopic(ctx, CreateTopic{Name: prefix + "orders", Partitions: 3, ReplicationFactor: 1, Configs: map[string]string{"retention.ms": "1000"}})
@@ -88,7 +88,10 @@ func populate(t *testing.T, c *Controller, prefix string) {
 	if err := c.AlterBrokerConfigs(ctx, -1, map[string]string{prefix + "num.partitions": "2"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AlterPartition(ctx, AlterPartition{Topic: prefix + "orders", Partition: 4, Leader: 1, ISR: []int32{1}, LeaderEpoch: 3}); err != nil {
+	if _, err := c.AlterPartition(ctx, AlterPartition{Topic: prefix + "orders", Partition: 4, Leader: 1, ISR: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ElectLeaders(ctx, ElectPreferred, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.AllocateProducerIDs(ctx, 1000); err != nil {
@@ -190,7 +193,7 @@ func TestCommandsReturnSentinelErrors(t *testing.T) {
 	if _, err := c.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: 1}); !errors.Is(err, ErrInvalidReplicationFactor) {
 		t.Fatalf("CreateTopic before any broker registered = %v", err)
 	}
-	if err := c.RegisterBroker(ctx, Broker{ID: 1, Host: "localhost", Port: 9092}); err != nil {
+	if _, err := c.RegisterBroker(ctx, Broker{ID: 1, Host: "localhost", Port: 9092}); err != nil {
 		t.Fatal(err)
 	}
 	if b := c.Image().Brokers[1]; b.Epoch <= 0 {
@@ -214,12 +217,18 @@ func TestCommandsReturnSentinelErrors(t *testing.T) {
 		}(), ErrInvalidReplicationFactor},
 		{"delete unknown", c.DeleteTopic(ctx, "nope"), ErrUnknownTopic},
 		{"shrink", c.CreatePartitions(ctx, "t", 1, nil), ErrInvalidPartitions},
-		{"epoch backwards", func() error {
-			if err := c.AlterPartition(ctx, AlterPartition{Topic: "t", Partition: 0, Leader: 1, ISR: []int32{1}, LeaderEpoch: 2}); err != nil {
-				return err
-			}
-			return c.AlterPartition(ctx, AlterPartition{Topic: "t", Partition: 0, Leader: 1, ISR: []int32{1}, LeaderEpoch: 1})
-		}(), ErrStaleLeaderEpoch},
+		{"stale leader epoch", func() error {
+			_, err := c.AlterPartition(ctx, AlterPartition{Topic: "t", Partition: 0, Leader: 1, ISR: []int32{1}, LeaderEpoch: 1})
+			return err
+		}(), ErrFencedLeaderEpoch},
+		{"stale partition epoch", func() error {
+			_, err := c.AlterPartition(ctx, AlterPartition{Topic: "t", Partition: 0, Leader: 1, ISR: []int32{1}, PartitionEpoch: 7})
+			return err
+		}(), ErrInvalidUpdateVersion},
+		{"heartbeat of another epoch", func() error {
+			_, err := c.Heartbeat(ctx, Heartbeat{BrokerID: 1, BrokerEpoch: 1})
+			return err
+		}(), ErrStaleBrokerEpoch},
 		{"producer ids", func() error { _, err := c.AllocateProducerIDs(ctx, 0); return err }(), ErrInvalidProducerIDCount},
 	}
 	for _, ch := range checks {
@@ -246,7 +255,7 @@ func TestCommandsReturnSentinelErrors(t *testing.T) {
 
 func TestChangesNotifiesWatcher(t *testing.T) {
 	c := openController(t, t.TempDir())
-	if err := c.RegisterBroker(context.Background(), Broker{ID: 1, Host: "localhost", Port: 9092}); err != nil {
+	if _, err := c.RegisterBroker(context.Background(), Broker{ID: 1, Host: "localhost", Port: 9092}); err != nil {
 		t.Fatal(err)
 	}
 	seen := make(chan *Image, 1)
@@ -279,7 +288,7 @@ func TestChangesNotifiesWatcher(t *testing.T) {
 func TestConcurrentCommandsAndReaders(t *testing.T) {
 	c := openController(t, t.TempDir())
 	ctx := context.Background()
-	if err := c.RegisterBroker(ctx, Broker{ID: 1, Host: "localhost", Port: 9092}); err != nil {
+	if _, err := c.RegisterBroker(ctx, Broker{ID: 1, Host: "localhost", Port: 9092}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -459,13 +468,11 @@ func TestThreeVotersElectOneControllerAndReplicate(t *testing.T) {
 				return ""
 			})
 		}
-		if err := c.RegisterBroker(ctx, Broker{ID: c.cfg.NodeID}); !errors.Is(err, ErrNotController) {
-			t.Errorf("command on follower %d = %v, want ErrNotController", c.cfg.NodeID, err)
-		}
 	}
-	for _, v := range voters {
-		if err := leader.RegisterBroker(ctx, Broker{ID: v.ID, Host: "127.0.0.1", Port: 9092 + v.ID}); err != nil {
-			t.Fatal(err)
+	// Every node registers its broker itself: followers forward.
+	for _, c := range nodes {
+		if _, err := c.RegisterBroker(ctx, Broker{ID: c.cfg.NodeID, Host: "127.0.0.1", Port: 9092 + c.cfg.NodeID}); err != nil {
+			t.Fatalf("register through node %d: %v", c.cfg.NodeID, err)
 		}
 	}
 	if _, err := leader.CreateTopic(ctx, CreateTopic{Name: "replicated", Partitions: 3, ReplicationFactor: 3}); err != nil {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"maps"
@@ -94,13 +95,43 @@ func runLine(t *testing.T, tf *testFSM, line string) string {
 		t.Fatalf("unknown command %q", name)
 	}
 	res := tf.apply(append([]byte{byte(typ), byte(version)}, body...))
-	switch {
-	case res.err != nil:
+	if res.err != nil {
 		return "error: " + res.err.Error() + "\n"
-	case typ == cmdAllocateProducerID:
-		return fmt.Sprintf("ok first=%d\n", res.firstProducerID)
 	}
-	return "ok\n"
+	var b strings.Builder
+	b.WriteString("ok")
+	if res.unchanged {
+		b.WriteString(" unchanged")
+	}
+	switch {
+	case typ == cmdAllocateProducerID:
+		fmt.Fprintf(&b, " first=%d", res.firstProducerID)
+	case typ == cmdRegisterBroker && version >= 2:
+		fmt.Fprintf(&b, " epoch=%d", res.brokerEpoch)
+	case res.partition != nil:
+		p := res.partition
+		fmt.Fprintf(&b, " isr=%v leader=%d leader-epoch=%d partition-epoch=%d", p.ISR, p.Leader, p.LeaderEpoch, p.PartitionEpoch)
+	}
+	b.WriteString("\n")
+	for _, e := range res.elections {
+		result := "elected"
+		if e.err != nil {
+			result = e.err.Error()
+		}
+		fmt.Fprintf(&b, "  elect %s-%d: %s\n", e.Topic, e.Partition, result)
+	}
+	for _, u := range res.unclean {
+		fmt.Fprintf(&b, "  unclean %s-%d: leader %d, former isr %v\n", u.Topic, u.Partition, u.Leader, u.FormerISR)
+	}
+	if typ == cmdControlledShutdown {
+		var id struct {
+			ID int32 `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(body), &id); err == nil {
+			fmt.Fprintf(&b, "  can-shut-down=%v\n", tf.f.Image().canShutDown(id.ID))
+		}
+	}
+	return b.String()
 }
 
 func commandNamed(name string) (commandType, bool) {
@@ -125,7 +156,17 @@ func renderImage(img *Image) string {
 		if br.Rack != nil {
 			rack = " rack=" + *br.Rack
 		}
-		fmt.Fprintf(&b, "broker %d %s:%d epoch=%d%s listeners=%v\n", br.ID, br.Host, br.Port, br.Epoch, rack, br.Listeners)
+		state := ""
+		if br.RaftAddr != "" {
+			state += " raft=" + br.RaftAddr
+		}
+		if br.Fenced {
+			state += " fenced"
+		}
+		if br.InControlledShutdown {
+			state += " shutting-down"
+		}
+		fmt.Fprintf(&b, "broker %d %s:%d epoch=%d%s listeners=%v%s\n", br.ID, br.Host, br.Port, br.Epoch, rack, br.Listeners, state)
 	}
 	for _, id := range sortedKeys(img.BrokerConfigs) {
 		fmt.Fprintf(&b, "broker-config %d %s\n", id, renderConfigs(img.BrokerConfigs[id]))

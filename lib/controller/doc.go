@@ -14,7 +14,7 @@
 //	c, err := controller.Open(controller.Config{NodeID: 1, Dir: dir, Logger: logger})
 //	...
 //	defer c.Close()
-//	if err := c.RegisterBroker(ctx, controller.Broker{ID: 1, Host: "localhost", Port: 9092}); err != nil { ... }
+//	epoch, err := c.RegisterBroker(ctx, controller.Broker{ID: 1, Host: "localhost", Port: 9092})
 //	id, err := c.CreateTopic(ctx, controller.CreateTopic{Name: "orders", Partitions: 3, ReplicationFactor: 1})
 //
 // With no Voters the node (NodeID, 1 for a lone mqd) is the only voter of
@@ -24,15 +24,18 @@
 // record, which also fixes the ClusterID on the very first start. On later
 // starts Open recovers the image from the latest snapshot and the log
 // after it. With Voters (see ParseVoters; Kafka's controller.quorum.voters
-// syntax) the voters talk over TCP and each bootstraps the same
+// syntax) the nodes talk over TCP and each voter bootstraps the same
 // configuration; Open waits for the election only when this node is the
 // sole voter listed.
 //
-// Commands (RegisterBroker, CreateTopic, ...) are accepted only by the
-// Raft leader, otherwise they fail with ErrNotController. Each returns
-// after its record is committed and applied here, so the next Image shows
-// its effect, or with the error the FSM refused it with (ErrTopicExists,
-// ErrUnknownTopic, ErrInvalidPartitions, ...; test with errors.Is).
+// Commands (RegisterBroker, CreateTopic, ...) work on every node. Each
+// returns after its record is committed and applied on the leader, or
+// with the error the FSM refused it with (ErrTopicExists,
+// ErrUnknownTopic, ErrInvalidPartitions, ...; test with errors.Is). On
+// the leader the next Image shows the command's effect; on other nodes it
+// shows soon after. ErrNotController means no leader could be reached
+// within the context (or leadership was lost while committing, when the
+// command may or may not have been applied).
 //
 // Readers take Image for the current image, and follow changes with
 // Changes, which returns a channel closed at the next change:
@@ -43,6 +46,95 @@
 //		... act on img ...
 //		<-changed
 //	}
+//
+// # One port, forwarding, non-voters
+//
+// A node's Raft TCP port carries two kinds of connection, told apart by
+// their first byte: 'R' is hashicorp/raft's NetworkTransport, 'M' the
+// controller RPCs (length-prefixed JSON: propose a command, heartbeat,
+// join, describe the quorum). The port is the one channel between nodes
+// the controller needs: every node knows the voters' addresses from
+// --voters and the leader's from Raft, before it has any image. A command
+// on a node that is not the Raft leader is sent to the leader and run
+// there; while there is no leader it is retried until its context ends.
+// Errors cross the wire as the name of their sentinel and come back as
+// the same sentinel.
+//
+// A node not in Voters (it must have a RaftAddr of its own) is a Raft
+// non-voter: it starts without bootstrapping and asks the voters, in the
+// background and until it succeeds, to add it (AddNonvoter); Open does
+// not wait for that. It then holds the whole image like a voter.
+//
+// Every RPC carries the sender's voter set. A node whose set differs
+// refuses it with ErrVotersMismatch, and the sender's Fatal channel
+// receives the error (mqd exits on it). Each voter greets the others once
+// at start, so the check does not wait for a first command. A node
+// restarted with other --voters than the voters of its stored Raft
+// configuration fails Open with ErrVotersMismatch.
+//
+// # Broker liveness
+//
+// Brokers register (RegisterBroker, which returns the broker epoch) and
+// then call Heartbeat every broker.heartbeat.interval.ms through their own
+// node's controller. The active controller keeps each broker's last
+// heartbeat in memory; it starts every session afresh when it becomes
+// the leader, so a failover never fences a broker by itself. A broker
+// silent for BrokerSessionTimeout is fenced with a FenceBroker command:
+//
+//   - each partition it led goes to the first replica, in Replicas order,
+//     that is in the ISR and alive (neither fenced nor shutting down);
+//   - without one, to the first live replica with ISR {it} when unclean
+//     leader election is allowed (the topic's
+//     unclean.leader.election.enable, else the cluster-wide dynamic
+//     default in BrokerConfigs[-1], else Config.UncleanLeaderElection,
+//     carried in the command), logged at Warn with the former ISR, whose
+//     acknowledged records the new leader may lack;
+//   - otherwise the partition has no leader (-1) and keeps its ISR, so
+//     the last in-sync replica leads again when it comes back;
+//   - the broker leaves every ISR that has other members.
+//
+// A fenced broker's heartbeat, once its node has applied the image up to
+// its registration (Heartbeat.AppliedVersion >= broker epoch), unfences
+// it and makes it leader of the partitions without a leader whose ISR
+// holds it (or, unclean elections allowed, whose replicas do).
+//
+// A heartbeat with WantShutDown starts a controlled shutdown: the broker
+// is marked InControlledShutdown, its leaderships move to other live ISR
+// members and it leaves the ISRs that have other members. The answer says
+// ShouldShutDown once it leads no partition another live ISR member could
+// take. A registration clears Fenced and InControlledShutdown; when the
+// broker was registered before (a restart: it may have lost what it had
+// not flushed), its leaderships first move to other live ISR members, it
+// leaves the ISRs that have other members, and where it was the last
+// in-sync replica it stays leader in a new leader epoch.
+//
+// Every change of a partition's leader moves its leader epoch by one,
+// every change of leader or ISR its partition epoch by one.
+//
+// # ISR changes, elections, placement
+//
+// A partition's leader changes its ISR with AlterPartition, naming the
+// leader epoch and partition epoch it saw: a proposal based on anything
+// but the current ones is refused (ErrFencedLeaderEpoch,
+// ErrInvalidUpdateVersion), so a deposed leader never overwrites a newer
+// ISR; an ISR may only add live brokers (ErrIneligibleReplica).
+//
+// ElectLeaders runs preferred or unclean elections and reports per
+// partition. With AutoLeaderRebalance the active controller elects, every
+// LeaderImbalanceCheckInterval, the preferred replica of each partition
+// where it is alive and in the ISR but not the leader.
+//
+// New topics and partitions are placed on live brokers only: replica r of
+// partition i is the broker at (start+i+r) mod n of the placement order,
+// the start derived from the topic ID. The order is by broker ID, or,
+// when every live broker has a rack, alternates between racks, so the
+// replicas of a partition are on different racks as far as the racks
+// allow. Preferred leaders (first replicas) are spread evenly. A new
+// partition's ISR is its live replicas, its leader the first of them.
+//
+// Quorum describes the quorum from the leader: term, last log index, and
+// every voter and non-voter with the image version and time of its
+// broker's last heartbeat.
 //
 // # Invariants
 //
@@ -62,7 +154,10 @@
 //   - Every published image passes the same checks Restore applies to a
 //     snapshot: topics indexed by name and ID alike, replica lists without
 //     duplicates, the ISR a subset of the replicas, a leader always in the
-//     ISR, leader epochs that never decrease.
+//     ISR and never fenced, a fenced broker in an ISR only as its last
+//     member, leader epochs that never decrease.
+//   - A command that is accepted but changes nothing (fencing a fenced
+//     broker, an election no partition needed) publishes no image either.
 //
 // # Records and their versions
 //
@@ -76,10 +171,15 @@
 // it; a record is never guessed at and never panics the FSM.
 //
 // A new field or a change in the meaning of a command gets a new version
-// number (and is written only once every node can read it); the decoder keeps reading every version ever written, since old records stay
-// in logs and are replayed. Type numbers are never reused.
+// number (and is written only once every node can read it); the decoder
+// keeps reading every version ever written, since old records stay in
+// logs and are replayed. Type numbers are never reused. Versions written
+// today: RegisterBroker 2 (Raft address; a registration lifts the fence
+// and a re-registration gives up leaderships), AlterPartition 2 (checked
+// against the partition epoch), every other command 1.
 //
-// Snapshots carry the whole image: "MQCI", one version byte (1), and a
+// Snapshots carry the whole image: "MQCI", one version byte (2; version 1,
+// without the brokers' Raft address and liveness, is still read), and a
 // JSON body with brokers and topics in sorted order, so equal images give
 // equal snapshots. Restore refuses anything else with ErrInvalidSnapshot
 // and keeps the current image.

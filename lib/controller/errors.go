@@ -17,9 +17,39 @@ var (
 	ErrInvalidBroker            = errors.New("controller: invalid broker registration")
 	ErrInvalidProducerIDCount   = errors.New("controller: invalid producer id block size")
 
-	// ErrNotController is returned by a command proposed on a node that is
-	// not (or stopped being) the Raft leader. With ErrLeadershipLost from
-	// Raft the command may or may not have been committed.
+	// ErrStaleBrokerEpoch refuses a heartbeat, fencing or shutdown of a
+	// broker epoch that is not the broker's current registration (or of a
+	// broker that is not registered): the broker must register again.
+	ErrStaleBrokerEpoch = errors.New("controller: stale broker epoch")
+	// ErrFencedLeaderEpoch refuses an AlterPartition whose leader epoch is
+	// not the partition's current one.
+	ErrFencedLeaderEpoch = errors.New("controller: fenced leader epoch")
+	// ErrInvalidUpdateVersion refuses an AlterPartition whose partition
+	// epoch is not the partition's current one: the ISR changed meanwhile.
+	ErrInvalidUpdateVersion = errors.New("controller: stale partition epoch")
+	// ErrNotLeader refuses an AlterPartition from a broker that is not the
+	// partition's leader.
+	ErrNotLeader = errors.New("controller: not the partition leader")
+	// ErrIneligibleReplica refuses an AlterPartition that adds to the ISR a
+	// broker that is fenced, shutting down or not registered.
+	ErrIneligibleReplica = errors.New("controller: ineligible replica")
+	// ErrElectionNotNeeded: the partition already has the leader the
+	// election asked for (ElectLeaders).
+	ErrElectionNotNeeded = errors.New("controller: election not needed")
+	// ErrPreferredLeaderNotAvailable: the preferred replica is not alive
+	// or not in the ISR (ElectLeaders, preferred).
+	ErrPreferredLeaderNotAvailable = errors.New("controller: preferred leader not available")
+	// ErrEligibleLeadersNotAvailable: no replica of the partition is alive
+	// (ElectLeaders, unclean).
+	ErrEligibleLeadersNotAvailable = errors.New("controller: eligible leaders not available")
+	// ErrVotersMismatch: this node's voter set (--voters) differs from the
+	// one stored in its Raft state, or from a peer's.
+	ErrVotersMismatch = errors.New("controller: voters differ")
+
+	// ErrNotController is returned by a command when no Raft leader could
+	// be reached before its context ended, or when the leader lost its
+	// leadership (or the connection to it broke) while committing: then
+	// the command may or may not have been committed.
 	ErrNotController = errors.New("controller: not the active controller")
 	// ErrUnknownCommand is the FSM's answer to a record whose command type
 	// or version it does not know. The record is refused, never guessed at.

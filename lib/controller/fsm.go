@@ -28,8 +28,20 @@ const (
 // raft.ApplyFuture.Response.
 type applyResult struct {
 	err error
+	// unchanged is set by a command that was accepted but changes nothing
+	// (a broker fenced already, an election not needed): the image is not
+	// republished and its Version stays.
+	unchanged bool
 	// firstProducerID is the first ID of a block from AllocateProducerIDs.
 	firstProducerID int64
+	// brokerEpoch is the epoch a RegisterBroker gave the broker.
+	brokerEpoch int64
+	// partition is the partition after an AlterPartition.
+	partition *Partition
+	// elections are ElectLeaders' per-partition outcomes.
+	elections []electionResult
+	// unclean lists the leaders elected from outside the ISR.
+	unclean []uncleanElection
 }
 
 // fsm is the controller's raft.FSM. Raft calls Apply, Snapshot and Restore
@@ -94,6 +106,9 @@ func (f *fsm) apply(index uint64, data []byte) applyResult {
 		f.logger.Debug("controller: command refused", "index", index, "type", t, "err", res.err)
 		return res
 	}
+	if res.unchanged {
+		return res
+	}
 	next.Version = index
 	f.publish(next)
 	f.logger.Debug("controller: command applied", "index", index, "type", t)
@@ -112,6 +127,19 @@ func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
 		err = applyControllerElected(&next, c)
 	case *registerBrokerV1:
 		err = applyRegisterBroker(&next, index, c)
+		res.brokerEpoch = int64(index & math.MaxInt64)
+	case *registerBrokerV2:
+		err = applyRegisterBrokerV2(&next, index, c, &res)
+	case *fenceBrokerV1:
+		err = applyFenceBroker(&next, c, &res)
+	case *unfenceBrokerV1:
+		err = applyUnfenceBroker(&next, c, &res)
+	case *controlledShutdownV1:
+		err = applyControlledShutdown(&next, c, &res)
+	case *alterPartitionV2:
+		err = applyAlterPartitionV2(&next, c, &res)
+	case *electLeadersV1:
+		err = applyElectLeaders(&next, c, &res)
 	case *createTopicV1:
 		err = applyCreateTopic(&next, c)
 	case *deleteTopicV1:
@@ -131,6 +159,9 @@ func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
 	}
 	if err != nil {
 		return old, applyResult{err: err}
+	}
+	if res.unchanged {
+		return old, res
 	}
 	return &next, res
 }
@@ -225,7 +256,7 @@ func applyCreateTopic(img *Image, c *createTopicV1) error {
 		t.Configs = map[string]string{}
 	}
 	for i, replicas := range assignments {
-		t.Partitions[i] = newPartition(int32(i), replicas)
+		t.Partitions[i] = newPartition(img, int32(i), replicas)
 	}
 	img.Topics = maps.Clone(img.Topics)
 	img.TopicsByID = maps.Clone(img.TopicsByID)
@@ -234,19 +265,21 @@ func applyCreateTopic(img *Image, c *createTopicV1) error {
 	return nil
 }
 
-// newPartition returns a new partition led by its first replica, all of its
-// replicas in sync.
-func newPartition(id int32, replicas []int32) Partition {
+// newPartition returns a new partition whose alive replicas are in sync,
+// led by the first of them; the replicas are checked by checkAssignments
+// or placed by assignReplicas, so at least one is alive.
+func newPartition(img *Image, id int32, replicas []int32) Partition {
+	isr := slices.DeleteFunc(slices.Clone(replicas), func(r int32) bool { return !img.brokerAlive(r) })
 	return Partition{
 		ID:       id,
 		Replicas: slices.Clone(replicas),
-		ISR:      slices.Clone(replicas),
-		Leader:   replicas[0],
+		ISR:      isr,
+		Leader:   isr[0],
 	}
 }
 
 // checkAssignments verifies explicit replica lists: each valid, all of the
-// same length, every broker registered.
+// same length, every broker registered, at least one alive in each.
 func checkAssignments(img *Image, assignments [][]int32) error {
 	for i, replicas := range assignments {
 		if err := checkReplicas(replicas); err != nil {
@@ -260,18 +293,23 @@ func checkAssignments(img *Image, assignments [][]int32) error {
 				return fmt.Errorf("%w: broker %d is not registered", ErrInvalidReplicaAssignment, r)
 			}
 		}
+		if !slices.ContainsFunc(replicas, img.brokerAlive) {
+			return fmt.Errorf("%w: partition %d: brokers %v are all fenced or shutting down", ErrInvalidReplicaAssignment, i, replicas)
+		}
 	}
 	return nil
 }
 
 // assignReplicas places partitions first..first+count-1 of the topic id
-// round-robin across the registered brokers in ID order. The starting
-// broker is derived from the topic ID, so different topics start on
-// different brokers while Apply stays deterministic.
+// over the alive brokers (see placementOrder): replica r of partition i is
+// order[(start+i+r) % n]. The start is derived from the topic ID, so
+// different topics start on different brokers while Apply stays
+// deterministic; consecutive partitions start one broker further, so the
+// preferred leaders (first replicas) are spread evenly.
 func assignReplicas(img *Image, id TopicID, first, count int32, replicationFactor int16) ([][]int32, error) {
-	brokers := slices.Sorted(maps.Keys(img.Brokers))
+	brokers := placementOrder(img)
 	if replicationFactor <= 0 || int(replicationFactor) > len(brokers) {
-		return nil, fmt.Errorf("%w: %d with %d registered brokers", ErrInvalidReplicationFactor, replicationFactor, len(brokers))
+		return nil, fmt.Errorf("%w: %d with %d live brokers", ErrInvalidReplicationFactor, replicationFactor, len(brokers))
 	}
 	n := uint64(len(brokers))
 	start := uint64(binary.BigEndian.Uint32(id[:4]))
@@ -284,6 +322,43 @@ func assignReplicas(img *Image, id TopicID, first, count int32, replicationFacto
 		out[i] = replicas
 	}
 	return out, nil
+}
+
+// placementOrder lists the alive brokers in the order replicas are dealt
+// out. Without racks (or when some alive broker has none) it is ID order.
+// With racks it alternates between them: the first broker of each rack
+// (racks by name, brokers by ID), then the second of each, and so on, so
+// consecutive brokers, and thus the replicas of one partition, are on
+// different racks as far as the racks allow.
+func placementOrder(img *Image) []int32 {
+	var alive []int32
+	racks := map[string][]int32{}
+	withRacks := true
+	for _, id := range sortedKeys(img.Brokers) {
+		b := img.Brokers[id]
+		if !b.alive() {
+			continue
+		}
+		alive = append(alive, id)
+		if b.Rack == nil {
+			withRacks = false
+			continue
+		}
+		racks[*b.Rack] = append(racks[*b.Rack], id)
+	}
+	if !withRacks || len(racks) < 2 {
+		return alive
+	}
+	names := slices.Sorted(maps.Keys(racks))
+	out := make([]int32, 0, len(alive))
+	for round := 0; len(out) < len(alive); round++ {
+		for _, name := range names {
+			if round < len(racks[name]) {
+				out = append(out, racks[name][round])
+			}
+		}
+	}
+	return out
 }
 
 func applyDeleteTopic(img *Image, c *deleteTopicV1) error {
@@ -337,7 +412,7 @@ func applyCreatePartitions(img *Image, c *createPartitionsV1) error {
 	t := *old
 	t.Partitions = slices.Grow(slices.Clip(old.Partitions), int(added))
 	for i, replicas := range assignments {
-		t.Partitions = append(t.Partitions, newPartition(current+int32(i), replicas))
+		t.Partitions = append(t.Partitions, newPartition(img, current+int32(i), replicas))
 	}
 	replaceTopic(img, &t)
 	return nil
@@ -436,6 +511,11 @@ func applyAlterPartition(img *Image, c *alterPartitionV1) error {
 	}
 	if err := checkPartitionState(p.Replicas, c.Leader, c.ISR); err != nil {
 		return fmt.Errorf("%q partition %d: %w", c.Topic, c.Partition, err)
+	}
+	for _, r := range c.ISR {
+		if b, ok := img.Brokers[r]; ok && b.Fenced && (r == c.Leader || len(c.ISR) > 1) {
+			return fmt.Errorf("%w: %q partition %d: broker %d is fenced", ErrIneligibleReplica, c.Topic, c.Partition, r)
+		}
 	}
 	if p.PartitionEpoch == math.MaxInt32 {
 		return fmt.Errorf("%w: partition epoch exhausted", ErrInvalidPartitionState)

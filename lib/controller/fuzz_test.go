@@ -23,6 +23,13 @@ func seedCommands(t testing.TB) [][]byte {
 		{cmdAlterBrokerConfigs, &alterBrokerConfigsV1{BrokerID: -1, Set: map[string]string{"a": "b"}}},
 		{cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 0, Leader: 2, ISR: []int32{2, 3}, LeaderEpoch: 1}},
 		{cmdAllocateProducerID, &allocateProducerIDsV1{Count: 50}},
+		{cmdRegisterBroker, &registerBrokerV2{ID: 2, Host: "h2", Port: 9092, RaftAddr: "h2:9093", Unclean: true}},
+		{cmdAlterPartition, &alterPartitionV2{Topic: "orders", Partition: 0, Leader: 1, ISR: []int32{1, 2}}},
+		{cmdFenceBroker, &fenceBrokerV1{ID: 2, Epoch: 3, Unclean: true}},
+		{cmdUnfenceBroker, &unfenceBrokerV1{ID: 2, Epoch: 3}},
+		{cmdControlledShutdown, &controlledShutdownV1{ID: 3, Epoch: 4}},
+		{cmdElectLeaders, &electLeadersV1{Type: 1}},
+		{cmdElectLeaders, &electLeadersV1{Type: 0, Partitions: []topicPartitionV1{{Topic: "orders", Partition: 2}}}},
 	} {
 		data, err := encodeCommand(s.typ, s.body)
 		if err != nil {

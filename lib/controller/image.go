@@ -63,6 +63,11 @@ type Partition struct {
 // Broker is a registered broker. Epoch is assigned by the controller: the
 // Raft log index of the broker's latest registration, so a broker that
 // registers again always gets a larger epoch.
+//
+// A broker is alive when it is neither Fenced nor InControlledShutdown:
+// only alive brokers are given new replicas, elected leaders or added to
+// an ISR. A replica on a broker that is fenced (or not registered) is
+// offline.
 type Broker struct {
 	ID        int32
 	Host      string
@@ -70,6 +75,28 @@ type Broker struct {
 	Rack      *string
 	Listeners []string
 	Epoch     int64
+	// RaftAddr is the address of the node's Raft transport, which also
+	// carries the controller RPCs; empty for a node on the in-memory
+	// transport of a lone voter.
+	RaftAddr string
+	// Fenced is set by the active controller when the broker's session
+	// timed out (no heartbeat for broker.session.timeout.ms), and cleared
+	// by a heartbeat once the broker has caught up with the image, or by
+	// a new registration.
+	Fenced bool
+	// InControlledShutdown is set when the broker asked to shut down: its
+	// leaderships have been moved to other in-sync replicas where there
+	// were any. A new registration clears it.
+	InControlledShutdown bool
+}
+
+// alive reports whether the broker may lead, join an ISR or get replicas.
+func (b Broker) alive() bool { return !b.Fenced && !b.InControlledShutdown }
+
+// brokerAlive reports whether broker id is registered and alive in img.
+func (img *Image) brokerAlive(id int32) bool {
+	b, ok := img.Brokers[id]
+	return ok && b.alive()
 }
 
 // TopicID is a topic's unique ID (Kafka's topic UUID). Never all zero.
@@ -201,6 +228,14 @@ func (img *Image) check() error {
 			}
 			if p.LeaderEpoch < 0 || p.PartitionEpoch < 0 {
 				return fmt.Errorf("topic %q partition %d: negative epoch", name, i)
+			}
+			if b, ok := img.Brokers[p.Leader]; ok && b.Fenced {
+				return fmt.Errorf("topic %q partition %d: leader %d is fenced", name, i, p.Leader)
+			}
+			for _, r := range p.ISR {
+				if b, ok := img.Brokers[r]; ok && b.Fenced && len(p.ISR) > 1 {
+					return fmt.Errorf("topic %q partition %d: fenced broker %d in isr %v", name, i, r, p.ISR)
+				}
 			}
 		}
 	}

@@ -10,12 +10,14 @@ import (
 )
 
 // A snapshot is the 4-byte magic "MQCI" (mq cluster image), one version
-// byte, then the version's body. Version 1's body is one JSON object,
-// snapshotV1. Raft's file snapshot store adds its own CRC, size and index
-// metadata around it.
+// byte, then the version's body, one JSON object: snapshotV1 for version
+// 1, snapshotV2 (brokers with their Raft address and liveness) for
+// version 2. writeSnapshot writes version 2; readSnapshot reads both.
+// Raft's file snapshot store adds its own CRC, size and index metadata
+// around it.
 const (
 	snapshotMagic   = "MQCI"
-	snapshotVersion = 1
+	snapshotVersion = 2
 	// maxSnapshotSize bounds what Restore reads into memory.
 	maxSnapshotSize = 1 << 30
 )
@@ -39,6 +41,24 @@ type snapshotBrokerV1 struct {
 	Epoch     int64    `json:"epoch"`
 }
 
+// snapshotV2 is snapshotV1 with snapshotBrokerV2 brokers.
+type snapshotV2 struct {
+	Version        uint64                      `json:"version"`
+	ClusterID      string                      `json:"cluster_id"`
+	ControllerID   int32                       `json:"controller_id"`
+	Brokers        []snapshotBrokerV2          `json:"brokers"`
+	Topics         []snapshotTopicV1           `json:"topics"`
+	BrokerConfigs  map[int32]map[string]string `json:"broker_configs"`
+	NextProducerID int64                       `json:"next_producer_id"`
+}
+
+type snapshotBrokerV2 struct {
+	snapshotBrokerV1
+	RaftAddr             string `json:"raft_addr,omitempty"`
+	Fenced               bool   `json:"fenced,omitempty"`
+	InControlledShutdown bool   `json:"in_controlled_shutdown,omitempty"`
+}
+
 type snapshotTopicV1 struct {
 	Name       string                `json:"name"`
 	ID         TopicID               `json:"id"`
@@ -60,19 +80,22 @@ type snapshotPartitionV1 struct {
 // function of the image alone (brokers and topics sorted), so equal images
 // give equal snapshots.
 func writeSnapshot(w io.Writer, img *Image) error {
-	s := snapshotV1{
+	s := snapshotV2{
 		Version:        img.Version,
 		ClusterID:      img.ClusterID,
 		ControllerID:   img.ControllerID,
-		Brokers:        []snapshotBrokerV1{},
+		Brokers:        []snapshotBrokerV2{},
 		Topics:         []snapshotTopicV1{},
 		BrokerConfigs:  img.BrokerConfigs,
 		NextProducerID: img.NextProducerID,
 	}
 	for _, id := range sortedKeys(img.Brokers) {
 		b := img.Brokers[id]
-		s.Brokers = append(s.Brokers, snapshotBrokerV1{
-			ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, Epoch: b.Epoch,
+		s.Brokers = append(s.Brokers, snapshotBrokerV2{
+			snapshotBrokerV1: snapshotBrokerV1{
+				ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, Epoch: b.Epoch,
+			},
+			RaftAddr: b.RaftAddr, Fenced: b.Fenced, InControlledShutdown: b.InControlledShutdown,
 		})
 	}
 	for _, t := range sortedTopics(img) {
@@ -112,12 +135,27 @@ func readSnapshot(r io.Reader) (*Image, error) {
 	if len(data) < len(snapshotMagic)+1 || !bytes.HasPrefix(data, []byte(snapshotMagic)) {
 		return nil, fmt.Errorf("%w: bad magic", ErrInvalidSnapshot)
 	}
-	if v := data[len(snapshotMagic)]; v != snapshotVersion {
+	var s snapshotV2
+	body := data[len(snapshotMagic)+1:]
+	switch v := data[len(snapshotMagic)]; v {
+	case 1:
+		var s1 snapshotV1
+		if err := strictUnmarshal(body, &s1); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidSnapshot, err)
+		}
+		s = snapshotV2{
+			Version: s1.Version, ClusterID: s1.ClusterID, ControllerID: s1.ControllerID,
+			Topics: s1.Topics, BrokerConfigs: s1.BrokerConfigs, NextProducerID: s1.NextProducerID,
+		}
+		for _, b := range s1.Brokers {
+			s.Brokers = append(s.Brokers, snapshotBrokerV2{snapshotBrokerV1: b})
+		}
+	case 2:
+		if err := strictUnmarshal(body, &s); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidSnapshot, err)
+		}
+	default:
 		return nil, fmt.Errorf("%w: unknown version %d", ErrInvalidSnapshot, v)
-	}
-	var s snapshotV1
-	if err := strictUnmarshal(data[len(snapshotMagic)+1:], &s); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidSnapshot, err)
 	}
 	img := emptyImage()
 	img.Version = s.Version
@@ -131,7 +169,10 @@ func readSnapshot(r io.Reader) (*Image, error) {
 		if len(b.Listeners) == 0 {
 			b.Listeners = nil
 		}
-		img.Brokers[b.ID] = Broker{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, Epoch: b.Epoch}
+		img.Brokers[b.ID] = Broker{
+			ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, Epoch: b.Epoch,
+			RaftAddr: b.RaftAddr, Fenced: b.Fenced, InControlledShutdown: b.InControlledShutdown,
+		}
 	}
 	for _, st := range s.Topics {
 		if _, dup := img.Topics[st.Name]; dup {

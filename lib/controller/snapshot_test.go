@@ -106,7 +106,7 @@ func TestRestoreRefusesBadSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := good.Bytes()[len(snapshotMagic)+1:]
-	header := []byte(snapshotMagic + "\x01")
+	header := []byte(snapshotMagic + "\x02")
 	tests := []struct {
 		name string
 		data []byte
@@ -114,7 +114,8 @@ func TestRestoreRefusesBadSnapshots(t *testing.T) {
 		{"empty", nil},
 		{"garbage", []byte("this is not a snapshot at all")},
 		{"magic only", []byte(snapshotMagic)},
-		{"future version", append([]byte(snapshotMagic+"\x02"), body...)},
+		{"future version", append([]byte(snapshotMagic+"\x03"), body...)},
+		{"version 2 broker in version 1", []byte(snapshotMagic + "\x01" + `{"brokers":[{"id":1,"host":"h","port":1,"epoch":1,"raft_addr":"h:9093"}],"broker_configs":{},"topics":[]}`)},
 		{"truncated", good.Bytes()[:good.Len()/2]},
 		{"trailing data", append(bytes.Clone(good.Bytes()), '{', '}')},
 		{"unknown field", append(bytes.Clone(header), `{"version":1,"surprise":1}`...)},
@@ -124,6 +125,10 @@ func TestRestoreRefusesBadSnapshots(t *testing.T) {
 			`{"name":"a","id":"AgAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1],"isr":[1],"leader":1}]}]}`...)},
 		{"leader outside isr", append(bytes.Clone(header), `{"brokers":[],"broker_configs":{},"topics":[`+
 			`{"name":"a","id":"AQAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1,2],"isr":[1],"leader":2}]}]}`...)},
+		{"fenced leader", append(bytes.Clone(header), `{"brokers":[{"id":1,"host":"h","port":1,"epoch":1,"fenced":true}],"broker_configs":{},"topics":[`+
+			`{"name":"a","id":"AQAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1],"isr":[1],"leader":1}]}]}`...)},
+		{"fenced broker beside others in isr", append(bytes.Clone(header), `{"brokers":[{"id":1,"host":"h","port":1,"epoch":1,"fenced":true},{"id":2,"host":"h","port":2,"epoch":2}],"broker_configs":{},"topics":[`+
+			`{"name":"a","id":"AQAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1,2],"isr":[2,1],"leader":2}]}]}`...)},
 		{"zero topic id", append(bytes.Clone(header), `{"brokers":[],"broker_configs":{},"topics":[`+
 			`{"name":"a","id":"AAAAAAAAAAAAAAAAAAAAAA","partitions":[{"id":0,"replicas":[1],"isr":[1],"leader":1}]}]}`...)},
 	}
@@ -147,7 +152,7 @@ func TestSnapshotFormatIsVersioned(t *testing.T) {
 	if err := writeSnapshot(&buf, emptyImage()); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(buf.String(), snapshotMagic+"\x01{") {
+	if !strings.HasPrefix(buf.String(), snapshotMagic+"\x02{") {
 		t.Fatalf("snapshot starts %q", buf.String()[:min(buf.Len(), 8)])
 	}
 	img, err := readSnapshot(&buf)
@@ -156,5 +161,25 @@ func TestSnapshotFormatIsVersioned(t *testing.T) {
 	}
 	if !reflect.DeepEqual(img, emptyImage()) {
 		t.Fatalf("empty image round trip: %+v", img)
+	}
+}
+
+// A version 1 snapshot, as written before brokers had a Raft address and
+// liveness, still restores: its brokers are alive and have no Raft address.
+func TestRestoreReadsVersion1Snapshots(t *testing.T) {
+	v1 := snapshotMagic + "\x01" + `{"version":7,"cluster_id":"c","controller_id":1,` +
+		`"brokers":[{"id":1,"host":"h1","port":9092,"epoch":2}],` +
+		`"topics":[{"name":"a","id":"AQAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1],"isr":[1],"leader":1,"leader_epoch":3,"partition_epoch":4}]}],` +
+		`"broker_configs":{},"next_producer_id":5}`
+	img, err := readSnapshot(strings.NewReader(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Broker{ID: 1, Host: "h1", Port: 9092, Epoch: 2}
+	if got := img.Brokers[1]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("broker %+v, want %+v", got, want)
+	}
+	if p := img.Partition("a", 0); p == nil || p.LeaderEpoch != 3 || p.PartitionEpoch != 4 || img.Version != 7 || img.NextProducerID != 5 {
+		t.Fatalf("image %+v partition %+v", img, p)
 	}
 }

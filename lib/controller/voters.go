@@ -89,9 +89,3 @@ func splitHostPort(addr string) (string, int, error) {
 	}
 	return host, port, nil
 }
-
-// resolveTCPAddr resolves a voter address for the Raft TCP transport,
-// which advertises a *net.TCPAddr.
-func resolveTCPAddr(addr string) (*net.TCPAddr, error) {
-	return net.ResolveTCPAddr("tcp", addr)
-}

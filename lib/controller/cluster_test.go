@@ -1,0 +1,449 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testCluster runs controllers in-process on loopback ports: voters
+// 1..n and non-voters after them.
+type testCluster struct {
+	t      *testing.T
+	voters []Voter
+	addrs  map[int32]string
+	dirs   map[int32]string
+	tweak  func(*Config)
+
+	mu    sync.Mutex
+	nodes map[int32]*Controller
+}
+
+// testRaftTimeout makes elections quick but not so quick that a busy
+// machine under -race keeps electing.
+const testRaftTimeout = 500 * time.Millisecond
+
+func startCluster(t *testing.T, voters, nonVoters int, tweak func(*Config)) *testCluster {
+	t.Helper()
+	addrs := freeAddrs(t, voters+nonVoters)
+	tc := &testCluster{t: t, addrs: map[int32]string{}, dirs: map[int32]string{}, nodes: map[int32]*Controller{}, tweak: tweak}
+	for i, a := range addrs {
+		id := int32(i + 1)
+		tc.addrs[id] = a
+		tc.dirs[id] = t.TempDir()
+		if i < voters {
+			tc.voters = append(tc.voters, Voter{ID: id, Addr: a})
+		}
+	}
+	for id := range int32(voters + nonVoters) {
+		tc.open(id + 1)
+	}
+	t.Cleanup(func() {
+		tc.mu.Lock()
+		defer tc.mu.Unlock()
+		for _, c := range tc.nodes {
+			c.Close()
+		}
+	})
+	return tc
+}
+
+func (tc *testCluster) config(id int32) Config {
+	cfg := Config{NodeID: id, Dir: tc.dirs[id], Voters: tc.voters, RaftAddr: tc.addrs[id], raftTimeout: testRaftTimeout}
+	if tc.tweak != nil {
+		tc.tweak(&cfg)
+	}
+	return cfg
+}
+
+func (tc *testCluster) open(id int32) *Controller {
+	tc.t.Helper()
+	c, err := Open(tc.config(id))
+	if err != nil {
+		tc.t.Fatalf("open node %d: %v", id, err)
+	}
+	tc.mu.Lock()
+	tc.nodes[id] = c
+	tc.mu.Unlock()
+	return c
+}
+
+func (tc *testCluster) node(id int32) *Controller {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return tc.nodes[id]
+}
+
+// kill closes node id.
+func (tc *testCluster) kill(id int32) {
+	tc.mu.Lock()
+	c := tc.nodes[id]
+	delete(tc.nodes, id)
+	tc.mu.Unlock()
+	if err := c.Close(); err != nil {
+		tc.t.Errorf("close node %d: %v", id, err)
+	}
+}
+
+// leader waits for an active controller among the running nodes.
+func (tc *testCluster) leader() *Controller {
+	tc.t.Helper()
+	var leader *Controller
+	waitFor(tc.t, 20*time.Second, func() string {
+		tc.mu.Lock()
+		defer tc.mu.Unlock()
+		for _, c := range tc.nodes {
+			if c.isActive() {
+				leader = c
+				return ""
+			}
+		}
+		return "no active controller"
+	})
+	return leader
+}
+
+// converged waits until every running node's image has the content of
+// want's.
+func (tc *testCluster) converged(want *Controller) {
+	tc.t.Helper()
+	tc.mu.Lock()
+	nodes := make([]*Controller, 0, len(tc.nodes))
+	for _, c := range tc.nodes {
+		nodes = append(nodes, c)
+	}
+	tc.mu.Unlock()
+	for _, c := range nodes {
+		waitFor(tc.t, 10*time.Second, func() string {
+			w, got := content(tc.t, want.Image()), content(tc.t, c.Image())
+			if got != w {
+				return fmt.Sprintf("node %d image:\n%s\nwant\n%s", c.cfg.NodeID, got, w)
+			}
+			return ""
+		})
+	}
+}
+
+// heartbeats sends broker id's heartbeats through its own node every
+// interval until stop is called.
+func (tc *testCluster) heartbeats(id int32, epoch int64, interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			c := tc.node(id)
+			if c == nil {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			c.Heartbeat(ctx, Heartbeat{BrokerID: id, BrokerEpoch: epoch, AppliedVersion: c.Image().Version})
+			cancel()
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestClusterOfVotersAndNonVoter runs 3 voters and a non-voter through
+// forwarding, broker fencing and unfencing, controlled shutdown and the
+// loss of the Raft leader.
+func TestClusterOfVotersAndNonVoter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four raft nodes over TCP")
+	}
+	const session = 1500 * time.Millisecond
+	tc := startCluster(t, 3, 1, func(c *Config) {
+		c.BrokerSessionTimeout = session
+		c.AutoLeaderRebalance = true
+		c.LeaderImbalanceCheckInterval = 100 * time.Millisecond
+	})
+	leader := tc.leader()
+
+	// Every node registers its own broker through its own controller:
+	// followers and the non-voter forward to the leader.
+	epochs := map[int32]int64{}
+	stops := map[int32]func(){}
+	for id := int32(1); id <= 4; id++ {
+		epoch, err := tc.node(id).RegisterBroker(ctxFor(t, 20*time.Second), Broker{ID: id, Host: "127.0.0.1", Port: 9090 + id})
+		if err != nil {
+			t.Fatalf("register broker %d through its node: %v", id, err)
+		}
+		epochs[id] = epoch
+		stops[id] = tc.heartbeats(id, epoch, 100*time.Millisecond)
+	}
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	if b := leader.Image().Brokers[4]; b.Epoch != epochs[4] || b.RaftAddr != tc.addrs[4] {
+		t.Fatalf("broker 4 in the image: %+v, registered with epoch %d", b, epochs[4])
+	}
+
+	var follower *Controller
+	for id := int32(1); id <= 3; id++ {
+		if c := tc.node(id); c != leader {
+			follower = c
+			break
+		}
+	}
+	nonVoter := tc.node(4)
+	t.Run("forwarding", func(t *testing.T) {
+		if _, err := follower.CreateTopic(ctxFor(t, 10*time.Second), CreateTopic{Name: "from-follower", Partitions: 4, ReplicationFactor: 3}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nonVoter.CreateTopic(ctxFor(t, 10*time.Second), CreateTopic{Name: "from-non-voter", Partitions: 4, ReplicationFactor: 2}); err != nil {
+			t.Fatal(err)
+		}
+		// Errors come back as the same sentinels.
+		if _, err := nonVoter.CreateTopic(ctxFor(t, 10*time.Second), CreateTopic{Name: "from-follower", Partitions: 1, ReplicationFactor: 1}); !errors.Is(err, ErrTopicExists) {
+			t.Fatalf("duplicate topic through the non-voter = %v, want ErrTopicExists", err)
+		}
+		first, err := follower.AllocateProducerIDs(ctxFor(t, 10*time.Second), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := nonVoter.AllocateProducerIDs(ctxFor(t, 10*time.Second), 10)
+		if err != nil || second != first+10 {
+			t.Fatalf("producer id blocks %d then %d (%v)", first, second, err)
+		}
+		p := leader.Image().Partition("from-follower", 0)
+		got, err := nonVoter.AlterPartition(ctxFor(t, 10*time.Second), AlterPartition{
+			Topic: "from-follower", Partition: 0, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: []int32{p.Leader},
+		})
+		if err != nil || got.PartitionEpoch != p.PartitionEpoch+1 || !slices.Equal(got.ISR, []int32{p.Leader}) {
+			t.Fatalf("AlterPartition through the non-voter = %+v, %v", got, err)
+		}
+		results, err := follower.ElectLeaders(ctxFor(t, 10*time.Second), ElectPreferred, []TopicPartition{{"from-follower", 0}, {"nope", 0}})
+		if err != nil || !errors.Is(results[TopicPartition{"from-follower", 0}], ErrElectionNotNeeded) || !errors.Is(results[TopicPartition{"nope", 0}], ErrUnknownTopic) {
+			t.Fatalf("ElectLeaders through a follower = %v, %v", results, err)
+		}
+		tc.converged(leader)
+	})
+
+	t.Run("quorum", func(t *testing.T) {
+		waitFor(t, 10*time.Second, func() string {
+			q, err := nonVoter.Quorum(ctxFor(t, 5*time.Second))
+			if err != nil {
+				return err.Error()
+			}
+			var parts []string
+			for _, m := range q.Members {
+				parts = append(parts, fmt.Sprintf("%d@%s voter=%v beat=%v", m.ID, m.Addr, m.Voter, !m.LastHeartbeat.IsZero()))
+			}
+			got := strings.Join(parts, " ")
+			want := fmt.Sprintf("1@%s voter=true beat=true 2@%s voter=true beat=true 3@%s voter=true beat=true 4@%s voter=false beat=true",
+				tc.addrs[1], tc.addrs[2], tc.addrs[3], tc.addrs[4])
+			if q.LeaderID != leader.cfg.NodeID || q.Term == 0 || q.LastIndex < leader.Image().Version || got != want {
+				return fmt.Sprintf("quorum leader=%d term=%d last=%d members %s, want leader %d members %s", q.LeaderID, q.Term, q.LastIndex, got, leader.cfg.NodeID, want)
+			}
+			return ""
+		})
+	})
+
+	t.Run("silent broker is fenced and its leaderships move", func(t *testing.T) {
+		if _, err := leader.CreateTopic(ctxFor(t, 10*time.Second), CreateTopic{Name: "led-by-4", Assignments: [][]int32{{4, 1, 2}, {4, 3, 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		stops[4]()
+		delete(stops, 4)
+		waitFor(t, 10*session, func() string {
+			img := leader.Image()
+			if !img.Brokers[4].Fenced {
+				return "broker 4 not fenced"
+			}
+			p0, p1 := img.Partition("led-by-4", 0), img.Partition("led-by-4", 1)
+			if p0.Leader != 1 || p0.LeaderEpoch != 1 || !slices.Equal(p0.ISR, []int32{1, 2}) || p1.Leader != 3 || !slices.Equal(p1.ISR, []int32{3, 1}) {
+				return fmt.Sprintf("partitions %+v %+v", p0, p1)
+			}
+			return ""
+		})
+		if img := leader.Image(); img.Brokers[1].Fenced || img.Brokers[2].Fenced || img.Brokers[3].Fenced {
+			t.Fatalf("heartbeating brokers fenced: %+v", img.Brokers)
+		}
+		// It heartbeats again, caught up: unfenced.
+		stops[4] = tc.heartbeats(4, epochs[4], 100*time.Millisecond)
+		waitFor(t, 10*time.Second, func() string {
+			if leader.Image().Brokers[4].Fenced {
+				return "broker 4 still fenced"
+			}
+			return ""
+		})
+	})
+
+	t.Run("auto leader rebalance", func(t *testing.T) {
+		// Once the leader takes broker 4 back into the ISR, the active
+		// controller moves leadership back to it, the preferred replica.
+		p := leader.Image().Partition("led-by-4", 0)
+		if _, err := tc.node(p.Leader).AlterPartition(ctxFor(t, 10*time.Second), AlterPartition{
+			Topic: "led-by-4", Partition: 0, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: append(slices.Clone(p.ISR), 4),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, func() string {
+			if p := leader.Image().Partition("led-by-4", 0); p.Leader != 4 || p.LeaderEpoch != 2 {
+				return fmt.Sprintf("led-by-4/0: %+v", p)
+			}
+			return ""
+		})
+	})
+
+	t.Run("controlled shutdown", func(t *testing.T) {
+		ctx := ctxFor(t, 10*time.Second)
+		// Broker 4 leads led-by-4/0, with 1 and 2 in the ISR.
+		var res HeartbeatResult
+		waitFor(t, 10*time.Second, func() string {
+			var err error
+			res, err = nonVoter.Heartbeat(ctx, Heartbeat{BrokerID: 4, BrokerEpoch: epochs[4], AppliedVersion: nonVoter.Image().Version, WantShutDown: true})
+			if err != nil {
+				return err.Error()
+			}
+			if !res.ShouldShutDown {
+				return fmt.Sprintf("heartbeat result %+v", res)
+			}
+			return ""
+		})
+		img := leader.Image()
+		if !img.Brokers[4].InControlledShutdown {
+			t.Fatal("broker 4 not in controlled shutdown")
+		}
+		if p := img.Partition("led-by-4", 0); p.Leader != 1 || slices.Contains(p.ISR, 4) {
+			t.Fatalf("led-by-4/0 after broker 4's controlled shutdown: %+v", p)
+		}
+		// A new registration ends it.
+		stops[4]()
+		epoch, err := nonVoter.RegisterBroker(ctx, Broker{ID: 4, Host: "127.0.0.1", Port: 9094})
+		if err != nil {
+			t.Fatal(err)
+		}
+		epochs[4] = epoch
+		stops[4] = tc.heartbeats(4, epoch, 100*time.Millisecond)
+		if b := leader.Image().Brokers[4]; b.InControlledShutdown || b.Fenced || b.Epoch != epoch {
+			t.Fatalf("broker 4 after registering again: %+v", b)
+		}
+	})
+
+	t.Run("leader loss", func(t *testing.T) {
+		old := leader.cfg.NodeID
+		before := content(t, leader.Image())
+		tc.kill(old)
+		leader = tc.leader()
+		if leader.cfg.NodeID == old {
+			t.Fatal("closed node still leader")
+		}
+		// Nothing committed is lost (the old leader's broker may be
+		// fenced meanwhile, so compare topics only).
+		if !strings.Contains(content(t, leader.Image()), `"name":"from-non-voter"`) || len(before) == 0 {
+			t.Fatalf("new leader's image lacks committed topics")
+		}
+		// Commands keep working through every node left.
+		for _, id := range []int32{1, 2, 3, 4} {
+			c := tc.node(id)
+			if c == nil {
+				continue
+			}
+			name := fmt.Sprintf("after-failover-%d", id)
+			if _, err := c.CreateTopic(ctxFor(t, 20*time.Second), CreateTopic{Name: name, Partitions: 1, ReplicationFactor: 2}); err != nil {
+				t.Fatalf("create topic through node %d after failover: %v", id, err)
+			}
+			if err := c.DeleteTopic(ctxFor(t, 20*time.Second), name); err != nil {
+				t.Fatalf("delete topic through node %d after failover: %v", id, err)
+			}
+		}
+		// The old leader's broker stops heartbeating with it: fenced.
+		waitFor(t, 10*session, func() string {
+			if !leader.Image().Brokers[old].Fenced {
+				return fmt.Sprintf("broker %d (closed) not fenced", old)
+			}
+			return ""
+		})
+		tc.converged(leader)
+
+		// The old leader comes back as a follower, the non-voter restarts:
+		// both catch up with the image.
+		tc.open(old)
+		tc.kill(4)
+		tc.open(4)
+		if _, err := tc.node(4).CreateTopic(ctxFor(t, 20*time.Second), CreateTopic{Name: "after-restarts", Partitions: 1, ReplicationFactor: 1}); err != nil {
+			t.Fatal(err)
+		}
+		tc.converged(leader)
+	})
+}
+
+func TestRestartWithOtherVotersFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts raft nodes over TCP")
+	}
+	addrs := freeAddrs(t, 2)
+	dir := t.TempDir()
+	one := []Voter{{ID: 1, Addr: addrs[0]}}
+	c, err := Open(Config{NodeID: 1, Dir: dir, Voters: one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	two := []Voter{{ID: 1, Addr: addrs[0]}, {ID: 2, Addr: addrs[1]}}
+	if c, err := Open(Config{NodeID: 1, Dir: dir, Voters: two}); !errors.Is(err, ErrVotersMismatch) {
+		if err == nil {
+			c.Close()
+		}
+		t.Fatalf("reopen with other voters = %v, want ErrVotersMismatch", err)
+	}
+	// The same voters still open.
+	c, err = Open(Config{NodeID: 1, Dir: dir, Voters: one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}
+
+func TestPeerWithOtherVotersFiresFatal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts raft nodes over TCP")
+	}
+	addrs := freeAddrs(t, 3)
+	voters := []Voter{{ID: 1, Addr: addrs[0]}}
+	c, err := Open(Config{NodeID: 1, Dir: t.TempDir(), Voters: voters})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Node 2 believes in a second voter: its join is refused.
+	other := []Voter{{ID: 1, Addr: addrs[0]}, {ID: 3, Addr: addrs[2]}}
+	n, err := Open(Config{NodeID: 2, Dir: t.TempDir(), Voters: other, RaftAddr: addrs[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	select {
+	case err := <-n.Fatal():
+		if !errors.Is(err, ErrVotersMismatch) {
+			t.Fatalf("Fatal() = %v, want ErrVotersMismatch", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no fatal error within 20s")
+	}
+	select {
+	case err := <-c.Fatal():
+		t.Fatalf("the healthy node got a fatal error: %v", err)
+	default:
+	}
+}

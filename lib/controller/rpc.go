@@ -1,0 +1,328 @@
+package controller
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"time"
+)
+
+// The controller RPCs run over 'M' connections of the Raft port (see mux).
+// Each message is a 4-byte big-endian length and a JSON body; a client
+// writes one rpcRequest and reads one rpcResponse, and may send another
+// request on the same connection.
+//
+// Every request carries the sender's voter set: a node whose --voters
+// differ refuses the request with ErrVotersMismatch (and the sender's
+// Fatal fires), so a misconfigured node is found at its first RPC.
+//
+// Errors cross the wire as the name of the sentinel they wrap (see
+// wireErrors) and their message, and come back as an error that
+// errors.Is the same sentinel.
+
+// maxRPCMessage bounds one RPC message.
+const maxRPCMessage = 64 << 20
+
+// RPC operations.
+const (
+	opPropose   = "propose"   // body: an encoded command; answer: wireResult
+	opHeartbeat = "heartbeat" // body: Heartbeat; answer: HeartbeatResult
+	opJoin      = "join"      // body: joinRequest; answer: nothing
+	opQuorum    = "quorum"    // answer: Quorum
+	opHello     = "hello"     // the voter-set check alone
+)
+
+type rpcRequest struct {
+	Op     string   `json:"op"`
+	From   int32    `json:"from"`
+	Voters []string `json:"voters"`
+	// TimeoutMillis is what is left of the caller's deadline.
+	TimeoutMillis int64           `json:"timeout_ms"`
+	Body          json.RawMessage `json:"body,omitempty"`
+}
+
+type rpcResponse struct {
+	Err  *wireError      `json:"err,omitempty"`
+	Body json.RawMessage `json:"body,omitempty"`
+}
+
+type wireError struct {
+	Name    string `json:"name,omitempty"`
+	Message string `json:"message"`
+}
+
+type joinRequest struct {
+	ID   int32  `json:"id"`
+	Addr string `json:"addr"`
+}
+
+// wireResult is an applyResult on the wire.
+type wireResult struct {
+	Err             *wireError        `json:"err,omitempty"`
+	FirstProducerID int64             `json:"first_producer_id,omitempty"`
+	BrokerEpoch     int64             `json:"broker_epoch,omitempty"`
+	Partition       *Partition        `json:"partition,omitempty"`
+	Elections       []wireElection    `json:"elections,omitempty"`
+	Unclean         []uncleanElection `json:"unclean,omitempty"`
+}
+
+type wireElection struct {
+	Topic     string     `json:"topic"`
+	Partition int32      `json:"partition"`
+	Err       *wireError `json:"err,omitempty"`
+}
+
+func resultToWire(r applyResult) wireResult {
+	w := wireResult{
+		Err: encodeError(r.err), FirstProducerID: r.firstProducerID, BrokerEpoch: r.brokerEpoch,
+		Partition: r.partition, Unclean: r.unclean,
+	}
+	for _, e := range r.elections {
+		w.Elections = append(w.Elections, wireElection{Topic: e.Topic, Partition: e.Partition, Err: encodeError(e.err)})
+	}
+	return w
+}
+
+func resultFromWire(w wireResult) applyResult {
+	r := applyResult{
+		err: decodeError(w.Err), firstProducerID: w.FirstProducerID, brokerEpoch: w.BrokerEpoch,
+		partition: w.Partition, unclean: w.Unclean,
+	}
+	for _, e := range w.Elections {
+		r.elections = append(r.elections, electionResult{TopicPartition{e.Topic, e.Partition}, decodeError(e.Err)})
+	}
+	return r
+}
+
+// errRetry is the answer of a node that is not the leader to a request it
+// did not act on: the caller may safely send it again, to the leader.
+var errRetry = errors.New("controller: not the leader, retry")
+
+// wireErrors names every error that keeps its identity across the wire.
+// The first entry an error matches (errors.Is) names it, so a more
+// specific error comes before one it may wrap.
+var wireErrors = []struct {
+	name string
+	err  error
+}{
+	{"retry", errRetry},
+	{"VotersMismatch", ErrVotersMismatch},
+	{"TopicExists", ErrTopicExists},
+	{"UnknownTopic", ErrUnknownTopic},
+	{"UnknownPartition", ErrUnknownPartition},
+	{"InvalidPartitions", ErrInvalidPartitions},
+	{"InvalidReplicationFactor", ErrInvalidReplicationFactor},
+	{"InvalidReplicaAssignment", ErrInvalidReplicaAssignment},
+	{"InvalidPartitionState", ErrInvalidPartitionState},
+	{"StaleLeaderEpoch", ErrStaleLeaderEpoch},
+	{"InvalidConfig", ErrInvalidConfig},
+	{"InvalidBroker", ErrInvalidBroker},
+	{"InvalidProducerIDCount", ErrInvalidProducerIDCount},
+	{"StaleBrokerEpoch", ErrStaleBrokerEpoch},
+	{"FencedLeaderEpoch", ErrFencedLeaderEpoch},
+	{"InvalidUpdateVersion", ErrInvalidUpdateVersion},
+	{"NotLeader", ErrNotLeader},
+	{"IneligibleReplica", ErrIneligibleReplica},
+	{"ElectionNotNeeded", ErrElectionNotNeeded},
+	{"PreferredLeaderNotAvailable", ErrPreferredLeaderNotAvailable},
+	{"EligibleLeadersNotAvailable", ErrEligibleLeadersNotAvailable},
+	{"NotController", ErrNotController},
+	{"UnknownCommand", ErrUnknownCommand},
+	{"InvalidCommand", ErrInvalidCommand},
+	{"InvalidSnapshot", ErrInvalidSnapshot},
+	{"Closed", ErrClosed},
+	{"DeadlineExceeded", context.DeadlineExceeded},
+	{"Canceled", context.Canceled},
+}
+
+// remoteError is an error received from another node: its message as
+// sent, wrapping the sentinel it was named by.
+type remoteError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.sentinel }
+
+func encodeError(err error) *wireError {
+	if err == nil {
+		return nil
+	}
+	w := &wireError{Message: err.Error()}
+	for _, s := range wireErrors {
+		if errors.Is(err, s.err) {
+			w.Name = s.name
+			break
+		}
+	}
+	return w
+}
+
+func decodeError(w *wireError) error {
+	if w == nil {
+		return nil
+	}
+	for _, s := range wireErrors {
+		if s.name == w.Name {
+			return &remoteError{msg: w.Message, sentinel: s.err}
+		}
+	}
+	return errors.New(w.Message)
+}
+
+func writeMessage(w io.Writer, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(body) > maxRPCMessage {
+		return fmt.Errorf("rpc message of %d bytes", len(body))
+	}
+	buf := make([]byte, 4, 4+len(body))
+	binary.BigEndian.PutUint32(buf, uint32(len(body)))
+	_, err = w.Write(append(buf, body...))
+	return err
+}
+
+func readMessage(r io.Reader, v any) error {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return err
+	}
+	size := binary.BigEndian.Uint32(n[:])
+	if size > maxRPCMessage {
+		return fmt.Errorf("rpc message of %d bytes", size)
+	}
+	body := make([]byte, size)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return err
+	}
+	return json.Unmarshal(body, v)
+}
+
+// errUnreachable marks a call that failed before the request was sent:
+// nothing happened on the other side.
+type errUnreachable struct{ err error }
+
+func (e errUnreachable) Error() string { return "controller: node unreachable: " + e.err.Error() }
+func (e errUnreachable) Unwrap() error { return e.err }
+
+// call sends one request to the node at address and decodes its answer
+// into out. A refused voter set fires Fatal.
+func (c *Controller) call(ctx context.Context, address, op string, in, out any) error {
+	req := rpcRequest{Op: op, From: c.cfg.NodeID, Voters: c.voterList}
+	if in != nil {
+		body, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		req.Body = body
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(defaultCommandTimeout)
+	}
+	req.TimeoutMillis = max(time.Until(deadline).Milliseconds(), 1)
+	dialCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	conn, err := dialKind(dialCtx, address, connRPC)
+	if err != nil {
+		return errUnreachable{err}
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	conn.SetDeadline(deadline)
+	if err := writeMessage(conn, &req); err != nil {
+		return errUnreachable{err}
+	}
+	var resp rpcResponse
+	if err := readMessage(bufio.NewReader(conn), &resp); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: %s to %s: outcome unknown: %v", ErrNotController, op, address, err)
+	}
+	if err := decodeError(resp.Err); err != nil {
+		if errors.Is(err, ErrVotersMismatch) {
+			c.fail(err)
+		}
+		return err
+	}
+	if out != nil && len(resp.Body) > 0 {
+		if err := json.Unmarshal(resp.Body, out); err != nil {
+			return fmt.Errorf("controller: %s answer from %s: %w", op, address, err)
+		}
+	}
+	return nil
+}
+
+// serveRPC answers the requests on one RPC connection until it closes.
+func (c *Controller) serveRPC(conn net.Conn) {
+	r := bufio.NewReader(conn)
+	for {
+		var req rpcRequest
+		if err := readMessage(r, &req); err != nil {
+			return
+		}
+		body, err := c.handleRPC(&req)
+		resp := rpcResponse{Err: encodeError(err)}
+		if err == nil && body != nil {
+			resp.Body, err = json.Marshal(body)
+			if err != nil {
+				resp = rpcResponse{Err: encodeError(err)}
+			}
+		}
+		if err := writeMessage(conn, &resp); err != nil {
+			return
+		}
+	}
+}
+
+func (c *Controller) handleRPC(req *rpcRequest) (any, error) {
+	if !slices.Equal(req.Voters, c.voterList) {
+		c.logger.Warn("controller: refusing a node whose voters differ", "node", req.From, "its_voters", req.Voters, "voters", c.voterList)
+		return nil, fmt.Errorf("%w: node %d has voters %v, node %d has %v", ErrVotersMismatch, c.cfg.NodeID, c.voterList, req.From, req.Voters)
+	}
+	timeout := min(time.Duration(req.TimeoutMillis)*time.Millisecond, defaultCommandTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	stop := context.AfterFunc(c.closing, cancel)
+	defer stop()
+	switch req.Op {
+	case opHello:
+		return nil, nil
+	case opPropose:
+		var data []byte
+		if err := json.Unmarshal(req.Body, &data); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+		}
+		res, err := c.applyLocal(ctx, data)
+		if err != nil {
+			return nil, err
+		}
+		return resultToWire(res), nil
+	case opHeartbeat:
+		var hb Heartbeat
+		if err := json.Unmarshal(req.Body, &hb); err != nil {
+			return nil, err
+		}
+		return c.heartbeatLocal(ctx, hb)
+	case opJoin:
+		var j joinRequest
+		if err := json.Unmarshal(req.Body, &j); err != nil {
+			return nil, err
+		}
+		return nil, c.join(ctx, j)
+	case opQuorum:
+		return c.quorumLocal()
+	}
+	return nil, fmt.Errorf("controller: unknown rpc %q", req.Op)
+}

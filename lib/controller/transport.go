@@ -1,0 +1,209 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The first byte a dialer writes on a connection to a node's Raft port
+// says what the connection carries.
+const (
+	connRaft byte = 'R' // hashicorp/raft's NetworkTransport
+	connRPC  byte = 'M' // the controller RPCs (rpc.go)
+)
+
+// handshakeTimeout bounds how long an accepted connection may take to
+// send its first byte.
+const handshakeTimeout = 10 * time.Second
+
+// mux is the raft.StreamLayer of a node: one TCP listener whose
+// connections are Raft's ('R') or the controller RPCs' ('M'). Raft takes
+// its connections with Accept; RPC connections go to serveRPC.
+// All methods are safe for concurrent use.
+type mux struct {
+	ln        net.Listener
+	advertise addr
+	logger    *slog.Logger
+	serveRPC  func(net.Conn)
+
+	raftConns chan net.Conn
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{} // open RPC connections, closed by Close
+}
+
+var _ raft.StreamLayer = (*mux)(nil)
+
+// addr is a net.Addr holding an address as configured (a host name stays
+// a host name), so Raft advertises exactly the --voters entry.
+type addr string
+
+func (a addr) Network() string { return "tcp" }
+func (a addr) String() string  { return string(a) }
+
+// listenMux listens on bind and routes connections; advertise is the
+// address the other nodes dial.
+func listenMux(bind, advertise string, serveRPC func(net.Conn), logger *slog.Logger) (*mux, error) {
+	ln, err := net.Listen("tcp", bind)
+	if err != nil {
+		return nil, fmt.Errorf("controller: raft listener on %s: %w", bind, err)
+	}
+	m := &mux{
+		ln:        ln,
+		advertise: addr(advertise),
+		logger:    logger,
+		serveRPC:  serveRPC,
+		raftConns: make(chan net.Conn),
+		done:      make(chan struct{}),
+		conns:     map[net.Conn]struct{}{},
+	}
+	m.wg.Add(1)
+	go m.acceptLoop()
+	return m, nil
+}
+
+func (m *mux) acceptLoop() {
+	defer m.wg.Done()
+	for {
+		conn, err := m.ln.Accept()
+		if err != nil {
+			select {
+			case <-m.done:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			m.logger.Warn("controller: accept on raft listener", "err", err)
+			select {
+			case <-m.done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		if !m.track(conn) {
+			conn.Close()
+			return
+		}
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.route(conn)
+		}()
+	}
+}
+
+// track records an open connection so that Close can close it; false
+// once the mux is closed.
+func (m *mux) track(conn net.Conn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.conns == nil {
+		return false
+	}
+	m.conns[conn] = struct{}{}
+	return true
+}
+
+func (m *mux) untrack(conn net.Conn) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.conns, conn)
+}
+
+// route reads the first byte of conn and hands the connection on.
+func (m *mux) route(conn net.Conn) {
+	var kind [1]byte
+	conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	if _, err := conn.Read(kind[:]); err != nil {
+		m.untrack(conn)
+		conn.Close()
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
+	switch kind[0] {
+	case connRaft:
+		// Raft owns the connection from here; it closes it itself.
+		m.untrack(conn)
+		select {
+		case m.raftConns <- conn:
+		case <-m.done:
+			conn.Close()
+		}
+	case connRPC:
+		m.serveRPC(conn)
+		m.untrack(conn)
+		conn.Close()
+	default:
+		m.logger.Debug("controller: refusing connection of unknown kind", "remote", conn.RemoteAddr(), "kind", kind[0])
+		m.untrack(conn)
+		conn.Close()
+	}
+}
+
+// Accept implements net.Listener for Raft: its connections only.
+func (m *mux) Accept() (net.Conn, error) {
+	select {
+	case conn := <-m.raftConns:
+		return conn, nil
+	case <-m.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops the listener and closes every open RPC connection. Raft's
+// own connections are closed by Raft.
+func (m *mux) Close() error {
+	m.closeOnce.Do(func() {
+		close(m.done)
+		m.ln.Close()
+		m.mu.Lock()
+		for conn := range m.conns {
+			conn.Close()
+		}
+		m.conns = nil
+		m.mu.Unlock()
+		m.wg.Wait()
+	})
+	return nil
+}
+
+// Addr is the advertised address.
+func (m *mux) Addr() net.Addr { return m.advertise }
+
+// Dial implements raft.StreamLayer: a Raft connection to address.
+func (m *mux) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return dialKind(ctx, string(address), connRaft)
+}
+
+// dialKind connects to a node's Raft port for connections of kind.
+func dialKind(ctx context.Context, address string, kind byte) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", address)
+	if err != nil {
+		return nil, err
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		conn.SetWriteDeadline(deadline)
+	}
+	if _, err := conn.Write([]byte{kind}); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	conn.SetWriteDeadline(time.Time{})
+	return conn, nil
+}
