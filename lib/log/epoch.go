@@ -118,3 +118,42 @@ func (c *epochCache) impossible(epoch int32, offset int64) bool {
 	want := c.epochFor(offset)
 	return want >= 0 && epoch != want && (epoch < 0 || epoch > want)
 }
+
+// BeginEpoch records that leader epoch begins at the log end offset, before
+// anything is appended in it, and checkpoints the history. A new leader
+// calls it so that OffsetForLeaderEpoch (EndOffsetForEpoch) answers for its
+// epoch at once: a follower asking about an older epoch learns where that
+// epoch ended even when this leader has written nothing since. An epoch not
+// newer than the latest in the history changes nothing.
+func (l *Log) BeginEpoch(epoch int32) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return l.assignEpochLocked(epoch, l.end)
+}
+
+// LatestEpoch returns the latest epoch of the leader-epoch history, -1 when
+// it is empty: what a follower asks its leader about with
+// OffsetForLeaderEpoch.
+func (l *Log) LatestEpoch() int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.latest()
+}
+
+// keepBegunEpochsLocked takes back from the checkpoint the epochs begun at
+// the log end (BeginEpoch) with nothing written in them yet: recovery
+// rebuilds the history from the batches it scans, and such an epoch has no
+// batch. Called at the end of load.
+func (l *Log) keepBegunEpochsLocked() {
+	if l.loadedEpochs == nil {
+		return
+	}
+	for _, e := range l.loadedEpochs.entries {
+		if e.StartOffset == l.end && e.Epoch > l.epochs.latest() {
+			l.epochs.entries = append(l.epochs.entries, e)
+		}
+	}
+}

@@ -66,6 +66,13 @@ type Log struct {
 	loadedEpochs  *epochCache // during load: the checkpointed leader-epoch history
 	spike         epochSpike  // during load: see checkEpochLocked
 
+	// hwMu serializes high-water mark checkpoints (hw.go); taken before mu,
+	// and by Delete so that no checkpoint is written into a directory
+	// being removed.
+	hwMu           sync.Mutex
+	hwAtOpen       int64 // the checkpointed high-water mark Open found, -1 if none
+	hwCheckpointed int64 // the value in the file now, -1 if none
+
 	loadMu      sync.Mutex // serializes opening closed segments from readers
 	useClock    atomic.Int64
 	damageFound atomic.Uint64 // damaged ranges found since Open
@@ -181,6 +188,11 @@ func (l *Log) load() error {
 		defer func() { l.loadedEpochs = nil }()
 	}
 
+	l.hwAtOpen, l.hwCheckpointed = -1, -1
+	if hw, err := l.readOffsetCheckpoint(highWatermarkFile, "high-water-mark"); err == nil {
+		l.hwAtOpen, l.hwCheckpointed = hw, hw
+	}
+
 	if len(bases) == 0 {
 		start := int64(0)
 		if lsErr == nil {
@@ -191,6 +203,7 @@ func (l *Log) load() error {
 		}
 		l.logStart, l.end, l.recoveryPoint = start, start, start
 		l.epochs.truncateFrom(start)
+		l.keepBegunEpochsLocked()
 		l.producers = newProducerState()
 		return l.checkpointAllLocked()
 	}
@@ -313,6 +326,7 @@ func (l *Log) load() error {
 	// A crash between the log-start and leader-epoch checkpoints leaves
 	// epochs below the log start.
 	l.epochs.truncateBefore(l.logStart)
+	l.keepBegunEpochsLocked()
 	if err := l.loadProducerStateLocked(); err != nil {
 		return err
 	}

@@ -193,6 +193,27 @@ func (l *Log) truncateLocked(offset int64) error {
 	return l.snapshotProducersLocked()
 }
 
+// RestartAt removes every batch and restarts the empty log at offset: the
+// log start and end offsets become offset, the leader-epoch history and the
+// producer state are emptied. A follower whose fetch offset fell below its
+// leader's log start offset starts over there.
+func (l *Log) RestartAt(offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("%w: restart at %d", ErrOffsetOutOfRange, offset)
+	}
+	if err := l.Flush(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.truncGen++
+	l.maxTSValid = false
+	return l.truncateFullyLocked(offset)
+}
+
 func (l *Log) truncateFullyLocked(offset int64) error {
 	for len(l.segs) > 0 {
 		l.deleteSegmentLocked(l.segs[len(l.segs)-1])
