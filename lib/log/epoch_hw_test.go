@@ -181,3 +181,21 @@ func TestHighWatermarkCheckpointSurvivesPowerLoss(t *testing.T) {
 		t.Fatalf("after power loss: HighWatermarkCheckpoint %d, want 6", got)
 	}
 }
+
+func TestTruncateAtTheEndDropsABegunEpoch(t *testing.T) {
+	tl := openTestLog(t, testConfig())
+	tl.append(simpleBatch(t, 1, 3, 10, 1000), 1)
+	if err := tl.BeginEpoch(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.TruncateTo(3); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tl.LeaderEpochs(), []EpochEntry{{1, 0}}; !slices.Equal(got, want) || tl.EndOffset() != 3 {
+		t.Fatalf("history %v end %d, want %v end 3", got, tl.EndOffset(), want)
+	}
+	tl.reopen()
+	if got, want := tl.LeaderEpochs(), []EpochEntry{{1, 0}}; !slices.Equal(got, want) {
+		t.Fatalf("history after reopen %v, want %v", got, want)
+	}
+}
