@@ -185,6 +185,6 @@
 //     the index entries of the batches below it.
 //   - The leader-epoch history has increasing epochs and non-decreasing
 //     start offsets, all at most the log end offset: an epoch begun with
-//     BeginEpoch starts at the log end until something is appended in it,
-//     and survives a restart as such.
+//     BeginEpoch starts at the log end until something is appended in it
+//     (recovery, like truncation, drops it while it is empty).
 package log

@@ -125,6 +125,11 @@ func (c *epochCache) impossible(epoch int32, offset int64) bool {
 // epoch at once: a follower asking about an older epoch learns where that
 // epoch ended even when this leader has written nothing since. An epoch not
 // newer than the latest in the history changes nothing.
+//
+// Such an epoch, with nothing appended in it yet, does not survive a
+// restart: recovery rebuilds the end of the history from the batches, and
+// cannot tell it from an epoch whose first batch a crash lost. The leader
+// begins it again when it takes up its leadership after the restart.
 func (l *Log) BeginEpoch(epoch int32) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -141,19 +146,4 @@ func (l *Log) LatestEpoch() int32 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.epochs.latest()
-}
-
-// keepBegunEpochsLocked takes back from the checkpoint the epochs begun at
-// the log end (BeginEpoch) with nothing written in them yet: recovery
-// rebuilds the history from the batches it scans, and such an epoch has no
-// batch. Called at the end of load.
-func (l *Log) keepBegunEpochsLocked() {
-	if l.loadedEpochs == nil {
-		return
-	}
-	for _, e := range l.loadedEpochs.entries {
-		if e.StartOffset == l.end && e.Epoch > l.epochs.latest() {
-			l.epochs.entries = append(l.epochs.entries, e)
-		}
-	}
 }

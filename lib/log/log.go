@@ -203,7 +203,6 @@ func (l *Log) load() error {
 		}
 		l.logStart, l.end, l.recoveryPoint = start, start, start
 		l.epochs.truncateFrom(start)
-		l.keepBegunEpochsLocked()
 		l.producers = newProducerState()
 		return l.checkpointAllLocked()
 	}
@@ -326,7 +325,6 @@ func (l *Log) load() error {
 	// A crash between the log-start and leader-epoch checkpoints leaves
 	// epochs below the log start.
 	l.epochs.truncateBefore(l.logStart)
-	l.keepBegunEpochsLocked()
 	if err := l.loadProducerStateLocked(); err != nil {
 		return err
 	}
