@@ -154,7 +154,7 @@ func (d *dataPlane) apply(img *controller.Image) error {
 					errs = append(errs, err)
 				}
 			}
-			if err := h.Become(p.LeaderEpoch, p.Leader, p.Replicas, p.ISR); err != nil && !errors.Is(err, replica.ErrStaleLeaderEpoch) {
+			if err := h.Become(replica.PartitionState{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, Replicas: p.Replicas, ISR: p.ISR}); err != nil && !errors.Is(err, replica.ErrStaleLeaderEpoch) {
 				errs = append(errs, fmt.Errorf("partition %s-%d: %w", name, p.ID, err))
 			}
 		}

@@ -208,7 +208,7 @@ func TestFetchErrors(t *testing.T) {
 		tb2 := startBroker(t, "", nil)
 		id2 := tb2.createTopic(t, "moved", 1, nil)
 		h := tb2.data.partition("moved", 0)
-		if err := h.Become(h.LeaderEpoch()+1, 2, []int32{1, 2}, []int32{2}); err != nil {
+		if err := h.Become(replica.PartitionState{Leader: 2, LeaderEpoch: h.LeaderEpoch() + 1, PartitionEpoch: h.State().PartitionEpoch, Replicas: []int32{1, 2}, ISR: []int32{2}}); err != nil {
 			t.Fatal(err)
 		}
 		if got := fetchOne(t, tb2, 12, fetchRequest("moved", id2, 0, 0, 0)); got.ErrorCode != kerr.NotLeaderForPartition.Code {
@@ -361,7 +361,7 @@ func TestFollowerFetchRecordsPosition(t *testing.T) {
 	tb := startBroker(t, "", nil)
 	id := tb.createTopic(t, "rep", 1, nil)
 	h := tb.data.partition("rep", 0)
-	if err := h.Become(h.LeaderEpoch(), 1, []int32{1, 2}, []int32{1, 2}); err != nil {
+	if err := h.Become(replica.PartitionState{Leader: 1, LeaderEpoch: h.LeaderEpoch(), PartitionEpoch: h.State().PartitionEpoch, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
 		t.Fatal(err)
 	}
 	produce(t, tb, "rep", 0, 1, testBatch(t, record.BuildOptions{}, "r", 3))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/replica"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -190,7 +191,7 @@ func TestProduceAcksAllTimesOutWithoutFollowers(t *testing.T) {
 	// Pretend a second replica in the ISR that never fetches: the HW
 	// cannot pass the batch, so acks=all times out.
 	h := tb.data.partition("slow", 0)
-	if err := h.Become(h.LeaderEpoch(), 1, []int32{1, 2}, []int32{1, 2}); err != nil {
+	if err := h.Become(replica.PartitionState{Leader: 1, LeaderEpoch: h.LeaderEpoch(), PartitionEpoch: h.State().PartitionEpoch, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
 		t.Fatal(err)
 	}
 	req := produceRequest("slow", 0, -1, testBatch(t, record.BuildOptions{}, "x", 1))
@@ -200,7 +201,7 @@ func TestProduceAcksAllTimesOutWithoutFollowers(t *testing.T) {
 		t.Fatalf("acks=all without the ISR: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(got.ErrorCode))
 	}
 	// min.insync.replicas=2 with the ISR shrunk to {1}: refused up front.
-	if err := h.Become(h.LeaderEpoch(), 1, []int32{1, 2}, []int32{1}); err != nil {
+	if err := h.Become(replica.PartitionState{Leader: 1, LeaderEpoch: h.LeaderEpoch(), PartitionEpoch: h.State().PartitionEpoch, Replicas: []int32{1, 2}, ISR: []int32{1}}); err != nil {
 		t.Fatal(err)
 	}
 	h.SetMinInsyncReplicas(2)

@@ -17,6 +17,7 @@ const (
 	logStartFile      = "log-start-offset-checkpoint"
 	leaderEpochFile   = "leader-epoch-checkpoint"
 	producerStateFile = "producer-state"
+	highWatermarkFile = "high-water-mark-checkpoint"
 	tmpSuffix         = ".tmp"
 )
 

@@ -21,6 +21,12 @@
 // (the first batch is returned whole even when larger, as KIP-74 says).
 // ReadBytes copies the same bytes into memory.
 //
+// A leader calls BeginEpoch(epoch) when its leadership starts, so the
+// leader-epoch history has the epoch at the log end before any append;
+// EndOffsetForEpoch answers OffsetForLeaderEpoch from the history. A
+// follower cuts a divergent suffix with TruncateTo, and RestartAt empties
+// the log to start over at its leader's log start offset.
+//
 // # Files
 //
 // The directory (conventionally TOPIC-PARTITION) holds segments named by
@@ -35,6 +41,7 @@
 //	producer-state
 //	sealed-segments                 closed segments as they were sealed
 //	damaged-ranges                  damage found, while there is some
+//	high-water-mark-checkpoint      the replica's high-water mark, when one was written
 //
 // Index formats (big endian, no header; see index.go):
 //
@@ -59,7 +66,11 @@
 //
 // Offset checkpoints are text: a header line "mq <kind> 1" ("1" is the
 // format version), then the offset on its own line, kind being
-// recovery-point or log-start. The leader-epoch checkpoint is
+// recovery-point, log-start or high-water-mark. The high-water mark is the
+// replica's, not the log's: the log only stores it (CheckpointHighWatermark,
+// written when it changed) and hands back what Open found
+// (HighWatermarkCheckpoint, -1 without one), unclamped, since after a crash
+// the log may end below it. The leader-epoch checkpoint is
 // "mq leader-epoch 1", the number of entries, and one "<epoch> <start
 // offset>" line each. The sealed-segments file is "mq sealed-segments 1",
 // the count, and "<base> <size> <next offset>" per closed segment, written
@@ -172,6 +183,8 @@
 //     wholly below the log start offset are deleted.
 //   - Everything below the recovery point is on stable storage, and so are
 //     the index entries of the batches below it.
-//   - The leader-epoch history has increasing epochs and start offsets,
-//     all below the log end offset.
+//   - The leader-epoch history has increasing epochs and non-decreasing
+//     start offsets, all at most the log end offset: an epoch begun with
+//     BeginEpoch starts at the log end until something is appended in it
+//     (recovery, like truncation, drops it while it is empty).
 package log

@@ -118,3 +118,32 @@ func (c *epochCache) impossible(epoch int32, offset int64) bool {
 	want := c.epochFor(offset)
 	return want >= 0 && epoch != want && (epoch < 0 || epoch > want)
 }
+
+// BeginEpoch records that leader epoch begins at the log end offset, before
+// anything is appended in it, and checkpoints the history. A new leader
+// calls it so that OffsetForLeaderEpoch (EndOffsetForEpoch) answers for its
+// epoch at once: a follower asking about an older epoch learns where that
+// epoch ended even when this leader has written nothing since. An epoch not
+// newer than the latest in the history changes nothing.
+//
+// Such an epoch, with nothing appended in it yet, does not survive a
+// restart: recovery rebuilds the end of the history from the batches, and
+// cannot tell it from an epoch whose first batch a crash lost. The leader
+// begins it again when it takes up its leadership after the restart.
+func (l *Log) BeginEpoch(epoch int32) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return l.assignEpochLocked(epoch, l.end)
+}
+
+// LatestEpoch returns the latest epoch of the leader-epoch history, -1 when
+// it is empty: what a follower asks its leader about with
+// OffsetForLeaderEpoch.
+func (l *Log) LatestEpoch() int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.latest()
+}

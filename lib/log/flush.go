@@ -287,6 +287,10 @@ func (l *Log) Delete() error {
 	if errors.Is(cerr, ErrFailed) {
 		cerr = nil
 	}
+	// A high-water mark checkpoint in flight finishes before the files go;
+	// later ones see the log closed.
+	l.hwMu.Lock()
+	defer l.hwMu.Unlock()
 	entries, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return errors.Join(cerr, err)

@@ -66,6 +66,13 @@ type Log struct {
 	loadedEpochs  *epochCache // during load: the checkpointed leader-epoch history
 	spike         epochSpike  // during load: see checkEpochLocked
 
+	// hwMu serializes high-water mark checkpoints (hw.go); taken before mu,
+	// and by Delete so that no checkpoint is written into a directory
+	// being removed.
+	hwMu           sync.Mutex
+	hwAtOpen       int64 // the checkpointed high-water mark Open found, -1 if none
+	hwCheckpointed int64 // the value in the file now, -1 if none
+
 	loadMu      sync.Mutex // serializes opening closed segments from readers
 	useClock    atomic.Int64
 	damageFound atomic.Uint64 // damaged ranges found since Open
@@ -179,6 +186,11 @@ func (l *Log) load() error {
 	} else {
 		l.loadedEpochs = &epochCache{entries: slices.Clone(l.epochs.entries)}
 		defer func() { l.loadedEpochs = nil }()
+	}
+
+	l.hwAtOpen, l.hwCheckpointed = -1, -1
+	if hw, err := l.readOffsetCheckpoint(highWatermarkFile, "high-water-mark"); err == nil {
+		l.hwAtOpen, l.hwCheckpointed = hw, hw
 	}
 
 	if len(bases) == 0 {

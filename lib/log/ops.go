@@ -71,7 +71,8 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (endOffset int64, epochFound int32)
 // the first removed batch, which is offset itself when offset is a batch
 // boundary. Indexes, the leader-epoch history and the producer state
 // follow. An offset below the log start offset empties the log and
-// restarts it at offset.
+// restarts it at offset. TruncateTo(EndOffset()) removes no batch but
+// drops the epochs begun at the log end with nothing in them.
 func (l *Log) TruncateTo(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
@@ -91,6 +92,12 @@ func (l *Log) TruncateTo(offset int64) error {
 
 func (l *Log) truncateLocked(offset int64) error {
 	if offset >= l.end {
+		// No batch goes, but an epoch begun at the log end (BeginEpoch)
+		// is at or above offset too: a follower cutting its history back
+		// to where its leader's agrees must lose it.
+		if offset == l.end && l.epochs.truncateFrom(offset) {
+			return l.checkpointEpochsLocked()
+		}
 		return nil
 	}
 	l.truncGen++
@@ -191,6 +198,27 @@ func (l *Log) truncateLocked(offset int64) error {
 		return err
 	}
 	return l.snapshotProducersLocked()
+}
+
+// RestartAt removes every batch and restarts the empty log at offset: the
+// log start and end offsets become offset, the leader-epoch history and the
+// producer state are emptied. A follower whose fetch offset fell below its
+// leader's log start offset starts over there.
+func (l *Log) RestartAt(offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("%w: restart at %d", ErrOffsetOutOfRange, offset)
+	}
+	if err := l.Flush(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.truncGen++
+	l.maxTSValid = false
+	return l.truncateFullyLocked(offset)
 }
 
 func (l *Log) truncateFullyLocked(offset int64) error {

@@ -1,49 +1,100 @@
 // Package replica holds the state of one partition replica on this node:
-// its log, its role (leader or follower), the leader epoch, the replica set
-// and the in-sync replicas (ISR), the high-water mark, and — on a leader —
-// each follower's fetch position.
+// its log, its role (leader or follower), the leader and partition epochs,
+// the replica set and the in-sync replicas (ISR), the high-water mark, on a
+// leader each follower's fetch position and its ISR proposal, and on a
+// follower what its fetcher needs.
 //
 // The same code serves a single node and a cluster. A single mqd is the
 // leader of every partition with ISR = {self}: after each append the
 // high-water mark moves to the log end offset. With followers, the
 // high-water mark is the smallest log end offset among the ISR, as learned
-// from the followers' fetch offsets (RecordFollowerFetch).
+// from the followers' fetch offsets (Read with a replica id).
 //
 // # Using a Partition
 //
 //	l, err := log.Open(dir, logConfig, log.Options{...})          // the partition's log
 //	p := replica.New(replica.Config{Topic: "t", Partition: 0, NodeID: 1, MinInsyncReplicas: 2}, l)
-//	err = p.Become(epoch, leader, replicas, isr) // from the controller's image; epochs never go back
-//	res, err := p.Append(batch, acks)            // leader only; on the connection's reader goroutine
+//	err = p.Become(replica.PartitionState{...})  // from the controller's image; epochs never go back
+//	p.SetMinInsyncReplicas(n)                    // a topic config change
+//	l.CheckpointHighWatermark(p.HighWatermarkToCheckpoint()) // periodically
+//	err = p.Close()                              // checkpoints the high-water mark, closes the log
+//
+// On a leader:
+//
+//	res, err := p.Append(batch, acks)            // on the connection's reader goroutine
 //	err = p.WaitHighWatermark(ctx, res.LastOffset) // acks=all: until HW > LastOffset
-//	r, info, err := p.Read(offset, maxBytes, replicaID)
+//	r, info, err := p.Read(offset, maxBytes, replicaID) // a follower's fetch records its offset
 //	defer r.Release()
 //	<-p.Changed()                                // fetch long-poll: closed at the next HW or log end advance
-//	p.SetMinInsyncReplicas(n)                    // a topic config change
-//	err = p.Close()                              // closes the log too
+//	change, ok := p.ProposeISR()                 // the ISR loop: send AlterPartition when ok
+//	p.ISRProposalFailed()                        // when the controller refused it
 //
-// Example (in example_test.go) runs the single-node case.
+// On a follower, its fetcher:
+//
+//	pos, ok := p.FetchPosition()                 // leader, epoch, fetch offset
+//	for pos.NeedsTruncation {                    // after every leadership change
+//	    end, epoch := <OffsetForLeaderEpoch(pos.LastFetchedEpoch) on the leader>
+//	    err = p.TruncateFromLeader(pos.LeaderEpoch, end, epoch)
+//	    pos, ok = p.FetchPosition()
+//	}
+//	<Fetch at pos.FetchOffset with replica id NodeID>
+//	n, err := p.AppendFromLeader(pos.LeaderEpoch, records, hw, logStart)
+//	err = p.ResetFetchOffset(pos.LeaderEpoch, logStart, logEnd) // on OFFSET_OUT_OF_RANGE
+//
+// Example (in example_test.go) runs the single-node case; the scripts in
+// testdata/ run several replicas through leadership changes.
+//
+// # Leadership changes and truncation
+//
+// A leader epoch starts with Become. The new leader records the epoch at
+// its log end at once (log.BeginEpoch), so OffsetForLeaderEpoch answers for
+// it before anything is appended in it. A follower of a new leadership
+// truncates before it fetches, by the leader's answer about the latest
+// epoch of its own history: to min(the leader's end offset for the epoch
+// found, its own end offset for that epoch) (KIP-101, KIP-279), in more
+// than one round when it lacks that epoch; never to its high-water mark.
+// TruncateFromLeader documents the cases. A fetch out of the leader's
+// range (ResetFetchOffset) cuts the log to the leader's end, or empties it
+// and starts over at the leader's log start.
+//
+// # The ISR and the high-water mark
+//
+// The leader proposes ISR changes (ProposeISR): followers that have not
+// caught up with its log end for replica.lag.time.max.ms leave, followers
+// that reached both the high-water mark and the start of its epoch join.
+// The proposal carries the leader and partition epochs it was made under;
+// one is pending at a time, until the image shows a newer partition epoch
+// or ISRProposalFailed. The high-water mark waits for the maximal ISR: the
+// committed ISR and the followers being added. An acks=all append is
+// refused (ErrNotEnoughReplicas) when the committed ISR is smaller than
+// min.insync.replicas, and answered ErrNotEnoughReplicasAfterAppend when it
+// shrank below it while the batch waited. A follower's high-water mark is
+// min(the leader's, its log end offset).
+//
+// The high-water mark is checkpointed in the log's directory
+// (log.CheckpointHighWatermark) by the broker's loop and by Close; New
+// starts from the checkpoint brought within [log start, log end].
 //
 // # Invariants
 //
 //   - The high-water mark never decreases while this replica is leader, never
 //     exceeds the log end offset known to be on every ISR member, and is
-//     never below the log start offset.
-//   - The leader epoch never decreases: Become with an older epoch is refused
+//     never below the log start offset nor above the log end offset. On a
+//     follower it decreases only when a truncation cuts the log below it.
+//   - The leader epoch never decreases, nor the partition epoch within a
+//     leader epoch: Become with an older state is refused
 //     (ErrStaleLeaderEpoch) and changes nothing.
 //   - Consumers (replica id < 0) never read at or above the high-water mark.
-//   - Appends, Become, SetMinInsyncReplicas and Close may be called concurrently from
-//     any goroutine; every method of Partition is safe for concurrent use.
-//     Appends are serialized by the log; Become waits for appends in flight,
-//     so no batch is appended under an epoch the partition already left.
+//   - A follower appends only under the leader epoch it follows, and only
+//     after the truncation its leadership change required.
+//   - Every method of Partition is safe for concurrent use. Appends are
+//     serialized by the log; Become waits for the appends and the
+//     follower-side calls in flight, so no batch is appended under an
+//     epoch the partition already left.
 //
 // Waiting is done on channels, never timers: Changed returns a channel
 // that is closed the next time the high-water mark or the log end offset
-// advances, the role or leader epoch changes, or the partition closes.
-// WaitHighWatermark (acks=all) and fetch long-polls are built on it.
-//
-// Not yet done here: the follower side (fetching from the leader, truncating
-// with OffsetForLeaderEpoch) and a high-water mark checkpoint; a replica
-// that becomes leader starts from the log start offset and, with
-// ISR = {self}, moves at once to the log end.
+// advances, the role, leader epoch or partition epoch changes, or the
+// partition closes. WaitHighWatermark (acks=all) and fetch long-polls are
+// built on it.
 package replica

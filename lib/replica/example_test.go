@@ -25,7 +25,7 @@ func Example() {
 	p := replica.New(replica.Config{Topic: "orders", Partition: 0, NodeID: 1, MinInsyncReplicas: 1}, l)
 	defer p.Close()
 	// From the controller's image: epoch 0, leader 1, replicas and ISR {1}.
-	if err := p.Become(0, 1, []int32{1}, []int32{1}); err != nil {
+	if err := p.Become(replica.PartitionState{Leader: 1, LeaderEpoch: 0, Replicas: []int32{1}, ISR: []int32{1}}); err != nil {
 		panic(err)
 	}
 	batch, err := record.Build(record.BuildOptions{}, []record.Record{{Value: []byte("hello")}})

@@ -16,10 +16,22 @@ import (
 var (
 	// ErrNotLeader: the request needs the leader and this replica is not it.
 	ErrNotLeader = errors.New("replica: not the leader")
+	// ErrNotFollower: the call needs a follower of a known leader and this
+	// replica is the leader, or the partition has no leader.
+	ErrNotFollower = errors.New("replica: not a follower")
 	// ErrNotEnoughReplicas: acks=all and the ISR is smaller than min.insync.replicas.
 	ErrNotEnoughReplicas = errors.New("replica: not enough in-sync replicas")
-	// ErrStaleLeaderEpoch: Become was given an epoch older than the current one.
+	// ErrNotEnoughReplicasAfterAppend: an acks=all batch reached the
+	// high-water mark, but the ISR shrank below min.insync.replicas while
+	// it waited: the batch is in the log and may not be durable enough.
+	ErrNotEnoughReplicasAfterAppend = errors.New("replica: not enough in-sync replicas after append")
+	// ErrStaleLeaderEpoch: Become was given an older state than the current
+	// one: an older leader epoch, or the same leader epoch with an older
+	// partition epoch.
 	ErrStaleLeaderEpoch = errors.New("replica: stale leader epoch")
+	// ErrTruncationNeeded: AppendFromLeader before the truncation a new
+	// leadership requires (FetchPosition.NeedsTruncation) was done.
+	ErrTruncationNeeded = errors.New("replica: truncation with OffsetForLeaderEpoch needed first")
 	// ErrFencedLeaderEpoch: a request carried a leader epoch older than ours.
 	ErrFencedLeaderEpoch = errors.New("replica: fenced leader epoch")
 	// ErrUnknownLeaderEpoch: a request carried a leader epoch newer than ours.
@@ -59,23 +71,40 @@ type Config struct {
 	// when the ISR is smaller. Values below 1 mean 1.
 	MinInsyncReplicas int32
 	// ReplicaLagTime is replica.lag.time.max.ms: an ISR follower that has
-	// not caught up with the leader's log end for this long is reported by
-	// OutOfSyncReplicas. Zero means DefaultReplicaLagTime.
+	// not caught up with the leader's log end for this long leaves the ISR
+	// at the next ProposeISR. Zero means DefaultReplicaLagTime.
 	ReplicaLagTime time.Duration
 	// Clock tells the time for follower bookkeeping; nil is the real clock.
 	Clock clock.Clock
+}
+
+// PartitionState is a partition's state in the cluster image, as Become
+// applies it.
+type PartitionState struct {
+	Leader         int32 // -1: no leader
+	LeaderEpoch    int32 // bumped by every leader change
+	PartitionEpoch int32 // bumped by every change to the partition (ISR changes too)
+	Replicas       []int32
+	ISR            []int32
 }
 
 // State is a consistent snapshot of a replica's state.
 type State struct {
 	Role           Role
 	LeaderEpoch    int32
+	PartitionEpoch int32
 	Leader         int32 // -1 when the partition has no leader
 	Replicas       []int32
-	ISR            []int32
-	HighWatermark  int64
-	LogStartOffset int64
-	LogEndOffset   int64
+	ISR            []int32 // the committed ISR, from the image
+	// PendingISR is the ISR this leader proposed and the controller has
+	// not answered yet (nil when none).
+	PendingISR []int32
+	// NeedsTruncation: a follower that must truncate with
+	// OffsetForLeaderEpoch before it fetches.
+	NeedsTruncation bool
+	HighWatermark   int64
+	LogStartOffset  int64
+	LogEndOffset    int64
 }
 
 // follower is what a leader knows of one follower replica.
@@ -101,39 +130,59 @@ type Partition struct {
 	// stateMu guards the fields set by Become and SetMinInsyncReplicas.
 	// Appends hold it for reading, so Become (writing) waits for the
 	// appends in flight and no batch is appended under a stale epoch.
-	stateMu     sync.RWMutex
-	role        Role
-	leaderEpoch int32
-	leader      int32
-	replicas    []int32
-	isr         []int32
-	minISR      int32
+	//
+	// The follower-side calls (TruncateFromLeader, AppendFromLeader,
+	// ResetFetchOffset) hold it for reading while they change the log, so
+	// a Become waits for them and they never act under a leadership the
+	// replica already left.
+	stateMu        sync.RWMutex
+	role           Role
+	leaderEpoch    int32
+	partitionEpoch int32
+	leader         int32
+	replicas       []int32
+	isr            []int32 // committed: the image's
+	minISR         int32
+	// epochStart is, on a leader, where its leader epoch begins in the
+	// log: a follower joins the ISR only once it has fetched past it.
+	epochStart int64
 
-	// mu guards the offsets, the followers and the change channel.
-	// Lock order: stateMu before mu.
+	// mu guards the offsets, the followers, the ISR proposal and the
+	// change channel. Lock order: stateMu before mu.
 	mu            sync.Mutex
 	highWatermark int64
 	logEndOffset  int64
 	followers     map[int32]*follower
-	changed       chan struct{} // closed and replaced on HW advance, role change, close
-	changedTaken  bool          // changed has been handed out since it was made
-	closed        bool
+	// pending is the ISR change proposed and not yet answered, nil when
+	// none; maximalISR is the committed ISR with pending's additions, the
+	// replicas the high-water mark waits for (a follower being added may
+	// already count for acks=all, one being removed still does).
+	pending         *pendingISR
+	maximalISR      []int32
+	needsTruncation bool          // follower: see FetchPosition
+	changed         chan struct{} // closed and replaced on HW advance, role change, close
+	changedTaken    bool          // changed has been handed out since it was made
+	closed          bool
 }
 
 // New makes a Partition over an open log. The replica starts as a follower
-// with leader epoch -1 and no leader, with its high-water mark at the log
-// start offset; Become gives it its state from the cluster image.
+// with leader epoch -1 and no leader; Become gives it its state from the
+// cluster image. Its high-water mark starts at the log's checkpoint of it
+// (log.HighWatermarkCheckpoint) brought within [log start, log end]: the
+// log start offset without a checkpoint, the log end offset when a crash
+// cut the log below it.
 func New(cfg Config, l *log.Log) *Partition {
 	p := &Partition{
-		cfg:         cfg,
-		log:         l,
-		clock:       cfg.Clock,
-		role:        Follower,
-		leaderEpoch: -1,
-		leader:      -1,
-		minISR:      max(cfg.MinInsyncReplicas, 1),
-		followers:   map[int32]*follower{},
-		changed:     make(chan struct{}),
+		cfg:            cfg,
+		log:            l,
+		clock:          cfg.Clock,
+		role:           Follower,
+		leaderEpoch:    -1,
+		partitionEpoch: -1,
+		leader:         -1,
+		minISR:         max(cfg.MinInsyncReplicas, 1),
+		followers:      map[int32]*follower{},
+		changed:        make(chan struct{}),
 	}
 	if p.clock == nil {
 		p.clock = clock.Real()
@@ -141,8 +190,8 @@ func New(cfg Config, l *log.Log) *Partition {
 	if p.cfg.ReplicaLagTime <= 0 {
 		p.cfg.ReplicaLagTime = DefaultReplicaLagTime
 	}
-	p.highWatermark = l.StartOffset()
 	p.logEndOffset = l.EndOffset()
+	p.highWatermark = min(max(l.HighWatermarkCheckpoint(), l.StartOffset()), p.logEndOffset)
 	return p
 }
 
@@ -161,35 +210,70 @@ func (p *Partition) Log() *log.Log { return p.log }
 
 func (p *Partition) String() string { return fmt.Sprintf("%s-%d", p.cfg.Topic, p.cfg.Partition) }
 
-// Become applies the partition's state from the cluster image: leader epoch,
-// leader, replicas and ISR. The replica is leader when leader is this node.
-// An epoch older than the current one is refused with ErrStaleLeaderEpoch;
-// the same epoch updates the replica set and ISR (the controller changes
-// the ISR without a new leader epoch).
-func (p *Partition) Become(leaderEpoch, leader int32, replicas, isr []int32) error {
+// Become applies the partition's state from the cluster image. The replica
+// is leader when s.Leader is this node. An older state (leader epoch, or
+// partition epoch within the same leader epoch) is refused with
+// ErrStaleLeaderEpoch and changes nothing; the same leader epoch with a
+// newer partition epoch updates the replicas and ISR (the controller
+// changes the ISR without a new leader epoch).
+//
+// A new leadership (leader epoch or role changed):
+//   - on the leader, records the epoch at the log end (log.BeginEpoch)
+//     before any append in it, so that OffsetForLeaderEpoch answers for it
+//     at once, and starts follower tracking afresh;
+//   - on a follower, requires a truncation with OffsetForLeaderEpoch
+//     before the next fetch (FetchPosition.NeedsTruncation).
+//
+// A newer partition epoch ends a pending ISR proposal: the image holds its
+// outcome, whatever it was.
+func (p *Partition) Become(s PartitionState) error {
 	p.stateMu.Lock()
 	defer p.stateMu.Unlock()
-	if leaderEpoch < p.leaderEpoch {
-		return fmt.Errorf("%w: have %d, got %d", ErrStaleLeaderEpoch, p.leaderEpoch, leaderEpoch)
+	if s.LeaderEpoch < p.leaderEpoch || (s.LeaderEpoch == p.leaderEpoch && s.PartitionEpoch < p.partitionEpoch) {
+		return fmt.Errorf("%w: have leader epoch %d partition epoch %d, got %d and %d",
+			ErrStaleLeaderEpoch, p.leaderEpoch, p.partitionEpoch, s.LeaderEpoch, s.PartitionEpoch)
+	}
+	if p.isClosed() {
+		return ErrClosed
 	}
 	role := Follower
-	if leader == p.cfg.NodeID {
+	if s.Leader == p.cfg.NodeID {
 		role = Leader
 	}
-	newLeadership := leaderEpoch != p.leaderEpoch || role != p.role
-	p.leaderEpoch = leaderEpoch
-	p.leader = leader
-	p.replicas = slices.Clone(replicas)
-	p.isr = slices.Clone(isr)
+	newLeadership := s.LeaderEpoch != p.leaderEpoch || role != p.role || s.Leader != p.leader
+	epochStart := p.epochStart
+	if role == Leader && newLeadership {
+		if err := p.log.BeginEpoch(s.LeaderEpoch); err != nil {
+			if errors.Is(err, log.ErrClosed) {
+				return ErrClosed
+			}
+			return fmt.Errorf("replica: become leader in epoch %d: %w", s.LeaderEpoch, err)
+		}
+		epochStart = p.log.EndOffset()
+		for _, e := range p.log.LeaderEpochs() {
+			if e.Epoch == s.LeaderEpoch {
+				epochStart = e.StartOffset
+			}
+		}
+	}
+	newPartitionEpoch := s.PartitionEpoch != p.partitionEpoch
+	p.leaderEpoch = s.LeaderEpoch
+	p.partitionEpoch = s.PartitionEpoch
+	p.leader = s.Leader
+	p.replicas = slices.Clone(s.Replicas)
+	p.isr = slices.Clone(s.ISR)
+	p.epochStart = epochStart
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return ErrClosed
-	}
 	roleChanged := role != p.role
 	p.role = role
+	if newLeadership || newPartitionEpoch {
+		p.pending = nil
+	}
+	p.setMaximalISRLocked()
 	if role == Leader {
+		p.needsTruncation = false
 		now := p.clock.Now()
 		// A new leadership starts follower tracking afresh; every follower
 		// gets a full lag period to catch up before it counts as out of sync.
@@ -209,17 +293,27 @@ func (p *Partition) Become(leaderEpoch, leader int32, replicas, isr []int32) err
 				delete(p.followers, r)
 			}
 		}
-		p.logEndOffset = max(p.logEndOffset, p.log.EndOffset())
+		p.logEndOffset = p.log.EndOffset() // appends wait for stateMu: it stays put
 		if p.advanceLocked() {
 			roleChanged = true // wake waiters
 		}
 	} else {
 		clear(p.followers)
+		p.logEndOffset = p.log.EndOffset()
+		if newLeadership {
+			p.needsTruncation = true
+		}
 	}
-	if roleChanged || newLeadership {
-		p.notifyLocked()
+	if roleChanged || newLeadership || newPartitionEpoch {
+		p.notifyLocked() // acks=all waits recheck the ISR size
 	}
 	return nil
+}
+
+func (p *Partition) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
 }
 
 // SetMinInsyncReplicas changes min.insync.replicas (values below 1 mean 1).
@@ -235,16 +329,22 @@ func (p *Partition) State() State {
 	defer p.stateMu.RUnlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return State{
-		Role:           p.role,
-		LeaderEpoch:    p.leaderEpoch,
-		Leader:         p.leader,
-		Replicas:       slices.Clone(p.replicas),
-		ISR:            slices.Clone(p.isr),
-		HighWatermark:  p.highWatermark,
-		LogStartOffset: p.log.StartOffset(),
-		LogEndOffset:   p.logEndOffset,
+	st := State{
+		Role:            p.role,
+		LeaderEpoch:     p.leaderEpoch,
+		PartitionEpoch:  p.partitionEpoch,
+		Leader:          p.leader,
+		Replicas:        slices.Clone(p.replicas),
+		ISR:             slices.Clone(p.isr),
+		NeedsTruncation: p.needsTruncation,
+		HighWatermark:   p.highWatermark,
+		LogStartOffset:  p.log.StartOffset(),
+		LogEndOffset:    p.logEndOffset,
 	}
+	if p.pending != nil {
+		st.PendingISR = slices.Clone(p.pending.isr)
+	}
+	return st
 }
 
 // LeaderEpoch returns the current leader epoch.
@@ -324,14 +424,15 @@ func (p *Partition) Append(batch []byte, acks int16) (log.AppendResult, error) {
 }
 
 // advanceLocked moves the high-water mark to the smallest log end offset of
-// the ISR members when that is larger, and reports whether it moved. Called
-// with stateMu (read) and mu held; the caller notifies.
+// the maximal ISR (committed ISR and pending additions) when that is
+// larger, and reports whether it moved. Called with stateMu (read) and mu
+// held; the caller notifies.
 func (p *Partition) advanceLocked() bool {
 	if p.role != Leader {
 		return false
 	}
 	hw := p.logEndOffset
-	for _, r := range p.isr {
+	for _, r := range p.maximalISR {
 		if r == p.cfg.NodeID {
 			continue
 		}
@@ -381,18 +482,29 @@ func (p *Partition) Changed() <-chan struct{} {
 }
 
 // WaitHighWatermark blocks until the high-water mark is above offset, that
-// is until the record at offset is on every in-sync replica. It returns
-// ctx.Err() when ctx ends first, ErrNotLeader when the replica stops being
-// leader, and ErrClosed when the partition closes.
+// is until the record at offset is on every in-sync replica (acks=all). It
+// returns ErrNotEnoughReplicasAfterAppend when the high-water mark passed
+// offset but the ISR is then smaller than min.insync.replicas, ctx.Err()
+// when ctx ends first, ErrNotLeader when the replica stops being leader,
+// and ErrClosed when the partition closes.
 func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
 	for {
 		p.stateMu.RLock()
-		role := p.role
+		role, enough := p.role, int32(len(p.isr)) >= p.minISR
 		p.stateMu.RUnlock()
 		p.mu.Lock()
-		hw, closed, ch := p.highWatermark, p.closed, p.takeChangedLocked()
+		hw, closed := p.highWatermark, p.closed
+		var ch chan struct{}
+		if hw <= offset && !closed && role == Leader {
+			// Taken under the lock that read hw: no advance is missed.
+			// Only when waiting: a taken channel is replaced at the next
+			// append, which would cost an allocation.
+			ch = p.takeChangedLocked()
+		}
 		p.mu.Unlock()
 		switch {
+		case hw > offset && !enough:
+			return ErrNotEnoughReplicasAfterAppend
 		case hw > offset:
 			return nil
 		case closed:
@@ -520,55 +632,6 @@ func (p *Partition) recordFollowerFetch(replicaID int32, offset int64) bool {
 	return true
 }
 
-// OutOfSyncReplicas lists the ISR followers that have not caught up with
-// the leader for longer than replica.lag.time.max.ms: the ISR shrink the
-// leader should propose to the controller. Empty on a follower.
-func (p *Partition) OutOfSyncReplicas() []int32 {
-	p.stateMu.RLock()
-	defer p.stateMu.RUnlock()
-	if p.role != Leader {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := p.clock.Now()
-	var out []int32
-	for _, r := range p.isr {
-		f := p.followers[r]
-		if r == p.cfg.NodeID || f == nil {
-			continue
-		}
-		if now.Sub(f.lastCaughtUp) > p.cfg.ReplicaLagTime {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// CaughtUpReplicas lists the followers outside the ISR whose log end has
-// reached the high-water mark: the ISR expansion the leader should propose
-// to the controller. Empty on a follower.
-func (p *Partition) CaughtUpReplicas() []int32 {
-	p.stateMu.RLock()
-	defer p.stateMu.RUnlock()
-	if p.role != Leader {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []int32
-	for _, r := range p.replicas {
-		f := p.followers[r]
-		if f == nil || slices.Contains(p.isr, r) {
-			continue
-		}
-		if f.fetchOffset >= p.highWatermark {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // FollowerOffset returns the last fetch offset recorded for a follower, or
 // -1 when it has not fetched (or is not a follower of this leader).
 func (p *Partition) FollowerOffset(replicaID int32) int64 {
@@ -601,13 +664,22 @@ func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 	return p.log.StartOffset(), nil
 }
 
-// Close marks the partition closed, wakes every waiter (ErrClosed) and
-// closes the log.
+// HighWatermarkToCheckpoint returns the high-water mark to write to the
+// log's checkpoint (log.CheckpointHighWatermark), which the broker does
+// periodically (replica.high.watermark.checkpoint.interval.ms); Close
+// writes it too.
+func (p *Partition) HighWatermarkToCheckpoint() int64 {
+	return p.HighWatermark()
+}
+
+// Close marks the partition closed, wakes every waiter (ErrClosed),
+// checkpoints the high-water mark and closes the log.
 func (p *Partition) Close() error {
 	if !p.markClosed() {
 		return nil
 	}
-	return p.log.Close()
+	err := p.log.CheckpointHighWatermark(p.HighWatermark())
+	return errors.Join(err, p.log.Close())
 }
 
 // Delete closes the partition and removes its log from disk.

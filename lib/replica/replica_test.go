@@ -49,7 +49,7 @@ func batch(t testing.TB, n int) []byte {
 
 func mustBecome(t *testing.T, p *Partition, epoch, leader int32, replicas, isr []int32) {
 	t.Helper()
-	if err := p.Become(epoch, leader, replicas, isr); err != nil {
+	if err := p.Become(PartitionState{Leader: leader, LeaderEpoch: epoch, Replicas: replicas, ISR: isr}); err != nil {
 		t.Fatalf("Become(%d, %d, %v, %v): %v", epoch, leader, replicas, isr, err)
 	}
 }
@@ -112,7 +112,7 @@ func TestAppendChecksRoleAndMinInsyncReplicas(t *testing.T) {
 func TestBecomeNeverGoesBackInEpoch(t *testing.T) {
 	p, _ := newPartition(t, Config{})
 	mustBecome(t, p, 5, self, []int32{1, 2}, []int32{1, 2})
-	if err := p.Become(4, 2, []int32{1, 2}, []int32{2}); !errors.Is(err, ErrStaleLeaderEpoch) {
+	if err := p.Become(PartitionState{Leader: 2, LeaderEpoch: 4, Replicas: []int32{1, 2}, ISR: []int32{2}}); !errors.Is(err, ErrStaleLeaderEpoch) {
 		t.Fatalf("Become with older epoch: %v, want ErrStaleLeaderEpoch", err)
 	}
 	if s := p.State(); s.LeaderEpoch != 5 || s.Role != Leader || !slices.Equal(s.ISR, []int32{1, 2}) {
@@ -194,7 +194,9 @@ func TestWaitHighWatermarkEnds(t *testing.T) {
 		want   error
 	}{
 		{"deadline", func(p *Partition) {}, context.DeadlineExceeded},
-		{"leadership lost", func(p *Partition) { p.Become(1, 2, []int32{1, 2}, []int32{2}) }, ErrNotLeader},
+		{"leadership lost", func(p *Partition) {
+			p.Become(PartitionState{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{2}})
+		}, ErrNotLeader},
 		{"closed", func(p *Partition) { p.Close() }, ErrClosed},
 	}
 	for _, tt := range tests {
@@ -225,34 +227,36 @@ func TestReplicaLagBookkeeping(t *testing.T) {
 	clock.Advance(5 * time.Second)
 	p.RecordFollowerFetch(2, 5) // caught up
 	p.RecordFollowerFetch(3, 0) // far behind, outside the ISR
-	if got := p.OutOfSyncReplicas(); len(got) != 0 {
-		t.Fatalf("out of sync %v, want none", got)
+	if c, ok := p.ProposeISR(); ok {
+		t.Fatalf("proposed %+v, want nothing", c)
 	}
 	clock.Advance(11 * time.Second)
-	if got := p.OutOfSyncReplicas(); !slices.Equal(got, []int32{2}) {
-		t.Fatalf("out of sync after 11s without a fetch: %v, want [2]", got)
+	c, ok := p.ProposeISR()
+	if !ok || !slices.Equal(c.ISR, []int32{1}) {
+		t.Fatalf("after 11s without a fetch: proposed %+v %v, want ISR [1]", c, ok)
 	}
+	if _, ok := p.ProposeISR(); ok {
+		t.Fatal("proposed again while a proposal is pending")
+	}
+	p.ISRProposalFailed()
 	p.RecordFollowerFetch(2, 5)
-	if got := p.OutOfSyncReplicas(); len(got) != 0 {
-		t.Fatalf("out of sync after a caught-up fetch: %v, want none", got)
+	if c, ok := p.ProposeISR(); ok {
+		t.Fatalf("after a caught-up fetch: proposed %+v, want nothing", c)
 	}
 	if hw := p.HighWatermark(); hw != 5 {
 		t.Fatalf("high-water mark %d, want 5", hw)
 	}
-	if got := p.CaughtUpReplicas(); len(got) != 0 {
-		t.Fatalf("caught up %v, want none (3 is at 0)", got)
-	}
 	p.RecordFollowerFetch(3, 5)
-	if got := p.CaughtUpReplicas(); !slices.Equal(got, []int32{3}) {
-		t.Fatalf("caught up %v, want [3]", got)
+	if c, ok := p.ProposeISR(); !ok || !slices.Equal(c.ISR, []int32{1, 2, 3}) {
+		t.Fatalf("proposed %+v %v, want ISR [1 2 3]", c, ok)
 	}
 	if got := p.FollowerOffset(3); got != 5 {
 		t.Fatalf("FollowerOffset(3) = %d, want 5", got)
 	}
-	// A follower has no follower bookkeeping.
+	// A follower proposes nothing.
 	mustBecome(t, p, 1, 2, []int32{1, 2, 3}, []int32{2})
-	if got := p.OutOfSyncReplicas(); got != nil {
-		t.Fatalf("follower reports out of sync %v", got)
+	if c, ok := p.ProposeISR(); ok {
+		t.Fatalf("follower proposed %+v", c)
 	}
 }
 
@@ -387,7 +391,7 @@ func TestConcurrentAppendersAndWaiters(t *testing.T) {
 	// Same-epoch ISR updates race with the appends.
 	wg.Go(func() {
 		for range 50 {
-			if err := p.Become(0, self, []int32{1}, []int32{1}); err != nil {
+			if err := p.Become(PartitionState{Leader: self, Replicas: []int32{1}, ISR: []int32{1}}); err != nil {
 				t.Error(err)
 				return
 			}
