@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"net"
 	"strconv"
 	"strings"
@@ -32,6 +34,18 @@ type clusterNode struct {
 	s  config.Broker
 	mu sync.Mutex
 	d  *Daemon // nil while stopped
+}
+
+// clusterLogger logs node id's messages to stderr when MQ_TEST_LOG is set
+// (debug, info, …: the level), and nothing otherwise.
+func clusterLogger(id int32) *slog.Logger {
+	level := os.Getenv("MQ_TEST_LOG")
+	if level == "" {
+		return nil
+	}
+	var l slog.Level
+	l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})).With("node", id)
 }
 
 // freePort returns a TCP port free on 127.0.0.1 a moment ago.
@@ -112,7 +126,7 @@ func (c *testCluster) startNode(i int) error {
 	n := c.nodes[i]
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	d, err := Start(ctx, n.s, nil)
+	d, err := Start(ctx, n.s, clusterLogger(n.id))
 	if err != nil {
 		return fmt.Errorf("node %d: %w", n.id, err)
 	}
