@@ -36,7 +36,7 @@ type clusterOpts struct {
 type cluster struct {
 	t      testing.TB
 	nodes  []*clusterNode // nodes[i] has node id i+1
-	voters string        // the --voters value every node gets
+	voters string         // the --voters value every node gets
 }
 
 // clusterNode is one mqd of a cluster. Its Kafka address and Raft
