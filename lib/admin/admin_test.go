@@ -157,9 +157,9 @@ func TestResultsRender(t *testing.T) {
 				{Partition: 0, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}, OfflineReplicas: []int32{2}, LogStartOffset: 5, HighWatermark: 9},
 				{Partition: 1, Leader: -1, Replicas: []int32{2}, ISR: []int32{}, OfflineReplicas: []int32{}, LogStartOffset: -1, HighWatermark: -1, Error: "LEADER_NOT_AVAILABLE"},
 			}}},
-			table: "TOPIC  PARTITION  LEADER  REPLICAS  ISR  LOG-START  HIGH-WATERMARK\n" +
-				"t      0          1       1,2       1    5          9\n" +
-				"t      1          none    2         -    ?          ?\n",
+			table: "TOPIC  PARTITION  LEADER  REPLICAS  ISR  OFFLINE  LOG-START  HIGH-WATERMARK\n" +
+				"t      0          1       1,2       1    2        5          9\n" +
+				"t      1          none    2         -    -        ?          ?\n",
 			jsonShape: `[{"topic":"t","id":"AAAA","internal":false,"partitions":[` +
 				`{"partition":0,"leader":1,"leader_epoch":0,"replicas":[1,2],"isr":[1],"offline_replicas":[2],"log_start_offset":5,"high_watermark":9},` +
 				`{"partition":1,"leader":-1,"leader_epoch":0,"replicas":[2],"isr":[],"offline_replicas":[],"log_start_offset":-1,"high_watermark":-1,"error":"LEADER_NOT_AVAILABLE"}]}]`,
@@ -172,9 +172,9 @@ func TestResultsRender(t *testing.T) {
 						{Broker: 1, FromOffset: 60, ToOffset: 61, Segment: "00000000000000000050.log", Reason: "gone", Skipped: true}}},
 				{Partition: 1, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}, OfflineReplicas: []int32{}, LogStartOffset: 0, HighWatermark: 3},
 			}}},
-			table: "TOPIC  PARTITION  LEADER  REPLICAS  ISR  LOG-START  HIGH-WATERMARK  DAMAGED\n" +
-				"t      0          1       1         1    0          90              offsets 20-39 on 1, skipped 60-60 on 1\n" +
-				"t      1          1       1         1    0          3               -\n",
+			table: "TOPIC  PARTITION  LEADER  REPLICAS  ISR  OFFLINE  LOG-START  HIGH-WATERMARK  DAMAGED\n" +
+				"t      0          1       1         1    -        0          90              offsets 20-39 on 1, skipped 60-60 on 1\n" +
+				"t      1          1       1         1    -        0          3               -\n",
 			jsonShape: `[{"topic":"t","id":"AAAA","internal":false,"partitions":[` +
 				`{"partition":0,"leader":1,"leader_epoch":0,"replicas":[1],"isr":[1],"offline_replicas":[],"log_start_offset":0,"high_watermark":90,"damaged":[` +
 				`{"broker":1,"from_offset":20,"to_offset":40,"segment":"00000000000000000000.log","position":512,"length":300,"reason":"crc","detected_ms":7,"skipped":false},` +
