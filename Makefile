@@ -11,7 +11,7 @@ PREFIX   ?= /usr/local
 VERSION  ?= $(shell git describe --tags --dirty 2>/dev/null)
 LDFLAGS  := $(if $(VERSION),-X github.com/mqproject/mq/lib/version.stamp=$(VERSION))
 
-.PHONY: all build test test-short test-mem fuzz bench perf lint install uninstall run man clean
+.PHONY: all build test test-short test-mem fuzz bench perf lint install uninstall run man clean cluster cluster-stop static image
 
 all: build
 
@@ -85,6 +85,26 @@ uninstall:
 # Build and start mqd on its embedded defaults.
 run: build
 	./$(BIN)/mqd
+
+# A 3-node cluster on this machine (deploy/cluster.sh: data, logs and pid
+# files in $MQ_CLUSTER_DIR, default /tmp/mq-cluster); prints the bootstrap
+# list. cluster-stop stops it, keeping the data (deploy/cluster.sh clean
+# removes it).
+cluster: build
+	MQ_BIN=$(BIN) ./deploy/cluster.sh start
+
+cluster-stop:
+	MQ_BIN=$(BIN) ./deploy/cluster.sh stop
+
+# Static mqd and mqctl (no cgo) for the container image, in $(BIN)/static.
+static:
+	@mkdir -p $(BIN)/static/data
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/static/ ./cmd/mqd ./cmd/mqctl
+
+# The container image (deploy/Dockerfile, FROM scratch): IMAGE=name:tag.
+IMAGE ?= mq:latest
+image: static
+	docker build -f deploy/Dockerfile -t $(IMAGE) $(BIN)/static
 
 # Regenerate the man pages from the command definitions.
 man:

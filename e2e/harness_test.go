@@ -110,11 +110,17 @@ type mqdProc struct {
 	socket  string // path of the Unix socket
 	sockDir string
 	props   []string
-	cmd     *exec.Cmd
-	stderr  *lockedBuffer
-	exited  chan struct{}
-	waitErr error
-	peakRSS int64 // highest VmHWM of its starts so far, in bytes
+	args    []string // more flags (a cluster node's --node-id, --voters…)
+	// keepAddr keeps the TCP address across restarts (a cluster node's
+	// registration and its peers' view of it); otherwise every start
+	// takes a free port anew.
+	keepAddr bool
+	paused   bool // SIGSTOPped, not continued yet
+	cmd      *exec.Cmd
+	stderr   *lockedBuffer
+	exited   chan struct{}
+	waitErr  error
+	peakRSS  int64 // highest VmHWM of its starts so far, in bytes
 }
 
 // launchMQD starts mqd on dataDir with the given key=value properties and
@@ -133,11 +139,13 @@ func (p *mqdProc) start() error {
 		p.sockDir = dir
 	}
 	p.socket = filepath.Join(p.sockDir, "mqd.sock")
-	addr, err := freeAddr()
-	if err != nil {
-		return err
+	if p.addr == "" || !p.keepAddr {
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		p.addr = addr
 	}
-	p.addr = addr
 
 	notifyPath := filepath.Join(p.sockDir, "notify")
 	os.Remove(notifyPath)
@@ -148,6 +156,7 @@ func (p *mqdProc) start() error {
 	defer notify.Close()
 
 	args := []string{"--data-dir", p.dataDir, "--listen", "tcp://" + p.addr, "--listen", "unix://" + p.socket}
+	args = append(args, p.args...)
 	for _, prop := range p.props {
 		args = append(args, "--set", prop)
 	}
@@ -213,6 +222,7 @@ func (p *mqdProc) stop() error {
 		return nil
 	}
 	p.notePeak()
+	p.cont() // a stopped process would not see SIGTERM
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
@@ -232,7 +242,31 @@ func (p *mqdProc) kill() {
 		p.notePeak()
 		p.cmd.Process.Kill()
 		<-p.exited
+		p.paused = false
 	}
+}
+
+// pause sends SIGSTOP: the process keeps its sockets and answers nothing
+// (a hung node, or one the network cut off) until cont.
+func (p *mqdProc) pause() error {
+	if !p.running() || p.paused {
+		return nil
+	}
+	p.notePeak()
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	p.paused = true
+	return nil
+}
+
+// cont sends SIGCONT to a paused process.
+func (p *mqdProc) cont() error {
+	if !p.paused {
+		return nil
+	}
+	p.paused = false
+	return p.cmd.Process.Signal(syscall.SIGCONT)
 }
 
 // notePeak records the running process's peak RSS so far. It is called

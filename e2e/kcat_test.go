@@ -11,11 +11,17 @@ import (
 // kcat runs the kcat binary against b and returns its stdout.
 func kcat(t *testing.T, b *broker, stdin string, args ...string) string {
 	t.Helper()
+	return kcatAt(t, b.addr, stdin, args...)
+}
+
+// kcatAt runs kcat with the bootstrap list brokers (-b).
+func kcatAt(t *testing.T, brokers string, stdin string, args ...string) string {
+	t.Helper()
 	path, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Skip("kcat not installed (CI installs it: apt-get install kcat)")
 	}
-	cmd := exec.Command(path, append([]string{"-b", b.addr}, args...)...)
+	cmd := exec.Command(path, append([]string{"-b", brokers}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

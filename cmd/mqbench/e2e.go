@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -15,7 +16,7 @@ func e2eCommand() *cli.Command {
 		Name:      "e2e",
 		Usage:     "produce at a fixed rate to a live consumer and time publish-to-consume",
 		ArgsUsage: " ",
-		UsageText: doc("mqbench e2e [-t TOPIC] [--rate R] [-d DURATION] [-s VALUE-SIZE] [--late D] [--wait D]",
+		UsageText: doc("mqbench e2e [-t TOPIC] [-p PARTITIONS] [--replication-factor REPLICAS] [--topic-config KEY=VALUE]... [--rate R] [-d DURATION] [-s VALUE-SIZE] [--late D] [--wait D]",
 			`Sends --rate messages/s for --duration while a consumer reads the topic
 from its end, live. Each value carries the run's id, a sequence number and
 its send time (sender and receiver are this one process), so every arrival
@@ -32,6 +33,8 @@ connecting is not timed. The producer lingers 0 by default.`),
 			&cli.DurationFlag{Name: "late", Value: 5 * time.Millisecond, Usage: "latency above which a message counts as late"},
 			&cli.DurationFlag{Name: "wait", Value: 5 * time.Second, Usage: "how long to wait for stragglers after the last acknowledgment"},
 			&cli.IntFlag{Name: "partitions", Aliases: []string{"p"}, Usage: "`PARTITIONS` of the topic when it is created (default: the broker's)"},
+			replicationFlag(false),
+			&cli.StringSliceFlag{Name: "topic-config", Usage: "`KEY=VALUE` config of the topic when it is created (repeatable), e.g. min.insync.replicas=2"},
 		), producerFlags(0)...), consumerFlags()...),
 		Action: action(func(c *cli.Context) (runFunc, error) {
 			ps, err := producerSettings(c)
@@ -52,8 +55,19 @@ connecting is not timed. The producer lingers 0 by default.`),
 				return nil, client.Usagef("--value-size: e2e needs at least %d bytes", bench.MinE2EValueSize)
 			}
 			parts := c.Int("partitions")
+			if parts < 0 || parts > math.MaxInt32 {
+				return nil, client.Usagef("--partitions: out of range")
+			}
+			rf, err := replicationFactor(c)
+			if err != nil {
+				return nil, err
+			}
+			configs, err := topicConfigs(c)
+			if err != nil {
+				return nil, err
+			}
 			return func(ctx context.Context, dial bench.Dialer) (*bench.Result, error) {
-				if err := ensureTopic(ctx, dial, bench.TopicSpec{Name: cfg.Topic, Partitions: int32(parts)}); err != nil {
+				if err := ensureTopic(ctx, dial, bench.TopicSpec{Name: cfg.Topic, Partitions: int32(parts), ReplicationFactor: rf, Configs: configs}); err != nil {
 					return nil, err
 				}
 				return bench.E2E(ctx, dial, cfg)

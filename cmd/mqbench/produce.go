@@ -15,14 +15,16 @@ func produceCommand() *cli.Command {
 		Name:      "produce",
 		Usage:     "produce messages as fast as possible (or at --rate) and time every acknowledgment",
 		ArgsUsage: " ",
-		UsageText: doc("mqbench produce [-t TOPIC] [-n MESSAGES] [-s VALUE-SIZE] [--keys N] [-p PARTITIONS] [--acks all|1|0] [-z CODEC] [--linger D] [--batch-bytes N] [--max-buffered N] [--producers N] [--rate R]",
+		UsageText: doc("mqbench produce [-t TOPIC] [-n MESSAGES] [-s VALUE-SIZE] [--keys N] [-p PARTITIONS] [-r REPLICAS] [--acks all|1|0] [-z CODEC] [--linger D] [--batch-bytes N] [--max-buffered N] [--producers N] [--rate R]",
 			`Produces MESSAGES messages with random values of VALUE-SIZE bytes (and,
 with --keys N, 8-byte keys drawn from N distinct ones) and waits for every
 acknowledgment. Reports messages/s, MB/s and the produce latency (from the
 produce call to its acknowledgment) p50, p99, p99.9 and max.
 
 The topic is created when it does not exist, with --partitions partitions
-(default: the broker's num.partitions) and the --topic-config settings.
+(default: the broker's num.partitions), --replication-factor replicas
+(default: the broker's default.replication.factor) and the --topic-config
+settings. Against a cluster, give -b the bootstrap list (a,b,c).
 With --producers N, N clients (each its own connection) share the messages
 and the rate. Any message not acknowledged makes the exit status 1.`),
 		Flags: append(append(commandFlags(),
@@ -31,6 +33,7 @@ and the rate. Any message not acknowledged makes the exit status 1.`),
 			&cli.IntFlag{Name: "value-size", Aliases: []string{"s"}, Value: 100, Usage: "value size in `BYTES`"},
 			&cli.Int64Flag{Name: "keys", Value: 0, Usage: "draw 8-byte keys from `N` distinct keys (0: no keys)"},
 			&cli.IntFlag{Name: "partitions", Aliases: []string{"p"}, Usage: "`PARTITIONS` of the topic when it is created (default: the broker's)"},
+			replicationFlag(true),
 			&cli.StringSliceFlag{Name: "topic-config", Usage: "`KEY=VALUE` config of the topic when it is created (repeatable), e.g. flush.policy=always"},
 			&cli.IntFlag{Name: "producers", Value: 1, Usage: "`N` producer clients at once"},
 			&cli.Float64Flag{Name: "rate", Usage: "target `RATE` in messages/s over all producers (default: as fast as possible)"},
@@ -59,14 +62,37 @@ and the rate. Any message not acknowledged makes the exit status 1.`),
 			if err != nil {
 				return nil, err
 			}
+			rf, err := replicationFactor(c)
+			if err != nil {
+				return nil, err
+			}
 			return func(ctx context.Context, dial bench.Dialer) (*bench.Result, error) {
-				if err := ensureTopic(ctx, dial, bench.TopicSpec{Name: cfg.Topic, Partitions: int32(parts), Configs: configs}); err != nil {
+				if err := ensureTopic(ctx, dial, bench.TopicSpec{Name: cfg.Topic, Partitions: int32(parts), ReplicationFactor: rf, Configs: configs}); err != nil {
 					return nil, err
 				}
 				return bench.Produce(ctx, dial, cfg)
 			}, nil
 		}),
 	}
+}
+
+// replicationFlag is --replication-factor of the commands that create
+// their topic, and -r where no other flag has it (e2e's -r is --rate).
+func replicationFlag(short bool) cli.Flag {
+	f := &cli.IntFlag{Name: "replication-factor", Usage: "`REPLICAS` of each partition when the topic is created (default: the broker's)"}
+	if short {
+		f.Aliases = []string{"r"}
+	}
+	return f
+}
+
+// replicationFactor reads -r (0: the broker's default).
+func replicationFactor(c *cli.Context) (int16, error) {
+	rf := c.Int("replication-factor")
+	if rf < 0 || rf > math.MaxInt16 {
+		return 0, client.Usagef("--replication-factor: out of range")
+	}
+	return int16(rf), nil
 }
 
 // ensureTopic creates the topic a run needs when it does not exist.

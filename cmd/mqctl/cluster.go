@@ -15,16 +15,26 @@ func clusterCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:      "describe",
-				Usage:     "show the cluster id, the controller, the brokers and their log directories",
+				Usage:     "show the cluster id, the controller, the brokers, the controller quorum and the log directories",
 				ArgsUsage: " ",
 				UsageText: doc("mqctl cluster describe [--apis]", `Shows the cluster id and controller, then one row per broker: BROKER HOST
-PORT RACK CONTROLLER VERSION PROTOCOL. VERSION is what the broker runs: mq
+PORT RACK STATE LEADS CONTROLLER VERSION PROTOCOL. STATE is "alive",
+"fenced" (the controller stopped hearing from it; it leads nothing and
+clients do not see it in Metadata) or "shutting down" (SIGTERM: its
+leaderships are moving to other in-sync replicas before it stops). LEADS
+counts the partitions it leads. VERSION is what the broker runs: mq
 and its release for mqd, which says so ("mq v0.4.0"); for another broker
 the Apache Kafka release whose protocol its API versions match best
 (franz-go's guess), or "unknown". PROTOCOL is the newest Kafka release
 whose version of every API the broker answers it reaches ("Kafka 3.8"): a
 client written for that release finds those APIs at its versions or newer
-(mq answers a subset of Kafka's APIs). Then one row per log directory of
+(mq answers a subset of Kafka's APIs). Then the controller quorum
+(DescribeQuorum): its leader (the active controller) and epoch, and one
+row per member: NODE ROLE LOG-END LAG LAST-FETCH, ROLE "leader", "voter"
+or "non-voter" (a broker that holds the metadata without voting), LAG how
+many records its metadata log is behind the leader's, LAST-FETCH when it
+last fetched from the leader; "quorum: unavailable" when the brokers do
+not describe it. Then one row per log directory of
 each broker: BROKER LOG-DIR USABLE TOTAL STATE, with the free and total
 bytes of the directory's volume, and STATE "ok", or "failing since TIME:
 ERROR" while writes to it fail (a full disk, an I/O error; producers get
@@ -33,16 +43,24 @@ each broker answers and their version ranges.
 
 JSON: {"cluster_id": string, "controller": int, "brokers": [{"id": int,
  "host": string, "port": int, "rack": string|null, "controller": bool,
+ "state": "alive"|"fenced"|"shutting down", "partitions_led": int,
  "version": string, "software": {"name": string, "version": string}|null,
  "kafka_protocol": string, "apis": [{"key": int, "name": string, "min":
  int, "max": int}], "error": string, "log_dirs": [{"path": string,
  "total_bytes": int, "usable_bytes": int, "failing": bool, "error":
  string, "failing_since_ms": int, "storage_errors": int, "damaged_ranges":
- int}], "log_dirs_error": string}]}; controller is -1 when none is known,
+ int}], "log_dirs_error": string}], "quorum": {"leader": int, "epoch":
+ int, "high_watermark": int, "members": [{"id": int, "voter": bool,
+ "log_end_offset": int, "lag": int, "last_fetch_ms": int,
+ "last_caught_up_ms": int}]}|null, "quorum_error": string}; controller is
+ -1 when none is known,
  software null when the broker does not name it, kafka_protocol "" when
  unknown, bytes are -1 when unknown, storage_errors counts the failed
  writes since the broker started, damaged_ranges the damaged ranges of
- partition logs it found (mqctl topic describe lists them).`),
+ partition logs it found (mqctl topic describe lists them); quorum is
+ null when the brokers do not describe it (quorum_error says why,
+ "unavailable" for brokers without DescribeQuorum), members lists the
+ voters then the non-voters, each by id, with -1 for what is unknown.`),
 				Flags: append(commandFlags(),
 					&cli.BoolFlag{Name: "apis", Usage: "list the Kafka APIs and versions each broker answers"},
 				),

@@ -91,13 +91,18 @@ Prints TOPIC PARTITIONS REPLICATION-FACTOR. JSON: an array of
 			},
 			{
 				Name:      "describe",
-				Usage:     "show topics' partitions: leader, replicas, ISR, log start, high-water mark",
+				Usage:     "show topics' partitions: leader, replicas, ISR, offline replicas, log start, high-water mark",
 				ArgsUsage: "[TOPIC...]",
-				UsageText: doc("mqctl topic describe [TOPIC...]", `Describes each TOPIC (default: every topic but the internal ones): one
-row per partition with its leader, replicas, in-sync replicas (ISR), log
-start offset and high-water mark.
+				UsageText: doc("mqctl topic describe [--under-replicated] [--unavailable] [TOPIC...]", `Describes each TOPIC (default: every topic but the internal ones): one
+row per partition with its leader, replicas, in-sync replicas (ISR),
+offline replicas (on brokers that are fenced or not registered), log
+start offset and high-water mark. --under-replicated shows only the
+partitions whose ISR is smaller than their replica set, --unavailable
+only those without a leader (both: either kind), and only the topics
+that have such partitions.
 
-Prints TOPIC PARTITION LEADER REPLICAS ISR LOG-START HIGH-WATERMARK, a
+Prints TOPIC PARTITION LEADER REPLICAS ISR OFFLINE LOG-START
+HIGH-WATERMARK ("-" for no replica, "none" for no leader), a
 WRITES column when some partition's writes fail on a broker (a full disk,
 an I/O error): "ok", or "failing on BROKER (CAUSE)", and a DAMAGED column
 when some partition's log has damaged ranges (bytes that failed their
@@ -113,10 +118,14 @@ once given up with mqctl records skip-damaged. JSON: an array of
  int, "to_offset": int, "segment": string, "position": int, "length": int,
  "reason": string, "detected_ms": int, "skipped": bool}]}]}, sorted by
 topic and partition; leader is -1 when the partition has none, offsets are
--1 when unknown (error says why), storage_errors lists the replicas whose
+-1 when unknown (error says why), offline_replicas the replicas on
+fenced or unregistered brokers, storage_errors lists the replicas whose
 writes fail, damaged the damaged ranges (to_offset exclusive). An unknown
 TOPIC is a failure (exit 1); the other topics are still described.`),
-				Flags: commandFlags(),
+				Flags: append(commandFlags(),
+					&cli.BoolFlag{Name: "under-replicated", Usage: "only partitions whose ISR is smaller than their replicas"},
+					&cli.BoolFlag{Name: "unavailable", Usage: "only partitions without a leader"},
+				),
 				Action: action(func(c *cli.Context) (job, error) {
 					topics := c.Args().Slice()
 					if len(topics) > 0 {
@@ -124,8 +133,9 @@ TOPIC is a failure (exit 1); the other topics are still described.`),
 							return nil, err
 						}
 					}
+					filter := admin.PartitionFilter{UnderReplicated: c.Bool("under-replicated"), Unavailable: c.Bool("unavailable")}
 					return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
-						r, err := a.DescribeTopics(ctx, topics)
+						r, err := a.DescribeTopics(ctx, topics, filter)
 						if r == nil {
 							return nil, err
 						}

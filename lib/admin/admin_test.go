@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -157,9 +158,9 @@ func TestResultsRender(t *testing.T) {
 				{Partition: 0, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}, OfflineReplicas: []int32{2}, LogStartOffset: 5, HighWatermark: 9},
 				{Partition: 1, Leader: -1, Replicas: []int32{2}, ISR: []int32{}, OfflineReplicas: []int32{}, LogStartOffset: -1, HighWatermark: -1, Error: "LEADER_NOT_AVAILABLE"},
 			}}},
-			table: "TOPIC  PARTITION  LEADER  REPLICAS  ISR  LOG-START  HIGH-WATERMARK\n" +
-				"t      0          1       1,2       1    5          9\n" +
-				"t      1          none    2         -    ?          ?\n",
+			table: "TOPIC  PARTITION  LEADER  REPLICAS  ISR  OFFLINE  LOG-START  HIGH-WATERMARK\n" +
+				"t      0          1       1,2       1    2        5          9\n" +
+				"t      1          none    2         -    -        ?          ?\n",
 			jsonShape: `[{"topic":"t","id":"AAAA","internal":false,"partitions":[` +
 				`{"partition":0,"leader":1,"leader_epoch":0,"replicas":[1,2],"isr":[1],"offline_replicas":[2],"log_start_offset":5,"high_watermark":9},` +
 				`{"partition":1,"leader":-1,"leader_epoch":0,"replicas":[2],"isr":[],"offline_replicas":[],"log_start_offset":-1,"high_watermark":-1,"error":"LEADER_NOT_AVAILABLE"}]}]`,
@@ -172,9 +173,9 @@ func TestResultsRender(t *testing.T) {
 						{Broker: 1, FromOffset: 60, ToOffset: 61, Segment: "00000000000000000050.log", Reason: "gone", Skipped: true}}},
 				{Partition: 1, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}, OfflineReplicas: []int32{}, LogStartOffset: 0, HighWatermark: 3},
 			}}},
-			table: "TOPIC  PARTITION  LEADER  REPLICAS  ISR  LOG-START  HIGH-WATERMARK  DAMAGED\n" +
-				"t      0          1       1         1    0          90              offsets 20-39 on 1, skipped 60-60 on 1\n" +
-				"t      1          1       1         1    0          3               -\n",
+			table: "TOPIC  PARTITION  LEADER  REPLICAS  ISR  OFFLINE  LOG-START  HIGH-WATERMARK  DAMAGED\n" +
+				"t      0          1       1         1    -        0          90              offsets 20-39 on 1, skipped 60-60 on 1\n" +
+				"t      1          1       1         1    -        0          3               -\n",
 			jsonShape: `[{"topic":"t","id":"AAAA","internal":false,"partitions":[` +
 				`{"partition":0,"leader":1,"leader_epoch":0,"replicas":[1],"isr":[1],"offline_replicas":[],"log_start_offset":0,"high_watermark":90,"damaged":[` +
 				`{"broker":1,"from_offset":20,"to_offset":40,"segment":"00000000000000000000.log","position":512,"length":300,"reason":"crc","detected_ms":7,"skipped":false},` +
@@ -241,16 +242,28 @@ func TestResultsRender(t *testing.T) {
 		{
 			name: "cluster",
 			r: &ClusterDescription{ClusterID: "abc", Controller: 1, Brokers: []BrokerDescription{
-				{ID: 1, Host: "h", Port: 9092, Controller: true, Version: "mq v0.4.0", Software: &kafkaext.Software{Name: "mq", Version: "v0.4.0"}, KafkaProtocol: "3.7", APIs: []APIVersion{{Key: 18, Name: "ApiVersions", Min: 0, Max: 4}},
+				{ID: 1, Host: "h", Port: 9092, Controller: true, State: BrokerAlive, PartitionsLed: 3, Version: "mq v0.4.0", Software: &kafkaext.Software{Name: "mq", Version: "v0.4.0"}, KafkaProtocol: "3.7", APIs: []APIVersion{{Key: 18, Name: "ApiVersions", Min: 0, Max: 4}},
 					LogDirs: []LogDirDescription{{Path: "/d", TotalBytes: 2048, UsableBytes: 1024}}},
-				{ID: 2, Host: "h2", Port: 9093, Rack: str("r1"), Version: "unknown", APIs: []APIVersion{}, LogDirs: []LogDirDescription{}},
-			}, showAPIs: true},
+				{ID: 2, Host: "h2", Port: 9093, Rack: str("r1"), State: BrokerFenced, Version: "unknown", APIs: []APIVersion{}, LogDirs: []LogDirDescription{}},
+			}, Quorum: &QuorumDescription{Leader: 1, Epoch: 4, HighWatermark: 120, Members: []QuorumMember{
+				{ID: 1, Voter: true, LogEndOffset: 120, Lag: 0, LastFetchMillis: -1, LastCaughtUpMillis: -1},
+				{ID: 2, Voter: true, LogEndOffset: 100, Lag: 20, LastFetchMillis: 98_800, LastCaughtUpMillis: 90_000},
+				{ID: 3, LogEndOffset: -1, Lag: -1, LastFetchMillis: -1, LastCaughtUpMillis: -1},
+			}}, showAPIs: true, now: time.UnixMilli(100_000)},
 			table: "CLUSTER-ID  abc\n" +
 				"CONTROLLER  1\n" +
 				"\n" +
-				"BROKER  HOST  PORT  RACK  CONTROLLER  VERSION    PROTOCOL\n" +
-				"1       h     9092  -     yes         mq v0.4.0  Kafka 3.7\n" +
-				"2       h2    9093  r1    no          unknown    unknown\n" +
+				"BROKER  HOST  PORT  RACK  STATE   LEADS  CONTROLLER  VERSION    PROTOCOL\n" +
+				"1       h     9092  -     alive   3      yes         mq v0.4.0  Kafka 3.7\n" +
+				"2       h2    9093  r1    fenced  0      no          unknown    unknown\n" +
+				"\n" +
+				"QUORUM-LEADER  1\n" +
+				"QUORUM-EPOCH   4\n" +
+				"\n" +
+				"NODE  ROLE       LOG-END  LAG  LAST-FETCH\n" +
+				"1     leader     120      0    -\n" +
+				"2     voter      100      20   1s ago\n" +
+				"3     non-voter  ?        ?    -\n" +
 				"\n" +
 				"BROKER  LOG-DIR  USABLE  TOTAL   STATE\n" +
 				"1       /d       1.0KiB  2.0KiB  ok\n" +
@@ -258,9 +271,29 @@ func TestResultsRender(t *testing.T) {
 				"BROKER  KEY  API          MIN  MAX\n" +
 				"1       18   ApiVersions  0    4\n",
 			jsonShape: `{"cluster_id":"abc","controller":1,"brokers":[` +
-				`{"id":1,"host":"h","port":9092,"rack":null,"controller":true,"version":"mq v0.4.0","software":{"name":"mq","version":"v0.4.0"},"kafka_protocol":"3.7","apis":[{"key":18,"name":"ApiVersions","min":0,"max":4}],` +
+				`{"id":1,"host":"h","port":9092,"rack":null,"controller":true,"state":"alive","partitions_led":3,"version":"mq v0.4.0","software":{"name":"mq","version":"v0.4.0"},"kafka_protocol":"3.7","apis":[{"key":18,"name":"ApiVersions","min":0,"max":4}],` +
 				`"log_dirs":[{"path":"/d","total_bytes":2048,"usable_bytes":1024,"failing":false,"storage_errors":0,"damaged_ranges":0}]},` +
-				`{"id":2,"host":"h2","port":9093,"rack":"r1","controller":false,"version":"unknown","software":null,"kafka_protocol":"","apis":[],"log_dirs":[]}]}`,
+				`{"id":2,"host":"h2","port":9093,"rack":"r1","controller":false,"state":"fenced","partitions_led":0,"version":"unknown","software":null,"kafka_protocol":"","apis":[],"log_dirs":[]}],` +
+				`"quorum":{"leader":1,"epoch":4,"high_watermark":120,"members":[` +
+				`{"id":1,"voter":true,"log_end_offset":120,"lag":0,"last_fetch_ms":-1,"last_caught_up_ms":-1},` +
+				`{"id":2,"voter":true,"log_end_offset":100,"lag":20,"last_fetch_ms":98800,"last_caught_up_ms":90000},` +
+				`{"id":3,"voter":false,"log_end_offset":-1,"lag":-1,"last_fetch_ms":-1,"last_caught_up_ms":-1}]}}`,
+		},
+		{
+			name: "cluster, quorum unavailable",
+			r: &ClusterDescription{ClusterID: "abc", Controller: -1, Brokers: []BrokerDescription{
+				{ID: 1, Host: "h", Port: 9092, State: BrokerShuttingDown, Version: "unknown", APIs: []APIVersion{}, LogDirs: []LogDirDescription{}},
+			}, QuorumError: "unavailable"},
+			table: "CLUSTER-ID  abc\n" +
+				"CONTROLLER  none\n" +
+				"\n" +
+				"BROKER  HOST  PORT  RACK  STATE          LEADS  CONTROLLER  VERSION  PROTOCOL\n" +
+				"1       h     9092  -     shutting down  0      no          unknown  unknown\n" +
+				"\n" +
+				"quorum: unavailable\n",
+			jsonShape: `{"cluster_id":"abc","controller":-1,"brokers":[` +
+				`{"id":1,"host":"h","port":9092,"rack":null,"controller":false,"state":"shutting down","partitions_led":0,"version":"unknown","software":null,"kafka_protocol":"","apis":[],"log_dirs":[]}],` +
+				`"quorum":null,"quorum_error":"unavailable"}`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

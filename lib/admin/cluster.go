@@ -1,10 +1,14 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"slices"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/mqproject/mq/lib/client"
@@ -26,6 +30,12 @@ type BrokerDescription struct {
 	Port       int32   `json:"port"`
 	Rack       *string `json:"rack"` // null: none
 	Controller bool    `json:"controller"`
+	// State is "alive", "fenced" (the controller stopped hearing from it:
+	// it leads nothing) or "shutting down" (controlled shutdown: its
+	// leaderships are moving away).
+	State string `json:"state"`
+	// PartitionsLed counts the partitions it leads, internal topics too.
+	PartitionsLed int `json:"partitions_led"`
 	// Version is what the broker runs: "mq " and the release when it says
 	// so (mqd does, in its ApiVersions responses), else the Apache Kafka
 	// release whose protocol its API versions match best (franz-go's
@@ -51,8 +61,14 @@ type ClusterDescription struct {
 	ClusterID  string              `json:"cluster_id"`
 	Controller int32               `json:"controller"` // -1: none known
 	Brokers    []BrokerDescription `json:"brokers"`
+	// Quorum is the controller quorum; null when the brokers do not
+	// describe it (QuorumError says why: "unavailable" for a broker that
+	// does not answer DescribeQuorum).
+	Quorum      *QuorumDescription `json:"quorum"`
+	QuorumError string             `json:"quorum_error,omitempty"`
 
-	showAPIs bool // the table lists every broker's APIs too
+	showAPIs bool      // the table lists every broker's APIs too
+	now      time.Time // what the table's times are relative to
 }
 
 // Table implements Result: the brokers.
@@ -71,9 +87,9 @@ func (d ClusterDescription) Table() ([]string, [][]string) {
 		if b.KafkaProtocol != "" {
 			protocol = "Kafka " + b.KafkaProtocol
 		}
-		rows[i] = []string{itoa(b.ID), b.Host, itoa(b.Port), rack, ctrl, b.Version, protocol}
+		rows[i] = []string{itoa(b.ID), b.Host, itoa(b.Port), rack, orDash(b.State), itoa(b.PartitionsLed), ctrl, b.Version, protocol}
 	}
-	return []string{"BROKER", "HOST", "PORT", "RACK", "CONTROLLER", "VERSION", "PROTOCOL"}, rows
+	return []string{"BROKER", "HOST", "PORT", "RACK", "STATE", "LEADS", "CONTROLLER", "VERSION", "PROTOCOL"}, rows
 }
 
 // WriteTable writes the cluster id and controller, the broker table and,
@@ -91,6 +107,12 @@ func (d ClusterDescription) WriteTable(w io.Writer) error {
 	}
 	header, rows := d.Table()
 	if err := client.WriteTable(w, header, rows); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return err
+	}
+	if err := d.quorumTable(w); err != nil {
 		return err
 	}
 	if header, rows := d.logDirTable(); len(rows) > 0 {
@@ -132,22 +154,51 @@ func (d ClusterDescription) logDirTable() ([]string, [][]string) {
 }
 
 // DescribeCluster describes the cluster: its id, the controller, each
-// broker with its address, rack and the Kafka APIs it answers, and each
-// broker's log directories with their free space and storage state. With
-// showAPIs the table form lists the APIs too (JSON always has them).
+// broker with its address, rack, state, the partitions it leads and the
+// Kafka APIs it answers, the controller quorum, and each broker's log
+// directories with their free space and storage state. With showAPIs the
+// table form lists the APIs too (JSON always has them).
 func (a *Admin) DescribeCluster(ctx context.Context, showAPIs bool) (*ClusterDescription, error) {
-	md, err := a.adm.BrokerMetadata(ctx)
+	md, err := a.adm.Metadata(ctx)
 	if err != nil {
 		return nil, requestError("cluster describe", err)
+	}
+	led := map[int32]int{}
+	for _, t := range md.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader >= 0 {
+				led[p.Leader]++
+			}
+		}
+	}
+	// Metadata lists the brokers clients may use; DescribeCluster (v2)
+	// lists the fenced ones too, and says which.
+	states := map[int32]string{}
+	var fenced []kadm.BrokerDetail
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeFencedBrokers = true
+	if resp, err := dc.RequestWith(ctx, a.cl); err == nil && resp.ErrorCode == 0 {
+		listed := map[int32]bool{}
+		for _, b := range md.Brokers {
+			listed[b.NodeID] = true
+		}
+		for _, b := range resp.Brokers {
+			states[b.NodeID] = brokerState(b)
+			if !listed[b.NodeID] {
+				fenced = append(fenced, kadm.BrokerDetail{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+			}
+		}
 	}
 	versions, err := a.adm.ApiVersions(ctx)
 	if err != nil {
 		return nil, requestError("cluster describe: api versions", err)
 	}
 	dirs := a.describeLogDirs(ctx, nil)
-	d := ClusterDescription{ClusterID: md.Cluster, Controller: md.Controller, Brokers: []BrokerDescription{}, showAPIs: showAPIs}
-	for _, b := range md.Brokers {
+	d := ClusterDescription{ClusterID: md.Cluster, Controller: md.Controller, Brokers: []BrokerDescription{}, showAPIs: showAPIs, now: a.now()}
+	d.Quorum, d.QuorumError = a.describeQuorum(ctx)
+	for _, b := range append(slices.Clone(md.Brokers), fenced...) {
 		bd := BrokerDescription{ID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack, Controller: b.NodeID == md.Controller,
+			State: cmp.Or(states[b.NodeID], BrokerAlive), PartitionsLed: led[b.NodeID],
 			Version: "unknown", APIs: []APIVersion{}, LogDirs: dirs.dirs[b.NodeID], LogDirsError: dirs.errs[b.NodeID]}
 		if bd.LogDirs == nil {
 			bd.LogDirs = []LogDirDescription{}

@@ -68,11 +68,11 @@ func TestClusterTableShowsSoftwareAndProtocol(t *testing.T) {
 		{ID: 3, Host: "x", Port: 9092, Version: "unknown"},
 	}}
 	header, rows := d.Table()
-	if want := []string{"BROKER", "HOST", "PORT", "RACK", "CONTROLLER", "VERSION", "PROTOCOL"}; !slices.Equal(header, want) {
+	if want := []string{"BROKER", "HOST", "PORT", "RACK", "STATE", "LEADS", "CONTROLLER", "VERSION", "PROTOCOL"}; !slices.Equal(header, want) {
 		t.Fatalf("header %q, want %q", header, want)
 	}
 	for i, want := range [][2]string{{"mq v0.4.0", "Kafka 3.8"}, {"v3.7", "Kafka 3.7"}, {"unknown", "unknown"}} {
-		if got := [2]string{rows[i][5], rows[i][6]}; got != want {
+		if got := [2]string{rows[i][7], rows[i][8]}; got != want {
 			t.Errorf("broker %d: VERSION, PROTOCOL = %q, want %q", i+1, got, want)
 		}
 	}

@@ -63,7 +63,7 @@ func TestClusterTableShowsLogDirState(t *testing.T) {
 
 func TestTopicTableHasWritesColumnOnlyWhenSomeFail(t *testing.T) {
 	healthy := TopicDescriptions{{Topic: "t", Partitions: []PartitionDescription{{Partition: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}}}}
-	if header, _ := healthy.Table(); len(header) != 7 {
+	if header, _ := healthy.Table(); len(header) != 8 {
 		t.Errorf("healthy topic header %q", header)
 	}
 	failing := TopicDescriptions{{Topic: "t", Partitions: []PartitionDescription{

@@ -117,7 +117,7 @@ func (ds TopicDescriptions) Table() ([]string, [][]string) {
 		for _, p := range d.Partitions {
 			row := []string{
 				d.Topic, itoa(p.Partition), leader(p.Leader), joinIDs(p.Replicas), joinIDs(p.ISR),
-				offset(p.LogStartOffset), offset(p.HighWatermark),
+				joinIDs(p.OfflineReplicas), offset(p.LogStartOffset), offset(p.HighWatermark),
 			}
 			if failing {
 				row = append(row, writesState(p.StorageErrors))
@@ -128,7 +128,7 @@ func (ds TopicDescriptions) Table() ([]string, [][]string) {
 			rows = append(rows, row)
 		}
 	}
-	header := []string{"TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START", "HIGH-WATERMARK"}
+	header := []string{"TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE", "LOG-START", "HIGH-WATERMARK"}
 	if failing {
 		header = append(header, "WRITES")
 	}
@@ -192,11 +192,43 @@ func offset(o int64) string {
 	return itoa(o)
 }
 
+// PartitionFilter selects the partitions topic describe shows; the zero
+// value selects every partition.
+type PartitionFilter struct {
+	// UnderReplicated: partitions whose ISR is smaller than their
+	// replica set (--under-replicated).
+	UnderReplicated bool
+	// Unavailable: partitions without a leader (--unavailable).
+	Unavailable bool
+}
+
+// keeps reports whether the filter selects p: with both set, a
+// partition either one selects.
+func (f PartitionFilter) keeps(p PartitionDescription) bool {
+	if !f.UnderReplicated && !f.Unavailable {
+		return true
+	}
+	return f.UnderReplicated && len(p.ISR) < len(p.Replicas) || f.Unavailable && p.Leader < 0
+}
+
+// filter keeps the partitions f selects, and the topics left with one.
+func (ds TopicDescriptions) filter(f PartitionFilter) TopicDescriptions {
+	out := TopicDescriptions{}
+	for _, d := range ds {
+		d.Partitions = slices.DeleteFunc(d.Partitions, func(p PartitionDescription) bool { return !f.keeps(p) })
+		if len(d.Partitions) > 0 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // DescribeTopics describes the named topics, or every topic but the
 // internal ones when none is named: each partition with its leader,
-// replicas, in-sync replicas, log start offset and high-water mark. Unknown
-// topics are failures; the others are still described.
-func (a *Admin) DescribeTopics(ctx context.Context, topics []string) (TopicDescriptions, error) {
+// replicas, in-sync replicas, offline replicas, log start offset and
+// high-water mark, keeping only the partitions f selects. Unknown topics
+// are failures; the others are still described.
+func (a *Admin) DescribeTopics(ctx context.Context, topics []string, f PartitionFilter) (TopicDescriptions, error) {
 	details, err := a.adm.ListTopics(ctx, topics...)
 	if err != nil {
 		return nil, requestError("topic describe", err)
@@ -245,7 +277,7 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string) (TopicDescr
 			out = append(out, td)
 		}
 	}
-	return out, failures("topic describe", failed)
+	return out.filter(f), failures("topic describe", failed)
 }
 
 func describe(d kadm.TopicDetail, starts, ends kadm.ListedOffsets, failing map[int32][]ReplicaStorageError) TopicDescription {

@@ -19,8 +19,10 @@ import (
 // existing topic is used as it is.
 type TopicSpec struct {
 	Name       string
-	Partitions int32
-	Configs    map[string]string
+	Partitions int32 // <= 0: the broker's num.partitions
+	// ReplicationFactor <= 0: the broker's default.replication.factor.
+	ReplicationFactor int16
+	Configs           map[string]string
 }
 
 // EnsureTopic creates the topic when it does not exist and returns how many
@@ -35,7 +37,11 @@ func EnsureTopic(ctx context.Context, cl *kgo.Client, spec TopicSpec) (int, erro
 	for k, v := range spec.Configs {
 		configs[k] = &v
 	}
-	resp, err := adm.CreateTopic(ctx, parts, -1, configs, spec.Name)
+	rf := spec.ReplicationFactor
+	if rf <= 0 {
+		rf = -1
+	}
+	resp, err := adm.CreateTopic(ctx, parts, rf, configs, spec.Name)
 	switch {
 	case err == nil && resp.Err == nil:
 	case errors.Is(err, kerr.TopicAlreadyExists) || errors.Is(resp.Err, kerr.TopicAlreadyExists):

@@ -400,6 +400,8 @@ func (b *Broker) dataAPIs() map[int16]api {
 		kmsg.Metadata.Int16():       {min: 0, max: 13, handle: b.handleMetadata},
 		kmsg.DeleteRecords.Int16():  {min: 0, max: 2, handle: b.handleDeleteRecords},
 		kmsg.InitProducerID.Int16(): {min: 0, max: 4, handle: b.handleInitProducerID},
+
+		kmsg.OffsetForLeaderEpoch.Int16(): {min: 0, max: 4, handle: b.handleOffsetForLeaderEpoch}, // epochs.go
 	}
 }
 

@@ -6,10 +6,13 @@
 //
 // The Broker is a thin mapping from Kafka requests onto the parts below
 // it, one file per API family: produce.go, fetch.go, offsets.go
-// (ListOffsets), metadata.go (Metadata, InitProducerId), admin.go and
-// configs.go (topics, configs, DeleteRecords), groups*.go (the group APIs
-// onto lib/group), logdirs.go (DescribeLogDirs), damage.go (mq's
-// SkipDamaged, lib/kafkaext). errors.go is the one place where internal
+// (ListOffsets), epochs.go (OffsetForLeaderEpoch, for followers and for
+// consumers' truncation detection), metadata.go (Metadata,
+// InitProducerId), admin.go and configs.go (topics, configs,
+// DeleteRecords), groups*.go (the group APIs onto lib/group), logdirs.go
+// (DescribeLogDirs), damage.go (mq's SkipDamaged, lib/kafkaext). hints.go holds the KIP-951 current-leader
+// hints that Produce and Fetch add to NOT_LEADER_OR_FOLLOWER and
+// FENCED_LEADER_EPOCH answers. errors.go is the one place where internal
 // errors become Kafka codes: one table per internal error domain (the
 // broker's own, lib/record, lib/log, lib/replica, lib/controller,
 // lib/config, lib/group, context), and per API family a list of those

@@ -194,6 +194,12 @@ func offsetsError(err error) int16 {
 	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes, contextCodes)
 }
 
+// epochsError maps an error of OffsetForLeaderEpoch to its Kafka error
+// code.
+func epochsError(err error) int16 {
+	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes)
+}
+
 // metadataCodes: Metadata creates topics on the fly (auto-create), and
 // clients of Metadata do not know NOT_CONTROLLER there: a controller that
 // is not reachable yet is COORDINATOR_NOT_AVAILABLE, which they retry.

@@ -30,6 +30,7 @@ type fetchPartition struct {
 	highWatermark  int64
 	logStartOffset int64
 	region         log.Region // Len 0: no records
+	currentLeader  leaderHint // KIP-951, for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (hints.go)
 }
 
 type fetchTopic struct {
@@ -55,6 +56,11 @@ type fetch struct {
 	// For a fetch that waits: its connection's context and deadline.
 	ctx      context.Context
 	deadline time.Time
+
+	// The image the KIP-951 leader hints come from, and the endpoints of
+	// the leaders they name (hints.go); nil ctrl: no hints.
+	ctrl      *controller.Controller
+	endpoints []controller.Broker
 
 	// Kept across uses: the encoded response (buf, parts), the regions it
 	// sends, the wait's timer and select cases, and the Reply and Done
@@ -96,6 +102,8 @@ func (f *fetch) release() {
 	}
 	clear(f.waitOn)
 	clear(f.parts)
+	clear(f.endpoints)
+	f.endpoints = f.endpoints[:0]
 	f.ctx = nil
 	fetchPool.Put(f)
 }
@@ -120,6 +128,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 	}
 	f := getFetch()
 	f.version, f.replicaID, f.maxBytes, f.minBytes = req.Version, r.ReplicaID, r.MaxBytes, r.MinBytes
+	f.ctrl = b.ctrl
 	if req.Version >= 15 {
 		f.replicaID = r.ReplicaState.ID
 	}
@@ -303,6 +312,7 @@ func (f *fetch) wait() bool {
 // hook (release), so a segment deleted meanwhile closes its file right
 // after.
 func (f *fetch) response() server.Response {
+	f.leaderHints()
 	parts := f.encode()
 	for i := range f.topics {
 		for j := range f.topics[i].parts {
@@ -376,7 +386,11 @@ func (f *fetch) encode() []server.Part {
 				mark = len(buf)
 			}
 			if flexible {
-				buf = append(buf, 0) // partition tagged fields
+				if fp.currentLeader.set {
+					buf = appendLeaderHint(buf, 1, fp.currentLeader) // tag 1: CurrentLeader
+				} else {
+					buf = append(buf, 0) // no partition tagged fields
+				}
 			}
 		}
 		if flexible {
@@ -384,7 +398,11 @@ func (f *fetch) encode() []server.Part {
 		}
 	}
 	if flexible {
-		buf = append(buf, 0) // response tagged fields
+		if f.version >= 16 && len(f.endpoints) > 0 {
+			buf = appendNodeEndpoints(buf, f.endpoints) // tag 0: NodeEndpoints
+		} else {
+			buf = append(buf, 0) // no response tagged fields
+		}
 	}
 	if cap(buf) <= maxPooledFetchBuffer {
 		f.buf = buf[:0]
@@ -392,6 +410,37 @@ func (f *fetch) encode() []server.Part {
 	parts = append(parts, server.Part{Bytes: buf[mark:]})
 	f.parts = parts[:0]
 	return parts
+}
+
+// leaderHints sets the KIP-951 hints of the partitions answered
+// NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH: their current leader and
+// epoch (v12+, where the field exists), and from v16 the endpoints of
+// those leaders. A fetch without such errors does nothing here.
+func (f *fetch) leaderHints() {
+	if f.ctrl == nil || f.version < 12 {
+		return
+	}
+	var img *controller.Image
+	for i := range f.topics {
+		ft := &f.topics[i]
+		for j := range ft.parts {
+			fp := &ft.parts[j]
+			if fp.err == nil || !wantsLeaderHint(fetchError(fp.err)) {
+				continue
+			}
+			if img == nil {
+				img = f.ctrl.Image()
+			}
+			t := img.Topics[ft.name]
+			if f.version >= 13 {
+				t = img.TopicsByID[controller.TopicID(ft.id)]
+			}
+			fp.currentLeader = currentLeader(t, fp.partition)
+			if f.version >= 16 {
+				f.endpoints = appendEndpoint(f.endpoints, img, fp.currentLeader.leader)
+			}
+		}
+	}
 }
 
 // maxPooledFetchBuffer keeps a fetch of thousands of partitions from

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,6 +35,7 @@ type producing struct {
 	ctx     context.Context
 	timeout int32
 	version int16
+	ctrl    *controller.Controller // the image of KIP-951 leader hints
 
 	reply server.Reply // waitAndRespond, bound once
 	done  func()       // release, bound once
@@ -59,7 +61,7 @@ func getProduce() *producing {
 func (pr *producing) release() {
 	clear(pr.waits)
 	pr.waits = pr.waits[:0]
-	pr.ctx = nil
+	pr.ctx, pr.ctrl = nil, nil
 	topics := pr.resp.Topics[:cap(pr.resp.Topics)]
 	for i := range topics {
 		topics[i].Topic = ""
@@ -75,9 +77,27 @@ func (pr *producing) waitAndRespond() server.Response {
 	for _, w := range pr.waits {
 		if err := w.p.WaitHighWatermark(wctx, w.lastOffset); err != nil {
 			w.resp.ErrorCode = produceError(err, pr.version)
+			if pr.version >= 10 && wantsLeaderHint(w.resp.ErrorCode) {
+				img := pr.ctrl.Image()
+				pr.leaderHint(img, img.Topics[w.p.Topic()], w.resp)
+			}
 		}
 	}
 	return server.Response{Msg: &pr.resp, Done: pr.done}
+}
+
+// leaderHint sets the KIP-951 hint of a partition answered
+// NOT_LEADER_OR_FOLLOWER (Produce v10+): its current leader and epoch in
+// img, and that leader's endpoint in the response's Brokers.
+func (pr *producing) leaderHint(img *controller.Image, t *controller.Topic, sp *kmsg.ProduceResponseTopicPartition) {
+	h := currentLeader(t, sp.Partition)
+	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
+	if h.leader < 0 || slices.ContainsFunc(pr.resp.Brokers, func(b kmsg.ProduceResponseBroker) bool { return b.NodeID == h.leader }) {
+		return
+	}
+	if br, ok := img.Brokers[h.leader]; ok {
+		pr.resp.Brokers = append(pr.resp.Brokers, kmsg.ProduceResponseBroker{NodeID: br.ID, Host: br.Host, Port: br.Port, Rack: br.Rack})
+	}
 }
 
 // handleProduce validates and appends on the reader goroutine (so appends
@@ -111,6 +131,9 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 					msg := err.Error()
 					sp.ErrorMessage = &msg
 				}
+				if req.Version >= 10 && wantsLeaderHint(sp.ErrorCode) {
+					pr.leaderHint(img, t, sp)
+				}
 				failed = true
 				b.log.Debug("produce refused", "topic", rt.Topic, "partition", rp.Partition, "err", err)
 				continue
@@ -143,7 +166,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 	if !waiting {
 		return req.Ready(server.Response{Msg: resp, Done: pr.done})
 	}
-	pr.ctx, pr.timeout, pr.version = ctx, r.TimeoutMillis, req.Version
+	pr.ctx, pr.timeout, pr.version, pr.ctrl = ctx, r.TimeoutMillis, req.Version, b.ctrl
 	return pr.reply
 }
 

@@ -25,6 +25,7 @@
 //	10000 LogDir           DescribeLogDirsResponseDir (v2+)             DirHealth
 //	10001 LogDirPartition  DescribeLogDirsResponseTopicPartition (v2+)  PartitionHealth
 //	10002 ApiVersions      ApiVersionsResponse (v3+)                    Software
+//	10003 DescribeClusterBroker DescribeClusterResponseBroker (v0+)     ClusterBroker
 //
 // The fields exist only in the flexible versions of a message (where Kafka
 // has tagged fields at all); a request at an older version gets none.

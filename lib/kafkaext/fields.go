@@ -20,7 +20,19 @@ const (
 	// nothing). The server encodes ApiVersions responses once, so the
 	// field costs nothing per connection.
 	ApiVersions uint32 = 10002
+	// DescribeClusterBroker is a ClusterBroker in a
+	// DescribeClusterResponseBroker: what DescribeCluster's IsFenced (v2)
+	// does not say of a broker's state.
+	DescribeClusterBroker uint32 = 10003
 )
+
+// ClusterBroker is mq's view of a registered broker's state.
+type ClusterBroker struct {
+	// InControlledShutdown is set from a broker's request to shut down
+	// (SIGTERM) until it registers again: the controller is moving its
+	// leaderships to other in-sync replicas.
+	InControlledShutdown bool `json:"in_controlled_shutdown,omitempty"`
+}
 
 // Software names the program that answers, and its release.
 type Software struct {

@@ -1,0 +1,448 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// clusterOpts configures startCluster.
+type clusterOpts struct {
+	// voters is how many nodes (the first ones, ids 1…voters) are Raft
+	// voters of the controller quorum; the others join as non-voters.
+	// 0: every node votes.
+	voters int
+	// props are key=value properties (--set) for every node.
+	props []string
+	// nodeProps gives one node's own properties (broker.rack…); nil: none.
+	nodeProps func(id int32) []string
+}
+
+// cluster is n real mqd processes on loopback, one data directory, Kafka
+// port and Raft port each, owned by one test: every node is stopped (and
+// its peak memory checked) when the test ends.
+type cluster struct {
+	t      testing.TB
+	nodes  []*clusterNode // nodes[i] has node id i+1
+	voters string         // the --voters value every node gets
+}
+
+// clusterNode is one mqd of a cluster. Its Kafka address and Raft
+// address stay the same across restarts.
+type clusterNode struct {
+	*mqdProc
+	c        *cluster
+	id       int32
+	raftAddr string
+
+	directOnce sync.Once
+	direct     *kgo.Client // talks to this node only (metadata checks)
+}
+
+// clusterReadyTimeout bounds a cluster's start: processes up, a
+// controller elected, every broker registered and seen by every node.
+const clusterReadyTimeout = 60 * time.Second
+
+// startCluster starts n nodes at once (a quorum needs a majority of its
+// voters up before any node can register, so they cannot start one by
+// one) and waits until every node serves Metadata listing all n brokers.
+func startCluster(t testing.TB, n int, o clusterOpts) *cluster {
+	t.Helper()
+	if o.voters <= 0 || o.voters > n {
+		o.voters = n
+	}
+	c := &cluster{t: t}
+	var voters []string
+	for i := range n {
+		kafka, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raft, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		node := &clusterNode{c: c, id: int32(i + 1), raftAddr: raft,
+			mqdProc: &mqdProc{dataDir: t.TempDir(), addr: kafka, keepAddr: true}}
+		c.nodes = append(c.nodes, node)
+		if i < o.voters {
+			voters = append(voters, fmt.Sprintf("%d@%s", node.id, raft))
+		}
+	}
+	c.voters = strings.Join(voters, ",")
+	for i, node := range c.nodes {
+		node.args = []string{"--node-id", strconv.Itoa(int(node.id)), "--voters", c.voters, "--advertise", node.addr}
+		node.props = slices.Clone(o.props)
+		if i >= o.voters {
+			node.props = append(node.props, "controller.raft.address="+node.raftAddr)
+		}
+		if o.nodeProps != nil {
+			node.props = append(node.props, o.nodeProps(node.id)...)
+		}
+	}
+	t.Cleanup(c.cleanup)
+
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, node := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := node.mqdProc.start(); err != nil {
+				errs[i] = fmt.Errorf("node %d: %w", node.id, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	c.waitMetadata()
+	return c
+}
+
+// cleanup stops every node at once (one by one, the last nodes would
+// wait for a quorum already gone) and checks their memory peaks.
+func (c *cluster) cleanup() {
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.nodes))
+	for i, node := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if node.direct != nil {
+				node.direct.Close()
+			}
+			errs[i] = errors.Join(node.mqdProc.cleanup(), node.checkPeak())
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			c.t.Errorf("node %d: %v", i+1, err)
+		}
+	}
+}
+
+// node returns the node with id.
+func (c *cluster) node(id int32) *clusterNode { return c.nodes[id-1] }
+
+// bootstrap is every node's Kafka address.
+func (c *cluster) bootstrap() []string {
+	out := make([]string, len(c.nodes))
+	for i, node := range c.nodes {
+		out[i] = node.addr
+	}
+	return out
+}
+
+// bootstrapList is the bootstrap addresses as one -b argument.
+func (c *cluster) bootstrapList() string { return strings.Join(c.bootstrap(), ",") }
+
+// client returns a kgo client seeded with every node, closed at test end.
+func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
+	c.t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.bootstrap()...)}, opts...)...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+func (c *cluster) admin() *kadm.Client { return kadm.NewClient(c.client()) }
+
+// serving returns the nodes that run and are not paused.
+func (c *cluster) serving() []*clusterNode {
+	var out []*clusterNode
+	for _, node := range c.nodes {
+		if node.running() && !node.paused {
+			out = append(out, node)
+		}
+	}
+	return out
+}
+
+// waitMetadata waits until every serving node answers Metadata listing
+// all the cluster's brokers.
+func (c *cluster) waitMetadata() {
+	c.t.Helper()
+	want := make([]int32, len(c.nodes))
+	for i := range want {
+		want[i] = int32(i + 1)
+	}
+	waitFor(c.t, clusterReadyTimeout, func() (bool, string) {
+		for _, node := range c.serving() {
+			m, err := node.metadata(context.Background())
+			if err != nil {
+				return false, fmt.Sprintf("node %d: %v", node.id, err)
+			}
+			if got := brokerIDs(m); !slices.Equal(got, want) {
+				return false, fmt.Sprintf("node %d lists brokers %v, want %v", node.id, got, want)
+			}
+		}
+		return true, ""
+	})
+}
+
+// brokerIDs lists the brokers of a Metadata answer, sorted.
+func brokerIDs(m *kmsg.MetadataResponse) []int32 {
+	ids := make([]int32, 0, len(m.Brokers))
+	for _, b := range m.Brokers {
+		ids = append(ids, b.NodeID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// metadata asks this node, and no other, for the cluster's metadata and
+// every topic's.
+func (n *clusterNode) metadata(ctx context.Context) (*kmsg.MetadataResponse, error) {
+	n.directOnce.Do(func() {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr))
+		if err != nil {
+			n.c.t.Fatal(err)
+		}
+		n.direct = cl
+	})
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest() // Topics nil: all of them
+	return req.RequestWith(ctx, n.direct.SeedBrokers()[0])
+}
+
+// client returns a kgo client seeded with this node only.
+func (n *clusterNode) client(opts ...kgo.Opt) *kgo.Client {
+	n.c.t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.addr)}, opts...)...)
+	if err != nil {
+		n.c.t.Fatal(err)
+	}
+	n.c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// stop sends SIGTERM (controlled shutdown) and waits for a clean exit.
+func (n *clusterNode) stop() {
+	n.c.t.Helper()
+	if err := n.mqdProc.stop(); err != nil {
+		n.c.t.Fatalf("node %d: %v", n.id, err)
+	}
+}
+
+// kill is SIGKILL: the node is gone at once, nothing flushed.
+func (n *clusterNode) kill() { n.mqdProc.kill() }
+
+// pause is SIGSTOP: the node holds its connections and answers nothing.
+func (n *clusterNode) pause() {
+	n.c.t.Helper()
+	if err := n.mqdProc.pause(); err != nil {
+		n.c.t.Fatalf("node %d: %v", n.id, err)
+	}
+}
+
+// cont is SIGCONT after pause.
+func (n *clusterNode) cont() {
+	n.c.t.Helper()
+	if err := n.mqdProc.cont(); err != nil {
+		n.c.t.Fatalf("node %d: %v", n.id, err)
+	}
+}
+
+// start starts a stopped or killed node again on its data directory and
+// addresses, and waits until it is ready (registered).
+func (n *clusterNode) start() {
+	n.c.t.Helper()
+	if err := n.mqdProc.start(); err != nil {
+		n.c.t.Fatalf("node %d: %v", n.id, err)
+	}
+}
+
+// restart stops (or, with crash, kills) the node and starts it again.
+func (n *clusterNode) restart(crash bool) {
+	n.c.t.Helper()
+	if crash {
+		n.kill()
+	} else {
+		n.stop()
+	}
+	n.start()
+}
+
+// topicLeaders returns a topic's partition leaders in a Metadata answer,
+// nil when the topic is not there.
+func topicLeaders(m *kmsg.MetadataResponse, topic string) []int32 {
+	for _, t := range m.Topics {
+		if t.Topic != nil && *t.Topic == topic && t.ErrorCode == 0 {
+			leaders := make([]int32, len(t.Partitions))
+			for _, p := range t.Partitions {
+				leaders[p.Partition] = p.Leader
+			}
+			return leaders
+		}
+	}
+	return nil
+}
+
+// TestClusterOfThreeStartsAndEveryNodeServesMetadata: every node answers
+// Metadata itself, with the same brokers, cluster id and controller.
+func TestClusterOfThreeStartsAndEveryNodeServesMetadata(t *testing.T) {
+	c := startCluster(t, 3, clusterOpts{})
+	ctx := ctxFor(t, time.Minute)
+	var clusterID string
+	controllers := map[int32]bool{}
+	for _, node := range c.nodes {
+		m, err := node.metadata(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.ClusterID == nil || *m.ClusterID == "" {
+			t.Fatalf("node %d: no cluster id", node.id)
+		}
+		if clusterID == "" {
+			clusterID = *m.ClusterID
+		} else if *m.ClusterID != clusterID {
+			t.Fatalf("node %d: cluster id %s, node 1 said %s", node.id, *m.ClusterID, clusterID)
+		}
+		for _, b := range m.Brokers {
+			if want := c.node(b.NodeID).addr; fmt.Sprintf("%s:%d", b.Host, b.Port) != want {
+				t.Errorf("node %d lists broker %d at %s:%d, want %s", node.id, b.NodeID, b.Host, b.Port, want)
+			}
+		}
+		controllers[m.ControllerID] = true
+	}
+	if len(controllers) != 1 || controllers[-1] {
+		t.Fatalf("the nodes name controllers %v, want one", slices.Collect(maps.Keys(controllers)))
+	}
+}
+
+// TestClusterTopicsCreatedOnAnyNodeAreServed: a topic created through any
+// node is placed over the brokers, every node's metadata shows it, and
+// records produced through the cluster come back.
+func TestClusterTopicsCreatedOnAnyNodeAreServed(t *testing.T) {
+	c := startCluster(t, 3, clusterOpts{})
+	ctx := ctxFor(t, 2*time.Minute)
+	var topics []string
+	for _, node := range c.nodes {
+		topic := fmt.Sprintf("via-%d", node.id)
+		topics = append(topics, topic)
+		resp, err := kadm.NewClient(node.client()).CreateTopic(ctx, 3, 1, nil, topic)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			t.Fatalf("create %s through node %d: %v", topic, node.id, err)
+		}
+	}
+	led := map[int32]int{}
+	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+		clear(led)
+		for _, node := range c.nodes {
+			m, err := node.metadata(ctx)
+			if err != nil {
+				return false, fmt.Sprintf("node %d: %v", node.id, err)
+			}
+			for _, topic := range topics {
+				leaders := topicLeaders(m, topic)
+				if leaders == nil || slices.Contains(leaders, -1) {
+					return false, fmt.Sprintf("node %d: %s has leaders %v", node.id, topic, leaders)
+				}
+				if node.id == 1 {
+					for _, l := range leaders {
+						led[l]++
+					}
+				}
+			}
+		}
+		return true, ""
+	})
+	if len(led) != 3 {
+		t.Errorf("9 partitions led by %v, want every broker to lead some", led)
+	}
+
+	cl := c.client()
+	const perTopic = 30
+	for _, topic := range topics {
+		for i := range perTopic {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(strconv.Itoa(i)), Value: []byte(topic + "-" + strconv.Itoa(i))}).FirstErr(); err != nil {
+				t.Fatalf("produce to %s: %v", topic, err)
+			}
+		}
+	}
+	consumer := c.client(kgo.ConsumeTopics(topics...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]bool{}
+	for len(seen) < perTopic*len(topics) {
+		fs := consumer.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", len(seen), perTopic*len(topics), err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", topic, p, err) })
+		for _, r := range fs.Records() {
+			if seen[string(r.Value)] {
+				t.Fatalf("%s read twice", r.Value)
+			}
+			seen[string(r.Value)] = true
+		}
+	}
+}
+
+// TestKcatListsEveryBrokerOfTheCluster: librdkafka bootstrapped from the
+// whole list sees three brokers and a leader for every partition.
+func TestKcatListsEveryBrokerOfTheCluster(t *testing.T) {
+	c := startCluster(t, 3, clusterOpts{})
+	ctx := ctxFor(t, time.Minute)
+	resp, err := c.admin().CreateTopic(ctx, 3, 1, nil, "kc3")
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		t.Fatal(err)
+	}
+	var meta string
+	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+		meta = kcatAt(t, c.bootstrapList(), "", "-L", "-t", "kc3")
+		return strings.Contains(meta, `topic "kc3" with 3 partitions:`) && !strings.Contains(meta, "leader -1"), meta
+	})
+	want := []string{"3 brokers:"}
+	for _, node := range c.nodes {
+		want = append(want, fmt.Sprintf("broker %d at %s", node.id, node.addr))
+	}
+	for _, w := range want {
+		if !strings.Contains(meta, w) {
+			t.Errorf("kcat -L output lacks %q:\n%s", w, meta)
+		}
+	}
+}
+
+// TestClusterOfOneIsAClusterToo: one node with --voters of its own is the
+// same code as a lone mqd.
+func TestClusterOfOneIsAClusterToo(t *testing.T) {
+	c := startCluster(t, 1, clusterOpts{})
+	ctx := ctxFor(t, time.Minute)
+	cl := c.client(kgo.DefaultProduceTopic("solo"), kgo.AllowAutoTopicCreation())
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("one")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	c.node(1).restart(false)
+	c.waitMetadata()
+	consumer := c.client(kgo.ConsumeTopics("solo"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	fs := consumer.PollFetches(ctx)
+	if err := fs.Err0(); err != nil {
+		t.Fatal(err)
+	}
+	if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != "one" {
+		t.Fatalf("after a restart on the same addresses: %v", recs)
+	}
+}
