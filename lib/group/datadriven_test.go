@@ -384,7 +384,9 @@ func (s *script) run(line string) string {
 		release := func(h *HeldWait) { h.Release(nil) }
 		switch kv["err"] {
 		case "timeout":
-			release = func(h *HeldWait) { h.Release(fmt.Errorf("wait for the in-sync replicas: %w", context.DeadlineExceeded)) }
+			release = func(h *HeldWait) {
+				h.Release(fmt.Errorf("wait for the in-sync replicas: %w", context.DeadlineExceeded))
+			}
 		case "lost":
 			release = func(h *HeldWait) { h.Lose(errLostLeadership) }
 		}
