@@ -92,6 +92,7 @@ type script struct {
 	heldIDs      map[*HeldWait]int
 	lastHeld     int     // the number of the last held append seen
 	calls        []*call // commands waiting on a held append
+	stalled      bool    // a command did not return: the coordinator may be locked up
 }
 
 // call is a command waiting on a held append.
@@ -140,7 +141,11 @@ func runScript(t *testing.T, file string) {
 		t.Fatal(err)
 	}
 	s := newScript(t)
-	defer s.c.Close()
+	defer func() {
+		if !s.stalled {
+			s.c.Close()
+		}
+	}()
 	var out strings.Builder
 	blocks := strings.Split(strings.TrimSpace(string(content)), "\n\n")
 	for i, block := range blocks {
@@ -462,6 +467,7 @@ func (s *script) runWithDeadline(line string) string {
 		s.t.Fatal(r)
 		return ""
 	case <-time.After(commandDeadline):
+		s.stalled = true
 		s.t.Fatalf("%q did not return within %s: blocked behind a held wait?", line, commandDeadline)
 		return ""
 	}
