@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -725,7 +726,9 @@ func (c *Coordinator) expireLocked() {
 			g.finishOffsets(w, expired, make([]*Offset, len(expired)), err == nil)
 			g.deleting = false
 			if err != nil {
-				c.log.Warn("offset expiry", "group", id, "err", err)
+				if !errors.Is(err, ErrNotCoordinator) {
+					c.log.Warn("offset expiry", "group", id, "err", err)
+				}
 				return
 			}
 			if len(expired) > 0 {
