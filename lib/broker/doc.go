@@ -58,7 +58,8 @@
 //
 // Below them come the locks of the parts: lib/group's coordinator mutex
 // (it appends commits to __consumer_offsets under it, through offsetsStore:
-// replica and log locks after it), lib/replica's stateMu then mu, and
+// replica and log locks after it; the wait for the in-sync replicas
+// happens without it), lib/replica's stateMu then mu, and
 // lib/log's (see Log.mu). producerIDBlock.mu is taken alone, across a Raft
 // round trip for a new block of producer IDs.
 //

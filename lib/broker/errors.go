@@ -242,7 +242,8 @@ func kafkaError(err error) (int16, *string) {
 // groupError maps an error of the group APIs to its Kafka error code.
 //
 // A failure to write __consumer_offsets is NOT_COORDINATOR when this node
-// lost the partition's leadership (clients look the coordinator up again)
+// lost the partition's leadership (clients look the coordinator up again),
+// REQUEST_TIMED_OUT when the in-sync replicas did not confirm it in time,
 // and COORDINATOR_NOT_AVAILABLE otherwise (clients retry), as Kafka maps
 // its storage errors for these APIs.
 func groupError(err error) int16 {
@@ -250,6 +251,9 @@ func groupError(err error) int16 {
 	if errors.As(err, &se) {
 		if storeErrorIsNotLeader(se.Err) {
 			return kerr.NotCoordinator.Code
+		}
+		if errors.Is(se.Err, context.DeadlineExceeded) {
+			return kerr.RequestTimedOut.Code
 		}
 		return kerr.CoordinatorNotAvailable.Code
 	}

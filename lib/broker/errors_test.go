@@ -201,6 +201,7 @@ func TestAPIsMapErrorsAsKafkaClientsExpect(t *testing.T) {
 		{"group", groupError(wrapped(group.ErrRebalanceInProgress)), kerr.RebalanceInProgress},
 		{"group: offsets partition moved", groupError(&group.StoreError{Err: replica.ErrNotLeader}), kerr.NotCoordinator},
 		{"group: offsets write failed", groupError(&group.StoreError{Err: errors.New("disk")}), kerr.CoordinatorNotAvailable},
+		{"group: offsets write not replicated in time", groupError(&group.StoreError{Err: fmt.Errorf("wait: %w", context.DeadlineExceeded)}), kerr.RequestTimedOut},
 		{"skip damaged", skipDamagedError(wrapped(log.ErrOffsetOutOfRange)), kerr.OffsetOutOfRange},
 	} {
 		if want := tc.want.Code; tc.got != want {

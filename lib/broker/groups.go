@@ -354,13 +354,13 @@ func nonNil(b []byte) []byte {
 }
 
 // handleDeleteGroups deletes empty groups and their offsets.
-func (b *Broker) handleDeleteGroups(_ context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+func (b *Broker) handleDeleteGroups(ctx context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.DeleteGroupsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	for _, id := range r.Groups {
 		g := kmsg.NewDeleteGroupsResponseGroup()
 		g.Group = id
-		g.ErrorCode = groupError(b.groups.c.DeleteGroup(id))
+		g.ErrorCode = groupError(b.groups.c.DeleteGroup(ctx, id))
 		resp.Groups = append(resp.Groups, g)
 	}
 	return reply(resp)

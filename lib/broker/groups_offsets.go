@@ -22,7 +22,7 @@ func knownPartition(img *controller.Image, topic string, partition int32) bool {
 // appended to __consumer_offsets and waited for before the next request
 // of the connection, so a pipelined OffsetFetch sees it. Partitions of
 // unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
-func (b *Broker) handleOffsetCommit(_ context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+func (b *Broker) handleOffsetCommit(ctx context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.OffsetCommitRequest)
 	resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 	img := b.ctrl.Image()
@@ -52,7 +52,7 @@ func (b *Broker) handleOffsetCommit(_ context.Context, _ *server.ConnInfo, req *
 	var errs []error
 	var err error
 	if len(cr.Offsets) > 0 {
-		errs, err = b.groups.c.CommitOffsets(cr)
+		errs, err = b.groups.c.CommitOffsets(ctx, cr)
 	}
 	resp.Topics = make([]kmsg.OffsetCommitResponseTopic, len(r.Topics))
 	for i, t := range r.Topics {
@@ -158,7 +158,7 @@ func (b *Broker) handleOffsetFetch(_ context.Context, _ *server.ConnInfo, req *s
 
 // handleOffsetDelete deletes a group's offsets of partitions its members
 // do not consume.
-func (b *Broker) handleOffsetDelete(_ context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+func (b *Broker) handleOffsetDelete(ctx context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.OffsetDeleteRequest)
 	resp := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	img := b.ctrl.Image()
@@ -168,7 +168,7 @@ func (b *Broker) handleOffsetDelete(_ context.Context, _ *server.ConnInfo, req *
 			tps = append(tps, group.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 		}
 	}
-	errs, err := b.groups.c.DeleteOffsets(r.Group, tps)
+	errs, err := b.groups.c.DeleteOffsets(ctx, r.Group, tps)
 	if err != nil {
 		resp.ErrorCode = groupError(err)
 		return reply(resp)

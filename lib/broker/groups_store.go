@@ -17,13 +17,10 @@ import (
 // offsetsTopic is the internal topic of the group coordinator.
 const offsetsTopic = "__consumer_offsets"
 
-// offsetsTopicReplicationFactor is Kafka's offsets.topic.replication.factor
-// default; the topic gets fewer replicas while fewer brokers are registered.
-const offsetsTopicReplicationFactor = 3
-
-// groupAppendTimeout bounds how long a coordinator write waits for the
-// in-sync replicas.
-const groupAppendTimeout = 30 * time.Second
+// offsetsCommitTimeout bounds how long a coordinator write waits for the
+// in-sync replicas (Kafka's offsets.commit.timeout.ms default); a commit
+// that waits longer is answered REQUEST_TIMED_OUT.
+const offsetsCommitTimeout = 5 * time.Second
 
 // groupCoordinator ties the group coordinator (lib/group) to this node: it
 // stores the coordinator's records in the partitions of __consumer_offsets
@@ -110,7 +107,7 @@ func (gc *groupCoordinator) ensureTopic(ctx context.Context) (*controller.Topic,
 	if t := img.Topics[offsetsTopic]; t != nil {
 		return t, nil
 	}
-	rf := int16(min(offsetsTopicReplicationFactor, max(1, len(img.Brokers))))
+	rf := offsetsReplicationFactor(gc.b.cfg.Settings.OffsetsTopicReplicationFactor, img)
 	_, err := gc.b.ctrl.CreateTopic(ctx, controller.CreateTopic{
 		Name:              offsetsTopic,
 		Partitions:        gc.n,
@@ -131,6 +128,19 @@ func (gc *groupCoordinator) ensureTopic(ctx context.Context) (*controller.Topic,
 	return t, nil
 }
 
+// offsetsReplicationFactor is the replication factor __consumer_offsets
+// is created with: offsets.topic.replication.factor, but no more than
+// the brokers registered now (at least 1), so that a cluster that is still
+// starting, or a single node, can coordinate groups. Kafka refuses to
+// create the topic instead until enough brokers are up.
+func offsetsReplicationFactor(setting int16, img *controller.Image) int16 {
+	rf := int(setting)
+	if n := len(img.Brokers); rf > n {
+		rf = n
+	}
+	return int16(max(rf, 1))
+}
+
 // offsetsStore is the coordinator's group.Store: the partitions of
 // __consumer_offsets this node leads.
 type offsetsStore struct{ b *Broker }
@@ -140,20 +150,38 @@ func (s offsetsStore) partition(p int32) (*hosted, error) {
 	return s.b.leaderPartition(t, p)
 }
 
-// Append appends as an acks=all produce would and waits for the in-sync
-// replicas.
-func (s offsetsStore) Append(p int32, batch []byte) error {
+// Append appends as an acks=all produce would (refused with
+// NOT_ENOUGH_REPLICAS below min.insync.replicas). It does not wait for the
+// followers: the Pending does, unless the high-water mark passed the batch
+// already (no other in-sync replica).
+func (s offsetsStore) Append(p int32, batch []byte) (group.Pending, error) {
 	h, err := s.partition(p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res, err := h.Append(batch, -1)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), groupAppendTimeout)
+	if h.HighWatermark() > res.LastOffset {
+		return nil, nil
+	}
+	return offsetsPending{h, res.LastOffset}, nil
+}
+
+// offsetsPending waits for the in-sync replicas to have a coordinator
+// batch, as an acks=all produce does.
+type offsetsPending struct {
+	h          *hosted
+	lastOffset int64
+}
+
+// Wait waits for the high-water mark to pass the batch, until ctx ends or
+// offsetsCommitTimeout: a request's wait ends when its connection goes.
+func (w offsetsPending) Wait(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, offsetsCommitTimeout)
 	defer cancel()
-	return h.WaitHighWatermark(ctx, res.LastOffset)
+	return w.h.WaitHighWatermark(ctx, w.lastOffset)
 }
 
 // replayReadBytes is how much of the log one replay read takes.

@@ -1,8 +1,10 @@
 package group
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -78,12 +80,22 @@ type Coordinator struct {
 	groups map[string]*group
 	expiry clock.Timer
 	closed bool
+	seq    uint64 // of the last write appended: writes are numbered in log order
+	// inflight are the writes appended and not finished (their Pending
+	// waited for, and what they record made visible or dropped);
+	// inflightDone, when set, is closed when one finishes (for tests).
+	inflight     map[*write]struct{}
+	inflightDone chan struct{}
 }
 
 // ownedPartition is a partition of __consumer_offsets this node leads.
 type ownedPartition struct {
 	loaded chan struct{} // closed when replay is done
 	err    error         // replay failure, set before loaded is closed
+	// gone ends when the partition is unloaded or the coordinator
+	// closes: writes still waiting for durability give up.
+	gone   context.Context
+	cancel context.CancelFunc
 }
 
 // New returns a coordinator owning no partition yet.
@@ -115,7 +127,8 @@ func New(cfg Config) *Coordinator {
 	if cfg.NewMemberID == nil {
 		cfg.NewMemberID = randomMemberID
 	}
-	c := &Coordinator{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, owned: map[int32]*ownedPartition{}, groups: map[string]*group{}}
+	c := &Coordinator{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, owned: map[int32]*ownedPartition{}, groups: map[string]*group{},
+		inflight: map[*write]struct{}{}}
 	c.mu.Lock()
 	c.scheduleExpiry()
 	c.mu.Unlock()
@@ -204,6 +217,7 @@ func (c *Coordinator) own(partition int32) (*ownedPartition, bool) {
 		return op, false
 	}
 	op := &ownedPartition{loaded: make(chan struct{})}
+	op.gone, op.cancel = context.WithCancel(context.Background())
 	c.owned[partition] = op
 	return op, true
 }
@@ -222,6 +236,7 @@ func (c *Coordinator) load(partition int32, op *ownedPartition) {
 	}
 	if err != nil {
 		op.err = fmt.Errorf("load __consumer_offsets-%d: %w", partition, err)
+		op.cancel()
 		delete(c.owned, partition)
 		return
 	}
@@ -328,13 +343,16 @@ func (c *Coordinator) replay(partition int32) ([]*group, int, error) {
 
 // Unload stops coordinating the groups of a partition (another node leads
 // it now, or it is gone). Waiting joins and syncs fail with
-// ErrNotCoordinator.
+// ErrNotCoordinator, and so do requests waiting for their records to be
+// durable (nothing they would have changed becomes visible).
 func (c *Coordinator) Unload(partition int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.owned[partition]; !ok {
+	op, ok := c.owned[partition]
+	if !ok {
 		return
 	}
+	op.cancel()
 	delete(c.owned, partition)
 	for id, g := range c.groups {
 		if g.partition == partition {
@@ -359,6 +377,9 @@ func (c *Coordinator) Close() {
 	for id, g := range c.groups {
 		g.shutdown(ErrNotCoordinator)
 		delete(c.groups, id)
+	}
+	for _, op := range c.owned {
+		op.cancel()
 	}
 	c.owned = map[int32]*ownedPartition{}
 }
@@ -392,29 +413,119 @@ func (c *Coordinator) Check(id string) error {
 }
 
 // lookup returns the group, after checking ownership; nil group and nil
-// error when the group does not exist.
+// error when the group does not exist. A group whose deletion waits for
+// durability answers ErrCoordinatorUnavailable (clients retry).
 func (c *Coordinator) lookup(id string) (*group, error) {
 	if err := c.checkLocked(id); err != nil {
 		return nil, err
 	}
-	return c.groups[id], nil
+	g := c.groups[id]
+	if g != nil && g.deleting {
+		return nil, ErrCoordinatorUnavailable
+	}
+	return g, nil
 }
 
-// append writes records to the group's partition. Called with mu held:
-// the coordinator's writes are ordered like its state changes.
-func (c *Coordinator) append(partition int32, keys, values [][]byte) error {
+// write is a batch appended to a partition of __consumer_offsets: what it
+// records becomes visible once it is durable.
+type write struct {
+	seq     uint64          // log order: of two writes of a key, the higher seq is the later record
+	op      *ownedPartition // the partition's ownership it was appended under
+	pending Pending         // nil: durable at once
+}
+
+// appendLocked appends records to a partition. Called with mu held, which
+// orders the coordinator's records like its state changes. The caller
+// finishes the write with awaitLocked or awaitAsync.
+func (c *Coordinator) appendLocked(partition int32, keys, values [][]byte) (*write, error) {
+	op := c.owned[partition]
+	if op == nil {
+		return nil, ErrNotCoordinator
+	}
 	recs := make([]record.Record, len(keys))
 	for i := range keys {
 		recs[i] = record.Record{OffsetDelta: int32(i), Key: keys[i], Value: values[i]}
 	}
 	batch, err := record.Build(record.BuildOptions{BaseTimestamp: c.clock.Now().UnixMilli()}, recs)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := c.cfg.Store.Append(partition, batch); err != nil {
-		return &StoreError{Err: err}
+	p, err := c.cfg.Store.Append(partition, batch)
+	if err != nil {
+		return nil, &StoreError{Err: err}
 	}
-	return nil
+	c.seq++
+	w := &write{seq: c.seq, op: op, pending: p}
+	if p != nil {
+		c.inflight[w] = struct{}{}
+	}
+	return w, nil
+}
+
+// await waits, without mu, until w is durable: ErrNotCoordinator when its
+// partition is unloaded first, a *StoreError when the store gives up.
+func (c *Coordinator) await(ctx context.Context, w *write) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(w.op.gone, cancel)()
+	err := w.pending.Wait(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case w.op.gone.Err() != nil:
+		return ErrNotCoordinator
+	}
+	return &StoreError{Err: err}
+}
+
+// awaitLocked waits until w is durable. Called with mu held, it releases
+// mu while waiting (other groups go on) and takes it again before it
+// returns: anything read before may have changed by then.
+func (c *Coordinator) awaitLocked(ctx context.Context, w *write) error {
+	if w.pending == nil {
+		return nil
+	}
+	c.mu.Unlock()
+	err := c.await(ctx, w)
+	c.mu.Lock()
+	c.finishedLocked(w)
+	return err
+}
+
+// finishedLocked counts a write as finished.
+func (c *Coordinator) finishedLocked(w *write) {
+	delete(c.inflight, w)
+	if c.inflightDone != nil {
+		close(c.inflightDone)
+		c.inflightDone = nil
+	}
+}
+
+// writesChanged returns a channel closed the next time a write finishes.
+func (c *Coordinator) writesChanged() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inflightDone == nil {
+		c.inflightDone = make(chan struct{})
+	}
+	return c.inflightDone
+}
+
+// awaitAsync calls done with mu held once w is durable, or with why not:
+// at once when it is durable already, else from a goroutine of its own.
+// Called with mu held.
+func (c *Coordinator) awaitAsync(w *write, done func(error)) {
+	if w.pending == nil {
+		done(nil)
+		return
+	}
+	go func() {
+		err := c.await(context.Background(), w)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		done(err)
+		c.finishedLocked(w)
+	}()
 }
 
 // StoreError is a failure of the Store to append.
@@ -496,8 +607,10 @@ func (c *Coordinator) DescribeGroup(id string) (Description, error) {
 }
 
 // DeleteGroup deletes an empty group and its offsets: ErrGroupNotFound if
-// there is none, ErrNonEmptyGroup if it has members.
-func (c *Coordinator) DeleteGroup(id string) error {
+// there is none, ErrNonEmptyGroup if it has members. The group goes once
+// its tombstones are durable; until then its requests answer
+// ErrCoordinatorUnavailable, and if they never are it stays.
+func (c *Coordinator) DeleteGroup(ctx context.Context, id string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g, err := c.lookup(id)
@@ -511,17 +624,26 @@ func (c *Coordinator) DeleteGroup(id string) error {
 		return ErrNonEmptyGroup
 	}
 	var keys, values [][]byte
-	for tp := range g.offsets {
+	for _, tp := range g.offsetKeys() {
 		keys = append(keys, offsetKey(id, tp.Topic, tp.Partition))
 		values = append(values, nil)
 	}
 	keys = append(keys, groupKey(id))
 	values = append(values, nil)
-	if err := c.append(g.partition, keys, values); err != nil {
+	w, err := c.appendLocked(g.partition, keys, values)
+	if err != nil {
 		return err
 	}
-	g.shutdown(ErrCoordinatorUnavailable)
-	delete(c.groups, id)
+	g.deleting = true
+	err = c.awaitLocked(ctx, w)
+	g.deleting = false
+	if err != nil {
+		return err
+	}
+	if c.groups[id] == g {
+		g.shutdown(ErrCoordinatorUnavailable)
+		delete(c.groups, id)
+	}
 	c.log.Info("group deleted", "group", id)
 	return nil
 }
@@ -550,7 +672,9 @@ func (c *Coordinator) ExpireOffsets() {
 // expireLocked deletes the offsets of empty groups older than the
 // retention, and empty groups left without offsets. An offset expires when
 // both its commit and the moment the group became empty are at least
-// OffsetsRetention ago. Groups with members keep their offsets.
+// OffsetsRetention ago. Groups with members keep their offsets, and so do
+// offsets with a commit on its way. The deletions become visible when
+// their tombstones are durable.
 func (c *Coordinator) expireLocked() {
 	now := c.clock.Now()
 	ids := make([]string, 0, len(c.groups))
@@ -560,7 +684,7 @@ func (c *Coordinator) expireLocked() {
 	slices.Sort(ids)
 	for _, id := range ids {
 		g := c.groups[id]
-		if g.state != Empty || c.checkLocked(id) != nil {
+		if g.state != Empty || g.deleting || c.checkLocked(id) != nil {
 			continue
 		}
 		var expired []TopicPartition
@@ -569,7 +693,7 @@ func (c *Coordinator) expireLocked() {
 			if g.stateTime.After(base) {
 				base = g.stateTime
 			}
-			if !now.Before(base.Add(c.cfg.OffsetsRetention)) {
+			if g.writes[tp] == nil && !now.Before(base.Add(c.cfg.OffsetsRetention)) {
 				expired = append(expired, tp)
 			}
 		}
@@ -579,27 +703,42 @@ func (c *Coordinator) expireLocked() {
 			keys = append(keys, offsetKey(id, tp.Topic, tp.Partition))
 			values = append(values, nil)
 		}
-		dead := len(g.offsets) == len(expired)
+		dead := len(g.offsets) == len(expired) && len(g.writes) == 0 && g.metadataWrites == 0
 		if dead && g.hasMetadata {
 			keys = append(keys, groupKey(id))
 			values = append(values, nil)
 		}
-		if len(keys) > 0 {
-			if err := c.append(g.partition, keys, values); err != nil {
-				c.log.Warn("offset expiry", "group", id, "err", err)
-				continue
+		if len(keys) == 0 {
+			if dead {
+				g.shutdown(ErrCoordinatorUnavailable)
+				delete(c.groups, id)
 			}
+			continue
 		}
-		for _, tp := range expired {
-			delete(g.offsets, tp)
+		w, err := c.appendLocked(g.partition, keys, values)
+		if err != nil {
+			c.log.Warn("offset expiry", "group", id, "err", err)
+			continue
 		}
-		if len(expired) > 0 {
-			c.log.Info("offsets expired", "group", id, "partitions", len(expired))
-		}
-		if dead {
-			g.shutdown(ErrCoordinatorUnavailable)
-			delete(c.groups, id)
-		}
+		g.beginOffsets(expired)
+		g.deleting = dead
+		c.awaitAsync(w, func(err error) {
+			g.finishOffsets(w, expired, make([]*Offset, len(expired)), err == nil)
+			g.deleting = false
+			if err != nil {
+				if !errors.Is(err, ErrNotCoordinator) {
+					c.log.Warn("offset expiry", "group", id, "err", err)
+				}
+				return
+			}
+			if len(expired) > 0 {
+				c.log.Info("offsets expired", "group", id, "partitions", len(expired))
+			}
+			if dead && c.groups[id] == g {
+				g.shutdown(ErrCoordinatorUnavailable)
+				delete(c.groups, id)
+			}
+		})
 	}
 }
 

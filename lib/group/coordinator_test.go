@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func TestCommitFailsWhenStoreFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	store.Fail = errTestStore
-	_, err := c.CommitOffsets(CommitRequest{Group: "g", Generation: -1,
+	_, err := c.CommitOffsets(context.Background(), CommitRequest{Group: "g", Generation: -1,
 		Offsets: []CommitOffset{{TopicPartition: TopicPartition{"t", 0}, Offset: Offset{Offset: 1}}}})
 	var se *StoreError
 	if !errorsAs(err, &se) {

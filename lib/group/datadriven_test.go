@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/clock"
+	"github.com/mqproject/mq/lib/record"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testdata/*.txt with what the code produces")
@@ -49,6 +51,17 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	config [delay=D] [alone=D]     (restart with InitialRebalanceDelay and
 //	                                InitialRebalanceAlone; 3s and 0 unless set)
 //	expire                         (run offset expiry now)
+//	hold on|off                    (the store holds the waits of later appends)
+//	release #N [err=timeout|lost]  (end held wait N: durable, timed out (the
+//	                                batch stays), or lost to a new leader's
+//	                                truncation)
+//	unload [group=G] / load [group=G] (the group's partition)
+//
+// A held append is printed as "held #N" with its records when it appears.
+// A commit, delete-offsets or delete-group that waits on one prints
+// "waiting for #N" and its answer once the wait ends. Every command must
+// return within commandDeadline: a command stuck behind a held wait (a
+// wait under the coordinator's mutex) fails the test.
 func TestDataDriven(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
 	if err != nil || len(files) == 0 {
@@ -76,11 +89,26 @@ type script struct {
 	clients      map[string]*client
 	joins        map[string]<-chan JoinResult
 	syncs        map[string]<-chan SyncResult
+	heldIDs      map[*HeldWait]int
+	lastHeld     int     // the number of the last held append seen
+	calls        []*call // commands waiting on a held append
+	stalled      bool    // a command did not return: the coordinator may be locked up
 }
+
+// call is a command waiting on a held append.
+type call struct {
+	wait   *HeldWait
+	answer chan string
+}
+
+// commandDeadline bounds every command of a script: none may block on
+// another group's wait.
+const commandDeadline = 10 * time.Second
 
 func newScript(t *testing.T) *script {
 	s := &script{t: t, initialDelay: 3 * time.Second, clock: clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), store: &MemStore{},
-		clients: map[string]*client{}, joins: map[string]<-chan JoinResult{}, syncs: map[string]<-chan SyncResult{}}
+		clients: map[string]*client{}, joins: map[string]<-chan JoinResult{}, syncs: map[string]<-chan SyncResult{},
+		heldIDs: map[*HeldWait]int{}}
 	s.open()
 	return s
 }
@@ -102,7 +130,7 @@ func (s *script) open() {
 	})
 	for p := int32(0); p < 4; p++ {
 		if err := s.c.Load(p); err != nil {
-			s.t.Fatal(err)
+			panic(fmt.Sprintf("load partition %d: %v", p, err)) // runWithDeadline fails the test
 		}
 	}
 }
@@ -113,7 +141,11 @@ func runScript(t *testing.T, file string) {
 		t.Fatal(err)
 	}
 	s := newScript(t)
-	defer s.c.Close()
+	defer func() {
+		if !s.stalled {
+			s.c.Close()
+		}
+	}()
 	var out strings.Builder
 	blocks := strings.Split(strings.TrimSpace(string(content)), "\n\n")
 	for i, block := range blocks {
@@ -129,7 +161,7 @@ func runScript(t *testing.T, file string) {
 			if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
-			got.WriteString(s.run(line))
+			got.WriteString(s.runWithDeadline(line))
 			got.WriteString(s.collect())
 		}
 		if *rewrite {
@@ -305,15 +337,17 @@ func (s *script) run(line string) string {
 			o, _ := strconv.ParseInt(off, 10, 64)
 			r.Offsets = append(r.Offsets, CommitOffset{TopicPartition: parseTP(tp), Offset: Offset{Offset: o, LeaderEpoch: -1}})
 		}
-		errs, err := s.c.CommitOffsets(r)
-		if err != nil {
-			return fmt.Sprintf("commit: %s\n", errText(err))
-		}
-		var b strings.Builder
-		for i, e := range errs {
-			fmt.Fprintf(&b, "commit %s/%d: %s\n", r.Offsets[i].Topic, r.Offsets[i].Partition, errText(e))
-		}
-		return b.String()
+		return s.block("commit", func() string {
+			errs, err := s.c.CommitOffsets(context.Background(), r)
+			if err != nil {
+				return fmt.Sprintf("commit: %s\n", errText(err))
+			}
+			var b strings.Builder
+			for i, e := range errs {
+				fmt.Fprintf(&b, "commit %s/%d: %s\n", r.Offsets[i].Topic, r.Offsets[i].Partition, errText(e))
+			}
+			return b.String()
+		})
 	case "fetch":
 		offs, err := s.c.FetchOffsets(group, nil)
 		if err != nil {
@@ -332,17 +366,51 @@ func (s *script) run(line string) string {
 		for _, w := range pos {
 			tps = append(tps, parseTP(w))
 		}
-		errs, err := s.c.DeleteOffsets(group, tps)
-		if err != nil {
-			return fmt.Sprintf("delete-offsets: %s\n", errText(err))
-		}
-		var b strings.Builder
-		for i, e := range errs {
-			fmt.Fprintf(&b, "delete-offsets %s/%d: %s\n", tps[i].Topic, tps[i].Partition, errText(e))
-		}
-		return b.String()
+		return s.block("delete-offsets", func() string {
+			errs, err := s.c.DeleteOffsets(context.Background(), group, tps)
+			if err != nil {
+				return fmt.Sprintf("delete-offsets: %s\n", errText(err))
+			}
+			var b strings.Builder
+			for i, e := range errs {
+				fmt.Fprintf(&b, "delete-offsets %s/%d: %s\n", tps[i].Topic, tps[i].Partition, errText(e))
+			}
+			return b.String()
+		})
 	case "delete-group":
-		return fmt.Sprintf("delete-group: %s\n", errText(s.c.DeleteGroup(group)))
+		return s.block("delete-group", func() string {
+			return fmt.Sprintf("delete-group: %s\n", errText(s.c.DeleteGroup(context.Background(), group)))
+		})
+	case "hold":
+		s.store.Hold(pos[0] == "on")
+		return ""
+	case "release":
+		id, _ := strconv.Atoi(strings.TrimPrefix(pos[0], "#"))
+		release := func(h *HeldWait) { h.Release(nil) }
+		switch kv["err"] {
+		case "timeout":
+			release = func(h *HeldWait) {
+				h.Release(fmt.Errorf("wait for the in-sync replicas: %w", context.DeadlineExceeded))
+			}
+		case "lost":
+			release = func(h *HeldWait) { h.Lose(errLostLeadership) }
+		}
+		for h, n := range s.heldIDs {
+			if n == id {
+				release(h)
+				delete(s.heldIDs, h)
+				return ""
+			}
+		}
+		panic(fmt.Sprintf("%s: no held wait #%d", line, id))
+	case "unload":
+		s.c.Unload(s.c.Partition(group))
+		return ""
+	case "load":
+		if err := s.c.Load(s.c.Partition(group)); err != nil {
+			return fmt.Sprintf("load: %s\n", errText(err))
+		}
+		return ""
 	case "tick":
 		s.clock.Advance(dur(pos[0], ""))
 		return ""
@@ -372,8 +440,146 @@ func (s *script) run(line string) string {
 		s.c.ExpireOffsets()
 		return ""
 	}
-	s.t.Fatalf("unknown command %q", line)
-	return ""
+	panic(fmt.Sprintf("unknown command %q", line))
+}
+
+var errLostLeadership = errors.New("not leader any more")
+
+// runWithDeadline runs a command and settles its writes, failing the test
+// if that does not end within commandDeadline.
+// run's failures are panics, which reach the test goroutine as failures.
+func (s *script) runWithDeadline(line string) string {
+	answers := make(chan string, 1)
+	failed := make(chan any, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				failed <- r
+			}
+		}()
+		out := s.run(line)
+		answers <- out + s.settle()
+	}()
+	select {
+	case o := <-answers:
+		return o
+	case r := <-failed:
+		s.t.Fatal(r)
+		return ""
+	case <-time.After(commandDeadline):
+		s.stalled = true
+		s.t.Fatalf("%q did not return within %s: blocked behind a held wait?", line, commandDeadline)
+		return ""
+	}
+}
+
+// block runs f, a command that may wait for a held append. It returns f's
+// answer, or, once f waits on a held append, a line saying so: settle
+// prints the answer when that wait ends.
+func (s *script) block(name string, f func() string) string {
+	waiting := s.store.Waiting() // settled: every other write waits already
+	answer := make(chan string, 1)
+	go func() { answer <- f() }()
+	for {
+		changed := s.store.Changed()
+		if s.store.Waiting() > waiting {
+			held := s.store.Held()
+			h := held[len(held)-1] // f's: the last append
+			out := s.numberHeld()
+			s.calls = append(s.calls, &call{wait: h, answer: answer})
+			return out + fmt.Sprintf("%s: waiting for #%d\n", name, s.heldIDs[h])
+		}
+		select {
+		case out := <-answer:
+			return out
+		case <-changed:
+		}
+	}
+}
+
+// numberHeld numbers the held appends not seen yet, in append order, and
+// prints them.
+func (s *script) numberHeld() string {
+	var b strings.Builder
+	for _, h := range s.store.Held() {
+		if _, ok := s.heldIDs[h]; ok {
+			continue
+		}
+		s.lastHeld++
+		s.heldIDs[h] = s.lastHeld
+		fmt.Fprintf(&b, "held #%d: %s\n", s.heldIDs[h], describeBatch(h.Batch))
+	}
+	return b.String()
+}
+
+// settle waits until every write of the coordinator is either finished or
+// blocked on a held append with nothing to wake it (not released, its
+// partition not unloaded), then prints the answers of the commands whose
+// wait ended and the held appends that appeared.
+func (s *script) settle() string {
+	deadline := time.After(commandDeadline)
+	for {
+		storeChanged, writesChanged := s.store.Changed(), s.c.writesChanged()
+		unsettled := 0
+		s.c.mu.Lock()
+		for w := range s.c.inflight {
+			h := w.pending.(*HeldWait)
+			if !slices.Contains(s.store.Held(), h) || w.op.gone.Err() != nil || !h.Waiting() {
+				unsettled++
+			}
+		}
+		s.c.mu.Unlock()
+		if unsettled == 0 {
+			break
+		}
+		select {
+		case <-storeChanged:
+		case <-writesChanged:
+		case <-deadline:
+			panic(fmt.Sprintf("writes did not settle: %d of them", unsettled))
+		}
+	}
+	var b strings.Builder
+	b.WriteString(s.numberHeld())
+	calls := s.calls[:0]
+	for _, cl := range s.calls {
+		if cl.wait.Waiting() {
+			calls = append(calls, cl)
+			continue
+		}
+		select {
+		case out := <-cl.answer:
+			b.WriteString(out)
+		case <-time.After(commandDeadline):
+			panic("a command whose wait ended did not return")
+		}
+	}
+	s.calls = calls
+	return b.String()
+}
+
+// describeBatch prints the records of a batch of the coordinator.
+func describeBatch(batch []byte) string {
+	var parts []string
+	record.Iterate(batch, 0, func(r *record.Record) error {
+		k, err := decodeKey(r.Key)
+		switch {
+		case err != nil:
+			parts = append(parts, "unreadable")
+		case k.isOffset && r.Value == nil:
+			parts = append(parts, fmt.Sprintf("%s %s/%d deleted", k.group, k.topic, k.partition))
+		case k.isOffset:
+			v, _ := decodeOffsetValue(r.Value)
+			parts = append(parts, fmt.Sprintf("%s %s/%d@%d", k.group, k.topic, k.partition, v.offset))
+		case r.Value == nil:
+			parts = append(parts, fmt.Sprintf("%s deleted", k.group))
+		default:
+			v, _ := decodeGroupValue(r.Value)
+			parts = append(parts, fmt.Sprintf("%s gen=%d members=%d", k.group, v.generation, len(v.members)))
+		}
+		return nil
+	})
+	return strings.Join(parts, ", ")
 }
 
 // showMetadata prints consumer protocol metadata as @TOPIC+TOPIC, other

@@ -35,9 +35,16 @@
 // # Records
 //
 // Commits are appended to the group's partition (one batch per request,
-// through the Store) before they become visible; group metadata is
-// written when a generation becomes Stable or the group becomes Empty, and
-// tombstones when offsets or groups are deleted or expire. records.go
+// through the Store); group metadata is written when a generation becomes
+// Stable or the group becomes Empty, and tombstones when offsets or groups
+// are deleted or expire. What a record says becomes visible once its
+// batch is durable (Pending.Wait): a commit is answered then, the leader's
+// SyncGroup makes the group Stable then, and a deleted group answers
+// ErrCoordinatorUnavailable until then. A write that does not become
+// durable changes nothing (its request gets the error); writes of one key
+// that become durable out of order leave the later record's value, as
+// replay does. Unload answers the requests still waiting with
+// ErrNotCoordinator. records.go
 // documents the formats (Kafka's own layouts). Load replays a partition
 // from its start: the last record of a key wins and tombstones delete, so
 // replay is correct whether or not the log was compacted (lib/log does not
@@ -51,5 +58,10 @@
 //
 // All methods of Coordinator are safe for concurrent use. One mutex
 // guards all groups; Store appends happen under it, which orders records
-// like the state changes they record.
+// like the state changes they record. Waits for durability happen
+// outside it: a request that waits (CommitOffsets, DeleteOffsets,
+// DeleteGroup) releases it meanwhile, and the records nobody waits for
+// inline (group metadata, expiry) are waited for by a goroutine each, so
+// a slow replica stalls only the groups that write to it, and only their
+// writes.
 package group

@@ -2,6 +2,7 @@ package group
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 	"time"
 
@@ -83,12 +84,25 @@ type group struct {
 	pending map[string]*timer // member ids handed out with MEMBER_ID_REQUIRED, not joined yet
 	offsets map[TopicPartition]Offset
 
+	// Writes waiting for durability (see Coordinator.appendLocked).
+	writes         map[TopicPartition]*offsetWrites // per offset key with writes waiting
+	metadataWrites int                              // group records waiting
+	metadataSeq    uint64                           // of the latest group record made visible
+	storing        bool                             // the leader's assignment is being stored (CompletingRebalance)
+	deleting       bool                             // the group's tombstone is being stored
+
 	rebalanceStart    time.Time
 	delayUntil        time.Time // initial rebalance delay: no completion before
 	aloneUntil        time.Time // initial rebalance delay: completion here if the first member is still alone; zero: not so
 	rebalanceDeadline time.Time // completion without the missing members at
 	rebalanceTimer    *timer
 	syncTimer         *timer
+}
+
+// offsetWrites are the writes of one offset key waiting for durability.
+type offsetWrites struct {
+	waiting int    // appended, not finished
+	applied uint64 // seq of the latest write of the key made visible
 }
 
 // member is one member of a group.
@@ -138,7 +152,7 @@ func (t *timer) stop() {
 
 func (c *Coordinator) newGroup(id string, partition int32) *group {
 	return &group{c: c, id: id, partition: partition, state: Empty, stateTime: c.clock.Now(),
-		pending: map[string]*timer{}, offsets: map[TopicPartition]Offset{}}
+		pending: map[string]*timer{}, offsets: map[TopicPartition]Offset{}, writes: map[TopicPartition]*offsetWrites{}}
 }
 
 func (m *member) metadata(protocol string) []byte {
@@ -333,6 +347,7 @@ func (g *group) prepareRebalance() {
 		}
 	}
 	g.syncTimer.stop()
+	g.storing = false // an assignment being stored is for a generation that will not be
 	now := g.c.clock.Now()
 	g.rebalanceStart = now
 	g.delayUntil = now
@@ -432,7 +447,7 @@ func (g *group) completeJoin() {
 	if len(g.members) == 0 {
 		g.protocol, g.leader = "", ""
 		g.setState(Empty)
-		g.storeMetadata()
+		g.storeMetadata(g.logStoreFailure)
 		g.c.log.Info("group empty", "group", g.id, "generation", g.generation)
 		return
 	}
@@ -484,10 +499,10 @@ func (g *group) joinResult(m *member) JoinResult {
 		Protocol: g.protocol, Leader: g.leader}
 }
 
-// storeMetadata writes the group's record. A failure is logged: the group
-// works on, and after a restart the generation is older than it was,
-// which only makes members join again.
-func (g *group) storeMetadata() {
+// storeMetadata appends the group's record and calls done with mu held
+// once it is durable (nil) or is not (why). The group has its metadata
+// once a record is durable.
+func (g *group) storeMetadata(done func(error)) {
 	v := groupValue{protocolType: g.protocolType, generation: g.generation, protocol: g.protocol,
 		leader: g.leader, stateMS: g.stateTime.UnixMilli()}
 	for _, m := range g.members {
@@ -496,11 +511,89 @@ func (g *group) storeMetadata() {
 			sessionMS: int32(m.sessionTimeout / time.Millisecond), subscription: m.metadata(g.protocol),
 			assignment: m.assignment})
 	}
-	if err := g.c.append(g.partition, [][]byte{groupKey(g.id)}, [][]byte{v.encode()}); err != nil {
-		g.c.log.Warn("store group metadata", "group", g.id, "err", err)
+	w, err := g.c.appendLocked(g.partition, [][]byte{groupKey(g.id)}, [][]byte{v.encode()})
+	if err != nil {
+		done(err)
 		return
 	}
-	g.hasMetadata = true
+	g.metadataWrites++
+	g.c.awaitAsync(w, func(err error) {
+		g.metadataWrites--
+		if err == nil && w.seq > g.metadataSeq {
+			g.metadataSeq = w.seq
+			g.hasMetadata = true
+		}
+		done(err)
+	})
+}
+
+// logStoreFailure is storeMetadata's done for records nobody waits for
+// (the group became Empty, a static member came back): a failure is
+// logged and the group works on; after a failover its generation is
+// older than it was, which only makes members join again.
+func (g *group) logStoreFailure(err error) {
+	if err != nil && !errors.Is(err, ErrNotCoordinator) {
+		g.c.log.Warn("store group metadata", "group", g.id, "err", err)
+	}
+}
+
+// beginOffsets notes writes of the offsets of tps, just appended.
+func (g *group) beginOffsets(tps []TopicPartition) {
+	for _, tp := range tps {
+		ow := g.writes[tp]
+		if ow == nil {
+			ow = &offsetWrites{}
+			g.writes[tp] = ow
+		}
+		ow.waiting++
+	}
+}
+
+// finishOffsets ends the writes of w to the offsets of tps (values[i] nil:
+// a tombstone). When w is durable each value becomes visible, unless a
+// later write of the same key already is: writes can finish out of order,
+// and in memory as on replay the last record of a key wins.
+func (g *group) finishOffsets(w *write, tps []TopicPartition, values []*Offset, durable bool) {
+	for i, tp := range tps {
+		ow := g.writes[tp]
+		if durable && w.seq > ow.applied {
+			ow.applied = w.seq
+			if values[i] == nil {
+				delete(g.offsets, tp)
+			} else {
+				g.offsets[tp] = *values[i]
+			}
+		}
+		if ow.waiting--; ow.waiting == 0 {
+			delete(g.writes, tp) // later writes have higher seqs: applied is not needed
+		}
+	}
+}
+
+// offsetKeys are the partitions with an offset, visible or on its way,
+// sorted.
+func (g *group) offsetKeys() []TopicPartition {
+	var tps []TopicPartition
+	for tp := range g.offsets {
+		tps = append(tps, tp)
+	}
+	for tp := range g.writes {
+		if _, ok := g.offsets[tp]; !ok {
+			tps = append(tps, tp)
+		}
+	}
+	slices.SortFunc(tps, compareTopicPartitions)
+	return tps
+}
+
+// dropIfVacant removes a group that holds nothing and waits for nothing:
+// one a simple commit created whose write failed.
+func (g *group) dropIfVacant() {
+	if g.c.groups[g.id] == g && g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 &&
+		len(g.offsets) == 0 && len(g.writes) == 0 && !g.hasMetadata && g.metadataWrites == 0 && !g.deleting {
+		g.shutdown(ErrCoordinatorUnavailable)
+		delete(g.c.groups, g.id)
+	}
 }
 
 // shutdown fails every waiting request and stops every timer: the group

@@ -1,6 +1,8 @@
 package group
 
 import (
+	"context"
+	"errors"
 	"time"
 )
 
@@ -265,7 +267,7 @@ func (g *group) replaceStatic(old *member, r JoinRequest, ch chan JoinResult) er
 		}
 		ch <- res
 		g.touch(old)
-		g.storeMetadata()
+		g.storeMetadata(g.logStoreFailure)
 		return nil
 	}
 	g.update(old, r, ch)
@@ -336,20 +338,14 @@ func (c *Coordinator) sync(r SyncRequest, ch chan SyncResult) error {
 		m.syncCh = ch
 		m.synced = true
 		g.touch(m)
-		if m.id == g.leader {
+		if m.id == g.leader && !g.storing {
 			for _, o := range g.members {
 				o.assignment = r.Assignments[o.id]
 			}
-			g.setState(Stable)
 			g.syncTimer.stop()
-			g.storeMetadata()
-			g.c.log.Info("group stable", "group", g.id, "generation", g.generation, "members", len(g.members))
-			for _, o := range g.members {
-				if o.syncCh != nil {
-					o.syncCh <- SyncResult{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: o.assignment}
-					o.syncCh = nil
-				}
-			}
+			g.storing = true
+			gen := g.generation
+			g.storeMetadata(func(err error) { g.assigned(gen, err) })
 		}
 	case Stable:
 		g.touch(m)
@@ -358,6 +354,41 @@ func (c *Coordinator) sync(r SyncRequest, ch chan SyncResult) error {
 		return ErrUnknownMemberID
 	}
 	return nil
+}
+
+// assigned completes the sync phase of generation gen once the leader's
+// assignment is stored: the group is Stable and the members get their
+// assignments. If it could not be stored, as in Kafka, they get the error
+// (a timeout: ErrRebalanceInProgress) and the group rebalances. Nothing
+// happens if the generation moved on meanwhile (its waiting syncs have
+// been answered) or the group went.
+func (g *group) assigned(gen int32, err error) {
+	if g.c.groups[g.id] != g || g.generation != gen || g.state != CompletingRebalance || !g.storing {
+		return
+	}
+	g.storing = false
+	if err != nil {
+		g.c.log.Warn("store group assignment", "group", g.id, "generation", gen, "err", err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = ErrRebalanceInProgress
+		}
+		for _, o := range g.members {
+			if o.syncCh != nil {
+				o.syncCh <- SyncResult{Err: err}
+				o.syncCh = nil
+			}
+		}
+		g.prepareRebalance()
+		return
+	}
+	g.setState(Stable)
+	g.c.log.Info("group stable", "group", g.id, "generation", g.generation, "members", len(g.members))
+	for _, o := range g.members {
+		if o.syncCh != nil {
+			o.syncCh <- SyncResult{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: o.assignment}
+			o.syncCh = nil
+		}
+	}
 }
 
 // validate finds the member of a request carrying a generation, checking

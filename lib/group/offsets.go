@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,9 +27,13 @@ type CommitOffset struct {
 
 // CommitOffsets handles an OffsetCommit. It returns one error per offset
 // (ErrMetadataTooLarge), or a request-level error that applies to all.
-// The offsets are appended to the group's partition as one batch before
-// they are visible to OffsetFetch.
-func (c *Coordinator) CommitOffsets(r CommitRequest) ([]error, error) {
+// The offsets are appended to the group's partition as one batch and
+// become visible to OffsetFetch once it is durable; CommitOffsets waits
+// for that (at most until ctx ends) without holding up other requests.
+// If the batch does not become durable nothing changes and the error says
+// why: ErrNotCoordinator when the partition was unloaded meanwhile, else a
+// *StoreError.
+func (c *Coordinator) CommitOffsets(ctx context.Context, r CommitRequest) ([]error, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r.Group == "" {
@@ -67,7 +72,8 @@ func (c *Coordinator) CommitOffsets(r CommitRequest) ([]error, error) {
 	now := c.clock.Now()
 	errs := make([]error, len(r.Offsets))
 	var keys, values [][]byte
-	var ok []CommitOffset
+	var tps []TopicPartition
+	var offsets []*Offset
 	for i, o := range r.Offsets {
 		if len(o.Metadata) > c.cfg.MaxMetadataBytes {
 			errs[i] = ErrMetadataTooLarge
@@ -76,15 +82,24 @@ func (c *Coordinator) CommitOffsets(r CommitRequest) ([]error, error) {
 		o.CommitTime = now
 		keys = append(keys, offsetKey(r.Group, o.Topic, o.Partition))
 		values = append(values, offsetValue{offset: o.Offset.Offset, leaderEpoch: o.LeaderEpoch, metadata: o.Metadata, commitMS: now.UnixMilli()}.encode())
-		ok = append(ok, o)
+		tps = append(tps, o.TopicPartition)
+		offsets = append(offsets, &o.Offset)
 	}
-	if len(keys) > 0 {
-		if err := c.append(g.partition, keys, values); err != nil {
-			return nil, err
-		}
+	if len(keys) == 0 {
+		g.dropIfVacant()
+		return errs, nil
 	}
-	for _, o := range ok {
-		g.offsets[o.TopicPartition] = o.Offset
+	w, err := c.appendLocked(g.partition, keys, values)
+	if err != nil {
+		g.dropIfVacant()
+		return nil, err
+	}
+	g.beginOffsets(tps)
+	err = c.awaitLocked(ctx, w)
+	g.finishOffsets(w, tps, offsets, err == nil)
+	if err != nil {
+		g.dropIfVacant()
+		return nil, err
 	}
 	return errs, nil
 }
@@ -130,8 +145,9 @@ func (c *Coordinator) FetchOffsets(group string, tps []TopicPartition) ([]Fetche
 
 // DeleteOffsets handles an OffsetDelete: ErrGroupNotFound for a group
 // that does not exist; per partition, ErrSubscribedToTopic when members
-// of the group consume the topic.
-func (c *Coordinator) DeleteOffsets(group string, tps []TopicPartition) ([]error, error) {
+// of the group consume the topic. Like CommitOffsets it waits until the
+// tombstones are durable before the offsets go.
+func (c *Coordinator) DeleteOffsets(ctx context.Context, group string, tps []TopicPartition) ([]error, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g, err := c.lookup(group)
@@ -150,20 +166,25 @@ func (c *Coordinator) DeleteOffsets(group string, tps []TopicPartition) ([]error
 			errs[i] = ErrSubscribedToTopic
 			continue
 		}
-		if _, ok := g.offsets[tp]; !ok {
+		if _, ok := g.offsets[tp]; !ok && g.writes[tp] == nil {
 			continue
 		}
 		keys = append(keys, offsetKey(group, tp.Topic, tp.Partition))
 		values = append(values, nil)
 		del = append(del, tp)
 	}
-	if len(keys) > 0 {
-		if err := c.append(g.partition, keys, values); err != nil {
-			return nil, err
-		}
+	if len(keys) == 0 {
+		return errs, nil
 	}
-	for _, tp := range del {
-		delete(g.offsets, tp)
+	w, err := c.appendLocked(g.partition, keys, values)
+	if err != nil {
+		return nil, err
+	}
+	g.beginOffsets(del)
+	err = c.awaitLocked(ctx, w)
+	g.finishOffsets(w, del, make([]*Offset, len(del)), err == nil)
+	if err != nil {
+		return nil, err
 	}
 	return errs, nil
 }
