@@ -23,7 +23,7 @@ func (tb *testBroker) registerPeer(t testing.TB, id int32, port int32, rack *str
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := tb.ctrl.RegisterBroker(ctx, controller.Broker{ID: id, Host: "127.0.0.1", Port: port, Rack: rack}); err != nil {
+	if _, err := tb.ctrl.RegisterBroker(ctx, controller.Broker{ID: id, Host: "127.0.0.1", Port: port, Rack: rack}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -56,7 +56,7 @@ func (tb *testBroker) moveLeader(t testing.TB, topic string, partition, leader i
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := tb.ctrl.AlterPartition(ctx, controller.AlterPartition{
+	if err := tb.ctrl.OverridePartition(ctx, controller.PartitionOverride{
 		Topic: topic, Partition: partition, Leader: leader, ISR: isr, LeaderEpoch: epoch,
 	}); err != nil {
 		t.Fatal(err)

@@ -850,6 +850,33 @@ func (c *Controller) AlterPartition(ctx context.Context, p AlterPartition) (Part
 	return *res.partition, nil
 }
 
+// PartitionOverride is a leader, ISR and leader epoch set by hand.
+type PartitionOverride struct {
+	Topic     string
+	Partition int32
+	// Leader is the new leader, or -1 for none; a leader must be in ISR.
+	Leader int32
+	// ISR must be a subset of the partition's replicas, with no fenced
+	// broker but as its last member.
+	ISR []int32
+	// LeaderEpoch must be >= the current one, and > it when the leader
+	// changes.
+	LeaderEpoch int32
+}
+
+// OverridePartition sets one partition's leader, ISR and leader epoch
+// without the checks of an election or of a leader's AlterPartition (an
+// operator's last resort, and how tests put a partition in a given state):
+// nothing ensures the new leader has the acknowledged records. Errors:
+// ErrStaleLeaderEpoch, ErrInvalidPartitionState, ErrIneligibleReplica,
+// ErrUnknownTopic, ErrUnknownPartition.
+func (c *Controller) OverridePartition(ctx context.Context, p PartitionOverride) error {
+	_, err := c.propose(ctx, cmdAlterPartition, &alterPartitionV1{
+		Topic: p.Topic, Partition: p.Partition, Leader: p.Leader, ISR: p.ISR, LeaderEpoch: p.LeaderEpoch,
+	})
+	return err
+}
+
 // ElectLeaders runs an election of type typ for partitions (nil: every
 // partition) and returns the outcome per partition: nil for a new leader,
 // or ErrElectionNotNeeded, ErrPreferredLeaderNotAvailable,

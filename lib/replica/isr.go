@@ -24,7 +24,8 @@ type pendingISR struct {
 // adds the followers outside the ISR whose fetch offset has reached both
 // the high-water mark and the start of the leader's epoch (a follower that
 // has not fetched past the epoch start may still hold a divergent suffix
-// of an older leader). The leader never leaves its own ISR.
+// of an older leader) and that were caught up within
+// replica.lag.time.max.ms. The leader never leaves its own ISR.
 //
 // While a change is pending, ProposeISR proposes nothing, and the
 // high-water mark waits for the maximal ISR: the committed ISR and the
@@ -48,10 +49,14 @@ func (p *Partition) ProposeISR() (ISRChange, bool) {
 		f := p.followers[r]
 		return r != self && f != nil && now.Sub(f.lastCaughtUp) > p.cfg.ReplicaLagTime
 	}
+	// A follower joins only while it keeps up: one that reached the HW
+	// and then went silent (died at the log end of an idle partition) is
+	// not caught up once replica.lag.time.max.ms has passed.
 	caughtUp := func(r int32) bool {
 		f := p.followers[r]
 		return r != self && f != nil && f.fetchOffset >= 0 &&
 			f.fetchOffset >= p.highWatermark && f.fetchOffset >= p.epochStart &&
+			now.Sub(f.lastCaughtUp) <= p.cfg.ReplicaLagTime &&
 			!slices.Contains(p.isr, r)
 	}
 	// Allocate only for a change: the ISR loop calls this often.
