@@ -388,7 +388,11 @@ func (p *Partition) CheckLeaderEpoch(epoch int32) error {
 
 // Append appends one validated batch as leader, under the current leader
 // epoch. acks is the producer's acks setting: with -1 the append is refused
-// with ErrNotEnoughReplicas when the ISR is smaller than min.insync.replicas.
+// with ErrNotEnoughReplicas when the ISR is smaller than min.insync.replicas,
+// counting only the members that have kept up within
+// replica.lag.time.max.ms: the ISR the leader is proposing, which the
+// controller may not be able to commit (it lost its quorum with the same
+// nodes), so that such a write is refused rather than left to time out.
 // The batch is patched in place (base offset, epoch). With ISR = {self}
 // the high-water mark moves past the batch before Append returns.
 func (p *Partition) Append(batch []byte, acks int16) (log.AppendResult, error) {
@@ -399,6 +403,12 @@ func (p *Partition) Append(batch []byte, acks int16) (log.AppendResult, error) {
 	}
 	if acks == -1 && int32(len(p.isr)) < p.minISR {
 		return log.AppendResult{}, fmt.Errorf("%w: isr %v, min.insync.replicas %d", ErrNotEnoughReplicas, p.isr, p.minISR)
+	}
+	if acks == -1 && len(p.isr) > 1 {
+		if n := p.keepingUp(); n < p.minISR {
+			return log.AppendResult{}, fmt.Errorf("%w: isr %v, of which %d kept up within replica.lag.time.max.ms, min.insync.replicas %d",
+				ErrNotEnoughReplicas, p.isr, n, p.minISR)
+		}
 	}
 	res, err := p.log.Append(batch, p.leaderEpoch)
 	if err != nil {
@@ -421,6 +431,22 @@ func (p *Partition) Append(batch []byte, acks int16) (log.AppendResult, error) {
 	}
 	p.mu.Unlock()
 	return res, nil
+}
+
+// keepingUp counts the ISR members that are the leader or have caught up
+// with it within replica.lag.time.max.ms. Called with stateMu held.
+func (p *Partition) keepingUp() int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock.Now()
+	var n int32
+	for _, r := range p.isr {
+		f := p.followers[r]
+		if r == p.cfg.NodeID || f != nil && now.Sub(f.lastCaughtUp) <= p.cfg.ReplicaLagTime {
+			n++
+		}
+	}
+	return n
 }
 
 // advanceLocked moves the high-water mark to the smallest log end offset of
