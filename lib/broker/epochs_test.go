@@ -160,12 +160,19 @@ func TestOffsetForLeaderEpochAnswersFromTheEpochHistory(t *testing.T) {
 	}
 }
 
+// TestOffsetForLeaderEpochOfAnEmptyLog: a leader records its epoch when it
+// starts leading, before any append, so a follower asking about it learns
+// the epoch ends at the (empty) log end rather than nothing.
 func TestOffsetForLeaderEpochOfAnEmptyLog(t *testing.T) {
 	tb := startBroker(t, "", nil)
 	tb.createTopic(t, "empty", 1, nil)
-	got := offsetForEpoch(t, tb, 4, epochRequest("empty", 0, -1, 0))
-	if got.ErrorCode != 0 || got.LeaderEpoch != -1 || got.EndOffset != -1 {
-		t.Fatalf("got %v epoch %d end offset %d, want no error, -1, -1", kerr.ErrorForCode(got.ErrorCode), got.LeaderEpoch, got.EndOffset)
+	epoch := tb.data.partition("empty", 0).LeaderEpoch()
+	got := offsetForEpoch(t, tb, 4, epochRequest("empty", 0, -1, epoch))
+	if got.ErrorCode != 0 || got.LeaderEpoch != epoch || got.EndOffset != 0 {
+		t.Fatalf("got %v epoch %d end offset %d, want no error, %d, 0", kerr.ErrorForCode(got.ErrorCode), got.LeaderEpoch, got.EndOffset, epoch)
+	}
+	if got := offsetForEpoch(t, tb, 4, epochRequest("empty", 0, -1, epoch+1)); got.LeaderEpoch != -1 || got.EndOffset != -1 {
+		t.Fatalf("an epoch after the leader's: epoch %d end offset %d, want -1, -1", got.LeaderEpoch, got.EndOffset)
 	}
 }
 

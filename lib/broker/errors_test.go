@@ -100,7 +100,22 @@ var internalErrors = map[string]error{
 
 // uncoded are the internal errors no table names, and why that is right:
 // they never reach a handler, or the API's fallback is their code.
-var uncoded = map[string]string{}
+var uncoded = map[string]string{
+	"log.ErrOffsetMismatch":                "a follower's append; no client request sees it",
+	"log.ErrNotFound":                      "ListOffsets answers offset -1 for it, as Kafka does",
+	"log.ErrFailed":                        "a storage failure: the fallback, KAFKA_STORAGE_ERROR",
+	"replica.ErrStaleLeaderEpoch":          "an older image applied; the follow loop logs it",
+	"controller.ErrInvalidBroker":          "broker registration by mqd itself",
+	"controller.ErrInvalidCommand":         "a Raft record that does not decode; the FSM logs it",
+	"controller.ErrUnknownCommand":         "a Raft record of a newer release; the FSM logs it",
+	"controller.ErrInvalidPartitionState":  "a partition state change by the controller itself",
+	"controller.ErrInvalidProducerIDCount": "the broker asks for a fixed block size",
+	"controller.ErrInvalidSnapshot":        "restoring a snapshot at start-up",
+	"controller.ErrStaleLeaderEpoch":       "a partition state change by the controller itself",
+	"controller.ErrVotersMismatch":         "a configuration conflict at start-up; mqd exits",
+	"replica.ErrNotFollower":               "the replica fetcher's own calls; no client request sees it",
+	"replica.ErrTruncationNeeded":          "the replica fetcher's own sequencing; no client request sees it",
+}
 
 var errorTables = map[string][]errorCode{
 	"broker": brokerCodes, "record": recordCodes, "log": logCodes, "replica": replicaCodes,
