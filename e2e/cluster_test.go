@@ -116,6 +116,13 @@ func startCluster(t testing.TB, n int, o clusterOpts) *cluster {
 // cleanup stops every node at once (one by one, the last nodes would
 // wait for a quorum already gone) and checks their memory peaks.
 func (c *cluster) cleanup() {
+	if c.t.Failed() {
+		for _, node := range c.nodes {
+			if node.stderr != nil {
+				c.t.Logf("node %d's log, the last of it:\n%s", node.id, tail(node.stderr.String(), 80))
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(c.nodes))
 	for i, node := range c.nodes {
@@ -134,6 +141,12 @@ func (c *cluster) cleanup() {
 			c.t.Errorf("node %d: %v", i+1, err)
 		}
 	}
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // node returns the node with id.

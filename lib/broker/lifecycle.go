@@ -281,10 +281,26 @@ func (d *Daemon) controlledShutdown(ctx context.Context) {
 	d.log.Info("controlled shutdown: moving leaderships to other in-sync replicas", "led", d.movableLeaderships())
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	// With no controller to answer for a whole session timeout (the
+	// quorum is gone: the other nodes are stopping too), nothing can move.
+	patience := s.BrokerSessionTimeout
+	if patience <= 0 {
+		patience = 9 * time.Second
+	}
+	var failingSince time.Time
 	for {
 		res, err := d.heartbeat(ctx, true)
 		if err == nil && res.ShouldShutDown && d.movableLeaderships() == 0 {
 			d.log.Info("controlled shutdown: leaderships moved", "took", time.Since(start).Round(time.Millisecond))
+			return
+		}
+		switch {
+		case err == nil:
+			failingSince = time.Time{}
+		case failingSince.IsZero():
+			failingSince = time.Now()
+		case time.Since(failingSince) > patience:
+			d.log.Warn("controlled shutdown: no controller answers; stopping without moving leaderships", "err", err)
 			return
 		}
 		select {
