@@ -34,9 +34,20 @@
 //     on the connection's context, so a closed connection ends them.
 //   - One follow goroutine (Broker.follow) applies the controller's images,
 //     in order: first the partitions (dataPlane.apply: open, Become with the
-//     leader, epoch and ISR, reconfigure, delete), then the coordinator's
-//     ownership of the partitions of __consumer_offsets, which needs them
-//     open. It is the only watcher of the controller. Handlers that need a
+//     leader, epoch and ISR, reconfigure, delete), then the replica
+//     fetchers' partition sets (replicaFetchers.sync), then the
+//     coordinator's ownership of the partitions of __consumer_offsets,
+//     which needs them open.
+//   - Each replica fetcher (fetcher.go) is one goroutine with one
+//     connection to a leader broker: OffsetForLeaderEpoch for partitions
+//     that must truncate first, then one Fetch for all of them, appended
+//     through lib/replica. Its partition set is replaced under fetcher.mu.
+//   - One maintain goroutine (isr.go) proposes the leaders' ISR changes to
+//     the controller (at most maxISRProposals at once, each in a goroutine
+//     of its own) and checkpoints the high-water marks.
+//   - The Daemon's heartbeat goroutine (lifecycle.go) heartbeats to the
+//     active controller, registers again when asked, and watches for
+//     configuration conflicts (Daemon.Fatal). It is the only watcher of the controller. Handlers that need a
 //     topic they just created apply the current image themselves
 //     (dataPlane.refresh), serialized with follow by dataPlane.syncMu.
 //   - lib/group runs its timers (sessions, rebalances, offset retention) on

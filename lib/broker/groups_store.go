@@ -130,15 +130,17 @@ func (gc *groupCoordinator) ensureTopic(ctx context.Context) (*controller.Topic,
 
 // offsetsReplicationFactor is the replication factor __consumer_offsets
 // is created with: offsets.topic.replication.factor, but no more than
-// the brokers registered now (at least 1), so that a cluster that is still
+// the live (registered, unfenced) brokers now (at least 1), so that a cluster that is still
 // starting, or a single node, can coordinate groups. Kafka refuses to
 // create the topic instead until enough brokers are up.
 func offsetsReplicationFactor(setting int16, img *controller.Image) int16 {
-	rf := int(setting)
-	if n := len(img.Brokers); rf > n {
-		rf = n
+	live := 0
+	for _, b := range img.Brokers {
+		if !b.Fenced {
+			live++
+		}
 	}
-	return int16(max(rf, 1))
+	return int16(max(min(int(setting), live), 1))
 }
 
 // offsetsStore is the coordinator's group.Store: the partitions of

@@ -41,13 +41,14 @@ func currentLeader(t *controller.Topic, partition int32) leaderHint {
 }
 
 // appendEndpoint appends the registration of broker id to eps unless it
-// is there already or not registered.
+// is there already, not registered or fenced (clients are told of live
+// brokers only).
 func appendEndpoint(eps []controller.Broker, img *controller.Image, id int32) []controller.Broker {
 	if id < 0 || slices.ContainsFunc(eps, func(b controller.Broker) bool { return b.ID == id }) {
 		return eps
 	}
 	br, ok := img.Brokers[id]
-	if !ok {
+	if !ok || br.Fenced {
 		return eps
 	}
 	return append(eps, br)
