@@ -102,11 +102,12 @@ type acked struct {
 	mu      sync.Mutex
 	offsets map[string]int64    // "partition/value" → offset
 	byKey   map[string][]string // key → values in produce order (acknowledged ones)
+	sent    map[string]time.Time // "partition/value" → when its produce began
 	failed  []error
 }
 
 func newAcked() *acked {
-	return &acked{offsets: map[string]int64{}, byKey: map[string][]string{}}
+	return &acked{offsets: map[string]int64{}, byKey: map[string][]string{}, sent: map[string]time.Time{}}
 }
 
 // producer produces keyed records with acks=all (idempotent, kgo's
@@ -136,6 +137,7 @@ func startProducer(t *testing.T, cl *kgo.Client, topic string, a *acked) *produc
 					}
 					v := key + "/" + strconv.Itoa(i)
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					began := time.Now()
 					r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(v)}).First()
 					cancel()
 					a.mu.Lock()
@@ -143,6 +145,7 @@ func startProducer(t *testing.T, cl *kgo.Client, topic string, a *acked) *produc
 						a.failed = append(a.failed, fmt.Errorf("%s: %w", v, err))
 					} else {
 						a.offsets[fmt.Sprintf("%d/%s", r.Partition, v)] = r.Offset
+						a.sent[fmt.Sprintf("%d/%s", r.Partition, v)] = began
 						a.byKey[key] = append(a.byKey[key], fmt.Sprintf("%d/%s", r.Partition, v))
 					}
 					a.mu.Unlock()
@@ -161,6 +164,20 @@ func (a *acked) count() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.offsets)
+}
+
+// sentSince reports whether a record of partition p whose produce began
+// after t has been acknowledged.
+func (a *acked) sentSince(p int32, t time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	prefix := strconv.Itoa(int(p)) + "/"
+	for k, began := range a.sent {
+		if strings.HasPrefix(k, prefix) && began.After(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // waitMore waits until n more records than now are acknowledged: the
@@ -233,7 +250,13 @@ func TestClusterLeadersKilledInTurnLoseNothingAcknowledged(t *testing.T) {
 		a.waitMore(t, 200)
 		ps := c.waitPartitions("kills", "in sync", fullISR)
 		victim := c.node(ps[part].leader)
+		killed := time.Now()
 		victim.kill()
+		waitFor(t, clusterReadyTimeout, func() (bool, string) {
+			return a.sentSince(int32(part), killed), "no record of the partition produced since the kill acknowledged"
+		})
+		t.Logf("failover: partition %d's leader %d SIGKILLed; a record produced after it was acknowledged %v later",
+			part, victim.id, time.Since(killed).Round(time.Millisecond))
 		c.waitPartitions("kills", "new leader of partition "+strconv.Itoa(part), func(ps []partitionState) bool {
 			return ps[part].leader >= 0 && ps[part].leader != victim.id
 		})
