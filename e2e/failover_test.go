@@ -100,8 +100,8 @@ func (c *cluster) createRF3(topic string, partitions int32) {
 // record, and each key's records in the order they were produced.
 type acked struct {
 	mu      sync.Mutex
-	offsets map[string]int64    // "partition/value" → offset
-	byKey   map[string][]string // key → values in produce order (acknowledged ones)
+	offsets map[string]int64     // "partition/value" → offset
+	byKey   map[string][]string  // key → values in produce order (acknowledged ones)
 	sent    map[string]time.Time // "partition/value" → when its produce began
 	failed  []error
 }
