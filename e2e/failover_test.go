@@ -340,6 +340,11 @@ func TestClusterPausedFollowersLeaveTheISR(t *testing.T) {
 	if err := produce("two of three"); err != nil {
 		t.Fatalf("acks=all with 2 of 3 in sync and min.insync.replicas=2: %v", err)
 	}
+	// mqctl shows it under-replicated, with the paused node out of the ISR.
+	res := runTool(t, 30*time.Second, "", "mqctl", "-b", leader.addr, "topic", "describe", "--under-replicated", "-o", "json")
+	if res.code != 0 || !strings.Contains(res.stdout, `"topic":"paused"`) {
+		t.Errorf("mqctl topic describe --under-replicated: exit %d, %s%s", res.code, res.stdout, res.stderr)
+	}
 
 	// An attempt the leader takes before it sees the second follower fall
 	// behind times out (REQUEST_TIMED_OUT: not acknowledged, and it may be

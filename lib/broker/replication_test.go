@@ -313,3 +313,66 @@ func TestDataDirectoryOfAnotherNodeIsRefused(t *testing.T) {
 		t.Fatalf("Start as node 7 on node 1's directory: %v, want a ConfigError naming node 1", err)
 	}
 }
+
+// TestClusterUncleanElection: with the whole ISR of a partition gone, the
+// partition stays without a leader while unclean.leader.election.enable
+// is false, rather than elect a replica that lacks acknowledged records;
+// with it true, a live replica outside the ISR is elected when it comes
+// back.
+func TestClusterUncleanElection(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	for id := int32(4); id <= 5; id++ { // brokers that are not voters: the quorum outlives them
+		s := clusterSettings(t, id, c.voters, freePort(t))
+		s.RaftAddress = "127.0.0.1:" + strconv.Itoa(freePort(t))
+		c.addNode(s)
+	}
+	c.waitImage("5 brokers", func(img *controller.Image) bool { return len(img.Brokers) == 5 })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for topic, unclean := range map[string]string{"clean": "false", "unclean": "true"} {
+		_, err := c.daemon(0).ctrl.CreateTopic(ctx, controller.CreateTopic{
+			Name: topic, Assignments: [][]int32{{4, 5}},
+			Configs: map[string]string{"unclean.leader.election.enable": unclean},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	both := []string{"clean", "unclean"}
+	inSync := func(n int) func(*controller.Image) bool {
+		return func(img *controller.Image) bool {
+			for _, topic := range both {
+				if p := img.Partition(topic, 0); p == nil || len(p.ISR) != n || p.Leader < 0 {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	c.waitImage("both in sync", inSync(2))
+	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	for _, topic := range both {
+		produceAll(t, cl, topic, 0, 10)
+	}
+	c.crash(c.index(5))
+	c.waitImage("ISR {4}", inSync(1))
+	for _, topic := range both {
+		produceAll(t, cl, topic, 10, 10) // acknowledged by 4 alone: 5 lacks them
+	}
+	c.crash(c.index(4))
+	c.waitImage("no leader", func(img *controller.Image) bool {
+		a, b := img.Partition("clean", 0), img.Partition("unclean", 0)
+		return a != nil && b != nil && a.Leader == -1 && b.Leader == -1
+	})
+	c.restart(c.index(5))
+	img := c.waitImage("5 leads unclean", func(img *controller.Image) bool {
+		p := img.Partition("unclean", 0)
+		return p != nil && p.Leader == 5
+	})
+	if p := img.Partition("clean", 0); p.Leader != -1 || !slices.Equal(p.ISR, []int32{4}) {
+		t.Errorf("clean after 5 came back: %+v, want no leader and ISR [4] (only 4 has every acknowledged record)", p)
+	}
+	if p := img.Partition("unclean", 0); !slices.Equal(p.ISR, []int32{5}) {
+		t.Errorf("unclean after the election: %+v, want ISR [5]", p)
+	}
+}
