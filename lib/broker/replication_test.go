@@ -46,6 +46,32 @@ func createReplicated(t *testing.T, c *testCluster, topic string, partitions int
 	})
 }
 
+// fullyInSync reports whether every partition of topic has a leader and
+// every replica in its ISR. A node that restarted a moment ago may not
+// have the topic in its image yet: not in sync.
+func fullyInSync(img *controller.Image, topic string) bool {
+	t := img.Topics[topic]
+	if t == nil {
+		return false
+	}
+	for _, p := range t.Partitions {
+		if p.Leader < 0 || len(p.ISR) != len(p.Replicas) {
+			return false
+		}
+	}
+	return true
+}
+
+// isrSize is the ISR size of partition 0 of topic, -1 when the image
+// does not have it yet.
+func isrSize(img *controller.Image, topic string) int {
+	p := img.Partition(topic, 0)
+	if p == nil {
+		return -1
+	}
+	return len(p.ISR)
+}
+
 // produceAll produces n records of keys key-0… to topic with acks=all and
 // returns the offsets acknowledged, by record value.
 func produceAll(t *testing.T, cl *kgo.Client, topic string, from, n int) map[string]int64 {
@@ -131,7 +157,7 @@ func TestClusterReplicatesAndSurvivesTheLossOfLeaders(t *testing.T) {
 	c.crash(dead)
 	after := c.waitImage("new leader", func(img *controller.Image) bool {
 		p := img.Partition("orders", 0)
-		return p.Leader >= 0 && p.Leader != before.Leader
+		return p != nil && p.Leader >= 0 && p.Leader != before.Leader
 	}).Partition("orders", 0)
 	if after.LeaderEpoch <= before.LeaderEpoch || !slices.Contains(before.ISR, after.Leader) {
 		t.Errorf("after the crash: %+v, before %+v", after, before)
@@ -142,14 +168,7 @@ func TestClusterReplicatesAndSurvivesTheLossOfLeaders(t *testing.T) {
 	c.restart(dead)
 	readBack(t, c, "orders", acked)
 	// The crashed node catches up and rejoins every ISR.
-	c.waitImage("whole ISR again", func(img *controller.Image) bool {
-		for _, p := range img.Topics["orders"].Partitions {
-			if len(p.ISR) != 3 {
-				return false
-			}
-		}
-		return true
-	})
+	c.waitImage("whole ISR again", func(img *controller.Image) bool { return fullyInSync(img, "orders") })
 }
 
 func TestClusterRefusesAcksAllWithoutEnoughInSyncReplicas(t *testing.T) {
@@ -167,7 +186,7 @@ func TestClusterRefusesAcksAllWithoutEnoughInSyncReplicas(t *testing.T) {
 	produceAll(t, cl, "strict", 0, 10)
 
 	c.crash(followers[0])
-	c.waitImage("ISR of 2", func(img *controller.Image) bool { return len(img.Partition("strict", 0).ISR) == 2 })
+	c.waitImage("ISR of 2", func(img *controller.Image) bool { return isrSize(img, "strict") == 2 })
 	produceAll(t, cl, "strict", 10, 10) // 2 of 3 is enough
 
 	// With both followers gone the controller has lost its quorum too, so
@@ -182,7 +201,7 @@ func TestClusterRefusesAcksAllWithoutEnoughInSyncReplicas(t *testing.T) {
 		return errors.Is(err, kerr.NotEnoughReplicas)
 	})
 	c.restart(followers[0])
-	c.waitImage("ISR of 2 again", func(img *controller.Image) bool { return len(img.Partition("strict", 0).ISR) >= 2 })
+	c.waitImage("ISR of 2 again", func(img *controller.Image) bool { return isrSize(img, "strict") >= 2 })
 	produceAll(t, cl, "strict", 20, 10)
 }
 
@@ -219,14 +238,7 @@ func TestClusterRollingRestartLosesNoAcknowledgedProduce(t *testing.T) {
 	for i := range c.nodes {
 		c.stop(i)
 		c.restart(i)
-		c.waitImage("whole ISR after restarting node "+strconv.Itoa(i+1), func(img *controller.Image) bool {
-			for _, p := range img.Topics["rolling"].Partitions {
-				if len(p.ISR) != 3 || p.Leader < 0 {
-					return false
-				}
-			}
-			return true
-		})
+		c.waitImage("whole ISR after restarting node "+strconv.Itoa(i+1), func(img *controller.Image) bool { return fullyInSync(img, "rolling") })
 	}
 	cancel()
 	<-done
