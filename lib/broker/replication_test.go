@@ -143,7 +143,11 @@ func TestClusterReplicatesAndSurvivesTheLossOfLeaders(t *testing.T) {
 	readBack(t, c, "orders", acked)
 	// The crashed node catches up and rejoins every ISR.
 	c.waitImage("whole ISR again", func(img *controller.Image) bool {
-		for _, p := range img.Topics["orders"].Partitions {
+		t := img.Topics["orders"] // nil in a restarted node's image until it catches up
+		if t == nil {
+			return false
+		}
+		for _, p := range t.Partitions {
 			if len(p.ISR) != 3 {
 				return false
 			}

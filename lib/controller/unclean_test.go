@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,8 +82,14 @@ func TestUncleanElectionWaitsForReports(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, topic := range []string{"a", "b"} {
-		if _, err := c.CreateTopic(ctx, CreateTopic{Name: topic, Assignments: [][]int32{{1, 2, 3}}}); err != nil {
+	// a and b allow unclean elections (the static default); c does not,
+	// but an operator's election ignores that.
+	for _, topic := range []string{"a", "b", "c"} {
+		var cfg map[string]string
+		if topic == "c" {
+			cfg = map[string]string{UncleanLeaderElectionConfig: "false"}
+		}
+		if _, err := c.CreateTopic(ctx, CreateTopic{Name: topic, Assignments: [][]int32{{1, 2, 3}}, Configs: cfg}); err != nil {
 			t.Fatal(err)
 		}
 		// 2 and 3 fall out of sync: 1 alone has every acknowledged record.
@@ -107,14 +114,31 @@ func TestUncleanElectionWaitsForReports(t *testing.T) {
 		t.Fatalf("after 1 was fenced: leaders %d and %d, want none (unclean elections wait for reports)", a, b)
 	}
 	c.electUnclean() // the partitions are first seen offline now
+	electC := func() error {
+		t.Helper()
+		res, err := c.ElectLeaders(ctx, ElectUnclean, []TopicPartition{{"c", 0}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[TopicPartition{"c", 0}]
+	}
+	if err := electC(); !errors.Is(err, ErrEligibleLeadersNotAvailable) {
+		t.Fatalf("operator's unclean election before any report: %v, want ErrEligibleLeadersNotAvailable", err)
+	}
 
 	pos := func(topic string, offset int64) ReplicaPosition {
 		return ReplicaPosition{Topic: topic, Partition: 0, LastEpoch: 0, EndOffset: offset}
 	}
-	heartbeat(2, pos("a", 5), pos("b", 7))
+	heartbeat(2, pos("a", 5), pos("b", 7), pos("c", 4))
 	c.electUnclean()
 	if a, b := leaders(); a != -1 || b != -1 {
 		t.Fatalf("with 3 not reported yet: leaders %d and %d, want none", a, b)
+	}
+	if err := electC(); err != nil {
+		t.Fatalf("operator's unclean election with 2's report: %v", err)
+	}
+	if p := c.Image().Partition("c", 0); p.Leader != 2 {
+		t.Fatalf("c after the operator's election: %+v, want leader 2 at once (the only report)", p)
 	}
 	advance(time.Second)
 	heartbeat(3, pos("a", 9)) // 3 reports a only
