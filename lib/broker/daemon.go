@@ -132,6 +132,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 		Logger:                       logger.With("component", "controller"),
 		BrokerSessionTimeout:         s.BrokerSessionTimeout,
 		UncleanLeaderElection:        s.UncleanLeaderElection,
+		BrokerHeartbeatInterval:      s.BrokerHeartbeatInterval,
 		AutoLeaderRebalance:          s.AutoLeaderRebalance,
 		LeaderImbalanceCheckInterval: s.LeaderImbalanceCheckInterval,
 	})

@@ -46,7 +46,9 @@
 //     the controller (at most maxISRProposals at once, each in a goroutine
 //     of its own) and checkpoints the high-water marks.
 //   - The Daemon's heartbeat goroutine (lifecycle.go) heartbeats to the
-//     active controller, registers again when asked, and watches for
+//     active controller (with the log end offset and last epoch of each
+//     hosted partition that has no leader, for unclean elections),
+//     registers again when asked, and watches for
 //     configuration conflicts (Daemon.Fatal). It is the only watcher of the controller. Handlers that need a
 //     topic they just created apply the current image themselves
 //     (dataPlane.refresh), serialized with follow by dataPlane.syncMu.

@@ -259,6 +259,7 @@ func (d *Daemon) heartbeat(ctx context.Context, wantShutDown bool) (controller.H
 		BrokerEpoch:    d.brokerEpoch.Load(),
 		AppliedVersion: d.ctrl.Image().Version,
 		WantShutDown:   wantShutDown,
+		Offline:        d.offlinePositions(),
 	})
 	if errors.Is(err, controller.ErrStaleBrokerEpoch) {
 		d.log.Info("registering again: the controller does not know this broker's epoch")
@@ -268,9 +269,37 @@ func (d *Daemon) heartbeat(ctx context.Context, wantShutDown bool) (controller.H
 		return d.ctrl.Heartbeat(hctx, controller.Heartbeat{
 			BrokerID: d.settings.NodeID, BrokerEpoch: d.brokerEpoch.Load(),
 			AppliedVersion: d.ctrl.Image().Version, WantShutDown: wantShutDown,
+			Offline: d.offlinePositions(),
 		})
 	}
 	return res, err
+}
+
+// offlinePositions is how far this node's log goes of every partition it
+// hosts that has no leader in its image: the active controller elects the
+// most advanced live replica when it elects uncleanly. Nil when no hosted
+// partition is offline.
+func (d *Daemon) offlinePositions() []controller.ReplicaPosition {
+	if d.broker == nil {
+		return nil
+	}
+	img := d.ctrl.Image()
+	var out []controller.ReplicaPosition
+	for _, h := range d.broker.data.all() {
+		t := img.Topics[h.Topic()]
+		if t == nil || t.ID != h.topicID {
+			continue
+		}
+		p := img.Partition(h.Topic(), h.Partition.Partition())
+		if p == nil || p.Leader != -1 {
+			continue
+		}
+		l := h.Log()
+		out = append(out, controller.ReplicaPosition{
+			Topic: h.Topic(), Partition: h.Partition.Partition(), LastEpoch: l.LatestEpoch(), EndOffset: l.EndOffset(),
+		})
+	}
+	return out
 }
 
 // controlledShutdown moves this broker's leaderships away before it stops

@@ -332,25 +332,36 @@ func TestDataDirectoryOfAnotherNodeIsRefused(t *testing.T) {
 // with it true, a live replica outside the ISR is elected when it comes
 // back.
 func TestClusterUncleanElection(t *testing.T) {
-	c := startCluster(t, 3, nil)
+	// Heartbeats every 250ms: before an unclean election the controller
+	// waits two intervals for every live replica's report of its log.
+	slower := func(s *config.Broker) { s.BrokerHeartbeatInterval = 250 * time.Millisecond }
+	c := startCluster(t, 3, slower)
 	for id := int32(4); id <= 5; id++ { // brokers that are not voters: the quorum outlives them
 		s := clusterSettings(t, id, c.voters, freePort(t))
 		s.RaftAddress = "127.0.0.1:" + strconv.Itoa(freePort(t))
+		slower(&s)
 		c.addNode(s)
 	}
 	c.waitImage("5 brokers", func(img *controller.Image) bool { return len(img.Brokers) == 5 })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for topic, unclean := range map[string]string{"clean": "false", "unclean": "true"} {
+	// "advanced" allows no unclean election until its replicas 5 and 4,
+	// both behind 3, are back: then 4, ahead of 5, must win although 5
+	// comes first in the replica list.
+	for _, topic := range []struct {
+		name, unclean string
+		replicas      []int32
+	}{{"clean", "false", []int32{4, 5}}, {"unclean", "true", []int32{4, 5}}, {"advanced", "false", []int32{3, 5, 4}}} {
 		_, err := c.daemon(0).ctrl.CreateTopic(ctx, controller.CreateTopic{
-			Name: topic, Assignments: [][]int32{{4, 5}},
-			Configs: map[string]string{"unclean.leader.election.enable": unclean},
+			Name: topic.name, Assignments: [][]int32{topic.replicas},
+			Configs: map[string]string{"unclean.leader.election.enable": topic.unclean},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	both := []string{"clean", "unclean"}
+	all := []string{"clean", "unclean", "advanced"}
 	inSync := func(n int) func(*controller.Image) bool {
 		return func(img *controller.Image) bool {
 			for _, topic := range both {
@@ -358,23 +369,30 @@ func TestClusterUncleanElection(t *testing.T) {
 					return false
 				}
 			}
-			return true
+			p := img.Partition("advanced", 0)
+			return p != nil && len(p.ISR) == n+1 && p.Leader == 3
 		}
 	}
-	c.waitImage("both in sync", inSync(2))
+	c.waitImage("all in sync", inSync(2))
 	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
-	for _, topic := range both {
+	for _, topic := range all {
 		produceAll(t, cl, topic, 0, 10)
 	}
 	c.crash(c.index(5))
-	c.waitImage("ISR {4}", inSync(1))
-	for _, topic := range both {
-		produceAll(t, cl, topic, 10, 10) // acknowledged by 4 alone: 5 lacks them
+	c.waitImage("ISR {4} and {3 4}", inSync(1))
+	for _, topic := range all {
+		produceAll(t, cl, topic, 10, 10) // acknowledged without 5: 5 lacks them
 	}
 	c.crash(c.index(4))
-	c.waitImage("no leader", func(img *controller.Image) bool {
-		a, b := img.Partition("clean", 0), img.Partition("unclean", 0)
-		return a != nil && b != nil && a.Leader == -1 && b.Leader == -1
+	c.waitImage("no leader, advanced ISR {3}", func(img *controller.Image) bool {
+		a, b, adv := img.Partition("clean", 0), img.Partition("unclean", 0), img.Partition("advanced", 0)
+		return a != nil && b != nil && a.Leader == -1 && b.Leader == -1 && slices.Equal(adv.ISR, []int32{3})
+	})
+	produceAll(t, cl, "advanced", 20, 10) // acknowledged by 3 alone
+	c.crash(c.index(3))
+	c.waitImage("advanced has no leader", func(img *controller.Image) bool {
+		p := img.Partition("advanced", 0)
+		return p != nil && p.Leader == -1
 	})
 	c.restart(c.index(5))
 	img := c.waitImage("5 leads unclean", func(img *controller.Image) bool {
@@ -386,5 +404,33 @@ func TestClusterUncleanElection(t *testing.T) {
 	}
 	if p := img.Partition("unclean", 0); !slices.Equal(p.ISR, []int32{5}) {
 		t.Errorf("unclean after the election: %+v, want ISR [5]", p)
+	}
+
+	c.restart(c.index(4))
+	c.waitImage("4 leads clean", func(img *controller.Image) bool {
+		p := img.Partition("clean", 0)
+		return p != nil && p.Leader == 4
+	})
+	// Both replicas of advanced hold their logs, offline in their images.
+	for id, want := range map[int32]int64{5: 10, 4: 20} {
+		d := c.daemon(c.index(id))
+		eventually(t, 10*time.Second, fmt.Sprintf("broker %d reports advanced at offset %d", id, want), func() bool {
+			for _, pos := range d.offlinePositions() {
+				if pos.Topic == "advanced" && pos.EndOffset == want {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	if err := c.daemon(0).ctrl.AlterTopicConfigs(ctx, "advanced", map[string]string{"unclean.leader.election.enable": "true"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	img = c.waitImage("advanced has a leader", func(img *controller.Image) bool {
+		p := img.Partition("advanced", 0)
+		return p != nil && p.Leader >= 0
+	})
+	if p := img.Partition("advanced", 0); p.Leader != 4 || !slices.Equal(p.ISR, []int32{4}) {
+		t.Errorf("advanced after the unclean election: %+v, want leader 4 and ISR [4]: 4 has 20 records, 5 only 10", p)
 	}
 }

@@ -63,8 +63,10 @@ func (t commandType) String() string {
 // the versions listed in decodeCommand.
 func bodyVersion(body any) byte {
 	switch body.(type) {
-	case *registerBrokerV2, *alterPartitionV2:
+	case *registerBrokerV2, *alterPartitionV2, *fenceBrokerV2, *unfenceBrokerV2, *electLeadersV2:
 		return 2
+	case *registerBrokerV3:
+		return 3
 	}
 	return 1
 }
@@ -105,6 +107,18 @@ type registerBrokerV2 struct {
 	Unclean bool `json:"unclean,omitempty"`
 }
 
+// registerBrokerV3 is registerBrokerV2 without Unclean: a registration
+// never elects a leader from outside the ISR (the active controller
+// proposes unclean elections itself, electLeadersV2).
+type registerBrokerV3 struct {
+	ID        int32    `json:"id"`
+	Host      string   `json:"host"`
+	Port      int32    `json:"port"`
+	Rack      *string  `json:"rack,omitempty"`
+	Listeners []string `json:"listeners,omitempty"`
+	RaftAddr  string   `json:"raft_addr,omitempty"`
+}
+
 // fenceBrokerV1 fences a broker whose session timed out.
 type fenceBrokerV1 struct {
 	ID      int32 `json:"id"`
@@ -112,11 +126,25 @@ type fenceBrokerV1 struct {
 	Unclean bool  `json:"unclean,omitempty"`
 }
 
+// fenceBrokerV2 is fenceBrokerV1 that never elects a leader from outside
+// the ISR.
+type fenceBrokerV2 struct {
+	ID    int32 `json:"id"`
+	Epoch int64 `json:"epoch"`
+}
+
 // unfenceBrokerV1 lifts the fence of a broker that heartbeats again.
 type unfenceBrokerV1 struct {
 	ID      int32 `json:"id"`
 	Epoch   int64 `json:"epoch"`
 	Unclean bool  `json:"unclean,omitempty"`
+}
+
+// unfenceBrokerV2 is unfenceBrokerV1 that never elects a leader from
+// outside the ISR.
+type unfenceBrokerV2 struct {
+	ID    int32 `json:"id"`
+	Epoch int64 `json:"epoch"`
 }
 
 // controlledShutdownV1 starts the controlled shutdown of a broker, or
@@ -131,6 +159,33 @@ type electLeadersV1 struct {
 	Type int8 `json:"type"`
 	// Partitions nil means every partition.
 	Partitions []topicPartitionV1 `json:"partitions"`
+}
+
+// electLeadersV2 is electLeadersV1 where an unclean election elects only
+// the leaders the active controller chose (from the brokers' reports of
+// their logs) and named in Leaders: a partition without a leader gets its
+// first live ISR member, else its named leader when that one is a live
+// replica, else none (ErrEligibleLeadersNotAvailable).
+type electLeadersV2 struct {
+	Type int8 `json:"type"`
+	// Partitions nil means every partition.
+	Partitions []topicPartitionV1 `json:"partitions"`
+	Leaders    []uncleanLeaderV2  `json:"leaders,omitempty"`
+	// Configured marks the controller's own election (not an operator's):
+	// a named leader is elected only where unclean.leader.election.enable
+	// allows it, Default being the proposer's static default.
+	Configured bool `json:"configured,omitempty"`
+	Default    bool `json:"default,omitempty"`
+}
+
+// uncleanLeaderV2 is the leader chosen for one partition and the position
+// of its log it reported.
+type uncleanLeaderV2 struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Leader    int32  `json:"leader"`
+	LastEpoch int32  `json:"last_epoch"`
+	EndOffset int64  `json:"end_offset"`
 }
 
 type topicPartitionV1 struct {
@@ -221,6 +276,8 @@ func decodeCommand(data []byte) (commandType, any, error) {
 		body = new(registerBrokerV1)
 	case t == cmdRegisterBroker && version == 2:
 		body = new(registerBrokerV2)
+	case t == cmdRegisterBroker && version == 3:
+		body = new(registerBrokerV3)
 	case t == cmdCreateTopic && version == 1:
 		body = new(createTopicV1)
 	case t == cmdDeleteTopic && version == 1:
@@ -237,12 +294,18 @@ func decodeCommand(data []byte) (commandType, any, error) {
 		body = new(alterPartitionV2)
 	case t == cmdFenceBroker && version == 1:
 		body = new(fenceBrokerV1)
+	case t == cmdFenceBroker && version == 2:
+		body = new(fenceBrokerV2)
 	case t == cmdUnfenceBroker && version == 1:
 		body = new(unfenceBrokerV1)
+	case t == cmdUnfenceBroker && version == 2:
+		body = new(unfenceBrokerV2)
 	case t == cmdControlledShutdown && version == 1:
 		body = new(controlledShutdownV1)
 	case t == cmdElectLeaders && version == 1:
 		body = new(electLeadersV1)
+	case t == cmdElectLeaders && version == 2:
+		body = new(electLeadersV2)
 	case t == cmdAllocateProducerID && version == 1:
 		body = new(allocateProducerIDsV1)
 	default:

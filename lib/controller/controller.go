@@ -21,6 +21,8 @@ import (
 const (
 	// defaultBrokerSessionTimeout is broker.session.timeout.ms's default.
 	defaultBrokerSessionTimeout = 9 * time.Second
+	// defaultBrokerHeartbeatInterval is broker.heartbeat.interval.ms's default.
+	defaultBrokerHeartbeatInterval = 2 * time.Second
 	// defaultLeaderImbalanceCheckInterval is
 	// leader.imbalance.check.interval.seconds' default.
 	defaultLeaderImbalanceCheckInterval = 300 * time.Second
@@ -75,6 +77,11 @@ type Config struct {
 	// of this node, used (carried in the command) when neither the topic
 	// nor the cluster-wide dynamic config sets it.
 	UncleanLeaderElection bool
+	// BrokerHeartbeatInterval is broker.heartbeat.interval.ms, how often
+	// brokers heartbeat; zero means 2s. Before an unclean election the
+	// active controller waits up to two intervals for a live replica to
+	// report its log.
+	BrokerHeartbeatInterval time.Duration
 	// AutoLeaderRebalance is auto.leader.rebalance.enable (Kafka's default
 	// is true; the zero Config has it off): the active controller
 	// periodically moves leadership back to preferred replicas that are
@@ -150,6 +157,9 @@ func Open(cfg Config) (*Controller, error) {
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = defaultStartTimeout
+	}
+	if cfg.BrokerHeartbeatInterval <= 0 {
+		cfg.BrokerHeartbeatInterval = defaultBrokerHeartbeatInterval
 	}
 	if cfg.BrokerSessionTimeout <= 0 {
 		cfg.BrokerSessionTimeout = defaultBrokerSessionTimeout
@@ -716,8 +726,9 @@ func (c *Controller) applyLocal(ctx context.Context, data []byte) (applyResult, 
 		return applyResult{}, fmt.Errorf("controller: unexpected fsm response %T", future.Response())
 	}
 	for _, u := range res.unclean {
-		c.logger.Warn("controller: unclean leader election: acknowledged records may be lost",
-			"topic", u.Topic, "partition", u.Partition, "leader", u.Leader, "replicas_that_may_hold_more", u.FormerISR)
+		c.logger.Warn("controller: unclean leader election: records the former ISR holds above the new leader's end offset may be lost",
+			"topic", u.Topic, "partition", u.Partition, "leader", u.Leader,
+			"leader_end_offset", u.EndOffset, "leader_last_epoch", u.LastEpoch, "former_isr", u.FormerISR)
 	}
 	return res, nil
 }
@@ -737,9 +748,8 @@ func (c *Controller) RegisterBroker(ctx context.Context, b Broker) (epoch int64,
 	if raftAddr == "" && c.mux != nil && b.ID == c.cfg.NodeID {
 		raftAddr = c.self.Addr
 	}
-	res, err := c.propose(ctx, cmdRegisterBroker, &registerBrokerV2{
+	res, err := c.propose(ctx, cmdRegisterBroker, &registerBrokerV3{
 		ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, RaftAddr: raftAddr,
-		Unclean: c.cfg.UncleanLeaderElection,
 	})
 	if err != nil {
 		return 0, err
@@ -884,16 +894,24 @@ func (c *Controller) OverridePartition(ctx context.Context, p PartitionOverride)
 // With nil partitions, those that need no election are left out. An
 // unclean election elects a replica outside the ISR only where no ISR
 // member is alive, whatever unclean.leader.election.enable says (it is an
-// operator's explicit request), and logs it at Warn.
+// operator's explicit request): the live replica with the most advanced
+// log among those that reported theirs to the active controller
+// (ErrEligibleLeadersNotAvailable when none did). It is logged at Warn.
 func (c *Controller) ElectLeaders(ctx context.Context, typ ElectionType, partitions []TopicPartition) (map[TopicPartition]error, error) {
-	cmd := &electLeadersV1{Type: int8(typ)}
+	var tps []topicPartitionV1
 	if partitions != nil {
-		cmd.Partitions = make([]topicPartitionV1, 0, len(partitions))
+		tps = make([]topicPartitionV1, 0, len(partitions))
 		for _, tp := range partitions {
-			cmd.Partitions = append(cmd.Partitions, topicPartitionV1{Topic: tp.Topic, Partition: tp.Partition})
+			tps = append(tps, topicPartitionV1{Topic: tp.Topic, Partition: tp.Partition})
 		}
 	}
-	res, err := c.propose(ctx, cmdElectLeaders, cmd)
+	var res applyResult
+	var err error
+	if typ == ElectUnclean {
+		res, err = c.electOnLeader(ctx, electRequest{Type: int8(typ), Partitions: tps})
+	} else {
+		res, err = c.propose(ctx, cmdElectLeaders, &electLeadersV1{Type: int8(typ), Partitions: tps})
+	}
 	if err != nil {
 		return nil, err
 	}

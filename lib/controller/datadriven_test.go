@@ -121,7 +121,11 @@ func runLine(t *testing.T, tf *testFSM, line string) string {
 		fmt.Fprintf(&b, "  elect %s-%d: %s\n", e.Topic, e.Partition, result)
 	}
 	for _, u := range res.unclean {
-		fmt.Fprintf(&b, "  unclean %s-%d: leader %d, former isr %v\n", u.Topic, u.Partition, u.Leader, u.FormerISR)
+		fmt.Fprintf(&b, "  unclean %s-%d: leader %d, former isr %v", u.Topic, u.Partition, u.Leader, u.FormerISR)
+		if u.EndOffset >= 0 {
+			fmt.Fprintf(&b, ", leader's log at epoch %d end offset %d", u.LastEpoch, u.EndOffset)
+		}
+		b.WriteString("\n")
 	}
 	if typ == cmdControlledShutdown {
 		var id struct {

@@ -83,20 +83,39 @@
 //
 //   - each partition it led goes to the first replica, in Replicas order,
 //     that is in the ISR and alive (neither fenced nor shutting down);
-//   - without one, to the first live replica with ISR {it} when unclean
-//     leader election is allowed (the topic's
-//     unclean.leader.election.enable, else the cluster-wide dynamic
-//     default in BrokerConfigs[-1], else Config.UncleanLeaderElection,
-//     carried in the command), logged at Warn with the former ISR, whose
-//     acknowledged records the new leader may lack;
 //   - otherwise the partition has no leader (-1) and keeps its ISR, so
-//     the last in-sync replica leads again when it comes back;
+//     the last in-sync replica leads again when it comes back (or an
+//     unclean election gives it another leader, below);
 //   - the broker leaves every ISR that has other members.
 //
 // A fenced broker's heartbeat, once its node has applied the image up to
 // its registration (Heartbeat.AppliedVersion >= broker epoch), unfences
 // it and makes it leader of the partitions without a leader whose ISR
-// holds it (or, unclean elections allowed, whose replicas do).
+// holds it.
+//
+// # Unclean elections
+//
+// Each heartbeat carries, in Offline, the position of the broker's log
+// (last leader epoch, end offset) of every partition it hosts that has no
+// leader in its node's image. The active controller keeps each broker's
+// latest report in memory, per session, and forgets them all when it
+// loses the leadership. For every partition without a leader and without
+// a live ISR member where unclean leader election is allowed (the
+// topic's unclean.leader.election.enable, else the cluster-wide dynamic
+// default in BrokerConfigs[-1], else Config.UncleanLeaderElection), its
+// supervising loop chooses among the live replicas the one that reported
+// the most advanced log: the latest last epoch, then the largest end
+// offset, then Replicas order. A live replica that has not reported is
+// waited for two Config.BrokerHeartbeatInterval, counted from when the
+// partition was first seen needing the election or the replica's
+// session began, whichever is later; then the best report wins, and with
+// none nobody is elected yet. The controller proposes an ElectLeaders
+// record that names the chosen leader; the FSM elects it (ISR {it}) only
+// if the partition still has no leader nor live ISR member, the leader
+// is a live replica and the configs still allow it, so Apply stays
+// deterministic. The election is logged at Warn with the new leader, its
+// end offset and epoch, and the former ISR, whose records above that
+// offset may be lost.
 //
 // A heartbeat with WantShutDown starts a controlled shutdown: the broker
 // is marked InControlledShutdown, its leaderships move to other live ISR
@@ -120,7 +139,10 @@
 // ISR; an ISR may only add live brokers (ErrIneligibleReplica).
 //
 // ElectLeaders runs preferred or unclean elections and reports per
-// partition. With AutoLeaderRebalance the active controller elects, every
+// partition. An unclean one, run on the active controller, elects the
+// live replica with the most advanced log among the reports at hand
+// (ErrEligibleLeadersNotAvailable when no live replica reported),
+// whatever the configs say. With AutoLeaderRebalance the active controller elects, every
 // LeaderImbalanceCheckInterval, the preferred replica of each partition
 // where it is alive and in the ISR but not the leader.
 //
@@ -174,9 +196,15 @@
 // number (and is written only once every node can read it); the decoder
 // keeps reading every version ever written, since old records stay in
 // logs and are replayed. Type numbers are never reused. Versions written
-// today: RegisterBroker 2 (Raft address; a registration lifts the fence
-// and a re-registration gives up leaderships), AlterPartition 2 (checked
-// against the partition epoch), every other command 1.
+// today: RegisterBroker 3 (2 added the Raft address, and a registration
+// lifts the fence and a re-registration gives up leaderships; 3 never
+// elects uncleanly), AlterPartition 2 (checked against the partition
+// epoch), FenceBroker 2 and UnfenceBroker 2 (never elect uncleanly; in
+// version 1 they, like RegisterBroker 2, elected the first live replica
+// when unclean elections were allowed, and old records still do),
+// ElectLeaders 1 for preferred and 2 for unclean elections (2 names the
+// chosen leaders; 1 elected the first live replica), every other
+// command 1.
 //
 // Snapshots carry the whole image: "MQCI", one version byte (2; version 1,
 // without the brokers' Raft address and liveness, is still read), and a

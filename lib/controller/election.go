@@ -22,8 +22,8 @@ const (
 	// the leader where it is alive and in the ISR.
 	ElectPreferred ElectionType = 0
 	// ElectUnclean elects a leader for partitions that have none: the
-	// first live ISR member, or else the first live replica (which may
-	// lack acknowledged records).
+	// first live ISR member, or else the live replica whose log is the
+	// most advanced (which may still lack acknowledged records).
 	ElectUnclean ElectionType = 1
 )
 
@@ -34,12 +34,35 @@ type TopicPartition struct {
 }
 
 // uncleanElection records a leader elected from outside the ISR: the
-// replicas of the former ISR may hold acknowledged records it lacks.
+// replicas of the former ISR may hold acknowledged records it lacks,
+// those above its end offset.
 type uncleanElection struct {
 	Topic     string  `json:"topic"`
 	Partition int32   `json:"partition"`
 	Leader    int32   `json:"leader"`
 	FormerISR []int32 `json:"former_isr"`
+	// LastEpoch and EndOffset are the position of the leader's log it
+	// reported; -1 when the command did not carry it (version 1 records).
+	LastEpoch int32 `json:"last_epoch"`
+	EndOffset int64 `json:"end_offset"`
+}
+
+// uncleanRule says whether a partition of t may get a leader from outside
+// its ISR when its leader is lost or a replica comes back; nil: never.
+type uncleanRule func(t *Topic) bool
+
+// legacyUnclean is the rule of the version 1 fence and unfence commands
+// and version 2 registrations, which elected uncleanly themselves:
+// unclean.leader.election.enable, def being the proposer's default.
+func legacyUnclean(img *Image, def bool) uncleanRule {
+	return func(t *Topic) bool { return uncleanAllowed(img, t, def) }
+}
+
+// firstLiveUnclean is the unclean choice of version 1 records: the first
+// live replica in Replicas order, other than gone.
+func firstLiveUnclean(img *Image, t *Topic, p Partition, gone int32) (uncleanElection, bool) {
+	c := firstAlive(img, p.Replicas, gone, nil)
+	return uncleanElection{Topic: t.Name, Partition: p.ID, Leader: c, FormerISR: slices.Clone(p.ISR), LastEpoch: -1, EndOffset: -1}, c >= 0
 }
 
 // partitionChange is what a rule decides for one partition: the new
@@ -130,16 +153,17 @@ func uncleanAllowed(img *Image, t *Topic, def bool) bool {
 
 // electAfterLoss is the rule for a partition whose leader gone is leaving
 // (fenced, or re-registered as a new incarnation): the first live ISR
-// member in replica order leads; without one, the first live replica when
-// unclean elections are allowed; otherwise nobody (leader -1, ISR kept).
-func electAfterLoss(img *Image, t *Topic, p Partition, gone int32, unclean bool, res *applyResult) partitionChange {
+// member in replica order leads; without one, under a legacy rule that
+// allows it, the first live replica; otherwise nobody (leader -1, ISR
+// kept), until the active controller elects uncleanly (electLeadersV2).
+func electAfterLoss(img *Image, t *Topic, p Partition, gone int32, unclean uncleanRule, res *applyResult) partitionChange {
 	if c := firstAlive(img, p.Replicas, gone, func(r int32) bool { return slices.Contains(p.ISR, r) }); c >= 0 {
 		return partitionChange{leader: c, isr: without(p.ISR, gone)}
 	}
-	if uncleanAllowed(img, t, unclean) {
-		if c := firstAlive(img, p.Replicas, gone, nil); c >= 0 {
-			res.unclean = append(res.unclean, uncleanElection{Topic: t.Name, Partition: p.ID, Leader: c, FormerISR: slices.Clone(p.ISR)})
-			return partitionChange{leader: c, isr: []int32{c}}
+	if unclean != nil && unclean(t) {
+		if u, ok := firstLiveUnclean(img, t, p, gone); ok {
+			res.unclean = append(res.unclean, u)
+			return partitionChange{leader: u.Leader, isr: []int32{u.Leader}}
 		}
 	}
 	return partitionChange{leader: -1, isr: p.ISR}
@@ -147,16 +171,16 @@ func electAfterLoss(img *Image, t *Topic, p Partition, gone int32, unclean bool,
 
 // electOffline is the rule that gives a leader to partitions that have
 // none once broker id is alive again: id leads where it is in the ISR,
-// and, when unclean elections are allowed, where it is only a replica.
-func electOffline(img *Image, t *Topic, p Partition, id int32, unclean bool, res *applyResult) (partitionChange, bool) {
+// and, under a legacy rule that allows it, where it is only a replica.
+func electOffline(t *Topic, p Partition, id int32, unclean uncleanRule, res *applyResult) (partitionChange, bool) {
 	if p.Leader != -1 || !slices.Contains(p.Replicas, id) {
 		return partitionChange{}, false
 	}
 	if slices.Contains(p.ISR, id) {
 		return partitionChange{leader: id, isr: p.ISR}, true
 	}
-	if uncleanAllowed(img, t, unclean) {
-		res.unclean = append(res.unclean, uncleanElection{Topic: t.Name, Partition: p.ID, Leader: id, FormerISR: slices.Clone(p.ISR)})
+	if unclean != nil && unclean(t) {
+		res.unclean = append(res.unclean, uncleanElection{Topic: t.Name, Partition: p.ID, Leader: id, FormerISR: slices.Clone(p.ISR), LastEpoch: -1, EndOffset: -1})
 		return partitionChange{leader: id, isr: []int32{id}}, true
 	}
 	return partitionChange{}, false
@@ -181,6 +205,13 @@ func setBroker(img *Image, b Broker) {
 }
 
 func applyRegisterBrokerV2(img *Image, index uint64, c *registerBrokerV2, res *applyResult) error {
+	v3 := registerBrokerV3{ID: c.ID, Host: c.Host, Port: c.Port, Rack: c.Rack, Listeners: c.Listeners, RaftAddr: c.RaftAddr}
+	return applyRegistration(img, index, &v3, legacyUnclean(img, c.Unclean), res)
+}
+
+// applyRegistration is a registration of version 2 or later, under the
+// unclean rule of its version.
+func applyRegistration(img *Image, index uint64, c *registerBrokerV3, unclean uncleanRule, res *applyResult) error {
 	if c.ID < 0 || c.Port < 0 || c.Port > math.MaxUint16 {
 		return fmt.Errorf("%w: id %d port %d", ErrInvalidBroker, c.ID, c.Port)
 	}
@@ -212,13 +243,13 @@ func applyRegisterBrokerV2(img *Image, index uint64, c *registerBrokerV2, res *a
 		case p.Leader != -1 && slices.Contains(p.ISR, b.ID) && len(p.ISR) > 1:
 			return partitionChange{leader: p.Leader, isr: without(p.ISR, b.ID)}, true
 		}
-		return electOffline(img, t, p, b.ID, c.Unclean, res)
+		return electOffline(t, p, b.ID, unclean, res)
 	})
 	return nil
 }
 
-func applyFenceBroker(img *Image, c *fenceBrokerV1, res *applyResult) error {
-	b, err := checkBrokerEpoch(img, c.ID, c.Epoch)
+func applyFenceBroker(img *Image, id int32, epoch int64, unclean uncleanRule, res *applyResult) error {
+	b, err := checkBrokerEpoch(img, id, epoch)
 	if err != nil {
 		return err
 	}
@@ -231,7 +262,7 @@ func applyFenceBroker(img *Image, c *fenceBrokerV1, res *applyResult) error {
 	updatePartitions(img, func(t *Topic, p Partition) (partitionChange, bool) {
 		switch {
 		case p.Leader == b.ID:
-			return electAfterLoss(img, t, p, b.ID, c.Unclean, res), true
+			return electAfterLoss(img, t, p, b.ID, unclean, res), true
 		case slices.Contains(p.ISR, b.ID) && len(p.ISR) > 1:
 			return partitionChange{leader: p.Leader, isr: without(p.ISR, b.ID)}, true
 		}
@@ -240,8 +271,8 @@ func applyFenceBroker(img *Image, c *fenceBrokerV1, res *applyResult) error {
 	return nil
 }
 
-func applyUnfenceBroker(img *Image, c *unfenceBrokerV1, res *applyResult) error {
-	b, err := checkBrokerEpoch(img, c.ID, c.Epoch)
+func applyUnfenceBroker(img *Image, id int32, epoch int64, unclean uncleanRule, res *applyResult) error {
+	b, err := checkBrokerEpoch(img, id, epoch)
 	if err != nil {
 		return err
 	}
@@ -253,7 +284,7 @@ func applyUnfenceBroker(img *Image, c *unfenceBrokerV1, res *applyResult) error 
 	setBroker(img, b)
 	if b.alive() {
 		updatePartitions(img, func(t *Topic, p Partition) (partitionChange, bool) {
-			return electOffline(img, t, p, b.ID, c.Unclean, res)
+			return electOffline(t, p, b.ID, unclean, res)
 		})
 	}
 	return nil
@@ -344,16 +375,46 @@ type electionResult struct {
 	err error
 }
 
-func applyElectLeaders(img *Image, c *electLeadersV1, res *applyResult) error {
-	typ := ElectionType(c.Type)
+// uncleanPick chooses the unclean leader of a partition of t that has no
+// live ISR member; false: none.
+type uncleanPick func(t *Topic, p Partition) (uncleanElection, bool)
+
+func applyElectLeadersV1(img *Image, c *electLeadersV1, res *applyResult) error {
+	return applyElectLeaders(img, c.Type, c.Partitions, func(t *Topic, p Partition) (uncleanElection, bool) {
+		return firstLiveUnclean(img, t, p, -1)
+	}, res)
+}
+
+// applyElectLeadersV2 elects, uncleanly, only the leaders the command
+// names, where they are live replicas (and, for the controller's own
+// election, where unclean.leader.election.enable allows).
+func applyElectLeadersV2(img *Image, c *electLeadersV2, res *applyResult) error {
+	named := map[TopicPartition]uncleanLeaderV2{}
+	for _, l := range c.Leaders {
+		named[TopicPartition{l.Topic, l.Partition}] = l
+	}
+	return applyElectLeaders(img, c.Type, c.Partitions, func(t *Topic, p Partition) (uncleanElection, bool) {
+		l, ok := named[TopicPartition{t.Name, p.ID}]
+		if !ok || !slices.Contains(p.Replicas, l.Leader) || !img.brokerAlive(l.Leader) || (c.Configured && !uncleanAllowed(img, t, c.Default)) {
+			return uncleanElection{}, false
+		}
+		return uncleanElection{
+			Topic: t.Name, Partition: p.ID, Leader: l.Leader, FormerISR: slices.Clone(p.ISR),
+			LastEpoch: l.LastEpoch, EndOffset: l.EndOffset,
+		}, true
+	}, res)
+}
+
+func applyElectLeaders(img *Image, electionType int8, partitions []topicPartitionV1, pick uncleanPick, res *applyResult) error {
+	typ := ElectionType(electionType)
 	if typ != ElectPreferred && typ != ElectUnclean {
-		return fmt.Errorf("%w: election type %d", ErrInvalidCommand, c.Type)
+		return fmt.Errorf("%w: election type %d", ErrInvalidCommand, electionType)
 	}
 	// The partitions asked for, each once; nil means all of them, and then
 	// partitions that need no election are not reported.
-	all := c.Partitions == nil
+	all := partitions == nil
 	wanted := map[TopicPartition]bool{}
-	for _, tp := range c.Partitions {
+	for _, tp := range partitions {
 		key := TopicPartition{tp.Topic, tp.Partition}
 		if wanted[key] {
 			continue
@@ -372,7 +433,7 @@ func applyElectLeaders(img *Image, c *electLeadersV1, res *applyResult) error {
 		if !all && !wanted[key] {
 			return partitionChange{}, false
 		}
-		change, err := elect(img, t, p, typ, res)
+		change, err := elect(img, t, p, typ, pick, res)
 		if err != nil && !(all && err == ErrElectionNotNeeded) {
 			res.elections = append(res.elections, electionResult{key, fmt.Errorf("%w: %q partition %d", err, t.Name, p.ID)})
 		}
@@ -395,7 +456,7 @@ func applyElectLeaders(img *Image, c *electLeadersV1, res *applyResult) error {
 }
 
 // elect decides one partition's election of type typ.
-func elect(img *Image, t *Topic, p Partition, typ ElectionType, res *applyResult) (partitionChange, error) {
+func elect(img *Image, t *Topic, p Partition, typ ElectionType, pick uncleanPick, res *applyResult) (partitionChange, error) {
 	if typ == ElectPreferred {
 		preferred := p.Replicas[0]
 		switch {
@@ -412,9 +473,9 @@ func elect(img *Image, t *Topic, p Partition, typ ElectionType, res *applyResult
 	if c := firstAlive(img, p.Replicas, -1, func(r int32) bool { return slices.Contains(p.ISR, r) }); c >= 0 {
 		return partitionChange{leader: c, isr: p.ISR}, nil
 	}
-	if c := firstAlive(img, p.Replicas, -1, nil); c >= 0 {
-		res.unclean = append(res.unclean, uncleanElection{Topic: t.Name, Partition: p.ID, Leader: c, FormerISR: slices.Clone(p.ISR)})
-		return partitionChange{leader: c, isr: []int32{c}}, nil
+	if u, ok := pick(t, p); ok {
+		res.unclean = append(res.unclean, u)
+		return partitionChange{leader: u.Leader, isr: []int32{u.Leader}}, nil
 	}
 	return partitionChange{}, ErrEligibleLeadersNotAvailable
 }

@@ -130,16 +130,24 @@ func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
 		res.brokerEpoch = int64(index & math.MaxInt64)
 	case *registerBrokerV2:
 		err = applyRegisterBrokerV2(&next, index, c, &res)
+	case *registerBrokerV3:
+		err = applyRegistration(&next, index, c, nil, &res)
 	case *fenceBrokerV1:
-		err = applyFenceBroker(&next, c, &res)
+		err = applyFenceBroker(&next, c.ID, c.Epoch, legacyUnclean(&next, c.Unclean), &res)
+	case *fenceBrokerV2:
+		err = applyFenceBroker(&next, c.ID, c.Epoch, nil, &res)
 	case *unfenceBrokerV1:
-		err = applyUnfenceBroker(&next, c, &res)
+		err = applyUnfenceBroker(&next, c.ID, c.Epoch, legacyUnclean(&next, c.Unclean), &res)
+	case *unfenceBrokerV2:
+		err = applyUnfenceBroker(&next, c.ID, c.Epoch, nil, &res)
 	case *controlledShutdownV1:
 		err = applyControlledShutdown(&next, c, &res)
 	case *alterPartitionV2:
 		err = applyAlterPartitionV2(&next, c, &res)
 	case *electLeadersV1:
-		err = applyElectLeaders(&next, c, &res)
+		err = applyElectLeadersV1(&next, c, &res)
+	case *electLeadersV2:
+		err = applyElectLeadersV2(&next, c, &res)
 	case *createTopicV1:
 		err = applyCreateTopic(&next, c)
 	case *deleteTopicV1:

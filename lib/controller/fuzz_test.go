@@ -30,6 +30,10 @@ func seedCommands(t testing.TB) [][]byte {
 		{cmdControlledShutdown, &controlledShutdownV1{ID: 3, Epoch: 4}},
 		{cmdElectLeaders, &electLeadersV1{Type: 1}},
 		{cmdElectLeaders, &electLeadersV1{Type: 0, Partitions: []topicPartitionV1{{Topic: "orders", Partition: 2}}}},
+		{cmdRegisterBroker, &registerBrokerV3{ID: 2, Host: "h2", Port: 9092, RaftAddr: "h2:9093"}},
+		{cmdFenceBroker, &fenceBrokerV2{ID: 2, Epoch: 3}},
+		{cmdUnfenceBroker, &unfenceBrokerV2{ID: 2, Epoch: 3}},
+		{cmdElectLeaders, &electLeadersV2{Type: 1, Leaders: []uncleanLeaderV2{{Topic: "orders", Partition: 0, Leader: 2, LastEpoch: 3, EndOffset: 40}}, Configured: true}},
 	} {
 		data, err := encodeCommand(s.typ, s.body)
 		if err != nil {

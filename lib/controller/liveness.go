@@ -23,6 +23,28 @@ type Heartbeat struct {
 	AppliedVersion uint64
 	// WantShutDown asks for a controlled shutdown.
 	WantShutDown bool
+	// Offline is the position of the broker's log of every partition it
+	// hosts that has no leader (-1) in its node's image: what the active
+	// controller chooses an unclean leader by. Nil when there is none.
+	Offline []ReplicaPosition `json:",omitempty"`
+}
+
+// ReplicaPosition is how far a replica's log of one partition goes: the
+// leader epoch of its last record and its log end offset.
+type ReplicaPosition struct {
+	Topic     string
+	Partition int32
+	LastEpoch int32
+	EndOffset int64
+}
+
+// ahead reports whether position p is more advanced than q: a later last
+// leader epoch, or the same one and a larger end offset.
+func (p ReplicaPosition) ahead(q ReplicaPosition) bool {
+	if p.LastEpoch != q.LastEpoch {
+		return p.LastEpoch > q.LastEpoch
+	}
+	return p.EndOffset > q.EndOffset
 }
 
 // HeartbeatResult is the active controller's answer to a Heartbeat.
@@ -39,15 +61,24 @@ type HeartbeatResult struct {
 type liveness struct {
 	mu       sync.Mutex
 	sessions map[int32]session
+	// offline holds when each partition was first seen needing an unclean
+	// election (see sawOffline).
+	offline map[TopicPartition]time.Time
 }
 
 type session struct {
 	epoch int64
+	// started is when this controller first saw the broker at this epoch
+	// (or became active).
+	started time.Time
 	// lastHeartbeat is the last heartbeat, or the start of the session.
 	lastHeartbeat  time.Time
 	appliedVersion uint64
 	// heartbeated: lastHeartbeat is a heartbeat's.
 	heartbeated bool
+	// offline is the last heartbeat's Offline, by partition; never
+	// modified once stored.
+	offline map[TopicPartition]ReplicaPosition
 }
 
 func newLiveness() *liveness { return &liveness{sessions: map[int32]session{}} }
@@ -57,15 +88,30 @@ func (l *liveness) reset(img *Image, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sessions = map[int32]session{}
+	l.offline = nil
 	for id, b := range img.Brokers {
-		l.sessions[id] = session{epoch: b.Epoch, lastHeartbeat: now}
+		l.sessions[id] = session{epoch: b.Epoch, started: now, lastHeartbeat: now}
 	}
 }
 
 func (l *liveness) heartbeat(hb Heartbeat, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.sessions[hb.BrokerID] = session{epoch: hb.BrokerEpoch, lastHeartbeat: now, appliedVersion: hb.AppliedVersion, heartbeated: true}
+	started := now
+	if s, ok := l.sessions[hb.BrokerID]; ok && s.epoch == hb.BrokerEpoch {
+		started = s.started
+	}
+	var offline map[TopicPartition]ReplicaPosition
+	if len(hb.Offline) > 0 {
+		offline = make(map[TopicPartition]ReplicaPosition, len(hb.Offline))
+		for _, pos := range hb.Offline {
+			offline[TopicPartition{pos.Topic, pos.Partition}] = pos
+		}
+	}
+	l.sessions[hb.BrokerID] = session{
+		epoch: hb.BrokerEpoch, started: started, lastHeartbeat: now,
+		appliedVersion: hb.AppliedVersion, heartbeated: true, offline: offline,
+	}
 }
 
 func (l *liveness) get(id int32) (session, bool) {
@@ -86,7 +132,7 @@ func (l *liveness) expired(img *Image, now time.Time, timeout time.Duration) []B
 		b := img.Brokers[id]
 		s, ok := l.sessions[id]
 		if !ok || s.epoch != b.Epoch {
-			l.sessions[id] = session{epoch: b.Epoch, lastHeartbeat: now}
+			l.sessions[id] = session{epoch: b.Epoch, started: now, lastHeartbeat: now}
 			continue
 		}
 		if !b.Fenced && now.Sub(s.lastHeartbeat) > timeout {
@@ -128,7 +174,7 @@ func (c *Controller) heartbeatLocal(ctx context.Context, hb Heartbeat) (Heartbea
 	case hb.WantShutDown && (!b.InControlledShutdown || !img.canShutDown(b.ID)):
 		typ, cmd = cmdControlledShutdown, &controlledShutdownV1{ID: b.ID, Epoch: b.Epoch}
 	case b.Fenced && !hb.WantShutDown && hb.AppliedVersion >= uint64(b.Epoch):
-		typ, cmd = cmdUnfenceBroker, &unfenceBrokerV1{ID: b.ID, Epoch: b.Epoch, Unclean: c.cfg.UncleanLeaderElection}
+		typ, cmd = cmdUnfenceBroker, &unfenceBrokerV2{ID: b.ID, Epoch: b.Epoch}
 	}
 	if cmd != nil {
 		if err := c.applyCommandHere(ctx, typ, cmd); err != nil {
@@ -166,8 +212,9 @@ func (c *Controller) isActive() bool {
 }
 
 // superviseBrokers is the active controller's loop: it fences brokers
-// whose session timed out, and moves leaderships back to the preferred
-// replicas when auto.leader.rebalance.enable is on.
+// whose session timed out, elects unclean leaders where allowed, and
+// moves leaderships back to the preferred replicas when
+// auto.leader.rebalance.enable is on.
 func (c *Controller) superviseBrokers() {
 	defer c.wg.Done()
 	check := time.NewTicker(min(max(c.cfg.BrokerSessionTimeout/4, 10*time.Millisecond), time.Second))
@@ -182,6 +229,9 @@ func (c *Controller) superviseBrokers() {
 			if c.isActive() {
 				c.fenceExpired()
 			}
+			if c.isActive() {
+				c.electUnclean()
+			}
 		case <-rebalance.C:
 			if c.isActive() && c.cfg.AutoLeaderRebalance {
 				c.rebalanceLeaders()
@@ -193,7 +243,7 @@ func (c *Controller) superviseBrokers() {
 func (c *Controller) fenceExpired() {
 	for _, b := range c.live.expired(c.Image(), c.cfg.Clock(), c.cfg.BrokerSessionTimeout) {
 		ctx, cancel := context.WithTimeout(c.closing, defaultCommandTimeout)
-		err := c.applyCommandHere(ctx, cmdFenceBroker, &fenceBrokerV1{ID: b.ID, Epoch: b.Epoch, Unclean: c.cfg.UncleanLeaderElection})
+		err := c.applyCommandHere(ctx, cmdFenceBroker, &fenceBrokerV2{ID: b.ID, Epoch: b.Epoch})
 		cancel()
 		if err != nil {
 			c.logger.Warn("controller: fencing broker", "broker", b.ID, "err", err)

@@ -36,6 +36,7 @@ const (
 	opJoin      = "join"      // body: joinRequest; answer: nothing
 	opQuorum    = "quorum"    // answer: Quorum
 	opHello     = "hello"     // the voter-set check alone
+	opElect     = "elect"     // body: electRequest; answer: wireResult
 )
 
 type rpcRequest struct {
@@ -315,6 +316,16 @@ func (c *Controller) handleRPC(req *rpcRequest) (any, error) {
 			return nil, err
 		}
 		return c.heartbeatLocal(ctx, hb)
+	case opElect:
+		var e electRequest
+		if err := json.Unmarshal(req.Body, &e); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+		}
+		res, err := c.electLocal(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		return resultToWire(res), nil
 	case opJoin:
 		var j joinRequest
 		if err := json.Unmarshal(req.Body, &j); err != nil {

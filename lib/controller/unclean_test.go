@@ -1,0 +1,154 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestChooseUncleanPicksTheMostAdvancedLiveReplica(t *testing.T) {
+	img := emptyImage()
+	img.Brokers = map[int32]Broker{1: {ID: 1}, 2: {ID: 2}, 3: {ID: 3}, 4: {ID: 4, Fenced: true}}
+	p := Partition{Replicas: []int32{1, 2, 3, 4}, ISR: []int32{4}, Leader: -1}
+	at := func(epoch int32, offset int64) ReplicaPosition {
+		return ReplicaPosition{LastEpoch: epoch, EndOffset: offset}
+	}
+	for _, tc := range []struct {
+		name    string
+		reports map[int32]ReplicaPosition
+		waiting []int32 // live replicas without a report still waited for
+		want    int32   // -1: nothing chosen
+	}{
+		{"largest end offset", map[int32]ReplicaPosition{1: at(2, 10), 2: at(2, 30), 3: at(2, 20)}, nil, 2},
+		{"later epoch beats a larger offset", map[int32]ReplicaPosition{1: at(3, 10), 2: at(2, 30), 3: at(2, 20)}, nil, 1},
+		{"equals: replica order", map[int32]ReplicaPosition{1: at(2, 10), 2: at(2, 30), 3: at(2, 30)}, nil, 2},
+		{"a fenced replica is no candidate", map[int32]ReplicaPosition{1: at(2, 10), 4: at(9, 99)}, nil, 1},
+		{"one not waited for is skipped", map[int32]ReplicaPosition{3: at(1, 5)}, nil, 3},
+		{"one waited for holds the election", map[int32]ReplicaPosition{1: at(2, 10), 3: at(2, 30)}, []int32{2}, -1},
+		{"no report, nothing", nil, nil, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			position := func(id int32) (ReplicaPosition, bool) { pos, ok := tc.reports[id]; return pos, ok }
+			waiting := func(id int32) bool {
+				for _, w := range tc.waiting {
+					if w == id {
+						return true
+					}
+				}
+				return false
+			}
+			leader, pos, ok := chooseUnclean(img, p, position, waiting)
+			if leader != tc.want || ok != (tc.want >= 0) {
+				t.Fatalf("chose %d (%v), want %d", leader, ok, tc.want)
+			}
+			if ok && pos != tc.reports[leader] {
+				t.Errorf("position %+v, want the one %d reported, %+v", pos, leader, tc.reports[leader])
+			}
+		})
+	}
+}
+
+// TestUncleanElectionWaitsForReports drives the active controller's
+// unclean election with a manual clock: a live replica that has not
+// reported is waited for two heartbeat intervals, then the most advanced
+// of those that reported wins.
+func TestUncleanElectionWaitsForReports(t *testing.T) {
+	var nowNanos atomic.Int64
+	nowNanos.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	now := func() time.Time { return time.Unix(0, nowNanos.Load()) }
+	advance := func(d time.Duration) { nowNanos.Add(int64(d)) }
+	c, err := Open(Config{
+		NodeID: 1, Dir: t.TempDir(), Clock: now,
+		BrokerSessionTimeout: 10 * time.Second, BrokerHeartbeatInterval: time.Second,
+		UncleanLeaderElection: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	epochs := map[int32]int64{}
+	for id := int32(1); id <= 3; id++ {
+		if epochs[id], err = c.RegisterBroker(ctx, Broker{ID: id, Host: "h", Port: 9092}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heartbeat := func(id int32, offline ...ReplicaPosition) {
+		t.Helper()
+		if _, err := c.Heartbeat(ctx, Heartbeat{BrokerID: id, BrokerEpoch: epochs[id], Offline: offline}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a and b allow unclean elections (the static default); c does not,
+	// but an operator's election ignores that.
+	for _, topic := range []string{"a", "b", "c"} {
+		var cfg map[string]string
+		if topic == "c" {
+			cfg = map[string]string{UncleanLeaderElectionConfig: "false"}
+		}
+		if _, err := c.CreateTopic(ctx, CreateTopic{Name: topic, Assignments: [][]int32{{1, 2, 3}}, Configs: cfg}); err != nil {
+			t.Fatal(err)
+		}
+		// 2 and 3 fall out of sync: 1 alone has every acknowledged record.
+		if _, err := c.AlterPartition(ctx, AlterPartition{Topic: topic, Leader: 1, ISR: []int32{1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := int32(1); id <= 3; id++ {
+		heartbeat(id)
+	}
+	// 1 goes silent and is fenced; 2 and 3 keep heartbeating.
+	advance(6 * time.Second)
+	heartbeat(2)
+	heartbeat(3)
+	advance(5 * time.Second)
+	c.fenceExpired()
+	leaders := func() (int32, int32) {
+		img := c.Image()
+		return img.Partition("a", 0).Leader, img.Partition("b", 0).Leader
+	}
+	if a, b := leaders(); a != -1 || b != -1 {
+		t.Fatalf("after 1 was fenced: leaders %d and %d, want none (unclean elections wait for reports)", a, b)
+	}
+	c.electUnclean() // the partitions are first seen offline now
+	electC := func() error {
+		t.Helper()
+		res, err := c.ElectLeaders(ctx, ElectUnclean, []TopicPartition{{"c", 0}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[TopicPartition{"c", 0}]
+	}
+	if err := electC(); !errors.Is(err, ErrEligibleLeadersNotAvailable) {
+		t.Fatalf("operator's unclean election before any report: %v, want ErrEligibleLeadersNotAvailable", err)
+	}
+
+	pos := func(topic string, offset int64) ReplicaPosition {
+		return ReplicaPosition{Topic: topic, Partition: 0, LastEpoch: 0, EndOffset: offset}
+	}
+	heartbeat(2, pos("a", 5), pos("b", 7), pos("c", 4))
+	c.electUnclean()
+	if a, b := leaders(); a != -1 || b != -1 {
+		t.Fatalf("with 3 not reported yet: leaders %d and %d, want none", a, b)
+	}
+	if err := electC(); err != nil {
+		t.Fatalf("operator's unclean election with 2's report: %v", err)
+	}
+	if p := c.Image().Partition("c", 0); p.Leader != 2 {
+		t.Fatalf("c after the operator's election: %+v, want leader 2 at once (the only report)", p)
+	}
+	advance(time.Second)
+	heartbeat(3, pos("a", 9)) // 3 reports a only
+	c.electUnclean()
+	if a, b := leaders(); a != 3 || b != -1 {
+		t.Fatalf("with every report on a: leaders %d and %d, want 3 (ahead of 2) and none (3 still waited for)", a, b)
+	}
+	advance(1500 * time.Millisecond) // two intervals since b was seen offline
+	c.electUnclean()
+	if p := c.Image().Partition("b", 0); p.Leader != 2 || len(p.ISR) != 1 || p.ISR[0] != 2 {
+		t.Fatalf("b after waiting two intervals: %+v, want leader 2 and ISR [2], the only report", p)
+	}
+}
