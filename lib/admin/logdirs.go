@@ -68,10 +68,18 @@ type logDirs struct {
 	errs    map[int32]string // brokers whose answer could not be had
 }
 
+// logDirsWait bounds how long describeLogDirs waits for the brokers: a
+// broker that is stopped (SIGSTOP) or cut off accepts the connection and
+// never answers, and must not hang a describe of the rest.
+const logDirsWait = 5 * time.Second
+
 // describeLogDirs asks every broker about its log directories and the
 // given topics' replicas in them (none when topics is empty). A broker
-// that cannot answer gets an entry in errs; it fails nothing else.
+// that cannot answer, or not within logDirsWait, gets an entry in errs; it
+// fails nothing else.
 func (a *Admin) describeLogDirs(ctx context.Context, topics map[string][]int32) logDirs {
+	ctx, cancel := context.WithTimeout(ctx, logDirsWait)
+	defer cancel()
 	req := kmsg.NewPtrDescribeLogDirsRequest()
 	req.Topics = []kmsg.DescribeLogDirsRequestTopic{} // not null: null asks for every partition
 	for _, t := range slices.Sorted(maps.Keys(topics)) {
