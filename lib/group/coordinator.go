@@ -242,6 +242,12 @@ func (c *Coordinator) load(partition int32, op *ownedPartition) {
 	}
 	for _, g := range loaded {
 		c.groups[g.id] = g
+		// Every restored member's session starts now, as if it had just
+		// heartbeated: one that does not come back expires, and the
+		// others rebalance without it.
+		for _, m := range g.members {
+			g.touch(m)
+		}
 	}
 	c.log.Debug("group partition loaded", "partition", partition, "groups", len(loaded),
 		"records", records, "took", time.Since(start).Round(time.Millisecond))
@@ -279,6 +285,7 @@ func (c *Coordinator) Owned() []int32 {
 // compacted; compaction only makes replay shorter.
 func (c *Coordinator) replay(partition int32) ([]*group, int, error) {
 	groups := map[string]*group{}
+	metadata := map[string]*groupValue{} // each group's last group record
 	get := func(id string) *group {
 		g := groups[id]
 		if g == nil {
@@ -312,6 +319,7 @@ func (c *Coordinator) replay(partition int32) ([]*group, int, error) {
 		}
 		if value == nil {
 			g.protocolType, g.generation, g.hasMetadata = "", 0, false
+			delete(metadata, k.group)
 			return nil
 		}
 		v, err := decodeGroupValue(value)
@@ -320,7 +328,7 @@ func (c *Coordinator) replay(partition int32) ([]*group, int, error) {
 			return nil
 		}
 		g.protocolType, g.generation, g.hasMetadata = v.protocolType, v.generation, true
-		g.stateTime = time.UnixMilli(v.stateMS)
+		metadata[k.group] = &v
 		return nil
 	})
 	if err != nil {
@@ -332,10 +340,13 @@ func (c *Coordinator) replay(partition int32) ([]*group, int, error) {
 		if len(g.offsets) == 0 && !g.hasMetadata {
 			continue
 		}
-		// Members are not restored: they find out with UNKNOWN_MEMBER_ID
-		// and join again; the generation continues where it was. The group
-		// counts as empty from the time it was loaded.
+		// The group's state starts at load time: an Empty group counts as
+		// empty from then (for offset retention), and load installs the
+		// session timers of the members restored.
 		g.stateTime = now
+		if v := metadata[g.id]; v != nil {
+			g.restoreMembers(v)
+		}
 		out = append(out, g)
 	}
 	return out, records, nil

@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -91,3 +92,32 @@ func TestCommitFailsWhenStoreFails(t *testing.T) {
 var errTestStore = errors.New("disk full")
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// TestGroupValueVersions decodes group records of every value version
+// (as the test scripts' append-group writes them): each keeps its
+// members, with what its version holds; version 3 is what the
+// coordinator writes.
+func TestGroupValueVersions(t *testing.T) {
+	v := groupValue{protocolType: "consumer", generation: 4, protocol: "range", leader: "m", stateMS: 1000,
+		members: []storedMember{{id: "m", instanceID: "i", clientID: "c", clientHost: "/h",
+			rebalanceMS: 30000, sessionMS: 10000, subscription: []byte("s"), assignment: []byte("a")}}}
+	if got, want := encodeGroupValueAs(&v, groupValueVersion), v.encode(); string(got) != string(want) {
+		t.Fatalf("version %d: test encoding %x, coordinator's %x", groupValueVersion, got, want)
+	}
+	for version := int16(0); version <= groupValueVersion; version++ {
+		got, err := decodeGroupValue(encodeGroupValueAs(&v, version))
+		if err != nil {
+			t.Fatalf("version %d: %v", version, err)
+		}
+		want := v.members[0]
+		if version < 3 {
+			want.instanceID = ""
+		}
+		if version < 1 {
+			want.rebalanceMS = 0
+		}
+		if len(got.members) != 1 || fmt.Sprint(got.members[0]) != fmt.Sprint(want) || got.leader != "m" || got.generation != 4 {
+			t.Errorf("version %d: decoded %+v, want member %+v", version, got, want)
+		}
+	}
+}

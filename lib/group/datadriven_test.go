@@ -56,6 +56,12 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	                                batch stays), or lost to a new leader's
 //	                                truncation)
 //	unload [group=G] / load [group=G] (the group's partition)
+//	append-group [group=G] v=N gen=N [protocol=P] [leader=LABEL]
+//	             [members=LABEL[:ASSIGNMENT],...]
+//	                               (append a group record of value version N
+//	                                as another writer would; each LABEL is
+//	                                its member id, session 10s, and the
+//	                                script's client LABEL takes it and gen)
 //
 // A held append is printed as "held #N" with its records when it appears.
 // A commit, delete-offsets or delete-group that waits on one prints
@@ -411,6 +417,27 @@ func (s *script) run(line string) string {
 			return fmt.Sprintf("load: %s\n", errText(err))
 		}
 		return ""
+	case "append-group":
+		version, _ := strconv.Atoi(kv["v"])
+		generation, _ := strconv.Atoi(kv["gen"])
+		v := groupValue{protocolType: "consumer", generation: int32(generation), protocol: kv["protocol"], leader: kv["leader"]}
+		if m := kv["members"]; m != "" {
+			for _, w := range strings.Split(m, ",") {
+				label, assignment, _ := strings.Cut(w, ":")
+				v.members = append(v.members, storedMember{id: label, clientID: label, clientHost: "/127.0.0.1",
+					rebalanceMS: 30000, sessionMS: 10000, subscription: []byte("m"), assignment: []byte(assignment)})
+				cl := s.client(label)
+				cl.member, cl.generation = label, int32(generation)
+			}
+		}
+		batch, err := record.Build(record.BuildOptions{}, []record.Record{{Key: groupKey(group), Value: encodeGroupValueAs(&v, int16(version))}})
+		if err != nil {
+			panic(err)
+		}
+		if _, err := s.store.Append(s.c.Partition(group), batch); err != nil {
+			panic(err)
+		}
+		return ""
 	case "tick":
 		s.clock.Advance(dur(pos[0], ""))
 		return ""
@@ -690,4 +717,34 @@ func (s *script) state(group string) string {
 		ms = append(ms, e)
 	}
 	return fmt.Sprintf("%s: %s gen=%d protocol=%s leader=%s members=[%s]\n", d.Group, d.State, d.Generation, d.Protocol, d.Leader, strings.Join(ms, " "))
+}
+
+// encodeGroupValueAs encodes v in value version 0 to 3 of the group record
+// (records.go; the coordinator writes version 3).
+func encodeGroupValueAs(v *groupValue, version int16) []byte {
+	e := encoder{}
+	e.i16(version)
+	e.str(v.protocolType)
+	e.i32(v.generation)
+	e.nstr(v.protocol)
+	e.nstr(v.leader)
+	if version >= 2 {
+		e.i64(v.stateMS)
+	}
+	e.i32(int32(len(v.members)))
+	for _, m := range v.members {
+		e.str(m.id)
+		if version >= 3 {
+			e.nstr(m.instanceID)
+		}
+		e.str(m.clientID)
+		e.str(m.clientHost)
+		if version >= 1 {
+			e.i32(m.rebalanceMS)
+		}
+		e.i32(m.sessionMS)
+		e.bytes(m.subscription)
+		e.bytes(m.assignment)
+	}
+	return e.b
 }

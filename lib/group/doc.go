@@ -49,8 +49,20 @@
 // from its start: the last record of a key wins and tombstones delete, so
 // replay is correct whether or not the log was compacted (lib/log does not
 // compact yet; compaction will only make replay shorter). A replayed group
-// has its offsets, protocol type and generation, and no members: they
-// rejoin when their requests get ErrUnknownMemberID.
+// has its offsets, protocol type and generation, and, as in Kafka, the
+// members its last group record holds: that is how a coordinator that
+// takes over after a failover keeps a group going. A record with members
+// is written only for a stable generation, so the group comes back Stable
+// with the same member ids, leader and assignments, each member's session
+// starting at load: members go on heartbeating and committing with their
+// generation, and one that does not come back within its session timeout
+// expires and the others rebalance. A record without members (the group
+// became Empty) loads Empty; one with members that is not a stable
+// generation (no protocol, a leader that is not a member: no writer makes
+// one) loads without them, and they join again on ErrUnknownMemberID.
+// Records of every value version load so (versions 0 to 2 are Kafka's
+// older layouts: no rebalance timeout, which then is the session
+// timeout, or no instance ids).
 //
 // Offsets of a group that has been Empty for OffsetsRetention, and were
 // committed at least that long ago, are deleted every

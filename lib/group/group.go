@@ -527,10 +527,75 @@ func (g *group) storeMetadata(done func(error)) {
 	})
 }
 
+// restoreMembers makes a replayed group what its last group record says.
+// A record with members is written only for a stable generation (the
+// leader's assignment, a static member's return), so the group comes back
+// Stable with them: same member ids, generation, leader and assignments,
+// and for each member the group's protocol with the subscription the
+// record holds (as in Kafka; a member that joins again with all its
+// protocols looks changed, and rebalances). Load starts their sessions.
+// A record without members leaves the group Empty. One that is not a
+// stable generation (members but no protocol, a leader that is not a
+// member, a member without id or session timeout; no writer of mq or
+// Kafka makes one) restores no members either: they get
+// ErrUnknownMemberID and join again, the safe way back from a state this
+// coordinator did not see.
+func (g *group) restoreMembers(v *groupValue) {
+	if len(v.members) == 0 {
+		return
+	}
+	if reason := v.unstable(); reason != "" {
+		g.c.log.Warn("group record is not a stable generation: members not restored",
+			"group", g.id, "generation", v.generation, "reason", reason)
+		return
+	}
+	g.protocol, g.leader = v.protocol, v.leader
+	for _, sm := range v.members {
+		m := &member{id: sm.id, instanceID: sm.instanceID, clientID: sm.clientID, clientHost: sm.clientHost,
+			sessionTimeout:   time.Duration(sm.sessionMS) * time.Millisecond,
+			rebalanceTimeout: time.Duration(sm.rebalanceMS) * time.Millisecond,
+			protocolType:     v.protocolType,
+			protocols:        []Protocol{{Name: v.protocol, Metadata: sm.subscription}},
+			assignment:       sm.assignment,
+			synced:           true,
+		}
+		if m.rebalanceTimeout <= 0 {
+			m.rebalanceTimeout = m.sessionTimeout // version 0 has none; Kafka's default
+		}
+		g.members = append(g.members, m)
+	}
+	g.state = Stable
+}
+
+// unstable says why a group record with members does not describe a
+// stable generation; "" if it does.
+func (v *groupValue) unstable() string {
+	if v.protocolType == "" || v.protocol == "" {
+		return "no protocol"
+	}
+	ids, instances := map[string]bool{}, map[string]bool{}
+	for _, m := range v.members {
+		switch {
+		case m.id == "" || ids[m.id]:
+			return "member id missing or repeated"
+		case m.instanceID != "" && instances[m.instanceID]:
+			return "instance id repeated"
+		case m.sessionMS <= 0:
+			return "no session timeout"
+		}
+		ids[m.id], instances[m.instanceID] = true, true
+	}
+	if !ids[v.leader] {
+		return "leader not a member"
+	}
+	return ""
+}
+
 // logStoreFailure is storeMetadata's done for records nobody waits for
 // (the group became Empty, a static member came back): a failure is
-// logged and the group works on; after a failover its generation is
-// older than it was, which only makes members join again.
+// logged and the group works on; after a failover it is what its
+// previous record says: members join again, and restored members that
+// are gone expire.
 func (g *group) logStoreFailure(err error) {
 	if err != nil && !errors.Is(err, ErrNotCoordinator) {
 		g.c.log.Warn("store group metadata", "group", g.id, "err", err)
