@@ -515,8 +515,9 @@ func TestClusterGroupSurvivesItsCoordinatorsLoss(t *testing.T) {
 	coordinator.start()
 
 	// A new member of the group starts from the committed offsets: it
-	// reads only what comes after them. (A member the new coordinator
-	// does not know rejoins first: commit until it has.)
+	// reads only what comes after them. (The new coordinator restores the
+	// members from the group's record; a commit it refuses while it is
+	// still loading is tried again.)
 	waitFor(t, clusterReadyTimeout, func() (bool, string) {
 		err := consumer.CommitUncommittedOffsets(ctx)
 		if err != nil {
