@@ -50,6 +50,9 @@ type Broker struct {
 	groups *groupCoordinator // consumer groups and committed offsets (groups*.go)
 	// fetchers replicate the partitions this node follows (fetcher.go).
 	fetchers *replicaFetchers
+	// sessions are the followers' fetch sessions with this leader
+	// (fetchsession.go).
+	sessions *fetchSessions
 
 	stop       chan struct{} // closed by Close: the follow and maintain loops end
 	done       chan struct{} // closed when the follow loop has ended
@@ -60,7 +63,8 @@ type Broker struct {
 // New builds a Broker on an open controller. It opens the logs of every
 // partition this node hosts under cfg.Settings.DataDir.
 func New(cfg Config) (*Broker, error) {
-	b := &Broker{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, ctrl: cfg.Controller}
+	b := &Broker{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, ctrl: cfg.Controller,
+		sessions: newFetchSessions()}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}

@@ -10,7 +10,8 @@
 // consumers' truncation detection), metadata.go (Metadata,
 // InitProducerId), admin.go and configs.go (topics, configs,
 // DeleteRecords), groups*.go (the group APIs onto lib/group), logdirs.go
-// (DescribeLogDirs), damage.go (mq's SkipDamaged, lib/kafkaext). hints.go holds the KIP-951 current-leader
+// (DescribeLogDirs), fetchsession.go (the leader's KIP-227 fetch sessions
+// for followers), damage.go (mq's SkipDamaged, lib/kafkaext). hints.go holds the KIP-951 current-leader
 // hints that Produce and Fetch add to NOT_LEADER_OR_FOLLOWER and
 // FENCED_LEADER_EPOCH answers. errors.go is the one place where internal
 // errors become Kafka codes: one table per internal error domain (the
@@ -40,8 +41,10 @@
 //     which needs them open.
 //   - Each replica fetcher (fetcher.go) is one goroutine with one
 //     connection to a leader broker: OffsetForLeaderEpoch for partitions
-//     that must truncate first, then one Fetch for all of them, appended
-//     through lib/replica. Its partition set is replaced under fetcher.mu.
+//     that must truncate first, then one Fetch for all of them (in one
+//     fetch session with that leader: incremental after the first),
+//     appended through lib/replica. Its partition set is replaced under
+//     fetcher.mu.
 //   - One maintain goroutine (isr.go) proposes the leaders' ISR changes to
 //     the controller (at most maxISRProposals at once, each in a goroutine
 //     of its own) and checkpoints the high-water marks.
@@ -74,7 +77,9 @@
 // replica and log locks after it; the wait for the in-sync replicas
 // happens without it), lib/replica's stateMu then mu, and
 // lib/log's (see Log.mu). producerIDBlock.mu is taken alone, across a Raft
-// round trip for a new block of producer IDs.
+// round trip for a new block of producer IDs. fetchSessions.mu, then a
+// fetchSession's mu, are taken with no other lock held and never across
+// I/O.
 //
 // # Pooled state
 //

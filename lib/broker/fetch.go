@@ -31,6 +31,7 @@ type fetchPartition struct {
 	logStartOffset int64
 	region         log.Region // Len 0: no records
 	currentLeader  leaderHint // KIP-951, for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (hints.go)
+	omit           bool       // an incremental response leaves it out: nothing new
 }
 
 type fetchTopic struct {
@@ -61,6 +62,15 @@ type fetch struct {
 	// the leaders they name (hints.go); nil ctrl: no hints.
 	ctrl      *controller.Controller
 	endpoints []controller.Broker
+
+	// A follower's fetch in a session (fetchsession.go): the session,
+	// whose partitions are sessionParts in the order of topics' parts;
+	// sessionID is the id answered (0: none), and an incremental fetch
+	// answers only the partitions with news.
+	session      *fetchSession
+	sessionParts []*sessionPartition
+	sessionID    int32
+	incremental  bool
 
 	// Kept across uses: the encoded response (buf, parts), the regions it
 	// sends, the wait's timer and select cases, and the Reply and Done
@@ -104,6 +114,9 @@ func (f *fetch) release() {
 	clear(f.parts)
 	clear(f.endpoints)
 	f.endpoints = f.endpoints[:0]
+	clear(f.sessionParts)
+	f.sessionParts = f.sessionParts[:0]
+	f.session, f.sessionID, f.incremental = nil, 0, false
 	f.ctx = nil
 	fetchPool.Put(f)
 }
@@ -112,30 +125,45 @@ func (f *fetch) release() {
 // available it returns a Reply that waits (on the partitions' change
 // channels, up to MaxWaitMillis) and reads again.
 //
-// Fetch sessions (KIP-227) are declined: a full fetch (session id 0) is
-// answered with session id 0, which tells the client no session was
-// created, so it keeps sending full fetches. A request naming a session
-// (nonzero id, or id 0 with an epoch > 0 — an incremental fetch of a session
-// we never created) gets FETCH_SESSION_ID_NOT_FOUND, after which clients
-// reset to a full fetch.
+// Fetch sessions (KIP-227) are for followers only (replica id >= 0,
+// fetchsession.go): a full fetch with session id 0 and epoch 0 creates
+// one, answered with its id; later requests carry the id and the next
+// epoch and name only the partitions whose fetch state changed, and their
+// answers hold only the partitions with records, an error, or a new
+// high-water mark or log start. Consumers' sessions are declined: a full
+// fetch (session id 0) is answered with session id 0, which tells the
+// client no session was created, so it keeps sending full fetches. A
+// consumer's request naming a session (nonzero id, or id 0 with an epoch >
+// 0 — an incremental fetch of a session we never created) gets
+// FETCH_SESSION_ID_NOT_FOUND, after which clients reset to a full fetch.
 func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
-	req.Recycle() // resolve copies what it needs of the request
+	req.Recycle() // resolve and the session copy what they need of the request
 	r := req.Body.(*kmsg.FetchRequest)
-	if req.Version >= 7 && (r.SessionID != 0 || r.SessionEpoch > 0) {
-		resp := r.ResponseKind().(*kmsg.FetchResponse)
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		return req.Ready(server.Response{Msg: resp})
+	replicaID := r.ReplicaID
+	if req.Version >= 15 {
+		replicaID = r.ReplicaState.ID
+	}
+	if req.Version >= 7 && replicaID < 0 && (r.SessionID != 0 || r.SessionEpoch > 0) {
+		return req.Ready(fetchErrorResponse(r, kerr.FetchSessionIDNotFound))
 	}
 	f := getFetch()
-	f.version, f.replicaID, f.maxBytes, f.minBytes = req.Version, r.ReplicaID, r.MaxBytes, r.MinBytes
+	f.version, f.replicaID, f.maxBytes, f.minBytes = req.Version, replicaID, r.MaxBytes, r.MinBytes
 	f.ctrl = b.ctrl
-	if req.Version >= 15 {
-		f.replicaID = r.ReplicaState.ID
-	}
 	if f.maxBytes <= 0 {
 		f.maxBytes = 1 // still returns the first batch whole (KIP-74)
 	}
-	f.resolve(b, b.ctrl.Image(), r)
+	if req.Version >= 7 && replicaID >= 0 && (r.SessionID != 0 || r.SessionEpoch != sessionEpochFinal) {
+		if err := f.openSession(ctx, b, r); err != nil {
+			f.release()
+			return req.Ready(fetchErrorResponse(r, err))
+		}
+	}
+	if f.session != nil {
+		f.fromSession()
+		f.lookup(b, b.ctrl.Image())
+	} else {
+		f.resolve(b, b.ctrl.Image(), r)
+	}
 	if f.read() || r.MaxWaitMillis <= 0 {
 		return req.Ready(f.response())
 	}
@@ -166,20 +194,10 @@ func (f *fetch) resolve(b *Broker, img *controller.Image, r *kmsg.FetchRequest) 
 		rt := &r.Topics[i]
 		ft := &f.topics[i]
 		*ft = fetchTopic{parts: ft.parts}
-		var t *controller.Topic
-		var terr error
 		if f.version >= 13 {
 			ft.id = rt.TopicID
-			t = img.TopicsByID[controller.TopicID(rt.TopicID)]
-			if t == nil {
-				terr = errUnknownTopicID
-			}
 		} else {
 			ft.name = rt.Topic
-			t = img.Topics[rt.Topic]
-			if t == nil {
-				terr = errUnknownPartition
-			}
 		}
 		ft.parts = resize(ft.parts, len(rt.Partitions))
 		for j := range rt.Partitions {
@@ -190,21 +208,44 @@ func (f *fetch) resolve(b *Broker, img *controller.Image, r *kmsg.FetchRequest) 
 				fetchOffset:        rp.FetchOffset,
 				maxBytes:           rp.PartitionMaxBytes,
 				currentLeaderEpoch: rp.CurrentLeaderEpoch,
-				highWatermark:      -1,
-				logStartOffset:     -1,
-				err:                terr,
 			}
 			if f.version < 9 {
 				fp.currentLeaderEpoch = -1
 			}
+		}
+	}
+	f.lookup(b, img)
+}
+
+// lookup finds the hosted replica of every partition of f.topics, or the
+// error to answer for it.
+func (f *fetch) lookup(b *Broker, img *controller.Image) {
+	for i := range f.topics {
+		ft := &f.topics[i]
+		var t *controller.Topic
+		var terr error
+		if f.version >= 13 {
+			t = img.TopicsByID[controller.TopicID(ft.id)]
+			if t == nil {
+				terr = errUnknownTopicID
+			}
+		} else {
+			t = img.Topics[ft.name]
+			if t == nil {
+				terr = errUnknownPartition
+			}
+		}
+		for j := range ft.parts {
+			fp := &ft.parts[j]
+			fp.highWatermark, fp.logStartOffset, fp.err, fp.p = -1, -1, terr, nil
 			if terr != nil {
 				continue
 			}
-			if rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
+			if fp.partition < 0 || int(fp.partition) >= len(t.Partitions) {
 				fp.err = errUnknownPartition
 				continue
 			}
-			h := b.data.hostedReplica(t, rp.Partition)
+			h := b.data.hostedReplica(t, fp.partition)
 			if h == nil {
 				fp.err = errNotHostedOrLeader
 				continue
@@ -313,6 +354,9 @@ func (f *fetch) wait() bool {
 // after.
 func (f *fetch) response() server.Response {
 	f.leaderHints()
+	if f.session != nil {
+		f.markSent()
+	}
 	parts := f.encode()
 	for i := range f.topics {
 		for j := range f.topics[i].parts {
@@ -349,20 +393,27 @@ func (f *fetch) encode() []server.Part {
 	mark := 0
 	buf = appendInt32(buf, 0) // ThrottleMillis
 	if f.version >= 7 {
-		buf = appendInt16(buf, 0) // ErrorCode
-		buf = appendInt32(buf, 0) // SessionID: no session
+		buf = appendInt16(buf, 0)           // ErrorCode
+		buf = appendInt32(buf, f.sessionID) // SessionID; 0: none
 	}
-	buf = appendArrayLen(buf, len(f.topics), flexible)
+	buf = appendArrayLen(buf, f.answeredTopics(), flexible)
 	for i := range f.topics {
 		ft := &f.topics[i]
+		answered := f.answeredParts(ft)
+		if answered == 0 && f.incremental {
+			continue
+		}
 		if f.version >= 13 {
 			buf = append(buf, ft.id[:]...)
 		} else {
 			buf = appendString(buf, ft.name, flexible)
 		}
-		buf = appendArrayLen(buf, len(ft.parts), flexible)
+		buf = appendArrayLen(buf, answered, flexible)
 		for j := range ft.parts {
 			fp := &ft.parts[j]
+			if fp.omit {
+				continue
+			}
 			buf = appendInt32(buf, fp.partition)
 			buf = appendInt16(buf, fetchError(fp.err))
 			buf = appendInt64(buf, fp.highWatermark)
@@ -410,6 +461,42 @@ func (f *fetch) encode() []server.Part {
 	parts = append(parts, server.Part{Bytes: buf[mark:]})
 	f.parts = parts[:0]
 	return parts
+}
+
+// answeredTopics is the number of topics the response holds: all of them,
+// but for an incremental response only those with a partition answered.
+func (f *fetch) answeredTopics() int {
+	if !f.incremental {
+		return len(f.topics)
+	}
+	n := 0
+	for i := range f.topics {
+		if f.answeredParts(&f.topics[i]) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// answeredParts is the number of partitions of ft the response holds.
+func (f *fetch) answeredParts(ft *fetchTopic) int {
+	if !f.incremental {
+		return len(ft.parts)
+	}
+	n := 0
+	for j := range ft.parts {
+		if !ft.parts[j].omit {
+			n++
+		}
+	}
+	return n
+}
+
+// fetchErrorResponse answers a fetch with a top-level error only.
+func fetchErrorResponse(r *kmsg.FetchRequest, err *kerr.Error) server.Response {
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	resp.ErrorCode = err.Code
+	return server.Response{Msg: resp}
 }
 
 // leaderHints sets the KIP-951 hints of the partitions answered

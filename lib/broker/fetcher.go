@@ -129,6 +129,25 @@ type fetcher struct {
 	wake chan struct{} // a send means the partition set changed
 	stop chan struct{}
 	done chan struct{}
+
+	// session is the fetch session with the leader; only run's goroutine
+	// uses it.
+	session fetcherSession
+}
+
+// fetcherSession is a follower's side of a fetch session (KIP-227): the
+// session id the leader gave (0: none yet, the next fetch is full), the
+// epoch of the next request, and the fetch state of every partition as the
+// leader's session holds it.
+type fetcherSession struct {
+	id    int32
+	epoch int32
+	sent  map[topicPartitionID]kmsg.FetchRequestTopicPartition
+}
+
+// reset makes the next fetch a full one, creating a new session.
+func (s *fetcherSession) reset() {
+	*s = fetcherSession{}
 }
 
 // followed is one partition of a fetcher.
@@ -226,6 +245,7 @@ func (f *fetcher) run() {
 		if err != nil {
 			conn.close()
 			conn = nil
+			f.session.reset() // a new connection starts a new session
 			if ctx.Err() != nil {
 				return
 			}
@@ -395,8 +415,12 @@ func (f *fetcher) truncate(ctx context.Context, conn *peerConn, rounds []round, 
 	return nil
 }
 
-// fetch sends one Fetch for every partition of rounds and appends what
-// comes back.
+// fetch sends one Fetch for the partitions of rounds and appends what
+// comes back. In a session (fetcherSession) the request is incremental:
+// it names only the partitions that are new to the session or whose fetch
+// state changed, and forgets those no longer fetched; the leader answers
+// only the partitions with news, and a partition it leaves out has
+// nothing new. Without one, it is a full fetch asking for a session.
 func (f *fetcher) fetch(ctx context.Context, conn *peerConn, rounds []round, logger *slog.Logger) error {
 	s := f.b.cfg.Settings
 	req := kmsg.NewPtrFetchRequest()
@@ -405,11 +429,31 @@ func (f *fetcher) fetch(ctx context.Context, conn *peerConn, rounds []round, log
 	req.MaxWaitMillis = int32(s.ReplicaFetchWait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = s.ReplicaFetchResponseMaxBytes
-	req.SessionID, req.SessionEpoch = 0, -1 // no fetch session
+	sess := &f.session
+	full := sess.id == 0
+	if full {
+		req.SessionID, req.SessionEpoch = 0, sessionEpochInitial
+	} else {
+		req.SessionID, req.SessionEpoch = sess.id, sess.epoch
+	}
 	byTopic := map[controller.TopicID]int{}
 	index := map[topicPartitionID]round{}
+	want := make(map[topicPartitionID]kmsg.FetchRequestTopicPartition, len(rounds))
 	for _, r := range rounds {
 		id := r.fp.h.topicID
+		key := topicPartitionID{id, r.tp.partition}
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.Partition = r.tp.partition
+		p.CurrentLeaderEpoch = r.pos.LeaderEpoch
+		p.FetchOffset = r.pos.FetchOffset
+		p.LastFetchedEpoch = r.pos.LastFetchedEpoch
+		p.LogStartOffset = r.fp.h.Log().StartOffset()
+		p.PartitionMaxBytes = s.ReplicaFetchMaxBytes
+		index[key] = r
+		want[key] = p
+		if old, ok := sess.sent[key]; ok && !full && sameFetchState(old, p) {
+			continue // the leader's session has it as it is
+		}
 		i, ok := byTopic[id]
 		if !ok {
 			i = len(req.Topics)
@@ -419,24 +463,46 @@ func (f *fetcher) fetch(ctx context.Context, conn *peerConn, rounds []round, log
 			t.Topic = r.tp.topic
 			req.Topics = append(req.Topics, t)
 		}
-		p := kmsg.NewFetchRequestTopicPartition()
-		p.Partition = r.tp.partition
-		p.CurrentLeaderEpoch = r.pos.LeaderEpoch
-		p.FetchOffset = r.pos.FetchOffset
-		p.LastFetchedEpoch = r.pos.LastFetchedEpoch
-		p.LogStartOffset = r.fp.h.Log().StartOffset()
-		p.PartitionMaxBytes = s.ReplicaFetchMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
-		index[topicPartitionID{id, r.tp.partition}] = r
+	}
+	if !full {
+		forgotten := map[controller.TopicID]int{}
+		for key := range sess.sent {
+			if _, ok := want[key]; ok {
+				continue
+			}
+			i, ok := forgotten[key.id]
+			if !ok {
+				i = len(req.ForgottenTopics)
+				forgotten[key.id] = i
+				t := kmsg.NewFetchRequestForgottenTopic()
+				t.TopicID = key.id
+				req.ForgottenTopics = append(req.ForgottenTopics, t)
+			}
+			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, key.partition)
+		}
 	}
 	raw, err := conn.do(ctx, req, f.requestTimeout())
 	if err != nil {
 		return err
 	}
 	resp := raw.(*kmsg.FetchResponse)
-	if resp.ErrorCode != 0 {
+	switch resp.ErrorCode {
+	case 0:
+	case kerr.FetchSessionIDNotFound.Code, kerr.InvalidFetchSessionEpoch.Code, kerr.FetchSessionTopicIDError.Code:
+		logger.Debug("fetch session refused: full fetch next", "session", sess.id, "err", kerr.ErrorForCode(resp.ErrorCode))
+		sess.reset()
+		return nil
+	default:
+		sess.reset()
 		return fmt.Errorf("fetch from leader %d: %w", f.key.leader, kerr.ErrorForCode(resp.ErrorCode))
 	}
+	if full {
+		sess.id, sess.epoch = resp.SessionID, 1 // id 0: the leader declined; full fetches go on
+	} else {
+		sess.epoch = nextEpoch(sess.epoch)
+	}
+	sess.sent = want
 	var outOfRange []round
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
@@ -463,6 +529,13 @@ func (f *fetcher) fetch(ctx context.Context, conn *peerConn, rounds []round, log
 		return f.reset(ctx, conn, outOfRange, logger)
 	}
 	return nil
+}
+
+// sameFetchState reports whether a and b ask the same of a partition.
+func sameFetchState(a, b kmsg.FetchRequestTopicPartition) bool {
+	return a.FetchOffset == b.FetchOffset && a.CurrentLeaderEpoch == b.CurrentLeaderEpoch &&
+		a.LastFetchedEpoch == b.LastFetchedEpoch && a.LogStartOffset == b.LogStartOffset &&
+		a.PartitionMaxBytes == b.PartitionMaxBytes
 }
 
 // topicPartitionID names a partition by topic ID.

@@ -434,3 +434,58 @@ func TestClusterUncleanElection(t *testing.T) {
 		t.Errorf("advanced after the unclean election: %+v, want leader 4 and ISR [4]: 4 has 20 records, 5 only 10", p)
 	}
 }
+
+// TestClusterFollowersFetchIncrementally checks that followers fetch in
+// sessions: once caught up, their rounds are incremental and name no
+// partition, and no session is created again.
+func TestClusterFollowersFetchIncrementally(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	createReplicated(t, c, "inc", 4)
+	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	acked := produceAll(t, cl, "inc", 0, 200)
+	readBack(t, c, "inc", acked)
+
+	type counts struct{ full, incremental, partitions int64 }
+	snapshot := func() (out []counts) {
+		for i := range c.nodes {
+			s := c.daemon(i).broker.sessions
+			out = append(out, counts{s.full.Load(), s.incremental.Load(), s.incrementalPartitions.Load()})
+		}
+		return out
+	}
+	// waitRounds waits until every leader has served n more incremental
+	// rounds than in from.
+	waitRounds := func(from []counts, n int64) []counts {
+		var now []counts
+		c.waitImage("incremental rounds", func(*controller.Image) bool {
+			now = snapshot()
+			for i := range now {
+				if now[i].incremental < from[i].incremental+n {
+					return false
+				}
+			}
+			return true
+		})
+		return now
+	}
+	// Rounds in flight may still carry the last fetch offsets; after them,
+	// idle rounds carry nothing.
+	settled := waitRounds(snapshot(), 3)
+	idle := waitRounds(settled, 5)
+	for i := range idle {
+		if idle[i].partitions != settled[i].partitions || idle[i].full != settled[i].full {
+			t.Errorf("node %d while idle: %+v, then %+v: want incremental rounds naming no partition", i+1, settled[i], idle[i])
+		}
+	}
+	// Producing again is replicated through the same sessions.
+	for k, v := range produceAll(t, cl, "inc", 200, 100) {
+		acked[k] = v
+	}
+	readBack(t, c, "inc", acked)
+	c.waitImage("whole ISR", func(img *controller.Image) bool { return fullyInSync(img, "inc") })
+	for i, now := range snapshot() {
+		if now.full != idle[i].full {
+			t.Errorf("node %d: %d full fetches after producing again, want %d: the sessions went on", i+1, now.full, idle[i].full)
+		}
+	}
+}

@@ -1,0 +1,312 @@
+package broker
+
+import (
+	"cmp"
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Fetch sessions (KIP-227) for followers. A session holds the partitions a
+// follower fetches and, for each, what it last asked (fetch offset, …) and
+// what it was last told (high-water mark, log start), so that after the
+// full fetch that creates it each request names only the partitions whose
+// fetch state changed and each response only the partitions with news.
+//
+// Consumers (replica id -1) get no sessions: handleFetch declines them
+// before any of this is used.
+
+// Session epochs: a request's (session id, epoch) pair says what it is.
+const (
+	sessionEpochInitial = 0  // with id 0: a full fetch creating a session; with an id: close it and create another
+	sessionEpochFinal   = -1 // a full fetch without a session, closing the one named
+)
+
+// maxFetchSessions bounds the sessions one broker keeps: about one per
+// follower fetcher of every other broker, so a few hundred is plenty. At
+// the bound, creating a session evicts the least recently used one.
+const maxFetchSessions = 500
+
+// fetchSessions is the leader's cache of follower fetch sessions.
+// Its methods may be called concurrently.
+type fetchSessions struct {
+	mu   sync.Mutex
+	byID map[int32]*fetchSession
+
+	// Counts for tests and diagnosis: requests served by sessions, and the
+	// partitions those requests carried.
+	full, incremental, incrementalPartitions atomic.Int64
+}
+
+// fetchSession is one follower's session. Its id and replica are fixed;
+// the rest is guarded by mu.
+type fetchSession struct {
+	id      int32
+	replica int32
+	conn    context.Context // the connection that created it; done: the session is stale
+	byID    bool            // topics named by ID (Fetch v13+), else by name
+
+	mu       sync.Mutex
+	epoch    int32 // the epoch the next incremental request must carry
+	lastUsed time.Time
+	parts    []*sessionPartition // sorted by topic, then partition
+	index    map[sessionKey]*sessionPartition
+}
+
+// sessionKey names a partition of a session: by topic ID or by name,
+// as the session's requests do.
+type sessionKey struct {
+	id        [16]byte
+	name      string
+	partition int32
+}
+
+func (k sessionKey) compare(o sessionKey) int {
+	if c := slices.Compare(k.id[:], o.id[:]); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(k.name, o.name); c != 0 {
+		return c
+	}
+	return cmp.Compare(k.partition, o.partition)
+}
+
+// sessionPartition is one partition of a session: what the follower last
+// asked and what it was last told.
+type sessionPartition struct {
+	key                sessionKey
+	fetchOffset        int64
+	maxBytes           int32
+	currentLeaderEpoch int32
+
+	// The high-water mark and log start last sent; sent false: never sent,
+	// so the next response includes the partition.
+	sent                         bool
+	sentHighWatermark, sentStart int64
+}
+
+func newFetchSessions() *fetchSessions {
+	return &fetchSessions{byID: map[int32]*fetchSession{}}
+}
+
+// create makes a session for replica on conn, replacing one this
+// connection made before and any of the replica's whose connection has
+// closed, and evicting the least recently used at the bound.
+func (c *fetchSessions) create(replica int32, conn context.Context, byID bool, now time.Time) *fetchSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var oldest *fetchSession
+	var oldestUsed time.Time
+	for id, s := range c.byID {
+		if s.replica == replica && (s.conn == conn || s.conn.Err() != nil) {
+			delete(c.byID, id)
+			continue
+		}
+		s.mu.Lock()
+		used := s.lastUsed
+		s.mu.Unlock()
+		if oldest == nil || used.Before(oldestUsed) {
+			oldest, oldestUsed = s, used
+		}
+	}
+	if len(c.byID) >= maxFetchSessions && oldest != nil {
+		delete(c.byID, oldest.id)
+	}
+	s := &fetchSession{replica: replica, conn: conn, byID: byID, epoch: 1, lastUsed: now,
+		index: map[sessionKey]*sessionPartition{}}
+	for {
+		s.id = rand.Int32N(1<<31-1) + 1 // nonzero
+		if _, taken := c.byID[s.id]; !taken {
+			break
+		}
+	}
+	c.byID[s.id] = s
+	return s
+}
+
+// get returns the session id, or nil.
+func (c *fetchSessions) get(id int32) *fetchSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byID[id]
+}
+
+// remove closes session id, if it exists.
+func (c *fetchSessions) remove(id int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.byID, id)
+}
+
+// size is the number of sessions held.
+func (c *fetchSessions) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.byID)
+}
+
+// update applies a request to the session: the partitions it names are
+// added or get their new fetch state, the forgotten ones leave. The
+// caller holds s.mu.
+func (s *fetchSession) update(r *kmsg.FetchRequest, version int16) {
+	changed := false
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			key := s.key(rt.TopicID, rt.Topic, rp.Partition)
+			sp := s.index[key]
+			if sp == nil {
+				key.name = strings.Clone(key.name) // the request's bytes are recycled
+				sp = &sessionPartition{key: key}
+				s.index[key] = sp
+				s.parts = append(s.parts, sp)
+				changed = true
+			}
+			sp.fetchOffset, sp.maxBytes, sp.currentLeaderEpoch = rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch
+			if version < 9 {
+				sp.currentLeaderEpoch = -1
+			}
+		}
+	}
+	for i := range r.ForgottenTopics {
+		ft := &r.ForgottenTopics[i]
+		for _, p := range ft.Partitions {
+			key := s.key(ft.TopicID, ft.Topic, p)
+			if sp := s.index[key]; sp != nil {
+				delete(s.index, key)
+				s.parts = slices.DeleteFunc(s.parts, func(x *sessionPartition) bool { return x == sp })
+			}
+		}
+	}
+	if changed {
+		slices.SortFunc(s.parts, func(a, b *sessionPartition) int { return a.key.compare(b.key) })
+	}
+}
+
+func (s *fetchSession) key(id [16]byte, name string, partition int32) sessionKey {
+	if s.byID {
+		return sessionKey{id: id, partition: partition}
+	}
+	return sessionKey{name: name, partition: partition}
+}
+
+// nextEpoch is the epoch after e: epochs run 1, 2, … and wrap to 1.
+func nextEpoch(e int32) int32 {
+	if e == 1<<31-1 {
+		return 1
+	}
+	return e + 1
+}
+
+// openSession handles a follower's request that uses sessions: epoch 0
+// creates one (closing the one named, if any) from the request's
+// partitions, epoch -1 closes the one named and fetches without one, and
+// any other epoch must be the named session's next: the request's
+// partitions and forgotten topics update it. On success f.session is set
+// unless the request closed its session; an error is the response's
+// top-level code.
+func (f *fetch) openSession(conn context.Context, b *Broker, r *kmsg.FetchRequest) *kerr.Error {
+	now := b.clock.Now()
+	byID := f.version >= 13
+	switch {
+	case r.SessionEpoch == sessionEpochFinal:
+		b.sessions.remove(r.SessionID)
+		return nil
+	case r.SessionEpoch == sessionEpochInitial:
+		if r.SessionID != 0 {
+			b.sessions.remove(r.SessionID)
+		}
+		s := b.sessions.create(f.replicaID, conn, byID, now)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.update(r, f.version)
+		b.sessions.full.Add(1)
+		f.session, f.sessionID = s, s.id
+		return nil
+	case r.SessionEpoch < 0:
+		return kerr.InvalidFetchSessionEpoch
+	}
+	s := b.sessions.get(r.SessionID)
+	if s == nil || s.replica != f.replicaID {
+		return kerr.FetchSessionIDNotFound
+	}
+	if s.byID != byID {
+		return kerr.FetchSessionTopicIDError
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.SessionEpoch != s.epoch {
+		return kerr.InvalidFetchSessionEpoch
+	}
+	s.epoch = nextEpoch(s.epoch)
+	s.lastUsed = now
+	s.update(r, f.version)
+	b.sessions.incremental.Add(1)
+	n := 0
+	for i := range r.Topics {
+		n += len(r.Topics[i].Partitions)
+	}
+	b.sessions.incrementalPartitions.Add(int64(n))
+	f.session, f.sessionID, f.incremental = s, s.id, true
+	return nil
+}
+
+// fromSession fills f.topics with every partition of the session, in its
+// order, for lookup.
+func (f *fetch) fromSession() {
+	s := f.session
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f.sessionParts = append(f.sessionParts[:0], s.parts...)
+	topics := 0
+	for i, sp := range s.parts {
+		if i == 0 || sp.key.id != s.parts[i-1].key.id || sp.key.name != s.parts[i-1].key.name {
+			topics++
+		}
+	}
+	f.topics = reuse(f.topics, topics)
+	t := -1
+	for i, sp := range s.parts {
+		if i == 0 || sp.key.id != s.parts[i-1].key.id || sp.key.name != s.parts[i-1].key.name {
+			t++
+			f.topics[t] = fetchTopic{id: sp.key.id, name: sp.key.name, parts: f.topics[t].parts[:0]}
+		}
+		f.topics[t].parts = append(f.topics[t].parts, fetchPartition{
+			partition:          sp.key.partition,
+			fetchOffset:        sp.fetchOffset,
+			maxBytes:           sp.maxBytes,
+			currentLeaderEpoch: sp.currentLeaderEpoch,
+		})
+	}
+}
+
+// markSent decides which partitions an incremental response leaves out
+// (no records, no error, and the high-water mark and log start the
+// follower was last told), and records what the response tells.
+func (f *fetch) markSent() {
+	s := f.session
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := 0
+	for i := range f.topics {
+		for j := range f.topics[i].parts {
+			fp := &f.topics[i].parts[j]
+			sp := f.sessionParts[k]
+			k++
+			if f.incremental && fp.region.Len == 0 && fp.err == nil && sp.sent &&
+				fp.highWatermark == sp.sentHighWatermark && fp.logStartOffset == sp.sentStart {
+				fp.omit = true
+				continue
+			}
+			sp.sent, sp.sentHighWatermark, sp.sentStart = true, fp.highWatermark, fp.logStartOffset
+		}
+	}
+}
