@@ -217,7 +217,9 @@ func (c *testCluster) seeds() []string {
 // client returns a kgo client bootstrapped from every node.
 func (c *testCluster) client(opts ...kgo.Opt) *kgo.Client {
 	c.t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.seeds()...), kgo.RetryTimeout(30 * time.Second)}, opts...)...)
+	// Bounded: a replication bug must fail a test, not hang it.
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.seeds()...), kgo.RetryTimeout(30 * time.Second),
+		kgo.RecordDeliveryTimeout(time.Minute)}, opts...)...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
