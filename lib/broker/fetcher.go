@@ -158,6 +158,12 @@ type followed struct {
 	// retryAt when to ask again; a new epoch retries at once.
 	refusedEpoch int32
 	retryAt      time.Time
+	// refusals counts the refusals in a row: the retry delay doubles
+	// from firstRetry up to replica.fetch.backoff.ms, so a leader that
+	// has not applied the image yet (a topic created a moment ago, a
+	// leader just elected) is asked again within milliseconds, not a
+	// second later while acks=all waits for this follower.
+	refusals int
 }
 
 func newFetcher(b *Broker, key fetcherKey, addr string) *fetcher {
@@ -317,12 +323,27 @@ func (f *fetcher) backoff(ctx context.Context) {
 
 // refuse keeps a partition out of fetches for a backoff at its epoch.
 func (f *fetcher) refuse(r round) {
-	d := f.b.cfg.Settings.ReplicaFetchBackoff
-	if d <= 0 {
-		d = 100 * time.Millisecond
+	limit := f.b.cfg.Settings.ReplicaFetchBackoff
+	if limit <= 0 {
+		limit = 100 * time.Millisecond
 	}
 	f.mu.Lock()
+	d := min(limit, firstRetry<<min(r.fp.refusals, 16))
+	r.fp.refusals++
 	r.fp.refusedEpoch, r.fp.retryAt = r.pos.LeaderEpoch, f.b.clock.Now().Add(d)
+	f.mu.Unlock()
+}
+
+// firstRetry is the delay after a partition's first refusal in a row.
+const firstRetry = 5 * time.Millisecond
+
+// accepted ends a partition's run of refusals.
+func (f *fetcher) accepted(r round) {
+	if r.fp.refusals == 0 { // read without the lock: only this goroutine writes it
+		return
+	}
+	f.mu.Lock()
+	r.fp.refusals = 0
 	f.mu.Unlock()
 }
 
@@ -513,7 +534,10 @@ func (f *fetcher) fetch(ctx context.Context, conn *peerConn, rounds []round, log
 			switch p.ErrorCode {
 			case 0:
 				_, err := r.fp.h.AppendFromLeader(r.pos.LeaderEpoch, p.RecordBatches, p.HighWatermark, p.LogStartOffset)
-				if err != nil && !errors.Is(err, replica.ErrClosed) {
+				switch {
+				case err == nil:
+					f.accepted(r)
+				case !errors.Is(err, replica.ErrClosed):
 					logger.Warn("append from leader", "partition", r.fp.h.String(), "err", err)
 					f.refuse(r)
 				}
