@@ -97,6 +97,9 @@ var replicaCodes = []errorCode{
 	{replica.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
 	{replica.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
 	{replica.ErrNotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend},
+	// Retriable: kgo strips the partition and fetches again (KIP-392's
+	// answer of a replica whose high-water mark is behind).
+	{replica.ErrHighWatermarkBehind, kerr.OffsetNotAvailable},
 }
 
 // controllerCodes: the controller's refusals of admin commands.

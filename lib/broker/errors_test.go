@@ -93,6 +93,7 @@ var internalErrors = map[string]error{
 	"group.ErrNonEmptyGroup":                    group.ErrNonEmptyGroup,
 	"group.ErrSubscribedToTopic":                group.ErrSubscribedToTopic,
 	"group.ErrMetadataTooLarge":                 group.ErrMetadataTooLarge,
+	"replica.ErrHighWatermarkBehind":            replica.ErrHighWatermarkBehind,
 	"replica.ErrNotEnoughReplicasAfterAppend":   replica.ErrNotEnoughReplicasAfterAppend,
 	"replica.ErrNotFollower":                    replica.ErrNotFollower,
 	"replica.ErrTruncationNeeded":               replica.ErrTruncationNeeded,

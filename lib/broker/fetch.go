@@ -14,6 +14,7 @@ import (
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/replica"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -282,6 +283,11 @@ func (f *fetch) read() bool {
 			if limit <= 0 && total > 0 {
 				// The response is full: report offsets, read nothing.
 				info := fp.p.Offsets()
+				if info.HighWatermarkBehind && f.replicaID < 0 {
+					fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, replica.ErrHighWatermarkBehind
+					failed = true
+					continue
+				}
 				fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, info.LogStartOffset, nil
 				continue
 			}

@@ -89,6 +89,9 @@ func (b *Broker) listOffset(t *controller.Topic, partition, currentEpoch int32, 
 		if replicaID >= 0 {
 			return info.LogEndOffset, -1, epoch, nil
 		}
+		if info.HighWatermarkBehind {
+			return 0, 0, 0, replica.ErrHighWatermarkBehind // Kafka: OFFSET_NOT_AVAILABLE
+		}
 		return info.HighWatermark, -1, epoch, nil
 	case timestamp == listEarliest, timestamp == listEarliestLocal && version >= 8:
 		return info.LogStartOffset, -1, epoch, nil

@@ -43,6 +43,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	                                    follower F's fetcher, once: truncation rounds with
 //	                                    OffsetForLeaderEpoch while needed, then one fetch
 //	                                    (its last C bytes cut off; none with truncate-only)
+//	consume node=N offset=O             a consumer's Read at O: bytes and HW, or the error
 //	offset-for-epoch node=N epoch=E     what N's OffsetForLeaderEpoch answers
 //	truncate-from-leader node=F epoch=E end=O found=E2
 //	reset-fetch-offset node=F epoch=E start=O end=O2
@@ -281,6 +282,14 @@ func (c *cluster) run(line string) string {
 		}
 		for _, n := range a.nodes() {
 			c.fetch(&b, n, maxBytes, cut, a.has("truncate-only"))
+		}
+	case "consume":
+		r, info, err := a.node().p.Read(a.int("offset"), 1<<20, -1)
+		if err != nil {
+			out("error: %v", err)
+		} else {
+			out("%d bytes, hw %d", r.Len, info.HighWatermark)
+			r.Release()
 		}
 	case "offset-for-epoch":
 		end, epoch := a.node().p.Log().EndOffsetForEpoch(int32(a.int("epoch")))

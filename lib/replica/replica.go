@@ -36,6 +36,12 @@ var (
 	ErrFencedLeaderEpoch = errors.New("replica: fenced leader epoch")
 	// ErrUnknownLeaderEpoch: a request carried a leader epoch newer than ours.
 	ErrUnknownLeaderEpoch = errors.New("replica: unknown leader epoch")
+	// ErrHighWatermarkBehind: a new leader does not know the high-water
+	// mark yet. It learned its mark from the old leader one fetch late,
+	// so until the followers have fetched past the start of its epoch
+	// its mark may be below what consumers already saw; it answers
+	// consumers with this rather than a mark that went backwards.
+	ErrHighWatermarkBehind = errors.New("replica: a new leader's high-water mark is not known yet")
 	// ErrClosed: the partition was closed or deleted.
 	ErrClosed = errors.New("replica: closed")
 )
@@ -553,16 +559,20 @@ func (p *Partition) Offsets() ReadInfo {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return ReadInfo{
-		HighWatermark:  p.highWatermark,
-		LogStartOffset: p.log.StartOffset(),
-		LogEndOffset:   p.logEndOffset,
-		LeaderEpoch:    p.leaderEpoch,
+		HighWatermark:       p.highWatermark,
+		HighWatermarkBehind: p.role == Leader && p.highWatermark < p.epochStart,
+		LogStartOffset:      p.log.StartOffset(),
+		LogEndOffset:        p.logEndOffset,
+		LeaderEpoch:         p.leaderEpoch,
 	}
 }
 
 // ReadInfo is the partition's state at the time of a Read.
 type ReadInfo struct {
-	HighWatermark  int64
+	HighWatermark int64
+	// HighWatermarkBehind: this is a new leader whose high-water mark has
+	// not reached the start of its epoch yet (ErrHighWatermarkBehind).
+	HighWatermarkBehind bool
 	LogStartOffset int64
 	LogEndOffset   int64
 	LeaderEpoch    int32
@@ -575,7 +585,10 @@ type ReadInfo struct {
 // outside [log start, log end] is log.ErrOffsetOutOfRange. When there is
 // nothing to read, the region is empty (zero Len) and err is nil.
 //
-// Reads are served by the leader only (ErrNotLeader otherwise).
+// Reads are served by the leader only (ErrNotLeader otherwise). A new
+// leader answers consumers ErrHighWatermarkBehind until its high-water mark
+// reaches the start of its epoch, so that no consumer sees the mark go
+// backwards across a leader change.
 func (p *Partition) Read(offset int64, maxBytes int, replicaID int32) (log.Region, ReadInfo, error) {
 	p.stateMu.RLock()
 	defer p.stateMu.RUnlock()
@@ -587,15 +600,19 @@ func (p *Partition) Read(offset int64, maxBytes int, replicaID int32) (log.Regio
 	}
 	p.mu.Lock()
 	info := ReadInfo{
-		HighWatermark:  p.highWatermark,
-		LogStartOffset: p.log.StartOffset(),
-		LogEndOffset:   p.logEndOffset,
-		LeaderEpoch:    p.leaderEpoch,
+		HighWatermark:       p.highWatermark,
+		HighWatermarkBehind: p.highWatermark < p.epochStart,
+		LogStartOffset:      p.log.StartOffset(),
+		LogEndOffset:        p.logEndOffset,
+		LeaderEpoch:         p.leaderEpoch,
 	}
 	closed := p.closed
 	p.mu.Unlock()
 	if closed {
 		return log.Region{}, info, ErrClosed
+	}
+	if replicaID < 0 && info.HighWatermarkBehind {
+		return log.Region{}, info, ErrHighWatermarkBehind
 	}
 	if offset < info.LogStartOffset || offset > info.LogEndOffset {
 		return log.Region{}, info, fmt.Errorf("%w: %d not in [%d, %d]", log.ErrOffsetOutOfRange, offset, info.LogStartOffset, info.LogEndOffset)
