@@ -477,7 +477,7 @@ func runChaosRow(t *testing.T, name string, fault func(n *nemesis)) {
 	if r.violations() > 0 {
 		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)
 	}
-	fmt.Println("chaos:", r)
+	t.Log("chaos:", r)
 	chaosRows.Lock()
 	chaosRows.rows = append(chaosRows.rows, r)
 	chaosRows.Unlock()
