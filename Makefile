@@ -11,7 +11,7 @@ PREFIX   ?= /usr/local
 VERSION  ?= $(shell git describe --tags --dirty 2>/dev/null)
 LDFLAGS  := $(if $(VERSION),-X github.com/mqproject/mq/lib/version.stamp=$(VERSION))
 
-.PHONY: all build test test-short test-mem fuzz bench perf lint install uninstall run man clean cluster cluster-stop static image
+.PHONY: all build test test-short test-mem fuzz bench perf chaos lint install uninstall run man clean cluster cluster-stop static image
 
 all: build
 
@@ -70,6 +70,16 @@ perf:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mqd ./cmd/mqbench
 	./lib/bench/perf.sh $(BIN) $(PERFFLAGS)
+
+# The fault-injection rows (e2e/chaos_test.go) long: each injects its
+# faults for DURATION on a 3-node cluster, then prints one line (fault,
+# operations, acknowledged, lost, duplicates, reordered, inconsistent,
+# divergent, HW regressions) and a summary. Replay a run with
+# CHAOSFLAGS=-chaos.seed=N. The e2e package is run from its directory so
+# that its output is printed as it comes.
+DURATION ?= 60s
+chaos:
+	cd e2e && $(GO) test -count=1 -timeout 60m -run '^TestChaos' -chaos.duration=$(DURATION) $(CHAOSFLAGS)
 
 lint:
 	$(GO) vet $(PKGS)

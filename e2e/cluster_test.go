@@ -294,6 +294,21 @@ func (n *clusterNode) restart(crash bool) {
 	n.start()
 }
 
+// heal continues every paused node and starts every stopped or killed
+// one, and waits until every node lists all the brokers.
+func (c *cluster) heal() {
+	c.t.Helper()
+	for _, node := range c.nodes {
+		switch {
+		case node.paused:
+			node.cont()
+		case !node.running():
+			node.start()
+		}
+	}
+	c.waitMetadata()
+}
+
 // topicLeaders returns a topic's partition leaders in a Metadata answer,
 // nil when the topic is not there.
 func topicLeaders(m *kmsg.MetadataResponse, topic string) []int32 {

@@ -99,11 +99,12 @@ func (c *cluster) createRF3(topic string, partitions int32) {
 // acked is what an acks=all producer had acknowledged: the offset of each
 // record, and each key's records in the order they were produced.
 type acked struct {
-	mu      sync.Mutex
-	offsets map[string]int64     // "partition/value" → offset
-	byKey   map[string][]string  // key → values in produce order (acknowledged ones)
-	sent    map[string]time.Time // "partition/value" → when its produce began
-	failed  []error
+	mu       sync.Mutex
+	offsets  map[string]int64     // "partition/value" → offset
+	byKey    map[string][]string  // key → values in produce order (acknowledged ones)
+	sent     map[string]time.Time // "partition/value" → when its produce began
+	failed   []error
+	attempts int // produce calls, acknowledged or not
 }
 
 func newAcked() *acked {
@@ -112,14 +113,16 @@ func newAcked() *acked {
 
 // producer produces keyed records with acks=all (idempotent, kgo's
 // default) until stop, one in flight per key at a time so that each key's
-// acknowledged order is its produce order.
+// acknowledged order is its produce order. Its keys and values begin with
+// name, so producers of different names sharing one acked write
+// different values.
 type producer struct {
 	stop chan struct{}
 	done chan struct{}
 	n    int
 }
 
-func startProducer(t *testing.T, cl *kgo.Client, topic string, a *acked) *producer {
+func startProducer(t *testing.T, cl *kgo.Client, topic, name string, a *acked) *producer {
 	p := &producer{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
@@ -128,7 +131,7 @@ func startProducer(t *testing.T, cl *kgo.Client, topic string, a *acked) *produc
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				key := "key-" + strconv.Itoa(k)
+				key := name + "key-" + strconv.Itoa(k)
 				for i := 0; ; i++ {
 					select {
 					case <-p.stop:
@@ -141,6 +144,7 @@ func startProducer(t *testing.T, cl *kgo.Client, topic string, a *acked) *produc
 					r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(v)}).First()
 					cancel()
 					a.mu.Lock()
+					a.attempts++
 					if err != nil {
 						a.failed = append(a.failed, fmt.Errorf("%s: %w", v, err))
 					} else {
@@ -245,7 +249,7 @@ func TestClusterLeadersKilledInTurnLoseNothingAcknowledged(t *testing.T) {
 	c := startCluster(t, 3, clusterOpts{props: fastFailover})
 	c.createRF3("kills", 3)
 	a := newAcked()
-	p := startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "kills", a)
+	p := startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "kills", "", a)
 	for part := range 3 {
 		a.waitMore(t, 200)
 		ps := c.waitPartitions("kills", "in sync", fullISR)
@@ -279,7 +283,7 @@ func TestClusterRollingRestartFailsNoProduce(t *testing.T) {
 	c := startCluster(t, 3, clusterOpts{props: fastFailover})
 	c.createRF3("rolling", 3)
 	a := newAcked()
-	p := startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "rolling", a)
+	p := startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "rolling", "", a)
 	for _, node := range c.nodes {
 		a.waitMore(t, 100)
 		node.stop()

@@ -88,6 +88,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	printChaosSummary()
 	os.RemoveAll(dir)
 	if peak, ok := vmHWM(os.Getpid()); ok {
 		largestMQD.Lock()

@@ -1,0 +1,510 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The chaos rows (issue: fault injection) run a workload on a 3-node
+// cluster while a nemesis injects process faults, heal the cluster and
+// check what was acknowledged against what is stored. `make test` runs
+// them short; `make chaos` runs them for -chaos.duration each.
+var (
+	chaosSeed     = flag.Int64("chaos.seed", 0, "seed of the chaos rows' nemesis (0: a new one, printed)")
+	chaosDuration = flag.Duration("chaos.duration", 0, "how long each chaos row injects faults (0: the short form)")
+)
+
+// chaosShort is how long a row injects faults in the short form.
+const chaosShort = 5 * time.Second
+
+const chaosTopic = "chaos"
+
+// chaosResult is one row's figures.
+type chaosResult struct {
+	fault                                                             string
+	seed                                                              int64
+	operations, acknowledged                                          int
+	lost, duplicates, reordered, inconsistent, divergent, hwRegressed int
+}
+
+func (r chaosResult) String() string {
+	return fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d",
+		r.fault, r.seed, r.operations, r.acknowledged, r.lost, r.duplicates, r.reordered, r.inconsistent, r.divergent, r.hwRegressed)
+}
+
+func (r chaosResult) violations() int {
+	return r.lost + r.duplicates + r.reordered + r.inconsistent + r.divergent + r.hwRegressed
+}
+
+// chaosRows collects the rows of this run for the summary TestMain prints.
+var chaosRows struct {
+	sync.Mutex
+	rows []chaosResult
+}
+
+// printChaosSummary prints the rows run and their totals, if any ran.
+func printChaosSummary() {
+	chaosRows.Lock()
+	defer chaosRows.Unlock()
+	if len(chaosRows.rows) == 0 {
+		return
+	}
+	var total chaosResult
+	total.fault = "total"
+	fmt.Println("chaos summary:")
+	for _, r := range chaosRows.rows {
+		fmt.Println("chaos:", r)
+		total.operations += r.operations
+		total.acknowledged += r.acknowledged
+		total.lost += r.lost
+		total.duplicates += r.duplicates
+		total.reordered += r.reordered
+		total.inconsistent += r.inconsistent
+		total.divergent += r.divergent
+		total.hwRegressed += r.hwRegressed
+	}
+	verdict := "no violation"
+	if n := total.violations(); n > 0 {
+		verdict = fmt.Sprintf("%d violations", n)
+	}
+	fmt.Printf("chaos: %d rows, %d operations, %d acknowledged: %s\n", len(chaosRows.rows), total.operations, total.acknowledged, verdict)
+}
+
+// nemesis injects process faults into a cluster, its choices drawn from
+// a seeded source (the processes' timing is not replayed, the faults'
+// order and lengths are).
+type nemesis struct {
+	t     *testing.T
+	c     *cluster
+	rng   *rand.Rand
+	begun time.Time
+}
+
+// between is a random duration in [lo, hi).
+func (n *nemesis) between(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(n.rng.Int63n(int64(hi-lo)))
+}
+
+// hold lets a fault last d (a fault's length, not a wait for a condition).
+func (n *nemesis) hold(d time.Duration) { <-time.After(d) }
+
+func (n *nemesis) logf(format string, args ...any) {
+	n.t.Logf("nemesis +%v: %s", time.Since(n.begun).Round(time.Millisecond), fmt.Sprintf(format, args...))
+}
+
+// victim picks a random partition, waits until it has a leader and
+// returns the partition and its leader, logging what is done to it.
+func (n *nemesis) victim(what string, d time.Duration) (int, *clusterNode) {
+	part := n.rng.Intn(3)
+	ps := n.c.waitPartitions(chaosTopic, fmt.Sprintf("a leader for partition %d", part), func(ps []partitionState) bool {
+		return len(ps) == 3 && ps[part].leader >= 0
+	})
+	n.logf("%s node %d, leader of partition %d at epoch %d, for %v", what, ps[part].leader, part, ps[part].epoch, d)
+	return part, n.c.node(ps[part].leader)
+}
+
+// killLeader SIGKILLs a partition's leader, keeps it down for down and
+// starts it again.
+func (n *nemesis) killLeader(down time.Duration) {
+	_, victim := n.victim("SIGKILL", down)
+	victim.kill()
+	n.hold(down)
+	victim.start()
+	n.logf("node %d started", victim.id)
+}
+
+// pauseLeader SIGSTOPs a partition's leader for stopped (longer than the
+// session timeout), waits until another leads the partition, and
+// continues it.
+func (n *nemesis) pauseLeader(stopped time.Duration) {
+	part, victim := n.victim("SIGSTOP", stopped)
+	victim.pause()
+	n.hold(stopped)
+	next := n.c.waitPartitions(chaosTopic, fmt.Sprintf("a new leader of partition %d", part), func(ps []partitionState) bool {
+		return len(ps) == 3 && ps[part].leader >= 0 && ps[part].leader != victim.id
+	})
+	victim.cont()
+	n.logf("SIGCONT node %d; partition %d is led by node %d at epoch %d", victim.id, part, next[part].leader, next[part].epoch)
+}
+
+// observations is every read of the workload's readers and of the final
+// read: the value seen at each (partition, offset), and the violations
+// found while reading.
+type observations struct {
+	mu           sync.Mutex
+	values       map[[2]int64]string // (partition, offset) → value, as first read
+	inconsistent []string
+	hwRegressed  []string
+	reads        int
+}
+
+func newObservations() *observations { return &observations{values: map[[2]int64]string{}} }
+
+// record notes one record read by reader.
+func (o *observations) record(reader string, r *kgo.Record) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.reads++
+	at := [2]int64{int64(r.Partition), r.Offset}
+	v, seen := o.values[at]
+	switch {
+	case !seen:
+		o.values[at] = string(r.Value)
+	case v != string(r.Value):
+		o.inconsistent = append(o.inconsistent, fmt.Sprintf("%s read %q at %d/%d (leader epoch %d), an earlier read had %q",
+			reader, r.Value, r.Partition, r.Offset, r.LeaderEpoch, v))
+	}
+}
+
+// fromStart assigns every partition of the chaos topic from offset 0.
+func fromStart() kgo.Opt {
+	offsets := map[int32]kgo.Offset{}
+	for p := range int32(3) {
+		offsets[p] = kgo.NewOffset().At(0)
+	}
+	return kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{chaosTopic: offsets})
+}
+
+// reader reads every partition from offset 0 in assign mode, recording
+// every record and checking its fetches' high-water marks never go back.
+func reader(ctx context.Context, c *cluster, name string, o *observations) {
+	cl := c.client(fromStart(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	hw := map[int32]int64{}
+	for ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			for _, r := range p.Records {
+				o.record(name, r)
+			}
+			if p.Err != nil || p.HighWatermark <= 0 {
+				return
+			}
+			if last := hw[p.Partition]; p.HighWatermark < last {
+				o.mu.Lock()
+				o.hwRegressed = append(o.hwRegressed, fmt.Sprintf("%s saw partition %d's high-water mark go from %d to %d",
+					name, p.Partition, last, p.HighWatermark))
+				o.mu.Unlock()
+			}
+			hw[p.Partition] = max(hw[p.Partition], p.HighWatermark)
+		})
+	}
+}
+
+// batchInfo is one record batch of a replica's log files.
+type batchInfo struct {
+	base, last int64
+	epoch      int32
+	bytes      []byte
+}
+
+// replicaLog reads a partition's segments from a node's data directory
+// (the test owns it; the node must be quiet) as its batches.
+func replicaLog(node *clusterNode, part int) ([]batchInfo, error) {
+	dir := filepath.Join(node.dataDir, fmt.Sprintf("%s-%d", chaosTopic, part))
+	files, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(files) // 20-digit base offsets sort as numbers
+	var out []batchInfo
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for len(data) >= 61 { // a v2 batch header
+			size := 12 + int(binary.BigEndian.Uint32(data[8:12]))
+			if size < 61 || size > len(data) {
+				break // a torn tail: not part of the log
+			}
+			base := int64(binary.BigEndian.Uint64(data[0:8]))
+			out = append(out, batchInfo{base: base, last: base + int64(binary.BigEndian.Uint32(data[23:27])),
+				epoch: int32(binary.BigEndian.Uint32(data[12:16])), bytes: data[:size]})
+			data = data[size:]
+		}
+	}
+	return out, nil
+}
+
+// logEnd is the offset after a log's last batch.
+func logEnd(bs []batchInfo) int64 {
+	if len(bs) == 0 {
+		return 0
+	}
+	return bs[len(bs)-1].last + 1
+}
+
+// below returns the batches that start below hw and their bytes' hash.
+func below(bs []batchInfo, hw int64) ([]batchInfo, [32]byte) {
+	h := sha256.New()
+	var out []batchInfo
+	for _, b := range bs {
+		if b.base >= hw {
+			break
+		}
+		out = append(out, b)
+		h.Write(b.bytes)
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return out, sum
+}
+
+// epochAt is the leader epoch of the batch holding offset, -1 if none.
+func epochAt(bs []batchInfo, offset int64) int32 {
+	for _, b := range bs {
+		if b.base <= offset && offset <= b.last {
+			return b.epoch
+		}
+	}
+	return -1
+}
+
+// settle waits until every partition is fully in sync and every node's
+// log ends at the leader's high-water mark, and returns the marks and
+// every node's logs.
+func settle(t *testing.T, c *cluster) ([]int64, [][][]batchInfo) {
+	t.Helper()
+	c.waitPartitions(chaosTopic, "whole ISR after healing", fullISR)
+	adm := c.admin()
+	hws := make([]int64, 3)
+	logs := make([][][]batchInfo, len(c.nodes)) // node index → partition → batches
+	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+		ends, err := adm.ListEndOffsets(context.Background(), chaosTopic)
+		if err != nil {
+			return false, err.Error()
+		}
+		for p := range 3 {
+			e, ok := ends.Lookup(chaosTopic, int32(p))
+			if !ok || e.Err != nil {
+				return false, fmt.Sprintf("ListOffsets of partition %d: %v", p, e.Err)
+			}
+			hws[p] = e.Offset
+		}
+		for i, node := range c.nodes {
+			logs[i] = make([][]batchInfo, 3)
+			for p := range 3 {
+				bs, err := replicaLog(node, p)
+				if err != nil {
+					return false, err.Error()
+				}
+				if end := logEnd(bs); end != hws[p] {
+					return false, fmt.Sprintf("node %d's log of partition %d ends at %d, the high-water mark is %d", node.id, p, end, hws[p])
+				}
+				logs[i][p] = bs
+			}
+		}
+		return true, ""
+	})
+	return hws, logs
+}
+
+// readAll reads every partition from offset 0 up to its high-water mark
+// once more, recording into o, and returns what it read.
+func readAll(t *testing.T, c *cluster, hws []int64, o *observations) map[[2]int64]string {
+	t.Helper()
+	cl := c.client(fromStart())
+	ctx := ctxFor(t, 2*time.Minute)
+	got := map[[2]int64]string{}
+	next := make([]int64, 3)
+	for p := range 3 {
+		for next[p] < hws[p] {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("final read: partition %d read to %d of %d", p, next[p], hws[p])
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				o.record("final read", r)
+				got[[2]int64{int64(r.Partition), r.Offset}] = string(r.Value)
+				next[r.Partition] = max(next[r.Partition], r.Offset+1)
+			})
+		}
+	}
+	return got
+}
+
+// partitionOf is the partition of an acked key "partition/value".
+func partitionOf(k string) int {
+	p, _ := strconv.Atoi(k[:strings.IndexByte(k, '/')])
+	return p
+}
+
+// check compares what was acknowledged with the final read and the
+// replicas' files, reports every violation with its evidence and
+// returns the row's figures.
+func check(t *testing.T, c *cluster, a *acked, o *observations, final map[[2]int64]string, hws []int64, logs [][][]batchInfo) chaosResult {
+	t.Helper()
+	var r chaosResult
+	report := func(count *int, kind, evidence string) {
+		*count++
+		if *count <= 20 {
+			t.Errorf("%s: %s", kind, evidence)
+		}
+	}
+	epochs := func(p int, off int64) string {
+		var s []string
+		for i := range c.nodes {
+			s = append(s, fmt.Sprintf("node %d epoch %d", i+1, epochAt(logs[i][p], off)))
+		}
+		return strings.Join(s, ", ")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r.operations, r.acknowledged = a.attempts, len(a.offsets)
+
+	where := map[string][]int64{} // "partition/value" → offsets it is stored at
+	for at, v := range final {
+		k := fmt.Sprintf("%d/%s", at[0], v)
+		where[k] = append(where[k], at[1])
+	}
+	for k, offs := range where {
+		if len(offs) > 1 {
+			slices.Sort(offs)
+			p := partitionOf(k)
+			report(&r.duplicates, "duplicate", fmt.Sprintf("%s stored at offsets %v (%s)", k, offs, epochs(p, offs[0])))
+		}
+	}
+	for k, off := range a.offsets {
+		p := partitionOf(k)
+		if got := final[[2]int64{int64(p), off}]; fmt.Sprintf("%d/%s", p, got) != k {
+			report(&r.lost, "lost", fmt.Sprintf("%s acknowledged at offset %d; stored there: %q, the value is at offsets %v (batch at %d: %s)",
+				k, off, got, where[k], off, epochs(p, off)))
+		}
+	}
+	for key, vs := range a.byKey {
+		for i := 1; i < len(vs); i++ {
+			prev, cur := where[vs[i-1]], where[vs[i]]
+			if len(prev) > 0 && len(cur) > 0 && cur[0] <= prev[0] {
+				report(&r.reordered, "reordered", fmt.Sprintf("key %s: %s at offset %d, before %s at offset %d", key, vs[i], cur[0], vs[i-1], prev[0]))
+			}
+		}
+	}
+	o.mu.Lock()
+	for _, e := range o.inconsistent {
+		report(&r.inconsistent, "inconsistent offsets", e)
+	}
+	for _, e := range o.hwRegressed {
+		report(&r.hwRegressed, "HW regression", e)
+	}
+	o.mu.Unlock()
+	for p := range 3 {
+		ref, refSum := below(logs[0][p], hws[p])
+		for i := 1; i < len(c.nodes); i++ {
+			bs, sum := below(logs[i][p], hws[p])
+			if sum == refSum {
+				continue
+			}
+			at := "a batch missing on one side"
+			for j := range min(len(bs), len(ref)) {
+				if !bytes.Equal(bs[j].bytes, ref[j].bytes) {
+					at = fmt.Sprintf("the batch at offset %d (node 1: %d-%d epoch %d; node %d: %d-%d epoch %d)",
+						ref[j].base, ref[j].base, ref[j].last, ref[j].epoch, i+1, bs[j].base, bs[j].last, bs[j].epoch)
+					break
+				}
+			}
+			report(&r.divergent, "divergence", fmt.Sprintf("partition %d below the high-water mark %d: node 1 and node %d differ first at %s",
+				p, hws[p], i+1, at))
+		}
+	}
+	return r
+}
+
+// runChaosRow runs one row: a 3-node cluster with fast failover, a
+// 3-partition RF=3 min.insync.replicas=2 topic, three idempotent acks=all
+// producers and two readers; fault is called until the row's time is up;
+// then the cluster is healed, settled, read once more and checked.
+func runChaosRow(t *testing.T, name string, fault func(n *nemesis)) {
+	seed := *chaosSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	length := *chaosDuration
+	if length == 0 {
+		length = chaosShort
+	}
+	t.Logf("chaos %s: seed %d (replay with -chaos.seed=%d), faults for %v", name, seed, seed, length)
+	c := startCluster(t, 3, clusterOpts{props: fastFailover})
+	c.createRF3(chaosTopic, 3)
+
+	a, o := newAcked(), newObservations()
+	var producers []*producer
+	for i := range 3 {
+		producers = append(producers, startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, fmt.Sprintf("p%d-", i), a))
+	}
+	ctx, stopReaders := context.WithCancel(context.Background())
+	var readers sync.WaitGroup
+	for i := range 2 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			reader(ctx, c, fmt.Sprintf("reader %d", i), o)
+		}()
+	}
+	defer func() { stopReaders(); readers.Wait() }()
+	a.waitMore(t, 100)
+
+	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now()}
+	for end := time.Now().Add(length); time.Now().Before(end); {
+		fault(n)
+	}
+	c.heal()
+	a.waitMore(t, 100) // the healed cluster takes writes
+	for _, p := range producers {
+		p.finish()
+	}
+	stopReaders()
+	readers.Wait()
+
+	hws, logs := settle(t, c)
+	final := readAll(t, c, hws, o)
+	r := check(t, c, a, o, final, hws, logs)
+	r.fault, r.seed = name, seed
+	if r.violations() > 0 {
+		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)
+	}
+	t.Log("chaos:", r)
+	chaosRows.Lock()
+	chaosRows.rows = append(chaosRows.rows, r)
+	chaosRows.Unlock()
+}
+
+// TestChaosNoFault (row 1): without faults the checker finds nothing.
+func TestChaosNoFault(t *testing.T) {
+	runChaosRow(t, "none", func(n *nemesis) { n.hold(time.Second) })
+}
+
+// TestChaosKillLeaders (row 2): a partition's leader is SIGKILLed every
+// few seconds and restarted shortly after; nothing acknowledged is lost.
+func TestChaosKillLeaders(t *testing.T) {
+	runChaosRow(t, "kill-leader", func(n *nemesis) {
+		n.killLeader(n.between(300*time.Millisecond, 1500*time.Millisecond))
+		n.hold(n.between(time.Second, 3*time.Second))
+	})
+}
+
+// TestChaosPauseLeader (row 3): a partition's leader is SIGSTOPped past
+// broker.session.timeout.ms, another is elected, and the old one is
+// continued. It must not have acknowledged anything after the newer epoch
+// began (no acknowledged record is lost) and must have truncated to the
+// epoch boundary (its log below the high-water mark equals the others').
+func TestChaosPauseLeader(t *testing.T) {
+	runChaosRow(t, "pause-leader", func(n *nemesis) {
+		n.pauseLeader(n.between(2500*time.Millisecond, 4*time.Second)) // broker.session.timeout.ms=2000
+		n.hold(n.between(time.Second, 2*time.Second))
+	})
+}
