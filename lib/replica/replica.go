@@ -573,9 +573,9 @@ type ReadInfo struct {
 	// HighWatermarkBehind: this is a new leader whose high-water mark has
 	// not reached the start of its epoch yet (ErrHighWatermarkBehind).
 	HighWatermarkBehind bool
-	LogStartOffset int64
-	LogEndOffset   int64
-	LeaderEpoch    int32
+	LogStartOffset      int64
+	LogEndOffset        int64
+	LeaderEpoch         int32
 }
 
 // Read reads whole batches from offset on, up to maxBytes (the first batch
