@@ -232,7 +232,14 @@ func (p *mqdProc) stop() error {
 		}
 		return nil
 	case <-time.After(30 * time.Second):
-		p.kill()
+		// SIGQUIT makes the Go runtime print every goroutine's stack: what
+		// the shutdown waits for.
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.exited:
+		case <-time.After(5 * time.Second):
+			p.kill()
+		}
 		return fmt.Errorf("mqd did not stop within 30s of SIGTERM:\n%s", p.stderr.String())
 	}
 }

@@ -35,9 +35,11 @@ func (b *Broker) maintain() {
 	hw := b.clock.NewTicker(every)
 	defer hw.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var inflight sync.WaitGroup
+	// On stop, proposals in flight are given up (cancel first), not waited
+	// out: a controller that cannot be reached would hold the shutdown.
 	defer inflight.Wait()
+	defer cancel()
 	slots := make(chan struct{}, maxISRProposals)
 	for {
 		select {
