@@ -381,21 +381,17 @@ func (f *fetcher) truncate(ctx context.Context, conn *peerConn, rounds []round, 
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.Version = followerEpochsVersion
 	req.ReplicaID = f.b.cfg.Settings.NodeID
-	byTopic := map[string]int{}
-	for _, r := range rounds {
-		i, ok := byTopic[r.tp.topic]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[r.tp.topic] = i
-			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			t.Topic = r.tp.topic
-			req.Topics = append(req.Topics, t)
+	for _, group := range roundsByTopic(rounds) {
+		t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		t.Topic = group[0].tp.topic
+		for _, r := range group {
+			p := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			p.Partition = r.tp.partition
+			p.CurrentLeaderEpoch = r.pos.LeaderEpoch
+			p.LeaderEpoch = r.pos.LastFetchedEpoch
+			t.Partitions = append(t.Partitions, p)
 		}
-		p := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		p.Partition = r.tp.partition
-		p.CurrentLeaderEpoch = r.pos.LeaderEpoch
-		p.LeaderEpoch = r.pos.LastFetchedEpoch
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+		req.Topics = append(req.Topics, t)
 	}
 	raw, err := conn.do(ctx, req, f.requestTimeout())
 	if err != nil {
@@ -562,6 +558,23 @@ func sameFetchState(a, b kmsg.FetchRequestTopicPartition) bool {
 		a.PartitionMaxBytes == b.PartitionMaxBytes
 }
 
+// roundsByTopic groups rounds by topic name, topics in first-seen order,
+// for the requests that name topics (OffsetForLeaderEpoch, ListOffsets).
+func roundsByTopic(rounds []round) [][]round {
+	var groups [][]round
+	index := map[string]int{}
+	for _, r := range rounds {
+		i, ok := index[r.tp.topic]
+		if !ok {
+			i = len(groups)
+			index[r.tp.topic] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], r)
+	}
+	return groups
+}
+
 // topicPartitionID names a partition by topic ID.
 type topicPartitionID struct {
 	id        controller.TopicID
@@ -575,21 +588,17 @@ func (f *fetcher) reset(ctx context.Context, conn *peerConn, rounds []round, log
 		req := kmsg.NewPtrListOffsetsRequest()
 		req.Version = followerListOffsetsVersion
 		req.ReplicaID = f.b.cfg.Settings.NodeID
-		byTopic := map[string]int{}
-		for _, r := range rounds {
-			i, ok := byTopic[r.tp.topic]
-			if !ok {
-				i = len(req.Topics)
-				byTopic[r.tp.topic] = i
-				t := kmsg.NewListOffsetsRequestTopic()
-				t.Topic = r.tp.topic
-				req.Topics = append(req.Topics, t)
+		for _, group := range roundsByTopic(rounds) {
+			t := kmsg.NewListOffsetsRequestTopic()
+			t.Topic = group[0].tp.topic
+			for _, r := range group {
+				p := kmsg.NewListOffsetsRequestTopicPartition()
+				p.Partition = r.tp.partition
+				p.CurrentLeaderEpoch = r.pos.LeaderEpoch
+				p.Timestamp = ts
+				t.Partitions = append(t.Partitions, p)
 			}
-			p := kmsg.NewListOffsetsRequestTopicPartition()
-			p.Partition = r.tp.partition
-			p.CurrentLeaderEpoch = r.pos.LeaderEpoch
-			p.Timestamp = ts
-			req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+			req.Topics = append(req.Topics, t)
 		}
 		raw, err := conn.do(ctx, req, f.requestTimeout())
 		if err != nil {

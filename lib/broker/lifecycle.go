@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -102,13 +103,7 @@ func checkMeta(dir string, nodeID int32, clusterID string) error {
 	props["version"] = "1"
 	var out strings.Builder
 	out.WriteString("# which node and cluster this data directory belongs to; written by mqd\n")
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range props {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(props)) {
 		fmt.Fprintf(&out, "%s=%s\n", k, props[k])
 	}
 	return writeFileDurably(path, []byte(out.String()))
@@ -254,23 +249,23 @@ func (d *Daemon) Fatal() <-chan error { return d.fatal }
 func (d *Daemon) heartbeat(ctx context.Context, wantShutDown bool) (controller.HeartbeatResult, error) {
 	hctx, cancel := context.WithTimeout(ctx, d.heartbeatInterval())
 	defer cancel()
-	res, err := d.ctrl.Heartbeat(hctx, controller.Heartbeat{
-		BrokerID:       d.settings.NodeID,
-		BrokerEpoch:    d.brokerEpoch.Load(),
-		AppliedVersion: d.ctrl.Image().Version,
-		WantShutDown:   wantShutDown,
-		Offline:        d.offlinePositions(),
-	})
+	// Built at each send: a registration in between changes the epoch.
+	send := func() (controller.HeartbeatResult, error) {
+		return d.ctrl.Heartbeat(hctx, controller.Heartbeat{
+			BrokerID:       d.settings.NodeID,
+			BrokerEpoch:    d.brokerEpoch.Load(),
+			AppliedVersion: d.ctrl.Image().Version,
+			WantShutDown:   wantShutDown,
+			Offline:        d.offlinePositions(),
+		})
+	}
+	res, err := send()
 	if errors.Is(err, controller.ErrStaleBrokerEpoch) {
 		d.log.Info("registering again: the controller does not know this broker's epoch")
 		if err := d.register(hctx); err != nil {
 			return res, err
 		}
-		return d.ctrl.Heartbeat(hctx, controller.Heartbeat{
-			BrokerID: d.settings.NodeID, BrokerEpoch: d.brokerEpoch.Load(),
-			AppliedVersion: d.ctrl.Image().Version, WantShutDown: wantShutDown,
-			Offline: d.offlinePositions(),
-		})
+		return send()
 	}
 	return res, err
 }
