@@ -424,11 +424,24 @@ func check(t *testing.T, c *cluster, a *acked, o *observations, final map[[2]int
 	return r
 }
 
-// runChaosRow runs one row: a 3-node cluster with fast failover, a
-// 3-partition RF=3 min.insync.replicas=2 topic, three idempotent acks=all
-// producers and two readers; fault is called until the row's time is up;
-// then the cluster is healed, settled, read once more and checked.
-func runChaosRow(t *testing.T, name string, fault func(n *nemesis)) {
+// chaosRow is one row of the matrix: the cluster it runs on and the
+// fault its nemesis injects until the row's time is up.
+type chaosRow struct {
+	name string
+	// nodes is the cluster's size; 0: 3.
+	nodes int
+	// cluster configures the cluster; its props default to fastFailover.
+	cluster clusterOpts
+	// fault injects one fault and heals it before it returns (the
+	// nemesis calls it again until the row's time is up).
+	fault func(n *nemesis)
+}
+
+// runChaosRow runs one row: a cluster with fast failover, a 3-partition
+// RF=3 min.insync.replicas=2 topic, three idempotent acks=all producers
+// and two readers; the row's fault is injected until its time is up; then
+// the cluster is healed, settled, read once more and checked.
+func runChaosRow(t *testing.T, row chaosRow) {
 	seed := *chaosSeed
 	if seed == 0 {
 		seed = time.Now().UnixNano()
@@ -437,8 +450,15 @@ func runChaosRow(t *testing.T, name string, fault func(n *nemesis)) {
 	if length == 0 {
 		length = chaosShort
 	}
+	if row.nodes == 0 {
+		row.nodes = 3
+	}
+	if row.cluster.props == nil {
+		row.cluster.props = fastFailover
+	}
+	name := row.name
 	t.Logf("chaos %s: seed %d (replay with -chaos.seed=%d), faults for %v", name, seed, seed, length)
-	c := startCluster(t, 3, clusterOpts{props: fastFailover})
+	c := startCluster(t, row.nodes, row.cluster)
 	c.createRF3(chaosTopic, 3)
 
 	a, o := newAcked(), newObservations()
@@ -460,7 +480,7 @@ func runChaosRow(t *testing.T, name string, fault func(n *nemesis)) {
 
 	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now()}
 	for end := time.Now().Add(length); time.Now().Before(end); {
-		fault(n)
+		row.fault(n)
 	}
 	c.heal()
 	a.waitMore(t, 100) // the healed cluster takes writes
@@ -485,16 +505,16 @@ func runChaosRow(t *testing.T, name string, fault func(n *nemesis)) {
 
 // TestChaosNoFault (row 1): without faults the checker finds nothing.
 func TestChaosNoFault(t *testing.T) {
-	runChaosRow(t, "none", func(n *nemesis) { n.hold(time.Second) })
+	runChaosRow(t, chaosRow{name: "none", fault: func(n *nemesis) { n.hold(time.Second) }})
 }
 
 // TestChaosKillLeaders (row 2): a partition's leader is SIGKILLed every
 // few seconds and restarted shortly after; nothing acknowledged is lost.
 func TestChaosKillLeaders(t *testing.T) {
-	runChaosRow(t, "kill-leader", func(n *nemesis) {
+	runChaosRow(t, chaosRow{name: "kill-leader", fault: func(n *nemesis) {
 		n.killLeader(n.between(300*time.Millisecond, 1500*time.Millisecond))
 		n.hold(n.between(time.Second, 3*time.Second))
-	})
+	}})
 }
 
 // TestChaosPauseLeader (row 3): a partition's leader is SIGSTOPped past
@@ -503,8 +523,8 @@ func TestChaosKillLeaders(t *testing.T) {
 // began (no acknowledged record is lost) and must have truncated to the
 // epoch boundary (its log below the high-water mark equals the others').
 func TestChaosPauseLeader(t *testing.T) {
-	runChaosRow(t, "pause-leader", func(n *nemesis) {
+	runChaosRow(t, chaosRow{name: "pause-leader", fault: func(n *nemesis) {
 		n.pauseLeader(n.between(2500*time.Millisecond, 4*time.Second)) // broker.session.timeout.ms=2000
 		n.hold(n.between(time.Second, 2*time.Second))
-	})
+	}})
 }
