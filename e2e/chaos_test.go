@@ -40,15 +40,24 @@ type chaosResult struct {
 	seed                                                              int64
 	operations, acknowledged                                          int
 	lost, duplicates, reordered, inconsistent, divergent, hwRegressed int
+	group                                                             *groupFigures // the group row's, nil for the others
 }
 
 func (r chaosResult) String() string {
-	return fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d",
+	s := fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d",
 		r.fault, r.seed, r.operations, r.acknowledged, r.lost, r.duplicates, r.reordered, r.inconsistent, r.divergent, r.hwRegressed)
+	if r.group != nil {
+		s += "  " + r.group.String()
+	}
+	return s
 }
 
 func (r chaosResult) violations() int {
-	return r.lost + r.duplicates + r.reordered + r.inconsistent + r.divergent + r.hwRegressed
+	n := r.lost + r.duplicates + r.reordered + r.inconsistent + r.divergent + r.hwRegressed
+	if r.group != nil {
+		n += r.group.violations()
+	}
+	return n
 }
 
 // chaosRows collects the rows of this run for the summary TestMain prints.
@@ -77,6 +86,12 @@ func printChaosSummary() {
 		total.inconsistent += r.inconsistent
 		total.divergent += r.divergent
 		total.hwRegressed += r.hwRegressed
+		if r.group != nil {
+			if total.group == nil {
+				total.group = &groupFigures{}
+			}
+			total.group.add(*r.group)
+		}
 	}
 	verdict := "no violation"
 	if n := total.violations(); n > 0 {

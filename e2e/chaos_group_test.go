@@ -1,0 +1,535 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// chaosGroup is the consumer group of the group chaos row.
+const chaosGroup = "chaos-workers"
+
+// groupSession is the members' session timeout: mq's
+// group.min.session.timeout.ms (6 s, not a broker property), so that a
+// killed member's partitions move on as soon as the broker allows.
+const groupSession = 6 * time.Second
+
+// groupMembers is how many members the row keeps running, one per
+// partition of the topic.
+const groupMembers = 3
+
+// groupFigures are the group row's own figures in its chaosResult.
+type groupFigures struct {
+	memberKills, coordinatorKills, memberExits int
+	deliveries, redelivered, polls             int
+	regressed, skipped, undrained              int
+}
+
+func (g groupFigures) String() string {
+	return fmt.Sprintf("members killed %d  coordinators killed %d  member exits %d  delivered %d  redelivered %d  commit polls %d  commit-regressions %d  skipped %d  undrained %d",
+		g.memberKills, g.coordinatorKills, g.memberExits, g.deliveries, g.redelivered, g.polls, g.regressed, g.skipped, g.undrained)
+}
+
+func (g groupFigures) violations() int { return g.regressed + g.skipped + g.undrained }
+
+// add sums figures for the summary's total.
+func (g *groupFigures) add(o groupFigures) {
+	g.memberKills += o.memberKills
+	g.coordinatorKills += o.coordinatorKills
+	g.memberExits += o.memberExits
+	g.deliveries += o.deliveries
+	g.redelivered += o.redelivered
+	g.polls += o.polls
+	g.regressed += o.regressed
+	g.skipped += o.skipped
+	g.undrained += o.undrained
+}
+
+// deliveries is every record the group's members printed: which members
+// printed each (partition, offset), in order. The values go to the
+// row's observations, so that a member printing something else than
+// what is stored there is an inconsistency.
+type deliveries struct {
+	mu    sync.Mutex
+	by    map[[2]int64][]string // (partition, offset) → the members that printed it
+	count int
+	o     *observations
+	// killNext makes the next member to print a record SIGKILL itself
+	// right after, in the middle of its batch (before the batch is
+	// committed), and send itself on killed.
+	killNext atomic.Bool
+	killed   chan *groupMember
+}
+
+func newDeliveries(o *observations) *deliveries {
+	return &deliveries{by: map[[2]int64][]string{}, o: o, killed: make(chan *groupMember, 1)}
+}
+
+func (d *deliveries) add(member string, partition int32, offset int64, value string) {
+	d.o.record(member, &kgo.Record{Partition: partition, Offset: offset, Value: []byte(value)})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at := [2]int64{int64(partition), offset}
+	d.by[at] = append(d.by[at], member)
+	d.count++
+}
+
+// printedIn says which members printed the offsets [from, to) of
+// partition, as evidence: "m1 ×12, m4 ×3", or "nobody".
+func (d *deliveries) printedIn(partition int32, from, to int64) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := map[string]int{}
+	for off := from; off < to; off++ {
+		for _, m := range d.by[[2]int64{int64(partition), off}] {
+			n[m]++
+		}
+	}
+	if len(n) == 0 {
+		return "nobody"
+	}
+	var out []string
+	for _, m := range slices.Sorted(maps.Keys(n)) {
+		out = append(out, fmt.Sprintf("%s ×%d", m, n[m]))
+	}
+	return strings.Join(out, ", ")
+}
+
+// groupMember is one member of the group: a mqpipe consume -g process
+// that prints each record as "partition offset value" and commits what
+// it printed after each batch, so that what it printed before a SIGKILL
+// is what it processed, committed or not.
+type groupMember struct {
+	name    string
+	cmd     *exec.Cmd
+	stderr  *lockedBuffer
+	killed  atomic.Bool   // the test killed it
+	done    chan struct{} // closed when stdout is read to its end and the process reaped
+	exitErr error         // the process's exit, once done
+}
+
+// startMember starts a member named name printing into d.
+func startMember(t *testing.T, c *cluster, name string, d *deliveries) *groupMember {
+	t.Helper()
+	m := &groupMember{name: name, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	m.cmd = exec.Command(filepath.Join(binDir, "mqpipe"), "consume", "-b", c.bootstrapList(), "-t", chaosTopic,
+		"-g", chaosGroup, "-f", `%p %o %s\n`, "--line-buffered", "--session-timeout", groupSession.String())
+	m.cmd.Stderr = m.stderr
+	stdout, err := m.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.cmd.Start(); err != nil {
+		t.Fatalf("start member %s: %v", name, err)
+	}
+	go m.read(t, stdout, d)
+	t.Cleanup(m.kill)
+	return m
+}
+
+// read takes the member's printed records into d until its stdout ends,
+// then reaps the process.
+func (m *groupMember) read(t *testing.T, stdout io.Reader, d *deliveries) {
+	defer close(m.done)
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		f := strings.SplitN(sc.Text(), " ", 3)
+		p, perr := strconv.ParseInt(f[0], 10, 32)
+		var off int64
+		var oerr error
+		if len(f) == 3 {
+			off, oerr = strconv.ParseInt(f[1], 10, 64)
+		}
+		if len(f) != 3 || perr != nil || oerr != nil {
+			t.Errorf("member %s printed %q, not \"partition offset value\"", m.name, sc.Text())
+			continue
+		}
+		d.add(m.name, int32(p), off, f[2])
+		if d.killNext.CompareAndSwap(true, false) {
+			m.killed.Store(true)
+			m.cmd.Process.Kill()
+			t.Logf("member %s SIGKILLed right after printing %d/%d", m.name, p, off)
+			d.killed <- m
+		}
+	}
+	m.exitErr = m.cmd.Wait()
+}
+
+// exited reports whether the process has ended.
+func (m *groupMember) exited() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill SIGKILLs the member now (if it still runs) and waits until it is
+// reaped and its output read.
+func (m *groupMember) kill() {
+	m.killed.Store(true)
+	m.cmd.Process.Kill()
+	<-m.done
+}
+
+// midBatchWait bounds how long the nemesis waits for a member to print
+// a record (and be SIGKILLed mid-batch); when none does, a random member
+// is SIGKILLed wherever it is.
+const midBatchWait = 10 * time.Second
+
+// groupNemesis is the nemesis of the group row: it kills members and the
+// group coordinator's broker, and keeps groupMembers members running.
+type groupNemesis struct {
+	*nemesis
+	d       *deliveries
+	members []*groupMember
+	started int
+	figures *groupFigures
+}
+
+// ensureMembers starts members until groupMembers run, noting the ones
+// that exited without being killed (with what they said).
+func (n *groupNemesis) ensureMembers() {
+	live := n.members[:0]
+	for _, m := range n.members {
+		if !m.exited() {
+			live = append(live, m)
+			continue
+		}
+		if !m.killed.Load() {
+			n.figures.memberExits++
+			n.logf("member %s exited by itself (%v): %s", m.name, m.exitErr, tail(m.stderr.String(), 5))
+		}
+	}
+	n.members = live
+	for len(n.members) < groupMembers {
+		n.started++
+		n.members = append(n.members, startMember(n.t, n.c, fmt.Sprintf("m%d", n.started), n.d))
+	}
+}
+
+// killMember SIGKILLs the next member to print a record, right after it
+// printed it (or, if none prints within midBatchWait, a random member),
+// and starts a new one.
+func (n *groupNemesis) killMember() {
+	n.d.killNext.Store(true)
+	select {
+	case m := <-n.d.killed:
+		<-m.done
+		n.logf("member %s SIGKILLed mid-batch", m.name)
+	case <-time.After(midBatchWait):
+		if n.d.killNext.CompareAndSwap(true, false) {
+			m := n.members[n.rng.Intn(len(n.members))]
+			m.kill()
+			n.logf("no member printed a record for %v: member %s SIGKILLed", midBatchWait, m.name)
+		} else {
+			m := <-n.d.killed // one printed just now
+			<-m.done
+			n.logf("member %s SIGKILLed mid-batch", m.name)
+		}
+	}
+	n.figures.memberKills++
+	n.ensureMembers()
+}
+
+// coordinator asks the cluster which node coordinates the group.
+func coordinator(ctx context.Context, cl *kgo.Client) (int32, error) {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKey = chaosGroup
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return -1, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return -1, err
+	}
+	return resp.NodeID, nil
+}
+
+// killCoordinator SIGKILLs the broker coordinating the group, keeps it
+// down for down and starts it again.
+func (n *groupNemesis) killCoordinator(cl *kgo.Client, down time.Duration) {
+	var id int32
+	waitFor(n.t, clusterReadyTimeout, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var err error
+		id, err = coordinator(ctx, cl)
+		return err == nil, fmt.Sprintf("FindCoordinator %s: %v", chaosGroup, err)
+	})
+	victim := n.c.node(id)
+	n.logf("SIGKILL node %d, the coordinator of group %s, for %v", id, chaosGroup, down)
+	victim.kill()
+	n.figures.coordinatorKills++
+	n.hold(down)
+	victim.start()
+	n.logf("node %d started", id)
+}
+
+// commitPoller polls the group's committed offsets through the whole row
+// and notes every one that is lower than one seen before.
+type commitPoller struct {
+	t       *testing.T
+	seed    int64
+	begun   time.Time
+	adm     *kadm.Client
+	cl      *kgo.Client
+	d       *deliveries
+	mu      sync.Mutex
+	highest [3]int64     // the highest committed offset seen per partition
+	seenAt  [3]time.Time // when highest was seen
+	polls   int
+	regress []string
+}
+
+func newCommitPoller(t *testing.T, c *cluster, seed int64, d *deliveries) *commitPoller {
+	cl := c.client()
+	p := &commitPoller{t: t, seed: seed, begun: time.Now(), adm: kadm.NewClient(cl), cl: cl, d: d}
+	for i := range p.highest {
+		p.highest[i] = -1
+	}
+	return p
+}
+
+// run polls until ctx ends.
+func (p *commitPoller) run(ctx context.Context) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		p.poll(ctx)
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
+}
+
+// poll fetches the committed offsets once (a failed fetch, while the
+// coordinator moves, is no observation).
+func (p *commitPoller) poll(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	resp, err := p.adm.FetchOffsets(ctx, chaosGroup)
+	if err != nil {
+		return
+	}
+	coord, err := coordinator(ctx, p.cl)
+	who := fmt.Sprintf("node %d", coord)
+	if err != nil {
+		who = "unknown: " + err.Error()
+	}
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.polls++
+	for part := range int32(3) {
+		o, ok := resp.Lookup(chaosTopic, part)
+		if !ok || o.Err != nil {
+			continue
+		}
+		if o.At < p.highest[part] {
+			p.regress = append(p.regress, fmt.Sprintf("seed %d: partition %d's committed offset went from %d (polled at +%v) to %d (polled at +%v; FindCoordinator says %s); offsets %d-%d were printed by %s",
+				p.seed, part, p.highest[part], p.seenAt[part].Sub(p.begun).Round(time.Millisecond), o.At, now.Sub(p.begun).Round(time.Millisecond),
+				who, max(o.At, 0), p.highest[part]-1, p.d.printedIn(part, max(o.At, 0), p.highest[part])))
+			continue
+		}
+		p.highest[part], p.seenAt[part] = o.At, now
+	}
+}
+
+// committed fetches the group's committed offsets of the chaos topic now
+// (-1: none).
+func committed(ctx context.Context, adm *kadm.Client) ([]int64, error) {
+	resp, err := adm.FetchOffsets(ctx, chaosGroup)
+	if err != nil {
+		return nil, err
+	}
+	out := []int64{-1, -1, -1}
+	for part := range int32(3) {
+		if o, ok := resp.Lookup(chaosTopic, part); ok {
+			if o.Err != nil {
+				return nil, o.Err
+			}
+			out[part] = o.At
+		}
+	}
+	return out, nil
+}
+
+// drain waits, at most d, until the group has committed every partition
+// to its high-water mark, and returns the committed offsets last seen.
+func drain(t *testing.T, adm *kadm.Client, hws []int64, d time.Duration) []int64 {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	last := []int64{-1, -1, -1}
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		got, err := committed(ctx, adm)
+		cancel()
+		if err == nil {
+			last = got
+			if slices.Equal(got, hws) {
+				break
+			}
+		}
+		<-tick.C
+	}
+	return last
+}
+
+// checkGroup checks what the group printed and committed: no committed
+// offset went back, every offset below a partition's final committed
+// offset was printed by some member, and the group committed everything
+// below the high-water marks.
+func checkGroup(t *testing.T, seed int64, d *deliveries, p *commitPoller, final, hws []int64, stored map[[2]int64]string) groupFigures {
+	t.Helper()
+	var g groupFigures
+	report := func(count *int, n int, kind, evidence string) {
+		*count += n
+		if *count <= 20 {
+			t.Errorf("%s: %s", kind, evidence)
+		}
+	}
+	p.mu.Lock()
+	g.polls = p.polls
+	for _, e := range p.regress {
+		report(&g.regressed, 1, "committed offset went back", e)
+	}
+	p.mu.Unlock()
+	d.mu.Lock()
+	g.deliveries = d.count
+	g.redelivered = d.count - len(d.by)
+	d.mu.Unlock()
+	for part := range int32(3) {
+		if final[part] != hws[part] {
+			report(&g.undrained, 1, "not drained", fmt.Sprintf("seed %d: partition %d's committed offset is %d after draining, its high-water mark %d",
+				seed, part, final[part], hws[part]))
+		}
+		for off := int64(0); off < final[part]; {
+			if d.printedIn(part, off, off+1) != "nobody" {
+				off++
+				continue
+			}
+			from := off
+			for off < final[part] && d.printedIn(part, off, off+1) == "nobody" {
+				off++
+			}
+			report(&g.skipped, int(off-from), "skipped", fmt.Sprintf("seed %d: partition %d's offsets %d-%d (%d records, the first %q) are below the final committed offset %d and no member printed them; offset %d was printed by %s, offset %d by %s",
+				seed, part, from, off-1, off-from, stored[[2]int64{int64(part), from}], final[part],
+				from-1, d.printedIn(part, from-1, from), off, d.printedIn(part, off, off+1)))
+		}
+	}
+	return g
+}
+
+// runGroupChaosRow runs the group row: a 3-node cluster, a 3-partition
+// RF=3 min.insync.replicas=2 topic with three acks=all producers, and a
+// group of groupMembers mqpipe processes consuming it; fault is injected
+// until the row's time is up. Then the cluster is healed, the producers
+// stop, the group drains, and what it printed and committed is checked
+// (at least once), as well as the topic itself as the other rows do.
+func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis, cl *kgo.Client)) {
+	seed := *chaosSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	length := *chaosDuration
+	if length == 0 {
+		length = chaosShort
+	}
+	t.Logf("chaos %s: seed %d (replay with -chaos.seed=%d), faults for %v", name, seed, seed, length)
+	c := startCluster(t, 3, clusterOpts{props: fastFailover})
+	c.createRF3(chaosTopic, 3)
+
+	a, o := newAcked(), newObservations()
+	d := newDeliveries(o)
+	var producers []*producer
+	for i := range 3 {
+		producers = append(producers, startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, fmt.Sprintf("p%d-", i), a))
+	}
+	a.waitMore(t, 100)
+	var figures groupFigures
+	n := &groupNemesis{nemesis: &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now()}, d: d, figures: &figures}
+	n.ensureMembers()
+	poller := newCommitPoller(t, c, seed, d)
+	ctx, stopPolling := context.WithCancel(context.Background())
+	polled := make(chan struct{})
+	go func() { defer close(polled); poller.run(ctx) }()
+	defer func() { stopPolling(); <-polled }()
+	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.count >= 100, fmt.Sprintf("the group printed %d records", d.count)
+	})
+
+	cl := c.client()
+	for end := time.Now().Add(length); time.Now().Before(end); {
+		fault(n, cl)
+	}
+	c.heal()
+	n.ensureMembers()
+	a.waitMore(t, 100) // the healed cluster takes writes
+	for _, p := range producers {
+		p.finish()
+	}
+	hws, logs := settle(t, c)
+	final := drain(t, kadm.NewClient(cl), hws, clusterReadyTimeout)
+	stopPolling()
+	<-polled
+	n.ensureMembers() // notes members that exited by themselves
+	for _, m := range n.members {
+		m.kill()
+	}
+
+	stored := readAll(t, c, hws, o)
+	r := check(t, c, a, o, stored, hws, logs)
+	g := checkGroup(t, seed, d, poller, final, hws, stored)
+	g.memberKills, g.coordinatorKills, g.memberExits = figures.memberKills, figures.coordinatorKills, figures.memberExits
+	r.fault, r.seed, r.group = name, seed, &g
+	if r.violations() > 0 {
+		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)
+	}
+	t.Log("chaos:", r)
+	chaosRows.Lock()
+	chaosRows.rows = append(chaosRows.rows, r)
+	chaosRows.Unlock()
+}
+
+// TestChaosGroupMembersAndCoordinator (row 10): members of a consumer
+// group (separate processes) are SIGKILLed mid-batch and replaced, and
+// the group coordinator's broker is SIGKILLed and restarted, in turn.
+// The group's committed offsets never go back, no record below them is
+// skipped (redeliveries are allowed, and counted), and once healed the
+// group drains the topic to its high-water marks.
+func TestChaosGroupMembersAndCoordinator(t *testing.T) {
+	turn := 0
+	runGroupChaosRow(t, "group", func(n *groupNemesis, cl *kgo.Client) {
+		if turn%2 == 0 {
+			n.killMember()
+		} else {
+			n.killCoordinator(cl, n.between(time.Second, 3*time.Second))
+		}
+		turn++
+		n.hold(n.between(time.Second, 2*time.Second))
+	})
+}
