@@ -39,12 +39,13 @@ const groupMembers = 3
 type groupFigures struct {
 	memberKills, coordinatorKills, memberExits int
 	deliveries, redelivered, polls             int
+	longestGap                                 time.Duration // the longest time no member printed a record
 	regressed, skipped, undrained              int
 }
 
 func (g groupFigures) String() string {
-	return fmt.Sprintf("members killed %d  coordinators killed %d  member exits %d  delivered %d  redelivered %d  commit polls %d  commit-regressions %d  skipped %d  undrained %d",
-		g.memberKills, g.coordinatorKills, g.memberExits, g.deliveries, g.redelivered, g.polls, g.regressed, g.skipped, g.undrained)
+	return fmt.Sprintf("members killed %d  coordinators killed %d  member exits %d  delivered %d  redelivered %d  longest stall %v  commit polls %d  commit-regressions %d  skipped %d  undrained %d",
+		g.memberKills, g.coordinatorKills, g.memberExits, g.deliveries, g.redelivered, g.longestGap.Round(100*time.Millisecond), g.polls, g.regressed, g.skipped, g.undrained)
 }
 
 func (g groupFigures) violations() int { return g.regressed + g.skipped + g.undrained }
@@ -57,6 +58,7 @@ func (g *groupFigures) add(o groupFigures) {
 	g.deliveries += o.deliveries
 	g.redelivered += o.redelivered
 	g.polls += o.polls
+	g.longestGap = max(g.longestGap, o.longestGap)
 	g.regressed += o.regressed
 	g.skipped += o.skipped
 	g.undrained += o.undrained
@@ -71,6 +73,11 @@ type deliveries struct {
 	by    map[[2]int64][]string // (partition, offset) → the members that printed it
 	count int
 	o     *observations
+	// lastAt and longestGap: when the last record was printed, and the
+	// longest time no member printed one (the group's worst stall).
+	lastAt     time.Time
+	longestGap time.Duration
+	gapFrom    time.Time // when the longest gap began
 	// killNext makes the next member to print a record SIGKILL itself
 	// right after, in the middle of its batch (before the batch is
 	// committed), and send itself on killed.
@@ -89,6 +96,11 @@ func (d *deliveries) add(member string, partition int32, offset int64, value str
 	at := [2]int64{int64(partition), offset}
 	d.by[at] = append(d.by[at], member)
 	d.count++
+	now := time.Now()
+	if gap := now.Sub(d.lastAt); !d.lastAt.IsZero() && gap > d.longestGap {
+		d.longestGap, d.gapFrom = gap, d.lastAt
+	}
+	d.lastAt = now
 }
 
 // printedIn says which members printed the offsets [from, to) of
@@ -285,7 +297,8 @@ func (n *groupNemesis) killCoordinator(cl *kgo.Client, down time.Duration) {
 }
 
 // commitPoller polls the group's committed offsets through the whole row
-// and notes every one that is lower than one seen before.
+// and notes every step back: an offset lower than the one polled before
+// (a partition without one, once it had one, is at -1).
 type commitPoller struct {
 	t       *testing.T
 	seed    int64
@@ -294,8 +307,8 @@ type commitPoller struct {
 	cl      *kgo.Client
 	d       *deliveries
 	mu      sync.Mutex
-	highest [3]int64     // the highest committed offset seen per partition
-	seenAt  [3]time.Time // when highest was seen
+	last    [3]int64     // the committed offset last polled per partition
+	seenAt  [3]time.Time // when last was polled
 	polls   int
 	regress []string
 }
@@ -303,8 +316,8 @@ type commitPoller struct {
 func newCommitPoller(t *testing.T, c *cluster, seed int64, d *deliveries) *commitPoller {
 	cl := c.client()
 	p := &commitPoller{t: t, seed: seed, begun: time.Now(), adm: kadm.NewClient(cl), cl: cl, d: d}
-	for i := range p.highest {
-		p.highest[i] = -1
+	for i := range p.last {
+		p.last[i] = -1
 	}
 	return p
 }
@@ -342,16 +355,21 @@ func (p *commitPoller) poll(ctx context.Context) {
 	p.polls++
 	for part := range int32(3) {
 		o, ok := resp.Lookup(chaosTopic, part)
-		if !ok || o.Err != nil {
+		if !ok {
+			// None committed: once there was one, it is lost.
+			o = kadm.OffsetResponse{Offset: kadm.Offset{Topic: chaosTopic, Partition: part, At: -1}}
+		}
+		if o.Err != nil {
 			continue
 		}
-		if o.At < p.highest[part] {
+		if o.At < p.last[part] {
 			p.regress = append(p.regress, fmt.Sprintf("seed %d: partition %d's committed offset went from %d (polled at +%v) to %d (polled at +%v; FindCoordinator says %s); offsets %d-%d were printed by %s",
-				p.seed, part, p.highest[part], p.seenAt[part].Sub(p.begun).Round(time.Millisecond), o.At, now.Sub(p.begun).Round(time.Millisecond),
-				who, max(o.At, 0), p.highest[part]-1, p.d.printedIn(part, max(o.At, 0), p.highest[part])))
-			continue
+				p.seed, part, p.last[part], p.seenAt[part].Sub(p.begun).Round(time.Millisecond), o.At, now.Sub(p.begun).Round(time.Millisecond),
+				who, max(o.At, 0), p.last[part]-1, p.d.printedIn(part, max(o.At, 0), p.last[part])))
 		}
-		p.highest[part], p.seenAt[part] = o.At, now
+		// After a step back the next is measured from there: each
+		// step is reported once.
+		p.last[part], p.seenAt[part] = o.At, now
 	}
 }
 
@@ -419,6 +437,7 @@ func checkGroup(t *testing.T, seed int64, d *deliveries, p *commitPoller, final,
 	d.mu.Lock()
 	g.deliveries = d.count
 	g.redelivered = d.count - len(d.by)
+	g.longestGap = d.longestGap
 	d.mu.Unlock()
 	for part := range int32(3) {
 		if final[part] != hws[part] {
@@ -501,6 +520,10 @@ func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis, cl 
 		m.kill()
 	}
 
+	d.mu.Lock()
+	t.Logf("the longest stall: no member printed a record from +%v to +%v", d.gapFrom.Sub(n.begun).Round(time.Millisecond),
+		d.gapFrom.Add(d.longestGap).Sub(n.begun).Round(time.Millisecond))
+	d.mu.Unlock()
 	stored := readAll(t, c, hws, o)
 	r := check(t, c, a, o, stored, hws, logs)
 	g := checkGroup(t, seed, d, poller, final, hws, stored)
