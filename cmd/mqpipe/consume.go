@@ -30,7 +30,8 @@ mqpipe has written to stdout is committed: after each batch (--commit
 written, the default), every few seconds (periodic), or never (none); and
 always before it exits, also when interrupted. When a member dies, the
 others take over its partitions after --session-timeout, from the last
-commit. With -e a member exits when the partitions assigned to it reached
+commit. A member outlives the loss of the group's coordinator (its broker
+killed or restarting): it joins the group again at the next one. With -e a member exits when the partitions assigned to it reached
 the high-water marks they had when it got them.
 
 -o picks where each partition starts: beginning, end (only new records),

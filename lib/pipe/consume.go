@@ -337,7 +337,8 @@ func fetchError(fetches kgo.Fetches, pos positions) error {
 			first = client.Failf("consume %s partition %d%s: %v", t, p, pos.at(t, p), err)
 			return
 		}
-		if first != nil || kerr.IsRetriable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if first != nil || kerr.IsRetriable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+			lostCoordinator(err) {
 			return
 		}
 		where := fmt.Sprintf("%s partition %d%s", t, p, pos.at(t, p))
@@ -352,6 +353,16 @@ func fetchError(fetches kgo.Fetches, pos positions) error {
 		}
 	})
 	return first
+}
+
+// lostCoordinator reports whether err is kgo's notice that the group
+// session ended because the connection to the coordinator was lost or
+// could not be made (its broker crashed or restarts): kgo joins the
+// group again by itself, with the coordinator FindCoordinator names next.
+func lostCoordinator(err error) bool {
+	var session *kgo.ErrGroupSession
+	return errors.As(err, &session) &&
+		(client.IsUnreachable(session.Err) || errors.Is(session.Err, io.EOF) || errors.Is(session.Err, io.ErrUnexpectedEOF))
 }
 
 // startOffsets lists each partition's log start offset and high-water
