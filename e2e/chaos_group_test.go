@@ -83,6 +83,14 @@ type deliveries struct {
 	// committed), and send itself on killed.
 	killNext atomic.Bool
 	killed   chan *groupMember
+	kills    []midBatchKill
+}
+
+// midBatchKill is a member SIGKILLed right after printing a record.
+type midBatchKill struct {
+	member    string
+	partition int32
+	offset    int64
 }
 
 func newDeliveries(o *observations) *deliveries {
@@ -101,6 +109,29 @@ func (d *deliveries) add(member string, partition int32, offset int64, value str
 		d.longestGap, d.gapFrom = gap, d.lastAt
 	}
 	d.lastAt = now
+}
+
+// printed reports whether some member printed partition's offset.
+func (d *deliveries) printed(partition int32, offset int64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.by[[2]int64{int64(partition), offset}]) > 0
+}
+
+// logKills logs, for each member SIGKILLed mid-batch, who printed its
+// last record (again, once the group moved on: a redelivery), and the
+// group's longest stall, as times since begun.
+func (d *deliveries) logKills(t *testing.T, begun time.Time) {
+	d.mu.Lock()
+	kills := slices.Clone(d.kills)
+	from, gap := d.gapFrom, d.longestGap
+	d.mu.Unlock()
+	for _, k := range kills {
+		t.Logf("member %s was SIGKILLed right after printing %d/%d; it was printed by %s", k.member, k.partition, k.offset,
+			d.printedIn(k.partition, k.offset, k.offset+1))
+	}
+	t.Logf("the longest stall: no member printed a record from +%v to +%v", from.Sub(begun).Round(time.Millisecond),
+		from.Add(gap).Sub(begun).Round(time.Millisecond))
 }
 
 // printedIn says which members printed the offsets [from, to) of
@@ -177,7 +208,9 @@ func (m *groupMember) read(t *testing.T, stdout io.Reader, d *deliveries) {
 		if d.killNext.CompareAndSwap(true, false) {
 			m.killed.Store(true)
 			m.cmd.Process.Kill()
-			t.Logf("member %s SIGKILLed right after printing %d/%d", m.name, p, off)
+			d.mu.Lock()
+			d.kills = append(d.kills, midBatchKill{m.name, int32(p), off})
+			d.mu.Unlock()
 			d.killed <- m
 		}
 	}
@@ -445,12 +478,12 @@ func checkGroup(t *testing.T, seed int64, d *deliveries, p *commitPoller, final,
 				seed, part, final[part], hws[part]))
 		}
 		for off := int64(0); off < final[part]; {
-			if d.printedIn(part, off, off+1) != "nobody" {
+			if d.printed(part, off) {
 				off++
 				continue
 			}
 			from := off
-			for off < final[part] && d.printedIn(part, off, off+1) == "nobody" {
+			for off < final[part] && !d.printed(part, off) {
 				off++
 			}
 			report(&g.skipped, int(off-from), "skipped", fmt.Sprintf("seed %d: partition %d's offsets %d-%d (%d records, the first %q) are below the final committed offset %d and no member printed them; offset %d was printed by %s, offset %d by %s",
@@ -520,10 +553,7 @@ func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis, cl 
 		m.kill()
 	}
 
-	d.mu.Lock()
-	t.Logf("the longest stall: no member printed a record from +%v to +%v", d.gapFrom.Sub(n.begun).Round(time.Millisecond),
-		d.gapFrom.Add(d.longestGap).Sub(n.begun).Round(time.Millisecond))
-	d.mu.Unlock()
+	d.logKills(t, n.begun)
 	stored := readAll(t, c, hws, o)
 	r := check(t, c, a, o, stored, hws, logs)
 	g := checkGroup(t, seed, d, poller, final, hws, stored)
