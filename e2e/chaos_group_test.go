@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"maps"
 	"math/rand"
@@ -64,15 +65,19 @@ func (g *groupFigures) add(o groupFigures) {
 	g.undrained += o.undrained
 }
 
-// deliveries is every record the group's members printed: which members
-// printed each (partition, offset), in order. The values go to the
-// row's observations, so that a member printing something else than
-// what is stored there is an inconsistency.
+// deliveries is every record the group's members printed, kept small
+// (a long row prints millions): per partition and offset, the member
+// that printed it first and a hash of the value it printed; the further
+// prints of an offset (redeliveries) aside. A member printing another
+// value than one printed before at that offset, or than what is stored
+// there at the end, is an inconsistency.
 type deliveries struct {
-	mu    sync.Mutex
-	by    map[[2]int64][]string // (partition, offset) → the members that printed it
-	count int
-	o     *observations
+	mu           sync.Mutex
+	first        [3][]uint16 // partition → offset → the first member to print it (m<N> is N), 0: none yet
+	hash         [3][]uint64 // partition → offset → the hash of the value first printed there
+	again        map[[2]int64][]uint16
+	count        int
+	inconsistent []string
 	// lastAt and longestGap: when the last record was printed, and the
 	// longest time no member printed one (the group's worst stall).
 	lastAt     time.Time
@@ -88,21 +93,42 @@ type deliveries struct {
 
 // midBatchKill is a member SIGKILLed right after printing a record.
 type midBatchKill struct {
-	member    string
+	member    uint16
 	partition int32
 	offset    int64
 }
 
-func newDeliveries(o *observations) *deliveries {
-	return &deliveries{by: map[[2]int64][]string{}, o: o, killed: make(chan *groupMember, 1)}
+func newDeliveries() *deliveries {
+	return &deliveries{again: map[[2]int64][]uint16{}, killed: make(chan *groupMember, 1)}
 }
 
-func (d *deliveries) add(member string, partition int32, offset int64, value string) {
-	d.o.record(member, &kgo.Record{Partition: partition, Offset: offset, Value: []byte(value)})
+// valueHash is the hash deliveries keep of a value.
+func valueHash(v string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(v))
+	return h.Sum64()
+}
+
+// add notes that member printed value at partition's offset.
+func (d *deliveries) add(member uint16, partition int32, offset int64, value string) {
+	h := valueHash(value)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	at := [2]int64{int64(partition), offset}
-	d.by[at] = append(d.by[at], member)
+	if n := offset + 1 - int64(len(d.first[partition])); n > 0 {
+		d.first[partition] = append(d.first[partition], make([]uint16, n)...)
+		d.hash[partition] = append(d.hash[partition], make([]uint64, n)...)
+	}
+	switch first := d.first[partition][offset]; {
+	case first == 0:
+		d.first[partition][offset], d.hash[partition][offset] = member, h
+	default:
+		at := [2]int64{int64(partition), offset}
+		d.again[at] = append(d.again[at], member)
+		if d.hash[partition][offset] != h {
+			d.inconsistent = append(d.inconsistent, fmt.Sprintf("m%d printed %q at %d/%d, m%d had printed another value there",
+				member, value, partition, offset, first))
+		}
+	}
 	d.count++
 	now := time.Now()
 	if gap := now.Sub(d.lastAt); !d.lastAt.IsZero() && gap > d.longestGap {
@@ -111,11 +137,38 @@ func (d *deliveries) add(member string, partition int32, offset int64, value str
 	d.lastAt = now
 }
 
+// printedFirst is the member that printed partition's offset first, 0
+// for none; mu held.
+func (d *deliveries) printedFirst(partition int32, offset int64) uint16 {
+	if offset < 0 || offset >= int64(len(d.first[partition])) {
+		return 0
+	}
+	return d.first[partition][offset]
+}
+
 // printed reports whether some member printed partition's offset.
 func (d *deliveries) printed(partition int32, offset int64) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.by[[2]int64{int64(partition), offset}]) > 0
+	return d.printedFirst(partition, offset) != 0
+}
+
+// checkStored compares the first value printed at each offset with the
+// one stored there (stored: the final read), and returns the
+// inconsistencies, those seen while printing first.
+func (d *deliveries) checkStored(stored map[[2]int64]string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := slices.Clone(d.inconsistent)
+	for p := range int32(3) {
+		for off, member := range d.first[p] {
+			v, ok := stored[[2]int64{int64(p), int64(off)}]
+			if member != 0 && (!ok || valueHash(v) != d.hash[p][off]) {
+				out = append(out, fmt.Sprintf("m%d printed another value at %d/%d than the %q stored there", member, p, off, v))
+			}
+		}
+	}
+	return out
 }
 
 // logKills logs, for each member SIGKILLed mid-batch, who printed its
@@ -127,7 +180,7 @@ func (d *deliveries) logKills(t *testing.T, begun time.Time) {
 	from, gap := d.gapFrom, d.longestGap
 	d.mu.Unlock()
 	for _, k := range kills {
-		t.Logf("member %s was SIGKILLed right after printing %d/%d; it was printed by %s", k.member, k.partition, k.offset,
+		t.Logf("member m%d was SIGKILLed right after printing %d/%d; it was printed by %s", k.member, k.partition, k.offset,
 			d.printedIn(k.partition, k.offset, k.offset+1))
 	}
 	t.Logf("the longest stall: no member printed a record from +%v to +%v", from.Sub(begun).Round(time.Millisecond),
@@ -139,9 +192,12 @@ func (d *deliveries) logKills(t *testing.T, begun time.Time) {
 func (d *deliveries) printedIn(partition int32, from, to int64) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	n := map[string]int{}
+	n := map[uint16]int{}
 	for off := from; off < to; off++ {
-		for _, m := range d.by[[2]int64{int64(partition), off}] {
+		if m := d.printedFirst(partition, off); m != 0 {
+			n[m]++
+		}
+		for _, m := range d.again[[2]int64{int64(partition), off}] {
 			n[m]++
 		}
 	}
@@ -150,7 +206,7 @@ func (d *deliveries) printedIn(partition int32, from, to int64) string {
 	}
 	var out []string
 	for _, m := range slices.Sorted(maps.Keys(n)) {
-		out = append(out, fmt.Sprintf("%s ×%d", m, n[m]))
+		out = append(out, fmt.Sprintf("m%d ×%d", m, n[m]))
 	}
 	return strings.Join(out, ", ")
 }
@@ -160,6 +216,7 @@ func (d *deliveries) printedIn(partition int32, from, to int64) string {
 // it printed after each batch, so that what it printed before a SIGKILL
 // is what it processed, committed or not.
 type groupMember struct {
+	id      uint16 // its name is m<id>
 	name    string
 	cmd     *exec.Cmd
 	stderr  *lockedBuffer
@@ -168,10 +225,10 @@ type groupMember struct {
 	exitErr error         // the process's exit, once done
 }
 
-// startMember starts a member named name printing into d.
-func startMember(t *testing.T, c *cluster, name string, d *deliveries) *groupMember {
+// startMember starts member m<id> printing into d.
+func startMember(t *testing.T, c *cluster, id uint16, d *deliveries) *groupMember {
 	t.Helper()
-	m := &groupMember{name: name, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	m := &groupMember{id: id, name: fmt.Sprintf("m%d", id), stderr: &lockedBuffer{}, done: make(chan struct{})}
 	m.cmd = exec.Command(filepath.Join(binDir, "mqpipe"), "consume", "-b", c.bootstrapList(), "-t", chaosTopic,
 		"-g", chaosGroup, "-f", `%p %o %s\n`, "--line-buffered", "--session-timeout", groupSession.String())
 	m.cmd.Stderr = m.stderr
@@ -180,7 +237,7 @@ func startMember(t *testing.T, c *cluster, name string, d *deliveries) *groupMem
 		t.Fatal(err)
 	}
 	if err := m.cmd.Start(); err != nil {
-		t.Fatalf("start member %s: %v", name, err)
+		t.Fatalf("start member %s: %v", m.name, err)
 	}
 	go m.read(t, stdout, d)
 	t.Cleanup(m.kill)
@@ -200,16 +257,16 @@ func (m *groupMember) read(t *testing.T, stdout io.Reader, d *deliveries) {
 		if len(f) == 3 {
 			off, oerr = strconv.ParseInt(f[1], 10, 64)
 		}
-		if len(f) != 3 || perr != nil || oerr != nil {
+		if len(f) != 3 || perr != nil || oerr != nil || p < 0 || p >= 3 {
 			t.Errorf("member %s printed %q, not \"partition offset value\"", m.name, sc.Text())
 			continue
 		}
-		d.add(m.name, int32(p), off, f[2])
+		d.add(m.id, int32(p), off, f[2])
 		if d.killNext.CompareAndSwap(true, false) {
 			m.killed.Store(true)
 			m.cmd.Process.Kill()
 			d.mu.Lock()
-			d.kills = append(d.kills, midBatchKill{m.name, int32(p), off})
+			d.kills = append(d.kills, midBatchKill{m.id, int32(p), off})
 			d.mu.Unlock()
 			d.killed <- m
 		}
@@ -246,7 +303,7 @@ type groupNemesis struct {
 	*nemesis
 	d       *deliveries
 	members []*groupMember
-	started int
+	started uint16
 	figures *groupFigures
 }
 
@@ -267,7 +324,7 @@ func (n *groupNemesis) ensureMembers() {
 	n.members = live
 	for len(n.members) < groupMembers {
 		n.started++
-		n.members = append(n.members, startMember(n.t, n.c, fmt.Sprintf("m%d", n.started), n.d))
+		n.members = append(n.members, startMember(n.t, n.c, n.started, n.d))
 	}
 }
 
@@ -450,16 +507,22 @@ func drain(t *testing.T, adm *kadm.Client, hws []int64, d time.Duration) []int64
 
 // checkGroup checks what the group printed and committed: no committed
 // offset went back, every offset below a partition's final committed
-// offset was printed by some member, and the group committed everything
-// below the high-water marks.
-func checkGroup(t *testing.T, seed int64, d *deliveries, p *commitPoller, final, hws []int64, stored map[[2]int64]string) groupFigures {
+// offset was printed by some member, what was printed is what is stored,
+// and the group committed everything below the high-water marks. It sets
+// r's group figures and adds to its inconsistencies.
+func checkGroup(t *testing.T, r *chaosResult, d *deliveries, p *commitPoller, final, hws []int64, stored map[[2]int64]string) {
 	t.Helper()
-	var g groupFigures
+	g := &groupFigures{}
+	r.group = g
+	seed := r.seed
 	report := func(count *int, n int, kind, evidence string) {
 		*count += n
 		if *count <= 20 {
 			t.Errorf("%s: %s", kind, evidence)
 		}
+	}
+	for _, e := range d.checkStored(stored) {
+		report(&r.inconsistent, 1, "inconsistent delivery", fmt.Sprintf("seed %d: %s", seed, e))
 	}
 	p.mu.Lock()
 	g.polls = p.polls
@@ -469,7 +532,9 @@ func checkGroup(t *testing.T, seed int64, d *deliveries, p *commitPoller, final,
 	p.mu.Unlock()
 	d.mu.Lock()
 	g.deliveries = d.count
-	g.redelivered = d.count - len(d.by)
+	for _, ms := range d.again {
+		g.redelivered += len(ms)
+	}
 	g.longestGap = d.longestGap
 	d.mu.Unlock()
 	for part := range int32(3) {
@@ -491,11 +556,10 @@ func checkGroup(t *testing.T, seed int64, d *deliveries, p *commitPoller, final,
 				from-1, d.printedIn(part, from-1, from), off, d.printedIn(part, off, off+1)))
 		}
 	}
-	return g
 }
 
 // runGroupChaosRow runs the group row: a 3-node cluster, a 3-partition
-// RF=3 min.insync.replicas=2 topic with three acks=all producers, and a
+// RF=3 min.insync.replicas=2 topic with an acks=all producer, and a
 // group of groupMembers mqpipe processes consuming it; fault is injected
 // until the row's time is up. Then the cluster is healed, the producers
 // stop, the group drains, and what it printed and committed is checked
@@ -514,11 +578,12 @@ func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis, cl 
 	c.createRF3(chaosTopic, 3)
 
 	a, o := newAcked(), newObservations()
-	d := newDeliveries(o)
-	var producers []*producer
-	for i := range 3 {
-		producers = append(producers, startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, fmt.Sprintf("p%d-", i), a))
-	}
+	d := newDeliveries()
+	// One producer, not the other rows' three: the group needs a steady
+	// stream, not a fast one, and every record is held several times by
+	// the checkers (a long row would outgrow testMaxRSS). Its eight keys
+	// fall on all three partitions (4 on 0, 2 on 1, 2 on 2).
+	producer := startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, "p0-", a)
 	a.waitMore(t, 100)
 	var figures groupFigures
 	n := &groupNemesis{nemesis: &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now()}, d: d, figures: &figures}
@@ -541,9 +606,7 @@ func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis, cl 
 	c.heal()
 	n.ensureMembers()
 	a.waitMore(t, 100) // the healed cluster takes writes
-	for _, p := range producers {
-		p.finish()
-	}
+	producer.finish()
 	hws, logs := settle(t, c)
 	final := drain(t, kadm.NewClient(cl), hws, clusterReadyTimeout)
 	stopPolling()
@@ -556,9 +619,9 @@ func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis, cl 
 	d.logKills(t, n.begun)
 	stored := readAll(t, c, hws, o)
 	r := check(t, c, a, o, stored, hws, logs)
-	g := checkGroup(t, seed, d, poller, final, hws, stored)
-	g.memberKills, g.coordinatorKills, g.memberExits = figures.memberKills, figures.coordinatorKills, figures.memberExits
-	r.fault, r.seed, r.group = name, seed, &g
+	r.fault, r.seed = name, seed
+	checkGroup(t, &r, d, poller, final, hws, stored)
+	r.group.memberKills, r.group.coordinatorKills, r.group.memberExits = figures.memberKills, figures.coordinatorKills, figures.memberExits
 	if r.violations() > 0 {
 		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)
 	}
