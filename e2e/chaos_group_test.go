@@ -390,7 +390,6 @@ func (n *groupNemesis) killCoordinator(cl *kgo.Client, down time.Duration) {
 // and notes every step back: an offset lower than the one polled before
 // (a partition without one, once it had one, is at -1).
 type commitPoller struct {
-	t       *testing.T
 	seed    int64
 	begun   time.Time
 	adm     *kadm.Client
@@ -403,9 +402,10 @@ type commitPoller struct {
 	regress []string
 }
 
-func newCommitPoller(t *testing.T, c *cluster, seed int64, d *deliveries) *commitPoller {
+// newCommitPoller returns a poller whose evidence gives times since begun.
+func newCommitPoller(c *cluster, seed int64, begun time.Time, d *deliveries) *commitPoller {
 	cl := c.client()
-	p := &commitPoller{t: t, seed: seed, begun: time.Now(), adm: kadm.NewClient(cl), cl: cl, d: d}
+	p := &commitPoller{seed: seed, begun: begun, adm: kadm.NewClient(cl), cl: cl, d: d}
 	for i := range p.last {
 		p.last[i] = -1
 	}
@@ -508,11 +508,11 @@ func drain(t *testing.T, adm *kadm.Client, hws []int64, d time.Duration) []int64
 // checkGroup checks what the group printed and committed: no committed
 // offset went back, every offset below a partition's final committed
 // offset was printed by some member, what was printed is what is stored,
-// and the group committed everything below the high-water marks. It sets
-// r's group figures and adds to its inconsistencies.
-func checkGroup(t *testing.T, r *chaosResult, d *deliveries, p *commitPoller, final, hws []int64, stored map[[2]int64]string) {
+// and the group committed everything below the high-water marks. It
+// completes g (the nemesis's figures so far), makes it r's group figures
+// and adds to r's inconsistencies.
+func checkGroup(t *testing.T, r *chaosResult, g *groupFigures, d *deliveries, p *commitPoller, final, hws []int64, stored map[[2]int64]string) {
 	t.Helper()
-	g := &groupFigures{}
 	r.group = g
 	seed := r.seed
 	report := func(count *int, n int, kind, evidence string) {
@@ -561,8 +561,8 @@ func checkGroup(t *testing.T, r *chaosResult, d *deliveries, p *commitPoller, fi
 // runGroupChaosRow runs the group row: a 3-node cluster, a 3-partition
 // RF=3 min.insync.replicas=2 topic with an acks=all producer, and a
 // group of groupMembers mqpipe processes consuming it; fault is injected
-// until the row's time is up. Then the cluster is healed, the producers
-// stop, the group drains, and what it printed and committed is checked
+// until the row's time is up. Then the cluster is healed, the producer
+// stops, the group drains, and what it printed and committed is checked
 // (at least once), as well as the topic itself as the other rows do.
 func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis, cl *kgo.Client)) {
 	seed := *chaosSeed
@@ -588,7 +588,7 @@ func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis, cl 
 	var figures groupFigures
 	n := &groupNemesis{nemesis: &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now()}, d: d, figures: &figures}
 	n.ensureMembers()
-	poller := newCommitPoller(t, c, seed, d)
+	poller := newCommitPoller(c, seed, n.begun, d)
 	ctx, stopPolling := context.WithCancel(context.Background())
 	polled := make(chan struct{})
 	go func() { defer close(polled); poller.run(ctx) }()
@@ -620,8 +620,7 @@ func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis, cl 
 	stored := readAll(t, c, hws, o)
 	r := check(t, c, a, o, stored, hws, logs)
 	r.fault, r.seed = name, seed
-	checkGroup(t, &r, d, poller, final, hws, stored)
-	r.group.memberKills, r.group.coordinatorKills, r.group.memberExits = figures.memberKills, figures.coordinatorKills, figures.memberExits
+	checkGroup(t, &r, &figures, d, poller, final, hws, stored)
 	if r.violations() > 0 {
 		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)
 	}
