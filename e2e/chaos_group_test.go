@@ -5,9 +5,9 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"maps"
 	"math/rand"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
 )
 
 // chaosGroup is the consumer group of the group chaos row.
@@ -39,14 +41,17 @@ const groupMembers = 3
 // groupFigures are the group row's own figures in its chaosResult.
 type groupFigures struct {
 	memberKills, coordinatorKills, memberExits int
-	deliveries, redelivered, polls             int
-	longestGap                                 time.Duration // the longest time no member printed a record
-	regressed, skipped, undrained              int
+	// midBatch: members killed in the middle of a batch; reprinted: of
+	// those, how many had their last record printed again by another.
+	midBatch, reprinted            int
+	deliveries, redelivered, polls int
+	longestGap                     time.Duration // the longest time no member printed a record
+	regressed, skipped, undrained  int
 }
 
 func (g groupFigures) String() string {
-	return fmt.Sprintf("members killed %d  coordinators killed %d  member exits %d  delivered %d  redelivered %d  longest stall %v  commit polls %d  commit-regressions %d  skipped %d  undrained %d",
-		g.memberKills, g.coordinatorKills, g.memberExits, g.deliveries, g.redelivered, g.longestGap.Round(100*time.Millisecond), g.polls, g.regressed, g.skipped, g.undrained)
+	return fmt.Sprintf("members killed %d (mid-batch %d, reprinted %d)  coordinators killed %d  member exits %d  delivered %d  redelivered %d  longest stall %v  commit polls %d  commit-regressions %d  skipped %d  undrained %d",
+		g.memberKills, g.midBatch, g.reprinted, g.coordinatorKills, g.memberExits, g.deliveries, g.redelivered, g.longestGap.Round(100*time.Millisecond), g.polls, g.regressed, g.skipped, g.undrained)
 }
 
 func (g groupFigures) violations() int { return g.regressed + g.skipped + g.undrained }
@@ -56,6 +61,8 @@ func (g *groupFigures) add(o groupFigures) {
 	g.memberKills += o.memberKills
 	g.coordinatorKills += o.coordinatorKills
 	g.memberExits += o.memberExits
+	g.midBatch += o.midBatch
+	g.reprinted += o.reprinted
 	g.deliveries += o.deliveries
 	g.redelivered += o.redelivered
 	g.polls += o.polls
@@ -82,16 +89,13 @@ type deliveries struct {
 	// longest time no member printed one (the group's worst stall).
 	lastAt     time.Time
 	longestGap time.Duration
-	gapFrom    time.Time // when the longest gap began
-	// killNext makes the next member to print a record SIGKILL itself
-	// right after, in the middle of its batch (before the batch is
-	// committed), and send itself on killed.
-	killNext atomic.Bool
-	killed   chan *groupMember
-	kills    []midBatchKill
+	gapFrom    time.Time        // when the longest gap began
+	kills      []midBatchKill   // the members killed in the middle of a batch
+	latest     map[uint16]int64 // the offset of each member's last printed record
 }
 
-// midBatchKill is a member SIGKILLed right after printing a record.
+// midBatchKill is a member SIGKILLed in the middle of a batch, and the
+// last record it printed.
 type midBatchKill struct {
 	member    uint16
 	partition int32
@@ -99,7 +103,7 @@ type midBatchKill struct {
 }
 
 func newDeliveries() *deliveries {
-	return &deliveries{again: map[[2]int64][]uint16{}, killed: make(chan *groupMember, 1)}
+	return &deliveries{again: map[[2]int64][]uint16{}, latest: map[uint16]int64{}}
 }
 
 // valueHash is the hash deliveries keep of a value.
@@ -130,6 +134,7 @@ func (d *deliveries) add(member uint16, partition int32, offset int64, value str
 		}
 	}
 	d.count++
+	d.latest[member] = offset
 	now := time.Now()
 	if gap := now.Sub(d.lastAt); !d.lastAt.IsZero() && gap > d.longestGap {
 		d.longestGap, d.gapFrom = gap, d.lastAt
@@ -144,6 +149,16 @@ func (d *deliveries) printedFirst(partition int32, offset int64) uint16 {
 		return 0
 	}
 	return d.first[partition][offset]
+}
+
+// lastOffset is the offset of the last record member printed, -1 if none.
+func (d *deliveries) lastOffset(member uint16) int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if off, ok := d.latest[member]; ok {
+		return off
+	}
+	return -1
 }
 
 // printed reports whether some member printed partition's offset.
@@ -180,7 +195,7 @@ func (d *deliveries) logKills(t *testing.T, begun time.Time) {
 	from, gap := d.gapFrom, d.longestGap
 	d.mu.Unlock()
 	for _, k := range kills {
-		t.Logf("member m%d was SIGKILLed right after printing %d/%d; it was printed by %s", k.member, k.partition, k.offset,
+		t.Logf("member m%d was SIGKILLed in the middle of a batch; its last printed record %d/%d was printed by %s", k.member, k.partition, k.offset,
 			d.printedIn(k.partition, k.offset, k.offset+1))
 	}
 	t.Logf("the longest stall: no member printed a record from +%v to +%v", from.Sub(begun).Round(time.Millisecond),
@@ -214,42 +229,96 @@ func (d *deliveries) printedIn(partition int32, from, to int64) string {
 // groupMember is one member of the group: a mqpipe consume -g process
 // that prints each record as "partition offset value" and commits what
 // it printed after each batch, so that what it printed before a SIGKILL
-// is what it processed, committed or not.
+// is what it processed, committed or not. Its stdout is a pipe of
+// memberPipeSize bytes, which the test can stop reading: the member then
+// blocks in the middle of printing a batch longer than that.
 type groupMember struct {
-	id      uint16 // its name is m<id>
-	name    string
-	cmd     *exec.Cmd
-	stderr  *lockedBuffer
-	killed  atomic.Bool   // the test killed it
-	done    chan struct{} // closed when stdout is read to its end and the process reaped
-	exitErr error         // the process's exit, once done
+	id     uint16 // its name is m<id>
+	name   string
+	cmd    *exec.Cmd
+	stdout *os.File // the pipe's read end
+	stderr *lockedBuffer
+	killed atomic.Bool // the test killed it
+	// paused stops the reader before its next line, until resume.
+	paused atomic.Bool
+	resume chan struct{}
+	done   chan struct{} // closed when stdout is read to its end and the process reaped
+	// last is the last record it printed, and exitErr its exit, once done.
+	last    [2]int64
+	exitErr error
 }
+
+// memberPipeSize is the size of a member's stdout pipe: the smallest
+// Linux allows (a page), a few hundred printed records.
+const memberPipeSize = 4096
 
 // startMember starts member m<id> printing into d.
 func startMember(t *testing.T, c *cluster, id uint16, d *deliveries) *groupMember {
 	t.Helper()
-	m := &groupMember{id: id, name: fmt.Sprintf("m%d", id), stderr: &lockedBuffer{}, done: make(chan struct{})}
+	m := &groupMember{id: id, name: fmt.Sprintf("m%d", id), stderr: &lockedBuffer{}, resume: make(chan struct{}, 1),
+		done: make(chan struct{}), last: [2]int64{-1, -1}}
 	m.cmd = exec.Command(filepath.Join(binDir, "mqpipe"), "consume", "-b", c.bootstrapList(), "-t", chaosTopic,
 		"-g", chaosGroup, "-f", `%p %o %s\n`, "--line-buffered", "--session-timeout", groupSession.String())
 	m.cmd.Stderr = m.stderr
-	stdout, err := m.cmd.StdoutPipe()
+	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.cmd.Start(); err != nil {
+	m.stdout, m.cmd.Stdout = r, w
+	if err := m.pipeControl(func(fd int) error {
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, memberPipeSize)
+		return err
+	}); err != nil {
+		t.Fatalf("member %s: set its stdout's pipe size: %v", m.name, err)
+	}
+	err = m.cmd.Start()
+	w.Close()
+	if err != nil {
 		t.Fatalf("start member %s: %v", m.name, err)
 	}
-	go m.read(t, stdout, d)
+	go m.read(t, d)
 	t.Cleanup(m.kill)
 	return m
 }
 
+// pipeControl runs fn on the file descriptor of the member's stdout pipe.
+func (m *groupMember) pipeControl(fn func(fd int) error) error {
+	rc, err := m.stdout.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// pipeFull reports whether the member's stdout pipe is full (less than a
+// record's line free): the member is blocked printing.
+func (m *groupMember) pipeFull() bool {
+	var n int
+	err := m.pipeControl(func(fd int) error {
+		var err error
+		n, err = unix.IoctlGetInt(fd, unix.TIOCINQ) // FIONREAD: the bytes waiting in the pipe
+		return err
+	})
+	return err == nil && n > memberPipeSize-64
+}
+
 // read takes the member's printed records into d until its stdout ends,
 // then reaps the process.
-func (m *groupMember) read(t *testing.T, stdout io.Reader, d *deliveries) {
+func (m *groupMember) read(t *testing.T, d *deliveries) {
 	defer close(m.done)
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
+	defer m.stdout.Close()
+	sc := bufio.NewScanner(m.stdout)
+	for {
+		if m.paused.Load() {
+			<-m.resume
+		}
+		if !sc.Scan() {
+			break
+		}
 		f := strings.SplitN(sc.Text(), " ", 3)
 		p, perr := strconv.ParseInt(f[0], 10, 32)
 		var off int64
@@ -262,14 +331,7 @@ func (m *groupMember) read(t *testing.T, stdout io.Reader, d *deliveries) {
 			continue
 		}
 		d.add(m.id, int32(p), off, f[2])
-		if d.killNext.CompareAndSwap(true, false) {
-			m.killed.Store(true)
-			m.cmd.Process.Kill()
-			d.mu.Lock()
-			d.kills = append(d.kills, midBatchKill{m.id, int32(p), off})
-			d.mu.Unlock()
-			d.killed <- m
-		}
+		m.last = [2]int64{p, off}
 	}
 	m.exitErr = m.cmd.Wait()
 }
@@ -292,15 +354,17 @@ func (m *groupMember) kill() {
 	<-m.done
 }
 
-// midBatchWait bounds how long the nemesis waits for a member to print
-// a record (and be SIGKILLed mid-batch); when none does, a random member
-// is SIGKILLed wherever it is.
-const midBatchWait = 10 * time.Second
+// midBatchWait bounds how long the nemesis waits for a continued member
+// to fill its stdout pipe; one whose backlog fits (or that lost its
+// partitions meanwhile) is SIGKILLed then, perhaps between batches.
+const midBatchWait = 2 * time.Second
 
 // groupNemesis is the nemesis of the group row: it kills members and the
 // group coordinator's broker, and keeps groupMembers members running.
 type groupNemesis struct {
 	*nemesis
+	cl      *kgo.Client  // for FindCoordinator
+	adm     *kadm.Client // cl's, for the high-water marks
 	d       *deliveries
 	members []*groupMember
 	started uint16
@@ -328,28 +392,56 @@ func (n *groupNemesis) ensureMembers() {
 	}
 }
 
-// killMember SIGKILLs the next member to print a record, right after it
-// printed it (or, if none prints within midBatchWait, a random member),
-// and starts a new one.
+// killMember SIGKILLs a random member in the middle of a batch and
+// starts a new one. The member is SIGSTOPped for a moment (well within
+// its session) so that a backlog builds up, the test stops reading its
+// stdout, and it is continued: it fetches the backlog as one batch, fills
+// its stdout pipe and blocks printing, before the batch is committed; it
+// is SIGKILLed there. What it printed into the pipe is read after.
 func (n *groupNemesis) killMember() {
-	n.d.killNext.Store(true)
-	select {
-	case m := <-n.d.killed:
-		<-m.done
-		n.logf("member %s SIGKILLed mid-batch", m.name)
-	case <-time.After(midBatchWait):
-		if n.d.killNext.CompareAndSwap(true, false) {
-			m := n.members[n.rng.Intn(len(n.members))]
-			m.kill()
-			n.logf("no member printed a record for %v: member %s SIGKILLed", midBatchWait, m.name)
-		} else {
-			m := <-n.d.killed // one printed just now
-			<-m.done
-			n.logf("member %s SIGKILLed mid-batch", m.name)
-		}
+	m := n.busiest()
+	stopped := n.between(time.Second, 2500*time.Millisecond)
+	m.paused.Store(true)
+	m.cmd.Process.Signal(syscall.SIGSTOP)
+	n.hold(stopped)
+	m.cmd.Process.Signal(syscall.SIGCONT)
+	full := false
+	deadline := time.Now().Add(midBatchWait)
+	tick := time.NewTicker(10 * time.Millisecond)
+	for !full && !m.exited() && time.Now().Before(deadline) {
+		<-tick.C
+		full = m.pipeFull()
+	}
+	tick.Stop()
+	m.killed.Store(true)
+	m.cmd.Process.Kill()
+	m.paused.Store(false)
+	m.resume <- struct{}{}
+	<-m.done
+	if full {
+		n.d.mu.Lock()
+		n.d.kills = append(n.d.kills, midBatchKill{m.id, int32(m.last[0]), m.last[1]})
+		n.d.mu.Unlock()
+		n.logf("member %s SIGSTOPped for %v, continued and SIGKILLed printing its backlog (its stdout full) after %d/%d", m.name, stopped, m.last[0], m.last[1])
+	} else {
+		n.logf("member %s SIGSTOPped for %v, continued, did not fill its stdout within %v: SIGKILLed after %d/%d", m.name, stopped, midBatchWait, m.last[0], m.last[1])
 	}
 	n.figures.memberKills++
 	n.ensureMembers()
+}
+
+// busiest is the member that printed the highest offset last (a member
+// of the partition with the most records, whose backlog fills its pipe
+// soonest); a random one when none printed yet.
+func (n *groupNemesis) busiest() *groupMember {
+	best := n.members[n.rng.Intn(len(n.members))]
+	var bestOffset int64 = -1
+	for _, m := range n.members {
+		if off := n.d.lastOffset(m.id); off > bestOffset {
+			best, bestOffset = m, off
+		}
+	}
+	return best
 }
 
 // coordinator asks the cluster which node coordinates the group.
@@ -368,13 +460,13 @@ func coordinator(ctx context.Context, cl *kgo.Client) (int32, error) {
 
 // killCoordinator SIGKILLs the broker coordinating the group, keeps it
 // down for down and starts it again.
-func (n *groupNemesis) killCoordinator(cl *kgo.Client, down time.Duration) {
+func (n *groupNemesis) killCoordinator(down time.Duration) {
 	var id int32
 	waitFor(n.t, clusterReadyTimeout, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		var err error
-		id, err = coordinator(ctx, cl)
+		id, err = coordinator(ctx, n.cl)
 		return err == nil, fmt.Sprintf("FindCoordinator %s: %v", chaosGroup, err)
 	})
 	victim := n.c.node(id)
@@ -535,6 +627,12 @@ func checkGroup(t *testing.T, r *chaosResult, g *groupFigures, d *deliveries, p 
 	for _, ms := range d.again {
 		g.redelivered += len(ms)
 	}
+	g.midBatch = len(d.kills)
+	for _, k := range d.kills {
+		if len(d.again[[2]int64{int64(k.partition), k.offset}]) > 0 {
+			g.reprinted++
+		}
+	}
 	g.longestGap = d.longestGap
 	d.mu.Unlock()
 	for part := range int32(3) {
@@ -564,7 +662,7 @@ func checkGroup(t *testing.T, r *chaosResult, g *groupFigures, d *deliveries, p 
 // until the row's time is up. Then the cluster is healed, the producer
 // stops, the group drains, and what it printed and committed is checked
 // (at least once), as well as the topic itself as the other rows do.
-func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis, cl *kgo.Client)) {
+func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis)) {
 	seed := *chaosSeed
 	if seed == 0 {
 		seed = time.Now().UnixNano()
@@ -586,7 +684,9 @@ func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis, cl 
 	producer := startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, "p0-", a)
 	a.waitMore(t, 100)
 	var figures groupFigures
-	n := &groupNemesis{nemesis: &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now()}, d: d, figures: &figures}
+	cl := c.client()
+	n := &groupNemesis{nemesis: &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now()},
+		cl: cl, adm: kadm.NewClient(cl), d: d, figures: &figures}
 	n.ensureMembers()
 	poller := newCommitPoller(c, seed, n.begun, d)
 	ctx, stopPolling := context.WithCancel(context.Background())
@@ -599,16 +699,16 @@ func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis, cl 
 		return d.count >= 100, fmt.Sprintf("the group printed %d records", d.count)
 	})
 
-	cl := c.client()
 	for end := time.Now().Add(length); time.Now().Before(end); {
-		fault(n, cl)
+		fault(n)
 	}
 	c.heal()
 	n.ensureMembers()
 	a.waitMore(t, 100) // the healed cluster takes writes
 	producer.finish()
 	hws, logs := settle(t, c)
-	final := drain(t, kadm.NewClient(cl), hws, clusterReadyTimeout)
+	t.Logf("high-water marks %v", hws)
+	final := drain(t, n.adm, hws, clusterReadyTimeout)
 	stopPolling()
 	<-polled
 	n.ensureMembers() // notes members that exited by themselves
@@ -638,11 +738,11 @@ func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis, cl 
 // group drains the topic to its high-water marks.
 func TestChaosGroupMembersAndCoordinator(t *testing.T) {
 	turn := 0
-	runGroupChaosRow(t, "group", func(n *groupNemesis, cl *kgo.Client) {
+	runGroupChaosRow(t, "group", func(n *groupNemesis) {
 		if turn%2 == 0 {
 			n.killMember()
 		} else {
-			n.killCoordinator(cl, n.between(time.Second, 3*time.Second))
+			n.killCoordinator(n.between(time.Second, 3*time.Second))
 		}
 		turn++
 		n.hold(n.between(time.Second, 2*time.Second))
