@@ -31,7 +31,9 @@ written, the default), every few seconds (periodic), or never (none); and
 always before it exits, also when interrupted. When a member dies, the
 others take over its partitions after --session-timeout, from the last
 commit. A member outlives the loss of the group's coordinator (its broker
-killed or restarting): it joins the group again at the next one. With -e a member exits when the partitions assigned to it reached
+killed or restarting) and the group forgetting it (its session expired,
+or a new coordinator holds an older generation): it joins the group again.
+With -e a member exits when the partitions assigned to it reached
 the high-water marks they had when it got them.
 
 -o picks where each partition starts: beginning, end (only new records),

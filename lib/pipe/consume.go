@@ -338,7 +338,7 @@ func fetchError(fetches kgo.Fetches, pos positions) error {
 			return
 		}
 		if first != nil || kerr.IsRetriable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-			lostCoordinator(err) {
+			sessionMends(err) {
 			return
 		}
 		where := fmt.Sprintf("%s partition %d%s", t, p, pos.at(t, p))
@@ -355,14 +355,20 @@ func fetchError(fetches kgo.Fetches, pos positions) error {
 	return first
 }
 
-// lostCoordinator reports whether err is kgo's notice that the group
-// session ended because the connection to the coordinator was lost or
-// could not be made (its broker crashed or restarts): kgo joins the
-// group again by itself, with the coordinator FindCoordinator names next.
-func lostCoordinator(err error) bool {
+// sessionMends reports whether err is kgo's notice that the group
+// session ended for a reason that joining again mends, which kgo does by
+// itself: the connection to the coordinator broke or could not be made
+// (its broker crashed or restarts), or the coordinator no longer knows
+// this member or its generation (it expired the member, or took the group
+// over from a record older than the member's generation).
+func sessionMends(err error) bool {
 	var session *kgo.ErrGroupSession
-	return errors.As(err, &session) &&
-		(client.IsUnreachable(session.Err) || errors.Is(session.Err, io.EOF) || errors.Is(session.Err, io.ErrUnexpectedEOF))
+	if !errors.As(err, &session) {
+		return false
+	}
+	cause := session.Err
+	return client.IsUnreachable(cause) || errors.Is(cause, io.EOF) || errors.Is(cause, io.ErrUnexpectedEOF) ||
+		errors.Is(cause, kerr.UnknownMemberID) || errors.Is(cause, kerr.IllegalGeneration)
 }
 
 // startOffsets lists each partition's log start offset and high-water

@@ -10,11 +10,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestFetchErrorOutlivesALostCoordinator: a group session that ended
-// because the coordinator's connection broke (its broker was killed) is
-// not the end of consuming, kgo joins again; a session the group refused,
-// and a storage error, are.
-func TestFetchErrorOutlivesALostCoordinator(t *testing.T) {
+// TestFetchErrorOutlivesALostGroupSession: a group session that ended
+// because the coordinator's connection broke (its broker was killed) or
+// because the coordinator no longer knows the member is not the end of
+// consuming, kgo joins again; a session the group refused, and a storage
+// error, are.
+func TestFetchErrorOutlivesALostGroupSession(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	for _, c := range []struct {
 		name  string
@@ -24,6 +25,8 @@ func TestFetchErrorOutlivesALostCoordinator(t *testing.T) {
 		{"connection closed by the coordinator", &kgo.ErrGroupSession{Err: io.EOF}, false},
 		{"coordinator's broker refuses connections", &kgo.ErrGroupSession{Err: refused}, false},
 		{"coordinator moved", &kgo.ErrGroupSession{Err: kerr.NotCoordinator}, false},
+		{"member expired", &kgo.ErrGroupSession{Err: kerr.UnknownMemberID}, false},
+		{"generation unknown to a new coordinator", &kgo.ErrGroupSession{Err: kerr.IllegalGeneration}, false},
 		{"session timeout refused", &kgo.ErrGroupSession{Err: kerr.InvalidSessionTimeout}, true},
 		{"group not authorized", &kgo.ErrGroupSession{Err: kerr.GroupAuthorizationFailed}, true},
 		{"storage error", kerr.KafkaStorageError, true},
