@@ -40,11 +40,17 @@ type chaosResult struct {
 	seed                                                              int64
 	operations, acknowledged                                          int
 	lost, duplicates, reordered, inconsistent, divergent, hwRegressed int
+	// notes are a row's own figures (the soak's memory and files).
+	notes string
 }
 
 func (r chaosResult) String() string {
-	return fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d",
+	s := fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d",
 		r.fault, r.seed, r.operations, r.acknowledged, r.lost, r.duplicates, r.reordered, r.inconsistent, r.divergent, r.hwRegressed)
+	if r.notes != "" {
+		s += "  (" + r.notes + ")"
+	}
+	return s
 }
 
 func (r chaosResult) violations() int {
@@ -435,6 +441,10 @@ type chaosRow struct {
 	// fault injects one fault and heals it before it returns (the
 	// nemesis calls it again until the row's time is up).
 	fault func(n *nemesis)
+	// started, if set, is called once the cluster and its workload run;
+	// checked, if set, once the row's figures are in, to add its own.
+	started func(c *cluster)
+	checked func(r *chaosResult)
 }
 
 // runChaosRow runs one row: a cluster with fast failover, a 3-partition
@@ -478,6 +488,9 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	defer func() { stopReaders(); readers.Wait() }()
 	a.waitMore(t, 100)
 
+	if row.started != nil {
+		row.started(c)
+	}
 	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now()}
 	for end := time.Now().Add(length); time.Now().Before(end); {
 		row.fault(n)
@@ -494,6 +507,9 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	final := readAll(t, c, hws, o)
 	r := check(t, c, a, o, final, hws, logs)
 	r.fault, r.seed = name, seed
+	if row.checked != nil {
+		row.checked(&r)
+	}
 	if r.violations() > 0 {
 		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)
 	}

@@ -305,18 +305,29 @@ func (p *mqdProc) checkPeak() error {
 // process is gone). Only /proc tells one process's own peak: a child's
 // rusage (ProcessState.SysUsage, /usr/bin/time) also counts the memory
 // its parent had when it forked, here the whole test process.
-func vmHWM(pid int) (int64, bool) {
+func vmHWM(pid int) (int64, bool) { return procStatusBytes(pid, "VmHWM") }
+
+// procStatusBytes reads one "Field: N kB" line of /proc/PID/status.
+func procStatusBytes(pid int, field string) (int64, bool) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, false
 	}
 	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(v, "kB")), 10, 64)
 			return kb << 10, err == nil
 		}
 	}
 	return 0, false
+}
+
+// pid is the running process's id, 0 when it is not running.
+func (p *mqdProc) pid() int {
+	if !p.running() {
+		return 0
+	}
+	return p.cmd.Process.Pid
 }
 
 // cleanup stops the process and removes its socket directory.
