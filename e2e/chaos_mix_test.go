@@ -50,8 +50,15 @@ func TestChaosMix(t *testing.T) {
 		name = "soak"
 	}
 	var w *growthWatch
+	var pace time.Duration
+	if *chaosSoak {
+		// About 500 records a second: the checker keeps every record, some
+		// 2 KB each with its reads, about 1 GB an hour.
+		pace = 50 * time.Millisecond
+	}
 	runChaosRow(t, chaosRow{
 		name: name,
+		pace: pace,
 		started: func(c *cluster) {
 			w = watchGrowth(c)
 			t.Cleanup(w.stop) // when the row fails before its check

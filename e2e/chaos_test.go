@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The chaos rows (issue: fault injection) run a workload on a 3-node
@@ -344,6 +345,59 @@ func readAll(t *testing.T, c *cluster, hws []int64, o *observations) map[[2]int6
 	return got
 }
 
+// readEveryReplica reads every partition from offset 0 to its high-water
+// mark through every node once more, each node serving its own replica
+// (Fetch v11 and later is served by followers too, KIP-392), recording
+// into o: a replica that serves other bytes at an offset than the others
+// is an inconsistent read.
+func readEveryReplica(t *testing.T, c *cluster, hws []int64, o *observations) {
+	t.Helper()
+	ctx := ctxFor(t, 2*time.Minute)
+	for _, node := range c.nodes {
+		m, err := node.metadata(ctx)
+		if err != nil {
+			t.Fatalf("node %d: metadata: %v", node.id, err)
+		}
+		var id [16]byte
+		for _, mt := range m.Topics {
+			if mt.Topic != nil && *mt.Topic == chaosTopic {
+				id = mt.TopicID
+			}
+		}
+		name := fmt.Sprintf("node %d's replica", node.id)
+		for p := range int32(3) {
+			for next := int64(0); next < hws[p]; {
+				req := kmsg.NewPtrFetchRequest()
+				req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 200, 1, 1<<20
+				rt := kmsg.NewFetchRequestTopic()
+				rt.Topic, rt.TopicID = chaosTopic, id
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, next, 1<<20, -1
+				rt.Partitions = append(rt.Partitions, rp)
+				req.Topics = append(req.Topics, rt)
+				resp, err := req.RequestWith(ctx, node.direct.SeedBrokers()[0])
+				if err != nil {
+					t.Fatalf("%s of partition %d: fetch at %d of %d: %v", name, p, next, hws[p], err)
+				}
+				if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+					t.Fatalf("%s of partition %d: a fetch answer for %d topics", name, p, len(resp.Topics))
+				}
+				fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: next, Topic: chaosTopic, Partition: p},
+					&resp.Topics[0].Partitions[0], kgo.DefaultDecompressor(), nil)
+				if fp.Err != nil {
+					t.Fatalf("%s of partition %d: fetch at %d: %v", name, p, next, fp.Err)
+				}
+				for _, r := range fp.Records {
+					if r.Offset < hws[p] {
+						o.record(name, r)
+					}
+					next = max(next, r.Offset+1)
+				}
+			}
+		}
+	}
+}
+
 // partitionOf is the partition of an acked key "partition/value".
 func partitionOf(k string) int {
 	p, _ := strconv.Atoi(k[:strings.IndexByte(k, '/')])
@@ -445,6 +499,9 @@ type chaosRow struct {
 	// checked, if set, once the row's figures are in, to add its own.
 	started func(c *cluster)
 	checked func(r *chaosResult)
+	// pace spaces each producer key's records (0: as fast as they are
+	// acknowledged), for long runs: the checker keeps every record.
+	pace time.Duration
 }
 
 // runChaosRow runs one row: a cluster with fast failover, a 3-partition
@@ -474,7 +531,7 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	a, o := newAcked(), newObservations()
 	var producers []*producer
 	for i := range 3 {
-		producers = append(producers, startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, fmt.Sprintf("p%d-", i), a))
+		producers = append(producers, startPacedProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, fmt.Sprintf("p%d-", i), a, row.pace))
 	}
 	ctx, stopReaders := context.WithCancel(context.Background())
 	var readers sync.WaitGroup
@@ -505,6 +562,7 @@ func runChaosRow(t *testing.T, row chaosRow) {
 
 	hws, logs := settle(t, c)
 	final := readAll(t, c, hws, o)
+	readEveryReplica(t, c, hws, o)
 	r := check(t, c, a, o, final, hws, logs)
 	r.fault, r.seed = name, seed
 	if row.checked != nil {

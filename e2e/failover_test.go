@@ -123,6 +123,13 @@ type producer struct {
 }
 
 func startProducer(t *testing.T, cl *kgo.Client, topic, name string, a *acked) *producer {
+	return startPacedProducer(t, cl, topic, name, a, 0)
+}
+
+// startPacedProducer is startProducer with each key's produce calls at
+// least pace apart (a rate, for long runs whose bookkeeping of every
+// record would otherwise grow too large); 0: as fast as acknowledged.
+func startPacedProducer(t *testing.T, cl *kgo.Client, topic, name string, a *acked, pace time.Duration) *producer {
 	p := &producer{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
@@ -132,11 +139,24 @@ func startProducer(t *testing.T, cl *kgo.Client, topic, name string, a *acked) *
 			go func() {
 				defer wg.Done()
 				key := name + "key-" + strconv.Itoa(k)
+				var tick <-chan time.Time
+				if pace > 0 {
+					ticker := time.NewTicker(pace)
+					defer ticker.Stop()
+					tick = ticker.C
+				}
 				for i := 0; ; i++ {
 					select {
 					case <-p.stop:
 						return
 					default:
+					}
+					if tick != nil {
+						select {
+						case <-p.stop:
+							return
+						case <-tick:
+						}
 					}
 					v := key + "/" + strconv.Itoa(i)
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
