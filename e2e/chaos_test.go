@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -40,15 +41,17 @@ type chaosResult struct {
 	seed                                                              int64
 	operations, acknowledged                                          int
 	lost, duplicates, reordered, inconsistent, divergent, hwRegressed int
+	// rowChecks counts the violations of the row's own checks (chaosSide).
+	rowChecks int
 }
 
 func (r chaosResult) String() string {
-	return fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d",
-		r.fault, r.seed, r.operations, r.acknowledged, r.lost, r.duplicates, r.reordered, r.inconsistent, r.divergent, r.hwRegressed)
+	return fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d  row-checks %d",
+		r.fault, r.seed, r.operations, r.acknowledged, r.lost, r.duplicates, r.reordered, r.inconsistent, r.divergent, r.hwRegressed, r.rowChecks)
 }
 
 func (r chaosResult) violations() int {
-	return r.lost + r.duplicates + r.reordered + r.inconsistent + r.divergent + r.hwRegressed
+	return r.lost + r.duplicates + r.reordered + r.inconsistent + r.divergent + r.hwRegressed + r.rowChecks
 }
 
 // chaosRows collects the rows of this run for the summary TestMain prints.
@@ -77,6 +80,7 @@ func printChaosSummary() {
 		total.inconsistent += r.inconsistent
 		total.divergent += r.divergent
 		total.hwRegressed += r.hwRegressed
+		total.rowChecks += r.rowChecks
 	}
 	verdict := "no violation"
 	if n := total.violations(); n > 0 {
@@ -93,6 +97,10 @@ type nemesis struct {
 	c     *cluster
 	rng   *rand.Rand
 	begun time.Time
+	// obs is the row's observations, for faults that read too.
+	obs *observations
+	// rounds counts the faults injected so far.
+	rounds int
 }
 
 // between is a random duration in [lo, hi).
@@ -435,6 +443,21 @@ type chaosRow struct {
 	// fault injects one fault and heals it before it returns (the
 	// nemesis calls it again until the row's time is up).
 	fault func(n *nemesis)
+	// short is how long the short form injects faults; 0: chaosShort.
+	short time.Duration
+	// side, when set, starts the row's own workload next to the
+	// producers and readers, once the chaos topic exists.
+	side func(t *testing.T, c *cluster) chaosSide
+}
+
+// chaosSide is a row's own workload and checks.
+type chaosSide interface {
+	// stop ends the workload; the cluster is healed.
+	stop()
+	// check checks the row's own invariants once the cluster has
+	// settled (hws and logs as settle returned them), reports each
+	// violation with its evidence and returns how many it found.
+	check(t *testing.T, hws []int64, logs [][][]batchInfo) int
 }
 
 // runChaosRow runs one row: a cluster with fast failover, a 3-partition
@@ -448,7 +471,7 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	}
 	length := *chaosDuration
 	if length == 0 {
-		length = chaosShort
+		length = cmp.Or(row.short, chaosShort)
 	}
 	if row.nodes == 0 {
 		row.nodes = 3
@@ -477,9 +500,13 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	}
 	defer func() { stopReaders(); readers.Wait() }()
 	a.waitMore(t, 100)
+	var side chaosSide
+	if row.side != nil {
+		side = row.side(t, c)
+	}
 
-	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now()}
-	for end := time.Now().Add(length); time.Now().Before(end); {
+	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now(), obs: o}
+	for end := time.Now().Add(length); time.Now().Before(end); n.rounds++ {
 		row.fault(n)
 	}
 	c.heal()
@@ -487,12 +514,18 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	for _, p := range producers {
 		p.finish()
 	}
+	if side != nil {
+		side.stop()
+	}
 	stopReaders()
 	readers.Wait()
 
 	hws, logs := settle(t, c)
 	final := readAll(t, c, hws, o)
 	r := check(t, c, a, o, final, hws, logs)
+	if side != nil {
+		r.rowChecks = side.check(t, hws, logs)
+	}
 	r.fault, r.seed = name, seed
 	if r.violations() > 0 {
 		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)
