@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -490,4 +492,275 @@ func checkEpochHistories(c *cluster, logs [][][]batchInfo) []string {
 		}
 	}
 	return out
+}
+
+// TestChaosCorruptSegment (row 8): while one replica of a partition is
+// shut down — a follower, or in other rounds the partition's leader — its
+// log is damaged: bytes flipped inside a batch in the middle of a sealed
+// segment, or (other rounds) its active segment cut inside a batch; then
+// it is started again. The damage must never be served (the checker's
+// inconsistent and lost checks, and a read from the start through the
+// damaged replica once it leads again), and the replica must get its
+// bytes back: below the high-water mark they equal the others' (the
+// divergence check).
+func TestChaosCorruptSegment(t *testing.T) {
+	d := &corruption{}
+	runChaosRow(t, chaosRow{
+		name:    "corrupt",
+		short:   12 * time.Second,
+		cluster: clusterOpts{props: append(slices.Clone(fastFailover), "log.segment.bytes=16384")},
+		side:    func(t *testing.T, c *cluster) chaosSide { return d },
+		fault:   d.inject,
+	})
+}
+
+// corruption is row 8's fault and the violations its reads found.
+type corruption struct {
+	mu       sync.Mutex
+	withheld []string // reads through a damaged replica that did not get every record
+	rounds   map[string]int
+}
+
+func (d *corruption) stop() {}
+
+func (d *corruption) check(t *testing.T, _ []int64, _ [][][]batchInfo) int {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t.Logf("row 8: damage injected %v", d.rounds)
+	for i, e := range d.withheld {
+		if i < 20 {
+			t.Errorf("withheld: %s", e)
+		}
+	}
+	return len(d.withheld)
+}
+
+// inject shuts a replica of a random partition down, damages its log,
+// starts it again and waits until it is back in the ISR. Rounds take
+// turns: the damage is a flipped batch of a sealed segment or a cut
+// active segment, and the replica a follower or (every other pair of
+// rounds) the leader, which is then made leader again (preferred
+// election) and read from the start.
+func (d *corruption) inject(n *nemesis) {
+	flip, formerLeader := n.rounds%2 == 0, n.rounds/2%2 == 1
+	part := n.rng.Intn(3)
+	ps := n.c.waitPartitions(chaosTopic, "every replica in sync", fullISR)
+	victim := n.c.node(ps[part].replicas[0])
+	if formerLeader {
+		ps = n.c.electPreferred(n.t, part, victim.id)
+	} else {
+		followers := slices.DeleteFunc(slices.Clone(ps[part].replicas), func(id int32) bool { return id == ps[part].leader })
+		victim = n.c.node(followers[n.rng.Intn(len(followers))])
+	}
+	role := "follower"
+	if formerLeader {
+		role = "leader"
+	}
+	dir := filepath.Join(victim.dataDir, fmt.Sprintf("%s-%d", chaosTopic, part))
+	waitFor(n.t, clusterReadyTimeout, func() (bool, string) { // a sealed segment in the middle to damage
+		files, err := segmentFiles(dir)
+		return len(files) >= 3, fmt.Sprintf("node %d's partition %d has segments %v (%v)", victim.id, part, files, err)
+	})
+	n.logf("SIGTERM node %d, %s of partition %d at epoch %d", victim.id, role, part, ps[part].epoch)
+	victim.stop()
+	n.hold(n.between(300*time.Millisecond, time.Second)) // the others take more records
+	var what string
+	var err error
+	if flip {
+		what, err = flipSealedBatch(dir)
+	} else {
+		what, err = cutActiveSegment(dir)
+	}
+	if err != nil {
+		n.t.Fatalf("damage node %d's partition %d: %v", victim.id, part, err)
+	}
+	n.logf("node %d: %s", victim.id, what)
+	d.mu.Lock()
+	if d.rounds == nil {
+		d.rounds = map[string]int{}
+	}
+	d.rounds[fmt.Sprintf("%s/flip=%v", role, flip)]++
+	d.mu.Unlock()
+	victim.start()
+	n.logf("node %d started: %s", victim.id, awaitRepair(victim, part, 20*time.Second))
+	n.c.waitPartitions(chaosTopic, "the damaged replica back in sync", fullISR)
+	n.logf("node %d back in the ISR of partition %d", victim.id, part)
+	if formerLeader {
+		n.c.electPreferred(n.t, part, victim.id)
+		d.readThrough(n, part, victim)
+	}
+}
+
+// awaitRepair waits up to d for node to say (in its log) that it cut
+// partition part's log before the damage to fetch it again, and says
+// what it saw. Not seeing it is no failure here: the checks after healing
+// judge the bytes.
+func awaitRepair(node *clusterNode, part int, d time.Duration) string {
+	started := time.Now()
+	want := fmt.Sprintf("partition=%s-%d", chaosTopic, part)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for time.Since(started) < d {
+		for _, l := range strings.Split(node.stderr.String(), "\n") {
+			if strings.Contains(l, "damaged range cut off") && strings.Contains(l, want) {
+				return fmt.Sprintf("the damage cut off after %v", time.Since(started).Round(time.Millisecond))
+			}
+		}
+		<-tick.C
+	}
+	return fmt.Sprintf("no repair within %v", d)
+}
+
+// electPreferred elects the preferred replica of a chaos partition
+// (want) and waits until every node shows it leading.
+func (c *cluster) electPreferred(t *testing.T, part int, want int32) []partitionState {
+	t.Helper()
+	adm := c.admin()
+	var ps []partitionState
+	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{chaosTopic: {int32(part): {}}}); err != nil {
+			return false, err.Error()
+		}
+		for _, node := range c.serving() {
+			ps = node.partitions(chaosTopic)
+			if len(ps) <= part || ps[part].leader != want {
+				return false, fmt.Sprintf("node %d shows partition %d as %+v, want node %d leading", node.id, part, ps, want)
+			}
+		}
+		return true, ""
+	})
+	return ps
+}
+
+// readThrough reads a chaos partition from offset 0 to its high-water
+// mark through its leader (the damaged replica), noting every record in
+// the row's observations and a read that stops short as withheld.
+func (d *corruption) readThrough(n *nemesis, part int, leader *clusterNode) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var hw kadm.ListedOffset
+	adm := n.c.admin()
+	waitFor(n.t, clusterReadyTimeout, func() (bool, string) {
+		ends, err := adm.ListEndOffsets(ctx, chaosTopic)
+		if err != nil {
+			return false, err.Error()
+		}
+		var ok bool
+		hw, ok = ends.Lookup(chaosTopic, int32(part))
+		return ok && hw.Err == nil, fmt.Sprintf("ListOffsets of partition %d: %v", part, hw.Err)
+	})
+	cl := n.c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{chaosTopic: {int32(part): kgo.NewOffset().At(0)}}))
+	defer cl.Close()
+	name := fmt.Sprintf("read through node %d", leader.id)
+	next := int64(0)
+	var fetchErr error
+	for next < hw.Offset && fetchErr == nil && ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			n.obs.record(name, r)
+			next = max(next, r.Offset+1)
+		})
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				fetchErr = err
+			}
+		})
+	}
+	n.logf("%s: partition %d read to %d of %d (%v)", name, part, next, hw.Offset, fetchErr)
+	if next < hw.Offset {
+		d.mu.Lock()
+		d.withheld = append(d.withheld, fmt.Sprintf("%s: partition %d read to offset %d of the high-water mark %d: %v",
+			name, part, next, hw.Offset, cmp.Or(fetchErr, ctx.Err())))
+		d.mu.Unlock()
+	}
+}
+
+// batchAt is a batch of a segment file: where it is and its offsets.
+type batchAt struct {
+	pos, size  int
+	base, last int64
+}
+
+// segmentBatches parses a segment file's data into its whole batches.
+func segmentBatches(data []byte) []batchAt {
+	var out []batchAt
+	for pos := 0; len(data)-pos >= 61; {
+		size := 12 + int(binary.BigEndian.Uint32(data[pos+8:pos+12]))
+		if size < 61 || pos+size > len(data) {
+			break
+		}
+		base := int64(binary.BigEndian.Uint64(data[pos : pos+8]))
+		out = append(out, batchAt{pos: pos, size: size, base: base, last: base + int64(binary.BigEndian.Uint32(data[pos+23:pos+27]))})
+		pos += size
+	}
+	return out
+}
+
+// segmentFiles lists a partition directory's segments, oldest first.
+func segmentFiles(dir string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	slices.Sort(files)
+	return files, err
+}
+
+// flipSealedBatch inverts four bytes in the records of the middle batch
+// of the middle sealed segment of a partition directory (the node is
+// down), and says what it did.
+func flipSealedBatch(dir string) (string, error) {
+	files, err := segmentFiles(dir)
+	if err != nil {
+		return "", err
+	}
+	if len(files) < 2 {
+		return "", fmt.Errorf("%s: %d segments, no sealed one", dir, len(files))
+	}
+	f := files[(len(files)-1)/2]
+	data, err := os.ReadFile(f)
+	if err != nil {
+		return "", err
+	}
+	bs := segmentBatches(data)
+	if len(bs) == 0 {
+		return "", fmt.Errorf("%s: no batch", f)
+	}
+	b := bs[len(bs)/2]
+	at := b.pos + 61 + (b.size-61)/2 - 2
+	for i := at; i < at+4 && i < b.pos+b.size; i++ {
+		data[i] ^= 0xff
+	}
+	if err := os.WriteFile(f, data, 0o644); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("flipped 4 bytes at position %d of sealed segment %s (%d of %d), in the batch of offsets %d-%d",
+		at, filepath.Base(f), slices.Index(files, f)+1, len(files), b.base, b.last), nil
+}
+
+// cutActiveSegment cuts the last segment holding a batch in the middle
+// of its last batch (the node is down), and says what it did.
+func cutActiveSegment(dir string) (string, error) {
+	files, err := segmentFiles(dir)
+	if err != nil {
+		return "", err
+	}
+	for i := len(files) - 1; i >= 0; i-- {
+		data, err := os.ReadFile(files[i])
+		if err != nil {
+			return "", err
+		}
+		bs := segmentBatches(data)
+		if len(bs) == 0 {
+			continue
+		}
+		b := bs[len(bs)-1]
+		cut := b.pos + b.size/2
+		if err := os.Truncate(files[i], int64(cut)); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("cut segment %s (%d of %d) from %d to %d bytes, inside the batch of offsets %d-%d",
+			filepath.Base(files[i]), i+1, len(files), len(data), cut, b.base, b.last), nil
+	}
+	return "", fmt.Errorf("%s: no segment holds a batch", dir)
 }
