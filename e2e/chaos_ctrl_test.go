@@ -251,6 +251,7 @@ func (w *topicChurn) noteLeaders(m *kmsg.MetadataResponse) {
 	}
 }
 
+// stop ends the creations, elections and polls, and waits for them.
 func (w *topicChurn) stop() {
 	w.cancel()
 	w.wg.Wait()
@@ -521,8 +522,11 @@ type corruption struct {
 	rounds   map[string]int
 }
 
+// stop does nothing: row 8 has no workload of its own, its reads are
+// part of its fault.
 func (d *corruption) stop() {}
 
+// check reports the reads through a damaged replica that stopped short.
 func (d *corruption) check(t *testing.T, _ []int64, _ [][][]batchInfo) int {
 	t.Helper()
 	d.mu.Lock()
