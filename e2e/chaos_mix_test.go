@@ -49,7 +49,6 @@ func TestChaosMix(t *testing.T) {
 	if *chaosSoak {
 		name = "soak"
 	}
-	var w *growthWatch
 	var pace time.Duration
 	if *chaosSoak {
 		// About 500 records a second: the checker keeps every record, some
@@ -59,9 +58,10 @@ func TestChaosMix(t *testing.T) {
 	runChaosRow(t, chaosRow{
 		name: name,
 		pace: pace,
-		started: func(c *cluster) {
-			w = watchGrowth(c)
+		side: func(t *testing.T, c *cluster) chaosSide {
+			w := watchGrowth(c, *chaosSoak)
 			t.Cleanup(w.stop) // when the row fails before its check
+			return w
 		},
 		fault: func(n *nemesis) {
 			f := faults[n.rng.Intn(len(faults))]
@@ -69,17 +69,15 @@ func TestChaosMix(t *testing.T) {
 			f.inject(n)
 			n.hold(n.between(500*time.Millisecond, 3*time.Second))
 		},
-		checked: func(r *chaosResult) {
-			w.stop()
-			r.notes = w.report(t, *chaosSoak)
-		},
 	})
 }
 
 // growthWatch samples every running node's resident memory and open file
-// descriptors once a second, per process (a restarted node is a new one).
+// descriptors once a second, per process (a restarted node is a new one):
+// the mixed row's chaosSide, whose check fails on growth when judge is set.
 type growthWatch struct {
 	c        *cluster
+	judge    bool
 	done     chan struct{}
 	stopOnce sync.Once
 	wg       sync.WaitGroup
@@ -97,8 +95,8 @@ type procSample struct {
 }
 
 // watchGrowth starts sampling c's nodes until stop.
-func watchGrowth(c *cluster) *growthWatch {
-	w := &growthWatch{c: c, done: make(chan struct{}), samples: map[int][]procSample{}, nodeOf: map[int]int32{}}
+func watchGrowth(c *cluster, judge bool) *growthWatch {
+	w := &growthWatch{c: c, judge: judge, done: make(chan struct{}), samples: map[int][]procSample{}, nodeOf: map[int]int32{}}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -156,11 +154,18 @@ const (
 	soakRSSSlack   = 64 << 20
 )
 
-// report returns the figures of the longest-lived process of every node
-// ("node 1 rss 40→42 MB fds 61→61 over 58 s"), and with judge fails the
-// test on growth beyond the soak bounds, or when no process lived long
-// enough to be judged.
-func (w *growthWatch) report(t *testing.T, judge bool) string {
+// lifetime is the growth of one node's longest-lived process: the median
+// of its first fifth of samples and of its last fifth.
+type lifetime struct {
+	node         int32
+	pid, samples int
+	rss0, rss1   int64
+	fds0, fds1   int64
+	span         time.Duration
+}
+
+// lifetimes returns every node's longest-lived process's growth, by node.
+func (w *growthWatch) lifetimes() []lifetime {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	longest := map[int32]int{} // node → pid with the most samples
@@ -170,34 +175,56 @@ func (w *growthWatch) report(t *testing.T, judge bool) string {
 			longest[node] = pid
 		}
 	}
-	var parts []string
-	judged := 0
+	var out []lifetime
 	for _, node := range slices.Sorted(maps.Keys(longest)) {
 		s := w.samples[longest[node]]
-		if len(s) < 2 {
-			continue
-		}
 		fifth := max(1, len(s)/5)
 		early, late := s[:fifth], s[len(s)-fifth:]
-		rss0, rss1 := medianOf(early, func(p procSample) int64 { return p.rssBytes }), medianOf(late, func(p procSample) int64 { return p.rssBytes })
-		fd0, fd1 := medianOf(early, func(p procSample) int64 { return int64(p.fds) }), medianOf(late, func(p procSample) int64 { return int64(p.fds) })
-		span := s[len(s)-1].at.Sub(s[0].at).Round(time.Second)
-		parts = append(parts, fmt.Sprintf("node %d rss %d→%d MB fds %d→%d over %v", node, rss0>>20, rss1>>20, fd0, fd1, span))
-		if !judge || len(s) < soakMinSamples {
+		rss := func(p procSample) int64 { return p.rssBytes }
+		fds := func(p procSample) int64 { return int64(p.fds) }
+		out = append(out, lifetime{node: node, pid: longest[node], samples: len(s),
+			rss0: medianOf(early, rss), rss1: medianOf(late, rss), fds0: medianOf(early, fds), fds1: medianOf(late, fds),
+			span: s[len(s)-1].at.Sub(s[0].at).Round(time.Second)})
+	}
+	return out
+}
+
+// notes are the figures for the row's line: "node 1 rss 40→42 MB fds
+// 61→61 over 58s; …".
+func (w *growthWatch) notes() string {
+	var parts []string
+	for _, l := range w.lifetimes() {
+		parts = append(parts, fmt.Sprintf("node %d rss %d→%d MB fds %d→%d over %v", l.node, l.rss0>>20, l.rss1>>20, l.fds0, l.fds1, l.span))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// check, when judging, reports growth beyond the soak bounds, or that no
+// process lived long enough to be judged, and returns how many it found.
+func (w *growthWatch) check(t *testing.T, _ []int64, _ [][][]batchInfo) int {
+	if !w.judge {
+		return 0
+	}
+	bad, judged := 0, 0
+	for _, l := range w.lifetimes() {
+		if l.samples < soakMinSamples {
 			continue
 		}
 		judged++
-		if fd1-fd0 > soakFDGrowth {
-			t.Errorf("soak: node %d (pid %d) went from %d to %d open file descriptors over %v", node, longest[node], fd0, fd1, span)
+		if l.fds1-l.fds0 > soakFDGrowth {
+			bad++
+			t.Errorf("soak: node %d (pid %d) went from %d to %d open file descriptors over %v", l.node, l.pid, l.fds0, l.fds1, l.span)
 		}
-		if rss1 > soakRSSFactor*rss0+soakRSSSlack {
-			t.Errorf("soak: node %d (pid %d) grew from %d MB to %d MB of RSS over %v", node, longest[node], rss0>>20, rss1>>20, span)
+		if l.rss1 > soakRSSFactor*l.rss0+soakRSSSlack {
+			bad++
+			t.Errorf("soak: node %d (pid %d) grew from %d MB to %d MB of RSS over %v", l.node, l.pid, l.rss0>>20, l.rss1>>20, l.span)
 		}
 	}
-	if judge && judged == 0 {
+	if judged == 0 {
+		bad++
 		t.Errorf("soak: no node process lived for %d samples; run longer (-chaos.duration)", soakMinSamples)
 	}
-	return strings.Join(parts, "; ")
+	return bad
 }
 
 // medianOf is the median of f over samples.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -41,13 +42,15 @@ type chaosResult struct {
 	seed                                                              int64
 	operations, acknowledged                                          int
 	lost, duplicates, reordered, inconsistent, divergent, hwRegressed int
-	// notes are a row's own figures (the soak's memory and files).
+	// rowChecks counts the violations of the row's own checks (chaosSide).
+	rowChecks int
+	// notes are a row's own figures (chaosNotes: the soak's memory and files).
 	notes string
 }
 
 func (r chaosResult) String() string {
-	s := fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d",
-		r.fault, r.seed, r.operations, r.acknowledged, r.lost, r.duplicates, r.reordered, r.inconsistent, r.divergent, r.hwRegressed)
+	s := fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d  row-checks %d",
+		r.fault, r.seed, r.operations, r.acknowledged, r.lost, r.duplicates, r.reordered, r.inconsistent, r.divergent, r.hwRegressed, r.rowChecks)
 	if r.notes != "" {
 		s += "  (" + r.notes + ")"
 	}
@@ -55,7 +58,7 @@ func (r chaosResult) String() string {
 }
 
 func (r chaosResult) violations() int {
-	return r.lost + r.duplicates + r.reordered + r.inconsistent + r.divergent + r.hwRegressed
+	return r.lost + r.duplicates + r.reordered + r.inconsistent + r.divergent + r.hwRegressed + r.rowChecks
 }
 
 // chaosRows collects the rows of this run for the summary TestMain prints.
@@ -84,6 +87,7 @@ func printChaosSummary() {
 		total.inconsistent += r.inconsistent
 		total.divergent += r.divergent
 		total.hwRegressed += r.hwRegressed
+		total.rowChecks += r.rowChecks
 	}
 	verdict := "no violation"
 	if n := total.violations(); n > 0 {
@@ -100,6 +104,10 @@ type nemesis struct {
 	c     *cluster
 	rng   *rand.Rand
 	begun time.Time
+	// obs is the row's observations, for faults that read too.
+	obs *observations
+	// rounds counts the faults injected so far.
+	rounds int
 }
 
 // between is a random duration in [lo, hi).
@@ -495,13 +503,29 @@ type chaosRow struct {
 	// fault injects one fault and heals it before it returns (the
 	// nemesis calls it again until the row's time is up).
 	fault func(n *nemesis)
-	// started, if set, is called once the cluster and its workload run;
-	// checked, if set, once the row's figures are in, to add its own.
-	started func(c *cluster)
-	checked func(r *chaosResult)
 	// pace spaces each producer key's records (0: as fast as they are
 	// acknowledged), for long runs: the checker keeps every record.
 	pace time.Duration
+	// short is how long the short form injects faults; 0: chaosShort.
+	short time.Duration
+	// side, when set, starts the row's own workload next to the
+	// producers and readers, once the chaos topic exists.
+	side func(t *testing.T, c *cluster) chaosSide
+}
+
+// chaosSide is a row's own workload and checks.
+type chaosSide interface {
+	// stop ends the workload; the cluster is healed.
+	stop()
+	// check checks the row's own invariants once the cluster has
+	// settled (hws and logs as settle returned them), reports each
+	// violation with its evidence and returns how many it found.
+	check(t *testing.T, hws []int64, logs [][][]batchInfo) int
+}
+
+// chaosNotes is a chaosSide that also has figures for the row's line.
+type chaosNotes interface {
+	notes() string
 }
 
 // runChaosRow runs one row: a cluster with fast failover, a 3-partition
@@ -515,7 +539,7 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	}
 	length := *chaosDuration
 	if length == 0 {
-		length = chaosShort
+		length = cmp.Or(row.short, chaosShort)
 	}
 	if row.nodes == 0 {
 		row.nodes = 3
@@ -544,18 +568,22 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	}
 	defer func() { stopReaders(); readers.Wait() }()
 	a.waitMore(t, 100)
-
-	if row.started != nil {
-		row.started(c)
+	var side chaosSide
+	if row.side != nil {
+		side = row.side(t, c)
 	}
-	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now()}
-	for end := time.Now().Add(length); time.Now().Before(end); {
+
+	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now(), obs: o}
+	for end := time.Now().Add(length); time.Now().Before(end); n.rounds++ {
 		row.fault(n)
 	}
 	c.heal()
 	a.waitMore(t, 100) // the healed cluster takes writes
 	for _, p := range producers {
 		p.finish()
+	}
+	if side != nil {
+		side.stop()
 	}
 	stopReaders()
 	readers.Wait()
@@ -564,9 +592,12 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	final := readAll(t, c, hws, o)
 	readEveryReplica(t, c, hws, o)
 	r := check(t, c, a, o, final, hws, logs)
+	if side != nil {
+		r.rowChecks = side.check(t, hws, logs)
+	}
 	r.fault, r.seed = name, seed
-	if row.checked != nil {
-		row.checked(&r)
+	if nr, ok := side.(chaosNotes); ok {
+		r.notes = nr.notes()
 	}
 	if r.violations() > 0 {
 		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)

@@ -106,6 +106,10 @@ type Controller struct {
 	store     *raftboltdb.BoltStore
 	transport raft.Transport
 	mux       *mux // nil with a single voter
+	// raftStarted is closed once raft is set: the RPC listener starts
+	// first (Raft's transport runs on it), so a peer's request can come
+	// before there is a Raft to serve it.
+	raftStarted chan struct{}
 	// self is this node as a Raft server; voter reports whether it votes.
 	self  Voter
 	voter bool
@@ -206,6 +210,7 @@ func Open(cfg Config) (*Controller, error) {
 		done:      make(chan struct{}),
 	}
 	c.closing, c.stopAll = context.WithCancel(context.Background())
+	c.raftStarted = make(chan struct{})
 	hlog := newHCLogger(logger)
 	ok := false
 	defer func() {
@@ -268,6 +273,7 @@ func Open(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: start raft: %w", err)
 	}
+	close(c.raftStarted)
 	if exists && !single {
 		if err := c.checkStoredVoters(); err != nil {
 			return nil, err

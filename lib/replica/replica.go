@@ -32,6 +32,10 @@ var (
 	// ErrTruncationNeeded: AppendFromLeader before the truncation a new
 	// leadership requires (FetchPosition.NeedsTruncation) was done.
 	ErrTruncationNeeded = errors.New("replica: truncation with OffsetForLeaderEpoch needed first")
+	// ErrDamagedInISR: a follower's log has a damaged range, and the
+	// follower is in the ISR; it must not fetch until the leader drops it
+	// (RefetchDamaged).
+	ErrDamagedInISR = errors.New("replica: damaged log while in the ISR")
 	// ErrFencedLeaderEpoch: a request carried a leader epoch older than ours.
 	ErrFencedLeaderEpoch = errors.New("replica: fenced leader epoch")
 	// ErrUnknownLeaderEpoch: a request carried a leader epoch newer than ours.
