@@ -37,6 +37,12 @@ var chaosFaults = []chaosFault{
 	{name: "pause-leader", inject: func(n *nemesis) {
 		n.pauseLeader(n.between(2500*time.Millisecond, 4*time.Second)) // broker.session.timeout.ms=2000
 	}},
+	{name: "kill-controller", restarts: true, inject: func(n *nemesis) {
+		n.killController(n.between(300*time.Millisecond, 1500*time.Millisecond))
+	}},
+	{name: "shut-down-broker", restarts: true, inject: func(n *nemesis) {
+		n.shutDownBroker(n.between(300*time.Millisecond, time.Second))
+	}},
 }
 
 // TestChaosMix (row 11): the faults of the other rows, one at a time in a
