@@ -104,10 +104,18 @@ func startCluster(t testing.TB, n int, o clusterOpts) *cluster {
 		}
 	}
 	t.Cleanup(c.cleanup)
+	c.startTogether(c.nodes...)
+	c.waitMetadata()
+	return c
+}
 
-	errs := make([]error, n)
+// startTogether starts nodes at once: a node is ready only once it has
+// registered, which needs a quorum of voters up.
+func (c *cluster) startTogether(nodes ...*clusterNode) {
+	c.t.Helper()
+	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
-	for i, node := range c.nodes {
+	for i, node := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -118,10 +126,8 @@ func startCluster(t testing.TB, n int, o clusterOpts) *cluster {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
-	c.waitMetadata()
-	return c
 }
 
 // cleanup stops every node at once (one by one, the last nodes would
