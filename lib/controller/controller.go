@@ -99,13 +99,16 @@ type Config struct {
 // Controller runs this node's member of the controller quorum and holds
 // the cluster image. All methods are safe for concurrent use.
 type Controller struct {
-	cfg       Config
-	logger    *slog.Logger
-	fsm       *fsm
-	raft      *raft.Raft
-	store     *raftboltdb.BoltStore
-	transport raft.Transport
-	mux       *mux // nil with a single voter
+	cfg    Config
+	logger *slog.Logger
+	fsm    *fsm
+	raft   *raft.Raft
+	// raftStarted is closed once raft is set. The mux accepts RPCs as soon
+	// as it listens, before Open creates raft; they wait for it.
+	raftStarted chan struct{}
+	store       *raftboltdb.BoltStore
+	transport   raft.Transport
+	mux         *mux // nil with a single voter
 	// self is this node as a Raft server; voter reports whether it votes.
 	self  Voter
 	voter bool
@@ -204,6 +207,8 @@ func Open(cfg Config) (*Controller, error) {
 		live:      newLiveness(),
 		fatal:     make(chan error, 1),
 		done:      make(chan struct{}),
+
+		raftStarted: make(chan struct{}),
 	}
 	c.closing, c.stopAll = context.WithCancel(context.Background())
 	hlog := newHCLogger(logger)
@@ -268,6 +273,7 @@ func Open(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: start raft: %w", err)
 	}
+	close(c.raftStarted)
 	if exists && !single {
 		if err := c.checkStoredVoters(); err != nil {
 			return nil, err

@@ -267,6 +267,11 @@ func (c *Controller) call(ctx context.Context, address, op string, in, out any) 
 
 // serveRPC answers the requests on one RPC connection until it closes.
 func (c *Controller) serveRPC(conn net.Conn) {
+	select {
+	case <-c.raftStarted: // a node that joins early must not find raft nil
+	case <-c.closing.Done():
+		return
+	}
 	r := bufio.NewReader(conn)
 	for {
 		var req rpcRequest
