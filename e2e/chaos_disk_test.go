@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The disk rows of the chaos matrix: power loss (a node's disk keeps only
@@ -176,14 +178,14 @@ func recoveryPoint(node *clusterNode, topic string, part int) (int64, error) {
 }
 
 // syncedBelow is, per partition of the chaos topic, the lowest recovery
-// point of the nodes' disks: below it every replica had fsynced its log,
-// so whichever is elected leader holds it.
-func syncedBelow(t *testing.T, c *cluster) []int64 {
+// point of the nodes' disks: below it each of them had fsynced its log,
+// so whichever of them is elected leader holds it.
+func syncedBelow(t *testing.T, nodes ...*clusterNode) []int64 {
 	t.Helper()
 	out := make([]int64, 3)
 	for p := range 3 {
 		out[p] = -1
-		for _, node := range c.nodes {
+		for _, node := range nodes {
 			rp, err := recoveryPoint(node, chaosTopic, p)
 			if err != nil {
 				t.Fatal(err)
@@ -316,7 +318,7 @@ func TestChaosPowerLossCluster(t *testing.T) {
 	a.mu.Lock()
 	pre := maps.Clone(a.offsets)
 	a.mu.Unlock()
-	synced := syncedBelow(t, c)
+	synced := syncedBelow(t, c.nodes...)
 	c.startTogether(c.nodes...)
 	c.waitPartitions(chaosTopic, "whole ISR after the power loss", fullISR)
 	t.Logf("every node started on what its disk kept; log end offsets %v, recovery points %v", c.endOffsets(chaosTopic, 3), synced)
@@ -331,7 +333,15 @@ func TestChaosPowerLossCluster(t *testing.T) {
 		p.finish()
 	}
 	stopAfter()
+	checkAfterLoss(t, c, "power-loss-os", seed, a, pre, before, after, synced)
+}
 
+// checkAfterLoss settles a cluster healed from a power loss and checks
+// it: what was acknowledged (pre) and read (before) before the loss with
+// checkLoss, what was acknowledged and read (after) since with check.
+// It reports the row's figures.
+func checkAfterLoss(t *testing.T, c *cluster, name string, seed int64, a *acked, pre map[string]int64, before, after *observations, synced []int64) lossReport {
+	t.Helper()
 	hws, logs := settle(t, c)
 	final := readAll(t, c, hws, after)
 	loss := checkLoss(t, pre, before, final, synced)
@@ -342,18 +352,173 @@ func TestChaosPowerLossCluster(t *testing.T) {
 		}
 	}
 	r := check(t, c, postAcked, after, final, hws, logs)
-	r.fault, r.seed = "power-loss-os", seed
+	r.fault, r.seed = name, seed
 	r.acknowledged += loss.acked
 	r.inconsistent += loss.misplaced + len(before.inconsistent)
 	r.hwRegressed += len(before.hwRegressed)
 	r.lost += loss.gaps + loss.belowSynced
-	t.Logf("power loss under flush.policy=os: %d acknowledged before it, %d of them gone (allowed: above the recovery points %v); %d records read before it, %d of them gone",
-		loss.acked, loss.lost, synced, loss.read, loss.takenBack)
+	t.Logf("%s: %d acknowledged before the power loss, %d of them gone (allowed: at or above the recovery points %v); %d records read before it, %d of them gone",
+		name, loss.acked, loss.lost, synced, loss.read, loss.takenBack)
 	if r.violations() > 0 {
-		t.Errorf("chaos power-loss-os: %d violations; replay with -chaos.seed=%d", r.violations(), seed)
+		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)
 	}
 	t.Log("chaos:", r)
 	chaosRows.Lock()
 	chaosRows.rows = append(chaosRows.rows, r)
 	chaosRows.Unlock()
+	return loss
+}
+
+// createOn creates the chaos topic with partition p's replicas
+// replicas[p] (the first is the preferred leader) and configs, and waits
+// until every partition is led with its whole ISR.
+func (c *cluster) createOn(replicas [][]int32, configs map[string]string) {
+	c.t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = chaosTopic, -1, -1
+	for p, rs := range replicas {
+		as := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		as.Partition, as.Replicas = int32(p), rs
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, as)
+	}
+	for k, v := range configs {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, cfg)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctxFor(c.t, time.Minute), c.client())
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	}
+	if err != nil {
+		c.t.Fatalf("create %s on %v: %v", chaosTopic, replicas, err)
+	}
+	c.waitPartitions(chaosTopic, chaosTopic+" in sync", fullISR)
+}
+
+// ledAlone: every partition led by id with the ISR {id}.
+func ledAlone(id int32) func([]partitionState) bool {
+	return func(ps []partitionState) bool {
+		for _, p := range ps {
+			if p.leader != id || !slices.Equal(p.isr, []int32{id}) {
+				return false
+			}
+		}
+		return len(ps) == 3
+	}
+}
+
+// TestChaosLastReplicaStanding (row 7, KIP-966's case): node 1 is the
+// controller quorum's only voter and hosts nothing; the chaos topic's
+// replicas are nodes 2, 3 and 4, min.insync.replicas=1,
+// flush.policy=os, unclean leader election off. Nodes 3 and 4 crash, the
+// ISR shrinks to node 2, which goes on acknowledging acks=all writes
+// alone; then node 2 loses power. Nodes 3 and 4 come back first and must
+// not be elected (they lack what node 2 acknowledged alone): the
+// partitions stay without a leader and nothing is acknowledged until
+// node 2 is back. Then node 2 leads with what its disk kept: everything
+// below its recovery point must be there, as a prefix, and the cluster
+// heals without divergence. What node 2's power loss took is reported:
+// everything above its recovery point, also what nodes 3 and 4 had held,
+// since they truncate to the leader they follow.
+func TestChaosLastReplicaStanding(t *testing.T) {
+	seed := *chaosSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	length := *chaosDuration
+	if length == 0 {
+		length = chaosShort
+	}
+	t.Logf("chaos last-replica: seed %d (replay with -chaos.seed=%d), producing for %v or more", seed, seed, length/2)
+	rng := rand.New(rand.NewSource(seed))
+	c := startCluster(t, 4, clusterOpts{voters: 1, props: withProps("log.flush.policy=os"), disks: onDisks(4, diskSize)})
+	last, others := c.node(2), []*clusterNode{c.node(3), c.node(4)}
+	replicas := &cluster{t: t, nodes: []*clusterNode{last, others[0], others[1]}, voters: c.voters}
+	c.createOn([][]int32{{2, 3, 4}, {3, 4, 2}, {4, 2, 3}}, map[string]string{"min.insync.replicas": "1", "segment.bytes": "262144"})
+
+	a, before := newAcked(), newObservations()
+	var producers []*producer
+	for i := range 3 {
+		producers = append(producers, startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, fmt.Sprintf("p%d-", i), a))
+	}
+	stopBefore := readers(c, 2, before)
+	a.waitMore(t, 100)
+	<-time.After(length/2 + time.Duration(rng.Int63n(int64(length/2)))) // the writes' length, up to the fault
+	t.Log("SIGKILL nodes 3 and 4")
+	others[0].kill()
+	others[1].kill()
+	a.mu.Lock()
+	inFullISR := maps.Clone(a.offsets) // acknowledged while all three were in sync (or about to leave)
+	a.mu.Unlock()
+	c.waitPartitions(chaosTopic, "node 2 alone in every ISR", ledAlone(2))
+	// A few writes only: node 2's active segments still begin with records
+	// nodes 3 and 4 hold too, so what the loss takes of those shows.
+	a.waitMore(t, 50)
+	t.Log("power loss of node 2, the last ISR member")
+	c.powerLoss(last)
+	stopBefore()
+	a.mu.Lock()
+	pre := maps.Clone(a.offsets)
+	a.mu.Unlock()
+	synced := syncedBelow(t, last)
+
+	c.startTogether(others...) // each is up once registered
+	// Until the controller fences node 2 the metadata may still name it;
+	// neither then nor after may node 3 or 4 lead.
+	leaderless := func() (bool, string) {
+		for _, node := range c.serving() {
+			ps := node.partitions(chaosTopic)
+			if len(ps) != 3 {
+				return false, fmt.Sprintf("node %d shows %d partitions", node.id, len(ps))
+			}
+			for i, p := range ps {
+				if p.leader == 3 || p.leader == 4 {
+					t.Fatalf("node %d shows partition %d led by node %d (ISR %v) while node 2, the last ISR member, is down", node.id, i, p.leader, p.isr)
+				}
+				if p.leader >= 0 {
+					return false, fmt.Sprintf("node %d shows partition %d led by node %d", node.id, i, p.leader)
+				}
+			}
+		}
+		return true, ""
+	}
+	waitFor(t, clusterReadyTimeout, leaderless)
+	acksBefore := a.count()
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); <-time.After(100 * time.Millisecond) {
+		if ok, why := leaderless(); !ok {
+			t.Fatalf("after node 2 was fenced: %s", why)
+		}
+	}
+	if got := a.count(); got != acksBefore {
+		t.Errorf("%d records acknowledged while the last ISR member was down", got-acksBefore)
+	}
+	t.Log("nodes 3 and 4 are back; no partition had a leader for 3 s after node 2 was fenced; starting node 2")
+	last.start()
+	after := newObservations()
+	stopAfter := readers(c, 2, after)
+	replicas.waitPartitions(chaosTopic, "whole ISR after node 2's return", fullISR)
+	a.waitMore(t, 300)
+	for _, p := range producers {
+		p.finish()
+	}
+	stopAfter()
+	loss := checkAfterLoss(t, replicas, "last-replica", seed, a, pre, before, after, synced)
+	final := map[string]bool{}
+	after.mu.Lock()
+	for o, v := range after.values {
+		final[fmt.Sprintf("%d/%s", o[0], v)] = true
+	}
+	after.mu.Unlock()
+	heldByOthers := 0
+	for k := range inFullISR {
+		if !final[k] {
+			heldByOthers++
+		}
+	}
+	t.Logf("last-replica: of %d records acknowledged while the ISR was whole (nodes 3 and 4 held them), %d are gone; of %d acknowledged by node 2 alone, %d are gone",
+		len(inFullISR), heldByOthers, len(pre)-len(inFullISR), loss.lost-heldByOthers)
 }
