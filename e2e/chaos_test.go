@@ -93,6 +93,9 @@ type nemesis struct {
 	c     *cluster
 	rng   *rand.Rand
 	begun time.Time
+	// a is the workload's acknowledgements, for faults that check the
+	// writes go on while they last.
+	a *acked
 }
 
 // between is a random duration in [lo, hi).
@@ -478,7 +481,7 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	defer func() { stopReaders(); readers.Wait() }()
 	a.waitMore(t, 100)
 
-	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now()}
+	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now(), a: a}
 	for end := time.Now().Add(length); time.Now().Before(end); {
 		row.fault(n)
 	}
