@@ -139,23 +139,20 @@ func (n *nemesis) powerLossCluster(down time.Duration) {
 
 // TestChaosPowerLossOneNode (row 6a): with flush.policy=always, a
 // partition's leader loses power and comes back on what its disk kept,
-// and every other fault the whole cluster does. Every ISR member fsynced
-// an acknowledged record before it counted for the high-water mark, so
-// none is lost, and the replicas do not diverge. (The single losses alone
+// then the whole cluster does; over and over. Every ISR member fsynced an
+// acknowledged record before it counted for the high-water mark, so none
+// is lost, and the replicas do not diverge. (The single losses alone
 // could not catch a missing fsync: another replica's page cache keeps the
-// records; the whole cluster's loss can.)
+// records; the whole cluster's loss can, so each round has one.)
 func TestChaosPowerLossOneNode(t *testing.T) {
-	faults := 0
 	runChaosRow(t, chaosRow{
 		name:    "power-loss-always",
 		cluster: clusterOpts{props: withProps("log.flush.policy=always"), disks: onDisks(3, diskSize)},
 		fault: func(n *nemesis) {
-			if faults++; faults%2 == 1 {
-				n.powerLossLeader(n.between(300*time.Millisecond, 1500*time.Millisecond))
-			} else {
-				n.powerLossCluster(n.between(300*time.Millisecond, time.Second))
-			}
-			n.hold(n.between(time.Second, 2*time.Second))
+			n.powerLossLeader(n.between(300*time.Millisecond, 1500*time.Millisecond))
+			n.hold(n.between(500*time.Millisecond, 1500*time.Millisecond))
+			n.powerLossCluster(n.between(300*time.Millisecond, time.Second))
+			n.hold(n.between(500*time.Millisecond, 1500*time.Millisecond))
 		},
 	})
 }
