@@ -108,6 +108,9 @@ type nemesis struct {
 	obs *observations
 	// rounds counts the faults injected so far.
 	rounds int
+	// a is the workload's acknowledgements, for faults that check the
+	// writes go on while they last.
+	a *acked
 }
 
 // between is a random duration in [lo, hi).
@@ -427,7 +430,7 @@ func check(t *testing.T, c *cluster, a *acked, o *observations, final map[[2]int
 	epochs := func(p int, off int64) string {
 		var s []string
 		for i := range c.nodes {
-			s = append(s, fmt.Sprintf("node %d epoch %d", i+1, epochAt(logs[i][p], off)))
+			s = append(s, fmt.Sprintf("node %d epoch %d", c.nodes[i].id, epochAt(logs[i][p], off)))
 		}
 		return strings.Join(s, ", ")
 	}
@@ -480,13 +483,13 @@ func check(t *testing.T, c *cluster, a *acked, o *observations, final map[[2]int
 			at := "a batch missing on one side"
 			for j := range min(len(bs), len(ref)) {
 				if !bytes.Equal(bs[j].bytes, ref[j].bytes) {
-					at = fmt.Sprintf("the batch at offset %d (node 1: %d-%d epoch %d; node %d: %d-%d epoch %d)",
-						ref[j].base, ref[j].base, ref[j].last, ref[j].epoch, i+1, bs[j].base, bs[j].last, bs[j].epoch)
+					at = fmt.Sprintf("the batch at offset %d (node %d: %d-%d epoch %d; node %d: %d-%d epoch %d)",
+						ref[j].base, c.nodes[0].id, ref[j].base, ref[j].last, ref[j].epoch, c.nodes[i].id, bs[j].base, bs[j].last, bs[j].epoch)
 					break
 				}
 			}
-			report(&r.divergent, "divergence", fmt.Sprintf("partition %d below the high-water mark %d: node 1 and node %d differ first at %s",
-				p, hws[p], i+1, at))
+			report(&r.divergent, "divergence", fmt.Sprintf("partition %d below the high-water mark %d: node %d and node %d differ first at %s",
+				p, hws[p], c.nodes[0].id, c.nodes[i].id, at))
 		}
 	}
 	return r
@@ -573,7 +576,7 @@ func runChaosRow(t *testing.T, row chaosRow) {
 		side = row.side(t, c)
 	}
 
-	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now(), obs: o}
+	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now(), obs: o, a: a}
 	for end := time.Now().Add(length); time.Now().Before(end); n.rounds++ {
 		row.fault(n)
 	}

@@ -28,6 +28,10 @@ type clusterOpts struct {
 	props []string
 	// nodeProps gives one node's own properties (broker.rack…); nil: none.
 	nodeProps func(id int32) []string
+	// disks gives the nodes it names (node id → size in bytes) a data
+	// directory on an ext4 loop disk of their own (see loopDisk); the
+	// others get a directory of the test's. Needs root.
+	disks map[int32]int64
 }
 
 // cluster is n real mqd processes on loopback, one data directory, Kafka
@@ -46,6 +50,7 @@ type clusterNode struct {
 	c        *cluster
 	id       int32
 	raftAddr string
+	disk     *loopDisk // the data directory's disk; nil: the test's own
 
 	directOnce sync.Once
 	direct     *kgo.Client // talks to this node only (metadata checks)
@@ -75,7 +80,13 @@ func startCluster(t testing.TB, n int, o clusterOpts) *cluster {
 			t.Fatal(err)
 		}
 		node := &clusterNode{c: c, id: int32(i + 1), raftAddr: raft,
-			mqdProc: &mqdProc{dataDir: t.TempDir(), addr: kafka, keepAddr: true}}
+			mqdProc: &mqdProc{addr: kafka, keepAddr: true}}
+		if size, ok := o.disks[node.id]; ok {
+			node.disk = newLoopDisk(t, size)
+			node.dataDir = node.disk.mount
+		} else {
+			node.dataDir = t.TempDir()
+		}
 		c.nodes = append(c.nodes, node)
 		if i < o.voters {
 			voters = append(voters, fmt.Sprintf("%d@%s", node.id, raft))
@@ -93,10 +104,18 @@ func startCluster(t testing.TB, n int, o clusterOpts) *cluster {
 		}
 	}
 	t.Cleanup(c.cleanup)
+	c.startTogether(c.nodes...)
+	c.waitMetadata()
+	return c
+}
 
-	errs := make([]error, n)
+// startTogether starts nodes at once: a node is ready only once it has
+// registered, which needs a quorum of voters up.
+func (c *cluster) startTogether(nodes ...*clusterNode) {
+	c.t.Helper()
+	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
-	for i, node := range c.nodes {
+	for i, node := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -107,10 +126,8 @@ func startCluster(t testing.TB, n int, o clusterOpts) *cluster {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
-	c.waitMetadata()
-	return c
 }
 
 // cleanup stops every node at once (one by one, the last nodes would
