@@ -40,15 +40,18 @@ type chaosResult struct {
 	seed                                                              int64
 	operations, acknowledged                                          int
 	lost, duplicates, reordered, inconsistent, divergent, hwRegressed int
+	// belowMinISR counts writes acknowledged while the nemesis had seen
+	// the partition's ISR below min.insync.replicas.
+	belowMinISR int
 }
 
 func (r chaosResult) String() string {
-	return fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d",
-		r.fault, r.seed, r.operations, r.acknowledged, r.lost, r.duplicates, r.reordered, r.inconsistent, r.divergent, r.hwRegressed)
+	return fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d  below-min-isr %d",
+		r.fault, r.seed, r.operations, r.acknowledged, r.lost, r.duplicates, r.reordered, r.inconsistent, r.divergent, r.hwRegressed, r.belowMinISR)
 }
 
 func (r chaosResult) violations() int {
-	return r.lost + r.duplicates + r.reordered + r.inconsistent + r.divergent + r.hwRegressed
+	return r.lost + r.duplicates + r.reordered + r.inconsistent + r.divergent + r.hwRegressed + r.belowMinISR
 }
 
 // chaosRows collects the rows of this run for the summary TestMain prints.
@@ -77,6 +80,7 @@ func printChaosSummary() {
 		total.inconsistent += r.inconsistent
 		total.divergent += r.divergent
 		total.hwRegressed += r.hwRegressed
+		total.belowMinISR += r.belowMinISR
 	}
 	verdict := "no violation"
 	if n := total.violations(); n > 0 {
@@ -93,6 +97,10 @@ type nemesis struct {
 	c     *cluster
 	rng   *rand.Rand
 	begun time.Time
+	acked *acked // what the row's producers had acknowledged
+	// belowMinISR is every write the nemesis saw acknowledged while the
+	// ISR was below min.insync.replicas, for check.
+	belowMinISR []string
 }
 
 // between is a random duration in [lo, hi).
@@ -344,10 +352,11 @@ func partitionOf(k string) int {
 	return p
 }
 
-// check compares what was acknowledged with the final read and the
-// replicas' files, reports every violation with its evidence and
+// check compares what n's producers had acknowledged with the final read
+// and the replicas' files, adds what the nemesis saw acknowledged below
+// min.insync.replicas, reports every violation with its evidence and
 // returns the row's figures.
-func check(t *testing.T, c *cluster, a *acked, o *observations, final map[[2]int64]string, hws []int64, logs [][][]batchInfo) chaosResult {
+func check(t *testing.T, c *cluster, n *nemesis, o *observations, final map[[2]int64]string, hws []int64, logs [][][]batchInfo) chaosResult {
 	t.Helper()
 	var r chaosResult
 	report := func(count *int, kind, evidence string) {
@@ -363,6 +372,10 @@ func check(t *testing.T, c *cluster, a *acked, o *observations, final map[[2]int
 		}
 		return strings.Join(s, ", ")
 	}
+	for _, e := range n.belowMinISR {
+		report(&r.belowMinISR, "acknowledged below min.insync.replicas", e)
+	}
+	a := n.acked
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r.operations, r.acknowledged = a.attempts, len(a.offsets)
@@ -478,7 +491,7 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	defer func() { stopReaders(); readers.Wait() }()
 	a.waitMore(t, 100)
 
-	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now()}
+	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now(), acked: a}
 	for end := time.Now().Add(length); time.Now().Before(end); {
 		row.fault(n)
 	}
@@ -492,7 +505,7 @@ func runChaosRow(t *testing.T, row chaosRow) {
 
 	hws, logs := settle(t, c)
 	final := readAll(t, c, hws, o)
-	r := check(t, c, a, o, final, hws, logs)
+	r := check(t, c, n, o, final, hws, logs)
 	r.fault, r.seed = name, seed
 	if r.violations() > 0 {
 		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)

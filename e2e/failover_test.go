@@ -184,6 +184,22 @@ func (a *acked) sentSince(p int32, t time.Time) bool {
 	return false
 }
 
+// since lists the acknowledged records of partition p whose produce began
+// after t.
+func (a *acked) since(p int32, t time.Time) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	prefix := strconv.Itoa(int(p)) + "/"
+	var out []string
+	for k, began := range a.sent {
+		if strings.HasPrefix(k, prefix) && began.After(t) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // waitMore waits until n more records than now are acknowledged: the
 // producer is making progress.
 func (a *acked) waitMore(t *testing.T, n int) {
