@@ -27,8 +27,10 @@ const (
 	// follows. The followers still fetch from it.
 	leaderOut
 	// leaderIn drops what the followers originate: their fetches from
-	// the leader, their heartbeats when it is the Raft leader. The leader
-	// still reaches them.
+	// the leader, their heartbeats when it is the Raft leader, the Raft
+	// leader's messages when that is a follower (the leader then loses
+	// the Raft leader, cannot heartbeat, and is fenced). The leader still
+	// reaches them.
 	leaderIn
 )
 
@@ -91,12 +93,18 @@ func (n *nemesis) newLeader(part int, old *clusterNode) func() {
 // ISR shrunk to its leader alone, below min.insync.replicas=2, lets the
 // producers go on for a second, and notes as a violation every write to
 // the partition begun since then that was acknowledged: the leader must
-// refuse them all (NOT_ENOUGH_REPLICAS).
+// refuse them all (NOT_ENOUGH_REPLICAS), and were it fenced meanwhile,
+// no live ISR member would be left to lead. If instead the leader was
+// fenced and another leads the partition, it only logs that.
 func (n *nemesis) minISRHolds(part int, leader *clusterNode) func() {
 	return func() {
-		n.c.waitPartitions(chaosTopic, fmt.Sprintf("partition %d's ISR shrunk to its leader %d", part, leader.id), func(ps []partitionState) bool {
-			return len(ps) == 3 && slices.Equal(ps[part].isr, []int32{leader.id})
+		ps := n.c.waitPartitions(chaosTopic, fmt.Sprintf("partition %d's ISR shrunk to its leader %d, or another leader", part, leader.id), func(ps []partitionState) bool {
+			return len(ps) == 3 && (ps[part].leader != leader.id || slices.Equal(ps[part].isr, []int32{leader.id}))
 		})
+		if ps[part].leader != leader.id {
+			n.logf("partition %d is led by node %d at epoch %d, ISR %v", part, ps[part].leader, ps[part].epoch, ps[part].isr)
+			return
+		}
 		shrunk := time.Now()
 		n.hold(time.Second)
 		acked := n.acked.since(int32(part), shrunk)
@@ -105,6 +113,29 @@ func (n *nemesis) minISRHolds(part int, leader *clusterNode) func() {
 			n.belowMinISR = append(n.belowMinISR, fmt.Sprintf("%s acknowledged; produced after partition %d's ISR had shrunk to [%d]", k, part, leader.id))
 		}
 	}
+}
+
+// raftLeaderVictim picks a partition led by the node that leads the Raft
+// quorum, the one leader a leaderIn cut leaves in place, and returns it
+// with its leader, logging what is done to it; nil when the Raft leader
+// leads none.
+func (n *nemesis) raftLeaderVictim(what string, d time.Duration) (int, *clusterNode) {
+	rl := n.c.raftLeader(n.t)
+	ps := n.c.waitPartitions(chaosTopic, "a leader for every partition", func(ps []partitionState) bool {
+		return len(ps) == 3 && !slices.ContainsFunc(ps, func(p partitionState) bool { return p.leader < 0 })
+	})
+	var led []int
+	for part, p := range ps {
+		if p.leader == rl {
+			led = append(led, part)
+		}
+	}
+	if len(led) == 0 {
+		return 0, nil
+	}
+	part := led[n.rng.Intn(len(led))]
+	n.logf("%s node %d, Raft leader and leader of partition %d at epoch %d, for %v", what, rl, part, ps[part].epoch, d)
+	return part, n.c.node(rl)
 }
 
 // isolateLeader isolates a partition's leader from everyone for d
@@ -120,11 +151,20 @@ func (n *nemesis) isolateLeader(d time.Duration) {
 // says, for d, while the clients reach every node. Cut both ways, or
 // from reaching the followers, the leader loses the controller, which
 // fences it and elects another: that is waited for before healing. Cut
-// from being reached, it stays leader, its followers cannot fetch, its
-// ISR shrinks to itself alone, and acks=all must be refused: that is
-// checked before healing.
+// from being reached, it stays leader if it leads the Raft quorum (else
+// it misses the Raft leader's messages and is fenced too): its followers
+// cannot fetch, its ISR shrinks to itself alone, and acks=all must be
+// refused; that is checked before healing.
 func (n *nemesis) cutLeader(way cutWay, d time.Duration) {
-	part, victim := n.victim("cut "+way.String()+" between the followers and", d)
+	what := "cut " + way.String() + " between the followers and"
+	var part int
+	var victim *clusterNode
+	if way == leaderIn {
+		part, victim = n.raftLeaderVictim(what, d)
+	}
+	if victim == nil {
+		part, victim = n.victim(what, d)
+	}
 	during := n.newLeader(part, victim)
 	if way == leaderIn {
 		during = n.minISRHolds(part, victim)
