@@ -108,6 +108,7 @@ func (n *nemesis) minISRHolds(part int, leader *clusterNode) func() {
 		shrunk := time.Now()
 		n.hold(time.Second)
 		acked := n.acked.since(int32(part), shrunk)
+		slices.Sort(acked)
 		n.logf("partition %d's ISR is [%d]: %d writes begun in the next second were acknowledged", part, leader.id, len(acked))
 		for _, k := range acked {
 			n.belowMinISR = append(n.belowMinISR, fmt.Sprintf("%s acknowledged; produced after partition %d's ISR had shrunk to [%d]", k, part, leader.id))

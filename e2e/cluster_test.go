@@ -35,9 +35,10 @@ type clusterOpts struct {
 	netns bool
 }
 
-// cluster is n real mqd processes on loopback, one data directory, Kafka
-// port and Raft port each, owned by one test: every node is stopped (and
-// its peak memory checked) when the test ends.
+// cluster is n real mqd processes on loopback (or on a network of their
+// own: clusterOpts.netns), one data directory, Kafka port and Raft port
+// each, owned by one test: every node is stopped (and its peak memory
+// checked) when the test ends.
 type cluster struct {
 	t      testing.TB
 	nodes  []*clusterNode // nodes[i] has node id i+1
