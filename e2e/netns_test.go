@@ -47,13 +47,16 @@ const (
 const clientHost = 200
 
 // netRuns numbers this process's networks: with the pid, it makes the
-// namespaces' names and the subnet unique to one run, so that parallel
-// test processes never share them.
+// namespaces' names unique to one run, so that parallel test processes
+// never share them. The subnet is drawn from the same numbers; two runs
+// may get the same one without harm (their namespaces are apart), but
+// rarely do, which keeps a run's addresses recognizable in its logs.
 var netRuns atomic.Uint32
 
 // testNet is one test's network namespaces, bridge and veth pairs. Its
 // faults (isolate, cut) last until heal; everything is removed when the
-// test ends, failed or not.
+// test ends, failed or not. Its faults and heal are called from the
+// test's goroutine only; dial from any.
 type testNet struct {
 	t      testing.TB
 	prefix string // every namespace's name begins with it
@@ -61,7 +64,6 @@ type testNet struct {
 	nodes  int
 	client *os.File // the client namespace (/run/netns/…), for setns
 
-	mu   sync.Mutex
 	down map[int32]bool // nodes whose link to the switch is down
 	cuts map[int32]bool // nodes whose namespace holds cut rules
 }
@@ -243,9 +245,7 @@ func (tn *testNet) dialInside(ctx context.Context, network, addr string) (net.Co
 // a pulled cable; connections are not reset) until heal.
 func (tn *testNet) isolate(id int32) {
 	tn.t.Helper()
-	tn.mu.Lock()
 	tn.down[id] = true
-	tn.mu.Unlock()
 	if err := runCmd("", "ip", "-n", tn.switchNS(), "link", "set", "n"+strconv.Itoa(int(id)), "down"); err != nil {
 		tn.t.Fatal(err)
 	}
@@ -260,9 +260,7 @@ func (tn *testNet) isolate(id int32) {
 // namespace.
 func (tn *testNet) cut(from, to int32) {
 	tn.t.Helper()
-	tn.mu.Lock()
 	tn.cuts[from] = true
-	tn.mu.Unlock()
 	ports := fmt.Sprintf("{ %d, %d }", netKafkaPort, netRaftPort)
 	peer := tn.host(int(to))
 	rules := fmt.Sprintf("add rule inet mqfault output ip daddr %s tcp dport %s drop\n"+
@@ -274,8 +272,6 @@ func (tn *testNet) cut(from, to int32) {
 
 // heal brings every link taken down up again and flushes every cut rule.
 func (tn *testNet) heal() error {
-	tn.mu.Lock()
-	defer tn.mu.Unlock()
 	var errs []error
 	for id := range tn.down {
 		errs = append(errs, runCmd("", "ip", "-n", tn.switchNS(), "link", "set", "n"+strconv.Itoa(int(id)), "up"))
