@@ -139,10 +139,19 @@ func (n *nemesis) raftLeaderVictim(what string, d time.Duration) (int, *clusterN
 	return part, n.c.node(rl)
 }
 
+// inSync waits until every partition has its whole ISR again, so that a
+// fault cutting off a leader leaves in-sync replicas to take over (cut
+// off as the ISR's only member, it would leave the partition without a
+// leader until healed, rightly, and no new leader could be waited for).
+func (n *nemesis) inSync() {
+	n.c.waitPartitions(chaosTopic, "the whole ISR before the next fault", fullISR)
+}
+
 // isolateLeader isolates a partition's leader from everyone for d
 // (longer than the session timeout), waits until another node leads the
 // partition, and heals the link.
 func (n *nemesis) isolateLeader(d time.Duration) {
+	n.inSync()
 	part, victim := n.victim("isolate", d)
 	n.isolate(victim, d, n.newLeader(part, victim))
 	n.logf("node %d's link is up", victim.id)
@@ -157,6 +166,7 @@ func (n *nemesis) isolateLeader(d time.Duration) {
 // cannot fetch, its ISR shrinks to itself alone, and acks=all must be
 // refused; that is checked before healing.
 func (n *nemesis) cutLeader(way cutWay, d time.Duration) {
+	n.inSync()
 	what := "cut " + way.String() + " between the followers and"
 	var part int
 	var victim *clusterNode
