@@ -348,7 +348,7 @@ func checkAfterLoss(t *testing.T, c *cluster, name string, seed int64, a *acked,
 			postAcked.offsets[k] = off
 		}
 	}
-	r := check(t, c, postAcked, after, final, hws, logs)
+	r := check(t, c, postAcked, nil, after, final, hws, logs)
 	r.fault, r.seed = name, seed
 	r.acknowledged += loss.acked
 	r.inconsistent += loss.misplaced + len(before.inconsistent)
@@ -547,7 +547,7 @@ func (n *nemesis) fillDisk(node *clusterNode, full time.Duration) {
 	n.logf("node %d left the ISRs it followed in; ISRs %v", node.id, isrsOf(ps))
 	waitFor(n.t, clusterReadyTimeout, func() (bool, string) {
 		for p, st := range ps {
-			if st.leader != node.id && !n.a.sentSince(int32(p), shrunk) {
+			if st.leader != node.id && !n.acked.sentSince(int32(p), shrunk) {
 				return false, fmt.Sprintf("no acks=all write to partition %d (led by node %d) acknowledged since node %d left its ISR", p, st.leader, node.id)
 			}
 		}

@@ -44,13 +44,16 @@ type chaosResult struct {
 	lost, duplicates, reordered, inconsistent, divergent, hwRegressed int
 	// rowChecks counts the violations of the row's own checks (chaosSide).
 	rowChecks int
+	// belowMinISR counts writes acknowledged while the nemesis had seen
+	// the partition's ISR below min.insync.replicas.
+	belowMinISR int
 	// notes are a row's own figures (chaosNotes: the soak's memory and files).
 	notes string
 }
 
 func (r chaosResult) String() string {
-	s := fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d  row-checks %d",
-		r.fault, r.seed, r.operations, r.acknowledged, r.lost, r.duplicates, r.reordered, r.inconsistent, r.divergent, r.hwRegressed, r.rowChecks)
+	s := fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d  below-min-isr %d  row-checks %d",
+		r.fault, r.seed, r.operations, r.acknowledged, r.lost, r.duplicates, r.reordered, r.inconsistent, r.divergent, r.hwRegressed, r.belowMinISR, r.rowChecks)
 	if r.notes != "" {
 		s += "  (" + r.notes + ")"
 	}
@@ -58,7 +61,7 @@ func (r chaosResult) String() string {
 }
 
 func (r chaosResult) violations() int {
-	return r.lost + r.duplicates + r.reordered + r.inconsistent + r.divergent + r.hwRegressed + r.rowChecks
+	return r.lost + r.duplicates + r.reordered + r.inconsistent + r.divergent + r.hwRegressed + r.belowMinISR + r.rowChecks
 }
 
 // chaosRows collects the rows of this run for the summary TestMain prints.
@@ -88,6 +91,7 @@ func printChaosSummary() {
 		total.divergent += r.divergent
 		total.hwRegressed += r.hwRegressed
 		total.rowChecks += r.rowChecks
+		total.belowMinISR += r.belowMinISR
 	}
 	verdict := "no violation"
 	if n := total.violations(); n > 0 {
@@ -108,9 +112,10 @@ type nemesis struct {
 	obs *observations
 	// rounds counts the faults injected so far.
 	rounds int
-	// a is the workload's acknowledgements, for faults that check the
-	// writes go on while they last.
-	a *acked
+	acked  *acked // what the row's producers had acknowledged
+	// belowMinISR is every write the nemesis saw acknowledged while the
+	// ISR was below min.insync.replicas, for check.
+	belowMinISR []string
 }
 
 // between is a random duration in [lo, hi).
@@ -415,10 +420,11 @@ func partitionOf(k string) int {
 	return p
 }
 
-// check compares what was acknowledged with the final read and the
-// replicas' files, reports every violation with its evidence and
+// check compares what was acknowledged (a) with the final read and the
+// replicas' files, adds the writes a nemesis saw acknowledged below
+// min.insync.replicas, reports every violation with its evidence and
 // returns the row's figures.
-func check(t *testing.T, c *cluster, a *acked, o *observations, final map[[2]int64]string, hws []int64, logs [][][]batchInfo) chaosResult {
+func check(t *testing.T, c *cluster, a *acked, belowMinISR []string, o *observations, final map[[2]int64]string, hws []int64, logs [][][]batchInfo) chaosResult {
 	t.Helper()
 	var r chaosResult
 	report := func(count *int, kind, evidence string) {
@@ -433,6 +439,9 @@ func check(t *testing.T, c *cluster, a *acked, o *observations, final map[[2]int
 			s = append(s, fmt.Sprintf("node %d epoch %d", c.nodes[i].id, epochAt(logs[i][p], off)))
 		}
 		return strings.Join(s, ", ")
+	}
+	for _, e := range belowMinISR {
+		report(&r.belowMinISR, "acknowledged below min.insync.replicas", e)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -576,7 +585,7 @@ func runChaosRow(t *testing.T, row chaosRow) {
 		side = row.side(t, c)
 	}
 
-	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now(), obs: o, a: a}
+	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now(), obs: o, acked: a}
 	for end := time.Now().Add(length); time.Now().Before(end); n.rounds++ {
 		row.fault(n)
 	}
@@ -594,7 +603,7 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	hws, logs := settle(t, c)
 	final := readAll(t, c, hws, o)
 	readEveryReplica(t, c, hws, o)
-	r := check(t, c, a, o, final, hws, logs)
+	r := check(t, c, a, n.belowMinISR, o, final, hws, logs)
 	if side != nil {
 		r.rowChecks = side.check(t, hws, logs)
 	}

@@ -192,16 +192,21 @@ func (a *acked) count() int {
 
 // sentSince reports whether a record of partition p whose produce began
 // after t has been acknowledged.
-func (a *acked) sentSince(p int32, t time.Time) bool {
+func (a *acked) sentSince(p int32, t time.Time) bool { return len(a.since(p, t)) > 0 }
+
+// since lists the acknowledged records of partition p whose produce began
+// after t, in no order.
+func (a *acked) since(p int32, t time.Time) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	prefix := strconv.Itoa(int(p)) + "/"
+	var out []string
 	for k, began := range a.sent {
 		if strings.HasPrefix(k, prefix) && began.After(t) {
-			return true
+			out = append(out, k)
 		}
 	}
-	return false
+	return out
 }
 
 // waitMore waits until n more records than now are acknowledged: the

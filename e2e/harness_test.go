@@ -123,6 +123,9 @@ type mqdProc struct {
 	exited   chan struct{}
 	waitErr  error
 	peakRSS  int64 // highest VmHWM of its starts so far, in bytes
+	// netns is the network namespace mqd runs in (ip netns exec, which
+	// execs mqd in place: the pid is mqd's); empty: the test's own.
+	netns string
 }
 
 // launchMQD starts mqd on dataDir with the given key=value properties and
@@ -162,7 +165,11 @@ func (p *mqdProc) start() error {
 	for _, prop := range p.props {
 		args = append(args, "--set", prop)
 	}
-	p.cmd = exec.Command(mqdPath, args...)
+	if p.netns != "" {
+		p.cmd = exec.Command("ip", append([]string{"netns", "exec", p.netns, mqdPath}, args...)...)
+	} else {
+		p.cmd = exec.Command(mqdPath, args...)
+	}
 	p.stderr = &lockedBuffer{}
 	p.cmd.Stderr = p.stderr
 	p.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+notifyPath)

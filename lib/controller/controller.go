@@ -244,8 +244,16 @@ func Open(cfg Config) (*Controller, error) {
 		c.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 			Stream:  c.mux,
 			MaxPool: 3,
-			Timeout: 10 * time.Second,
-			Logger:  hlog.Named("transport"),
+			// One AppendEntries at a time, no pipelining: hashicorp/raft's
+			// pipelined replication can deadlock when a follower's answer
+			// (a newer term, a refusal) ends its decoder while a send
+			// waits for room, and then the leader neither replicates to
+			// that follower nor shuts down (seen in e2e's network chaos
+			// rows: SIGTERM hung in raft's shutdown, replicate blocked in
+			// netPipeline.AppendEntries). The controller's log is small.
+			MaxRPCsInFlight: 1,
+			Timeout:         10 * time.Second,
+			Logger:          hlog.Named("transport"),
 		})
 	}
 
