@@ -38,7 +38,8 @@ const groupSession = 6 * time.Second
 // partition of the topic.
 const groupMembers = 3
 
-// groupFigures are the group row's own figures in its chaosResult.
+// groupFigures are the group row's own figures: its chaosResult's notes
+// and, their violations, its row checks.
 type groupFigures struct {
 	memberKills, coordinatorKills, memberExits int
 	// midBatch: members killed in the middle of a batch; reprinted: of
@@ -55,22 +56,6 @@ func (g groupFigures) String() string {
 }
 
 func (g groupFigures) violations() int { return g.regressed + g.skipped + g.undrained }
-
-// add sums figures for the summary's total.
-func (g *groupFigures) add(o groupFigures) {
-	g.memberKills += o.memberKills
-	g.coordinatorKills += o.coordinatorKills
-	g.memberExits += o.memberExits
-	g.midBatch += o.midBatch
-	g.reprinted += o.reprinted
-	g.deliveries += o.deliveries
-	g.redelivered += o.redelivered
-	g.polls += o.polls
-	g.longestGap = max(g.longestGap, o.longestGap)
-	g.regressed += o.regressed
-	g.skipped += o.skipped
-	g.undrained += o.undrained
-}
 
 // deliveries is every record the group's members printed, kept small
 // (a long row prints millions): per partition and offset, the member
@@ -601,11 +586,10 @@ func drain(t *testing.T, adm *kadm.Client, hws []int64, d time.Duration) []int64
 // offset went back, every offset below a partition's final committed
 // offset was printed by some member, what was printed is what is stored,
 // and the group committed everything below the high-water marks. It
-// completes g (the nemesis's figures so far), makes it r's group figures
-// and adds to r's inconsistencies.
+// completes g (the nemesis's figures so far) and adds to r's
+// inconsistencies.
 func checkGroup(t *testing.T, r *chaosResult, g *groupFigures, d *deliveries, p *commitPoller, final, hws []int64, stored map[[2]int64]string) {
 	t.Helper()
-	r.group = g
 	seed := r.seed
 	report := func(count *int, n int, kind, evidence string) {
 		*count += n
@@ -718,9 +702,12 @@ func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis)) {
 
 	d.logKills(t, n.begun)
 	stored := readAll(t, c, hws, o)
-	r := check(t, c, a, o, stored, hws, logs)
+	readEveryReplica(t, c, hws, o)
+	r := check(t, c, a, nil, o, stored, hws, logs)
 	r.fault, r.seed = name, seed
 	checkGroup(t, &r, &figures, d, poller, final, hws, stored)
+	r.rowChecks += figures.violations()
+	r.notes = figures.String()
 	if r.violations() > 0 {
 		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)
 	}

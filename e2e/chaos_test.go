@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The chaos rows (issue: fault injection) run a workload on a 3-node
@@ -40,24 +42,26 @@ type chaosResult struct {
 	seed                                                              int64
 	operations, acknowledged                                          int
 	lost, duplicates, reordered, inconsistent, divergent, hwRegressed int
-	group                                                             *groupFigures // the group row's, nil for the others
+	// rowChecks counts the violations of the row's own checks (chaosSide).
+	rowChecks int
+	// belowMinISR counts writes acknowledged while the nemesis had seen
+	// the partition's ISR below min.insync.replicas.
+	belowMinISR int
+	// notes are a row's own figures (chaosNotes: the soak's memory and files).
+	notes string
 }
 
 func (r chaosResult) String() string {
-	s := fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d",
-		r.fault, r.seed, r.operations, r.acknowledged, r.lost, r.duplicates, r.reordered, r.inconsistent, r.divergent, r.hwRegressed)
-	if r.group != nil {
-		s += "  " + r.group.String()
+	s := fmt.Sprintf("%-14s seed %-20d ops %6d  acked %6d  lost %d  dup %d  reordered %d  inconsistent %d  divergent %d  hw-regressions %d  below-min-isr %d  row-checks %d",
+		r.fault, r.seed, r.operations, r.acknowledged, r.lost, r.duplicates, r.reordered, r.inconsistent, r.divergent, r.hwRegressed, r.belowMinISR, r.rowChecks)
+	if r.notes != "" {
+		s += "  (" + r.notes + ")"
 	}
 	return s
 }
 
 func (r chaosResult) violations() int {
-	n := r.lost + r.duplicates + r.reordered + r.inconsistent + r.divergent + r.hwRegressed
-	if r.group != nil {
-		n += r.group.violations()
-	}
-	return n
+	return r.lost + r.duplicates + r.reordered + r.inconsistent + r.divergent + r.hwRegressed + r.belowMinISR + r.rowChecks
 }
 
 // chaosRows collects the rows of this run for the summary TestMain prints.
@@ -86,12 +90,8 @@ func printChaosSummary() {
 		total.inconsistent += r.inconsistent
 		total.divergent += r.divergent
 		total.hwRegressed += r.hwRegressed
-		if r.group != nil {
-			if total.group == nil {
-				total.group = &groupFigures{}
-			}
-			total.group.add(*r.group)
-		}
+		total.rowChecks += r.rowChecks
+		total.belowMinISR += r.belowMinISR
 	}
 	verdict := "no violation"
 	if n := total.violations(); n > 0 {
@@ -108,6 +108,14 @@ type nemesis struct {
 	c     *cluster
 	rng   *rand.Rand
 	begun time.Time
+	// obs is the row's observations, for faults that read too.
+	obs *observations
+	// rounds counts the faults injected so far.
+	rounds int
+	acked  *acked // what the row's producers had acknowledged
+	// belowMinISR is every write the nemesis saw acknowledged while the
+	// ISR was below min.insync.replicas, for check.
+	belowMinISR []string
 }
 
 // between is a random duration in [lo, hi).
@@ -353,16 +361,70 @@ func readAll(t *testing.T, c *cluster, hws []int64, o *observations) map[[2]int6
 	return got
 }
 
+// readEveryReplica reads every partition from offset 0 to its high-water
+// mark through every node once more, each node serving its own replica
+// (Fetch v11 and later is served by followers too, KIP-392), recording
+// into o: a replica that serves other bytes at an offset than the others
+// is an inconsistent read.
+func readEveryReplica(t *testing.T, c *cluster, hws []int64, o *observations) {
+	t.Helper()
+	ctx := ctxFor(t, 2*time.Minute)
+	for _, node := range c.nodes {
+		m, err := node.metadata(ctx)
+		if err != nil {
+			t.Fatalf("node %d: metadata: %v", node.id, err)
+		}
+		var id [16]byte
+		for _, mt := range m.Topics {
+			if mt.Topic != nil && *mt.Topic == chaosTopic {
+				id = mt.TopicID
+			}
+		}
+		name := fmt.Sprintf("node %d's replica", node.id)
+		for p := range int32(3) {
+			for next := int64(0); next < hws[p]; {
+				req := kmsg.NewPtrFetchRequest()
+				req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 200, 1, 1<<20
+				rt := kmsg.NewFetchRequestTopic()
+				rt.Topic, rt.TopicID = chaosTopic, id
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, next, 1<<20, -1
+				rt.Partitions = append(rt.Partitions, rp)
+				req.Topics = append(req.Topics, rt)
+				resp, err := req.RequestWith(ctx, node.direct.SeedBrokers()[0])
+				if err != nil {
+					t.Fatalf("%s of partition %d: fetch at %d of %d: %v", name, p, next, hws[p], err)
+				}
+				if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+					t.Fatalf("%s of partition %d: a fetch answer for %d topics", name, p, len(resp.Topics))
+				}
+				fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: next, Topic: chaosTopic, Partition: p},
+					&resp.Topics[0].Partitions[0], kgo.DefaultDecompressor(), nil)
+				if fp.Err != nil {
+					t.Fatalf("%s of partition %d: fetch at %d: %v", name, p, next, fp.Err)
+				}
+				for _, r := range fp.Records {
+					if r.Offset < hws[p] {
+						o.record(name, r)
+					}
+					next = max(next, r.Offset+1)
+				}
+			}
+		}
+	}
+}
+
 // partitionOf is the partition of an acked key "partition/value".
 func partitionOf(k string) int {
 	p, _ := strconv.Atoi(k[:strings.IndexByte(k, '/')])
 	return p
 }
 
-// check compares what was acknowledged with the final read and the
-// replicas' files, reports every violation with its evidence and
+// check compares what was acknowledged (a) with the final read and the
+// replicas' files, adds the writes a nemesis saw acknowledged below
+// min.insync.replicas, reports every violation with its evidence and
 // returns the row's figures.
-func check(t *testing.T, c *cluster, a *acked, o *observations, final map[[2]int64]string, hws []int64, logs [][][]batchInfo) chaosResult {
+func check(t *testing.T, c *cluster, a *acked, belowMinISR []string, o *observations, final map[[2]int64]string, hws []int64, logs [][][]batchInfo) chaosResult {
 	t.Helper()
 	var r chaosResult
 	report := func(count *int, kind, evidence string) {
@@ -374,9 +436,12 @@ func check(t *testing.T, c *cluster, a *acked, o *observations, final map[[2]int
 	epochs := func(p int, off int64) string {
 		var s []string
 		for i := range c.nodes {
-			s = append(s, fmt.Sprintf("node %d epoch %d", i+1, epochAt(logs[i][p], off)))
+			s = append(s, fmt.Sprintf("node %d epoch %d", c.nodes[i].id, epochAt(logs[i][p], off)))
 		}
 		return strings.Join(s, ", ")
+	}
+	for _, e := range belowMinISR {
+		report(&r.belowMinISR, "acknowledged below min.insync.replicas", e)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -427,13 +492,13 @@ func check(t *testing.T, c *cluster, a *acked, o *observations, final map[[2]int
 			at := "a batch missing on one side"
 			for j := range min(len(bs), len(ref)) {
 				if !bytes.Equal(bs[j].bytes, ref[j].bytes) {
-					at = fmt.Sprintf("the batch at offset %d (node 1: %d-%d epoch %d; node %d: %d-%d epoch %d)",
-						ref[j].base, ref[j].base, ref[j].last, ref[j].epoch, i+1, bs[j].base, bs[j].last, bs[j].epoch)
+					at = fmt.Sprintf("the batch at offset %d (node %d: %d-%d epoch %d; node %d: %d-%d epoch %d)",
+						ref[j].base, c.nodes[0].id, ref[j].base, ref[j].last, ref[j].epoch, c.nodes[i].id, bs[j].base, bs[j].last, bs[j].epoch)
 					break
 				}
 			}
-			report(&r.divergent, "divergence", fmt.Sprintf("partition %d below the high-water mark %d: node 1 and node %d differ first at %s",
-				p, hws[p], i+1, at))
+			report(&r.divergent, "divergence", fmt.Sprintf("partition %d below the high-water mark %d: node %d and node %d differ first at %s",
+				p, hws[p], c.nodes[0].id, c.nodes[i].id, at))
 		}
 	}
 	return r
@@ -450,6 +515,29 @@ type chaosRow struct {
 	// fault injects one fault and heals it before it returns (the
 	// nemesis calls it again until the row's time is up).
 	fault func(n *nemesis)
+	// pace spaces each producer key's records (0: as fast as they are
+	// acknowledged), for long runs: the checker keeps every record.
+	pace time.Duration
+	// short is how long the short form injects faults; 0: chaosShort.
+	short time.Duration
+	// side, when set, starts the row's own workload next to the
+	// producers and readers, once the chaos topic exists.
+	side func(t *testing.T, c *cluster) chaosSide
+}
+
+// chaosSide is a row's own workload and checks.
+type chaosSide interface {
+	// stop ends the workload; the cluster is healed.
+	stop()
+	// check checks the row's own invariants once the cluster has
+	// settled (hws and logs as settle returned them), reports each
+	// violation with its evidence and returns how many it found.
+	check(t *testing.T, hws []int64, logs [][][]batchInfo) int
+}
+
+// chaosNotes is a chaosSide that also has figures for the row's line.
+type chaosNotes interface {
+	notes() string
 }
 
 // runChaosRow runs one row: a cluster with fast failover, a 3-partition
@@ -463,7 +551,7 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	}
 	length := *chaosDuration
 	if length == 0 {
-		length = chaosShort
+		length = cmp.Or(row.short, chaosShort)
 	}
 	if row.nodes == 0 {
 		row.nodes = 3
@@ -479,7 +567,7 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	a, o := newAcked(), newObservations()
 	var producers []*producer
 	for i := range 3 {
-		producers = append(producers, startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, fmt.Sprintf("p%d-", i), a))
+		producers = append(producers, startPacedProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, fmt.Sprintf("p%d-", i), a, row.pace))
 	}
 	ctx, stopReaders := context.WithCancel(context.Background())
 	var readers sync.WaitGroup
@@ -492,9 +580,13 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	}
 	defer func() { stopReaders(); readers.Wait() }()
 	a.waitMore(t, 100)
+	var side chaosSide
+	if row.side != nil {
+		side = row.side(t, c)
+	}
 
-	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now()}
-	for end := time.Now().Add(length); time.Now().Before(end); {
+	n := &nemesis{t: t, c: c, rng: rand.New(rand.NewSource(seed)), begun: time.Now(), obs: o, acked: a}
+	for end := time.Now().Add(length); time.Now().Before(end); n.rounds++ {
 		row.fault(n)
 	}
 	c.heal()
@@ -502,13 +594,23 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	for _, p := range producers {
 		p.finish()
 	}
+	if side != nil {
+		side.stop()
+	}
 	stopReaders()
 	readers.Wait()
 
 	hws, logs := settle(t, c)
 	final := readAll(t, c, hws, o)
-	r := check(t, c, a, o, final, hws, logs)
+	readEveryReplica(t, c, hws, o)
+	r := check(t, c, a, n.belowMinISR, o, final, hws, logs)
+	if side != nil {
+		r.rowChecks = side.check(t, hws, logs)
+	}
 	r.fault, r.seed = name, seed
+	if nr, ok := side.(chaosNotes); ok {
+		r.notes = nr.notes()
+	}
 	if r.violations() > 0 {
 		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)
 	}

@@ -28,15 +28,26 @@ type clusterOpts struct {
 	props []string
 	// nodeProps gives one node's own properties (broker.rack…); nil: none.
 	nodeProps func(id int32) []string
+	// disks gives the nodes it names (node id → size in bytes) a data
+	// directory on an ext4 loop disk of their own (see loopDisk); the
+	// others get a directory of the test's. Needs root.
+	disks map[int32]int64
+	// netns runs the cluster on a network of its own (netns_test.go):
+	// each node in a network namespace of its own, the test's clients in
+	// another, all on one bridge, so that the network can fail. It needs
+	// root; without it the test is skipped.
+	netns bool
 }
 
-// cluster is n real mqd processes on loopback, one data directory, Kafka
-// port and Raft port each, owned by one test: every node is stopped (and
-// its peak memory checked) when the test ends.
+// cluster is n real mqd processes on loopback (or on a network of their
+// own: clusterOpts.netns), one data directory, Kafka port and Raft port
+// each, owned by one test: every node is stopped (and its peak memory
+// checked) when the test ends.
 type cluster struct {
 	t      testing.TB
 	nodes  []*clusterNode // nodes[i] has node id i+1
 	voters string         // the --voters value every node gets
+	net    *testNet       // the cluster's own network; nil: loopback
 }
 
 // clusterNode is one mqd of a cluster. Its Kafka address and Raft
@@ -46,9 +57,14 @@ type clusterNode struct {
 	c        *cluster
 	id       int32
 	raftAddr string
+	disk     *loopDisk // the data directory's disk; nil: the test's own
 
 	directOnce sync.Once
 	direct     *kgo.Client // talks to this node only (metadata checks)
+	// cutOff: a network fault keeps the node from its peers, so its view
+	// of the cluster may be stale or unreachable; the waits for the
+	// cluster's state do not ask it. heal clears it.
+	cutOff bool
 }
 
 // clusterReadyTimeout bounds a cluster's start: processes up, a
@@ -64,21 +80,24 @@ func startCluster(t testing.TB, n int, o clusterOpts) *cluster {
 		o.voters = n
 	}
 	c := &cluster{t: t}
+	if o.netns {
+		c.net = newTestNet(t, n) // removed after the nodes are stopped
+	}
 	var voters []string
 	for i := range n {
-		kafka, err := freeAddr()
-		if err != nil {
+		node := &clusterNode{c: c, id: int32(i + 1), mqdProc: &mqdProc{keepAddr: true}}
+		if err := node.pickAddrs(); err != nil {
 			t.Fatal(err)
 		}
-		raft, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
+		if size, ok := o.disks[node.id]; ok {
+			node.disk = newLoopDisk(t, size)
+			node.dataDir = node.disk.mount
+		} else {
+			node.dataDir = t.TempDir()
 		}
-		node := &clusterNode{c: c, id: int32(i + 1), raftAddr: raft,
-			mqdProc: &mqdProc{dataDir: t.TempDir(), addr: kafka, keepAddr: true}}
 		c.nodes = append(c.nodes, node)
 		if i < o.voters {
-			voters = append(voters, fmt.Sprintf("%d@%s", node.id, raft))
+			voters = append(voters, fmt.Sprintf("%d@%s", node.id, node.raftAddr))
 		}
 	}
 	c.voters = strings.Join(voters, ",")
@@ -93,10 +112,18 @@ func startCluster(t testing.TB, n int, o clusterOpts) *cluster {
 		}
 	}
 	t.Cleanup(c.cleanup)
+	c.startTogether(c.nodes...)
+	c.waitMetadata()
+	return c
+}
 
-	errs := make([]error, n)
+// startTogether starts nodes at once: a node is ready only once it has
+// registered, which needs a quorum of voters up.
+func (c *cluster) startTogether(nodes ...*clusterNode) {
+	c.t.Helper()
+	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
-	for i, node := range c.nodes {
+	for i, node := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -107,14 +134,33 @@ func startCluster(t testing.TB, n int, o clusterOpts) *cluster {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
-	c.waitMetadata()
-	return c
+}
+
+// pickAddrs gives the node its Kafka and Raft addresses: its namespace's
+// on a netns cluster, free loopback ports otherwise.
+func (n *clusterNode) pickAddrs() error {
+	if tn := n.c.net; tn != nil {
+		n.addr, n.raftAddr, n.netns = tn.kafkaAddr(n.id), tn.raftAddr(n.id), tn.nodeNS(n.id)
+		return nil
+	}
+	kafka, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	raft, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	n.addr, n.raftAddr = kafka, raft
+	return nil
 }
 
 // cleanup stops every node at once (one by one, the last nodes would
-// wait for a quorum already gone) and checks their memory peaks.
+// wait for a quorum already gone) and checks their memory peaks. A
+// network fault still in place is healed first, so that the nodes can
+// shut down as usual.
 func (c *cluster) cleanup() {
 	if c.t.Failed() {
 		for _, node := range c.nodes {
@@ -123,6 +169,7 @@ func (c *cluster) cleanup() {
 			}
 		}
 	}
+	c.healNet()
 	var wg sync.WaitGroup
 	errs := make([]error, len(c.nodes))
 	for i, node := range c.nodes {
@@ -164,10 +211,20 @@ func (c *cluster) bootstrap() []string {
 // bootstrapList is the bootstrap addresses as one -b argument.
 func (c *cluster) bootstrapList() string { return strings.Join(c.bootstrap(), ",") }
 
+// clientOpts are the options every client of the cluster starts with: on
+// a netns cluster, the dialer that connects from the client namespace.
+func (c *cluster) clientOpts(seeds ...string) []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...)}
+	if c.net != nil {
+		opts = append(opts, kgo.Dialer(c.net.dial))
+	}
+	return opts
+}
+
 // client returns a kgo client seeded with every node, closed at test end.
 func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
 	c.t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.bootstrap()...)}, opts...)...)
+	cl, err := kgo.NewClient(append(c.clientOpts(c.bootstrap()...), opts...)...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -177,11 +234,12 @@ func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
 
 func (c *cluster) admin() *kadm.Client { return kadm.NewClient(c.client()) }
 
-// serving returns the nodes that run and are not paused.
+// serving returns the nodes that run, are not paused and are not cut off
+// by the network.
 func (c *cluster) serving() []*clusterNode {
 	var out []*clusterNode
 	for _, node := range c.nodes {
-		if node.running() && !node.paused {
+		if node.running() && !node.paused && !node.cutOff {
 			out = append(out, node)
 		}
 	}
@@ -224,7 +282,7 @@ func brokerIDs(m *kmsg.MetadataResponse) []int32 {
 // every topic's.
 func (n *clusterNode) metadata(ctx context.Context) (*kmsg.MetadataResponse, error) {
 	n.directOnce.Do(func() {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr))
+		cl, err := kgo.NewClient(n.c.clientOpts(n.addr)...)
 		if err != nil {
 			n.c.t.Fatal(err)
 		}
@@ -239,7 +297,7 @@ func (n *clusterNode) metadata(ctx context.Context) (*kmsg.MetadataResponse, err
 // client returns a kgo client seeded with this node only.
 func (n *clusterNode) client(opts ...kgo.Opt) *kgo.Client {
 	n.c.t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.addr)}, opts...)...)
+	cl, err := kgo.NewClient(append(n.c.clientOpts(n.addr), opts...)...)
 	if err != nil {
 		n.c.t.Fatal(err)
 	}
@@ -294,10 +352,12 @@ func (n *clusterNode) restart(crash bool) {
 	n.start()
 }
 
-// heal continues every paused node and starts every stopped or killed
-// one, and waits until every node lists all the brokers.
+// heal restores the network, continues every paused node and starts
+// every stopped or killed one, and waits until every node lists all the
+// brokers.
 func (c *cluster) heal() {
 	c.t.Helper()
+	c.healNet()
 	for _, node := range c.nodes {
 		switch {
 		case node.paused:
@@ -307,6 +367,20 @@ func (c *cluster) heal() {
 		}
 	}
 	c.waitMetadata()
+}
+
+// healNet brings back every link and flushes every cut of a netns
+// cluster's network; the nodes are no longer cut off.
+func (c *cluster) healNet() {
+	if c.net == nil {
+		return
+	}
+	if err := c.net.heal(); err != nil {
+		c.t.Errorf("healing the network: %v", err)
+	}
+	for _, node := range c.nodes {
+		node.cutOff = false
+	}
 }
 
 // topicLeaders returns a topic's partition leaders in a Metadata answer,

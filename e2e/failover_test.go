@@ -123,6 +123,13 @@ type producer struct {
 }
 
 func startProducer(t *testing.T, cl *kgo.Client, topic, name string, a *acked) *producer {
+	return startPacedProducer(t, cl, topic, name, a, 0)
+}
+
+// startPacedProducer is startProducer with each key's produce calls at
+// least pace apart (a rate, for long runs whose bookkeeping of every
+// record would otherwise grow too large); 0: as fast as acknowledged.
+func startPacedProducer(t *testing.T, cl *kgo.Client, topic, name string, a *acked, pace time.Duration) *producer {
 	p := &producer{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
@@ -132,11 +139,24 @@ func startProducer(t *testing.T, cl *kgo.Client, topic, name string, a *acked) *
 			go func() {
 				defer wg.Done()
 				key := name + "key-" + strconv.Itoa(k)
+				var tick <-chan time.Time
+				if pace > 0 {
+					ticker := time.NewTicker(pace)
+					defer ticker.Stop()
+					tick = ticker.C
+				}
 				for i := 0; ; i++ {
 					select {
 					case <-p.stop:
 						return
 					default:
+					}
+					if tick != nil {
+						select {
+						case <-p.stop:
+							return
+						case <-tick:
+						}
 					}
 					v := key + "/" + strconv.Itoa(i)
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -172,16 +192,21 @@ func (a *acked) count() int {
 
 // sentSince reports whether a record of partition p whose produce began
 // after t has been acknowledged.
-func (a *acked) sentSince(p int32, t time.Time) bool {
+func (a *acked) sentSince(p int32, t time.Time) bool { return len(a.since(p, t)) > 0 }
+
+// since lists the acknowledged records of partition p whose produce began
+// after t, in no order.
+func (a *acked) since(p int32, t time.Time) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	prefix := strconv.Itoa(int(p)) + "/"
+	var out []string
 	for k, began := range a.sent {
 		if strings.HasPrefix(k, prefix) && began.After(t) {
-			return true
+			out = append(out, k)
 		}
 	}
-	return false
+	return out
 }
 
 // waitMore waits until n more records than now are acknowledged: the

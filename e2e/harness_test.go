@@ -123,6 +123,9 @@ type mqdProc struct {
 	exited   chan struct{}
 	waitErr  error
 	peakRSS  int64 // highest VmHWM of its starts so far, in bytes
+	// netns is the network namespace mqd runs in (ip netns exec, which
+	// execs mqd in place: the pid is mqd's); empty: the test's own.
+	netns string
 }
 
 // launchMQD starts mqd on dataDir with the given key=value properties and
@@ -162,7 +165,11 @@ func (p *mqdProc) start() error {
 	for _, prop := range p.props {
 		args = append(args, "--set", prop)
 	}
-	p.cmd = exec.Command(mqdPath, args...)
+	if p.netns != "" {
+		p.cmd = exec.Command("ip", append([]string{"netns", "exec", p.netns, mqdPath}, args...)...)
+	} else {
+		p.cmd = exec.Command(mqdPath, args...)
+	}
 	p.stderr = &lockedBuffer{}
 	p.cmd.Stderr = p.stderr
 	p.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+notifyPath)
@@ -305,18 +312,29 @@ func (p *mqdProc) checkPeak() error {
 // process is gone). Only /proc tells one process's own peak: a child's
 // rusage (ProcessState.SysUsage, /usr/bin/time) also counts the memory
 // its parent had when it forked, here the whole test process.
-func vmHWM(pid int) (int64, bool) {
+func vmHWM(pid int) (int64, bool) { return procStatusBytes(pid, "VmHWM") }
+
+// procStatusBytes reads one "Field: N kB" line of /proc/PID/status.
+func procStatusBytes(pid int, field string) (int64, bool) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, false
 	}
 	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(v, "kB")), 10, 64)
 			return kb << 10, err == nil
 		}
 	}
 	return 0, false
+}
+
+// pid is the running process's id, 0 when it is not running.
+func (p *mqdProc) pid() int {
+	if !p.running() {
+		return 0
+	}
+	return p.cmd.Process.Pid
 }
 
 // cleanup stops the process and removes its socket directory.

@@ -54,6 +54,10 @@ type Broker struct {
 	// (fetchsession.go).
 	sessions *fetchSessions
 
+	// scrubWake wakes an idle scrubber: a partition was opened, with
+	// bytes no one has checked since mqd started (scrub.go).
+	scrubWake chan struct{}
+
 	stop       chan struct{} // closed by Close: the follow and maintain loops end
 	done       chan struct{} // closed when the follow loop has ended
 	maintained chan struct{} // closed when the maintain loop has ended (isr.go)
@@ -64,7 +68,7 @@ type Broker struct {
 // partition this node hosts under cfg.Settings.DataDir.
 func New(cfg Config) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, ctrl: cfg.Controller,
-		sessions: newFetchSessions()}
+		sessions: newFetchSessions(), scrubWake: make(chan struct{}, 1)}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}

@@ -240,6 +240,10 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 	d.mu.Unlock()
 	d.b.log.Debug("partition opened", "topic", t.Name, "partition", partition,
 		"log_start_offset", l.StartOffset(), "log_end_offset", l.EndOffset())
+	select {
+	case d.b.scrubWake <- struct{}{}:
+	default: // a wake is pending already
+	}
 	return h, nil
 }
 

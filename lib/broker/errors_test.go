@@ -97,6 +97,7 @@ var internalErrors = map[string]error{
 	"replica.ErrNotEnoughReplicasAfterAppend":   replica.ErrNotEnoughReplicasAfterAppend,
 	"replica.ErrNotFollower":                    replica.ErrNotFollower,
 	"replica.ErrTruncationNeeded":               replica.ErrTruncationNeeded,
+	"replica.ErrDamagedInISR":                   replica.ErrDamagedInISR,
 }
 
 // uncoded are the internal errors no table names, and why that is right:
@@ -116,6 +117,7 @@ var uncoded = map[string]string{
 	"controller.ErrVotersMismatch":         "a configuration conflict at start-up; mqd exits",
 	"replica.ErrNotFollower":               "the replica fetcher's own calls; no client request sees it",
 	"replica.ErrTruncationNeeded":          "the replica fetcher's own sequencing; no client request sees it",
+	"replica.ErrDamagedInISR":              "the replica fetcher's own sequencing; no client request sees it",
 }
 
 var errorTables = map[string][]errorCode{

@@ -291,7 +291,7 @@ func (f *fetch) read() bool {
 				fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, info.LogStartOffset, nil
 				continue
 			}
-			region, info, err := fp.p.Read(fp.fetchOffset, int(max(limit, 1)), f.replicaID)
+			region, info, err := f.readPartition(fp, int(max(limit, 1)))
 			if err != nil {
 				// Like Kafka: offsets are unknown (-1) in an error answer.
 				fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, err
@@ -315,6 +315,19 @@ func (f *fetch) read() bool {
 		}
 	}
 	return failed || total >= int64(f.minBytes) || len(f.waitOn) == 0
+}
+
+// readPartition reads one partition for the fetch. A consumer's Fetch of
+// version 11 or later (KIP-392, which added the client's rack) is served by
+// a follower too, below the follower's high-water mark, as Kafka does: a
+// client sends it there when told to (a leader's PreferredReadReplica, not
+// sent by mq yet) or, as the chaos checker does, to read every replica back
+// through the protocol. Older consumers and followers need the leader.
+func (f *fetch) readPartition(fp *fetchPartition, maxBytes int) (log.Region, replica.ReadInfo, error) {
+	if f.replicaID < 0 && f.version >= 11 {
+		return fp.p.ReadAnyReplica(fp.fetchOffset, maxBytes)
+	}
+	return fp.p.Read(fp.fetchOffset, maxBytes, f.replicaID)
 }
 
 // wait blocks until a partition read changes, the deadline passes or the

@@ -211,8 +211,11 @@ func TestFetchErrors(t *testing.T) {
 		if err := h.Become(replica.PartitionState{Leader: 2, LeaderEpoch: h.LeaderEpoch() + 1, PartitionEpoch: h.State().PartitionEpoch, Replicas: []int32{1, 2}, ISR: []int32{2}}); err != nil {
 			t.Fatal(err)
 		}
-		if got := fetchOne(t, tb2, 12, fetchRequest("moved", id2, 0, 0, 0)); got.ErrorCode != kerr.NotLeaderForPartition.Code {
-			t.Fatalf("%v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(got.ErrorCode))
+		if got := fetchOne(t, tb2, 10, fetchRequest("moved", id2, 0, 0, 0)); got.ErrorCode != kerr.NotLeaderForPartition.Code {
+			t.Fatalf("v10: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(got.ErrorCode))
+		}
+		if got := fetchOne(t, tb2, 12, fetchRequest("moved", id2, 0, 0, 0)); got.ErrorCode != 0 {
+			t.Fatalf("v12, which a follower serves (KIP-392): %v", kerr.ErrorForCode(got.ErrorCode))
 		}
 		if got := produce(t, tb2, "moved", 0, 1, testBatch(t, record.BuildOptions{}, "x", 1)); got.ErrorCode != kerr.NotLeaderForPartition.Code {
 			t.Fatalf("produce: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(got.ErrorCode))

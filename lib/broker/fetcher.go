@@ -356,6 +356,10 @@ func (f *fetcher) requestTimeout() time.Duration {
 // fetchOnce truncates the partitions that need it, then fetches all of the
 // others once. An error means the connection is unusable.
 func (f *fetcher) fetchOnce(ctx context.Context, conn *peerConn, rounds []round, logger *slog.Logger) error {
+	rounds, cut := f.refetchDamaged(rounds, logger)
+	if cut || len(rounds) == 0 {
+		return nil // positions changed, or nothing to fetch: read them again
+	}
 	var truncate []round
 	fetchable := rounds[:0:0]
 	for _, r := range rounds {
@@ -372,6 +376,37 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peerConn, rounds []round,
 		return nil // positions changed: read them again
 	}
 	return f.fetch(ctx, conn, fetchable, logger)
+}
+
+// refetchDamaged cuts each partition's log before its damage, if any
+// (replica.Partition.RefetchDamaged). It returns the rounds to go on
+// with and whether one was cut (positions changed). A damaged partition
+// whose replica is still in the ISR is left out, and retried after a
+// backoff: not fetching, it leaves the ISR.
+func (f *fetcher) refetchDamaged(rounds []round, logger *slog.Logger) ([]round, bool) {
+	cut := false
+	out := rounds[:0:0]
+	for _, r := range rounds {
+		before := r.fp.h.Log().EndOffset()
+		d, ok, err := r.fp.h.RefetchDamaged(r.pos.LeaderEpoch)
+		switch {
+		case errors.Is(err, replica.ErrDamagedInISR):
+			if r.fp.refusals == 0 {
+				logger.Warn("damaged range found: not fetching until out of the ISR, then fetching it again",
+					"partition", r.fp.h.String(), "damage", d.String())
+			}
+			f.refuse(r)
+			continue
+		case err != nil:
+			logger.Warn("cut before damaged range", "partition", r.fp.h.String(), "damage", d.String(), "err", err)
+		case ok:
+			cut = true
+			logger.Warn("damaged range cut off: fetching it again from the leader", "partition", r.fp.h.String(),
+				"from", before, "to", d.From, "damage", d.String())
+		}
+		out = append(out, r)
+	}
+	return out, cut
 }
 
 // truncate asks the leader for the end offset of each partition's last

@@ -129,12 +129,15 @@ func TestNotLeaderAnswersNameTheCurrentLeader(t *testing.T) {
 			wantLeader  [2]int32
 			wantBrokers []kmsg.FetchResponseBroker
 		}{
-			{"follower v18", 18, fetchRequest("follower", follower, 0, 0, 0), kerr.NotLeaderForPartition, [2]int32{2, 4}, []kmsg.FetchResponseBroker{toPeer}},
-			{"follower v16", 16, fetchRequest("follower", follower, 0, 0, 0), kerr.NotLeaderForPartition, [2]int32{2, 4}, []kmsg.FetchResponseBroker{toPeer}},
-			{"follower v15: no endpoints yet", 15, fetchRequest("follower", follower, 0, 0, 0), kerr.NotLeaderForPartition, [2]int32{2, 4}, nil},
-			{"follower v12, by name", 12, fetchRequest("follower", follower, 0, 0, 0), kerr.NotLeaderForPartition, [2]int32{2, 4}, nil},
-			{"follower v11: not flexible", 11, fetchRequest("follower", follower, 0, 0, 0), kerr.NotLeaderForPartition, [2]int32{-1, -1}, nil},
+			// A follower serves consumers from version 11 (KIP-392); older
+			// ones, which have no hints, need the leader.
+			{"follower v18: served", 18, fetchRequest("follower", follower, 0, 0, 0), nil, [2]int32{-1, -1}, nil},
+			{"follower v10: leader only", 10, fetchRequest("follower", follower, 0, 0, 0), kerr.NotLeaderForPartition, [2]int32{-1, -1}, nil},
 			{"not hosted", 17, fetchRequest("elsewhere", elsewhere, 0, 0, 0), kerr.NotLeaderForPartition, [2]int32{2, 0}, []kmsg.FetchResponseBroker{toPeer}},
+			{"not hosted v16", 16, fetchRequest("elsewhere", elsewhere, 0, 0, 0), kerr.NotLeaderForPartition, [2]int32{2, 0}, []kmsg.FetchResponseBroker{toPeer}},
+			{"not hosted v15: no endpoints yet", 15, fetchRequest("elsewhere", elsewhere, 0, 0, 0), kerr.NotLeaderForPartition, [2]int32{2, 0}, nil},
+			{"not hosted v12, by name", 12, fetchRequest("elsewhere", elsewhere, 0, 0, 0), kerr.NotLeaderForPartition, [2]int32{2, 0}, nil},
+			{"not hosted v11: not flexible", 11, fetchRequest("elsewhere", elsewhere, 0, 0, 0), kerr.NotLeaderForPartition, [2]int32{-1, -1}, nil},
 			{"old epoch", 17, fencedReq(), kerr.FencedLeaderEpoch, [2]int32{1, ledEpoch}, []kmsg.FetchResponseBroker{toSelf}},
 			{"no error", 17, fetchRequest("led", led, 0, 0, 0), nil, [2]int32{-1, -1}, nil},
 		} {

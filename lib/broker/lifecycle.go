@@ -202,7 +202,7 @@ func (d *Daemon) startHeartbeat() {
 		defer close(d.heartbeatDone)
 		t := time.NewTicker(d.heartbeatInterval())
 		defer t.Stop()
-		failing := false
+		failing, metaFailing := false, false
 		for {
 			select {
 			case <-ctx.Done():
@@ -212,9 +212,16 @@ func (d *Daemon) startHeartbeat() {
 				return
 			case <-t.C:
 			}
-			if err := d.checkClusterID(); err != nil {
+			// Only a conflict ends the node: a meta.properties that cannot
+			// be written (a full disk) is tried again at the next tick.
+			var conflict *ConfigError
+			switch err := d.checkClusterID(); {
+			case errors.As(err, &conflict):
 				d.fail(err)
 				return
+			case err != nil && !metaFailing:
+				d.log.Warn("cannot record the cluster id in the data directory; trying again", "err", err)
+				metaFailing = true
 			}
 			_, err := d.heartbeat(ctx, false)
 			switch {

@@ -9,7 +9,9 @@ import (
 )
 
 // scrubIdlePoll is how often an idle scrubber looks for new bytes to check
-// (partitions opened since, logs recovered with parts unchecked).
+// (logs recovered with parts unchecked); a partition opened wakes it at
+// once (Broker.scrubWake), so that the damage a restarted node holds is
+// found (and a follower's fetched again) within moments, not a poll later.
 const scrubIdlePoll = 10 * time.Second
 
 // scrubPass checks, at the pace given, every byte of every hosted
@@ -76,6 +78,7 @@ func (d *Daemon) startScrub(bytesPerSec int64, interval time.Duration) {
 				case <-ctx.Done():
 					return
 				case <-idle.C():
+				case <-d.broker.scrubWake:
 				}
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // testCluster runs controllers in-process on loopback ports: voters
@@ -159,6 +161,20 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// TestRaftTransportDoesNotPipeline: replication to each follower is one
+// AppendEntries at a time. hashicorp/raft's pipelined path can deadlock
+// (see Open), so the transport must refuse to pipeline.
+func TestRaftTransportDoesNotPipeline(t *testing.T) {
+	tc := startCluster(t, 3, 0, nil)
+	tc.leader()
+	for id := int32(1); id <= 3; id++ {
+		_, err := tc.node(id).transport.AppendEntriesPipeline("peer", "127.0.0.1:1")
+		if !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
+			t.Errorf("node %d: AppendEntriesPipeline: %v, want %v", id, err, raft.ErrPipelineReplicationNotSupported)
+		}
+	}
 }
 
 // TestClusterOfVotersAndNonVoter runs 3 voters and a non-voter through

@@ -106,6 +106,10 @@ type Controller struct {
 	store     *raftboltdb.BoltStore
 	transport raft.Transport
 	mux       *mux // nil with a single voter
+	// raftStarted is closed once raft is set: the RPC listener starts
+	// first (Raft's transport runs on it), so a peer's request can come
+	// before there is a Raft to serve it.
+	raftStarted chan struct{}
 	// self is this node as a Raft server; voter reports whether it votes.
 	self  Voter
 	voter bool
@@ -206,6 +210,7 @@ func Open(cfg Config) (*Controller, error) {
 		done:      make(chan struct{}),
 	}
 	c.closing, c.stopAll = context.WithCancel(context.Background())
+	c.raftStarted = make(chan struct{})
 	hlog := newHCLogger(logger)
 	ok := false
 	defer func() {
@@ -239,8 +244,16 @@ func Open(cfg Config) (*Controller, error) {
 		c.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 			Stream:  c.mux,
 			MaxPool: 3,
-			Timeout: 10 * time.Second,
-			Logger:  hlog.Named("transport"),
+			// One AppendEntries at a time, no pipelining: hashicorp/raft's
+			// pipelined replication can deadlock when a follower's answer
+			// (a newer term, a refusal) ends its decoder while a send
+			// waits for room, and then the leader neither replicates to
+			// that follower nor shuts down (seen in e2e's network chaos
+			// rows: SIGTERM hung in raft's shutdown, replicate blocked in
+			// netPipeline.AppendEntries). The controller's log is small.
+			MaxRPCsInFlight: 1,
+			Timeout:         10 * time.Second,
+			Logger:          hlog.Named("transport"),
 		})
 	}
 
@@ -268,6 +281,7 @@ func Open(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: start raft: %w", err)
 	}
+	close(c.raftStarted)
 	if exists && !single {
 		if err := c.checkStoredVoters(); err != nil {
 			return nil, err

@@ -292,6 +292,15 @@ func (c *Controller) handleRPC(req *rpcRequest) (any, error) {
 		c.logger.Warn("controller: refusing a node whose voters differ", "node", req.From, "its_voters", req.Voters, "voters", c.voterList)
 		return nil, fmt.Errorf("%w: node %d has voters %v, node %d has %v", ErrVotersMismatch, c.cfg.NodeID, c.voterList, req.From, req.Voters)
 	}
+	if req.Op != opHello {
+		select {
+		case <-c.raftStarted:
+		default:
+			// Still starting: this node leads nothing yet. A peer that
+			// took it for the leader before it restarted asks another.
+			return nil, errRetry
+		}
+	}
 	timeout := min(time.Duration(req.TimeoutMillis)*time.Millisecond, defaultCommandTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -62,5 +63,21 @@ func TestErrorsCrossTheWireAsTheirSentinels(t *testing.T) {
 	}
 	if decodeError(encodeError(nil)) != nil {
 		t.Error("nil error came back non-nil")
+	}
+}
+
+// TestRPCsBeforeRaftStartsAreRetried: the RPC listener runs before Raft
+// is started; a peer's request in between (one that took this node for
+// the leader before it restarted) is told to retry elsewhere, not served
+// by a Raft that is not there yet (mqd crashed on a nil *raft.Raft).
+func TestRPCsBeforeRaftStartsAreRetried(t *testing.T) {
+	c := &Controller{raftStarted: make(chan struct{}), voterList: []string{"1@a"}, closing: context.Background()}
+	for _, op := range []string{opPropose, opHeartbeat, opElect, opJoin, opQuorum} {
+		if _, err := c.handleRPC(&rpcRequest{Op: op, From: 2, Voters: []string{"1@a"}, TimeoutMillis: 1000}); !errors.Is(err, errRetry) {
+			t.Errorf("%s before Raft starts: %v, want errRetry", op, err)
+		}
+	}
+	if _, err := c.handleRPC(&rpcRequest{Op: opHello, From: 2, Voters: []string{"1@a"}}); err != nil {
+		t.Errorf("hello before Raft starts: %v", err)
 	}
 }

@@ -284,7 +284,11 @@ func (c *cluster) run(line string) string {
 			c.fetch(&b, n, maxBytes, cut, a.has("truncate-only"))
 		}
 	case "consume":
-		r, info, err := a.node().p.Read(a.int("offset"), 1<<20, -1)
+		read := func(offset int64) (log.Region, ReadInfo, error) { return a.node().p.Read(offset, 1<<20, -1) }
+		if a.has("any-replica") {
+			read = func(offset int64) (log.Region, ReadInfo, error) { return a.node().p.ReadAnyReplica(offset, 1<<20) }
+		}
+		r, info, err := read(a.int("offset"))
 		if err != nil {
 			out("error: %v", err)
 		} else {

@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/record"
@@ -116,6 +117,42 @@ func (p *Partition) TruncateFromLeader(leaderEpoch int32, endOffset int64, epoch
 		}
 	}
 	return p.afterLogChange(done, nil)
+}
+
+// RefetchDamaged cuts a follower's log before its first damaged range
+// that was not skipped (see log.Damage), so that its fetcher fetches that
+// range, and everything after it, from the leader again: damage on one
+// replica is repaired from the leader's copy instead of staying withheld,
+// and a follower's bytes below the high-water mark become the leader's
+// again. It returns the range it cut before and true, or false when the
+// log has no such range. leaderEpoch is the epoch the fetcher follows in.
+//
+// An ISR member must have every record below the high-water mark: one
+// that cut them could be elected and lose them. So while this replica is
+// in the (committed) ISR, it cuts nothing and returns ErrDamagedInISR:
+// the fetcher stops fetching the partition, the leader drops it from the
+// ISR after replica.lag.time.max.ms, and then it cuts and fetches again,
+// rejoining once it has caught up. Other errors as for
+// TruncateFromLeader.
+func (p *Partition) RefetchDamaged(leaderEpoch int32) (log.Damage, bool, error) {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	if err := p.checkFollowerLocked(leaderEpoch); err != nil {
+		return log.Damage{}, false, err
+	}
+	for _, d := range p.log.Damaged() {
+		if d.Skipped {
+			continue // given up by an operator: a gap the leader has too
+		}
+		if slices.Contains(p.isr, p.cfg.NodeID) {
+			return d, false, ErrDamagedInISR
+		}
+		if err := p.log.TruncateTo(d.From); err != nil {
+			return d, false, p.afterLogChange(false, fmt.Errorf("replica: truncate before the damage at %d: %w", d.From, err))
+		}
+		return d, true, p.afterLogChange(false, nil)
+	}
+	return log.Damage{}, false, nil
 }
 
 // afterLogChange brings the offsets in line with the log after a follower

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/record"
 )
 
@@ -252,5 +255,67 @@ func TestFollowerRacesLeadershipChanges(t *testing.T) {
 			t.Fatalf("leader-epoch history %v not increasing", p.Log().LeaderEpochs())
 		}
 		prev = e.Epoch
+	}
+}
+
+// TestRefetchDamagedWaitsToLeaveTheISR: a follower whose log has a
+// damaged range cuts nothing while it is in the ISR (it could be elected
+// and lose what it cut), and once out of it cuts before the damage, so
+// that it fetches the range again.
+func TestRefetchDamagedWaitsToLeaveTheISR(t *testing.T) {
+	dir := t.TempDir()
+	l, err := log.Open(dir, log.DefaultConfig(), log.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := leaderBatches(t, 3, 2, 3, 1) // offsets 0..1, 2..4, 5
+	for b := data; len(b) > 0; {
+		batch, rest, _, err := record.Next(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.AppendAsFollower(batch); err != nil {
+			t.Fatal(err)
+		}
+		b = rest
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, "00000000000000000000.log")
+	file, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file[len(leaderBatches(t, 3, 2))+record.HeaderSize] ^= 0xff // a record byte of the second batch
+	if err := os.WriteFile(seg, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err = log.Open(dir, log.DefaultConfig(), log.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Scrub(context.Background(), nil); err != nil || len(l.Damaged()) != 1 {
+		t.Fatalf("scrub: %v, damaged %v; want one damaged range", err, l.Damaged())
+	}
+	p := New(Config{Topic: "t", NodeID: self}, l)
+	t.Cleanup(func() { p.Close() })
+	if _, _, err := p.RefetchDamaged(3); !errors.Is(err, ErrNotFollower) {
+		t.Fatalf("before it follows: %v, want ErrNotFollower", err)
+	}
+	if err := p.Become(PartitionState{Leader: 2, LeaderEpoch: 3, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if d, cut, err := p.RefetchDamaged(3); !errors.Is(err, ErrDamagedInISR) || cut || d.From != 2 || l.EndOffset() != 6 {
+		t.Fatalf("in the ISR: %v, cut %v, damage %v, log end %d; want ErrDamagedInISR, nothing cut, damage from 2, log end 6", err, cut, d, l.EndOffset())
+	}
+	if err := p.Become(PartitionState{Leader: 2, LeaderEpoch: 3, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{2}}); err != nil {
+		t.Fatal(err)
+	}
+	if d, cut, err := p.RefetchDamaged(3); err != nil || !cut || d.From != 2 || l.EndOffset() != 2 || len(l.Damaged()) != 0 {
+		t.Fatalf("out of the ISR: %v, cut %v, damage %v, log end %d, damaged %v; want the log cut to 2 and no damage left", err, cut, d, l.EndOffset(), l.Damaged())
+	}
+	if _, cut, err := p.RefetchDamaged(3); err != nil || cut {
+		t.Fatalf("again: %v, cut %v; want nothing to do", err, cut)
 	}
 }

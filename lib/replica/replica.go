@@ -32,6 +32,10 @@ var (
 	// ErrTruncationNeeded: AppendFromLeader before the truncation a new
 	// leadership requires (FetchPosition.NeedsTruncation) was done.
 	ErrTruncationNeeded = errors.New("replica: truncation with OffsetForLeaderEpoch needed first")
+	// ErrDamagedInISR: a follower's log has a damaged range, and the
+	// follower is in the ISR; it must not fetch until the leader drops it
+	// (RefetchDamaged).
+	ErrDamagedInISR = errors.New("replica: damaged log while in the ISR")
 	// ErrFencedLeaderEpoch: a request carried a leader epoch older than ours.
 	ErrFencedLeaderEpoch = errors.New("replica: fenced leader epoch")
 	// ErrUnknownLeaderEpoch: a request carried a leader epoch newer than ours.
@@ -590,9 +594,24 @@ type ReadInfo struct {
 // reaches the start of its epoch, so that no consumer sees the mark go
 // backwards across a leader change.
 func (p *Partition) Read(offset int64, maxBytes int, replicaID int32) (log.Region, ReadInfo, error) {
+	return p.read(offset, maxBytes, replicaID, false)
+}
+
+// ReadAnyReplica is a consumer's Read from this replica whether it leads
+// or follows (KIP-392, fetch from a follower): below this replica's own
+// high-water mark, which on a follower is the leader's as of its last
+// fetch, so it may lag the leader's but never passes it. Records below it
+// are on every in-sync replica, the same bytes as on the leader.
+func (p *Partition) ReadAnyReplica(offset int64, maxBytes int) (log.Region, ReadInfo, error) {
+	return p.read(offset, maxBytes, -1, true)
+}
+
+// read is Read; anyRole lets a follower serve a consumer.
+func (p *Partition) read(offset int64, maxBytes int, replicaID int32, anyRole bool) (log.Region, ReadInfo, error) {
 	p.stateMu.RLock()
 	defer p.stateMu.RUnlock()
-	if p.role != Leader {
+	leader := p.role == Leader
+	if !leader && !(anyRole && p.role == Follower) {
 		return log.Region{}, ReadInfo{}, ErrNotLeader
 	}
 	if replicaID >= 0 {
@@ -601,7 +620,7 @@ func (p *Partition) Read(offset int64, maxBytes int, replicaID int32) (log.Regio
 	p.mu.Lock()
 	info := ReadInfo{
 		HighWatermark:       p.highWatermark,
-		HighWatermarkBehind: p.highWatermark < p.epochStart,
+		HighWatermarkBehind: leader && p.highWatermark < p.epochStart,
 		LogStartOffset:      p.log.StartOffset(),
 		LogEndOffset:        p.logEndOffset,
 		LeaderEpoch:         p.leaderEpoch,
