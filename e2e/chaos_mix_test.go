@@ -26,7 +26,10 @@ type chaosFault struct {
 	// restarts: the fault ends processes (SIGKILL, power loss), so the
 	// soak mode, which watches one process's growth, leaves it out.
 	restarts bool
-	inject   func(n *nemesis)
+	// root: the fault needs the cluster's own network or loop disks,
+	// which need root; without it the mixed row leaves it out.
+	root   bool
+	inject func(n *nemesis)
 }
 
 // chaosFaults are the faults of the matrix's rows, for the mixed row.
@@ -43,17 +46,52 @@ var chaosFaults = []chaosFault{
 	{name: "shut-down-broker", restarts: true, inject: func(n *nemesis) {
 		n.shutDownBroker(n.between(300*time.Millisecond, time.Second))
 	}},
+	{name: "cut-leader", root: true, inject: func(n *nemesis) {
+		n.cutLeader(bothWays, n.between(2500*time.Millisecond, 4*time.Second))
+	}},
+	{name: "cut-one-way", root: true, inject: func(n *nemesis) {
+		way := leaderOut
+		if n.rng.Intn(2) == 0 {
+			way = leaderIn
+		}
+		n.cutLeader(way, n.between(2500*time.Millisecond, 4*time.Second))
+	}},
+	{name: "isolate-leader", root: true, inject: func(n *nemesis) {
+		n.isolateLeader(n.between(2500*time.Millisecond, 4*time.Second))
+	}},
+	{name: "power-loss-leader", restarts: true, root: true, inject: func(n *nemesis) {
+		n.powerLossLeader(n.between(300*time.Millisecond, 1500*time.Millisecond))
+	}},
+	{name: "disk-full", root: true, inject: func(n *nemesis) {
+		n.fillDisk(n.c.nodes[n.rng.Intn(len(n.c.nodes))], n.between(time.Second, 3*time.Second))
+	}},
 }
 
+// mixDiskSize is the mixed row's loop disks: room for a long run, and
+// little enough that the disk-full fault's ballast is written quickly.
+const mixDiskSize = 256 << 20
+
 // TestChaosMix (row 11): the faults of the other rows, one at a time in a
-// seeded random order with quiet periods of 0.5-3 s between them. With
+// seeded random order with quiet periods of 0.5-3 s between them. As
+// root the cluster runs on its own network and loop disks, with
+// flush.policy=always (so that a leader's power loss may not lose what it
+// acknowledged), and the network and disk faults are drawn too. With
 // -chaos.soak only the faults that keep the processes are drawn, and the
 // nodes' resident memory and open file descriptors must not grow.
 func TestChaosMix(t *testing.T) {
-	faults := slices.DeleteFunc(slices.Clone(chaosFaults), func(f chaosFault) bool { return *chaosSoak && f.restarts })
+	root := os.Geteuid() == 0
+	faults := slices.DeleteFunc(slices.Clone(chaosFaults), func(f chaosFault) bool {
+		return (*chaosSoak && f.restarts) || (f.root && !root)
+	})
 	name := "mix"
 	if *chaosSoak {
 		name = "soak"
+	}
+	opts := clusterOpts{props: fastFailover}
+	if root {
+		opts = clusterOpts{netns: true, disks: onDisks(3, mixDiskSize), props: withProps("log.flush.policy=always")}
+	} else {
+		t.Log("not root: the mixed row draws no network or disk fault")
 	}
 	var pace time.Duration
 	if *chaosSoak {
@@ -62,8 +100,9 @@ func TestChaosMix(t *testing.T) {
 		pace = 50 * time.Millisecond
 	}
 	runChaosRow(t, chaosRow{
-		name: name,
-		pace: pace,
+		name:    name,
+		cluster: opts,
+		pace:    pace,
 		side: func(t *testing.T, c *cluster) chaosSide {
 			w := watchGrowth(c, *chaosSoak)
 			t.Cleanup(w.stop) // when the row fails before its check
