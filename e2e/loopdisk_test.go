@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -38,6 +37,7 @@ func newLoopDisk(t testing.TB, size int64) *loopDisk {
 	if os.Geteuid() != 0 {
 		t.Skip("loop-device disks need root")
 	}
+	sweepStaleMounts()
 	dir, err := os.MkdirTemp("", fmt.Sprintf("mq-e2e-disk-%d-%d-", os.Getpid(), loopDisks.Add(1)))
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func newLoopDisk(t testing.TB, size int64) *loopDisk {
 	}
 	// -m 0: no blocks reserved for root, so a ballast fills the disk for
 	// mqd (root here) too.
-	if err := run("mkfs.ext4", "-q", "-F", "-m", "0", d.image); err != nil {
+	if err := runCmd("", "mkfs.ext4", "-q", "-F", "-m", "0", d.image); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.attach(); err != nil {
@@ -75,7 +75,7 @@ func (d *loopDisk) nextImage() string {
 // attach mounts the current image on the mount point through a loop
 // device, which the kernel detaches again at umount (autoclear).
 func (d *loopDisk) attach() error {
-	return run("mount", "-t", "ext4", "-o", "loop", d.image, d.mount)
+	return runCmd("", "mount", "-t", "ext4", "-o", "loop", d.image, d.mount)
 }
 
 // detach unmounts the file system; a mount that is gone already is no
@@ -84,7 +84,7 @@ func (d *loopDisk) detach() error {
 	if !d.mounted() {
 		return nil
 	}
-	return run("umount", d.mount)
+	return runCmd("", "umount", d.mount)
 }
 
 // mounted reports whether the mount point has a file system mounted.
@@ -142,15 +142,6 @@ func (d *loopDisk) remove() {
 	if err := os.RemoveAll(d.dir); err != nil {
 		d.t.Errorf("loop disk %s: %v", d.dir, err)
 	}
-}
-
-// run runs a command, its output in the error if it fails.
-func run(name string, args ...string) error {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
-	}
-	return nil
 }
 
 // powerLoss cuts the power of nodes at once: each is SIGKILLed and its

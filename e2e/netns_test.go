@@ -75,6 +75,7 @@ func newTestNet(t testing.TB, n int) *testNet {
 	if os.Geteuid() != 0 {
 		t.Skip("the netns cluster needs root for network namespaces")
 	}
+	sweepStaleNets()
 	run := netRuns.Add(1)
 	v := (uint32(os.Getpid())<<4 + run) & 0xffff
 	tn := &testNet{t: t, prefix: fmt.Sprintf("mq%d-%d-", os.Getpid(), run),
