@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -126,6 +127,8 @@ type mqdProc struct {
 	// netns is the network namespace mqd runs in (ip netns exec, which
 	// execs mqd in place: the pid is mqd's); empty: the test's own.
 	netns string
+	// livePid is the running process's pid, 0 once it has exited (pid).
+	livePid atomic.Int32
 }
 
 // launchMQD starts mqd on dataDir with the given key=value properties and
@@ -176,9 +179,11 @@ func (p *mqdProc) start() error {
 	if err := p.cmd.Start(); err != nil {
 		return err
 	}
+	p.livePid.Store(int32(p.cmd.Process.Pid))
 	p.exited = make(chan struct{})
 	go func() {
 		p.waitErr = p.cmd.Wait()
+		p.livePid.Store(0)
 		close(p.exited)
 	}()
 
@@ -329,13 +334,10 @@ func procStatusBytes(pid int, field string) (int64, bool) {
 	return 0, false
 }
 
-// pid is the running process's id, 0 when it is not running.
-func (p *mqdProc) pid() int {
-	if !p.running() {
-		return 0
-	}
-	return p.cmd.Process.Pid
-}
+// pid is the running process's id, 0 when it is not running. Unlike the
+// other methods it may be called from any goroutine (the chaos rows'
+// growth watch samples the nodes while the nemesis restarts them).
+func (p *mqdProc) pid() int { return int(p.livePid.Load()) }
 
 // cleanup stops the process and removes its socket directory.
 func (p *mqdProc) cleanup() error {
