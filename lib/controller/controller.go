@@ -615,6 +615,30 @@ func (c *Controller) LeaderID() int32 {
 	return int32(n)
 }
 
+// CatchUp waits until this node has applied the Raft log up to where the
+// leader's ended when asked (a restarted node's image starts from its
+// last snapshot), so that its image holds every partition it hosts: a
+// broker opens their logs, and learns which lost committed records,
+// before it registers. It fails when ctx ends first.
+func (c *Controller) CatchUp(ctx context.Context) error {
+	q, err := c.Quorum(ctx)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for c.raft.AppliedIndex() < q.LastIndex {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("controller: catching up with the leader's log (applied %d of %d): %w", c.raft.AppliedIndex(), q.LastIndex, ctx.Err())
+		case <-c.done:
+			return ErrClosed
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
 // onLeader runs local on this node when it is the Raft leader, and
 // otherwise sends op with in to the leader and decodes its answer into
 // out. While no leader is known, or the one asked is not the leader (any
