@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -411,16 +412,21 @@ func ledAlone(id int32) func([]partitionState) bool {
 // TestChaosLastReplicaStanding (row 7, KIP-966's case): node 1 is the
 // controller quorum's only voter and hosts nothing; the chaos topic's
 // replicas are nodes 2, 3 and 4, min.insync.replicas=1,
-// flush.policy=os, unclean leader election off. Nodes 3 and 4 crash, the
-// ISR shrinks to node 2, which goes on acknowledging acks=all writes
-// alone; then node 2 loses power. Nodes 3 and 4 come back first and must
-// not be elected (they lack what node 2 acknowledged alone): the
-// partitions stay without a leader and nothing is acknowledged until
-// node 2 is back. Then node 2 leads with what its disk kept: everything
-// below its recovery point must be there, as a prefix, and the cluster
-// heals without divergence. What node 2's power loss took is reported:
-// everything above its recovery point, also what nodes 3 and 4 had held,
-// since they truncate to the leader they follow.
+// flush.policy=os, unclean leader election off, the high-water mark
+// checkpointed every 200 ms. Nodes 3 and 4 crash, the ISR shrinks to
+// node 2, which goes on acknowledging acks=all writes alone; then node 2
+// loses power. Nodes 3 and 4 come back first and must not be elected
+// (they lack what node 2 acknowledged alone): the partitions stay
+// without a leader and nothing is acknowledged until node 2 is back.
+// Node 2 comes back on what its disk kept: where its log ends below its
+// checkpointed high-water mark it lost records it knew as committed, so
+// it must not be elected either: the partition stays without a leader,
+// its ISR empty, nothing acknowledged (where its log kept everything it
+// knew as committed, it leads again). Then the operator's unclean
+// election (ElectLeaders, kadm) elects the live replica whose log is the
+// most advanced, and the cluster heals without divergence: everything
+// below node 2's recovery point must be there, as a prefix. What the
+// power loss took is reported, also of what nodes 3 and 4 had held.
 func TestChaosLastReplicaStanding(t *testing.T) {
 	seed := *chaosSeed
 	if seed == 0 {
@@ -432,7 +438,7 @@ func TestChaosLastReplicaStanding(t *testing.T) {
 	}
 	t.Logf("chaos last-replica: seed %d (replay with -chaos.seed=%d), producing for %v or more", seed, seed, length/2)
 	rng := rand.New(rand.NewSource(seed))
-	c := startCluster(t, 4, clusterOpts{voters: 1, props: withProps("log.flush.policy=os"), disks: onDisks(4, diskSize)})
+	c := startCluster(t, 4, clusterOpts{voters: 1, props: withProps("log.flush.policy=os", "replica.high.watermark.checkpoint.interval.ms=200"), disks: onDisks(4, diskSize)})
 	last, others := c.node(2), []*clusterNode{c.node(3), c.node(4)}
 	replicas := &cluster{t: t, nodes: []*clusterNode{last, others[0], others[1]}, voters: c.voters}
 	c.createOn([][]int32{{2, 3, 4}, {3, 4, 2}, {4, 2, 3}}, map[string]string{"min.insync.replicas": "1", "segment.bytes": "262144"})
@@ -495,9 +501,19 @@ func TestChaosLastReplicaStanding(t *testing.T) {
 	}
 	t.Log("nodes 3 and 4 are back; no partition had a leader for 3 s after node 2 was fenced; starting node 2")
 	last.start()
+	lost := lostCommitted(t, c)
+	if len(lost) == 0 {
+		t.Fatalf("node 2's power loss took none of the records it knew as committed: the row checks nothing (replay with -chaos.seed=%d)", seed)
+	}
+	if !strings.Contains(last.stderr.String(), "lost records it knew as committed") {
+		t.Errorf("node 2 left partitions %v without a leader but did not log that they lost committed records", lost)
+	}
+	t.Logf("node 2 lost committed records of partitions %v: they have no leader and an empty ISR", lost)
+	holdLeaderless(t, c, a, lost, 2*time.Second)
+	t.Logf("unclean election (ElectLeaders): leaders %v", electUnclean(t, c, lost))
 	after := newObservations()
 	stopAfter := readers(c, 2, after)
-	replicas.waitPartitions(chaosTopic, "whole ISR after node 2's return", fullISR)
+	replicas.waitPartitions(chaosTopic, "whole ISR after the unclean election", fullISR)
 	a.waitMore(t, 300)
 	for _, p := range producers {
 		p.finish()
@@ -518,6 +534,112 @@ func TestChaosLastReplicaStanding(t *testing.T) {
 	}
 	t.Logf("last-replica: of %d records acknowledged while the ISR was whole (nodes 3 and 4 held them), %d are gone; of %d acknowledged by node 2 alone, %d are gone",
 		len(inFullISR), heldByOthers, len(pre)-len(inFullISR), loss.lost-heldByOthers)
+}
+
+// lostCommitted waits until every serving node shows each partition
+// either led by node 2 with node 2 in its ISR (its log kept what it knew
+// as committed) or without a leader and with an empty ISR (node 2 lost
+// committed records of it), and returns the latter. Node 3 or 4 leading
+// fails the test: they lack what node 2 acknowledged alone.
+func lostCommitted(t *testing.T, c *cluster) []int32 {
+	t.Helper()
+	var lost []int32
+	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+		lost = nil
+		for n, node := range c.serving() {
+			ps := node.partitions(chaosTopic)
+			if len(ps) != 3 {
+				return false, fmt.Sprintf("node %d shows %d partitions", node.id, len(ps))
+			}
+			var here []int32
+			for i, p := range ps {
+				switch {
+				case p.leader == 3 || p.leader == 4:
+					t.Fatalf("node %d shows partition %d led by node %d (ISR %v): it lacks what node 2 acknowledged alone", node.id, i, p.leader, p.isr)
+				case p.leader == -1 && len(p.isr) == 0:
+					here = append(here, int32(i))
+				case p.leader != 2 || !slices.Contains(p.isr, 2):
+					return false, fmt.Sprintf("node %d shows partition %d with leader %d, ISR %v", node.id, i, p.leader, p.isr)
+				}
+			}
+			if n > 0 && !slices.Equal(lost, here) {
+				return false, fmt.Sprintf("node %d shows %v leaderless, another node %v", node.id, here, lost)
+			}
+			lost = here
+		}
+		return true, ""
+	})
+	return lost
+}
+
+// holdLeaderless checks for d that no serving node shows a leader for
+// the partitions lost and that no write to them is acknowledged.
+func holdLeaderless(t *testing.T, c *cluster, a *acked, lost []int32, d time.Duration) {
+	t.Helper()
+	before := make([]int, len(lost))
+	for i, p := range lost {
+		before[i] = a.ofPartition(p)
+	}
+	for end := time.Now().Add(d); time.Now().Before(end); <-time.After(100 * time.Millisecond) {
+		for _, node := range c.serving() {
+			ps := node.partitions(chaosTopic)
+			for _, p := range lost {
+				if int(p) < len(ps) && ps[p].leader >= 0 {
+					t.Fatalf("node %d shows partition %d led by node %d (ISR %v): node 2 lost committed records of it and unclean election is off", node.id, p, ps[p].leader, ps[p].isr)
+				}
+			}
+		}
+	}
+	for i, p := range lost {
+		if n := a.ofPartition(p) - before[i]; n > 0 {
+			t.Errorf("%d writes to partition %d acknowledged while it had no leader", n, p)
+		}
+	}
+}
+
+// ofPartition counts the acknowledged records of partition p.
+func (a *acked) ofPartition(p int32) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	prefix := strconv.Itoa(int(p)) + "/"
+	n := 0
+	for k := range a.offsets {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// electUnclean runs the operator's unclean election (ElectLeaders, live
+// replica) of the partitions lost, fails the test when one is not
+// elected, and returns the leaders the serving nodes then show.
+func electUnclean(t *testing.T, c *cluster, lost []int32) map[int32]int32 {
+	t.Helper()
+	set := kadm.TopicsSet{chaosTopic: {}}
+	for _, p := range lost {
+		set[chaosTopic][p] = struct{}{}
+	}
+	res, err := c.admin().ElectLeaders(ctxFor(t, time.Minute), kadm.ElectLiveReplica, set)
+	if err != nil {
+		t.Fatalf("unclean ElectLeaders: %v", err)
+	}
+	for _, p := range lost {
+		if r, ok := res[chaosTopic][p]; !ok || r.Err != nil {
+			t.Fatalf("unclean ElectLeaders of partition %d: %+v", p, r)
+		}
+	}
+	leaders := map[int32]int32{}
+	c.waitPartitions(chaosTopic, "the elected leaders", func(ps []partitionState) bool {
+		for _, p := range lost {
+			if int(p) >= len(ps) || ps[p].leader < 0 {
+				return false
+			}
+			leaders[p] = ps[p].leader
+		}
+		return true
+	})
+	return leaders
 }
 
 // fillDisk fills node's loop disk with a ballast file while the workload
