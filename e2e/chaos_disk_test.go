@@ -75,7 +75,9 @@ func (c *cluster) endOffsets(topic string, partitions int) []int64 {
 // records produced to both (acks=1), the power cut. The first keeps every
 // acknowledged record; the second has lost what ext4 had not written back
 // (all of it, written a moment before: writeback waits 30 s). Were the
-// fault a mere crash, the page cache would keep both.
+// fault a mere crash, the page cache would keep both. Should the loss
+// take records the node had checkpointed as committed, the partition
+// waits for an unclean election, which the test runs.
 func TestPowerLossLosesWhatWasNotFsynced(t *testing.T) {
 	c := startCluster(t, 1, clusterOpts{disks: map[int32]int64{1: diskSize}})
 	c.createTopic("synced", 1, 1, map[string]string{"flush.policy": "always"})
@@ -95,6 +97,7 @@ func TestPowerLossLosesWhatWasNotFsynced(t *testing.T) {
 	c.powerLoss(c.node(1))
 	c.node(1).start()
 	c.waitMetadata()
+	electWhereLost(t, c, "unsynced", 1)
 	synced, unsynced := c.endOffsets("synced", 1)[0], c.endOffsets("unsynced", 1)[0]
 	t.Logf("after the power loss: flush.policy=always kept %d of %d acknowledged records, flush.policy=os %d of %d", synced, n, unsynced, n)
 	if synced != n {
@@ -285,7 +288,9 @@ func checkLoss(t *testing.T, pre map[string]int64, before *observations, final m
 // acknowledged records, each at its acknowledged offset (no gap, no
 // offset reused by another record); nothing below the recovery point
 // every replica had checkpointed is gone, acknowledged or read; the
-// cluster takes writes again and after healing loses none of those,
+// cluster takes writes again (after an operator's unclean election of
+// the partitions whose every ISR member lost committed records, should
+// there be any) and after healing loses none of those,
 // with no duplicates, no reordering and no divergence below the
 // high-water mark.
 func TestChaosPowerLossCluster(t *testing.T) {
@@ -319,6 +324,7 @@ func TestChaosPowerLossCluster(t *testing.T) {
 	a.mu.Unlock()
 	synced := syncedBelow(t, c.nodes...)
 	c.startTogether(c.nodes...)
+	electWhereLost(t, c, chaosTopic, 3)
 	c.waitPartitions(chaosTopic, "whole ISR after the power loss", fullISR)
 	t.Logf("every node started on what its disk kept; log end offsets %v, recovery points %v", c.endOffsets(chaosTopic, 3), synced)
 
@@ -508,7 +514,7 @@ func TestChaosLastReplicaStanding(t *testing.T) {
 	}
 	t.Logf("node 2 lost committed records of partitions %v: they have no leader and an empty ISR", lost)
 	holdLeaderless(t, c, a, lost, 2*time.Second)
-	t.Logf("unclean election (ElectLeaders): leaders %v", electUnclean(t, c, lost))
+	t.Logf("unclean election (ElectLeaders): leaders %v", electUnclean(t, c, chaosTopic, lost))
 	after := newObservations()
 	stopAfter := readers(c, 2, after)
 	replicas.waitPartitions(chaosTopic, "whole ISR after the unclean election", fullISR)
@@ -616,25 +622,25 @@ func (a *acked) ofPartition(p int32) int {
 }
 
 // electUnclean runs the operator's unclean election (ElectLeaders, live
-// replica) of the partitions lost, fails the test when one is not
-// elected, and returns the leaders the serving nodes then show.
-func electUnclean(t *testing.T, c *cluster, lost []int32) map[int32]int32 {
+// replica) of the partitions lost of topic, fails the test when one is
+// not elected, and returns the leaders the serving nodes then show.
+func electUnclean(t *testing.T, c *cluster, topic string, lost []int32) map[int32]int32 {
 	t.Helper()
-	set := kadm.TopicsSet{chaosTopic: {}}
+	set := kadm.TopicsSet{topic: {}}
 	for _, p := range lost {
-		set[chaosTopic][p] = struct{}{}
+		set[topic][p] = struct{}{}
 	}
 	res, err := c.admin().ElectLeaders(ctxFor(t, time.Minute), kadm.ElectLiveReplica, set)
 	if err != nil {
 		t.Fatalf("unclean ElectLeaders: %v", err)
 	}
 	for _, p := range lost {
-		if r, ok := res[chaosTopic][p]; !ok || r.Err != nil {
-			t.Fatalf("unclean ElectLeaders of partition %d: %+v", p, r)
+		if r, ok := res[topic][p]; !ok || r.Err != nil {
+			t.Fatalf("unclean ElectLeaders of %s-%d: %+v", topic, p, r)
 		}
 	}
 	leaders := map[int32]int32{}
-	c.waitPartitions(chaosTopic, "the elected leaders", func(ps []partitionState) bool {
+	c.waitPartitions(topic, "the elected leaders", func(ps []partitionState) bool {
 		for _, p := range lost {
 			if int(p) >= len(ps) || ps[p].leader < 0 {
 				return false
@@ -644,6 +650,27 @@ func electUnclean(t *testing.T, c *cluster, lost []int32) map[int32]int32 {
 		return true
 	})
 	return leaders
+}
+
+// electWhereLost waits until every partition of topic (of n) is led or
+// has no leader and an empty ISR, which is what a power loss that took
+// committed records of its last ISR member leaves (docs/guarantees.md),
+// and elects those uncleanly, as an operator would. It returns them.
+func electWhereLost(t *testing.T, c *cluster, topic string, n int) []int32 {
+	t.Helper()
+	ps := c.waitPartitions(topic, "every partition led, or leaderless with an empty ISR", func(ps []partitionState) bool {
+		return len(ps) == n && !slices.ContainsFunc(ps, func(p partitionState) bool { return p.leader < 0 && len(p.isr) > 0 })
+	})
+	var lost []int32
+	for i, p := range ps {
+		if p.leader < 0 {
+			lost = append(lost, int32(i))
+		}
+	}
+	if len(lost) > 0 {
+		t.Logf("%s: the power loss took committed records of the last ISR member of partitions %v; unclean election: leaders %v", topic, lost, electUnclean(t, c, topic, lost))
+	}
+	return lost
 }
 
 // fillDisk fills node's loop disk with a ballast file while the workload
