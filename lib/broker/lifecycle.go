@@ -164,7 +164,7 @@ func (d *Daemon) register(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("register broker %d: %w", d.settings.NodeID, err)
 	}
-	if d.lost != nil {
+	if d.lost != nil { // written only here, in Start: the heartbeat loop's registrations only read it
 		d.lost = nil
 	}
 	d.brokerEpoch.Store(epoch)
