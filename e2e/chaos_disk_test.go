@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -73,7 +75,9 @@ func (c *cluster) endOffsets(topic string, partitions int) []int64 {
 // records produced to both (acks=1), the power cut. The first keeps every
 // acknowledged record; the second has lost what ext4 had not written back
 // (all of it, written a moment before: writeback waits 30 s). Were the
-// fault a mere crash, the page cache would keep both.
+// fault a mere crash, the page cache would keep both. Should the loss
+// take records the node had checkpointed as committed, the partition
+// waits for an unclean election, which the test runs.
 func TestPowerLossLosesWhatWasNotFsynced(t *testing.T) {
 	c := startCluster(t, 1, clusterOpts{disks: map[int32]int64{1: diskSize}})
 	c.createTopic("synced", 1, 1, map[string]string{"flush.policy": "always"})
@@ -93,6 +97,7 @@ func TestPowerLossLosesWhatWasNotFsynced(t *testing.T) {
 	c.powerLoss(c.node(1))
 	c.node(1).start()
 	c.waitMetadata()
+	electWhereLost(t, c, "unsynced", 1)
 	synced, unsynced := c.endOffsets("synced", 1)[0], c.endOffsets("unsynced", 1)[0]
 	t.Logf("after the power loss: flush.policy=always kept %d of %d acknowledged records, flush.policy=os %d of %d", synced, n, unsynced, n)
 	if synced != n {
@@ -283,7 +288,9 @@ func checkLoss(t *testing.T, pre map[string]int64, before *observations, final m
 // acknowledged records, each at its acknowledged offset (no gap, no
 // offset reused by another record); nothing below the recovery point
 // every replica had checkpointed is gone, acknowledged or read; the
-// cluster takes writes again and after healing loses none of those,
+// cluster takes writes again (after an operator's unclean election of
+// the partitions whose every ISR member lost committed records, should
+// there be any) and after healing loses none of those,
 // with no duplicates, no reordering and no divergence below the
 // high-water mark.
 func TestChaosPowerLossCluster(t *testing.T) {
@@ -317,6 +324,7 @@ func TestChaosPowerLossCluster(t *testing.T) {
 	a.mu.Unlock()
 	synced := syncedBelow(t, c.nodes...)
 	c.startTogether(c.nodes...)
+	electWhereLost(t, c, chaosTopic, 3)
 	c.waitPartitions(chaosTopic, "whole ISR after the power loss", fullISR)
 	t.Logf("every node started on what its disk kept; log end offsets %v, recovery points %v", c.endOffsets(chaosTopic, 3), synced)
 
@@ -411,16 +419,21 @@ func ledAlone(id int32) func([]partitionState) bool {
 // TestChaosLastReplicaStanding (row 7, KIP-966's case): node 1 is the
 // controller quorum's only voter and hosts nothing; the chaos topic's
 // replicas are nodes 2, 3 and 4, min.insync.replicas=1,
-// flush.policy=os, unclean leader election off. Nodes 3 and 4 crash, the
-// ISR shrinks to node 2, which goes on acknowledging acks=all writes
-// alone; then node 2 loses power. Nodes 3 and 4 come back first and must
-// not be elected (they lack what node 2 acknowledged alone): the
-// partitions stay without a leader and nothing is acknowledged until
-// node 2 is back. Then node 2 leads with what its disk kept: everything
-// below its recovery point must be there, as a prefix, and the cluster
-// heals without divergence. What node 2's power loss took is reported:
-// everything above its recovery point, also what nodes 3 and 4 had held,
-// since they truncate to the leader they follow.
+// flush.policy=os, unclean leader election off, the high-water mark
+// checkpointed every 200 ms. Nodes 3 and 4 crash, the ISR shrinks to
+// node 2, which goes on acknowledging acks=all writes alone; then node 2
+// loses power. Nodes 3 and 4 come back first and must not be elected
+// (they lack what node 2 acknowledged alone): the partitions stay
+// without a leader and nothing is acknowledged until node 2 is back.
+// Node 2 comes back on what its disk kept: where its log ends below its
+// checkpointed high-water mark it lost records it knew as committed, so
+// it must not be elected either: the partition stays without a leader,
+// its ISR empty, nothing acknowledged (where its log kept everything it
+// knew as committed, it leads again). Then the operator's unclean
+// election (ElectLeaders, kadm) elects the live replica whose log is the
+// most advanced, and the cluster heals without divergence: everything
+// below node 2's recovery point must be there, as a prefix. What the
+// power loss took is reported, also of what nodes 3 and 4 had held.
 func TestChaosLastReplicaStanding(t *testing.T) {
 	seed := *chaosSeed
 	if seed == 0 {
@@ -432,7 +445,7 @@ func TestChaosLastReplicaStanding(t *testing.T) {
 	}
 	t.Logf("chaos last-replica: seed %d (replay with -chaos.seed=%d), producing for %v or more", seed, seed, length/2)
 	rng := rand.New(rand.NewSource(seed))
-	c := startCluster(t, 4, clusterOpts{voters: 1, props: withProps("log.flush.policy=os"), disks: onDisks(4, diskSize)})
+	c := startCluster(t, 4, clusterOpts{voters: 1, props: withProps("log.flush.policy=os", "replica.high.watermark.checkpoint.interval.ms=200"), disks: onDisks(4, diskSize)})
 	last, others := c.node(2), []*clusterNode{c.node(3), c.node(4)}
 	replicas := &cluster{t: t, nodes: []*clusterNode{last, others[0], others[1]}, voters: c.voters}
 	c.createOn([][]int32{{2, 3, 4}, {3, 4, 2}, {4, 2, 3}}, map[string]string{"min.insync.replicas": "1", "segment.bytes": "262144"})
@@ -495,9 +508,16 @@ func TestChaosLastReplicaStanding(t *testing.T) {
 	}
 	t.Log("nodes 3 and 4 are back; no partition had a leader for 3 s after node 2 was fenced; starting node 2")
 	last.start()
+	lost := lostCommitted(t, c, last)
+	if len(lost) == 0 {
+		t.Fatalf("node 2 reported, by the time it registered, no partition that lost records it knew as committed: the power loss took none (the row checks nothing), or node 2 opened its partitions only after registering (replay with -chaos.seed=%d)", seed)
+	}
+	t.Logf("node 2 lost committed records of partitions %v: they have no leader and an empty ISR", lost)
+	holdLeaderless(t, c, a, lost, 2*time.Second)
+	t.Logf("unclean election (ElectLeaders): leaders %v", electUnclean(t, c, chaosTopic, lost))
 	after := newObservations()
 	stopAfter := readers(c, 2, after)
-	replicas.waitPartitions(chaosTopic, "whole ISR after node 2's return", fullISR)
+	replicas.waitPartitions(chaosTopic, "whole ISR after the unclean election", fullISR)
 	a.waitMore(t, 300)
 	for _, p := range producers {
 		p.finish()
@@ -518,6 +538,143 @@ func TestChaosLastReplicaStanding(t *testing.T) {
 	}
 	t.Logf("last-replica: of %d records acknowledged while the ISR was whole (nodes 3 and 4 held them), %d are gone; of %d acknowledged by node 2 alone, %d are gone",
 		len(inFullISR), heldByOthers, len(pre)-len(inFullISR), loss.lost-heldByOthers)
+}
+
+// lostLine is the broker's report of a partition whose log, at open,
+// ended below its checkpointed high-water mark.
+var lostLine = regexp.MustCompile(`msg="partition lost records it knew as committed[^"]*".* topic=` + chaosTopic + ` partition=([0-9]+) log_end_offset=([0-9]+) checkpointed_high_watermark=([0-9]+)`)
+
+// lostCommitted returns the partitions node reports, in its log since it
+// started, to have lost records it knew as committed, and waits until
+// every serving node shows each of them without a leader and with an
+// empty ISR, and each other partition led by node. A lost partition with
+// a leader fails the test: the node must not be elected there cleanly,
+// nor may anybody else (they lack what node acknowledged alone).
+func lostCommitted(t *testing.T, c *cluster, node *clusterNode) []int32 {
+	t.Helper()
+	var lost []int32
+	var evidence []string
+	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+		// Read again each time: a partition opened late reports late.
+		lost, evidence = nil, nil
+		for _, m := range lostLine.FindAllStringSubmatch(node.stderr.String(), -1) {
+			p, _ := strconv.Atoi(m[1])
+			lost = append(lost, int32(p))
+			evidence = append(evidence, fmt.Sprintf("partition %d: log end %s, checkpointed high-water mark %s", p, m[2], m[3]))
+		}
+		for _, n := range c.serving() {
+			ps := n.partitions(chaosTopic)
+			if len(ps) != 3 {
+				return false, fmt.Sprintf("node %d shows %d partitions", n.id, len(ps))
+			}
+			for i, p := range ps {
+				switch isLost := slices.Contains(lost, int32(i)); {
+				case isLost && p.leader >= 0:
+					t.Fatalf("node %d shows partition %d led by node %d (ISR %v), though node %d lost committed records of it and unclean election is off", n.id, i, p.leader, p.isr, node.id)
+				case !isLost && p.leader >= 0 && p.leader != node.id:
+					t.Fatalf("node %d shows partition %d led by node %d (ISR %v): it lacks what node %d acknowledged alone", n.id, i, p.leader, p.isr, node.id)
+				case isLost && len(p.isr) > 0:
+					return false, fmt.Sprintf("node %d shows partition %d, lost on node %d, with ISR %v", n.id, i, node.id, p.isr)
+				case !isLost && p.leader != node.id:
+					return false, fmt.Sprintf("node %d shows partition %d, kept on node %d, with leader %d", n.id, i, node.id, p.leader)
+				}
+			}
+		}
+		return true, ""
+	})
+	t.Logf("node %d reports lost committed records of %v", node.id, evidence)
+	return lost
+}
+
+// holdLeaderless checks for d that no serving node shows a leader for
+// the partitions lost and that no write to them is acknowledged.
+func holdLeaderless(t *testing.T, c *cluster, a *acked, lost []int32, d time.Duration) {
+	t.Helper()
+	before := make([]int, len(lost))
+	for i, p := range lost {
+		before[i] = a.ofPartition(p)
+	}
+	for end := time.Now().Add(d); time.Now().Before(end); <-time.After(100 * time.Millisecond) {
+		for _, node := range c.serving() {
+			ps := node.partitions(chaosTopic)
+			for _, p := range lost {
+				if int(p) < len(ps) && ps[p].leader >= 0 {
+					t.Fatalf("node %d shows partition %d led by node %d (ISR %v): node 2 lost committed records of it and unclean election is off", node.id, p, ps[p].leader, ps[p].isr)
+				}
+			}
+		}
+	}
+	for i, p := range lost {
+		if n := a.ofPartition(p) - before[i]; n > 0 {
+			t.Errorf("%d writes to partition %d acknowledged while it had no leader", n, p)
+		}
+	}
+}
+
+// ofPartition counts the acknowledged records of partition p.
+func (a *acked) ofPartition(p int32) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	prefix := strconv.Itoa(int(p)) + "/"
+	n := 0
+	for k := range a.offsets {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// electUnclean runs the operator's unclean election (ElectLeaders, live
+// replica) of the partitions lost of topic, fails the test when one is
+// not elected, and returns the leaders the serving nodes then show.
+func electUnclean(t *testing.T, c *cluster, topic string, lost []int32) map[int32]int32 {
+	t.Helper()
+	set := kadm.TopicsSet{topic: {}}
+	for _, p := range lost {
+		set[topic][p] = struct{}{}
+	}
+	res, err := c.admin().ElectLeaders(ctxFor(t, time.Minute), kadm.ElectLiveReplica, set)
+	if err != nil {
+		t.Fatalf("unclean ElectLeaders: %v", err)
+	}
+	for _, p := range lost {
+		if r, ok := res[topic][p]; !ok || r.Err != nil {
+			t.Fatalf("unclean ElectLeaders of %s-%d: %+v", topic, p, r)
+		}
+	}
+	leaders := map[int32]int32{}
+	c.waitPartitions(topic, "the elected leaders", func(ps []partitionState) bool {
+		for _, p := range lost {
+			if int(p) >= len(ps) || ps[p].leader < 0 {
+				return false
+			}
+			leaders[p] = ps[p].leader
+		}
+		return true
+	})
+	return leaders
+}
+
+// electWhereLost waits until every partition of topic (of n) is led or
+// has no leader and an empty ISR, which is what a power loss that took
+// committed records of its last ISR member leaves (docs/guarantees.md),
+// and elects those uncleanly, as an operator would. It returns them.
+func electWhereLost(t *testing.T, c *cluster, topic string, n int) []int32 {
+	t.Helper()
+	ps := c.waitPartitions(topic, "every partition led, or leaderless with an empty ISR", func(ps []partitionState) bool {
+		return len(ps) == n && !slices.ContainsFunc(ps, func(p partitionState) bool { return p.leader < 0 && len(p.isr) > 0 })
+	})
+	var lost []int32
+	for i, p := range ps {
+		if p.leader < 0 {
+			lost = append(lost, int32(i))
+		}
+	}
+	if len(lost) > 0 {
+		t.Logf("%s: the power loss took committed records of the last ISR member of partitions %v; unclean election: leaders %v", topic, lost, electUnclean(t, c, topic, lost))
+	}
+	return lost
 }
 
 // fillDisk fills node's loop disk with a ballast file while the workload

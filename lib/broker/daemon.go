@@ -43,6 +43,10 @@ type Daemon struct {
 	heartbeatDone chan struct{}
 	fatal         chan error // a configuration conflict found while running
 	registration  controller.Broker
+	// lost are the replicas that lost committed records, reported by the
+	// first registration (Start's) and then forgotten: the controller
+	// keeps them out of the ISR until they caught up.
+	lost []controller.LostReplica
 	// clusterIDChecked: meta.properties has been checked against the
 	// image's cluster ID (only the heartbeat loop reads it after Start).
 	clusterIDChecked bool
@@ -54,6 +58,10 @@ type Daemon struct {
 // lockFileName is the lock file in the data directory; it holds the pid
 // of the mqd using the directory.
 const lockFileName = ".lock"
+
+// catchUpTimeout bounds how long Start waits for the node's metadata image
+// to catch up with the leader's before it opens the partitions.
+const catchUpTimeout = 30 * time.Second
 
 // controllerDirName is the controller's directory inside the data directory.
 const controllerDirName = "__controller"
@@ -145,10 +153,22 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	if err := d.checkClusterID(); err != nil {
 		return nil, err
 	}
+	if hostsPartitions(s.DataDir) {
+		// The image must hold every partition this node hosts before
+		// they open, so that the registration names those that lost
+		// committed records.
+		cctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
+		err := d.ctrl.CatchUp(cctx)
+		cancel()
+		if err != nil {
+			logger.Warn("starting on a metadata image that may be behind: a replica that lost committed records and is not in it yet goes unreported", "err", err)
+		}
+	}
 	d.broker, err = New(Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker")})
 	if err != nil {
 		return nil, err
 	}
+	d.lost = d.broker.data.lostCommitted()
 	d.server, err = server.New(server.Config{
 		Listeners:             s.Listeners,
 		MaxRequestBytes:       s.SocketRequestMaxBytes,

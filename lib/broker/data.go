@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -233,6 +234,10 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 		ReplicaLagTime:    d.b.cfg.Settings.ReplicaLagTime,
 		Clock:             d.b.clock,
 	}, l)
+	if lost := p.LostCommitted(); lost.Lost() {
+		d.b.log.Error("partition lost records it knew as committed: its log ends below its checkpointed high-water mark (a power loss took what was not flushed); it stays out of the ISR until it caught up, and leads only after an unclean election",
+			"topic", t.Name, "partition", partition, "log_end_offset", lost.EndOffset, "checkpointed_high_watermark", lost.HighWatermark)
+	}
 	h := &hosted{Partition: p, topicID: t.ID}
 	h.cfg.Store(&tcfg)
 	d.mu.Lock()
@@ -312,6 +317,34 @@ func (d *dataPlane) reportStrayDirs(img *controller.Image) {
 				"dir", filepath.Join(d.b.cfg.Settings.DataDir, e.Name()), "image_version", img.Version)
 		}
 	}
+}
+
+// lostCommitted lists the hosted replicas whose log, when opened, ended
+// below its checkpointed high-water mark (replica.LostCommitted).
+func (d *dataPlane) lostCommitted() []controller.LostReplica {
+	var out []controller.LostReplica
+	for _, h := range d.all() {
+		if lost := h.LostCommitted(); lost.Lost() {
+			out = append(out, controller.LostReplica{Topic: h.Topic(), Partition: h.Partition.Partition(), EndOffset: lost.EndOffset, HighWatermark: lost.HighWatermark})
+		}
+	}
+	slices.SortFunc(out, func(a, b controller.LostReplica) int {
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out
+}
+
+// hostsPartitions reports whether dir holds partition directories: a
+// restarted node's, whose logs may have lost what they had.
+func hostsPartitions(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.IsDir() && partitionDirName.MatchString(e.Name()) })
 }
 
 // lookup returns a hosted partition, or nil.

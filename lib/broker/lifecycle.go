@@ -157,11 +157,15 @@ func (d *Daemon) checkClusterID() error {
 }
 
 // register records this broker with the controller (forwarded to the
-// active one) and keeps the epoch it was given.
+// active one) and keeps the epoch it was given. The first registration
+// names the replicas that lost committed records (d.lost).
 func (d *Daemon) register(ctx context.Context) error {
-	epoch, err := d.ctrl.RegisterBroker(ctx, d.registration)
+	epoch, err := d.ctrl.RegisterBrokerAfterLoss(ctx, d.registration, d.lost)
 	if err != nil {
 		return fmt.Errorf("register broker %d: %w", d.settings.NodeID, err)
+	}
+	if d.lost != nil { // written only here, in Start: the heartbeat loop's registrations only read it
+		d.lost = nil
 	}
 	d.brokerEpoch.Store(epoch)
 	// The epoch is the Raft index of the registration: once this node's

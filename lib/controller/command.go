@@ -67,6 +67,8 @@ func bodyVersion(body any) byte {
 		return 2
 	case *registerBrokerV3:
 		return 3
+	case *registerBrokerV4:
+		return 4
 	}
 	return 1
 }
@@ -117,6 +119,32 @@ type registerBrokerV3 struct {
 	Rack      *string  `json:"rack,omitempty"`
 	Listeners []string `json:"listeners,omitempty"`
 	RaftAddr  string   `json:"raft_addr,omitempty"`
+}
+
+// registerBrokerV4 is registerBrokerV3 that also names the partitions
+// whose replica on the broker lost records it knew as committed: its log
+// ended below its checkpointed high-water mark when the broker opened it
+// (a power loss took what was not flushed). The broker leaves their ISRs
+// (an ISR it alone was in becomes empty), and leads there only after an
+// unclean election.
+type registerBrokerV4 struct {
+	ID            int32           `json:"id"`
+	Host          string          `json:"host"`
+	Port          int32           `json:"port"`
+	Rack          *string         `json:"rack,omitempty"`
+	Listeners     []string        `json:"listeners,omitempty"`
+	RaftAddr      string          `json:"raft_addr,omitempty"`
+	LostCommitted []lostReplicaV4 `json:"lost_committed"`
+}
+
+// lostReplicaV4 is one replica that lost committed records, with the
+// evidence: its log end offset at open and its checkpointed high-water
+// mark.
+type lostReplicaV4 struct {
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	EndOffset     int64  `json:"end_offset"`
+	HighWatermark int64  `json:"high_watermark"`
 }
 
 // fenceBrokerV1 fences a broker whose session timed out.
@@ -278,6 +306,8 @@ func decodeCommand(data []byte) (commandType, any, error) {
 		body = new(registerBrokerV2)
 	case t == cmdRegisterBroker && version == 3:
 		body = new(registerBrokerV3)
+	case t == cmdRegisterBroker && version == 4:
+		body = new(registerBrokerV4)
 	case t == cmdCreateTopic && version == 1:
 		body = new(createTopicV1)
 	case t == cmdDeleteTopic && version == 1:

@@ -615,6 +615,30 @@ func (c *Controller) LeaderID() int32 {
 	return int32(n)
 }
 
+// CatchUp waits until this node has applied the Raft log up to where the
+// leader's ended when asked (a restarted node's image starts from its
+// last snapshot), so that its image holds every partition it hosts: a
+// broker opens their logs, and learns which lost committed records,
+// before it registers. It fails when ctx ends first.
+func (c *Controller) CatchUp(ctx context.Context) error {
+	q, err := c.Quorum(ctx)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for c.raft.AppliedIndex() < q.LastIndex {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("controller: catching up with the leader's log (applied %d of %d): %w", c.raft.AppliedIndex(), q.LastIndex, ctx.Err())
+		case <-c.done:
+			return ErrClosed
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
 // onLeader runs local on this node when it is the Raft leader, and
 // otherwise sends op with in to the leader and decodes its answer into
 // out. While no leader is known, or the one asked is not the leader (any
@@ -744,6 +768,12 @@ func (c *Controller) applyLocal(ctx context.Context, data []byte) (applyResult, 
 			"topic", u.Topic, "partition", u.Partition, "leader", u.Leader,
 			"leader_end_offset", u.EndOffset, "leader_last_epoch", u.LastEpoch, "former_isr", u.FormerISR)
 	}
+	for _, l := range res.leftISR {
+		c.logger.Error("controller: a replica lost records it knew as committed: it leaves the ISR, and leads only after an unclean election",
+			"broker", l.broker, "topic", l.Topic, "partition", l.Partition,
+			"log_end_offset", l.EndOffset, "checkpointed_high_watermark", l.HighWatermark,
+			"leader", l.leader, "isr", l.isr)
+	}
 	return res, nil
 }
 
@@ -758,13 +788,31 @@ func (c *Controller) applyLocal(ctx context.Context, data []byte) (applyResult, 
 // new leader epoch. It also becomes leader of partitions without one
 // whose ISR holds it.
 func (c *Controller) RegisterBroker(ctx context.Context, b Broker) (epoch int64, err error) {
+	return c.RegisterBrokerAfterLoss(ctx, b, nil)
+}
+
+// RegisterBrokerAfterLoss is RegisterBroker for a broker whose replicas
+// in lost lost records they knew as committed (see LostReplica): the
+// broker leaves their ISRs, and is not elected there but by an unclean
+// election (unclean.leader.election.enable, or an operator's
+// ElectLeaders). Where it was the last ISR member the partition is left
+// without a leader and with an empty ISR.
+func (c *Controller) RegisterBrokerAfterLoss(ctx context.Context, b Broker, lost []LostReplica) (epoch int64, err error) {
 	raftAddr := b.RaftAddr
 	if raftAddr == "" && c.mux != nil && b.ID == c.cfg.NodeID {
 		raftAddr = c.self.Addr
 	}
-	res, err := c.propose(ctx, cmdRegisterBroker, &registerBrokerV3{
+	var body any = &registerBrokerV3{
 		ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, RaftAddr: raftAddr,
-	})
+	}
+	if len(lost) > 0 {
+		v4 := &registerBrokerV4{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, RaftAddr: raftAddr}
+		for _, l := range lost {
+			v4.LostCommitted = append(v4.LostCommitted, lostReplicaV4{Topic: l.Topic, Partition: l.Partition, EndOffset: l.EndOffset, HighWatermark: l.HighWatermark})
+		}
+		body = v4
+	}
+	res, err := c.propose(ctx, cmdRegisterBroker, body)
 	if err != nil {
 		return 0, err
 	}

@@ -127,6 +127,9 @@ func runLine(t *testing.T, tf *testFSM, line string) string {
 		}
 		b.WriteString("\n")
 	}
+	for _, l := range res.leftISR {
+		fmt.Fprintf(&b, "  lost %s-%d on broker %d: log end %d below high-water mark %d; isr %v leader %d\n", l.Topic, l.Partition, l.broker, l.EndOffset, l.HighWatermark, l.isr, l.leader)
+	}
 	if typ == cmdControlledShutdown {
 		var id struct {
 			ID int32 `json:"id"`

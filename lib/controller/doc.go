@@ -88,6 +88,14 @@
 //     unclean election gives it another leader, below);
 //   - the broker leaves every ISR that has other members.
 //
+// A registration may name the broker's replicas that lost records they
+// knew as committed (their log opened below its checkpointed high-water
+// mark, LostReplica): the broker leaves those ISRs. Where it led, or
+// nobody did, the first other live ISR member leads; where it was the
+// last ISR member, the partition keeps no leader and an empty ISR, so
+// only an unclean election gives it one. The replica rejoins the ISR the
+// usual way, once it caught up with a leader.
+//
 // A fenced broker's heartbeat, once its node has applied the image up to
 // its registration (Heartbeat.AppliedVersion >= broker epoch), unfences
 // it and makes it leader of the partitions without a leader whose ISR
@@ -198,7 +206,8 @@
 // logs and are replayed. Type numbers are never reused. Versions written
 // today: RegisterBroker 3 (2 added the Raft address, and a registration
 // lifts the fence and a re-registration gives up leaderships; 3 never
-// elects uncleanly), AlterPartition 2 (checked against the partition
+// elects uncleanly) and 4 when the broker names replicas that lost
+// committed records (RegisterBrokerAfterLoss), AlterPartition 2 (checked against the partition
 // epoch), FenceBroker 2 and UnfenceBroker 2 (never elect uncleanly; in
 // version 1 they, like RegisterBroker 2, elected the first live replica
 // when unclean elections were allowed, and old records still do),

@@ -206,12 +206,55 @@ func setBroker(img *Image, b Broker) {
 
 func applyRegisterBrokerV2(img *Image, index uint64, c *registerBrokerV2, res *applyResult) error {
 	v3 := registerBrokerV3{ID: c.ID, Host: c.Host, Port: c.Port, Rack: c.Rack, Listeners: c.Listeners, RaftAddr: c.RaftAddr}
-	return applyRegistration(img, index, &v3, legacyUnclean(img, c.Unclean), res)
+	return applyRegistration(img, index, &v3, legacyUnclean(img, c.Unclean), nil, res)
+}
+
+// LostReplica is a replica that lost records it knew as committed: when
+// its broker opened its log, the log ended (EndOffset) below the
+// high-water mark it had checkpointed (HighWatermark).
+type LostReplica struct {
+	Topic         string
+	Partition     int32
+	EndOffset     int64
+	HighWatermark int64
+}
+
+// lostReplica is what a registration did with a LostReplica: the
+// partition's leader and ISR after it.
+type lostReplica struct {
+	LostReplica
+	broker int32
+	leader int32
+	isr    []int32
+}
+
+func applyRegisterBrokerV4(img *Image, index uint64, c *registerBrokerV4, res *applyResult) error {
+	lost := map[TopicPartition]LostReplica{}
+	for _, l := range c.LostCommitted {
+		lost[TopicPartition{l.Topic, l.Partition}] = LostReplica{Topic: l.Topic, Partition: l.Partition, EndOffset: l.EndOffset, HighWatermark: l.HighWatermark}
+	}
+	v3 := registerBrokerV3{ID: c.ID, Host: c.Host, Port: c.Port, Rack: c.Rack, Listeners: c.Listeners, RaftAddr: c.RaftAddr}
+	return applyRegistration(img, index, &v3, nil, lost, res)
+}
+
+// leaveAfterLoss is the rule for a partition whose replica on broker id
+// lost committed records: id leaves the ISR, and where it led (or
+// nobody did) the first other live ISR member in replica order leads;
+// without one, nobody, until an unclean election (which may still pick
+// id, should its log be the most advanced).
+func leaveAfterLoss(img *Image, p Partition, id int32) partitionChange {
+	isr := without(p.ISR, id)
+	leader := p.Leader
+	if leader == id || leader == -1 {
+		leader = firstAlive(img, p.Replicas, id, func(r int32) bool { return slices.Contains(isr, r) })
+	}
+	return partitionChange{leader: leader, isr: isr}
 }
 
 // applyRegistration is a registration of version 2 or later, under the
-// unclean rule of its version.
-func applyRegistration(img *Image, index uint64, c *registerBrokerV3, unclean uncleanRule, res *applyResult) error {
+// unclean rule of its version; lost are the broker's replicas that lost
+// committed records (version 4), by partition.
+func applyRegistration(img *Image, index uint64, c *registerBrokerV3, unclean uncleanRule, lost map[TopicPartition]LostReplica, res *applyResult) error {
 	if c.ID < 0 || c.Port < 0 || c.Port > math.MaxUint16 {
 		return fmt.Errorf("%w: id %d port %d", ErrInvalidBroker, c.ID, c.Port)
 	}
@@ -234,6 +277,11 @@ func applyRegistration(img *Image, index uint64, c *registerBrokerV3, unclean un
 	// ISRs that have other members, and where it alone is in sync it stays
 	// leader in a new epoch.
 	updatePartitions(img, func(t *Topic, p Partition) (partitionChange, bool) {
+		if l, ok := lost[TopicPartition{t.Name, p.ID}]; ok && slices.Contains(p.Replicas, b.ID) {
+			change := leaveAfterLoss(img, p, b.ID)
+			res.leftISR = append(res.leftISR, lostReplica{LostReplica: l, broker: b.ID, leader: change.leader, isr: change.isr})
+			return change, true
+		}
 		switch {
 		case p.Leader == b.ID:
 			if n := firstAlive(img, p.Replicas, b.ID, func(r int32) bool { return slices.Contains(p.ISR, r) }); n >= 0 {

@@ -42,6 +42,9 @@ type applyResult struct {
 	elections []electionResult
 	// unclean lists the leaders elected from outside the ISR.
 	unclean []uncleanElection
+	// leftISR lists the partitions a registering broker left the ISR of
+	// because its replica lost committed records.
+	leftISR []lostReplica
 }
 
 // fsm is the controller's raft.FSM. Raft calls Apply, Snapshot and Restore
@@ -131,7 +134,9 @@ func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
 	case *registerBrokerV2:
 		err = applyRegisterBrokerV2(&next, index, c, &res)
 	case *registerBrokerV3:
-		err = applyRegistration(&next, index, c, nil, &res)
+		err = applyRegistration(&next, index, c, nil, nil, &res)
+	case *registerBrokerV4:
+		err = applyRegisterBrokerV4(&next, index, c, &res)
 	case *fenceBrokerV1:
 		err = applyFenceBroker(&next, c.ID, c.Epoch, legacyUnclean(&next, c.Unclean), &res)
 	case *fenceBrokerV2:

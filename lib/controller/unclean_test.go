@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -150,5 +152,97 @@ func TestUncleanElectionWaitsForReports(t *testing.T) {
 	c.electUnclean()
 	if p := c.Image().Partition("b", 0); p.Leader != 2 || len(p.ISR) != 1 || p.ISR[0] != 2 {
 		t.Fatalf("b after waiting two intervals: %+v, want leader 2 and ISR [2], the only report", p)
+	}
+}
+
+// TestLostReplicaLeadsOnlyAfterAnUncleanElection drives a controller
+// through KIP-966's case: the last ISR member is fenced and registers
+// again having lost committed records. It is not elected, though alive
+// and the ISR's only member; the partitions keep no leader, with an
+// empty ISR, until an unclean election (the controller's own where the
+// topic allows it, the operator's elsewhere) picks the most advanced
+// live replica, which may be the one that lost records.
+func TestLostReplicaLeadsOnlyAfterAnUncleanElection(t *testing.T) {
+	var nowNanos atomic.Int64
+	nowNanos.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	now := func() time.Time { return time.Unix(0, nowNanos.Load()) }
+	advance := func(d time.Duration) { nowNanos.Add(int64(d)) }
+	c, err := Open(Config{
+		NodeID: 1, Dir: t.TempDir(), Clock: now,
+		BrokerSessionTimeout: 10 * time.Second, BrokerHeartbeatInterval: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.CatchUp(ctx); err != nil {
+		t.Fatalf("CatchUp on the leader: %v", err)
+	}
+	epochs := map[int32]int64{}
+	for id := int32(1); id <= 3; id++ {
+		if epochs[id], err = c.RegisterBroker(ctx, Broker{ID: id, Host: "h", Port: 9092}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heartbeat := func(id int32, offline ...ReplicaPosition) {
+		t.Helper()
+		if _, err := c.Heartbeat(ctx, Heartbeat{BrokerID: id, BrokerEpoch: epochs[id], Offline: offline}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, topic := range []string{"loose", "strict"} {
+		cfg := map[string]string{UncleanLeaderElectionConfig: strconv.FormatBool(topic == "loose")}
+		if _, err := c.CreateTopic(ctx, CreateTopic{Name: topic, Assignments: [][]int32{{1, 2, 3}}, Configs: cfg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.AlterPartition(ctx, AlterPartition{Topic: topic, Leader: 1, ISR: []int32{1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := int32(1); id <= 3; id++ {
+		heartbeat(id)
+	}
+	advance(6 * time.Second)
+	heartbeat(2)
+	heartbeat(3)
+	advance(5 * time.Second)
+	c.fenceExpired() // 1, the last ISR member, loses power
+
+	lost := []LostReplica{{Topic: "loose", Partition: 0, EndOffset: 5, HighWatermark: 9}, {Topic: "strict", Partition: 0, EndOffset: 8, HighWatermark: 9}}
+	if epochs[1], err = c.RegisterBrokerAfterLoss(ctx, Broker{ID: 1, Host: "h", Port: 9092}, lost); err != nil {
+		t.Fatal(err)
+	}
+	state := func(topic string) Partition { return *c.Image().Partition(topic, 0) }
+	for _, topic := range []string{"loose", "strict"} {
+		if p := state(topic); p.Leader != -1 || len(p.ISR) != 0 {
+			t.Fatalf("%s after 1 registered with lost records: %+v, want no leader and an empty ISR", topic, p)
+		}
+	}
+	heartbeat(1) // a heartbeat elects nothing either
+	if p := state("strict"); p.Leader != -1 {
+		t.Fatalf("strict after 1's heartbeat: %+v, want no leader", p)
+	}
+
+	pos := func(topic string, offset int64) ReplicaPosition {
+		return ReplicaPosition{Topic: topic, Partition: 0, LastEpoch: 0, EndOffset: offset}
+	}
+	heartbeat(1, pos("loose", 5), pos("strict", 8))
+	heartbeat(2, pos("loose", 7), pos("strict", 7))
+	heartbeat(3, pos("loose", 3), pos("strict", 3))
+	c.electUnclean()
+	if p := state("loose"); p.Leader != 2 || !slices.Equal(p.ISR, []int32{2}) {
+		t.Fatalf("loose after the controller's unclean election: %+v, want 2, the most advanced, with ISR [2]", p)
+	}
+	if p := state("strict"); p.Leader != -1 {
+		t.Fatalf("strict after the controller's unclean election: %+v, want none (its config forbids)", p)
+	}
+	res, err := c.ElectLeaders(ctx, ElectUnclean, []TopicPartition{{"strict", 0}})
+	if err != nil || res[TopicPartition{"strict", 0}] != nil {
+		t.Fatalf("operator's unclean election of strict: %v, %v", err, res)
+	}
+	if p := state("strict"); p.Leader != 1 || !slices.Equal(p.ISR, []int32{1}) {
+		t.Fatalf("strict after the operator's unclean election: %+v, want 1, the most advanced though it lost records, with ISR [1]", p)
 	}
 }

@@ -73,7 +73,12 @@
 //
 // The high-water mark is checkpointed in the log's directory
 // (log.CheckpointHighWatermark) by the broker's loop and by Close; New
-// starts from the checkpoint brought within [log start, log end].
+// starts from the checkpoint brought within [log start, log end]. A log
+// that ends below the checkpoint lost records this replica knew as
+// committed (LostCommitted): the broker reports it to the controller,
+// which keeps the replica out of the ISR until it caught up again. A
+// follower's truncation below the high-water mark checkpoints the lowered
+// mark at once, so that it is never taken for such a loss.
 //
 // # Invariants
 //

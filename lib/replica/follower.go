@@ -157,15 +157,24 @@ func (p *Partition) RefetchDamaged(leaderEpoch int32) (log.Damage, bool, error) 
 
 // afterLogChange brings the offsets in line with the log after a follower
 // changed it (the high-water mark stays within [log start, log end]) and
-// clears NeedsTruncation when done. It returns err.
+// clears NeedsTruncation when done. A truncation that lowered the
+// high-water mark checkpoints it at once: a crash before the next periodic
+// checkpoint would otherwise find the log below the checkpoint and take
+// this replica for one that lost committed records (LostCommitted). It
+// returns err, or the checkpoint's error.
 func (p *Partition) afterLogChange(done bool, err error) error {
 	start, end := p.log.StartOffset(), p.log.EndOffset()
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.logEndOffset = end
+	before := p.highWatermark
 	p.highWatermark = min(max(p.highWatermark, start), end)
+	hw := p.highWatermark
 	if done {
 		p.needsTruncation = false
+	}
+	p.mu.Unlock()
+	if hw < before && err == nil {
+		err = p.log.CheckpointHighWatermark(hw)
 	}
 	if errors.Is(err, log.ErrClosed) {
 		err = ErrClosed

@@ -157,6 +157,10 @@ type Partition struct {
 	// log: a follower joins the ISR only once it has fetched past it.
 	epochStart int64
 
+	// lost is set when the log ended below its checkpointed high-water
+	// mark at New (see LostCommitted); fixed at New.
+	lost LostCommitted
+
 	// mu guards the offsets, the followers, the ISR proposal and the
 	// change channel. Lock order: stateMu before mu.
 	mu            sync.Mutex
@@ -201,9 +205,31 @@ func New(cfg Config, l *log.Log) *Partition {
 		p.cfg.ReplicaLagTime = DefaultReplicaLagTime
 	}
 	p.logEndOffset = l.EndOffset()
+	if hw := l.HighWatermarkCheckpoint(); hw > p.logEndOffset {
+		p.lost = LostCommitted{EndOffset: p.logEndOffset, HighWatermark: hw}
+	}
 	p.highWatermark = min(max(l.HighWatermarkCheckpoint(), l.StartOffset()), p.logEndOffset)
 	return p
 }
+
+// LostCommitted describes a replica whose log, when New opened it, ended
+// (EndOffset) below the high-water mark it had checkpointed
+// (HighWatermark): records this replica knew as committed are gone (a
+// power loss took what the log had not flushed). Such a replica must not
+// be elected cleanly: other replicas may hold what it lost. The zero value
+// is a replica that lost nothing.
+type LostCommitted struct {
+	EndOffset, HighWatermark int64
+}
+
+// Lost reports whether the replica lost committed records.
+func (l LostCommitted) Lost() bool { return l.HighWatermark > l.EndOffset }
+
+// LostCommitted returns what the replica's log lost of the records it knew
+// as committed when New opened it; the zero value when nothing. It stays
+// as it was at New: the broker reports it when it registers, and the
+// controller keeps the replica out of the ISR until it caught up again.
+func (p *Partition) LostCommitted() LostCommitted { return p.lost }
 
 // Topic returns the topic name.
 func (p *Partition) Topic() string { return p.cfg.Topic }
