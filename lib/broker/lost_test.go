@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,19 +12,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/record"
 )
 
-// TestRestartBelowCheckpointedHighWatermarkWaitsForUncleanElection: a
+// TestRestartOfTheOnlyReplicaBelowItsCheckpointedHighWatermark: a lone
 // node's only replica of a partition comes back with its log cut below
 // the high-water mark it had checkpointed, as a power loss under
 // flush.policy=os leaves it (the segment keeps its first batch only, and
 // no recovery point vouches for more). The node reports the loss when it
-// registers: the partition gets no leader and an empty ISR, and takes no
-// write, until an unclean election makes the replica leader again with
-// what its log kept.
-func TestRestartBelowCheckpointedHighWatermarkWaitsForUncleanElection(t *testing.T) {
+// registers; as the partition has no other replica that could hold more,
+// it leads on what its log kept, at once, and takes writes after it (a
+// partition with other replicas waits for an unclean election instead:
+// lib/controller's lostcommitted.txt and e2e's TestChaosLastReplicaStanding).
+func TestRestartOfTheOnlyReplicaBelowItsCheckpointedHighWatermark(t *testing.T) {
 	s := testSettings(t)
 	s.BrokerHeartbeatInterval = 50 * time.Millisecond
 	d := startDaemon(t, s)
@@ -74,43 +73,18 @@ func TestRestartBelowCheckpointedHighWatermarkWaitsForUncleanElection(t *testing
 	}
 
 	d = startDaemon(t, testSettingsIn(t, s.DataDir))
-	if p := d.ctrl.Image().Partition("lost", 0); p == nil || p.Leader != -1 || len(p.ISR) != 0 {
-		t.Fatalf("after the restart: %+v, want no leader and an empty ISR", p)
-	}
-	probe := client(d, kgo.DefaultProduceTopic("lost"), kgo.RecordRetries(0), kgo.RecordDeliveryTimeout(time.Second))
-	if err := probe.ProduceSync(ctx, &kgo.Record{Value: []byte("w")}).FirstErr(); err == nil {
-		t.Fatal("a write to the partition without a leader was acknowledged")
-	}
-
-	// The operator's unclean election, once the node reported its log.
-	tp := controller.TopicPartition{Topic: "lost", Partition: 0}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		res, err := d.ctrl.ElectLeaders(ctx, controller.ElectUnclean, []controller.TopicPartition{tp})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res[tp] == nil {
-			break
-		}
-		if !errors.Is(res[tp], controller.ErrEligibleLeadersNotAvailable) {
-			t.Fatalf("unclean election: %v", res[tp])
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no unclean election: %v", res[tp])
-		case <-tick.C:
-		}
-	}
-	if p := d.ctrl.Image().Partition("lost", 0); p.Leader != s.NodeID || !slices.Equal(p.ISR, []int32{s.NodeID}) {
-		t.Fatalf("after the unclean election: %+v, want leader %d with ISR [%d]", p, s.NodeID, s.NodeID)
+	if p := d.ctrl.Image().Partition("lost", 0); p == nil || p.Leader != s.NodeID || !slices.Equal(p.ISR, []int32{s.NodeID}) || p.LeaderEpoch < 1 {
+		t.Fatalf("after the restart: %+v, want leader %d with ISR [%d] in a new leader epoch", p, s.NodeID, s.NodeID)
 	}
 	ends, err := kadm.NewClient(client(d)).ListEndOffsets(ctx, "lost")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e, _ := ends.Lookup("lost", 0); e.Err != nil || e.Offset != 5 {
-		t.Fatalf("log end after the election: %+v, want 5 (what the log kept)", e)
+		t.Fatalf("log end after the restart: %+v, want 5 (what the log kept)", e)
+	}
+	r, err := client(d, kgo.DefaultProduceTopic("lost")).ProduceSync(ctx, &kgo.Record{Value: []byte("w")}).First()
+	if err != nil || r.Offset != 5 {
+		t.Fatalf("a write after the restart: offset %v, %v; want 5", r, err)
 	}
 }

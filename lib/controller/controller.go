@@ -769,7 +769,11 @@ func (c *Controller) applyLocal(ctx context.Context, data []byte) (applyResult, 
 			"leader_end_offset", u.EndOffset, "leader_last_epoch", u.LastEpoch, "former_isr", u.FormerISR)
 	}
 	for _, l := range res.leftISR {
-		c.logger.Error("controller: a replica lost records it knew as committed: it leaves the ISR, and leads only after an unclean election",
+		what := "it leaves the ISR, and leads only after an unclean election"
+		if slices.Equal(l.isr, []int32{l.broker}) {
+			what = "it is the partition's only replica and leads on what it kept"
+		}
+		c.logger.Error("controller: a replica lost records it knew as committed: "+what,
 			"broker", l.broker, "topic", l.Topic, "partition", l.Partition,
 			"log_end_offset", l.EndOffset, "checkpointed_high_watermark", l.HighWatermark,
 			"leader", l.leader, "isr", l.isr)

@@ -241,7 +241,8 @@ func applyRegisterBrokerV4(img *Image, index uint64, c *registerBrokerV4, res *a
 // lost committed records: id leaves the ISR, and where it led (or
 // nobody did) the first other live ISR member in replica order leads;
 // without one, nobody, until an unclean election (which may still pick
-// id, should its log be the most advanced).
+// id, should its log be the most advanced). A partition of one replica is
+// the exception (applyRegistration): it leads on what it kept.
 func leaveAfterLoss(img *Image, p Partition, id int32) partitionChange {
 	isr := without(p.ISR, id)
 	leader := p.Leader
@@ -279,6 +280,13 @@ func applyRegistration(img *Image, index uint64, c *registerBrokerV3, unclean un
 	updatePartitions(img, func(t *Topic, p Partition) (partitionChange, bool) {
 		if l, ok := lost[TopicPartition{t.Name, p.ID}]; ok && slices.Contains(p.Replicas, b.ID) {
 			change := leaveAfterLoss(img, p, b.ID)
+			if len(p.Replicas) == 1 {
+				// The only copy: no other replica can ever have more, so
+				// waiting for an unclean election would keep nothing safe
+				// and only keep a lone node's topics down after every
+				// power loss. It leads on what it kept (and it is logged).
+				change = partitionChange{leader: b.ID, isr: []int32{b.ID}, bumpEpoch: true}
+			}
 			res.leftISR = append(res.leftISR, lostReplica{LostReplica: l, broker: b.ID, leader: change.leader, isr: change.isr})
 			return change, true
 		}
