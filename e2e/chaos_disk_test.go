@@ -29,6 +29,14 @@ import (
 // diskSize is the size of a loop disk that only has to hold a short row.
 const diskSize = 64 << 20
 
+// rowDiskSize is the size of a chaos row's loop disks: a short row's,
+// and 8 MB more for every second of a long one (-chaos.duration), which
+// the row's producers can write in that time (a disk that filled by
+// itself would be another fault than the row's).
+func rowDiskSize() int64 {
+	return diskSize + int64(chaosDuration.Seconds())*(8<<20)
+}
+
 // createTopic creates topic with partitions, replication factor rf and
 // configs, and waits until every partition is led with its whole ISR.
 func (c *cluster) createTopic(topic string, partitions int32, rf int16, configs map[string]string) {
@@ -152,7 +160,7 @@ func (n *nemesis) powerLossCluster(down time.Duration) {
 func TestChaosPowerLossOneNode(t *testing.T) {
 	runChaosRow(t, chaosRow{
 		name:    "power-loss-always",
-		cluster: clusterOpts{props: withProps("log.flush.policy=always"), disks: onDisks(3, diskSize)},
+		cluster: clusterOpts{props: withProps("log.flush.policy=always"), disks: onDisks(3, rowDiskSize())},
 		fault: func(n *nemesis) {
 			n.powerLossLeader(n.between(300*time.Millisecond, 1500*time.Millisecond))
 			n.hold(n.between(500*time.Millisecond, 1500*time.Millisecond))
@@ -304,7 +312,7 @@ func TestChaosPowerLossCluster(t *testing.T) {
 	}
 	t.Logf("chaos power-loss-os: seed %d (replay with -chaos.seed=%d), producing for %v", seed, seed, length)
 	rng := rand.New(rand.NewSource(seed))
-	c := startCluster(t, 3, clusterOpts{props: withProps("log.flush.policy=os", "log.segment.bytes=16384"), disks: onDisks(3, diskSize)})
+	c := startCluster(t, 3, clusterOpts{props: withProps("log.flush.policy=os", "log.segment.bytes=16384"), disks: onDisks(3, rowDiskSize())})
 	c.createRF3(chaosTopic, 3)
 
 	a, before := newAcked(), newObservations()
@@ -445,7 +453,7 @@ func TestChaosLastReplicaStanding(t *testing.T) {
 	}
 	t.Logf("chaos last-replica: seed %d (replay with -chaos.seed=%d), producing for %v or more", seed, seed, length/2)
 	rng := rand.New(rand.NewSource(seed))
-	c := startCluster(t, 4, clusterOpts{voters: 1, props: withProps("log.flush.policy=os", "replica.high.watermark.checkpoint.interval.ms=200"), disks: onDisks(4, diskSize)})
+	c := startCluster(t, 4, clusterOpts{voters: 1, props: withProps("log.flush.policy=os", "replica.high.watermark.checkpoint.interval.ms=200"), disks: onDisks(4, rowDiskSize())})
 	last, others := c.node(2), []*clusterNode{c.node(3), c.node(4)}
 	replicas := &cluster{t: t, nodes: []*clusterNode{last, others[0], others[1]}, voters: c.voters}
 	c.createOn([][]int32{{2, 3, 4}, {3, 4, 2}, {4, 2, 3}}, map[string]string{"min.insync.replicas": "1", "segment.bytes": "262144"})
@@ -769,7 +777,7 @@ func isrsOf(ps []partitionState) [][]int32 {
 func TestChaosDiskFull(t *testing.T) {
 	runChaosRow(t, chaosRow{
 		name:    "disk-full",
-		cluster: clusterOpts{disks: map[int32]int64{3: diskSize}},
+		cluster: clusterOpts{disks: map[int32]int64{3: rowDiskSize()}},
 		fault: func(n *nemesis) {
 			n.fillDisk(n.c.node(3), n.between(time.Second, 3*time.Second))
 			n.hold(n.between(500*time.Millisecond, time.Second))

@@ -89,7 +89,7 @@ func TestChaosMix(t *testing.T) {
 	}
 	opts := clusterOpts{props: fastFailover}
 	if root {
-		opts = clusterOpts{netns: true, disks: onDisks(3, mixDiskSize), props: withProps("log.flush.policy=always")}
+		opts = clusterOpts{netns: true, disks: onDisks(3, max(mixDiskSize, rowDiskSize())), props: withProps("log.flush.policy=always")}
 	} else {
 		t.Log("not root: the mixed row draws no network or disk fault")
 	}
