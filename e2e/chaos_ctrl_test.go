@@ -587,20 +587,25 @@ func (d *corruption) inject(n *nemesis) {
 	d.rounds[fmt.Sprintf("%s/flip=%v", role, flip)]++
 	d.mu.Unlock()
 	victim.start()
-	n.logf("node %d started: %s", victim.id, awaitRepair(victim, part, 20*time.Second))
+	repaired, saw := awaitRepair(victim, part, clusterReadyTimeout)
+	n.logf("node %d started: %s", victim.id, saw)
 	n.c.waitPartitions(chaosTopic, "the damaged replica back in sync", fullISR)
 	n.logf("node %d back in the ISR of partition %d", victim.id, part)
-	if formerLeader {
+	// A former leader leads again only once it has cut and re-fetched its
+	// damage: elected before its scrubber found the damage, it would
+	// withhold the range from consumers for good (the open case:
+	// nothing moves leadership off a damaged leader yet).
+	if formerLeader && repaired {
 		n.c.electPreferred(n.t, part, victim.id)
 		d.readThrough(n, part, victim)
 	}
 }
 
 // awaitRepair waits up to d for node to say (in its log) that it cut
-// partition part's log before the damage to fetch it again, and says
-// what it saw. Not seeing it is no failure here: the checks after healing
-// judge the bytes.
-func awaitRepair(node *clusterNode, part int, d time.Duration) string {
+// partition part's log before the damage to fetch it again, and reports
+// whether it did and what it saw. Not seeing it is no failure here: the
+// checks after healing judge the bytes.
+func awaitRepair(node *clusterNode, part int, d time.Duration) (bool, string) {
 	started := time.Now()
 	want := fmt.Sprintf("partition=%s-%d", chaosTopic, part)
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -608,12 +613,12 @@ func awaitRepair(node *clusterNode, part int, d time.Duration) string {
 	for time.Since(started) < d {
 		for _, l := range strings.Split(node.stderr.String(), "\n") {
 			if strings.Contains(l, "damaged range cut off") && strings.Contains(l, want) {
-				return fmt.Sprintf("the damage cut off after %v", time.Since(started).Round(time.Millisecond))
+				return true, fmt.Sprintf("the damage cut off after %v", time.Since(started).Round(time.Millisecond))
 			}
 		}
 		<-tick.C
 	}
-	return fmt.Sprintf("no repair within %v", d)
+	return false, fmt.Sprintf("no repair within %v", d)
 }
 
 // electPreferred elects the preferred replica of a chaos partition

@@ -699,7 +699,7 @@ func (n *nemesis) fillDisk(node *clusterNode, full time.Duration) {
 	})
 	fillDisk(n.t, node.disk.mount)
 	n.logf("filled node %d's disk (leaders %v)", node.id, leadersOf(ps))
-	n.c.waitPartitions(chaosTopic, fmt.Sprintf("node %d out of the ISR of the partitions it follows", node.id), func(ps []partitionState) bool {
+	n.c.waitPartitionsOn(node, chaosTopic, fmt.Sprintf("node %d out of the ISR of the partitions it follows", node.id), func(ps []partitionState) bool {
 		for _, p := range ps {
 			if p.leader != node.id && slices.Contains(p.isr, node.id) {
 				return false
@@ -708,7 +708,7 @@ func (n *nemesis) fillDisk(node *clusterNode, full time.Duration) {
 		return len(ps) == 3
 	})
 	shrunk := time.Now()
-	ps = n.c.waitPartitions(chaosTopic, "partitions led", func(ps []partitionState) bool { return len(ps) == 3 })
+	ps = n.c.waitPartitionsOn(node, chaosTopic, "partitions led", func(ps []partitionState) bool { return len(ps) == 3 })
 	n.logf("node %d left the ISRs it followed in; ISRs %v", node.id, isrsOf(ps))
 	waitFor(n.t, clusterReadyTimeout, func() (bool, string) {
 		for p, st := range ps {

@@ -58,9 +58,20 @@ func (n *clusterNode) partitions(topic string) []partitionState {
 // partitions satisfying ok, and returns what the last node showed.
 func (c *cluster) waitPartitions(topic, what string, ok func([]partitionState) bool) []partitionState {
 	c.t.Helper()
+	return c.waitPartitionsOn(nil, topic, what, ok)
+}
+
+// waitPartitionsOn is waitPartitions as the serving nodes other than
+// except show it: a node whose disk is full cannot write the controller's
+// log either, so its image stays behind until the disk has room again.
+func (c *cluster) waitPartitionsOn(except *clusterNode, topic, what string, ok func([]partitionState) bool) []partitionState {
+	c.t.Helper()
 	var last []partitionState
 	waitFor(c.t, clusterReadyTimeout, func() (bool, string) {
 		for _, node := range c.serving() {
+			if node == except {
+				continue
+			}
 			last = node.partitions(topic)
 			if last == nil || !ok(last) {
 				return false, fmt.Sprintf("%s: node %d shows %+v", what, node.id, last)
