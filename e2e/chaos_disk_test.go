@@ -302,14 +302,7 @@ func checkLoss(t *testing.T, pre map[string]int64, before *observations, final m
 // with no duplicates, no reordering and no divergence below the
 // high-water mark.
 func TestChaosPowerLossCluster(t *testing.T) {
-	seed := *chaosSeed
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	length := *chaosDuration
-	if length == 0 {
-		length = chaosShort
-	}
+	seed, length := chaosRun(0)
 	t.Logf("chaos power-loss-os: seed %d (replay with -chaos.seed=%d), producing for %v", seed, seed, length)
 	rng := rand.New(rand.NewSource(seed))
 	c := startCluster(t, 3, clusterOpts{props: withProps("log.flush.policy=os", "log.segment.bytes=16384"), disks: onDisks(3, rowDiskSize())})
@@ -372,13 +365,7 @@ func checkAfterLoss(t *testing.T, c *cluster, name string, seed int64, a *acked,
 	r.lost += loss.gaps + loss.belowSynced
 	t.Logf("%s: %d acknowledged before the power loss, %d of them gone (allowed: at or above the recovery points %v); %d records read before it, %d of them gone",
 		name, loss.acked, loss.lost, synced, loss.read, loss.takenBack)
-	if r.violations() > 0 {
-		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)
-	}
-	t.Log("chaos:", r)
-	chaosRows.Lock()
-	chaosRows.rows = append(chaosRows.rows, r)
-	chaosRows.Unlock()
+	recordRow(t, r)
 	return loss
 }
 
@@ -443,14 +430,7 @@ func ledAlone(id int32) func([]partitionState) bool {
 // below node 2's recovery point must be there, as a prefix. What the
 // power loss took is reported, also of what nodes 3 and 4 had held.
 func TestChaosLastReplicaStanding(t *testing.T) {
-	seed := *chaosSeed
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	length := *chaosDuration
-	if length == 0 {
-		length = chaosShort
-	}
+	seed, length := chaosRun(0)
 	t.Logf("chaos last-replica: seed %d (replay with -chaos.seed=%d), producing for %v or more", seed, seed, length/2)
 	rng := rand.New(rand.NewSource(seed))
 	c := startCluster(t, 4, clusterOpts{voters: 1, props: withProps("log.flush.policy=os", "replica.high.watermark.checkpoint.interval.ms=200"), disks: onDisks(4, rowDiskSize())})

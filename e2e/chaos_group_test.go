@@ -647,14 +647,7 @@ func checkGroup(t *testing.T, r *chaosResult, g *groupFigures, d *deliveries, p 
 // stops, the group drains, and what it printed and committed is checked
 // (at least once), as well as the topic itself as the other rows do.
 func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis)) {
-	seed := *chaosSeed
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	length := *chaosDuration
-	if length == 0 {
-		length = chaosShort
-	}
+	seed, length := chaosRun(0)
 	t.Logf("chaos %s: seed %d (replay with -chaos.seed=%d), faults for %v", name, seed, seed, length)
 	c := startCluster(t, 3, clusterOpts{props: fastFailover})
 	c.createRF3(chaosTopic, 3)
@@ -708,13 +701,7 @@ func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis)) {
 	checkGroup(t, &r, &figures, d, poller, final, hws, stored)
 	r.rowChecks += figures.violations()
 	r.notes = figures.String()
-	if r.violations() > 0 {
-		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)
-	}
-	t.Log("chaos:", r)
-	chaosRows.Lock()
-	chaosRows.rows = append(chaosRows.rows, r)
-	chaosRows.Unlock()
+	recordRow(t, r)
 }
 
 // TestChaosGroupMembersAndCoordinator (row 10): members of a consumer

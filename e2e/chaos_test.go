@@ -545,14 +545,7 @@ type chaosNotes interface {
 // and two readers; the row's fault is injected until its time is up; then
 // the cluster is healed, settled, read once more and checked.
 func runChaosRow(t *testing.T, row chaosRow) {
-	seed := *chaosSeed
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	length := *chaosDuration
-	if length == 0 {
-		length = cmp.Or(row.short, chaosShort)
-	}
+	seed, length := chaosRun(row.short)
 	if row.nodes == 0 {
 		row.nodes = 3
 	}
@@ -611,8 +604,30 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	if nr, ok := side.(chaosNotes); ok {
 		r.notes = nr.notes()
 	}
+	recordRow(t, r)
+}
+
+// chaosRun is a row's seed (-chaos.seed, or a new one) and how long its
+// faults last (-chaos.duration, or its short form: short, 0 for
+// chaosShort).
+func chaosRun(short time.Duration) (seed int64, length time.Duration) {
+	seed = *chaosSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	length = *chaosDuration
+	if length == 0 {
+		length = cmp.Or(short, chaosShort)
+	}
+	return seed, length
+}
+
+// recordRow fails the test on the row's violations, with its seed for the
+// replay, logs its line and keeps it for the summary.
+func recordRow(t *testing.T, r chaosResult) {
+	t.Helper()
 	if r.violations() > 0 {
-		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", name, r.violations(), seed)
+		t.Errorf("chaos %s: %d violations; replay with -chaos.seed=%d", r.fault, r.violations(), r.seed)
 	}
 	t.Log("chaos:", r)
 	chaosRows.Lock()
