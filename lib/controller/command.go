@@ -126,14 +126,11 @@ type registerBrokerV3 struct {
 // ended below its checkpointed high-water mark when the broker opened it
 // (a power loss took what was not flushed). The broker leaves their ISRs
 // (an ISR it alone was in becomes empty), and leads there only after an
-// unclean election.
+// unclean election; a partition of one replica is the exception, where
+// it leads on what it kept. Its JSON is version 3's fields and
+// lost_committed.
 type registerBrokerV4 struct {
-	ID            int32           `json:"id"`
-	Host          string          `json:"host"`
-	Port          int32           `json:"port"`
-	Rack          *string         `json:"rack,omitempty"`
-	Listeners     []string        `json:"listeners,omitempty"`
-	RaftAddr      string          `json:"raft_addr,omitempty"`
+	registerBrokerV3
 	LostCommitted []lostReplicaV4 `json:"lost_committed"`
 }
 

@@ -713,12 +713,21 @@ func (c *Controller) propose(ctx context.Context, t commandType, body any) (appl
 	if err != nil {
 		return applyResult{}, err
 	}
+	return c.applyOnLeader(ctx, opPropose, data, func(ctx context.Context) (applyResult, error) {
+		return c.applyLocal(ctx, data)
+	})
+}
+
+// applyOnLeader is onLeader for a call that applies a command: local on
+// the leader, or op with in sent to it, whose wire answer is decoded. It
+// returns the FSM's result and its error.
+func (c *Controller) applyOnLeader(ctx context.Context, op string, in any, local func(context.Context) (applyResult, error)) (applyResult, error) {
 	var res applyResult
 	var remote wireResult
 	appliedHere := false
-	err = c.onLeader(ctx, opPropose, data, &remote, func(ctx context.Context) error {
+	err := c.onLeader(ctx, op, in, &remote, func(ctx context.Context) error {
 		var err error
-		res, err = c.applyLocal(ctx, data)
+		res, err = local(ctx)
 		appliedHere = err == nil
 		return err
 	})
@@ -800,17 +809,17 @@ func (c *Controller) RegisterBroker(ctx context.Context, b Broker) (epoch int64,
 // broker leaves their ISRs, and is not elected there but by an unclean
 // election (unclean.leader.election.enable, or an operator's
 // ElectLeaders). Where it was the last ISR member the partition is left
-// without a leader and with an empty ISR.
+// without a leader and with an empty ISR, unless it is the partition's
+// only replica: then it leads on what it kept.
 func (c *Controller) RegisterBrokerAfterLoss(ctx context.Context, b Broker, lost []LostReplica) (epoch int64, err error) {
 	raftAddr := b.RaftAddr
 	if raftAddr == "" && c.mux != nil && b.ID == c.cfg.NodeID {
 		raftAddr = c.self.Addr
 	}
-	var body any = &registerBrokerV3{
-		ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, RaftAddr: raftAddr,
-	}
+	v3 := registerBrokerV3{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, RaftAddr: raftAddr}
+	var body any = &v3
 	if len(lost) > 0 {
-		v4 := &registerBrokerV4{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, RaftAddr: raftAddr}
+		v4 := &registerBrokerV4{registerBrokerV3: v3}
 		for _, l := range lost {
 			v4.LostCommitted = append(v4.LostCommitted, lostReplicaV4{Topic: l.Topic, Partition: l.Partition, EndOffset: l.EndOffset, HighWatermark: l.HighWatermark})
 		}

@@ -233,8 +233,7 @@ func applyRegisterBrokerV4(img *Image, index uint64, c *registerBrokerV4, res *a
 	for _, l := range c.LostCommitted {
 		lost[TopicPartition{l.Topic, l.Partition}] = LostReplica{Topic: l.Topic, Partition: l.Partition, EndOffset: l.EndOffset, HighWatermark: l.HighWatermark}
 	}
-	v3 := registerBrokerV3{ID: c.ID, Host: c.Host, Port: c.Port, Rack: c.Rack, Listeners: c.Listeners, RaftAddr: c.RaftAddr}
-	return applyRegistration(img, index, &v3, nil, lost, res)
+	return applyRegistration(img, index, &c.registerBrokerV3, nil, lost, res)
 }
 
 // leaveAfterLoss is the rule for a partition whose replica on broker id

@@ -189,20 +189,7 @@ func (c *Controller) electLocal(ctx context.Context, req electRequest) (applyRes
 // electOnLeader runs electLocal on the active controller, this node or
 // the leader it asks.
 func (c *Controller) electOnLeader(ctx context.Context, req electRequest) (applyResult, error) {
-	var res applyResult
-	var remote wireResult
-	appliedHere := false
-	err := c.onLeader(ctx, opElect, req, &remote, func(ctx context.Context) error {
-		var err error
-		res, err = c.electLocal(ctx, req)
-		appliedHere = err == nil
-		return err
+	return c.applyOnLeader(ctx, opElect, req, func(ctx context.Context) (applyResult, error) {
+		return c.electLocal(ctx, req)
 	})
-	if err != nil {
-		return applyResult{}, err
-	}
-	if !appliedHere {
-		res = resultFromWire(remote)
-	}
-	return res, res.err
 }
