@@ -57,57 +57,15 @@ func TestChooseUncleanPicksTheMostAdvancedLiveReplica(t *testing.T) {
 // reported is waited for two heartbeat intervals, then the most advanced
 // of those that reported wins.
 func TestUncleanElectionWaitsForReports(t *testing.T) {
-	var nowNanos atomic.Int64
-	nowNanos.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	now := func() time.Time { return time.Unix(0, nowNanos.Load()) }
-	advance := func(d time.Duration) { nowNanos.Add(int64(d)) }
-	c, err := Open(Config{
-		NodeID: 1, Dir: t.TempDir(), Clock: now,
-		BrokerSessionTimeout: 10 * time.Second, BrokerHeartbeatInterval: time.Second,
-		UncleanLeaderElection: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	epochs := map[int32]int64{}
-	for id := int32(1); id <= 3; id++ {
-		if epochs[id], err = c.RegisterBroker(ctx, Broker{ID: id, Host: "h", Port: 9092}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	heartbeat := func(id int32, offline ...ReplicaPosition) {
-		t.Helper()
-		if _, err := c.Heartbeat(ctx, Heartbeat{BrokerID: id, BrokerEpoch: epochs[id], Offline: offline}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// a and b allow unclean elections (the static default); c does not,
 	// but an operator's election ignores that.
-	for _, topic := range []string{"a", "b", "c"} {
-		var cfg map[string]string
+	f := fenceLastMember(t, true, []string{"a", "b", "c"}, func(topic string) map[string]string {
 		if topic == "c" {
-			cfg = map[string]string{UncleanLeaderElectionConfig: "false"}
+			return map[string]string{UncleanLeaderElectionConfig: "false"}
 		}
-		if _, err := c.CreateTopic(ctx, CreateTopic{Name: topic, Assignments: [][]int32{{1, 2, 3}}, Configs: cfg}); err != nil {
-			t.Fatal(err)
-		}
-		// 2 and 3 fall out of sync: 1 alone has every acknowledged record.
-		if _, err := c.AlterPartition(ctx, AlterPartition{Topic: topic, Leader: 1, ISR: []int32{1}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for id := int32(1); id <= 3; id++ {
-		heartbeat(id)
-	}
-	// 1 goes silent and is fenced; 2 and 3 keep heartbeating.
-	advance(6 * time.Second)
-	heartbeat(2)
-	heartbeat(3)
-	advance(5 * time.Second)
-	c.fenceExpired()
+		return nil
+	})
+	c, ctx, heartbeat, advance := f.c, f.ctx, f.heartbeat, f.advance
 	leaders := func() (int32, int32) {
 		img := c.Image()
 		return img.Partition("a", 0).Leader, img.Partition("b", 0).Leader
@@ -128,10 +86,7 @@ func TestUncleanElectionWaitsForReports(t *testing.T) {
 		t.Fatalf("operator's unclean election before any report: %v, want ErrEligibleLeadersNotAvailable", err)
 	}
 
-	pos := func(topic string, offset int64) ReplicaPosition {
-		return ReplicaPosition{Topic: topic, Partition: 0, LastEpoch: 0, EndOffset: offset}
-	}
-	heartbeat(2, pos("a", 5), pos("b", 7), pos("c", 4))
+	heartbeat(2, position("a", 5), position("b", 7), position("c", 4))
 	c.electUnclean()
 	if a, b := leaders(); a != -1 || b != -1 {
 		t.Fatalf("with 3 not reported yet: leaders %d and %d, want none", a, b)
@@ -143,7 +98,7 @@ func TestUncleanElectionWaitsForReports(t *testing.T) {
 		t.Fatalf("c after the operator's election: %+v, want leader 2 at once (the only report)", p)
 	}
 	advance(time.Second)
-	heartbeat(3, pos("a", 9)) // 3 reports a only
+	heartbeat(3, position("a", 9)) // 3 reports a only
 	c.electUnclean()
 	if a, b := leaders(); a != 3 || b != -1 {
 		t.Fatalf("with every report on a: leaders %d and %d, want 3 (ahead of 2) and none (3 still waited for)", a, b)
@@ -163,52 +118,11 @@ func TestUncleanElectionWaitsForReports(t *testing.T) {
 // topic allows it, the operator's elsewhere) picks the most advanced
 // live replica, which may be the one that lost records.
 func TestLostReplicaLeadsOnlyAfterAnUncleanElection(t *testing.T) {
-	var nowNanos atomic.Int64
-	nowNanos.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	now := func() time.Time { return time.Unix(0, nowNanos.Load()) }
-	advance := func(d time.Duration) { nowNanos.Add(int64(d)) }
-	c, err := Open(Config{
-		NodeID: 1, Dir: t.TempDir(), Clock: now,
-		BrokerSessionTimeout: 10 * time.Second, BrokerHeartbeatInterval: time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.CatchUp(ctx); err != nil {
-		t.Fatalf("CatchUp on the leader: %v", err)
-	}
-	epochs := map[int32]int64{}
-	for id := int32(1); id <= 3; id++ {
-		if epochs[id], err = c.RegisterBroker(ctx, Broker{ID: id, Host: "h", Port: 9092}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	heartbeat := func(id int32, offline ...ReplicaPosition) {
-		t.Helper()
-		if _, err := c.Heartbeat(ctx, Heartbeat{BrokerID: id, BrokerEpoch: epochs[id], Offline: offline}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, topic := range []string{"loose", "strict"} {
-		cfg := map[string]string{UncleanLeaderElectionConfig: strconv.FormatBool(topic == "loose")}
-		if _, err := c.CreateTopic(ctx, CreateTopic{Name: topic, Assignments: [][]int32{{1, 2, 3}}, Configs: cfg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.AlterPartition(ctx, AlterPartition{Topic: topic, Leader: 1, ISR: []int32{1}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for id := int32(1); id <= 3; id++ {
-		heartbeat(id)
-	}
-	advance(6 * time.Second)
-	heartbeat(2)
-	heartbeat(3)
-	advance(5 * time.Second)
-	c.fenceExpired() // 1, the last ISR member, loses power
+	f := fenceLastMember(t, false, []string{"loose", "strict"}, func(topic string) map[string]string {
+		return map[string]string{UncleanLeaderElectionConfig: strconv.FormatBool(topic == "loose")}
+	}) // 1, the last ISR member, loses power
+	c, ctx, epochs, heartbeat := f.c, f.ctx, f.epochs, f.heartbeat
+	var err error
 
 	lost := []LostReplica{{Topic: "loose", Partition: 0, EndOffset: 5, HighWatermark: 9}, {Topic: "strict", Partition: 0, EndOffset: 8, HighWatermark: 9}}
 	if epochs[1], err = c.RegisterBrokerAfterLoss(ctx, Broker{ID: 1, Host: "h", Port: 9092}, lost); err != nil {
@@ -225,12 +139,9 @@ func TestLostReplicaLeadsOnlyAfterAnUncleanElection(t *testing.T) {
 		t.Fatalf("strict after 1's heartbeat: %+v, want no leader", p)
 	}
 
-	pos := func(topic string, offset int64) ReplicaPosition {
-		return ReplicaPosition{Topic: topic, Partition: 0, LastEpoch: 0, EndOffset: offset}
-	}
-	heartbeat(1, pos("loose", 5), pos("strict", 8))
-	heartbeat(2, pos("loose", 7), pos("strict", 7))
-	heartbeat(3, pos("loose", 3), pos("strict", 3))
+	heartbeat(1, position("loose", 5), position("strict", 8))
+	heartbeat(2, position("loose", 7), position("strict", 7))
+	heartbeat(3, position("loose", 3), position("strict", 3))
 	c.electUnclean()
 	if p := state("loose"); p.Leader != 2 || !slices.Equal(p.ISR, []int32{2}) {
 		t.Fatalf("loose after the controller's unclean election: %+v, want 2, the most advanced, with ISR [2]", p)
@@ -245,4 +156,81 @@ func TestLostReplicaLeadsOnlyAfterAnUncleanElection(t *testing.T) {
 	if p := state("strict"); p.Leader != 1 || !slices.Equal(p.ISR, []int32{1}) {
 		t.Fatalf("strict after the operator's unclean election: %+v, want 1, the most advanced though it lost records, with ISR [1]", p)
 	}
+}
+
+// lastMemberFenced is a controller of one node on a manual clock, with
+// brokers 1-3 registered, after fenceLastMember.
+type lastMemberFenced struct {
+	t        *testing.T
+	c        *Controller
+	ctx      context.Context
+	epochs   map[int32]int64 // the brokers' registrations
+	nowNanos atomic.Int64
+}
+
+// fenceLastMember opens the controller (unclean.leader.election.enable's
+// static default uncleanDefault), creates topics on replicas 1, 2, 3 with
+// the configs configs gives, shrinks their ISRs to 1 (2 and 3 fell out of
+// sync: 1 alone has every acknowledged record), and lets 1's session
+// expire while 2 and 3 keep heartbeating: 1 is fenced, and the partitions
+// are left without a leader.
+func fenceLastMember(t *testing.T, uncleanDefault bool, topics []string, configs func(topic string) map[string]string) *lastMemberFenced {
+	t.Helper()
+	f := &lastMemberFenced{t: t, epochs: map[int32]int64{}}
+	f.nowNanos.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	c, err := Open(Config{
+		NodeID: 1, Dir: t.TempDir(), Clock: func() time.Time { return time.Unix(0, f.nowNanos.Load()) },
+		BrokerSessionTimeout: 10 * time.Second, BrokerHeartbeatInterval: time.Second,
+		UncleanLeaderElection: uncleanDefault,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	f.c = c
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	f.ctx = ctx
+	if err := c.CatchUp(ctx); err != nil {
+		t.Fatalf("CatchUp on the leader: %v", err)
+	}
+	for id := int32(1); id <= 3; id++ {
+		if f.epochs[id], err = c.RegisterBroker(ctx, Broker{ID: id, Host: "h", Port: 9092}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, topic := range topics {
+		if _, err := c.CreateTopic(ctx, CreateTopic{Name: topic, Assignments: [][]int32{{1, 2, 3}}, Configs: configs(topic)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.AlterPartition(ctx, AlterPartition{Topic: topic, Leader: 1, ISR: []int32{1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := int32(1); id <= 3; id++ {
+		f.heartbeat(id)
+	}
+	f.advance(6 * time.Second)
+	f.heartbeat(2)
+	f.heartbeat(3)
+	f.advance(5 * time.Second)
+	c.fenceExpired()
+	return f
+}
+
+// advance moves the manual clock on by d.
+func (f *lastMemberFenced) advance(d time.Duration) { f.nowNanos.Add(int64(d)) }
+
+// heartbeat sends broker id's heartbeat at its registration's epoch, with
+// the positions of its replicas without a leader.
+func (f *lastMemberFenced) heartbeat(id int32, offline ...ReplicaPosition) {
+	f.t.Helper()
+	if _, err := f.c.Heartbeat(f.ctx, Heartbeat{BrokerID: id, BrokerEpoch: f.epochs[id], Offline: offline}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// position is a report of partition 0 of topic ending at offset, in epoch 0.
+func position(topic string, offset int64) ReplicaPosition {
+	return ReplicaPosition{Topic: topic, Partition: 0, LastEpoch: 0, EndOffset: offset}
 }
