@@ -588,6 +588,11 @@ func (p *Partition) Offsets() ReadInfo {
 	defer p.stateMu.RUnlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.readInfoLocked()
+}
+
+// readInfoLocked is Offsets with stateMu (for reading) and mu held.
+func (p *Partition) readInfoLocked() ReadInfo {
 	return ReadInfo{
 		HighWatermark:       p.highWatermark,
 		HighWatermarkBehind: p.role == Leader && p.highWatermark < p.epochStart,
@@ -636,21 +641,14 @@ func (p *Partition) ReadAnyReplica(offset int64, maxBytes int) (log.Region, Read
 func (p *Partition) read(offset int64, maxBytes int, replicaID int32, anyRole bool) (log.Region, ReadInfo, error) {
 	p.stateMu.RLock()
 	defer p.stateMu.RUnlock()
-	leader := p.role == Leader
-	if !leader && !(anyRole && p.role == Follower) {
+	if p.role != Leader && !(anyRole && p.role == Follower) {
 		return log.Region{}, ReadInfo{}, ErrNotLeader
 	}
 	if replicaID >= 0 {
 		p.recordFollowerFetch(replicaID, offset)
 	}
 	p.mu.Lock()
-	info := ReadInfo{
-		HighWatermark:       p.highWatermark,
-		HighWatermarkBehind: leader && p.highWatermark < p.epochStart,
-		LogStartOffset:      p.log.StartOffset(),
-		LogEndOffset:        p.logEndOffset,
-		LeaderEpoch:         p.leaderEpoch,
-	}
+	info := p.readInfoLocked()
 	closed := p.closed
 	p.mu.Unlock()
 	if closed {
