@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -208,20 +207,6 @@ func syncedBelow(t *testing.T, nodes ...*clusterNode) []int64 {
 	return out
 }
 
-// readers runs n readers into o until the returned stop is called.
-func readers(c *cluster, n int, o *observations) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			reader(ctx, c, fmt.Sprintf("reader %d", i), o)
-		}()
-	}
-	return func() { cancel(); wg.Wait() }
-}
-
 // lossReport is what a power loss of the whole cluster under
 // flush.policy=os took of what was acknowledged and read before it.
 type lossReport struct {
@@ -309,10 +294,7 @@ func TestChaosPowerLossCluster(t *testing.T) {
 	c.createRF3(chaosTopic, 3)
 
 	a, before := newAcked(), newObservations()
-	var producers []*producer
-	for i := range 3 {
-		producers = append(producers, startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, fmt.Sprintf("p%d-", i), a))
-	}
+	producers := startChaosProducers(t, c, "p", a, 0)
 	stopBefore := readers(c, 2, before)
 	a.waitMore(t, 100)
 	<-time.After(length + time.Duration(rng.Int63n(int64(length)))) // the writes' length, up to the fault
@@ -331,13 +313,9 @@ func TestChaosPowerLossCluster(t *testing.T) {
 
 	after := newObservations()
 	stopAfter := readers(c, 2, after)
-	for i := range 3 {
-		producers = append(producers, startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, fmt.Sprintf("q%d-", i), a))
-	}
+	producers = append(producers, startChaosProducers(t, c, "q", a, 0)...)
 	a.waitMore(t, 300)
-	for _, p := range producers {
-		p.finish()
-	}
+	finishAll(producers)
 	stopAfter()
 	checkAfterLoss(t, c, "power-loss-os", seed, a, pre, before, after, synced)
 }
@@ -439,10 +417,7 @@ func TestChaosLastReplicaStanding(t *testing.T) {
 	c.createOn([][]int32{{2, 3, 4}, {3, 4, 2}, {4, 2, 3}}, map[string]string{"min.insync.replicas": "1", "segment.bytes": "262144"})
 
 	a, before := newAcked(), newObservations()
-	var producers []*producer
-	for i := range 3 {
-		producers = append(producers, startProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, fmt.Sprintf("p%d-", i), a))
-	}
+	producers := startChaosProducers(t, c, "p", a, 0)
 	stopBefore := readers(c, 2, before)
 	a.waitMore(t, 100)
 	<-time.After(length/2 + time.Duration(rng.Int63n(int64(length/2)))) // the writes' length, up to the fault
@@ -507,9 +482,7 @@ func TestChaosLastReplicaStanding(t *testing.T) {
 	stopAfter := readers(c, 2, after)
 	replicas.waitPartitions(chaosTopic, "whole ISR after the unclean election", fullISR)
 	a.waitMore(t, 300)
-	for _, p := range producers {
-		p.finish()
-	}
+	finishAll(producers)
 	stopAfter()
 	loss := checkAfterLoss(t, replicas, "last-replica", seed, a, pre, before, after, synced)
 	final := map[string]bool{}

@@ -558,20 +558,9 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	c.createRF3(chaosTopic, 3)
 
 	a, o := newAcked(), newObservations()
-	var producers []*producer
-	for i := range 3 {
-		producers = append(producers, startPacedProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, fmt.Sprintf("p%d-", i), a, row.pace))
-	}
-	ctx, stopReaders := context.WithCancel(context.Background())
-	var readers sync.WaitGroup
-	for i := range 2 {
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			reader(ctx, c, fmt.Sprintf("reader %d", i), o)
-		}()
-	}
-	defer func() { stopReaders(); readers.Wait() }()
+	producers := startChaosProducers(t, c, "p", a, row.pace)
+	stopReaders := readers(c, 2, o)
+	defer stopReaders()
 	a.waitMore(t, 100)
 	var side chaosSide
 	if row.side != nil {
@@ -584,14 +573,11 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	}
 	c.heal()
 	a.waitMore(t, 100) // the healed cluster takes writes
-	for _, p := range producers {
-		p.finish()
-	}
+	finishAll(producers)
 	if side != nil {
 		side.stop()
 	}
 	stopReaders()
-	readers.Wait()
 
 	hws, logs := settle(t, c)
 	final := readAll(t, c, hws, o)
@@ -605,6 +591,38 @@ func runChaosRow(t *testing.T, row chaosRow) {
 		r.notes = nr.notes()
 	}
 	recordRow(t, r)
+}
+
+// startChaosProducers starts the three idempotent acks=all producers of a
+// chaos row on the chaos topic, named prefix0-, prefix1- and prefix2-,
+// each key's records pace apart (startPacedProducer).
+func startChaosProducers(t *testing.T, c *cluster, prefix string, a *acked, pace time.Duration) []*producer {
+	var out []*producer
+	for i := range 3 {
+		out = append(out, startPacedProducer(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), chaosTopic, fmt.Sprintf("%s%d-", prefix, i), a, pace))
+	}
+	return out
+}
+
+// finishAll stops producers and waits for their calls in flight.
+func finishAll(producers []*producer) {
+	for _, p := range producers {
+		p.finish()
+	}
+}
+
+// readers runs n readers into o until the returned stop is called.
+func readers(c *cluster, n int, o *observations) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reader(ctx, c, fmt.Sprintf("reader %d", i), o)
+		}()
+	}
+	return func() { cancel(); wg.Wait() }
 }
 
 // chaosRun is a row's seed (-chaos.seed, or a new one) and how long its
