@@ -141,6 +141,7 @@ func startTopicChurn(t *testing.T, c *cluster) chaosSide {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &topicChurn{c: c, cancel: cancel, leaders: map[leaderAt]map[int32]bool{}}
 	adm := kadm.NewClient(c.client(kgo.RetryTimeout(10 * time.Second)))
+	t.Cleanup(func() { cancel(); w.wg.Wait() }) // a test that fails early
 	w.wg.Add(2 + len(c.nodes))
 	go func() { defer w.wg.Done(); w.create(ctx, adm) }()
 	go func() { defer w.wg.Done(); w.elect(ctx, adm) }()

@@ -142,6 +142,7 @@ type procSample struct {
 // watchGrowth starts sampling c's nodes until stop.
 func watchGrowth(c *cluster, judge bool) *growthWatch {
 	w := &growthWatch{c: c, judge: judge, done: make(chan struct{}), samples: map[int][]procSample{}, nodeOf: map[int]int32{}}
+	c.t.Cleanup(w.stop) // a test that fails early
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()

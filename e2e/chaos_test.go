@@ -611,7 +611,8 @@ func finishAll(producers []*producer) {
 	}
 }
 
-// readers runs n readers into o until the returned stop is called.
+// readers runs n readers into o until the returned stop is called, or
+// the test ends.
 func readers(c *cluster, n int, o *observations) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -622,7 +623,9 @@ func readers(c *cluster, n int, o *observations) (stop func()) {
 			reader(ctx, c, fmt.Sprintf("reader %d", i), o)
 		}()
 	}
-	return func() { cancel(); wg.Wait() }
+	stop = func() { cancel(); wg.Wait() }
+	c.t.Cleanup(stop)
+	return stop
 }
 
 // chaosRun is a row's seed (-chaos.seed, or a new one) and how long its

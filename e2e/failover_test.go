@@ -128,9 +128,10 @@ func newAcked() *acked {
 // name, so producers of different names sharing one acked write
 // different values.
 type producer struct {
-	stop chan struct{}
-	done chan struct{}
-	n    int
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	n        int
 }
 
 func startProducer(t *testing.T, cl *kgo.Client, topic, name string, a *acked) *producer {
@@ -142,6 +143,7 @@ func startProducer(t *testing.T, cl *kgo.Client, topic, name string, a *acked) *
 // record would otherwise grow too large); 0: as fast as acknowledged.
 func startPacedProducer(t *testing.T, cl *kgo.Client, topic, name string, a *acked, pace time.Duration) *producer {
 	p := &producer{stop: make(chan struct{}), done: make(chan struct{})}
+	t.Cleanup(p.finish)
 	go func() {
 		defer close(p.done)
 		var wg sync.WaitGroup
@@ -192,7 +194,11 @@ func startPacedProducer(t *testing.T, cl *kgo.Client, topic, name string, a *ack
 	return p
 }
 
-func (p *producer) finish() { close(p.stop); <-p.done }
+// finish stops the producer and waits for its calls in flight; it may be
+// called again (the test's cleanup calls it too, so that a test that
+// fails early leaves no producer looping against a cluster that is gone:
+// one once grew a CI run's test process to 8 GB of failed calls).
+func (p *producer) finish() { p.stopOnce.Do(func() { close(p.stop) }); <-p.done }
 
 // count is how many records have been acknowledged so far.
 func (a *acked) count() int {

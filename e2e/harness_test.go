@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,6 +90,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building the programs:", err)
 		os.Exit(1)
 	}
+	runtime.MemProfileRate = 512 << 10 // coarse: watchMemory names only the large sites
+	go watchMemory(os.Stderr, 500*time.Millisecond)
 	code := m.Run()
 	printChaosSummary()
 	os.RemoveAll(dir)
@@ -124,6 +127,8 @@ type mqdProc struct {
 	exited   chan struct{}
 	waitErr  error
 	peakRSS  int64 // highest VmHWM of its starts so far, in bytes
+	// logOverflow: an earlier start's log went over captureLimit.
+	logOverflow error
 	// netns is the network namespace mqd runs in (ip netns exec, which
 	// execs mqd in place: the pid is mqd's); empty: the test's own.
 	netns string
@@ -172,6 +177,9 @@ func (p *mqdProc) start() error {
 		p.cmd = exec.Command("ip", append([]string{"netns", "exec", p.netns, mqdPath}, args...)...)
 	} else {
 		p.cmd = exec.Command(mqdPath, args...)
+	}
+	if p.stderr != nil {
+		p.logOverflow = errors.Join(p.logOverflow, p.stderr.overflow("mqd on "+p.dataDir+" (its log)"))
 	}
 	p.stderr = &lockedBuffer{}
 	p.cmd.Stderr = p.stderr
@@ -304,12 +312,17 @@ func (p *mqdProc) notePeak() {
 	largestMQD.Unlock()
 }
 
-// checkPeak fails when the process's peak RSS went over mqdBound.
+// checkPeak fails when the process's peak RSS went over mqdBound, or
+// when one of its starts logged more than captureLimit.
 func (p *mqdProc) checkPeak() error {
-	if bound := mqdBound(); p.peakRSS > bound {
-		return fmt.Errorf("mqd on %s peaked at %d MB of RSS, over the %d MB bound (mqdMaxRSS)", p.dataDir, p.peakRSS>>20, bound>>20)
+	err := p.logOverflow
+	if p.stderr != nil {
+		err = p.stderr.overflow("mqd on " + p.dataDir + " (its log)")
 	}
-	return nil
+	if bound := mqdBound(); p.peakRSS > bound {
+		err = errors.Join(err, fmt.Errorf("mqd on %s peaked at %d MB of RSS, over the %d MB bound (mqdMaxRSS)", p.dataDir, p.peakRSS>>20, bound>>20))
+	}
+	return err
 }
 
 // vmHWM returns the peak resident set size of process pid from
@@ -458,22 +471,53 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// lockedBuffer collects a process's stderr for failure messages.
+// captureLimit bounds what a lockedBuffer keeps of a process's output:
+// a tool or an mqd writing more than this is in a loop, and the test
+// process, which holds every buffer, must not grow with it (a runaway
+// once took a CI run's test process to 8 GB before the RSS check said so).
+const captureLimit = 64 << 20
+
+// lockedBuffer collects a process's stderr (or stdout) for the test and
+// its failure messages, up to captureLimit bytes; it drops the rest,
+// counts it, and calls full once, when it first drops.
 type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	dropped int64
+	full    func()
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.buf.Write(p)
+	keep := min(len(p), max(captureLimit-l.buf.Len(), 0))
+	l.buf.Write(p[:keep])
+	if keep < len(p) {
+		if l.dropped == 0 && l.full != nil {
+			l.full()
+		}
+		l.dropped += int64(len(p) - keep)
+	}
+	return len(p), nil
 }
 
 func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.dropped > 0 {
+		return l.buf.String() + fmt.Sprintf("\n[%d more bytes not kept]", l.dropped)
+	}
 	return l.buf.String()
+}
+
+// overflow is an error when the process wrote more than captureLimit.
+func (l *lockedBuffer) overflow(what string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dropped == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s wrote %d MB, over the %d MB a test keeps (captureLimit): a loop?", what, (int64(l.buf.Len())+l.dropped)>>20, captureLimit>>20)
 }
 
 // lines splits text into non-empty lines.
@@ -513,11 +557,14 @@ func runTool(t *testing.T, timeout time.Duration, stdin, name string, args ...st
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Stdin = strings.NewReader(stdin)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	out, errOut := &lockedBuffer{full: cancel}, &lockedBuffer{full: cancel}
+	cmd.Stdout, cmd.Stderr = out, errOut
 	err := cmd.Run()
+	if err := errors.Join(out.overflow(name+"'s stdout"), errOut.overflow(name+"'s stderr")); err != nil {
+		t.Fatalf("%s %s: %v\nstdout: %.2000s\nstderr: %.2000s", name, strings.Join(args, " "), err, out.String(), errOut.String())
+	}
 	if ctx.Err() != nil {
-		t.Fatalf("%s %s did not finish within %v (a hang)\nstdout: %.2000s\nstderr: %s", name, strings.Join(args, " "), timeout, out.String(), errOut.String())
+		t.Fatalf("%s %s did not finish within %v (a hang)\nstdout: %.2000s\nstderr: %.20000s", name, strings.Join(args, " "), timeout, out.String(), errOut.String())
 	}
 	res := toolResult{stdout: out.String(), stderr: errOut.String()}
 	var exit *exec.ExitError
