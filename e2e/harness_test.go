@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -26,6 +25,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/loopback"
 )
 
 // binDir holds every program of cmd/, built once for the whole package;
@@ -441,35 +442,10 @@ func (b *broker) unixClient(opts ...kgo.Opt) *kgo.Client {
 
 func (b *broker) admin() *kadm.Client { return kadm.NewClient(b.client()) }
 
-// freeAddr returns a loopback address with a port nobody listens on.
-func freeAddr() (string, error) {
-	// Below the kernel's ephemeral range, so that while a node is stopped
-	// no outgoing connection takes its port as a local port and its
-	// restart on the same address fails (CI saw "address already in use").
-	low := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil {
-				low = n
-			}
-		}
-	}
-	if low > 11000 {
-		for range 100 {
-			port := 10000 + rand.IntN(low-10000)
-			if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
-				l.Close()
-				return l.Addr().String(), nil
-			}
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
+// freeAddr returns a loopback address with a port nobody listens on, below
+// the ephemeral range (lib/loopback): while a node is stopped no outgoing
+// connection takes its port, and its restart on the same address works.
+func freeAddr() (string, error) { return loopback.FreeAddr() }
 
 // captureLimit bounds what a lockedBuffer keeps of a process's output:
 // a tool or an mqd writing more than this is in a loop, and the test

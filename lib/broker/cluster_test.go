@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/loopback"
 )
 
 // testCluster is a cluster of in-process nodes on loopback ports: each a
@@ -48,15 +48,15 @@ func clusterLogger(id int32) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})).With("node", id)
 }
 
-// freePort returns a TCP port free on 127.0.0.1 a moment ago.
+// freePort returns a TCP port free on 127.0.0.1 a moment ago, one no
+// outgoing connection takes (lib/loopback).
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := loopback.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // clusterSettings are quick timeouts for tests: liveness in about a second,

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mqproject/mq/lib/loopback"
 )
 
 // openController opens a single-voter controller in dir and closes it when
@@ -407,21 +409,19 @@ func TestRaftLogsGoToTheSlogLogger(t *testing.T) {
 	}
 }
 
-// freeAddrs returns n loopback addresses with ports free right now.
+// freeAddrs returns n distinct loopback addresses with ports free right
+// now, that no outgoing connection takes (lib/loopback).
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
 	var addrs []string
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for len(addrs) < n {
+		addr, err := loopback.FreeAddr()
 		if err != nil {
 			t.Fatal(err)
 		}
-		ls = append(ls, l)
-		addrs = append(addrs, l.Addr().String())
-	}
-	for _, l := range ls {
-		l.Close()
+		if !slices.Contains(addrs, addr) {
+			addrs = append(addrs, addr)
+		}
 	}
 	return addrs
 }
