@@ -224,3 +224,20 @@ func TestServeAnswersMetricsOverHTTP(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAnswered is what a request pays for metrics: a count, a
+// latency observation, and a look at the response's error codes.
+func BenchmarkAnswered(b *testing.B) {
+	m := New(Config{})
+	produce := kmsg.NewPtrProduceResponse()
+	pt := kmsg.NewProduceResponseTopic()
+	pt.Partitions = append(pt.Partitions, kmsg.NewProduceResponseTopicPartition())
+	produce.Topics = append(produce.Topics, pt)
+	resp := server.Response{Msg: produce}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.Answered(0, time.Millisecond, resp)
+		}
+	})
+}
