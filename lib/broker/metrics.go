@@ -23,8 +23,10 @@ type topicTraffic struct {
 }
 
 // trafficCounters holds the topicTraffic of every topic this node hosts
-// partitions of, by name; a topic's entry goes with its last partition
-// here, so a re-created topic counts from 0 (a counter reset).
+// partitions of, by name. A topic's entry goes when the node hosts none
+// of its partitions any more, so a topic hosted again counts from 0 (a
+// counter reset); one deleted and re-created between two images keeps
+// counting.
 type trafficCounters struct {
 	mu     sync.Mutex
 	topics map[string]*topicTraffic
