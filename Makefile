@@ -65,7 +65,8 @@ bench:
 
 # The standard mqbench suite against a fresh mqd on a temp dir: one table of
 # medians with the targets, broker CPU and peak memory. PERFFLAGS go to
-# `mqbench suite` (e.g. PERFFLAGS=--runs=1).
+# `mqbench suite` (e.g. PERFFLAGS=--runs=1); MQD_FLAGS go to mqd (e.g.
+# MQD_FLAGS='--metrics tcp://127.0.0.1:9308' to measure with metrics on).
 perf:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mqd ./cmd/mqbench

@@ -54,6 +54,7 @@ var flagProperty = []struct{ flag, property, env string }{
 	{"rack", "broker.rack", "MQ_RACK"},
 	{"log-level", "log.level", "MQ_LOG_LEVEL"},
 	{"log-format", "log.format", "MQ_LOG_FORMAT"},
+	{"metrics", "metrics.listen", "MQ_METRICS_LISTEN"},
 }
 
 func newApp() *cli.App {
@@ -92,7 +93,14 @@ signal interrupted the shutdown.
 
 Every flag but --set may also be given in the environment: MQ_DATA_DIR,
 MQ_LISTEN (comma-separated), MQ_ADVERTISE, MQ_NODE_ID, MQ_VOTERS, MQ_CONFIG,
-MQ_LOG_LEVEL, MQ_LOG_FORMAT, MQ_RAFT_ADDRESS, MQ_RACK; the flag wins over the variable.`,
+MQ_LOG_LEVEL, MQ_LOG_FORMAT, MQ_RAFT_ADDRESS, MQ_RACK, MQ_METRICS_LISTEN;
+the flag wins over the variable.
+
+With --metrics tcp://HOST:PORT mqd serves Prometheus metrics at
+http://HOST:PORT/metrics: requests, errors and latency per API, traffic
+per topic, offsets and sizes per partition, ISR and controller state,
+groups and their lag in messages and seconds, fsync latency and
+connections (docs/metrics.md in the source lists every series).`,
 		HideHelpCommand:           true,
 		DisableSliceFlagSeparator: true, // listener and --set values contain commas
 		Flags: []cli.Flag{
@@ -116,6 +124,8 @@ MQ_LOG_LEVEL, MQ_LOG_FORMAT, MQ_RAFT_ADDRESS, MQ_RACK; the flag wins over the va
 				Value: def.LogLevel},
 			&cli.StringFlag{Name: "log-format", EnvVars: []string{"MQ_LOG_FORMAT"}, Usage: "write logs to stderr as `FORMAT`: text or json (log.format)",
 				Value: def.LogFormat},
+			&cli.StringFlag{Name: "metrics", EnvVars: []string{"MQ_METRICS_LISTEN"}, Usage: "serve Prometheus metrics over HTTP at /metrics on `tcp://HOST:PORT` (port 0: any free port); -c metrics.partition.series=false drops the per-partition series; docs/metrics.md lists them (metrics.listen)",
+				DefaultText: "off"},
 			&cli.StringFlag{Name: "pprof", EnvVars: []string{"MQ_PPROF"}, Usage: "serve Go runtime profiles (net/http/pprof) over HTTP on `HOST:PORT`, for profiling under load",
 				DefaultText: "off"},
 			&cli.BoolFlag{Name: "help-config", Usage: "list every broker setting and topic config: its default, valid values, whether it may change while mqd runs; then exit"},
@@ -230,6 +240,9 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	serving := []any{"version", version.String(), "listen", strings.Join(d.Addrs(), ","), "data_dir", settings.DataDir, "node_id", settings.NodeID}
+	if addr := d.MetricsAddr(); addr != "" {
+		serving = append(serving, "metrics", "http://"+addr+"/metrics")
+	}
 	if addr := c.String("pprof"); addr != "" {
 		bound, stop, err := servePprof(addr, logger)
 		if err != nil {

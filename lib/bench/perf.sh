@@ -1,9 +1,11 @@
 #!/bin/sh
 # perf.sh — `make perf`: start a fresh mqd on a temporary directory, run the
 # standard mqbench suite against it over its Unix socket and print one
-# table. Arguments are passed to `mqbench suite` (e.g. --runs 1).
+# table. Arguments are passed to `mqbench suite` (e.g. --runs 1); the
+# environment variable MQD_FLAGS, split at spaces, to mqd (e.g.
+# MQD_FLAGS='--metrics tcp://127.0.0.1:9308').
 #
-#   usage: lib/bench/perf.sh BINDIR [mqbench suite flags...]
+#   usage: [MQD_FLAGS=...] lib/bench/perf.sh BINDIR [mqbench suite flags...]
 set -eu
 bin=${1:?usage: perf.sh BINDIR [flags...]}
 shift
@@ -20,7 +22,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 sock="$dir/mqd.sock"
-"$bin/mqd" --data-dir "$dir/data" --listen "unix://$sock" 2>"$dir/mqd.log" &
+# shellcheck disable=SC2086 # MQD_FLAGS is split on purpose
+"$bin/mqd" --data-dir "$dir/data" --listen "unix://$sock" ${MQD_FLAGS:-} 2>"$dir/mqd.log" &
 pid=$!
 i=0
 until [ -S "$sock" ]; do

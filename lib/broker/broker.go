@@ -54,6 +54,11 @@ type Broker struct {
 	// (fetchsession.go).
 	sessions *fetchSessions
 
+	// isr counts the ISR changes this node made as leader, and lagTimes
+	// caches the record timestamps of group lag (metrics.go).
+	isr      isrCounters
+	lagTimes lagTimeCache
+
 	// scrubWake wakes an idle scrubber: a partition was opened, with
 	// bytes no one has checked since mqd started (scrub.go).
 	scrubWake chan struct{}

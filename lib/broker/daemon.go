@@ -17,6 +17,9 @@ import (
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/kafkaext"
+	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/metrics"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -31,6 +34,12 @@ type Daemon struct {
 	ctrl     *controller.Controller
 	broker   *Broker
 	server   *server.Server
+
+	// metrics is nil unless s.MetricsListen is set; metricsAddr is where
+	// it is served and stopMetrics stops serving it.
+	metrics     *metrics.Metrics
+	metricsAddr string
+	stopMetrics func()
 
 	stopRetention context.CancelFunc
 	retentionDone chan struct{}
@@ -164,23 +173,41 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 			logger.Warn("starting on a metadata image that may be behind: a replica that lost committed records and is not in it yet goes unreported", "err", err)
 		}
 	}
-	d.broker, err = New(Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker")})
-	if err != nil {
-		return nil, err
-	}
-	d.lost = d.broker.data.lostCommitted()
-	d.server, err = server.New(server.Config{
+	bcfg := Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker")}
+	scfg := server.Config{
 		Listeners:             s.Listeners,
 		MaxRequestBytes:       s.SocketRequestMaxBytes,
 		QueuedMaxRequestBytes: queuedMaxRequestBytes(s.QueuedMaxRequestBytes),
 		IdleTimeout:           s.ConnectionsMaxIdle,
 		Logger:                logger.With("component", "server"),
-	}, d.broker)
+	}
+	if s.MetricsListen != "" {
+		d.metrics = metrics.New(metrics.Config{
+			Source:          d,
+			PartitionSeries: s.MetricsPartitionSeries,
+			APINames:        map[int16]string{kafkaext.SkipDamagedKey: "SkipDamaged"},
+		})
+		bcfg.LogFS = log.TimedFS(log.OSFS, d.metrics.ObserveFsync)
+		scfg.Observer = d.metrics
+	}
+	d.broker, err = New(bcfg)
+	if err != nil {
+		return nil, err
+	}
+	d.lost = d.broker.data.lostCommitted()
+	d.server, err = server.New(scfg, d.broker)
 	if err != nil {
 		return nil, err
 	}
 	if err := d.server.Start(); err != nil {
 		return nil, err
+	}
+	if d.metrics != nil {
+		// Scrapes read the broker, the server and the controller, all
+		// open from here on.
+		if d.metricsAddr, d.stopMetrics, err = d.metrics.Serve(s.MetricsListen, logger.With("component", "metrics")); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
 	}
 	addrs := d.server.Addrs()
 	host, port, err := advertisedAddress(s.Advertise, addrs)
@@ -270,6 +297,10 @@ func (d *Daemon) startRetention(every time.Duration) {
 // "unix:///run/mq/mqd.sock".
 func (d *Daemon) Addrs() []string { return d.server.Addrs() }
 
+// MetricsAddr returns the host:port the metrics are served on, empty
+// when metrics.listen is not set.
+func (d *Daemon) MetricsAddr() string { return d.metricsAddr }
+
 // Settings returns the settings the daemon was started with.
 func (d *Daemon) Settings() config.Broker { return d.settings }
 
@@ -293,6 +324,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 // closeParts stops whatever Start got to, in reverse order.
 func (d *Daemon) closeParts(ctx context.Context) error {
 	var errs []error
+	if d.stopMetrics != nil {
+		d.stopMetrics()
+	}
 	if d.stopHeartbeat != nil {
 		d.stopHeartbeat()
 		<-d.heartbeatDone

@@ -34,6 +34,7 @@ type hosted struct {
 	*replica.Partition
 	topicID controller.TopicID
 	cfg     atomic.Pointer[config.Topic] // replaced, never modified
+	traffic *topicTraffic                // the topic's client traffic (metrics.go)
 }
 
 // config returns the partition's current topic config.
@@ -59,6 +60,9 @@ type dataPlane struct {
 	// storage counts the failed writes of the data directory's logs since
 	// mqd started (logdirs.go).
 	storage log.StorageCounters
+
+	// traffic counts the client traffic of each topic hosted here (metrics.go).
+	traffic trafficCounters
 }
 
 // newDataPlane opens the partitions this node hosts according to the
@@ -171,6 +175,11 @@ func (d *dataPlane) apply(img *controller.Image) error {
 	for _, tp := range gone {
 		d.remove(tp, true)
 	}
+	hostedTopics := map[string]bool{}
+	for tp := range want {
+		hostedTopics[tp.topic] = true
+	}
+	d.traffic.retain(hostedTopics)
 	d.applied = img
 	return errors.Join(errs...)
 }
@@ -238,7 +247,7 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 		d.b.log.Error("partition lost records it knew as committed: its log ends below its checkpointed high-water mark (a power loss took what was not flushed); it stays out of the ISR until it caught up, and leads only after an unclean election",
 			"topic", t.Name, "partition", partition, "log_end_offset", lost.EndOffset, "checkpointed_high_watermark", lost.HighWatermark)
 	}
-	h := &hosted{Partition: p, topicID: t.ID}
+	h := &hosted{Partition: p, topicID: t.ID, traffic: d.traffic.of(t.Name)}
 	h.cfg.Store(&tcfg)
 	d.mu.Lock()
 	d.parts[topicPartition{t.Name, partition}] = h

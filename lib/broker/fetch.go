@@ -79,11 +79,14 @@ type fetch struct {
 	buf     []byte
 	parts   []server.Part
 	regions []log.Region
-	clock   clock.Clock // the broker's, which timer belongs to
-	timer   clock.Timer
-	cases   []reflect.SelectCase
-	reply   server.Reply
-	done    func()
+	// errCodes are the nonzero partition error codes encoded, for the
+	// server's Observer (server.Response.ErrorCodes).
+	errCodes []int16
+	clock    clock.Clock // the broker's, which timer belongs to
+	timer    clock.Timer
+	cases    []reflect.SelectCase
+	reply    server.Reply
+	done     func()
 }
 
 var fetchPool sync.Pool
@@ -108,6 +111,7 @@ func (f *fetch) release() {
 	}
 	clear(f.regions)
 	f.regions = f.regions[:0]
+	f.errCodes = f.errCodes[:0]
 	for i := range f.topics {
 		clear(f.topics[i].parts)
 	}
@@ -382,11 +386,18 @@ func (f *fetch) response() server.Response {
 			fp := &f.topics[i].parts[j]
 			if fp.region.Len > 0 {
 				f.regions = append(f.regions, fp.region)
+				if f.replicaID < 0 && fp.p != nil {
+					// Client traffic: the bytes sent, and the offsets
+					// in them from the one asked for on (the first
+					// batch may start before it).
+					fp.p.traffic.bytesOut.Add(uint64(fp.region.Len))
+					fp.p.traffic.messagesOut.Add(uint64(max(fp.region.LastOffset+1-max(fp.fetchOffset, fp.region.BaseOffset), 0)))
+				}
 			}
 			fp.region = log.Region{}
 		}
 	}
-	return server.Response{Parts: parts, Flexible: f.version >= 12, Done: f.done}
+	return server.Response{Parts: parts, Flexible: f.version >= 12, Done: f.done, ErrorCodes: f.errCodes}
 }
 
 // encode writes the Fetch response body: every field with its version's
@@ -433,8 +444,12 @@ func (f *fetch) encode() []server.Part {
 			if fp.omit {
 				continue
 			}
+			code := fetchError(fp.err)
+			if code != 0 {
+				f.errCodes = append(f.errCodes, code)
+			}
 			buf = appendInt32(buf, fp.partition)
-			buf = appendInt16(buf, fetchError(fp.err))
+			buf = appendInt16(buf, code)
 			buf = appendInt64(buf, fp.highWatermark)
 			buf = appendInt64(buf, fp.highWatermark) // LastStableOffset: no transactions, so the HW
 			if f.version >= 5 {

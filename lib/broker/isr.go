@@ -62,6 +62,7 @@ func (b *Broker) proposeISRChanges(ctx context.Context, slots chan struct{}, inf
 		if !ok {
 			continue
 		}
+		before := h.State().ISR
 		select {
 		case slots <- struct{}{}:
 		case <-b.stop:
@@ -85,6 +86,7 @@ func (b *Broker) proposeISRChanges(ctx context.Context, slots chan struct{}, inf
 				}
 				return
 			}
+			b.isr.count(before, change.ISR)
 			b.log.Info("ISR changed", "partition", h.String(), "isr", change.ISR,
 				"leader_epoch", change.LeaderEpoch, "partition_epoch", change.PartitionEpoch+1)
 		}()

@@ -238,11 +238,20 @@ func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, partition
 func appendBatches(p *hosted, batches []byte, acks int16) (log.AppendResult, error) {
 	var res log.AppendResult
 	first := true
+	var bytesIn, messagesIn uint64
+	defer func() {
+		p.traffic.bytesIn.Add(bytesIn)
+		p.traffic.messagesIn.Add(messagesIn)
+	}()
 	for rest := batches; len(rest) > 0; {
 		batch, next, _, _ := record.Next(rest)
 		r, err := p.Append(batch, acks)
 		if err != nil {
 			return res, err
+		}
+		if !r.Duplicate {
+			bytesIn += uint64(len(batch))
+			messagesIn += uint64(r.LastOffset - r.BaseOffset + 1)
 		}
 		if first {
 			res = r

@@ -30,6 +30,13 @@ type Broker struct {
 	LogLevel  string   // log.level (mq): debug|info|warn|error, default info
 	LogFormat string   // log.format (mq): text|json, default text
 
+	// MetricsListen is where Prometheus metrics are served over HTTP,
+	// tcp://host:port (metrics.listen, mq); empty (the default): not served.
+	MetricsListen string
+	// MetricsPartitionSeries keeps the per-partition and per-group-partition
+	// series in the metrics (metrics.partition.series, mq), default true.
+	MetricsPartitionSeries bool
+
 	NumPartitions              int32         // num.partitions, default 1
 	DefaultReplicationFactor   int16         // default.replication.factor, default 1
 	AutoCreateTopics           bool          // auto.create.topics.enable, default true
@@ -204,6 +211,10 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.LogLevel = v }, get: func(b *Broker) string { return b.LogLevel }},
 	{name: "log.format", kind: oneOf("text", "json"), def: "text", doc: "The format of mqd's own log messages on stderr.",
 		set: func(b *Broker, v string) { b.LogFormat = v }, get: func(b *Broker) string { return b.LogFormat }},
+	{name: "metrics.listen", kind: metricsListener, doc: "Serve Prometheus metrics over HTTP at /metrics on tcp://host:port (port 0 picks a free port); empty: no metrics (mq). docs/metrics.md lists them.",
+		set: func(b *Broker, v string) { b.MetricsListen = v }, get: func(b *Broker) string { return b.MetricsListen }},
+	{name: "metrics.partition.series", kind: boolean, def: "true", doc: "Include the series with a partition label (mq_partition_*, and the per-partition group lag, which becomes one series per group when false), so that a node with very many partitions keeps its metrics small (mq).",
+		set: func(b *Broker, v string) { b.MetricsPartitionSeries = v == "true" }, get: func(b *Broker) string { return strconv.FormatBool(b.MetricsPartitionSeries) }},
 	{name: "socket.request.max.bytes", kind: intAtLeast(1), def: "104857600", doc: "The largest request accepted, in bytes.",
 		set: func(b *Broker, v string) { b.SocketRequestMaxBytes = i32(v) }, get: func(b *Broker) string { return fmtInt(b.SocketRequestMaxBytes) }},
 	{name: "queued.max.request.bytes", kind: anyLong, def: "268435456", doc: "The request bytes held in memory at once, across all connections: when they are used up, " +

@@ -233,6 +233,23 @@ var advertised = kind{typ: TypeString, allowed: "host:port with a port from 1 to
 	return v, true
 }}
 
+// metricsListener accepts tcp://host:port (or host:port; port 0 picks a
+// free one), or empty for no metrics endpoint. Its canonical form is
+// tcp://host:port.
+var metricsListener = kind{typ: TypeString, allowed: "tcp://host:port (port 0: any free port), or empty for none", norm: func(v string) (string, bool) {
+	if v == "" {
+		return "", true
+	}
+	if strings.Contains(v, "://") && !strings.HasPrefix(v, "tcp://") {
+		return "", false
+	}
+	n, err := parseListener(v)
+	if err != nil {
+		return "", false
+	}
+	return n, true
+}}
+
 // rackName accepts any rack name without commas or control characters, or
 // empty for no rack.
 var rackName = kind{typ: TypeString, allowed: "a name without commas, spaces or control characters", norm: func(v string) (string, bool) {

@@ -604,6 +604,10 @@ func (c *Controller) Changes() <-chan struct{} { return c.fsm.Changes() }
 // that accepts commands.
 func (c *Controller) IsLeader() bool { return c.raft.State() == raft.Leader }
 
+// RaftState returns this node's Raft state in lower case: leader,
+// follower, candidate or shutdown.
+func (c *Controller) RaftState() string { return strings.ToLower(c.raft.State().String()) }
+
 // LeaderID returns the node ID of the current Raft leader, or -1 when
 // there is none known.
 func (c *Controller) LeaderID() int32 {

@@ -93,6 +93,21 @@ type Broker struct {
 // alive reports whether the broker may lead, join an ISR or get replicas.
 func (b Broker) alive() bool { return !b.Fenced && !b.InControlledShutdown }
 
+// OfflinePartitions counts the partitions without a live leader: none,
+// or one that is fenced or not registered. (A leader in controlled
+// shutdown still serves until its leaderships have moved.)
+func (img *Image) OfflinePartitions() int {
+	n := 0
+	for _, t := range img.Topics {
+		for _, p := range t.Partitions {
+			if b, ok := img.Brokers[p.Leader]; p.Leader < 0 || !ok || b.Fenced {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // brokerAlive reports whether broker id is registered and alive in img.
 func (img *Image) brokerAlive(id int32) bool {
 	b, ok := img.Brokers[id]

@@ -84,12 +84,18 @@ type pending struct {
 	req   *Request
 	// charge is what the frame holds of the server's budget.
 	charge int64
+	// start is when the request's frame had been read (set only when the
+	// server has an Observer).
+	start time.Time
 }
 
 // finish releases what a pending holds once its response has been written
 // or dropped: the response's resources (Done), the request's frame and
 // the Request, and the frame's share of the budget.
 func (c *conn) finish(p *pending, resp Response) {
+	if o := c.s.cfg.Observer; o != nil {
+		o.Answered(p.key, time.Since(p.start), resp)
+	}
 	resp.done()
 	if p.frame != nil {
 		putFrame(p.frame)
@@ -330,6 +336,9 @@ func (c *conn) readRequest() (_ pending, err error) {
 		key:           key,
 		version:       version,
 		charge:        charge,
+	}
+	if c.s.cfg.Observer != nil {
+		p.start = time.Now()
 	}
 	if key == apiVersionsKey && !c.s.api.supports(key, version) {
 		// A version we do not know: its header and body may be laid out

@@ -147,6 +147,11 @@ type Response struct {
 	// connection. Resources the Parts point at (segment files) may be
 	// released then.
 	Done func()
+	// ErrorCodes are the nonzero Kafka error codes a Parts body carries
+	// (top level and per partition), for the Observer, which cannot read
+	// them out of encoded bytes; a Msg's are in the Msg. It may alias
+	// memory the Done hook releases.
+	ErrorCodes []int16
 }
 
 // Part is one piece of a pre-encoded response body: either Bytes, or the

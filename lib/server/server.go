@@ -79,6 +79,20 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Logger receives connection-level events; nil means silent.
 	Logger *slog.Logger
+	// Observer, when set, is told of every request once its response has
+	// been written or dropped (metrics); nil costs nothing.
+	Observer Observer
+}
+
+// Observer watches the requests a Server answers. Answered is called on
+// connection goroutines, for different connections concurrently, once per
+// request read: with the request's API key, the time from its frame being
+// read to its response being written (or dropped on a broken
+// connection), and the response, which it must not keep or modify (its
+// Done hook has not run yet). It must be quick: it delays the
+// connection's next response.
+type Observer interface {
+	Answered(key int16, elapsed time.Duration, resp Response)
 }
 
 // Server accepts connections on its listeners and moves Kafka frames between
@@ -267,6 +281,17 @@ func (s *Server) Serve() error {
 	<-s.done
 	return nil
 }
+
+// Connections returns the number of open connections.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// ConnectionsAccepted returns the number of connections accepted since
+// the Server was made.
+func (s *Server) ConnectionsAccepted() uint64 { return s.nextID.Load() }
 
 // Addrs returns the addresses actually listened on, in Config order, in the
 // Config syntax ("tcp://127.0.0.1:40123", "unix:///run/mq/mqd.sock"). It is

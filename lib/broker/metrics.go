@@ -1,0 +1,263 @@
+package broker
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mqproject/mq/lib/metrics"
+	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/replica"
+)
+
+// This file is what the broker keeps and reads for lib/metrics: per-topic
+// traffic counters (an atomic add per partition of a request, whether
+// metrics are served or not), ISR change counters, and the snapshot a
+// scrape reads, group lag included.
+
+// topicTraffic counts one topic's client traffic on this node since it
+// started, or since the topic was (re)created.
+type topicTraffic struct {
+	bytesIn, messagesIn, bytesOut, messagesOut atomic.Uint64
+}
+
+// trafficCounters holds the topicTraffic of every topic this node hosts
+// partitions of, by name. A topic's entry goes when the node hosts none
+// of its partitions any more, so a topic hosted again counts from 0 (a
+// counter reset); one deleted and re-created between two images keeps
+// counting.
+type trafficCounters struct {
+	mu     sync.Mutex
+	topics map[string]*topicTraffic
+}
+
+// of returns the counters of a topic, making them on first use.
+func (t *trafficCounters) of(topic string) *topicTraffic {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.topics == nil {
+		t.topics = map[string]*topicTraffic{}
+	}
+	c := t.topics[topic]
+	if c == nil {
+		c = new(topicTraffic)
+		t.topics[topic] = c
+	}
+	return c
+}
+
+// retain drops the counters of topics not in keep.
+func (t *trafficCounters) retain(keep map[string]bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name := range t.topics {
+		if !keep[name] {
+			delete(t.topics, name)
+		}
+	}
+}
+
+func (t *trafficCounters) snapshot() []metrics.TopicTraffic {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]metrics.TopicTraffic, 0, len(t.topics))
+	for name, c := range t.topics {
+		out = append(out, metrics.TopicTraffic{Topic: name,
+			BytesIn: c.bytesIn.Load(), MessagesIn: c.messagesIn.Load(),
+			BytesOut: c.bytesOut.Load(), MessagesOut: c.messagesOut.Load()})
+	}
+	return out
+}
+
+// isrCounters count the ISR changes this node made as a leader.
+type isrCounters struct {
+	shrinks, expands atomic.Uint64
+}
+
+// count records an accepted ISR change from before to after.
+func (c *isrCounters) count(before, after []int32) {
+	removed := slices.ContainsFunc(before, func(id int32) bool { return !slices.Contains(after, id) })
+	added := slices.ContainsFunc(after, func(id int32) bool { return !slices.Contains(before, id) })
+	if removed {
+		c.shrinks.Add(1)
+	}
+	if added {
+		c.expands.Add(1)
+	}
+}
+
+// MetricsSnapshot implements metrics.Source for the Daemon: the broker's
+// partitions, groups and counters, the controller's Raft state and the
+// server's connections.
+func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
+	s := d.broker.metricsSnapshot(partitionSeries)
+	s.ControllerLeaderID = d.ctrl.LeaderID()
+	s.RaftState = d.ctrl.RaftState()
+	if s.RaftState == "leader" {
+		s.Offline = d.ctrl.Image().OfflinePartitions()
+	}
+	s.Connections = d.server.Connections()
+	s.ConnectionsAccepted = d.server.ConnectionsAccepted()
+	return s
+}
+
+// metricsSnapshot is the Broker's part of a Snapshot.
+func (b *Broker) metricsSnapshot(partitionSeries bool) metrics.Snapshot {
+	s := metrics.Snapshot{
+		Topics:     b.data.traffic.snapshot(),
+		ISRShrinks: b.isr.shrinks.Load(),
+		ISRExpands: b.isr.expands.Load(),
+	}
+	for _, h := range b.data.all() {
+		st := h.State()
+		leader := st.Role == replica.Leader
+		if leader && len(st.ISR) < len(st.Replicas) {
+			s.UnderReplicated++
+		}
+		if partitionSeries {
+			s.Partitions = append(s.Partitions, metrics.Partition{
+				Topic: h.Topic(), Partition: h.Partition.Partition(),
+				HighWatermark: st.HighWatermark, LogEndOffset: st.LogEndOffset, LogStartOffset: st.LogStartOffset,
+				SizeBytes: h.Log().Size(), Leader: leader,
+			})
+		}
+	}
+	s.Groups = b.groupLag()
+	return s
+}
+
+// groupLag lists the groups this node coordinates with their lag on the
+// partitions they committed offsets for and that this node hosts (it
+// reads its own replica, the leader's or a follower's a fetch behind; a
+// partition hosted elsewhere has no lag series here).
+//
+// The definition is mqctl group describe's (lib/admin): lag in messages is
+// the high-water mark minus the committed offset, at least 0; lag in time
+// is now minus the timestamp of the first record at or after the committed
+// offset (the log start when that is later), in whole milliseconds, and 0
+// without lag. Timestamps are cached per group partition and committed
+// offset, so a scrape reads one batch only for a commit that moved since
+// the last one.
+func (b *Broker) groupLag() []metrics.Group {
+	now := b.clock.Now()
+	listed := b.groups.c.ListGroups(nil)
+	out := make([]metrics.Group, 0, len(listed))
+	seen := map[lagKey]bool{}
+	for _, g := range listed {
+		mg := metrics.Group{Group: g.Group, State: g.State.String()}
+		offsets, err := b.groups.c.FetchOffsets(g.Group, nil)
+		if err != nil {
+			out = append(out, mg)
+			continue
+		}
+		for _, o := range offsets {
+			if o.Offset.Offset < 0 {
+				continue
+			}
+			h := b.data.partition(o.Topic, o.Partition)
+			if h == nil {
+				continue
+			}
+			committed := o.Offset.Offset
+			hw := h.HighWatermark()
+			lag := metrics.GroupLag{Topic: o.Topic, Partition: o.Partition, Messages: max(hw-committed, 0)}
+			if lag.Messages > 0 {
+				key := lagKey{g.Group, o.Topic, o.Partition}
+				seen[key] = true
+				at := max(committed, h.Log().StartOffset())
+				ts, ok := b.lagTimes.timestamp(key, h, at, hw)
+				if !ok {
+					continue // no record to date: no lag series, as mqctl shows none
+				}
+				lag.Seconds = float64(max(now.UnixMilli()-ts, 0)) / 1000
+			}
+			mg.Lag = append(mg.Lag, lag)
+		}
+		out = append(out, mg)
+	}
+	b.lagTimes.retain(seen)
+	return out
+}
+
+// lagKey is one group partition.
+type lagKey struct {
+	group, topic string
+	partition    int32
+}
+
+// lagTimeCache remembers, per group partition, the timestamp of the
+// record at the offset last asked for.
+type lagTimeCache struct {
+	mu      sync.Mutex
+	entries map[lagKey]lagTime
+}
+
+type lagTime struct {
+	offset    int64
+	timestamp int64 // milliseconds
+}
+
+// timestamp returns the timestamp (ms) of the first record at or after
+// offset at in h, below maxOffset, from the cache when it was read for
+// the same offset.
+func (c *lagTimeCache) timestamp(key lagKey, h *hosted, at, maxOffset int64) (int64, bool) {
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && e.offset == at {
+		return e.timestamp, true
+	}
+	ts, ok := recordTimestamp(h, at, maxOffset)
+	if !ok {
+		return 0, false
+	}
+	c.mu.Lock()
+	if c.entries == nil {
+		c.entries = map[lagKey]lagTime{}
+	}
+	c.entries[key] = lagTime{at, ts}
+	c.mu.Unlock()
+	return ts, true
+}
+
+// retain drops the entries not in keep.
+func (c *lagTimeCache) retain(keep map[lagKey]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.entries {
+		if !keep[k] {
+			delete(c.entries, k)
+		}
+	}
+}
+
+// errRecordFound stops the iteration of recordTimestamp.
+var errRecordFound = errors.New("broker: record found")
+
+// recordTimestamp reads the batch holding offset at (one batch, below
+// maxOffset) and returns the timestamp of its first record at or after
+// at, as a consumer would see it.
+func recordTimestamp(h *hosted, at, maxOffset int64) (int64, bool) {
+	b, err := h.Log().ReadBytes(at, maxOffset, 1)
+	if err != nil || len(b) == 0 {
+		return 0, false
+	}
+	batch, _, hdr, err := record.Next(b)
+	if err != nil || batch == nil {
+		return 0, false
+	}
+	var ts int64
+	found := false
+	err = record.Iterate(batch, 0, func(r *record.Record) error {
+		if r.Offset(&hdr) < at {
+			return nil
+		}
+		ts, found = r.Timestamp(&hdr), true
+		return errRecordFound
+	})
+	if !found || err != nil && !errors.Is(err, errRecordFound) {
+		return 0, false
+	}
+	return ts, true
+}

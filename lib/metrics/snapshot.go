@@ -1,0 +1,82 @@
+package metrics
+
+// Snapshot is the state of a node that the scrape-time metrics show, as a
+// Source reads it. Counters in it only grow while the node runs.
+type Snapshot struct {
+	// Topics is the client traffic per topic (not replication).
+	Topics []TopicTraffic
+	// Partitions are the partitions this node hosts (leads or follows).
+	// A Source may leave it empty when the scrape asks for no partition
+	// series.
+	Partitions []Partition
+	// UnderReplicated counts the partitions this node leads whose ISR is
+	// smaller than their replica set.
+	UnderReplicated int
+	// Offline counts the partitions of the cluster image without a live
+	// leader. Only the node whose controller is the Raft leader counts
+	// them (others report 0), so a sum over the cluster counts each once.
+	Offline int
+	// ISRShrinks and ISRExpands count the ISR changes this node made, as
+	// a leader, since it started.
+	ISRShrinks, ISRExpands uint64
+
+	// ControllerLeaderID is the node id of the Raft leader, -1 when none is known.
+	ControllerLeaderID int32
+	// RaftState is this node's Raft state: one of RaftStates.
+	RaftState string
+
+	// Groups are the consumer groups this node coordinates.
+	Groups []Group
+
+	// Connections is the number of open client connections, and
+	// ConnectionsAccepted the connections accepted since the node started.
+	Connections         int
+	ConnectionsAccepted uint64
+}
+
+// RaftStates are the values of RaftState, the label values of
+// mq_raft_state.
+var RaftStates = []string{"leader", "follower", "candidate", "shutdown"}
+
+// TopicTraffic is one topic's client traffic since the node started:
+// bytes and records produced to it, and bytes and records fetched from it
+// by consumers (follower fetches are not counted).
+type TopicTraffic struct {
+	Topic                 string
+	BytesIn, MessagesIn   uint64
+	BytesOut, MessagesOut uint64
+}
+
+// Partition is one hosted partition.
+type Partition struct {
+	Topic          string
+	Partition      int32
+	HighWatermark  int64
+	LogEndOffset   int64
+	LogStartOffset int64
+	SizeBytes      int64
+	Leader         bool // this node leads it
+}
+
+// Group is one consumer group and the partitions it has committed
+// offsets for.
+type Group struct {
+	Group string
+	State string // Kafka's name: Empty, Stable, PreparingRebalance, CompletingRebalance, Dead
+	// Lag holds one entry per partition the group committed an offset for
+	// and whose lag the node could compute (it hosts the partition).
+	Lag []GroupLag
+}
+
+// GroupLag is how far a group is behind on one partition, defined as mqctl
+// group describe defines it (lib/admin): Messages is the high-water mark
+// minus the committed offset, at least 0; Seconds is now minus the
+// timestamp of the first record at or after the committed offset (or the
+// log start, when the committed offset is below it), in whole
+// milliseconds, when Messages > 0, else 0.
+type GroupLag struct {
+	Topic     string
+	Partition int32
+	Messages  int64
+	Seconds   float64
+}

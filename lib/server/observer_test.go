@@ -1,0 +1,77 @@
+package server
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// recordingObserver keeps what Answered was told.
+type recordingObserver struct {
+	mu   sync.Mutex
+	keys []int16
+	errs []int16
+}
+
+func (o *recordingObserver) Answered(key int16, elapsed time.Duration, resp Response) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if elapsed <= 0 {
+		o.errs = append(o.errs, -1)
+	}
+	o.keys = append(o.keys, key)
+	o.errs = append(o.errs, resp.ErrorCodes...)
+}
+
+func (o *recordingObserver) seen() ([]int16, []int16) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]int16(nil), o.keys...), append([]int16(nil), o.errs...)
+}
+
+// TestObserverSeesEveryRequestAndConnectionsAreCounted: the Observer is
+// told of each answered request (ApiVersions, answered by the server, and
+// the handler's), with the error codes of a pre-encoded response; the
+// server counts its connections.
+func TestObserverSeesEveryRequestAndConnectionsAreCounted(t *testing.T) {
+	obs := &recordingObserver{}
+	s := startServer(t, Config{Observer: obs}, newFake(func(_ context.Context, _ *ConnInfo, req *Request) Reply {
+		return req.Ready(Response{Msg: req.Body.ResponseKind(), ErrorCodes: []int16{6}})
+	}))
+	if s.Connections() != 0 || s.ConnectionsAccepted() != 0 {
+		t.Fatalf("before any connection: %d open, %d accepted", s.Connections(), s.ConnectionsAccepted())
+	}
+	network, addr, _ := parseListener(s.Addrs()[0])
+	cl, err := kgo.NewClient(kgo.SeedBrokers("mq:9092"), kgo.Dialer(func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cl.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Fatal(err)
+	}
+	keys, errs := obs.seen()
+	if len(keys) != 2 || keys[0] != 18 || keys[1] != 3 {
+		t.Errorf("observed keys %v, want ApiVersions (18) then Metadata (3)", keys)
+	}
+	if len(errs) != 1 || errs[0] != 6 {
+		t.Errorf("observed error codes %v, want [6] (and no zero durations, -1)", errs)
+	}
+	if s.Connections() != 1 || s.ConnectionsAccepted() != 1 {
+		t.Errorf("with one client: %d open, %d accepted; want 1 and 1", s.Connections(), s.ConnectionsAccepted())
+	}
+	cl.Close()
+	waitFor(t, "the closed connection to be gone", func() bool { return s.Connections() == 0 })
+	if s.ConnectionsAccepted() != 1 {
+		t.Errorf("after the client closed: %d accepted; want 1", s.ConnectionsAccepted())
+	}
+}
