@@ -49,6 +49,7 @@ func (b *Broker) maintain() {
 			b.checkpointHighWatermarks()
 		case <-isr.C():
 			b.proposeISRChanges(ctx, slots, &inflight)
+			b.proposeResignations(ctx, slots, &inflight)
 		}
 	}
 }
@@ -89,6 +90,51 @@ func (b *Broker) proposeISRChanges(ctx context.Context, slots chan struct{}, inf
 			b.isr.count(before, change.ISR)
 			b.log.Info("ISR changed", "partition", h.String(), "isr", change.ISR,
 				"leader_epoch", change.LeaderEpoch, "partition_epoch", change.PartitionEpoch+1)
+		}()
+	}
+}
+
+// proposeResignations hands every partition this node leads but cannot
+// serve whole (a damaged range: replica.Partition.ProposeResignation) to
+// another ISR member, which holds the range intact; this node then
+// follows outside the ISR, cuts the range and fetches it again. Where the
+// controller refuses (no other live ISR member), it keeps the partition
+// and the range stays withheld, and tries again later.
+func (b *Broker) proposeResignations(ctx context.Context, slots chan struct{}, inflight *sync.WaitGroup) {
+	self := b.cfg.Settings.NodeID
+	for _, h := range b.data.all() {
+		r, ok := h.ProposeResignation()
+		if !ok {
+			continue
+		}
+		before := h.State().ISR
+		select {
+		case slots <- struct{}{}:
+		case <-b.stop:
+			h.ResignationRefused()
+			return
+		}
+		inflight.Add(1)
+		go func() {
+			defer inflight.Done()
+			defer func() { <-slots }()
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			p, err := b.ctrl.ResignLeadership(pctx, controller.Resignation{
+				Topic: h.Topic(), Partition: h.Partition.Partition(), Leader: self,
+				LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch,
+			})
+			if err != nil {
+				h.ResignationRefused()
+				if !errors.Is(err, context.Canceled) {
+					b.log.Warn("damaged range: leadership kept, the range stays withheld", "partition", h.String(),
+						"damage", r.Damage.String(), "err", err)
+				}
+				return
+			}
+			b.isr.count(before, p.ISR)
+			b.log.Warn("damaged range: leadership handed to an ISR member that holds it; fetching it again from there",
+				"partition", h.String(), "damage", r.Damage.String(), "leader", p.Leader, "isr", p.ISR, "leader_epoch", p.LeaderEpoch)
 		}()
 	}
 }

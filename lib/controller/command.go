@@ -24,6 +24,7 @@ const (
 	cmdUnfenceBroker      commandType = 11
 	cmdControlledShutdown commandType = 12
 	cmdElectLeaders       commandType = 13
+	cmdResignLeadership   commandType = 14
 )
 
 func (t commandType) String() string {
@@ -54,6 +55,8 @@ func (t commandType) String() string {
 		return "ControlledShutdown"
 	case cmdElectLeaders:
 		return "ElectLeaders"
+	case cmdResignLeadership:
+		return "ResignLeadership"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -270,6 +273,18 @@ type alterPartitionV2 struct {
 	ISR            []int32 `json:"isr"`
 }
 
+// resignLeadershipV1 is a leader giving up a partition whose log it
+// cannot serve whole (a damaged range below the high-water mark): it
+// leaves the leadership and the ISR, and the first live ISR member in
+// replica order leads. Valid only against the epochs it names.
+type resignLeadershipV1 struct {
+	Topic          string `json:"topic"`
+	Partition      int32  `json:"partition"`
+	Leader         int32  `json:"leader"`
+	LeaderEpoch    int32  `json:"leader_epoch"`
+	PartitionEpoch int32  `json:"partition_epoch"`
+}
+
 type allocateProducerIDsV1 struct {
 	Count int64 `json:"count"`
 }
@@ -333,6 +348,8 @@ func decodeCommand(data []byte) (commandType, any, error) {
 		body = new(electLeadersV1)
 	case t == cmdElectLeaders && version == 2:
 		body = new(electLeadersV2)
+	case t == cmdResignLeadership && version == 1:
+		body = new(resignLeadershipV1)
 	case t == cmdAllocateProducerID && version == 1:
 		body = new(allocateProducerIDsV1)
 	default:

@@ -939,6 +939,40 @@ func (c *Controller) AlterPartition(ctx context.Context, p AlterPartition) (Part
 	return *res.partition, nil
 }
 
+// Resignation is a partition's leader giving the partition up: it cannot
+// serve a range of its log below the high-water mark (damaged), which
+// another ISR member holds.
+type Resignation struct {
+	Topic     string
+	Partition int32
+	// Leader is the resigning broker, which must be the current leader;
+	// LeaderEpoch and PartitionEpoch must be the partition's current ones.
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+}
+
+// ResignLeadership hands a partition's leadership from its leader to the
+// first live member of its ISR in replica order, and takes the former
+// leader out of the ISR, in one change; it returns the partition as it is
+// now. Errors: ErrEligibleLeadersNotAvailable (no other ISR member is
+// alive: the leader keeps it), and AlterPartition's ErrFencedLeaderEpoch,
+// ErrNotLeader, ErrInvalidUpdateVersion, ErrUnknownTopic,
+// ErrUnknownPartition.
+func (c *Controller) ResignLeadership(ctx context.Context, r Resignation) (Partition, error) {
+	res, err := c.propose(ctx, cmdResignLeadership, &resignLeadershipV1{
+		Topic: r.Topic, Partition: r.Partition, Leader: r.Leader,
+		LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch,
+	})
+	if err != nil {
+		return Partition{}, err
+	}
+	if res.partition == nil {
+		return Partition{}, fmt.Errorf("controller: ResignLeadership answered without a partition")
+	}
+	return *res.partition, nil
+}
+
 // PartitionOverride is a leader, ISR and leader epoch set by hand.
 type PartitionOverride struct {
 	Topic     string

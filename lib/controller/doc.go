@@ -146,6 +146,12 @@
 // ErrInvalidUpdateVersion), so a deposed leader never overwrites a newer
 // ISR; an ISR may only add live brokers (ErrIneligibleReplica).
 //
+// A leader that cannot serve its log whole (a damaged range) gives the
+// partition up with ResignLeadership, under the same epochs: the first
+// live ISR member in replica order leads, and the former leader leaves the
+// ISR, in one change. Without another live ISR member it is refused
+// (ErrEligibleLeadersNotAvailable) and the leader keeps the partition.
+//
 // ElectLeaders runs preferred or unclean elections and reports per
 // partition. An unclean one, run on the active controller, elects the
 // live replica with the most advanced log among the reports at hand
@@ -213,7 +219,9 @@
 // when unclean elections were allowed, and old records still do),
 // ElectLeaders 1 for preferred and 2 for unclean elections (2 names the
 // chosen leaders; 1 elected the first live replica), every other
-// command 1.
+// command 1 (ResignLeadership, type 14, is new: a node of an older build
+// refuses the record and its image misses the change, so every node of a
+// cluster must run a build that reads it; nothing gates it yet).
 //
 // Snapshots carry the whole image: "MQCI", one version byte (2; version 1,
 // without the brokers' Raft address and liveness, is still read), and a

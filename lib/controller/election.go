@@ -383,23 +383,61 @@ func (img *Image) canShutDown(id int32) bool {
 	return true
 }
 
-func applyAlterPartitionV2(img *Image, c *alterPartitionV2, res *applyResult) error {
-	old, ok := img.Topics[c.Topic]
+// leaderProposal finds the partition a leader's proposal names and checks
+// that it is based on the partition's current leader, leader epoch and
+// partition epoch (AlterPartition, ResignLeadership).
+func leaderProposal(img *Image, topic string, partition, leader, leaderEpoch, partitionEpoch int32) (*Topic, Partition, string, error) {
+	old, ok := img.Topics[topic]
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownTopic, c.Topic)
+		return nil, Partition{}, "", fmt.Errorf("%w: %q", ErrUnknownTopic, topic)
 	}
-	if c.Partition < 0 || int(c.Partition) >= len(old.Partitions) {
-		return fmt.Errorf("%w: %q partition %d", ErrUnknownPartition, c.Topic, c.Partition)
+	if partition < 0 || int(partition) >= len(old.Partitions) {
+		return nil, Partition{}, "", fmt.Errorf("%w: %q partition %d", ErrUnknownPartition, topic, partition)
 	}
-	p := old.Partitions[c.Partition]
-	where := fmt.Sprintf("%q partition %d", c.Topic, c.Partition)
+	p := old.Partitions[partition]
+	where := fmt.Sprintf("%q partition %d", topic, partition)
 	switch {
-	case c.LeaderEpoch != p.LeaderEpoch:
-		return fmt.Errorf("%w: %s: leader epoch %d, current %d", ErrFencedLeaderEpoch, where, c.LeaderEpoch, p.LeaderEpoch)
-	case c.Leader != p.Leader || c.Leader < 0:
-		return fmt.Errorf("%w: %s: broker %d, leader is %d", ErrNotLeader, where, c.Leader, p.Leader)
-	case c.PartitionEpoch != p.PartitionEpoch:
-		return fmt.Errorf("%w: %s: partition epoch %d, current %d", ErrInvalidUpdateVersion, where, c.PartitionEpoch, p.PartitionEpoch)
+	case leaderEpoch != p.LeaderEpoch:
+		return nil, p, where, fmt.Errorf("%w: %s: leader epoch %d, current %d", ErrFencedLeaderEpoch, where, leaderEpoch, p.LeaderEpoch)
+	case leader != p.Leader || leader < 0:
+		return nil, p, where, fmt.Errorf("%w: %s: broker %d, leader is %d", ErrNotLeader, where, leader, p.Leader)
+	case partitionEpoch != p.PartitionEpoch:
+		return nil, p, where, fmt.Errorf("%w: %s: partition epoch %d, current %d", ErrInvalidUpdateVersion, where, partitionEpoch, p.PartitionEpoch)
+	}
+	return old, p, where, nil
+}
+
+// applyResignLeadership moves the leadership of a partition its leader
+// gives up to the first live ISR member in replica order, and takes the
+// former leader out of the ISR: it is a clean election (the new leader
+// has every committed record), and the former leader, a follower now
+// outside the ISR, may cut and fetch again what it could not serve.
+// ErrEligibleLeadersNotAvailable where no other ISR member is alive: the
+// leader keeps the partition.
+func applyResignLeadership(img *Image, c *resignLeadershipV1, res *applyResult) error {
+	_, p, where, err := leaderProposal(img, c.Topic, c.Partition, c.Leader, c.LeaderEpoch, c.PartitionEpoch)
+	if err != nil {
+		return err
+	}
+	next := firstAlive(img, p.Replicas, c.Leader, func(r int32) bool { return slices.Contains(p.ISR, r) })
+	if next < 0 {
+		return fmt.Errorf("%w: %s: no other live ISR member than broker %d (ISR %v)", ErrEligibleLeadersNotAvailable, where, c.Leader, p.ISR)
+	}
+	updatePartitions(img, func(t *Topic, q Partition) (partitionChange, bool) {
+		if t.Name != c.Topic || q.ID != c.Partition {
+			return partitionChange{}, false
+		}
+		return partitionChange{leader: next, isr: without(q.ISR, c.Leader)}, true
+	})
+	q := img.Topics[c.Topic].Partitions[c.Partition]
+	res.partition = &q
+	return nil
+}
+
+func applyAlterPartitionV2(img *Image, c *alterPartitionV2, res *applyResult) error {
+	old, p, where, err := leaderProposal(img, c.Topic, c.Partition, c.Leader, c.LeaderEpoch, c.PartitionEpoch)
+	if err != nil {
+		return err
 	}
 	if err := checkPartitionState(p.Replicas, c.Leader, c.ISR); err != nil {
 		return fmt.Errorf("%s: %w", where, err)

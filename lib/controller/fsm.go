@@ -149,6 +149,8 @@ func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
 		err = applyControlledShutdown(&next, c, &res)
 	case *alterPartitionV2:
 		err = applyAlterPartitionV2(&next, c, &res)
+	case *resignLeadershipV1:
+		err = applyResignLeadership(&next, c, &res)
 	case *electLeadersV1:
 		err = applyElectLeadersV1(&next, c, &res)
 	case *electLeadersV2:

@@ -574,3 +574,77 @@ func TestEncodedCommandStartsWithTypeAndVersion(t *testing.T) {
 		t.Fatalf("record %q", data)
 	}
 }
+
+// TestResignLeadership: a leader that gives a partition up hands it to the
+// first live ISR member in replica order and leaves the ISR, in one
+// change with new epochs; where no other ISR member is alive, or the
+// proposal is stale, it keeps the partition.
+func TestResignLeadership(t *testing.T) {
+	setup := func(t *testing.T) (*testFSM, Partition) {
+		tf := newTestFSM(t)
+		tf.must(cmdControllerElected, &controllerElectedV1{NodeID: 1, ClusterID: "c"})
+		for id := int32(1); id <= 3; id++ {
+			tf.must(cmdRegisterBroker, broker(id))
+		}
+		tf.must(cmdCreateTopic, createTopic("orders", 1, 1, 3))
+		p := tf.f.Image().Partition("orders", 0)
+		if len(p.ISR) != 3 || p.Leader != p.Replicas[0] {
+			t.Fatalf("partition %+v", p)
+		}
+		return tf, *p
+	}
+	resign := func(p Partition) *resignLeadershipV1 {
+		return &resignLeadershipV1{Topic: "orders", Partition: 0, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch}
+	}
+
+	t.Run("to the next live ISR member", func(t *testing.T) {
+		tf, p := setup(t)
+		res := tf.must(cmdResignLeadership, resign(p))
+		got := tf.f.Image().Partition("orders", 0)
+		want := p.Replicas[1]
+		if got.Leader != want || slices.Contains(got.ISR, p.Leader) || len(got.ISR) != 2 ||
+			got.LeaderEpoch != p.LeaderEpoch+1 || got.PartitionEpoch != p.PartitionEpoch+1 || res.partition == nil || res.partition.Leader != want {
+			t.Fatalf("after %d resigned: %+v (result %+v); want led by %d, ISR without %d, both epochs moved", p.Leader, got, res.partition, want, p.Leader)
+		}
+	})
+	t.Run("skips a fenced member", func(t *testing.T) {
+		tf, p := setup(t)
+		next := p.Replicas[1]
+		tf.must(cmdFenceBroker, &fenceBrokerV2{ID: next, Epoch: tf.f.Image().Brokers[next].Epoch})
+		p = *tf.f.Image().Partition("orders", 0)
+		tf.must(cmdResignLeadership, resign(p))
+		if got := tf.f.Image().Partition("orders", 0); got.Leader != p.Replicas[2] {
+			t.Fatalf("after %d resigned with %d fenced: %+v; want led by %d", p.Leader, next, got, p.Replicas[2])
+		}
+	})
+	t.Run("refused without another live ISR member", func(t *testing.T) {
+		tf, p := setup(t)
+		tf.must(cmdAlterPartition, &alterPartitionV2{Topic: "orders", Partition: 0, Leader: p.Leader,
+			LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: []int32{p.Leader}})
+		p = *tf.f.Image().Partition("orders", 0)
+		if res := tf.do(cmdResignLeadership, resign(p)); !errors.Is(res.err, ErrEligibleLeadersNotAvailable) {
+			t.Fatalf("resign as the only ISR member: %v; want ErrEligibleLeadersNotAvailable", res.err)
+		}
+		if got := tf.f.Image().Partition("orders", 0); got.Leader != p.Leader || got.LeaderEpoch != p.LeaderEpoch {
+			t.Fatalf("a refused resignation changed the partition: %+v", got)
+		}
+	})
+	t.Run("stale or not the leader", func(t *testing.T) {
+		tf, p := setup(t)
+		stale := resign(p)
+		stale.LeaderEpoch--
+		if res := tf.do(cmdResignLeadership, stale); !errors.Is(res.err, ErrFencedLeaderEpoch) {
+			t.Errorf("stale leader epoch: %v", res.err)
+		}
+		other := resign(p)
+		other.Leader = p.Replicas[1]
+		if res := tf.do(cmdResignLeadership, other); !errors.Is(res.err, ErrNotLeader) {
+			t.Errorf("a follower resigning: %v", res.err)
+		}
+		moved := resign(p)
+		moved.PartitionEpoch++
+		if res := tf.do(cmdResignLeadership, moved); !errors.Is(res.err, ErrInvalidUpdateVersion) {
+			t.Errorf("other partition epoch: %v", res.err)
+		}
+	})
+}

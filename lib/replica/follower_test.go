@@ -258,11 +258,10 @@ func TestFollowerRacesLeadershipChanges(t *testing.T) {
 	}
 }
 
-// TestRefetchDamagedWaitsToLeaveTheISR: a follower whose log has a
-// damaged range cuts nothing while it is in the ISR (it could be elected
-// and lose what it cut), and once out of it cuts before the damage, so
-// that it fetches the range again.
-func TestRefetchDamagedWaitsToLeaveTheISR(t *testing.T) {
+// damagedLog is a log of offsets 0-5 in three batches (0-1, 2-4, 5) of
+// leader epoch 3 whose second batch is damaged, as the scrubber found.
+func damagedLog(t *testing.T) *log.Log {
+	t.Helper()
 	dir := t.TempDir()
 	l, err := log.Open(dir, log.DefaultConfig(), log.Options{})
 	if err != nil {
@@ -298,6 +297,15 @@ func TestRefetchDamagedWaitsToLeaveTheISR(t *testing.T) {
 	if _, err := l.Scrub(context.Background(), nil); err != nil || len(l.Damaged()) != 1 {
 		t.Fatalf("scrub: %v, damaged %v; want one damaged range", err, l.Damaged())
 	}
+	return l
+}
+
+// TestRefetchDamagedWaitsToLeaveTheISR: a follower whose log has a
+// damaged range cuts nothing while it is in the ISR (it could be elected
+// and lose what it cut), and once out of it cuts before the damage, so
+// that it fetches the range again.
+func TestRefetchDamagedWaitsToLeaveTheISR(t *testing.T) {
+	l := damagedLog(t)
 	p := New(Config{Topic: "t", NodeID: self}, l)
 	t.Cleanup(func() { p.Close() })
 	if _, _, err := p.RefetchDamaged(3); !errors.Is(err, ErrNotFollower) {

@@ -171,8 +171,13 @@ type Partition struct {
 	// none; maximalISR is the committed ISR with pending's additions, the
 	// replicas the high-water mark waits for (a follower being added may
 	// already count for acks=all, one being removed still does).
-	pending         *pendingISR
-	maximalISR      []int32
+	pending    *pendingISR
+	maximalISR []int32
+	// resigning: a resignation was proposed and not yet answered;
+	// resignRefused: when the controller last refused one (ProposeResignation
+	// waits replica.lag.time.max.ms before the next).
+	resigning       bool
+	resignRefused   time.Time
 	needsTruncation bool          // follower: see FetchPosition
 	changed         chan struct{} // closed and replaced on HW advance, role change, close
 	changedTaken    bool          // changed has been handed out since it was made
@@ -306,6 +311,7 @@ func (p *Partition) Become(s PartitionState) error {
 	p.role = role
 	if newLeadership || newPartitionEpoch {
 		p.pending = nil
+		p.resigning = false
 	}
 	p.setMaximalISRLocked()
 	if role == Leader {
