@@ -157,3 +157,62 @@ func pendingDatagram(t *testing.T, conn *net.UnixConn) (string, bool) {
 	}
 	return string(buf[:k]), true
 }
+
+func TestProbeAddrPrefersTheSocketAndAsksTheLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		addrs []string
+		want  string
+	}{
+		{[]string{"tcp://127.0.0.1:9092", "unix:///run/mq/mqd.sock"}, "unix:///run/mq/mqd.sock"},
+		{[]string{"tcp://0.0.0.0:9092"}, "tcp://127.0.0.1:9092"},
+		{[]string{"tcp://[::]:9092"}, "tcp://[::1]:9092"},
+		{[]string{"tcp://10.0.0.5:9092", "tcp://127.0.0.1:9093"}, "tcp://10.0.0.5:9092"},
+	} {
+		got, err := probeAddr(tc.addrs)
+		if err != nil || got.String() != tc.want {
+			t.Errorf("probeAddr(%v) = %v, %v; want %s", tc.addrs, got, err, tc.want)
+		}
+	}
+	if _, err := probeAddr(nil); err == nil {
+		t.Error("probeAddr(nil) found something to ask")
+	}
+}
+
+// A listener that accepts but never answers, or answers nonsense, fails
+// the probe (so no keep-alive) within its deadline.
+func TestProbeFailsWhenTheListenerDoesNotAnswerLikeABroker(t *testing.T) {
+	for _, answer := range [][]byte{nil, {0, 0, 0, 8, 0, 0, 0, 9, 1, 2, 3, 4}} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			buf := make([]byte, 512)
+			c.Read(buf)
+			if answer != nil {
+				c.Write(answer)
+			}
+			c.Read(buf) // hold the connection until the probe gives up
+		}()
+		addr, err := probeAddr([]string{"tcp://" + l.Addr().String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		start := time.Now()
+		err = probeBroker(ctx, addr)
+		cancel()
+		if err == nil {
+			t.Errorf("answer %v: the probe succeeded", answer)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("answer %v: the probe took %v past its 200ms deadline", answer, d)
+		}
+	}
+}
