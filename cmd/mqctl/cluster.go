@@ -115,8 +115,8 @@ JSON: {"healthy": bool, "problems": [{"kind": "offline_partition"|
 					var maxLag time.Duration
 					if s := c.String("max-lag"); s != "" {
 						d, err := client.ParseDuration(s)
-						if err != nil || d == 0 {
-							return nil, client.Usagef("--max-lag: %q is not a duration above zero such as 30s, 5m, 1h30m or 2d", s)
+						if err != nil {
+							return nil, client.Usagef("--max-lag: %v", err)
 						}
 						maxLag = d
 					}
