@@ -82,32 +82,28 @@ func TestClusterHealthReportsAKilledBroker(t *testing.T) {
 	// Node 3 is fenced once its session times out, and both partitions,
 	// replicated on every node, are under-replicated once it leaves their
 	// ISR; the controller keeps its quorum (2 of 3 voters).
-	var last healthReport
 	waitFor(t, 30*time.Second, func() (bool, string) {
 		h, res := clusterHealth(t, survivors)
-		last = h
 		if res.code != 1 {
 			return false, fmt.Sprintf("exit %d: %s%s", res.code, res.stdout, res.stderr)
 		}
 		var fenced []int32
 		var under []string
+		other := 0
 		for _, p := range h.Problems {
 			switch p.Kind {
 			case "fenced_broker":
 				fenced = append(fenced, p.Broker)
 			case "under_replicated":
 				under = append(under, fmt.Sprintf("%s/%d", p.Topic, p.Partition))
+			default:
+				other++ // an election after node 3 led the quorum settles
 			}
 		}
 		slices.Sort(under)
-		ok := slices.Equal(fenced, []int32{3}) && slices.Equal(under, []string{"orders/0", "orders/1"})
+		ok := slices.Equal(fenced, []int32{3}) && slices.Equal(under, []string{"orders/0", "orders/1"}) && other == 0
 		return ok, res.stdout
 	})
-	for _, p := range last.Problems {
-		if p.Kind != "fenced_broker" && p.Kind != "under_replicated" {
-			t.Errorf("unexpected problem %+v", p)
-		}
-	}
 	// The table: one line per problem, as the JSON's details.
 	res := runTool(t, 30*time.Second, "", "mqctl", "cluster", "health", "-b", survivors)
 	if res.code != 1 || !strings.Contains(res.stdout, "fenced broker 3 ") || !strings.Contains(res.stdout, "under-replicated partition orders/0: ") ||
