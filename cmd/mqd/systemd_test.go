@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/mqproject/mq/lib/config"
 )
 
 // The units as the repository has them, with the mqd they run.
@@ -190,4 +192,33 @@ func mustGlob(t *testing.T, pattern string) []string {
 		t.Fatalf("glob %s: %v", pattern, m)
 	}
 	return m
+}
+
+// The sample /etc/mq/mqd.conf loads, and so does every setting it shows
+// commented out, once uncommented.
+func TestSampleConfigLoadsWithItsExamplesUncommented(t *testing.T) {
+	sample := filepath.Join(unitDir, "mqd.conf")
+	if _, err := config.Load(sample, func(string) string { return "" }, nil); err != nil {
+		t.Fatalf("the sample as installed: %v", err)
+	}
+	text, err := os.ReadFile(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var examples []string
+	for _, line := range strings.Split(string(text), "\n") {
+		if body, ok := strings.CutPrefix(line, "#"); ok && strings.Contains(body, " = ") && !strings.HasPrefix(body, " ") {
+			examples = append(examples, body)
+		}
+	}
+	if len(examples) < 3 {
+		t.Fatalf("found %d commented-out settings in the sample: %q", len(examples), examples)
+	}
+	uncommented := filepath.Join(t.TempDir(), "mqd.conf")
+	if err := os.WriteFile(uncommented, []byte(strings.Join(examples, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Load(uncommented, func(string) string { return "" }, nil); err != nil {
+		t.Errorf("the sample's examples: %v", err)
+	}
 }
