@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -51,7 +52,7 @@ func watchdogInterval(getenv func(string) string, pid int) (every time.Duration,
 		}
 	}
 	n, err := strconv.ParseUint(usec, 10, 63)
-	if err != nil || n == 0 {
+	if err != nil || n == 0 || n > math.MaxInt64/uint64(time.Microsecond) {
 		return 0, false, fmt.Errorf("$WATCHDOG_USEC %q is not a positive number of microseconds", usec)
 	}
 	return time.Duration(n) * time.Microsecond, true, nil

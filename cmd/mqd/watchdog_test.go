@@ -28,6 +28,7 @@ func TestWatchdogIntervalReadsTheEnvironmentAsSystemdSetsIt(t *testing.T) {
 		{name: "pid not a number", usec: "200000", wpid: "me", err: true},
 		{name: "zero", usec: "0", err: true},
 		{name: "not a number", usec: "30s", err: true},
+		{name: "beyond a time.Duration", usec: "18446744073709551", err: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{"WATCHDOG_USEC": tc.usec, "WATCHDOG_PID": tc.wpid}
