@@ -2,16 +2,18 @@ package main
 
 import (
 	"context"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/mqproject/mq/lib/admin"
+	"github.com/mqproject/mq/lib/client"
 )
 
 func clusterCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "cluster",
-		Usage: "show the cluster: brokers, controller, versions",
+		Usage: "show the cluster: brokers, controller, versions; check its health",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "describe",
@@ -75,6 +77,55 @@ JSON: {"cluster_id": string, "controller": int, "brokers": [{"id": int,
 							return nil, err
 						}
 						return r, err
+					}, nil
+				}),
+			},
+			{
+				Name:      "health",
+				Usage:     "check the cluster for cron and monitoring: exit 0 when healthy, 1 when degraded",
+				ArgsUsage: " ",
+				UsageText: doc("mqctl cluster health [--max-lag DURATION]", `Checks the cluster and prints one line per problem, or one line saying it
+is healthy. Problems: an offline partition (no leader), an
+under-replicated partition (fewer in-sync replicas than replicas), a
+fenced broker (the controller stopped hearing from it), a log directory
+whose writes fail, a controller without quorum (no active controller, or
+the leader in contact with no majority of the voters: itself and the
+voters that are not fenced) and, with --max-lag, each partition on which
+a consumer group's lag in time (as group describe reports it) exceeds
+DURATION (30s, 5m, 1h30m, 2d). Internal topics are checked too.
+
+Exit status: 0 healthy; 1 degraded (the problems on stdout, their count
+on stderr); 2 a bad flag; 3 the broker cannot be reached.
+
+JSON: {"healthy": bool, "problems": [{"kind": "offline_partition"|
+ "under_replicated"|"fenced_broker"|"failing_log_dir"|
+ "controller_no_quorum"|"controller_quorum_unknown"|"lagging_group",
+ "topic": string, "partition": int, "broker": int, "group": string,
+ "lag_time_ms": int, "detail": string}]}; fields that do not apply to a
+ kind are "" or -1; broker is the fenced broker, the broker of the log
+ directory, the leader of an under-replicated partition or of the
+ quorum; detail is the line the table prints.`),
+				Flags: append(commandFlags(),
+					&cli.StringFlag{Name: "max-lag", Usage: "report groups whose lag in time on a partition exceeds `DURATION` (30s, 5m, 1h30m, 2d)", DefaultText: "lag not checked"},
+				),
+				Action: action(func(c *cli.Context) (job, error) {
+					if err := noArgs(c); err != nil {
+						return nil, err
+					}
+					var maxLag time.Duration
+					if s := c.String("max-lag"); s != "" {
+						d, err := client.ParseDuration(s)
+						if err != nil {
+							return nil, client.Usagef("--max-lag: %v", err)
+						}
+						maxLag = d
+					}
+					return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
+						h, err := a.ClusterHealth(ctx, maxLag)
+						if h == nil {
+							return nil, err
+						}
+						return h, err
 					}, nil
 				}),
 			},

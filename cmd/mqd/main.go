@@ -84,7 +84,11 @@ On SIGTERM or SIGINT mqd stops accepting connections, answers the requests
 it has read (for up to 30 seconds), flushes and closes its logs and exits
 0; a second signal exits at once with status 130. Under systemd
 (Type=notify) it sends READY=1 to $NOTIFY_SOCKET once it is serving and
-STOPPING=1 when it begins to shut down.
+STOPPING=1 when it begins to shut down. With WatchdogSec= ($WATCHDOG_USEC,
+and $WATCHDOG_PID unset or mqd's pid) it sends WATCHDOG=1 every half of
+that interval, each time after it answered a Metadata request it made to
+itself on a new connection to its own listener: a wedged mqd falls silent
+and systemd restarts it.
 
 Exit status: 0 after a clean shutdown; 1 when mqd fails at runtime (the
 data directory is in use by another mqd, a listener cannot be opened, ...);
@@ -256,6 +260,7 @@ func serve(c *cli.Context) error {
 	if err := notify("READY=1"); err != nil {
 		logger.Warn("cannot notify systemd", "err", err)
 	}
+	stopWatchdog := startWatchdog(d, logger)
 
 	var conflict error
 	select {
@@ -264,6 +269,7 @@ func serve(c *cli.Context) error {
 	case conflict = <-d.Fatal():
 		logger.Info("shutting down: configuration conflict")
 	}
+	stopWatchdog()
 	if err := notify("STOPPING=1"); err != nil {
 		logger.Warn("cannot notify systemd", "err", err)
 	}

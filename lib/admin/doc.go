@@ -13,5 +13,7 @@
 // refusal by the broker client.Failf (exit 1). When a command acts on
 // several topics and only some fail, the result holds every outcome and
 // the error names the failures, so stdout shows what happened and the exit
-// status is still 1.
+// status is still 1. ClusterHealth works the same way: a degraded cluster
+// is its Health (printed) with a client.Failf error (exit 1); the judgement
+// itself is assessHealth, a pure function of what the broker said.
 package admin

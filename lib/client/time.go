@@ -87,3 +87,14 @@ func parseAgo(s string) (time.Duration, bool) {
 	}
 	return total, total > 0
 }
+
+// ParseDuration reads a length of time as the tools take it on their
+// command lines: Go's duration syntax with days (d) and weeks (w) besides,
+// every number with its unit ("30s", "5m", "1h30m", "2d"), above zero.
+func ParseDuration(s string) (time.Duration, error) {
+	d, ok := parseAgo(s)
+	if !ok || d <= 0 {
+		return 0, fmt.Errorf("%q is not a duration above zero such as 30s, 5m, 1h30m or 2d", s)
+	}
+	return d, nil
+}

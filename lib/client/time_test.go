@@ -48,3 +48,16 @@ func TestParseTimeTakesRFC3339EpochMillisAndTimesAgo(t *testing.T) {
 		}
 	}
 }
+
+func TestParseDurationTakesDaysAndRefusesWhatIsNotOne(t *testing.T) {
+	for in, want := range map[string]time.Duration{"30s": 30 * time.Second, "1h30m": 90 * time.Minute, "2d": 48 * time.Hour, "1w": 7 * 24 * time.Hour} {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "nonsense", "5", "-1m", "1x", "0s"} {
+		if got, err := ParseDuration(in); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", in, got)
+		}
+	}
+}
