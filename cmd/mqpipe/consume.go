@@ -52,8 +52,13 @@ empty partitions are done at once.
 offset, %T timestamp (ms since the epoch), %k key, %K key length (-1 for
 null), %s value, %S value length (-1 for null), %h headers as
 name=value,..., %% a percent sign; and the escapes \n \t \r \0 (a doubled
-backslash prints one backslash).
---json prints the JSON envelope of mqpipe(1), one per line.
+backslash prints one backslash). A null key or value (a tombstone's
+value) prints as nothing, like an empty one; with -Z (as kcat -Z) %k, %s
+and the values of %h print a null as NULL, so
+mqpipe consume -t users -Z -f '%k=%s\n' prints user-7=NULL for a
+tombstone. %K and %S print -1 for null, 0 for empty.
+--json prints the JSON envelope of mqpipe(1), one per line, where a null
+value is "value":null and an empty one "value":"" (-Z changes nothing).
 
 Output is flushed after every record when stdout is a terminal or with
 --line-buffered, else after each batch fetched. When stdout is closed
@@ -76,6 +81,7 @@ func consumeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "exit", Aliases: []string{"e"}, Usage: "exit at the end: when every partition reached the high-water mark it had at the start"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Usage: "print each record as `FORMAT` (kcat's tokens: %t %p %o %T %k %K %s %S %h, see mqpipe(1))", DefaultText: `%s\n`},
 			&cli.BoolFlag{Name: "json", Usage: "print each record as a JSON envelope (see mqpipe(1))"},
+			&cli.BoolFlag{Name: "print-null", Aliases: []string{"Z"}, Usage: "print a null key or value as NULL instead of nothing, as kcat -Z"},
 			&cli.BoolFlag{Name: "null", Aliases: []string{"0"}, Usage: "end each message with NUL instead of newline"},
 			&cli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "join the consumer group `GROUP`, start at its committed offsets and commit what was written"},
 			&cli.StringFlag{Name: "commit", Usage: "with -g, commit `WHEN`: " + pipe.CommitModes, DefaultText: pipe.CommitWritten},
@@ -89,6 +95,7 @@ func consumeCommand() *cli.Command {
 				Count:          c.Int64("count"),
 				Exit:           c.Bool("exit"),
 				JSON:           c.Bool("json"),
+				ShowNull:       c.Bool("print-null"),
 				NUL:            c.Bool("null"),
 				LineBuffered:   c.Bool("line-buffered") || pipe.IsTerminal(os.Stdout),
 				Group:          c.String("group"),

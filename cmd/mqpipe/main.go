@@ -81,7 +81,8 @@ optional: topic and offset are ignored, a missing partition (or null, or
 -1) means by key, a missing timestamp means now, a missing key or value is
 null; unknown fields are an error. So consume --json | produce --format
 json copies records with their keys, values, headers, timestamps and
-partitions.`
+partitions. A null value ("value":null, a tombstone) and an empty one
+("value":"") are different records, in both directions.`
 
 const exitDoc = `Data goes to stdout, diagnostics to stderr. Exit status: 0 success (for
 produce: every message acknowledged; for consume: also when stdout was

@@ -24,6 +24,20 @@ record's own partition, else the partition of its key's murmur2 hash, as
 Kafka's default partitioner does; messages without a key are spread over
 the partitions batch by batch.
 
+An empty value is sent as an empty message, not a null one. With -Z (as
+kcat -Z), an empty value is sent as null and an empty key as a null key:
+with -K:, the line "user-7:" is a tombstone for the key user-7, the line
+":" a record with null key and null value, and an empty line a null
+value. --tombstone KEY sends a tombstone (a record with key KEY and a
+null value) to the partition of KEY: in a topic with
+cleanup.policy=compact, compaction drops the older records of KEY, and
+the tombstone itself once delete.retention.ms has passed. --tombstone may
+be repeated and reads no input (FILEs, -K, -k and --format json are usage
+errors with it, and so is an empty KEY):
+mqpipe produce -t users --tombstone user-7 --tombstone user-9. In --format
+json input, "value":null is a tombstone and "key":null a null key (and
+-Z is a usage error).
+
 With --report, prints "PARTITION OFFSET" for each acknowledged message, in
 input order (offsets are -1 with --acks none). When stderr is a terminal a
 progress line shows messages, megabytes and messages per second once the
@@ -62,6 +76,8 @@ func produceCommand() *cli.Command {
 			&cli.DurationFlag{Name: "ack-timeout", Value: 30 * time.Second, Usage: "give up once a message has waited `DURATION` for its acknowledgment: exit 3 if mqd does not answer, 1 if it answers but refuses (a full disk); 0 waits forever"},
 			&cli.BoolFlag{Name: "null", Aliases: []string{"0"}, Usage: "messages end with NUL instead of newline (find -print0)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "read lines as `FORMAT`: text, or json (JSON envelopes, see mqpipe(1))"},
+			&cli.BoolFlag{Name: "empty-as-null", Aliases: []string{"Z"}, Usage: "send an empty value as null (a tombstone) and an empty key as a null key, as kcat -Z"},
+			&cli.StringSliceFlag{Name: "tombstone", Usage: "send a tombstone (a null value) for `KEY` instead of reading input; repeatable"},
 			&cli.BoolFlag{Name: "report", Usage: `print "PARTITION OFFSET" for each acknowledged message`},
 		},
 		Action: func(c *cli.Context) error {
@@ -72,6 +88,7 @@ func produceCommand() *cli.Command {
 				KeyDelim:    c.String("key-delimiter"),
 				Partition:   int32(c.Int("partition")),
 				NUL:         c.Bool("null"),
+				NullEmpty:   c.Bool("empty-as-null"),
 				Compression: c.String("compression"),
 				Acks:        c.String("acks"),
 				Linger:      c.Duration("linger"),
@@ -81,6 +98,12 @@ func produceCommand() *cli.Command {
 				Stdin:       os.Stdin,
 				Stdout:      c.App.Writer,
 				Stderr:      c.App.ErrWriter,
+			}
+			if c.IsSet("tombstone") {
+				cfg.Tombstones = [][]byte{}
+				for _, k := range c.StringSlice("tombstone") {
+					cfg.Tombstones = append(cfg.Tombstones, []byte(k))
+				}
 			}
 			if c.IsSet("key") {
 				cfg.Key = []byte(c.String("key"))

@@ -29,6 +29,7 @@ type ConsumeConfig struct {
 
 	Format       *Format // -f; nil: DefaultFormat (or "%s\0" with NUL)
 	JSON         bool    // --json: print JSON envelopes
+	ShowNull     bool    // -Z: print a null key, value or header value as NullText (JSON prints null anyway)
 	NUL          bool    // -0: end each message with NUL instead of newline
 	LineBuffered bool    // flush after every message (else after each fetch)
 
@@ -90,6 +91,9 @@ func newWriter(cfg *ConsumeConfig) *writer {
 		} else {
 			w.format, _ = ParseFormat(DefaultFormat)
 		}
+	}
+	if w.format != nil && cfg.ShowNull {
+		w.format = w.format.WithNull(NullText)
 	}
 	return w
 }

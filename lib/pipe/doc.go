@@ -4,7 +4,9 @@
 // Produce reads messages from files or stdin (LineReader: newline- or
 // NUL-delimited, of any length up to the topic's max.message.bytes, an
 // overlong one skipped and reported by line number), turns each into a
-// record (text, -K/-k keys, or a JSON envelope with DecodeJSON), places it
+// record (text, -K/-k keys, or a JSON envelope with DecodeJSON; with -Z
+// an empty key or value becomes null, and --tombstone sends null values
+// for the keys it names without reading input), places it
 // with Partitioner (explicit partition, else Kafka's murmur2 of the key,
 // else sticky) and waits for every acknowledgement. It succeeds only when
 // every message was acknowledged; otherwise its error counts and lists the
@@ -14,7 +16,8 @@
 // starting with ^, topicSpec), resolved once with -e and followed to
 // topics created later without. It reads partitions directly from
 // offsets computed by OffsetSpec (beginning, end, N, -N, @TIME), prints each record with a Format
-// (kcat's %-tokens) or as a JSON envelope (AppendJSON), keeps the order
+// (kcat's %-tokens; null prints as nothing, or as NullText with -Z) or as
+// a JSON envelope (AppendJSON), keeps the order
 // of each partition, and with -e stops at the high-water marks listed when
 // it started. A closed stdout ends it successfully, noticed at once for a
 // pipe or Unix socket whose reader went away (watchOutput), not only at

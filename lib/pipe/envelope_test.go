@@ -82,6 +82,9 @@ func TestDecodeJSONReadsHandWrittenLines(t *testing.T) {
 		{`  {"topic":"ignored","offset":7,"timestamp":5,"value_b64":"AAE="}  `, kgo.Record{Partition: -1, Timestamp: time.UnixMilli(5), Value: []byte{0, 1}}},
 		{`{"headers":[{"key":"h"}]}`, kgo.Record{Partition: -1, Headers: []kgo.RecordHeader{{Key: "h"}}}},
 		{`{"value":"\ud83d\ude00"}`, kgo.Record{Partition: -1, Value: []byte("😀")}},
+		{`{"key":"k","value":null}`, kgo.Record{Partition: -1, Key: []byte("k")}},
+		{`{"key":"k","value":""}`, kgo.Record{Partition: -1, Key: []byte("k"), Value: []byte{}}},
+		{`{"key":"","value":"v"}`, kgo.Record{Partition: -1, Key: []byte{}, Value: []byte("v")}},
 	} {
 		got, err := DecodeJSON([]byte(c.in))
 		if err != nil {

@@ -16,9 +16,24 @@ import (
 //	%% a percent sign
 //
 // and the escapes \n \t \r \0 and \\. Everything else is copied as is. A
-// null key or value prints as nothing.
+// null key, value or header value prints as nothing, or as the text
+// given to WithNull (consume -Z: NullText, as kcat -Z prints it).
 type Format struct {
 	ops []formatOp
+	// null is what %k, %s and %h print for a null key, value or header
+	// value; %K and %S print -1 for null whatever it is.
+	null []byte
+}
+
+// NullText is what consume -Z prints for null, the string kcat -Z prints.
+const NullText = "NULL"
+
+// WithNull returns a copy of f that prints a null key, value or header
+// value as text.
+func (f *Format) WithNull(text string) *Format {
+	g := *f
+	g.null = []byte(text)
+	return &g
 }
 
 type formatOp struct {
@@ -99,11 +114,11 @@ func (f *Format) Append(dst []byte, r *kgo.Record) []byte {
 		case 'T':
 			dst = strconv.AppendInt(dst, r.Timestamp.UnixMilli(), 10)
 		case 'k':
-			dst = append(dst, r.Key...)
+			dst = f.appendBytes(dst, r.Key)
 		case 'K':
 			dst = appendLen(dst, r.Key)
 		case 's':
-			dst = append(dst, r.Value...)
+			dst = f.appendBytes(dst, r.Value)
 		case 'S':
 			dst = appendLen(dst, r.Value)
 		case 'h':
@@ -113,11 +128,19 @@ func (f *Format) Append(dst []byte, r *kgo.Record) []byte {
 				}
 				dst = append(dst, h.Key...)
 				dst = append(dst, '=')
-				dst = append(dst, h.Value...)
+				dst = f.appendBytes(dst, h.Value)
 			}
 		}
 	}
 	return dst
+}
+
+// appendBytes appends b, or f's text for null when b is null.
+func (f *Format) appendBytes(dst, b []byte) []byte {
+	if b == nil {
+		return append(dst, f.null...)
+	}
+	return append(dst, b...)
 }
 
 func appendLen(dst, b []byte) []byte {

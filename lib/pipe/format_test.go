@@ -40,6 +40,33 @@ func TestFormatAppendsKcatTokens(t *testing.T) {
 	}
 }
 
+func TestFormatWithNullPrintsNullAsText(t *testing.T) {
+	tombstone := &kgo.Record{Key: []byte("user-7"), Headers: []kgo.RecordHeader{{Key: "h"}, {Key: "e", Value: []byte{}}}}
+	empty := &kgo.Record{Key: []byte{}, Value: []byte{}}
+	keyless := &kgo.Record{Value: []byte("v")}
+	for _, c := range []struct {
+		rec       *kgo.Record
+		want      string // WithNull(NullText)
+		wantPlain string // as parsed
+	}{
+		{tombstone, "user-7=NULL -1 h=NULL,e=", "user-7= -1 h=,e="},
+		{empty, "= 0 ", "= 0 "},
+		{keyless, "NULL=v 1 ", "=v 1 "},
+	} {
+		plain, err := ParseFormat(`%k=%s %S %h`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		withNull := plain.WithNull(NullText)
+		if got := string(withNull.Append(nil, c.rec)); got != c.want {
+			t.Errorf("with null: got %q, want %q", got, c.want)
+		}
+		if got := string(plain.Append(nil, c.rec)); got != c.wantPlain {
+			t.Errorf("plain (WithNull must not change it): got %q, want %q", got, c.wantPlain)
+		}
+	}
+}
+
 func TestParseFormatRejectsUnknownTokens(t *testing.T) {
 	for _, c := range []struct{ format, want string }{
 		{`%x`, "unknown token %x"},

@@ -34,6 +34,13 @@ type ProduceConfig struct {
 	Headers   []kgo.RecordHeader // -H: added to every message
 	NUL       bool               // -0: messages end in NUL, not newline
 	JSON      bool               // --format json: each line is a JSON envelope
+	// NullEmpty (-Z, kcat's -Z) sends an empty value as a null one (a
+	// tombstone, with a key) and an empty key as a null key; without it
+	// both stay empty, which is not null.
+	NullEmpty bool
+	// Tombstones (--tombstone) are keys to send a tombstone (a null
+	// value) for, in order, instead of reading any input.
+	Tombstones [][]byte
 
 	Compression string        // -z: none, gzip, snappy, lz4 or zstd
 	Acks        string        // --acks: all, leader or none
@@ -121,8 +128,19 @@ func (cfg *ProduceConfig) check() error {
 		return client.Usagef("produce: --format json takes keys from the JSON; drop -K and -k")
 	case cfg.Partition < -1:
 		return client.Usagef("produce: -p %d: partitions are numbered from 0", cfg.Partition)
+	case cfg.JSON && cfg.NullEmpty:
+		return client.Usagef(`produce: --format json writes a null as null ("value":null); drop -Z`)
+	case cfg.Tombstones != nil && (cfg.JSON || cfg.KeyDelim != "" || cfg.Key != nil || cfg.NUL):
+		return client.Usagef("produce: --tombstone reads no input; drop --format json, -K, -k and -0")
+	case cfg.Tombstones != nil && len(cfg.Files) > 0:
+		return client.Usagef("produce: --tombstone reads no input; drop the FILE arguments")
 	case cfg.AckTimeout < 0:
 		return client.Usagef("produce: --ack-timeout %v: must not be negative", cfg.AckTimeout)
+	}
+	for _, k := range cfg.Tombstones {
+		if len(k) == 0 {
+			return client.Usagef(`produce: --tombstone "": a tombstone needs a key (compaction deletes the records of that key)`)
+		}
 	}
 	return nil
 }
@@ -145,11 +163,14 @@ func Produce(ctx context.Context, cfg ProduceConfig) error {
 	if err != nil {
 		return err
 	}
-	inputs, closeInputs, err := openInputs(cfg.Files, cfg.Stdin)
-	if err != nil {
-		return err
+	var inputs []input
+	if cfg.Tombstones == nil {
+		var closeInputs func()
+		if inputs, closeInputs, err = openInputs(cfg.Files, cfg.Stdin); err != nil {
+			return err
+		}
+		defer closeInputs()
 	}
-	defer closeInputs()
 
 	addrs, err := client.Resolve(cfg.Broker, os.Getenv, os.Getuid())
 	if err != nil {
@@ -177,7 +198,13 @@ func Produce(ctx context.Context, cfg ProduceConfig) error {
 	stopWatch := t.watch(ctx, cl, addrs, func(err error) { aborted <- err; cancelFlush() })
 	defer stopWatch()
 	done := make(chan error, 1)
-	go func() { done <- t.produceAll(ctx, cl, inputs) }()
+	go func() {
+		if cfg.Tombstones != nil {
+			done <- t.produceTombstones(ctx, cl)
+			return
+		}
+		done <- t.produceAll(ctx, cl, inputs)
+	}()
 	select {
 	case err = <-done:
 	case <-ctx.Done():
@@ -543,17 +570,35 @@ func (t *tracker) produceAll(ctx context.Context, cl *kgo.Client, inputs []input
 				t.fail(lineRef{i, lr.Line()}, err)
 				continue
 			}
-			ref := lineRef{i, lr.Line()}
-			t.mu.Lock()
-			s := t.sent
-			t.sent++
-			t.pending[s] = pendingMsg{ref: ref, at: time.Now()}
-			t.mu.Unlock()
-			t.progress.Add(len(rec.Value))
-			cl.Produce(ctx, rec, func(r *kgo.Record, err error) { t.acked(s, ref, r, err) })
+			t.send(ctx, cl, rec, lineRef{i, lr.Line()})
 		}
 	}
 	return nil
+}
+
+// produceTombstones hands the client a tombstone for each --tombstone key;
+// failures name the n-th key as line n.
+func (t *tracker) produceTombstones(ctx context.Context, cl *kgo.Client) error {
+	for i, key := range t.cfg.Tombstones {
+		t.count()
+		rec := &kgo.Record{Key: key, Partition: t.cfg.Partition}
+		if len(t.cfg.Headers) > 0 {
+			rec.Headers = append(rec.Headers, t.cfg.Headers...)
+		}
+		t.send(ctx, cl, rec, lineRef{0, i + 1})
+	}
+	return nil
+}
+
+// send hands rec, read at ref, to the client.
+func (t *tracker) send(ctx context.Context, cl *kgo.Client, rec *kgo.Record, ref lineRef) {
+	t.mu.Lock()
+	s := t.sent
+	t.sent++
+	t.pending[s] = pendingMsg{ref: ref, at: time.Now()}
+	t.mu.Unlock()
+	t.progress.Add(len(rec.Value))
+	cl.Produce(ctx, rec, func(r *kgo.Record, err error) { t.acked(s, ref, r, err) })
 }
 
 // record builds the record for one message.
@@ -576,6 +621,14 @@ func (t *tracker) record(msg []byte, a *arena) (*kgo.Record, error) {
 			rec.Key = t.cfg.Key
 		}
 		rec.Value = value
+		if t.cfg.NullEmpty {
+			if len(rec.Key) == 0 {
+				rec.Key = nil
+			}
+			if len(rec.Value) == 0 {
+				rec.Value = nil
+			}
+		}
 	}
 	if t.cfg.Partition >= 0 {
 		rec.Partition = t.cfg.Partition
@@ -763,8 +816,11 @@ func (t *tracker) lineList() string {
 		parts = append(parts, "…")
 	}
 	word := "line "
+	if t.cfg.Tombstones != nil {
+		word = "tombstone "
+	}
 	if len(t.lines) > 1 {
-		word = "lines "
+		word = word[:len(word)-1] + "s "
 	}
 	if len(t.names) > 1 {
 		word = ""
@@ -772,8 +828,12 @@ func (t *tracker) lineList() string {
 	return word + strings.Join(parts, ", ")
 }
 
-// refName is "line 3", or "a.txt:3" when there are several inputs.
+// refName is "line 3", or "a.txt:3" when there are several inputs, or
+// `tombstone 3 (key "k")` for the third --tombstone.
 func (t *tracker) refName(ref lineRef) string {
+	if t.cfg.Tombstones != nil && ref.line >= 1 && ref.line <= len(t.cfg.Tombstones) {
+		return fmt.Sprintf("tombstone %d (key %q)", ref.line, t.cfg.Tombstones[ref.line-1])
+	}
 	if p := t.refPrefix(ref.input); p != "" {
 		return p + strconv.Itoa(ref.line)
 	}

@@ -185,3 +185,90 @@ func TestTooLargeSaysWhatTheLimitCountsAndWhatFits(t *testing.T) {
 		})
 	}
 }
+
+func TestRecordSendsEmptyAsNullOnlyWithNullEmpty(t *testing.T) {
+	// null is "<nil>", empty is "" (a non-nil empty slice).
+	show := func(b []byte) string {
+		if b == nil {
+			return "<nil>"
+		}
+		return string(b)
+	}
+	for _, c := range []struct {
+		name       string
+		cfg        ProduceConfig
+		line       string
+		key, value string
+	}{
+		{"-K value", ProduceConfig{KeyDelim: ":"}, "k:v", "k", "v"},
+		{"-K empty value", ProduceConfig{KeyDelim: ":"}, "k:", "k", ""},
+		{"-K -Z tombstone", ProduceConfig{KeyDelim: ":", NullEmpty: true}, "k:", "k", "<nil>"},
+		{"-K empty key", ProduceConfig{KeyDelim: ":"}, ":v", "", "v"},
+		{"-K -Z null key", ProduceConfig{KeyDelim: ":", NullEmpty: true}, ":v", "<nil>", "v"},
+		{"-K -Z null both", ProduceConfig{KeyDelim: ":", NullEmpty: true}, ":", "<nil>", "<nil>"},
+		{"-K -Z no delimiter", ProduceConfig{KeyDelim: ":", NullEmpty: true}, "v", "<nil>", "v"},
+		{"-K -Z value holds the delimiter", ProduceConfig{KeyDelim: "::", NullEmpty: true}, "k::a::", "k", "a::"},
+		{"empty line", ProduceConfig{}, "", "<nil>", ""},
+		{"-Z empty line", ProduceConfig{NullEmpty: true}, "", "<nil>", "<nil>"},
+		{"-k -Z empty line", ProduceConfig{Key: []byte("k"), NullEmpty: true}, "", "k", "<nil>"},
+		{"-k empty", ProduceConfig{Key: []byte{}}, "v", "", "v"},
+		{"-k empty -Z", ProduceConfig{Key: []byte{}, NullEmpty: true}, "v", "<nil>", "v"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.cfg.Topic = "t"
+			c.cfg.Partition = -1
+			tr := newTracker(c.cfg, []input{{}}, 100)
+			var a arena
+			rec, err := tr.record([]byte(c.line), &a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k, v := show(rec.Key), show(rec.Value); k != c.key || v != c.value {
+				t.Errorf("%q: key %q value %q, want key %q value %q", c.line, k, v, c.key, c.value)
+			}
+		})
+	}
+}
+
+func TestProduceRefusesTombstonesThatCannotBeSent(t *testing.T) {
+	key := [][]byte{[]byte("k")}
+	for _, c := range []struct {
+		name string
+		cfg  ProduceConfig
+		want string
+	}{
+		{"empty key", ProduceConfig{Tombstones: [][]byte{[]byte("a"), {}}}, `--tombstone "": a tombstone needs a key`},
+		{"with files", ProduceConfig{Tombstones: key, Files: []string{"in.txt"}}, "drop the FILE arguments"},
+		{"with -K", ProduceConfig{Tombstones: key, KeyDelim: ":"}, "--tombstone reads no input"},
+		{"with -k", ProduceConfig{Tombstones: key, Key: []byte("x")}, "--tombstone reads no input"},
+		{"with json", ProduceConfig{Tombstones: key, JSON: true}, "--tombstone reads no input"},
+		{"-Z with json", ProduceConfig{NullEmpty: true, JSON: true}, "drop -Z"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.cfg.Topic = "t"
+			c.cfg.Partition = -1
+			err := c.cfg.check()
+			if err == nil || !strings.Contains(err.Error(), c.want) || client.ExitCode(err) != client.ExitUsage {
+				t.Errorf("got %v (exit %d), want a usage error containing %q", err, client.ExitCode(err), c.want)
+			}
+		})
+	}
+	ok := ProduceConfig{Topic: "t", Partition: -1, Tombstones: key, Headers: []kgo.RecordHeader{{Key: "h"}}}
+	if err := ok.check(); err != nil {
+		t.Errorf("--tombstone k -H h: %v", err)
+	}
+}
+
+func TestTombstoneFailuresNameTheirKeys(t *testing.T) {
+	var stderr strings.Builder
+	tr := newTracker(ProduceConfig{Topic: "t", Stderr: &stderr, Tombstones: [][]byte{[]byte("a"), []byte("b"), []byte("c")}}, nil, 100)
+	tr.read = 3
+	tr.fail(lineRef{0, 2}, errors.New("boom"))
+	tr.fail(lineRef{0, 3}, errors.New("boom"))
+	if got, want := tr.result().Error(), "2 of 3 messages not acknowledged: tombstones 2-3"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if !strings.Contains(stderr.String(), `mqpipe: tombstone 2 (key "b"): boom`) {
+		t.Errorf("stderr does not name the key:\n%s", stderr.String())
+	}
+}
