@@ -277,17 +277,39 @@ func (p *mqdProc) kill() {
 }
 
 // pause sends SIGSTOP: the process keeps its sockets and answers nothing
-// (a hung node, or one the network cut off) until cont.
+// (a hung node, or one the network cut off) until cont. It returns once
+// the kernel shows the process stopped: the signal is delivered
+// asynchronously, and a process still running for a moment after kill(2)
+// returned can act once more (CI saw a paused follower fetch a record the
+// test wrote after pausing it, and the leader acknowledge it).
 func (p *mqdProc) pause() error {
 	if !p.running() || p.paused {
 		return nil
 	}
 	p.notePeak()
+	pid := p.cmd.Process.Pid
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
 	p.paused = true
+	for deadline := time.Now().Add(10 * time.Second); !processStopped(pid); <-time.After(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("mqd pid %d not stopped 10 s after SIGSTOP", pid)
+		}
+	}
 	return nil
+}
+
+// processStopped reports whether /proc shows pid stopped by a signal
+// (state T), or gone.
+func processStopped(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// "pid (comm) S …": the state follows the last ')'.
+	i := bytes.LastIndexByte(data, ')')
+	return i < 0 || i+2 >= len(data) || data[i+2] == 'T' || data[i+2] == 't'
 }
 
 // cont sends SIGCONT to a paused process.
