@@ -2,6 +2,8 @@ package tail
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -10,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/mqproject/mq/lib/admin"
-	"github.com/mqproject/mq/lib/client"
 )
 
 // Collector reads samples from a cluster through one kgo client: the
@@ -23,6 +24,12 @@ type Collector struct {
 	metrics []MetricsSource
 	http    *http.Client
 	now     func() time.Time
+
+	// The last topics, log sizes and groups read, shown again when they
+	// cannot be read (Sample.TopicsStale, GroupsStale).
+	lastTopics admin.TopicDescriptions
+	lastSizes  map[int32]map[string]map[int32]int64
+	lastGroups admin.GroupDescriptions
 }
 
 // NewCollector returns a Collector on cl, which the caller closes, also
@@ -44,21 +51,29 @@ func (c *Collector) Collect(ctx context.Context) (Sample, error) {
 		return s, err
 	}
 	s.Cluster = *cluster
+	// A broker that is down but not yet fenced fails the requests sent
+	// to it: the topics or groups are then shown as last read, and the
+	// failure named, until the cluster has moved on.
 	topics, err := c.adm.DescribeTopics(ctx, nil, admin.PartitionFilter{})
 	if err != nil {
-		return s, err
+		s.Errors = append(s.Errors, err.Error())
+		s.Topics, s.LogSizes, s.TopicsStale = c.lastTopics, c.lastSizes, true
+	} else {
+		s.Topics = topics
 	}
-	s.Topics = topics
-	// Groups fail one by one (an unknown or dead group, offsets that
-	// cannot be read): the others are still shown, the failure named.
-	groups, err := c.adm.DescribeGroups(ctx, nil)
+	groups, err := c.groups(ctx)
 	if err != nil {
-		if client.IsUnreachable(err) {
-			return s, err
-		}
 		s.Errors = append(s.Errors, err.Error())
 	}
-	s.Groups = groups
+	if groups == nil {
+		s.Groups, s.GroupsStale = c.lastGroups, true
+	} else {
+		s.Groups, c.lastGroups = groups, groups
+	}
+	if s.TopicsStale {
+		c.finish(ctx, &s)
+		return s, nil
+	}
 	dirs, err := c.kadm.DescribeAllLogDirs(ctx, nil)
 	if err != nil {
 		s.Errors = append(s.Errors, "log sizes: "+err.Error())
@@ -81,6 +96,13 @@ func (c *Collector) Collect(ctx context.Context) (Sample, error) {
 			}
 		}
 	}
+	c.lastTopics, c.lastSizes = s.Topics, s.LogSizes
+	c.finish(ctx, &s)
+	return s, nil
+}
+
+// finish scrapes the metrics endpoints into s.
+func (c *Collector) finish(ctx context.Context, s *Sample) {
 	for _, src := range c.metrics {
 		out, err := scrapeBytesOut(ctx, c.http, src.URL)
 		if err != nil {
@@ -89,5 +111,26 @@ func (c *Collector) Collect(ctx context.Context) (Sample, error) {
 		s.Metrics = append(s.Metrics, Scrape{Source: src, BytesOut: out})
 	}
 	slices.Sort(s.Errors)
-	return s, nil
+}
+
+// groups describes every group the brokers list; nil when none could
+// be described. Groups are listed by
+// each broker for the groups it coordinates; those of a broker that does
+// not answer are missing, and the error says so, but the others are
+// described.
+func (c *Collector) groups(ctx context.Context) (admin.GroupDescriptions, error) {
+	listed, listErr := c.kadm.ListGroups(ctx)
+	names := listed.Groups()
+	slices.Sort(names)
+	if len(names) == 0 {
+		if listErr != nil {
+			return nil, fmt.Errorf("group list: %w", listErr)
+		}
+		return admin.GroupDescriptions{}, nil
+	}
+	groups, err := c.adm.DescribeGroups(ctx, names)
+	if err != nil && !admin.Partial(groups) {
+		return nil, err
+	}
+	return groups, errors.Join(err, listErr)
 }

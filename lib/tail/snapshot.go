@@ -136,7 +136,12 @@ type Sample struct {
 	// Metrics are the scraped counters of each --metrics endpoint, in
 	// the order given.
 	Metrics []Scrape
-	Errors  []string
+	// TopicsStale and GroupsStale say that the part could not be read
+	// this time (Errors says why): Topics (and LogSizes) or Groups are
+	// the last ones read, shown again, with no rates or history taken
+	// from them.
+	TopicsStale, GroupsStale bool
+	Errors                   []string
 }
 
 // Scrape is one metrics endpoint's counters at a sample.
@@ -153,8 +158,14 @@ type Scrape struct {
 // is not safe for concurrent use.
 type Tracker struct {
 	window time.Duration
-	prev   *Sample
-	lag    map[groupPartitionKey][]lagSample
+	prevAt time.Time // the previous sample's time; zero before the first
+	// topics is the last sample whose topics were read: the high-water
+	// marks and log sizes the next rates are measured from.
+	topics *Sample
+	// scrapes are each metrics endpoint's last good scrape, and when.
+	scrapes   map[int]Scrape
+	scrapedAt map[int]time.Time
+	lag       map[groupPartitionKey][]lagSample
 }
 
 type groupPartitionKey struct {
@@ -172,7 +183,7 @@ type lagSample struct {
 // one sample more: the last one before the window, so that a history
 // that spans the window can be told from one that is still filling).
 func NewTracker(window time.Duration) *Tracker {
-	return &Tracker{window: window, lag: map[groupPartitionKey][]lagSample{}}
+	return &Tracker{window: window, lag: map[groupPartitionKey][]lagSample{}, scrapes: map[int]Scrape{}, scrapedAt: map[int]time.Time{}}
 }
 
 // Observe adds s and returns its snapshot.
@@ -181,11 +192,15 @@ func (tr *Tracker) Observe(s Sample) Snapshot {
 		TimeMillis: s.Time.UnixMilli(), ClusterID: s.Cluster.ClusterID, Controller: s.Cluster.Controller,
 		Brokers: []Broker{}, Topics: []Topic{}, Groups: []Group{}, Errors: append([]string{}, s.Errors...), time: s.Time,
 	}
+	if !tr.prevAt.IsZero() {
+		snap.IntervalMillis = s.Time.Sub(tr.prevAt).Milliseconds()
+	}
+	tr.prevAt = s.Time
+	// Rates are measured against the last sample whose topics were read.
 	var elapsed float64
-	if tr.prev != nil {
-		d := s.Time.Sub(tr.prev.Time)
-		snap.IntervalMillis = d.Milliseconds()
-		elapsed = d.Seconds()
+	prev := tr.topics
+	if prev != nil && !s.TopicsStale {
+		elapsed = s.Time.Sub(prev.Time).Seconds()
 	}
 	rate := func(cur, prev int64, okPrev bool) *float64 {
 		if elapsed <= 0 || !okPrev || cur < 0 || prev < 0 || cur < prev {
@@ -195,8 +210,8 @@ func (tr *Tracker) Observe(s Sample) Snapshot {
 		return &r
 	}
 	prevHW := map[string]map[int32]int64{}
-	if tr.prev != nil {
-		for _, t := range tr.prev.Topics {
+	if prev != nil {
+		for _, t := range prev.Topics {
 			prevHW[t.Topic] = map[int32]int64{}
 			for _, p := range t.Partitions {
 				prevHW[t.Topic][p.Partition] = p.HighWatermark
@@ -217,8 +232,8 @@ func (tr *Tracker) Observe(s Sample) Snapshot {
 			p.MessagesInPerSec = rate(pd.HighWatermark, hw, ok)
 			if size, ok := lookupSize(s.LogSizes, pd.Leader, td.Topic, pd.Partition); ok {
 				p.SizeBytes = size
-				if tr.prev != nil {
-					prevSize, ok := lookupSize(tr.prev.LogSizes, pd.Leader, td.Topic, pd.Partition)
+				if prev != nil {
+					prevSize, ok := lookupSize(prev.LogSizes, pd.Leader, td.Topic, pd.Partition)
 					p.BytesInPerSec = rate(size, prevSize, ok)
 				}
 			}
@@ -237,14 +252,14 @@ func (tr *Tracker) Observe(s Sample) Snapshot {
 		}
 		snap.Topics = append(snap.Topics, t)
 	}
-	topicOut, brokerOut, clusterOut := tr.bytesOut(s, elapsed)
+	topicOut, brokerOut, clusterOut := tr.bytesOut(s)
 	for i := range snap.Topics {
 		snap.Topics[i].BytesOutPerSec = topicOut[snap.Topics[i].Topic]
 	}
 	for _, bd := range s.Cluster.Brokers {
 		b := Broker{ID: bd.ID, Host: bd.Host, Port: bd.Port, State: bd.State, Controller: bd.Controller,
 			PartitionsLed: bd.PartitionsLed, BytesInPerSec: bytesIn[bd.ID], BytesOutPerSec: brokerOut[bd.ID]}
-		if b.BytesInPerSec == nil && elapsed > 0 && !leadsAny(snap.Topics, bd.ID) {
+		if b.BytesInPerSec == nil && elapsed > 0 && !leadsAny(snap.Topics, bd.ID) && len(s.LogSizes) > 0 {
 			zero := 0.0
 			b.BytesInPerSec = &zero
 		}
@@ -254,7 +269,9 @@ func (tr *Tracker) Observe(s Sample) Snapshot {
 		snap.Brokers = append(snap.Brokers, b)
 	}
 	snap.Groups = tr.groups(s)
-	tr.prev = &s
+	if !s.TopicsStale {
+		tr.topics = &s
+	}
 	return snap
 }
 
@@ -262,19 +279,21 @@ func (tr *Tracker) Observe(s Sample) Snapshot {
 // over every endpoint, by broker for the endpoints named for one, and
 // over the endpoints named for none (a single node's). A counter that went
 // down was reset (the broker restarted): its growth is its value.
-func (tr *Tracker) bytesOut(s Sample, elapsed float64) (byTopic map[string]*float64, byBroker map[int32]*float64, unassigned *float64) {
+func (tr *Tracker) bytesOut(s Sample) (byTopic map[string]*float64, byBroker map[int32]*float64, unassigned *float64) {
 	byTopic, byBroker = map[string]*float64{}, map[int32]*float64{}
-	if tr.prev == nil || elapsed <= 0 {
-		return
-	}
 	for i, sc := range s.Metrics {
-		if sc.BytesOut == nil || i >= len(tr.prev.Metrics) || tr.prev.Metrics[i].BytesOut == nil {
+		if sc.BytesOut == nil {
 			continue
 		}
-		prev := tr.prev.Metrics[i].BytesOut
+		prev, ok := tr.scrapes[i]
+		elapsed := s.Time.Sub(tr.scrapedAt[i]).Seconds()
+		tr.scrapes[i], tr.scrapedAt[i] = sc, s.Time
+		if !ok || elapsed <= 0 {
+			continue
+		}
 		var total float64
 		for topic, v := range sc.BytesOut {
-			d := v - prev[topic]
+			d := v - prev.BytesOut[topic]
 			if d < 0 {
 				d = v
 			}
@@ -308,7 +327,7 @@ func (tr *Tracker) groups(s Sample) []Group {
 			p := GroupPartition{Topic: pd.Topic, Partition: pd.Partition, MemberID: pd.MemberID, Committed: pd.Committed,
 				HighWatermark: pd.LogEndOffset, Lag: pd.Lag, LagTimeMillis: pd.LagTimeMillis, Error: pd.Error, LagHistory: []int64{}}
 			hist := tr.lag[k]
-			if pd.Committed >= 0 && pd.Lag >= 0 {
+			if !s.GroupsStale && pd.Committed >= 0 && pd.Lag >= 0 {
 				hist = append(hist, lagSample{at: s.Time, committed: pd.Committed, lag: pd.Lag})
 			}
 			hist = trimHistory(hist, cutoff)
@@ -327,7 +346,7 @@ func (tr *Tracker) groups(s Sample) []Group {
 		out = append(out, g)
 	}
 	for k := range tr.lag {
-		if !seen[k] {
+		if !seen[k] && !s.GroupsStale {
 			delete(tr.lag, k)
 		}
 	}

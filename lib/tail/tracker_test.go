@@ -167,3 +167,26 @@ func TestSparklineScalesToTheLargestAndFitsTheWidth(t *testing.T) {
 		}
 	}
 }
+
+// A sample whose topics could not be read shows the last ones read with
+// no rates, and the next good sample measures from the last good one.
+func TestTrackerMeasuresRatesAcrossAStaleSample(t *testing.T) {
+	tr := NewTracker(time.Minute)
+	tr.Observe(sampleAt(t0, 100, 0, 100, []int32{1, 2}))
+	stale := sampleAt(t0.Add(time.Second), 100, 0, 100, []int32{1, 2})
+	stale.TopicsStale, stale.GroupsStale = true, true
+	snap := tr.Observe(stale)
+	if r := snap.Topics[0].Partitions[0].MessagesInPerSec; r != nil {
+		t.Errorf("stale sample has a rate: %v", *r)
+	}
+	if h := snap.Groups[0].Partitions[0].LagHistory; len(h) != 1 {
+		t.Errorf("stale groups extended the history: %v", h)
+	}
+	snap = tr.Observe(sampleAt(t0.Add(4*time.Second), 400, 0, 100, []int32{1, 2}))
+	if r := snap.Topics[0].Partitions[0].MessagesInPerSec; r == nil || *r != 75 {
+		t.Errorf("rate after a stale sample %v, want 75 (300 records in the 4s since the last good sample)", r)
+	}
+	if snap.IntervalMillis != 3000 {
+		t.Errorf("interval %d, want 3000 (since the previous sample)", snap.IntervalMillis)
+	}
+}
