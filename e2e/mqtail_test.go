@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ type tmuxServer struct {
 	t    *testing.T
 	path string
 	args []string
+	dir  string // the sessions' files
 }
 
 func startTmux(t *testing.T) *tmuxServer {
@@ -39,7 +41,7 @@ func startTmux(t *testing.T) *tmuxServer {
 		t.Fatal(err)
 	}
 	socket := fmt.Sprintf("mq-e2e-%d-%d", os.Getpid(), time.Now().UnixNano())
-	s := &tmuxServer{t: t, path: path, args: []string{"-L", socket, "-f", conf}}
+	s := &tmuxServer{t: t, path: path, args: []string{"-L", socket, "-f", conf}, dir: filepath.Dir(conf)}
 	t.Cleanup(func() { exec.Command(path, append(s.args, "kill-server")...).Run() })
 	return s
 }
@@ -53,26 +55,97 @@ func (s *tmuxServer) run(args ...string) string {
 	return string(out)
 }
 
-// screen is what the pane shows now, as text.
-func (s *tmuxServer) screen() string { return s.run("capture-pane", "-p") }
+// screen is what session's pane shows now, as text.
+func (s *tmuxServer) screen(session string) string { return s.run("capture-pane", "-p", "-t", session) }
 
-// waitScreen waits until the pane shows every one of want, failing with
-// the last screen.
-func (s *tmuxServer) waitScreen(what string, ok func(screen string) bool) string {
+// pane is a format of session's pane (tmux display -p), e.g.
+// "#{pane_dead}".
+func (s *tmuxServer) pane(session, format string) string {
+	return strings.TrimSpace(s.run("display", "-p", "-t", session, format))
+}
+
+// waitScreen waits until session's pane shows what ok wants, failing
+// with the last screen.
+func (s *tmuxServer) waitScreen(session, what string, ok func(screen string) bool) string {
 	s.t.Helper()
 	var last string
 	waitFor(s.t, 20*time.Second, func() (bool, string) {
-		last = s.screen()
+		last = s.screen(session)
 		return ok(last), what + "; the screen:\n" + last
 	})
 	return last
 }
 
+// waitExit waits until session's program (run by mqtailIn) has exited
+// with status and checks that it left the terminal as it found it: out of
+// the alternate screen, its view gone.
+func (s *tmuxServer) waitExit(session string, status int) {
+	s.t.Helper()
+	// The shell around the program writes its status to a file: tmux's
+	// own pane_dead_status was seen wrong (1, or empty) for a program
+	// that exited 130.
+	want := strconv.Itoa(status)
+	waitFor(s.t, 10*time.Second, func() (bool, string) {
+		b, _ := os.ReadFile(s.statusFile(session))
+		got := strings.TrimSpace(string(b))
+		return got == want && s.pane(session, "#{pane_dead}") == "1", "exit status " + strconv.Quote(got) + ", want " + want
+	})
+	if alt := s.pane(session, "#{alternate_on}"); alt != "0" {
+		s.t.Errorf("%s: the terminal was left in the alternate screen (alternate_on %s)", session, alt)
+	}
+	if screen := s.screen(session); strings.Contains(screen, "HIGH-WATERMARK") || strings.Contains(screen, "laggards") {
+		s.t.Errorf("%s: mqtail's view is still on the restored screen:\n%s", session, screen)
+	}
+}
+
+// mqtailIn starts a session running mqtail with args in a shell that
+// writes its exit status to the session's status file, and its stderr to
+// the session's stderr file (logged when the test fails). It returns a
+// function giving the program's pid.
+func (s *tmuxServer) mqtailIn(session string, args ...string) func() int {
+	s.t.Helper()
+	dir := filepath.Join(s.dir, session)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() {
+		if s.t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "stderr"))
+			s.t.Logf("mqtail's stderr in session %s: %q", session, b)
+		}
+	})
+	cmd := filepath.Join(binDir, "mqtail") + " " + strings.Join(args, " ") + " 2>" + filepath.Join(dir, "stderr") +
+		"; echo $? >" + s.statusFile(session)
+	s.run("new-session", "-d", "-s", session, "-x", "160", "-y", "50", cmd)
+	return func() int {
+		s.t.Helper()
+		shell := s.pane(session, "#{pane_pid}")
+		b, err := os.ReadFile("/proc/" + shell + "/task/" + shell + "/children")
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		f := strings.Fields(string(b))
+		if len(f) != 1 {
+			s.t.Fatalf("session %s: the shell %s has children %q, want mqtail alone", session, shell, f)
+		}
+		pid, err := strconv.Atoi(f[0])
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		return pid
+	}
+}
+
+func (s *tmuxServer) statusFile(session string) string {
+	return filepath.Join(s.dir, session, "status")
+}
+
 // TestMqtailInATerminal runs mqtail in a real terminal (tmux) against a
 // real mqd with a lagging group, and checks what a person would see: the
 // topic, then, after the key for the groups view, the group and its lag;
-// and that q ends it with status 0 and the terminal restored (the
-// alternate screen left).
+// "DISCONNECTED" while the broker is stopped, and the view back when it
+// is started again; and that q ends it with status 0, SIGTERM with 130,
+// the terminal restored both times (the alternate screen left).
 func TestMqtailInATerminal(t *testing.T) {
 	tm := startTmux(t)
 	b := startBroker(t, brokerOpts{})
@@ -89,15 +162,16 @@ func TestMqtailInATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tm.run("new-session", "-d", "-x", "160", "-y", "50", filepath.Join(binDir, "mqtail")+" -b "+b.addr)
-	tm.waitScreen("the topics view with topic tailed", func(s string) bool {
-		return strings.Contains(s, "[1 topics]") && strings.Contains(s, "tailed")
-	})
-	if alt := strings.TrimSpace(tm.run("display", "-p", "#{alternate_on}")); alt != "1" {
+	// Through the Unix socket, whose path stays across the restart below
+	// (the TCP port does not).
+	tm.mqtailIn("keys", "-b", "unix://"+b.socket)
+	topicsShown := func(s string) bool { return strings.Contains(s, "[1 topics]") && strings.Contains(s, "tailed") }
+	tm.waitScreen("keys", "the topics view with topic tailed", topicsShown)
+	if alt := tm.pane("keys", "#{alternate_on}"); alt != "1" {
 		t.Errorf("mqtail runs outside the alternate screen (alternate_on %s)", alt)
 	}
-	tm.run("send-keys", "2")
-	screen := tm.waitScreen("the groups view with laggards and its lag of 15", func(s string) bool {
+	tm.run("send-keys", "-t", "keys", "2")
+	lagShown := func(s string) bool {
 		for _, l := range strings.Split(s, "\n") {
 			f := strings.Fields(l)
 			if slices.Contains(f, "laggards") && slices.Contains(f, "tailed") && slices.Contains(f, "15") {
@@ -105,22 +179,34 @@ func TestMqtailInATerminal(t *testing.T) {
 			}
 		}
 		return false
-	})
+	}
+	screen := tm.waitScreen("keys", "the groups view with laggards and its lag of 15", lagShown)
 	if !strings.Contains(screen, "q quit") {
 		t.Errorf("no help line naming the keys:\n%s", screen)
 	}
 
-	tm.run("send-keys", "q")
-	waitFor(t, 10*time.Second, func() (bool, string) {
-		st := strings.TrimSpace(tm.run("display", "-p", "#{pane_dead} #{pane_dead_status}"))
-		return st == "1 0", "pane dead and exit status: " + st
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+	tm.waitScreen("keys", "DISCONNECTED with the last data kept", func(s string) bool {
+		return strings.Contains(s, "DISCONNECTED since") && lagShown(s)
 	})
-	if alt := strings.TrimSpace(tm.run("display", "-p", "#{alternate_on}")); alt != "0" {
-		t.Errorf("the terminal was left in the alternate screen (alternate_on %s)", alt)
+	b.start()
+	tm.waitScreen("keys", "connected again", func(s string) bool {
+		return !strings.Contains(s, "DISCONNECTED") && !strings.Contains(s, "disconnected") && lagShown(s)
+	})
+
+	tm.run("send-keys", "-t", "keys", "q")
+	tm.waitExit("keys", 0)
+
+	// SIGTERM (kill, systemd, a closing terminal's shell) restores the
+	// terminal too, and exits 130.
+	pid := tm.mqtailIn("term", "-b", "unix://"+b.socket)
+	tm.waitScreen("term", "the topics view", topicsShown)
+	if err := syscall.Kill(pid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
 	}
-	if s := tm.screen(); strings.Contains(s, "HIGH-WATERMARK") || strings.Contains(s, "laggards") {
-		t.Errorf("mqtail's view is still on the restored screen:\n%s", s)
-	}
+	tm.waitExit("term", 130)
 }
 
 // onceSnapshot is the part of mqtail --once -o json this package reads.

@@ -149,7 +149,10 @@ func run(c *cli.Context) error {
 	}
 	m := tail.NewModel(tail.Options{Interval: interval, Fetch: sample})
 	// The program restores the terminal however it ends: q, Ctrl-C,
-	// SIGTERM (the context), or a panic in the model.
-	_, err = tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx)).Run()
+	// SIGTERM or SIGINT (client.Run cancels the context), or a panic in
+	// the model. Signals are client.Run's alone: bubbletea's own handler
+	// blocks sending its quit message once the context has ended the
+	// loop, and the program never exits.
+	_, err = tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithoutSignalHandler()).Run()
 	return err
 }
