@@ -340,6 +340,10 @@ func (m Model) View() string {
 		lines = append(lines, "")
 	}
 	lines = append(lines, m.bottomLine())
+	if m.height > 0 && len(lines) > m.height {
+		// A screen shorter than the header keeps the help line.
+		lines = append(lines[:m.height-1], lines[len(lines)-1])
+	}
 	for i, l := range lines {
 		lines[i] = ansi.Truncate(l, m.width, "…")
 	}

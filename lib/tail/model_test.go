@@ -236,7 +236,7 @@ func TestQuitKeysEndTheProgram(t *testing.T) {
 
 func TestViewFitsTheTerminalAfterAResize(t *testing.T) {
 	m := newTestModel(t, termenv.ANSI256)
-	for _, size := range [][2]int{{40, 8}, {200, 60}, {20, 5}} {
+	for _, size := range [][2]int{{40, 8}, {200, 60}, {20, 5}, {30, 2}, {10, 1}} {
 		m = update(t, m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
 		lines := strings.Split(m.View(), "\n")
 		if len(lines) != size[1] {
