@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"lib/broker":     {"lib/clock", "lib/record", "lib/log", "lib/replica", "lib/controller", "lib/group", "lib/config", "lib/server", "lib/kafkaext", "lib/version", "lib/metrics"},
 	"lib/client":     {"lib/config", "lib/kafkaext"},
 	"lib/pipe":       {"lib/client", "lib/kafkaext", "lib/record"},
-	"lib/tail":       {"lib/client"},
+	"lib/tail":       {"lib/admin", "lib/client"},
 	"lib/bench":      {"lib/client"},
 	"lib/admin":      {"lib/client", "lib/kafkaext"},
 	"cmd/mqd":        {"lib/broker", "lib/client", "lib/config", "lib/version"},

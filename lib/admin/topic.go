@@ -253,12 +253,14 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string, f Partition
 	}
 	out := TopicDescriptions{}
 	if len(known) > 0 {
+		// A partition without a leader (offline) fails its shard of the
+		// offsets requests: it is still described, its offsets unknown.
 		starts, err := a.adm.ListStartOffsets(ctx, known...)
-		if err != nil {
+		if err != nil && !isShardErr(err) {
 			return nil, requestError("topic describe: list start offsets", err)
 		}
 		ends, err := a.adm.ListEndOffsets(ctx, known...)
-		if err != nil {
+		if err != nil && !isShardErr(err) {
 			return nil, requestError("topic describe: list end offsets", err)
 		}
 		parts := map[string][]int32{}

@@ -28,7 +28,8 @@ func FillSynopses(app *cli.App) {
 }
 
 // Synopses are the lines of the man page's SYNOPSIS: for a program
-// without commands its own synopsis, else one line per runnable command,
+// without commands its own synopsis, else (after its own, when it has an
+// action) one line per runnable command,
 // each the first paragraph of its UsageText (after FillSynopses) or
 // generated from its flags.
 func Synopses(app *cli.App) []string {
@@ -38,7 +39,12 @@ func Synopses(app *cli.App) []string {
 		}
 		return []string{CommandSynopsis(app.Name, app.Flags, app.ArgsUsage)}
 	}
+	// A program that runs itself and has commands besides (mqtail, and
+	// its completion command) lists its own synopsis first.
 	var out []string
+	if app.Action != nil && app.UsageText != "" {
+		out = firstParagraph(app.UsageText)
+	}
 	var walk func(path string, cmds []*cli.Command)
 	walk = func(path string, cmds []*cli.Command) {
 		for _, c := range cmds {

@@ -1,0 +1,361 @@
+package tail
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
+
+	"github.com/mqproject/mq/lib/admin"
+)
+
+func rate(v float64) *float64 { return &v }
+
+// fixture is a snapshot of a two-broker cluster: topics "orders" (two
+// partitions, the second under-replicated) and "audit", groups "billing"
+// (lagging, stalled) and "search" (caught up).
+func fixture() Snapshot {
+	return Snapshot{
+		TimeMillis: t0.UnixMilli(), ClusterID: "cid", Controller: 1, Errors: []string{},
+		Brokers: []Broker{
+			{ID: 1, Host: "n1", Port: 9092, State: admin.BrokerAlive, Controller: true, PartitionsLed: 2, BytesInPerSec: rate(2048)},
+			{ID: 2, Host: "n2", Port: 9092, State: admin.BrokerFenced, PartitionsLed: 1, BytesInPerSec: rate(0)},
+		},
+		Topics: []Topic{
+			{Topic: "orders", UnderReplicated: 1, Partitions: []Partition{
+				{Partition: 0, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, HighWatermark: 500, SizeBytes: 9000, MessagesInPerSec: rate(10), BytesInPerSec: rate(100)},
+				{Partition: 1, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}, UnderReplicated: true, HighWatermark: 700, SizeBytes: 12000, MessagesInPerSec: rate(50), BytesInPerSec: rate(900)},
+			}},
+			{Topic: "audit", Partitions: []Partition{
+				{Partition: 0, Leader: 2, Replicas: []int32{2}, ISR: []int32{2}, HighWatermark: 30, SizeBytes: 300, MessagesInPerSec: rate(1), BytesInPerSec: rate(5)},
+			}},
+		},
+		Groups: []Group{
+			{Group: "billing", State: "Stable", Members: []Member{{MemberID: "m-1", ClientID: "biller", Host: "/10.0.0.1"}}, Lag: 250, LagTimeMillis: 90_000, Stalled: true,
+				Partitions: []GroupPartition{
+					{Topic: "orders", Partition: 0, MemberID: "m-1", Committed: 250, HighWatermark: 500, Lag: 250, LagTimeMillis: 90_000, Stalled: true, LagHistory: []int64{100, 150, 200, 250}},
+				}},
+			{Group: "search", State: "Empty", Members: []Member{}, LagTimeMillis: 0,
+				Partitions: []GroupPartition{
+					{Topic: "audit", Partition: 0, Committed: 30, HighWatermark: 30, Lag: 0, LagTimeMillis: 0, LagHistory: []int64{0, 0}},
+				}},
+		},
+	}
+}
+
+// newTestModel is a Model with a renderer of the given colour profile,
+// no refresh loop, a 120x30 screen and the fixture loaded.
+func newTestModel(t *testing.T, profile termenv.Profile) Model {
+	t.Helper()
+	r := lipgloss.NewRenderer(io.Discard)
+	r.SetColorProfile(profile)
+	m := NewModel(Options{Interval: time.Second, Renderer: r})
+	m = update(t, m, tea.WindowSizeMsg{Width: 120, Height: 30})
+	return update(t, m, snapshotMsg{snap: fixture()})
+}
+
+func update(t *testing.T, m Model, msg tea.Msg) Model {
+	t.Helper()
+	next, _ := m.Update(msg)
+	return next.(Model)
+}
+
+func keys(t *testing.T, m Model, ks ...string) Model {
+	t.Helper()
+	for _, k := range ks {
+		var msg tea.KeyMsg
+		switch k {
+		case "enter":
+			msg = tea.KeyMsg{Type: tea.KeyEnter}
+		case "esc":
+			msg = tea.KeyMsg{Type: tea.KeyEsc}
+		case "tab":
+			msg = tea.KeyMsg{Type: tea.KeyTab}
+		case "down":
+			msg = tea.KeyMsg{Type: tea.KeyDown}
+		case "up":
+			msg = tea.KeyMsg{Type: tea.KeyUp}
+		default:
+			msg = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+		}
+		m = update(t, m, msg)
+	}
+	return m
+}
+
+// screen is the model's view without styles.
+func screen(m Model) string { return ansi.Strip(m.View()) }
+
+// selected is the line of the screen with the cursor.
+func selected(t *testing.T, m Model) string {
+	t.Helper()
+	for _, l := range strings.Split(screen(m), "\n") {
+		if strings.HasPrefix(l, "> ") {
+			return l
+		}
+	}
+	t.Fatalf("no selected row on screen:\n%s", screen(m))
+	return ""
+}
+
+func TestViewsSwitchWithTheirKeysAndTheHelpLineNamesThem(t *testing.T) {
+	m := newTestModel(t, termenv.Ascii)
+	s := screen(m)
+	for _, want := range []string{"[1 topics]", "HIGH-WATERMARK", "orders", "under-replicated", "q quit", "/ filter", "s sort", "enter detail"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("topics view lacks %q:\n%s", want, s)
+		}
+	}
+	for _, c := range []struct {
+		keys []string
+		want []string
+	}{
+		{[]string{"2"}, []string{"[2 groups]", "billing", "STALLED", "LAG-TIME", "1m30s", "▄▆▇█"}},
+		{[]string{"g"}, []string{"[2 groups]"}},
+		{[]string{"3"}, []string{"[3 brokers]", "fenced", "leader", "2.0KiB/s"}},
+		{[]string{"b"}, []string{"[3 brokers]"}},
+		{[]string{"1"}, []string{"[1 topics]"}},
+		{[]string{"tab"}, []string{"[2 groups]"}},
+		{[]string{"tab", "tab"}, []string{"[3 brokers]"}},
+		{[]string{"tab", "tab", "tab"}, []string{"[1 topics]"}},
+	} {
+		got := screen(keys(t, m, c.keys...))
+		for _, want := range c.want {
+			if !strings.Contains(got, want) {
+				t.Errorf("after %v the screen lacks %q:\n%s", c.keys, want, got)
+			}
+		}
+	}
+}
+
+func TestCursorMovesWithArrowsAndJKAndEnterOpensTheDetail(t *testing.T) {
+	m := newTestModel(t, termenv.Ascii)
+	// Topics by name: audit/0, orders/0, orders/1.
+	if l := selected(t, m); !strings.Contains(l, "audit") {
+		t.Fatalf("first row selected: %q", l)
+	}
+	m = keys(t, m, "j", "down")
+	if l := selected(t, m); !strings.Contains(l, "orders") || !strings.Contains(l, "under-replicated") {
+		t.Errorf("after j, down: %q, want orders/1", l)
+	}
+	m = keys(t, m, "j", "j") // stays on the last row
+	m = keys(t, m, "k", "up")
+	if l := selected(t, m); !strings.Contains(l, "audit") {
+		t.Errorf("after k, up: %q, want audit", l)
+	}
+	m = keys(t, m, "j", "enter")
+	s := screen(m)
+	if !strings.Contains(s, "topic orders  partitions 2") || !strings.Contains(s, "1 under-replicated") ||
+		!strings.Contains(s, "groups reading orders") || !strings.Contains(s, "billing") || !strings.Contains(s, "esc back") {
+		t.Errorf("topic detail:\n%s", s)
+	}
+	m = keys(t, m, "esc")
+	if !strings.Contains(screen(m), "[1 topics]") || !strings.Contains(selected(t, m), "orders") {
+		t.Errorf("esc did not go back to the topics list at the same row:\n%s", screen(m))
+	}
+	m = keys(t, m, "2", "enter")
+	s = screen(m)
+	for _, want := range []string{"group billing  state Stable", "members 1", "lag 250", "STALLED", "biller", "m-1"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("group detail lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestFilterKeepsMatchingRowsAndEscClearsIt(t *testing.T) {
+	m := newTestModel(t, termenv.Ascii)
+	m = keys(t, m, "/", "a", "u", "d")
+	if s := screen(m); !strings.Contains(s, "/aud") {
+		t.Errorf("the filter input is not shown while typing:\n%s", s)
+	}
+	m = keys(t, m, "enter")
+	s := screen(m)
+	if !strings.Contains(s, "audit") || strings.Contains(s, "orders") || !strings.Contains(s, "filter: aud") {
+		t.Errorf("filter aud:\n%s", s)
+	}
+	// Groups match by group or topic name.
+	g := screen(keys(t, m, "2"))
+	if !strings.Contains(g, "search") || strings.Contains(g, "billing") {
+		t.Errorf("groups filtered by topic aud:\n%s", g)
+	}
+	m = keys(t, m, "/", "z", "z", "enter")
+	if s := screen(m); !strings.Contains(s, "no topics match the filter") {
+		t.Errorf("nothing matches:\n%s", s)
+	}
+	m = keys(t, m, "esc")
+	if s := screen(m); !strings.Contains(s, "orders") || !strings.Contains(s, "audit") {
+		t.Errorf("esc did not clear the filter:\n%s", s)
+	}
+	// Keys typed into the filter are text, not commands.
+	m = keys(t, m, "/", "q", "2", "esc")
+	if s := screen(m); !strings.Contains(s, "[1 topics]") || !strings.Contains(s, "orders") {
+		t.Errorf("q and 2 typed in the filter acted:\n%s", s)
+	}
+}
+
+func TestSortCyclesTheOrdersOfTheView(t *testing.T) {
+	m := newTestModel(t, termenv.Ascii)
+	m = keys(t, m, "s") // msg/s: orders/1 (50) first
+	if s := screen(m); !strings.Contains(s, "sort: msg/s") || !strings.Contains(selected(t, m), "orders") {
+		t.Errorf("sort msg/s:\n%s", s)
+	}
+	m = keys(t, m, "s", "s") // state: the under-replicated one first
+	if l := selected(t, m); !strings.Contains(screen(m), "sort: state") || !strings.Contains(l, "under-replicated") {
+		t.Errorf("sort state: %q", l)
+	}
+	m = keys(t, m, "s")
+	if !strings.Contains(screen(m), "sort: name") {
+		t.Errorf("sort did not cycle back to name:\n%s", screen(m))
+	}
+	m = keys(t, m, "3", "s")
+	if s := screen(m); !strings.Contains(s, "sort: leads") {
+		t.Errorf("brokers sort:\n%s", s)
+	}
+}
+
+func TestQuitKeysEndTheProgram(t *testing.T) {
+	for _, msg := range []tea.KeyMsg{{Type: tea.KeyRunes, Runes: []rune("q")}, {Type: tea.KeyCtrlC}} {
+		m := newTestModel(t, termenv.Ascii)
+		_, cmd := m.Update(msg)
+		if cmd == nil {
+			t.Fatalf("%v: no command", msg)
+		}
+		if _, ok := cmd().(tea.QuitMsg); !ok {
+			t.Errorf("%v: command is not tea.Quit", msg)
+		}
+	}
+}
+
+func TestViewFitsTheTerminalAfterAResize(t *testing.T) {
+	m := newTestModel(t, termenv.ANSI256)
+	for _, size := range [][2]int{{40, 8}, {200, 60}, {20, 5}, {30, 2}, {10, 1}} {
+		m = update(t, m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		lines := strings.Split(m.View(), "\n")
+		if len(lines) != size[1] {
+			t.Errorf("%dx%d: %d lines", size[0], size[1], len(lines))
+		}
+		for _, l := range lines {
+			if w := ansi.StringWidth(l); w > size[0] {
+				t.Errorf("%dx%d: line of width %d: %q", size[0], size[1], w, ansi.Strip(l))
+			}
+		}
+		if !strings.Contains(lines[len(lines)-1], "1/t") {
+			t.Errorf("%dx%d: the last line is not the help line: %q", size[0], size[1], ansi.Strip(lines[len(lines)-1]))
+		}
+	}
+	// A short screen scrolls to keep the cursor on it.
+	m = update(t, m, tea.WindowSizeMsg{Width: 120, Height: 6})
+	m = keys(t, m, "j", "j")
+	if l := selected(t, m); !strings.Contains(l, "orders") {
+		t.Errorf("cursor on the last row scrolled off a 6-line screen:\n%s", screen(m))
+	}
+}
+
+func TestDisconnectedKeepsTheDataAndRecovers(t *testing.T) {
+	m := newTestModel(t, termenv.Ascii)
+	lost := fmt.Errorf("cluster describe: %w", &net0{})
+	m = update(t, m, fetchErrMsg{err: lost, at: t0.Add(time.Minute)})
+	s := screen(m)
+	if !strings.Contains(s, "DISCONNECTED since 03:05:05") || !strings.Contains(s, "retrying every 1s") || !strings.Contains(s, "orders") {
+		t.Errorf("disconnected:\n%s", s)
+	}
+	if !strings.Contains(s, "cannot reach mqd") {
+		t.Errorf("a connection error is not called one:\n%s", s)
+	}
+	// A second failure keeps the time it started.
+	m = update(t, m, fetchErrMsg{err: errors.New("still gone"), at: t0.Add(2 * time.Minute)})
+	if s := screen(m); !strings.Contains(s, "since 03:05:05") || !strings.Contains(s, "still gone") {
+		t.Errorf("second failure:\n%s", s)
+	}
+	m = update(t, m, snapshotMsg{snap: fixture()})
+	if s := screen(m); strings.Contains(s, "DISCONNECTED") || strings.Contains(s, "disconnected") {
+		t.Errorf("recovered, still disconnected:\n%s", s)
+	}
+}
+
+// net0 is a connection error (client.IsUnreachable).
+type net0 struct{}
+
+func (*net0) Error() string   { return "connection refused" }
+func (*net0) Unwrap() error   { return syscall.ECONNREFUSED }
+func (*net0) Timeout() bool   { return false }
+func (*net0) Temporary() bool { return false }
+
+func TestRefreshLoopFetchesAgainAfterEachAnswer(t *testing.T) {
+	calls := 0
+	m := NewModel(Options{Interval: time.Millisecond, Fetch: func() (Snapshot, error) {
+		calls++
+		if calls == 2 {
+			return Snapshot{}, errors.New("gone")
+		}
+		return fixture(), nil
+	}})
+	cmd := m.Init()
+	var msgs []string
+	for range 6 {
+		msg := cmd()
+		msgs = append(msgs, fmt.Sprintf("%T", msg))
+		var next tea.Model
+		next, cmd = m.Update(msg)
+		m = next.(Model)
+		if cmd == nil {
+			t.Fatalf("no next command after %T", msg)
+		}
+	}
+	want := "tail.snapshotMsg tail.tickMsg tail.fetchErrMsg tail.tickMsg tail.snapshotMsg tail.tickMsg"
+	if got := strings.Join(msgs, " "); got != want {
+		t.Errorf("messages %s, want %s", got, want)
+	}
+	if !m.connected {
+		t.Error("not connected after a good refresh")
+	}
+}
+
+func TestNoColourRendersPlainTextAndColourMarksTrouble(t *testing.T) {
+	plain := newTestModel(t, termenv.Ascii)
+	for _, k := range []string{"1", "2", "3"} {
+		if v := keys(t, plain, k).View(); strings.Contains(v, "\x1b[") {
+			t.Errorf("view %s with the Ascii profile (NO_COLOR) has escape sequences: %q", k, v)
+		}
+	}
+	// The words carry the state without colour.
+	if s := plain.View(); !strings.Contains(s, "under-replicated") {
+		t.Errorf("no-colour view does not say under-replicated:\n%s", s)
+	}
+	for _, profile := range []termenv.Profile{termenv.ANSI256, termenv.ANSI} {
+		coloured := newTestModel(t, profile)
+		red, _, _ := strings.Cut(coloured.st.bad.Render("X"), "X")
+		if red == "" {
+			t.Fatalf("profile %v renders no colour", profile)
+		}
+		// Red (ANSI red, the same in 16 and 256 colours) on the ISR and
+		// the state of the under-replicated partition.
+		if v := coloured.View(); !strings.Contains(v, red+"under-replicated") || !strings.Contains(v, red+"1 ") {
+			t.Errorf("profile %v: under-replicated is not red:\n%q", profile, v)
+		}
+	}
+}
+
+func TestWriteTableOnce(t *testing.T) {
+	var b strings.Builder
+	if err := WriteTable(&b, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	for _, want := range []string{"CLUSTER cid  CONTROLLER 1", "BROKER", "fenced", "orders  1     1       1,2       1    under-replicated", "billing", "STALLED"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("--once table lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "\x1b[") || strings.Contains(s, "> ") {
+		t.Errorf("--once table has escapes or a cursor:\n%s", s)
+	}
+}
