@@ -359,10 +359,16 @@ func checkAfterLoss(t *testing.T, c *cluster, name string, seed int64, a *acked,
 // until every partition is led with its whole ISR.
 func (c *cluster) createOn(replicas [][]int32, configs map[string]string) {
 	c.t.Helper()
+	c.createTopicOn(chaosTopic, replicas, configs)
+}
+
+// createTopicOn is createOn for any topic.
+func (c *cluster) createTopicOn(topic string, replicas [][]int32, configs map[string]string) {
+	c.t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = 30000
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = chaosTopic, -1, -1
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
 	for p, rs := range replicas {
 		as := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
 		as.Partition, as.Replicas = int32(p), rs
@@ -379,9 +385,9 @@ func (c *cluster) createOn(replicas [][]int32, configs map[string]string) {
 		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
 	}
 	if err != nil {
-		c.t.Fatalf("create %s on %v: %v", chaosTopic, replicas, err)
+		c.t.Fatalf("create %s on %v: %v", topic, replicas, err)
 	}
-	c.waitPartitions(chaosTopic, chaosTopic+" in sync", fullISR)
+	c.waitPartitions(topic, topic+" in sync", fullISR)
 }
 
 // ledAlone: every partition led by id with the ISR {id}.

@@ -14,9 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // tmuxServer is a tmux server of one test's own (its own socket name and
@@ -230,27 +228,6 @@ type onceSnapshot struct {
 	} `json:"topics"`
 }
 
-// createAssigned creates topic with one partition on replicas.
-func createAssigned(c *cluster, topic string, replicas []int32) {
-	c.t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 30000
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	as := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	as.Partition, as.Replicas = 0, replicas
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, as)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctxFor(c.t, time.Minute), c.client())
-	if err == nil {
-		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
-	}
-	if err != nil {
-		c.t.Fatalf("create %s on %v: %v", topic, replicas, err)
-	}
-	c.waitPartitions(topic, topic+" in sync", fullISR)
-}
-
 // TestMqtailOnceShowsAnUnderReplicatedPartition: on a 3-node cluster
 // with one follower killed, gone from the ISR and fenced, mqtail --once
 // -o json marks the partition it followed under-replicated, the one it
@@ -267,8 +244,8 @@ func TestMqtailOnceShowsAnUnderReplicatedPartition(t *testing.T) {
 			break
 		}
 	}
-	createAssigned(c, "solo", []int32{follower})
-	createAssigned(c, "whole", []int32{leader})
+	c.createTopicOn("solo", [][]int32{{follower}}, nil)
+	c.createTopicOn("whole", [][]int32{{leader}}, nil)
 	c.node(follower).kill()
 	c.waitPartitions("urp", "ISR without the killed follower", func(ps []partitionState) bool {
 		return len(ps[0].isr) == 2 && !slices.Contains(ps[0].isr, follower)

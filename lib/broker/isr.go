@@ -21,8 +21,8 @@ func isrCheckInterval(lag time.Duration) time.Duration {
 }
 
 // maintain runs the leader's periodic replication chores until stop: ISR
-// changes (shrink and expand, proposed to the controller) and high-water
-// mark checkpoints.
+// changes and hand-overs of damaged partitions (proposed to the
+// controller) and high-water mark checkpoints.
 func (b *Broker) maintain() {
 	defer close(b.maintained)
 	s := b.cfg.Settings
@@ -35,12 +35,11 @@ func (b *Broker) maintain() {
 	hw := b.clock.NewTicker(every)
 	defer hw.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
-	var inflight sync.WaitGroup
+	props := &proposals{ctx: ctx, slots: make(chan struct{}, maxISRProposals)}
 	// On stop, proposals in flight are given up (cancel first), not waited
 	// out: a controller that cannot be reached would hold the shutdown.
-	defer inflight.Wait()
+	defer props.inflight.Wait()
 	defer cancel()
-	slots := make(chan struct{}, maxISRProposals)
 	for {
 		select {
 		case <-b.stop:
@@ -48,15 +47,44 @@ func (b *Broker) maintain() {
 		case <-hw.C():
 			b.checkpointHighWatermarks()
 		case <-isr.C():
-			b.proposeISRChanges(ctx, slots, &inflight)
-			b.proposeResignations(ctx, slots, &inflight)
+			b.proposeISRChanges(props)
+			b.proposeResignations(props)
 		}
 	}
 }
 
+// proposals are the leader's proposals to the controller in flight, at
+// most maxISRProposals at once.
+type proposals struct {
+	ctx      context.Context // ends at stop
+	slots    chan struct{}
+	inflight sync.WaitGroup
+}
+
+// propose runs call, one proposal to the controller, in a goroutine of its
+// own with a 10 s deadline once a slot is free; at stop it calls abandon
+// instead and reports false.
+func (b *Broker) propose(p *proposals, call func(context.Context), abandon func()) bool {
+	select {
+	case p.slots <- struct{}{}:
+	case <-b.stop:
+		abandon()
+		return false
+	}
+	p.inflight.Add(1)
+	go func() {
+		defer p.inflight.Done()
+		defer func() { <-p.slots }()
+		ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+		defer cancel()
+		call(ctx)
+	}()
+	return true
+}
+
 // proposeISRChanges proposes the ISR change of every partition this node
 // leads whose followers fell behind or caught up.
-func (b *Broker) proposeISRChanges(ctx context.Context, slots chan struct{}, inflight *sync.WaitGroup) {
+func (b *Broker) proposeISRChanges(props *proposals) {
 	self := b.cfg.Settings.NodeID
 	for _, h := range b.data.all() {
 		change, ok := h.ProposeISR()
@@ -64,19 +92,8 @@ func (b *Broker) proposeISRChanges(ctx context.Context, slots chan struct{}, inf
 			continue
 		}
 		before := h.State().ISR
-		select {
-		case slots <- struct{}{}:
-		case <-b.stop:
-			h.ISRProposalFailed()
-			return
-		}
-		inflight.Add(1)
-		go func() {
-			defer inflight.Done()
-			defer func() { <-slots }()
-			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			_, err := b.ctrl.AlterPartition(pctx, controller.AlterPartition{
+		sent := b.propose(props, func(ctx context.Context) {
+			_, err := b.ctrl.AlterPartition(ctx, controller.AlterPartition{
 				Topic: h.Topic(), Partition: h.Partition.Partition(), Leader: self,
 				LeaderEpoch: change.LeaderEpoch, PartitionEpoch: change.PartitionEpoch, ISR: change.ISR,
 			})
@@ -90,7 +107,10 @@ func (b *Broker) proposeISRChanges(ctx context.Context, slots chan struct{}, inf
 			b.isr.count(before, change.ISR)
 			b.log.Info("ISR changed", "partition", h.String(), "isr", change.ISR,
 				"leader_epoch", change.LeaderEpoch, "partition_epoch", change.PartitionEpoch+1)
-		}()
+		}, h.ISRProposalFailed)
+		if !sent {
+			return
+		}
 	}
 }
 
@@ -100,7 +120,7 @@ func (b *Broker) proposeISRChanges(ctx context.Context, slots chan struct{}, inf
 // follows outside the ISR, cuts the range and fetches it again. Where the
 // controller refuses (no other live ISR member), it keeps the partition
 // and the range stays withheld, and tries again later.
-func (b *Broker) proposeResignations(ctx context.Context, slots chan struct{}, inflight *sync.WaitGroup) {
+func (b *Broker) proposeResignations(props *proposals) {
 	self := b.cfg.Settings.NodeID
 	for _, h := range b.data.all() {
 		r, ok := h.ProposeResignation()
@@ -108,19 +128,8 @@ func (b *Broker) proposeResignations(ctx context.Context, slots chan struct{}, i
 			continue
 		}
 		before := h.State().ISR
-		select {
-		case slots <- struct{}{}:
-		case <-b.stop:
-			h.ResignationRefused()
-			return
-		}
-		inflight.Add(1)
-		go func() {
-			defer inflight.Done()
-			defer func() { <-slots }()
-			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			p, err := b.ctrl.ResignLeadership(pctx, controller.Resignation{
+		sent := b.propose(props, func(ctx context.Context) {
+			p, err := b.ctrl.ResignLeadership(ctx, controller.Resignation{
 				Topic: h.Topic(), Partition: h.Partition.Partition(), Leader: self,
 				LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch,
 			})
@@ -135,6 +144,9 @@ func (b *Broker) proposeResignations(ctx context.Context, slots chan struct{}, i
 			b.isr.count(before, p.ISR)
 			b.log.Warn("damaged range: leadership handed to an ISR member that holds it; fetching it again from there",
 				"partition", h.String(), "damage", r.Damage.String(), "leader", p.Leader, "isr", p.ISR, "leader_epoch", p.LeaderEpoch)
-		}()
+		}, h.ResignationRefused)
+		if !sent {
+			return
+		}
 	}
 }
