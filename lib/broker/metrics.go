@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,11 +52,7 @@ func (t *trafficCounters) of(topic string) *topicTraffic {
 func (t *trafficCounters) retain(keep map[string]bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for name := range t.topics {
-		if !keep[name] {
-			delete(t.topics, name)
-		}
-	}
+	maps.DeleteFunc(t.topics, func(name string, _ *topicTraffic) bool { return !keep[name] })
 }
 
 func (t *trafficCounters) snapshot() []metrics.TopicTraffic {
@@ -225,11 +222,7 @@ func (c *lagTimeCache) timestamp(key lagKey, h *hosted, at, maxOffset int64) (in
 func (c *lagTimeCache) retain(keep map[lagKey]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k := range c.entries {
-		if !keep[k] {
-			delete(c.entries, k)
-		}
-	}
+	maps.DeleteFunc(c.entries, func(k lagKey, _ lagTime) bool { return !keep[k] })
 }
 
 // errRecordFound stops the iteration of recordTimestamp.
