@@ -260,34 +260,11 @@ func TestMetricsEndpointServesEveryDocumentedMetric(t *testing.T) {
 	}
 
 	// The lag equals what mqctl group describe reports.
-	var described []struct {
-		Partitions []struct {
-			Topic       string `json:"topic"`
-			Partition   int32  `json:"partition"`
-			Lag         int64  `json:"lag"`
-			LagTimeMill int64  `json:"lag_time_ms"`
-		} `json:"partitions"`
+	ps := checkLagAsDescribed(t, families, group, res.stdout, elapsed)
+	if len(ps) != 2 {
+		t.Errorf("mqctl group describe shows %d partitions of %s, want 2", len(ps), group)
 	}
-	if err := json.Unmarshal([]byte(res.stdout), &described); err != nil || len(described) != 1 || len(described[0].Partitions) != 2 {
-		t.Fatalf("mqctl group describe -o json: %v\n%s", err, res.stdout)
-	}
-	for _, p := range described[0].Partitions {
-		labels := []string{"group=" + group, "topic=" + p.Topic, "partition=" + strconv.Itoa(int(p.Partition))}
-		messages, ok := sample(families, "mq_group_lag_messages", labels...)
-		if !ok || int64(messages) != p.Lag {
-			t.Errorf("mq_group_lag_messages%v = %v (present: %v), mqctl says %d", labels, messages, ok, p.Lag)
-		}
-		seconds, ok := sample(families, "mq_group_lag_seconds", labels...)
-		if !ok {
-			t.Errorf("mq_group_lag_seconds%v: not served", labels)
-			continue
-		}
-		// Both are whole milliseconds of the same record's age, mqctl's
-		// read first: the scrape's may be older by the time between them.
-		diff := int64(seconds*1000+0.5) - p.LagTimeMill
-		if p.Lag == 0 && (seconds != 0 || p.LagTimeMill != 0) || diff < 0 || diff > elapsed.Milliseconds()+1 {
-			t.Errorf("mq_group_lag_seconds%v = %v, mqctl says %d ms, read %v apart", labels, seconds, p.LagTimeMill, elapsed)
-		}
+	for _, p := range ps {
 		if p.Partition == 0 && (p.Lag != n-3 || p.LagTimeMill < time.Hour.Milliseconds()-n*1000) {
 			t.Errorf("partition 0: lag %d, %d ms; want %d records, about an hour", p.Lag, p.LagTimeMill, n-3)
 		}
@@ -359,4 +336,44 @@ func TestMetricsBadAddressIsAUsageError(t *testing.T) {
 			t.Errorf("mqd --metrics %s: exit %d, stderr %q; want exit 2 and one line", bad, res.code, res.stderr)
 		}
 	}
+}
+
+// describedLag is one partition of mqctl group describe -o json.
+type describedLag struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	Lag         int64  `json:"lag"`
+	LagTimeMill int64  `json:"lag_time_ms"`
+}
+
+// checkLagAsDescribed checks that every partition of group that mqctl
+// group describe -o json reported (described, read elapsed before the
+// scrape's end) has lag series equal to it, and returns those partitions.
+func checkLagAsDescribed(t *testing.T, families map[string]*dto.MetricFamily, group, described string, elapsed time.Duration) []describedLag {
+	t.Helper()
+	var groups []struct {
+		Partitions []describedLag `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(described), &groups); err != nil || len(groups) != 1 || len(groups[0].Partitions) == 0 {
+		t.Fatalf("mqctl group describe -o json: %v\n%s", err, described)
+	}
+	for _, p := range groups[0].Partitions {
+		labels := []string{"group=" + group, "topic=" + p.Topic, "partition=" + strconv.Itoa(int(p.Partition))}
+		messages, ok := sample(families, "mq_group_lag_messages", labels...)
+		if !ok || int64(messages) != p.Lag {
+			t.Errorf("mq_group_lag_messages%v = %v (present: %v), mqctl says %d", labels, messages, ok, p.Lag)
+		}
+		seconds, ok := sample(families, "mq_group_lag_seconds", labels...)
+		if !ok {
+			t.Errorf("mq_group_lag_seconds%v: not served", labels)
+			continue
+		}
+		// Both are whole milliseconds of the same record's age, mqctl's
+		// read first: the scrape's may be older by the time between them.
+		diff := int64(seconds*1000+0.5) - p.LagTimeMill
+		if p.Lag == 0 && (seconds != 0 || p.LagTimeMill != 0) || diff < 0 || diff > elapsed.Milliseconds()+1 {
+			t.Errorf("mq_group_lag_seconds%v = %v, mqctl says %d ms, read %v apart", labels, seconds, p.LagTimeMill, elapsed)
+		}
+	}
+	return groups[0].Partitions
 }

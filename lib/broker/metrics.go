@@ -125,9 +125,9 @@ func (b *Broker) metricsSnapshot(partitionSeries bool) metrics.Snapshot {
 }
 
 // groupLag lists the groups this node coordinates with their lag on the
-// partitions they committed offsets for and that this node hosts (it
-// reads its own replica, the leader's or a follower's a fetch behind; a
-// partition hosted elsewhere has no lag series here).
+// partitions they committed offsets for: from its own replica where it
+// hosts one (the leader's, or a follower's a fetch behind), else asked of
+// the partition's leader (fetchRemoteLag).
 //
 // The definition is mqctl group describe's (lib/admin): lag in messages is
 // the high-water mark minus the committed offset, at least 0; lag in time
@@ -141,6 +141,7 @@ func (b *Broker) groupLag() []metrics.Group {
 	listed := b.groups.c.ListGroups(nil)
 	out := make([]metrics.Group, 0, len(listed))
 	seen := map[lagKey]bool{}
+	var remote []remoteLag // group partitions hosted on other nodes
 	for _, g := range listed {
 		mg := metrics.Group{Group: g.Group, State: g.State.String()}
 		offsets, err := b.groups.c.FetchOffsets(g.Group, nil)
@@ -154,6 +155,7 @@ func (b *Broker) groupLag() []metrics.Group {
 			}
 			h := b.data.partition(o.Topic, o.Partition)
 			if h == nil {
+				remote = append(remote, remoteLag{group: len(out), key: lagKey{g.Group, o.Topic, o.Partition}, committed: o.Offset.Offset})
 				continue
 			}
 			committed := o.Offset.Offset
@@ -172,6 +174,10 @@ func (b *Broker) groupLag() []metrics.Group {
 			mg.Lag = append(mg.Lag, lag)
 		}
 		out = append(out, mg)
+	}
+	for _, r := range b.fetchRemoteLag(remote, now) {
+		out[r.group].Lag = append(out[r.group].Lag, r.lag)
+		seen[r.key] = true
 	}
 	b.lagTimes.retain(seen)
 	return out
@@ -233,7 +239,16 @@ var errRecordFound = errors.New("broker: record found")
 // at, as a consumer would see it.
 func recordTimestamp(h *hosted, at, maxOffset int64) (int64, bool) {
 	b, err := h.Log().ReadBytes(at, maxOffset, 1)
-	if err != nil || len(b) == 0 {
+	if err != nil {
+		return 0, false
+	}
+	return batchTimestamp(b, at)
+}
+
+// batchTimestamp is the timestamp of the first record at or after offset
+// at in the first batch of b, as a consumer would see it.
+func batchTimestamp(b []byte, at int64) (int64, bool) {
+	if len(b) == 0 {
 		return 0, false
 	}
 	batch, _, hdr, err := record.Next(b)
