@@ -66,7 +66,7 @@ func TestMetricsGroupLagOfPartitionsHostedElsewhere(t *testing.T) {
 	var topics []string
 	for _, p := range ps {
 		topics = append(topics, p.Topic)
-		if want := n - int64(p.Topic[len(p.Topic)-1]-'0'); p.Lag != want || p.LagTimeMill < (time.Hour - n*time.Second).Milliseconds() {
+		if want := n - int64(p.Topic[len(p.Topic)-1]-'0'); p.Lag != want || p.LagTimeMill < (time.Hour-n*time.Second).Milliseconds() {
 			t.Errorf("%s: lag %d, %d ms; want %d records, about an hour", p.Topic, p.Lag, p.LagTimeMill, want)
 		}
 	}
