@@ -104,7 +104,8 @@ type cleanPlan struct {
 	state      cleanerState
 	interval   int32
 	segBytes   int64
-	now        int64 // unix ms
+	now        int64  // unix ms
+	readBuf    []byte // the pass's read buffer
 }
 
 func (l *Log) cleanNow(o CleanOptions) time.Time {
@@ -235,6 +236,7 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 	if p.firstDirty >= p.end {
 		return res, nil
 	}
+	p.readBuf = make([]byte, 1<<20)
 	files := make([]*segFile, 0, len(p.segs))
 	defer func() {
 		for _, sf := range files {
@@ -320,7 +322,7 @@ func (l *Log) buildOffsetMap(ctx context.Context, p *cleanPlan, files []*segFile
 			return 0, err
 		}
 		stop := int64(-1)
-		err := readBatches(files[i].f, seg.base, p.sizes[i], func(pos int64, b []byte, h *record.Header) error {
+		err := readBatches(files[i].f, seg.base, p.sizes[i], p.readBuf, func(pos int64, b []byte, h *record.Header) error {
 			if h.LastOffset() < p.firstDirty || h.Control() {
 				return nil
 			}
@@ -347,7 +349,7 @@ func (l *Log) buildOffsetMap(ctx context.Context, p *cleanPlan, files []*segFile
 		}
 		if stop >= 0 {
 			if stop <= p.firstDirty {
-				return 0, fmt.Errorf("log: clean: the dedupe buffer holds %d keys, too few for the batch at offset %d", m.capacity, stop)
+				return 0, fmt.Errorf("log: clean: the dedupe buffer holds %d keys, too few for the batch at offset %d", m.maxKeys(), stop)
 			}
 			return stop, nil
 		}
@@ -358,8 +360,8 @@ func (l *Log) buildOffsetMap(ctx context.Context, p *cleanPlan, files []*segFile
 // readBatches calls fn with each batch of a segment data file of size
 // bytes, checked (header, dense offsets, CRC). fn may return
 // errStopIteration to stop. b is valid until fn returns.
-func readBatches(f File, base, size int64, fn func(pos int64, b []byte, h *record.Header) error) error {
-	r := chunkReader{f: f, fileSize: size, buf: make([]byte, 1<<20)}
+func readBatches(f File, base, size int64, buf []byte, fn func(pos int64, b []byte, h *record.Header) error) error {
+	r := chunkReader{f: f, fileSize: size, buf: buf}
 	pos, next := int64(0), base
 	for pos < size {
 		bad := func(err error) error {
@@ -481,7 +483,7 @@ func (l *Log) cleanGroup(p *cleanPlan, g []int, files []*segFile, f *cleanFilter
 	for _, i := range g {
 		seg := p.segs[i]
 		inSize += p.sizes[i]
-		err := readBatches(files[i].f, seg.base, p.sizes[i], func(pos int64, b []byte, h *record.Header) error {
+		err := readBatches(files[i].f, seg.base, p.sizes[i], p.readBuf, func(pos int64, b []byte, h *record.Header) error {
 			corrupt := func(err error) error {
 				return &CorruptionError{Segment: segmentName(seg.base, logExt), Position: pos, Err: err}
 			}

@@ -567,7 +567,7 @@ func TestCleanStopsWhereTheDedupeBufferFills(t *testing.T) {
 	mustFlush(t, tl.Log)
 	want := latestView(readAll(t, tl.Log, 1<<20))
 	o := CleanOptions{DedupeBufferBytes: minDedupeBufferBytes}
-	capacity := newOffsetMap(minDedupeBufferBytes).capacity
+	capacity := newOffsetMap(minDedupeBufferBytes).maxKeys()
 	end := tl.active().base
 	passes := 0
 	for {

@@ -3,14 +3,18 @@ package log
 import "hash/maphash"
 
 // offsetMap maps record keys to the offset of their latest record, in a
-// fixed amount of memory: an open-addressing table of 24-byte slots (a
+// bounded amount of memory: an open-addressing table of 24-byte slots (a
 // 128-bit hash of the key from two random seeds, and the offset), filled
-// to at most 3/4. Two keys whose 128-bit hashes collide would make the
-// cleaner drop the older one's latest record; the seeds are drawn per map,
-// so no input can aim for that, and by chance it takes about 2^64 keys.
+// to at most 3/4. It starts small and doubles as keys come, as long as the
+// old and the new table together fit in the limit, so a pass over few
+// keys does not pay for a large buffer. Two keys whose 128-bit hashes
+// collide would make the cleaner drop the older one's latest record; the
+// seeds are drawn per map, so no input can aim for that, and by chance it
+// takes about 2^64 keys.
 type offsetMap struct {
 	slots          []mapSlot
 	used, capacity int
+	limit          int // bytes the tables may take together
 	seed1, seed2   maphash.Seed
 }
 
@@ -26,13 +30,45 @@ const mapSlotSize = 24
 const minDedupeBufferBytes = 64 << 10
 
 func newOffsetMap(bufferBytes int) *offsetMap {
-	n := max(bufferBytes, minDedupeBufferBytes) / mapSlotSize
-	return &offsetMap{slots: make([]mapSlot, n), capacity: n * 3 / 4,
-		seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed()}
+	m := &offsetMap{limit: max(bufferBytes, minDedupeBufferBytes), seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed()}
+	m.resize(min(m.limit, minDedupeBufferBytes) / mapSlotSize)
+	return m
 }
 
-// room reports whether n more keys fit.
-func (m *offsetMap) room(n int) bool { return m.used+n <= m.capacity }
+func (m *offsetMap) resize(n int) {
+	old := m.slots
+	m.slots, m.used, m.capacity = make([]mapSlot, n), 0, n*3/4
+	for i := range old {
+		if s := old[i]; s.offset != 0 {
+			m.insert(s.h1, s.h2, s.offset)
+		}
+	}
+}
+
+// maxKeys is how many keys the map can hold at most.
+func (m *offsetMap) maxKeys() int {
+	n := len(m.slots)
+	for {
+		next := min(2*n, m.limit/mapSlotSize-n)
+		if next <= n {
+			return n * 3 / 4
+		}
+		n = next
+	}
+}
+
+// room reports whether n more keys fit, growing the table when needed.
+func (m *offsetMap) room(n int) bool {
+	for m.used+n > m.capacity {
+		cur := len(m.slots)
+		next := min(2*cur, m.limit/mapSlotSize-cur)
+		if next <= cur {
+			return false
+		}
+		m.resize(next)
+	}
+	return true
+}
 
 func (m *offsetMap) hash(key []byte) (uint64, uint64) {
 	return maphash.Bytes(m.seed1, key), maphash.Bytes(m.seed2, key)
@@ -41,16 +77,20 @@ func (m *offsetMap) hash(key []byte) (uint64, uint64) {
 // put records offset as key's latest; the caller checked room.
 func (m *offsetMap) put(key []byte, offset int64) {
 	h1, h2 := m.hash(key)
+	m.insert(h1, h2, offset+1)
+}
+
+func (m *offsetMap) insert(h1, h2 uint64, stored int64) {
 	n := uint64(len(m.slots))
 	for i := h1 % n; ; i = (i + 1) % n {
 		s := &m.slots[i]
 		if s.offset == 0 {
-			*s = mapSlot{h1: h1, h2: h2, offset: offset + 1}
+			*s = mapSlot{h1: h1, h2: h2, offset: stored}
 			m.used++
 			return
 		}
 		if s.h1 == h1 && s.h2 == h2 {
-			s.offset = offset + 1
+			s.offset = stored
 			return
 		}
 	}
