@@ -188,6 +188,10 @@ func (l *Log) finishSwapLocked(base int64, names map[string]bool) error {
 		return fmt.Errorf("cleaned segment is not whole at position %d: %v", res.end, res.badErr)
 	}
 	end := res.next
+	if end == base || !names[segmentName(end, logExt)] {
+		// The segment after the group is never cleaned, so it is there.
+		return fmt.Errorf("cleaned segment ends at offset %d, where no segment starts", end)
+	}
 	l.logger.Info("finishing an interrupted cleaning pass", "segment", segmentName(base, logExt), "end_offset", end)
 	for name := range names {
 		b, ext, ok := parseSegmentName(name)
