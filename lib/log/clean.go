@@ -117,8 +117,8 @@ func (l *Log) cleanNow(o CleanOptions) time.Time {
 
 // planLocked finds the cleanable segments. Called with mu held exclusively.
 func (l *Log) planLocked(o CleanOptions) (*cleanPlan, error) {
-	if l.closed {
-		return nil, ErrClosed
+	if err := l.writableLocked(); err != nil {
+		return nil, err
 	}
 	now := l.cleanNow(o).UnixMilli()
 	p := &cleanPlan{gen: l.truncGen, interval: l.cfg.IndexIntervalBytes, segBytes: o.SegmentBytes, now: now}

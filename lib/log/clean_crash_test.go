@@ -57,6 +57,7 @@ var cleanCrashOptions = CleanOptions{Now: testStart.Add(time.Hour), SegmentBytes
 func TestCleanCrashAtEveryStep(t *testing.T) {
 	for _, mode := range []CrashMode{CrashStrict, CrashTorn} {
 		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
 			seed := testSeed(t)
 			base, m, cfg := cleanCrashLog(t, mode, seed)
 			// How many operations a whole pass takes.

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -168,5 +170,17 @@ func TestCleanRandomizedAgainstModel(t *testing.T) {
 	if damaged := tl.Damaged(); len(damaged) > 0 {
 		t.Fatalf("damage: %v", damaged)
 	}
+	// The leader-epoch history rebuilt from the cleaned log is the one
+	// checkpointed.
+	epochs := tl.LeaderEpochs()
+	tl.crash()
+	if err := tl.opts.FS.Remove(filepath.Join(tl.dir, leaderEpochFile)); err != nil {
+		t.Fatal(err)
+	}
+	tl.open()
+	if got := tl.LeaderEpochs(); !slices.Equal(got, epochs) {
+		t.Fatalf("leader epochs rebuilt from the cleaned log: %v, want %v", got, epochs)
+	}
+	m.check(t, tl.Log, "after rebuilding the leader epochs")
 	t.Logf("%d steps, %d passes removed %d records, %d segments, %d bytes", steps, passes, removed, tl.NumSegments(), tl.Size())
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -635,4 +636,100 @@ func TestCleanedRangesCheckpoint(t *testing.T) {
 	if _, ok := s.cleanedAt(15); ok || s.firstDirty != 15 {
 		t.Fatalf("truncated state: %+v", s)
 	}
+}
+
+func TestCleanRunsAlongsideAppendsAndReads(t *testing.T) {
+	tl := openTestLogWith(t, cleanConfig(), Options{FS: NewCrashFS(CrashStrict, 1)})
+	ts := testStart.UnixMilli()
+	m := newCleanModel()
+	var mmu sync.Mutex
+	done := make(chan struct{})
+	errs := make(chan error, 2)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // appender
+		defer wg.Done()
+		defer close(done)
+		for i := range 1500 {
+			kvs := []kv{put(fmt.Sprintf("k%d", i%23), fmt.Sprint(i))}
+			if i%31 == 0 {
+				kvs = []kv{tomb(fmt.Sprintf("k%d", i%23))}
+			}
+			mmu.Lock()
+			res, err := tl.Append(kvBatch(t, ts, kvs...), 0)
+			if err == nil {
+				m.appended(res.BaseOffset, ts, kvs)
+			}
+			mmu.Unlock()
+			if err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	go func() { // reader: every record it sees was appended at its offset
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			end := tl.EndOffset()
+			for next := tl.StartOffset(); next < end; {
+				b, err := tl.ReadBytes(next, end, 4096)
+				if err != nil {
+					errs <- fmt.Errorf("read %d: %w", next, err)
+					return
+				}
+				for len(b) > 0 {
+					batch, rest, h, err := record.Next(b)
+					if err != nil || h.BaseOffset > next {
+						errs <- fmt.Errorf("batch at %d read at %d: %v", h.BaseOffset, next, err)
+						return
+					}
+					err = record.Iterate(batch, 0, func(r *record.Record) error {
+						mmu.Lock()
+						w := m.records[r.Offset(&h)]
+						mmu.Unlock()
+						if !bytes.Equal(w.key, r.Key) {
+							return fmt.Errorf("record at %d has key %q, appended %q", r.Offset(&h), r.Key, w.key)
+						}
+						return nil
+					})
+					if err != nil {
+						errs <- err
+						return
+					}
+					next, b = h.LastOffset()+1, rest
+				}
+			}
+		}
+	}()
+	passes := 0
+loop:
+	for {
+		select {
+		case <-done:
+			break loop
+		case err := <-errs:
+			t.Fatal(err)
+		default:
+		}
+		if err := tl.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		mustClean(t, tl.Log, CleanOptions{SegmentBytes: 4096})
+		passes++
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	mustFlush(t, tl.Log)
+	mustClean(t, tl.Log, CleanOptions{SegmentBytes: 4096})
+	m.check(t, tl.Log, "after the appends")
+	t.Logf("%d passes alongside 1500 appends", passes)
 }
