@@ -237,29 +237,15 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 		return res, nil
 	}
 	p.readBuf = make([]byte, 1<<20)
-	files := make([]*segFile, 0, len(p.segs))
-	defer func() {
-		for _, sf := range files {
-			sf.release()
-		}
-	}()
-	for _, seg := range p.segs {
-		sf, _, _, err := l.acquire(seg)
-		if err != nil {
-			if errors.Is(err, ErrOffsetOutOfRange) {
-				return res, nil // retention took it meanwhile
-			}
-			return res, err
-		}
-		files = append(files, sf)
-	}
-
 	bufSize := o.DedupeBufferBytes
 	if bufSize <= 0 {
 		bufSize = DefaultDedupeBufferBytes
 	}
 	m := newOffsetMap(bufSize)
-	cleanedTo, err := l.buildOffsetMap(ctx, p, files, m)
+	cleanedTo, err := l.buildOffsetMap(ctx, p, m)
+	if errors.Is(err, errSegmentGone) {
+		return res, nil
+	}
 	if err != nil {
 		return res, err
 	}
@@ -275,7 +261,10 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		out, err := l.cleanGroup(p, g, files, f)
+		out, err := l.cleanGroup(p, g, f)
+		if errors.Is(err, errSegmentGone) {
+			return res, nil
+		}
 		if err != nil {
 			return res, err
 		}
@@ -311,7 +300,7 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 // buildOffsetMap puts the keys of the dirty batches into m, from the
 // first dirty offset on, and returns the offset after the last batch whose
 // keys all fit.
-func (l *Log) buildOffsetMap(ctx context.Context, p *cleanPlan, files []*segFile, m *offsetMap) (int64, error) {
+func (l *Log) buildOffsetMap(ctx context.Context, p *cleanPlan, m *offsetMap) (int64, error) {
 	it := new(record.Iter)
 	defer it.Close()
 	for i, seg := range p.segs {
@@ -322,7 +311,7 @@ func (l *Log) buildOffsetMap(ctx context.Context, p *cleanPlan, files []*segFile
 			return 0, err
 		}
 		stop := int64(-1)
-		err := readBatches(files[i].f, seg.base, p.sizes[i], p.readBuf, func(pos int64, b []byte, h *record.Header) error {
+		err := l.readSegment(p, i, func(pos int64, b []byte, h *record.Header) error {
 			if h.LastOffset() < p.firstDirty || h.Control() {
 				return nil
 			}
@@ -355,6 +344,25 @@ func (l *Log) buildOffsetMap(ctx context.Context, p *cleanPlan, files []*segFile
 		}
 	}
 	return p.end, nil
+}
+
+// errSegmentGone: a segment of the pass was deleted meanwhile (retention,
+// truncation); the pass stops.
+var errSegmentGone = errors.New("log: clean: segment deleted meanwhile")
+
+// readSegment is readBatches over segment i of p, holding a reference on
+// its file only meanwhile, so a pass over many segments keeps few open.
+func (l *Log) readSegment(p *cleanPlan, i int, fn func(pos int64, b []byte, h *record.Header) error) error {
+	seg := p.segs[i]
+	sf, _, _, err := l.acquire(seg)
+	if errors.Is(err, ErrOffsetOutOfRange) {
+		return errSegmentGone
+	}
+	if err != nil {
+		return err
+	}
+	defer sf.release()
+	return readBatches(sf.f, seg.base, p.sizes[i], p.readBuf, fn)
 }
 
 // readBatches calls fn with each batch of a segment data file of size
@@ -461,7 +469,7 @@ type groupOutput struct {
 
 // cleanGroup writes the cleaned segment replacing the segments g of p. It
 // returns nil when the result would be the same single segment.
-func (l *Log) cleanGroup(p *cleanPlan, g []int, files []*segFile, f *cleanFilter) (out *groupOutput, err error) {
+func (l *Log) cleanGroup(p *cleanPlan, g []int, f *cleanFilter) (out *groupOutput, err error) {
 	base := p.segs[g[0]].base
 	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, base)
 	w, err := newSegWriter(l.fs, logPath+cleanedSuffix, base, p.interval)
@@ -483,7 +491,7 @@ func (l *Log) cleanGroup(p *cleanPlan, g []int, files []*segFile, f *cleanFilter
 	for _, i := range g {
 		seg := p.segs[i]
 		inSize += p.sizes[i]
-		err := readBatches(files[i].f, seg.base, p.sizes[i], p.readBuf, func(pos int64, b []byte, h *record.Header) error {
+		err := l.readSegment(p, i, func(pos int64, b []byte, h *record.Header) error {
 			corrupt := func(err error) error {
 				return &CorruptionError{Segment: segmentName(seg.base, logExt), Position: pos, Err: err}
 			}
