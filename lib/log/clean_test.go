@@ -733,3 +733,49 @@ loop:
 	m.check(t, tl.Log, "after the appends")
 	t.Logf("%d passes alongside 1500 appends", passes)
 }
+
+func TestCleanFailingWriteLeavesTheLogAsItWas(t *testing.T) {
+	for _, ft := range []Fault{
+		{Op: FaultWrite, Suffix: logExt + cleanedSuffix, Times: 1},
+		{Op: FaultSync, Suffix: logExt + cleanedSuffix, Times: 1},
+		{Op: FaultWrite, Suffix: timeIndexExt + cleanedSuffix, After: 5, Times: 1},
+		{Op: FaultWrite, Suffix: cleanerFile + tmpSuffix, Times: 1},
+	} {
+		t.Run(fmt.Sprintf("%d%s", ft.Op, ft.Suffix), func(t *testing.T) {
+			ffs := NewFaultFS(nil)
+			tl := openTestLogWith(t, cleanConfig(), Options{FS: ffs})
+			ts := testStart.UnixMilli()
+			m := newCleanModel()
+			for i := range 100 {
+				kvs := []kv{put(fmt.Sprintf("k%d", i%7), fmt.Sprint(i))}
+				res := tl.append(kvBatch(t, ts, kvs...), 0)
+				m.appended(res.base, ts, kvs)
+			}
+			mustFlush(t, tl.Log)
+			ffs.Inject(ft)
+			if _, err := tl.Clean(context.Background(), CleanOptions{}); err == nil {
+				t.Fatal("clean did not fail")
+			}
+			ffs.Clear()
+			m.check(t, tl.Log, "after the failed pass")
+			entries, err := os.ReadDir(tl.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if ext := filepath.Ext(e.Name()); ext == cleanedSuffix || ext == swapSuffix {
+					t.Fatalf("%s left behind", e.Name())
+				}
+			}
+			if _, err := tl.Append(kvBatch(t, ts, put("k0", "after")), 0); err != nil {
+				t.Fatalf("append after the failed pass: %v", err)
+			}
+			mustFlush(t, tl.Log)
+			mustClean(t, tl.Log, CleanOptions{})
+			tl.reopen()
+			if v := latestView(readAll(t, tl.Log, 1<<20)); v["k0"].value != "after" || v["k6"].value != "97" {
+				t.Fatalf("after a good pass and reopen: %v", v)
+			}
+		})
+	}
+}
