@@ -532,15 +532,11 @@ func (l *Log) cleanGroup(p *cleanPlan, g []int, f *cleanFilter) (out *groupOutpu
 				}
 				bb.take(h, kept)
 				return nil
-			case removed == 0:
-				if err := bb.flush(w); err != nil {
-					return err
-				}
-				return w.write(b)
 			case len(kept.recs) == 0 && !f.producerNeeds(h):
-				// Nothing left, and the producer state does not
-				// need the batch: its offsets become part of a
-				// neighbouring batch or a batch without records.
+				// Nothing left (maybe since an earlier pass), and the
+				// producer state does not need the batch: its offsets
+				// become part of a neighbouring batch or a batch
+				// without records.
 				if !bb.fits(h, false) {
 					if err := bb.flush(w); err != nil {
 						return err
@@ -548,6 +544,11 @@ func (l *Log) cleanGroup(p *cleanPlan, g []int, f *cleanFilter) (out *groupOutpu
 				}
 				bb.take(h, kept)
 				return nil
+			case removed == 0:
+				if err := bb.flush(w); err != nil {
+					return err
+				}
+				return w.write(b)
 			}
 			// An idempotent or broker-stamped batch keeps its header:
 			// offsets, producer id, epoch and sequence, timestamps.

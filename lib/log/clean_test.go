@@ -552,6 +552,19 @@ func TestCleanIdempotentProducerStaysCorrect(t *testing.T) {
 	if err != nil || res2.Duplicate {
 		t.Fatalf("next sequence: %+v %v", res2, err)
 	}
+	// Once the producer has a newer batch, the empty one goes.
+	for i := range 60 {
+		tl.append(kvBatch(t, ts, put("q", fmt.Sprint(i))), 0)
+	}
+	mustFlush(t, tl.Log)
+	mustClean(t, tl.Log, CleanOptions{})
+	b, err = tl.ReadBytes(last.BaseOffset, tl.EndOffset(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := record.ParseHeader(b); h.ProducerID == pid {
+		t.Fatalf("the producer's old batch without records stayed: %+v", h)
+	}
 }
 
 func TestCleanStopsWhereTheDedupeBufferFills(t *testing.T) {
