@@ -107,6 +107,20 @@ func randomBatch(t testing.TB, rng *rand.Rand, ts int64, kvs []kv) []byte {
 	return b
 }
 
+// idempotentBatch is a batch of producer 1, epoch 0, from sequence seq.
+func idempotentBatch(t testing.TB, ts int64, seq int32, kvs []kv) []byte {
+	t.Helper()
+	recs := make([]record.Record, len(kvs))
+	for i, r := range kvs {
+		recs[i] = record.Record{Key: r.key, Value: r.value, OffsetDelta: int32(i)}
+	}
+	b, err := record.Build(record.BuildOptions{BaseTimestamp: ts, Idempotent: true, ProducerID: 1, BaseSequence: seq}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func TestCleanRandomizedAgainstModel(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 17))
@@ -126,14 +140,41 @@ func TestCleanRandomizedAgainstModel(t *testing.T) {
 	keys := 5 + rng.IntN(60)
 	passes := 0
 	var removed int64
+	// One idempotent producer among the appends: a retry of its last
+	// batch must stay a duplicate, its next sequence accepted, whatever
+	// the cleaner removed.
+	var prod struct {
+		seq     int32
+		last    []byte
+		lastRes AppendResult
+	}
+	checkProducer := func(label string) {
+		t.Helper()
+		if prod.last == nil {
+			return
+		}
+		res, err := tl.Append(bytes.Clone(prod.last), 0)
+		if err != nil || !res.Duplicate || res.BaseOffset != prod.lastRes.BaseOffset || res.LastOffset != prod.lastRes.LastOffset {
+			t.Fatalf("%s: retry of the producer's last batch: %+v %v, first appended as %+v", label, res, err, prod.lastRes)
+		}
+	}
 	for step := range steps {
 		switch n := rng.IntN(100); {
 		case n < 80:
 			kvs := randomKVs(rng, keys)
 			ts := tl.clock.Now().UnixMilli()
-			res, err := tl.Append(randomBatch(t, rng, ts, kvs), int32(step/200))
-			if err != nil {
-				t.Fatalf("step %d: append: %v", step, err)
+			b := randomBatch(t, rng, ts, kvs)
+			idempotent := rng.IntN(5) == 0
+			if idempotent {
+				b = idempotentBatch(t, ts, prod.seq, kvs)
+			}
+			res, err := tl.Append(b, int32(step/200))
+			if err != nil || res.Duplicate {
+				t.Fatalf("step %d: append: %+v %v", step, res, err)
+			}
+			if idempotent {
+				prod.last, prod.lastRes = b, res
+				prod.seq += int32(len(kvs))
 			}
 			m.appended(res.BaseOffset, ts, kvs)
 			tl.clock.Advance(time.Duration(rng.IntN(2000)) * time.Millisecond)
@@ -155,13 +196,20 @@ func TestCleanRandomizedAgainstModel(t *testing.T) {
 			passes++
 			removed += res.RecordsRemoved
 			m.check(t, tl.Log, fmt.Sprintf("step %d, after clean %+v", step, res))
+			checkProducer(fmt.Sprintf("step %d, after clean", step))
 		case n < 97:
 			tl.reopen()
 			m.check(t, tl.Log, fmt.Sprintf("step %d, after reopen", step))
+			checkProducer(fmt.Sprintf("step %d, after reopen", step))
 		default:
 			tl.crash()
+			if rng.IntN(2) == 0 {
+				// Rebuild the producer state from the cleaned log.
+				_ = tl.opts.FS.Remove(filepath.Join(tl.dir, producerStateFile))
+			}
 			tl.open()
 			m.check(t, tl.Log, fmt.Sprintf("step %d, after a kill", step))
+			checkProducer(fmt.Sprintf("step %d, after a kill", step))
 		}
 	}
 	mustFlush(t, tl.Log)
