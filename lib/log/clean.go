@@ -154,7 +154,6 @@ func (l *Log) planLocked(o CleanOptions) (*cleanPlan, error) {
 		p.sizes = append(p.sizes, seg.size)
 		p.end = next
 	}
-	p.firstDirty = min(p.firstDirty, max(p.end, l.segs[0].base))
 	return p, nil
 }
 
