@@ -28,10 +28,12 @@ type CleanOptions struct {
 	// oldest timestamp is this old.
 	MaxCompactionLag time.Duration
 	// DedupeBufferBytes (log.cleaner.dedupe.buffer.size) bounds the
-	// memory of the offset map, 24 bytes per distinct key; at most 3/4 of
-	// it is filled. A pass whose dirty keys do not fit cleans up to where
-	// the map filled (CleanResult.CleanedTo) and leaves the rest to the
-	// next pass. 0 means DefaultDedupeBufferBytes.
+	// memory of the offset map: a table of 24-byte slots filled to 3/4,
+	// which grows as keys come up to 2/3 of the buffer (the old and the
+	// new table fit in it while it grows), so DedupeBufferBytes/48 keys.
+	// A pass whose dirty keys do not fit cleans up to where the map
+	// filled (CleanResult.CleanedTo) and leaves the rest to the next
+	// pass. 0 means DefaultDedupeBufferBytes.
 	DedupeBufferBytes int
 	// SegmentBytes (segment.bytes) is the size cleaned segments are merged
 	// up to: consecutive segments whose sizes add up to at most this are
@@ -45,7 +47,7 @@ type CleanOptions struct {
 }
 
 // DefaultDedupeBufferBytes is the offset map size when
-// CleanOptions.DedupeBufferBytes is 0: about 4.2 million keys.
+// CleanOptions.DedupeBufferBytes is 0: about 2.8 million keys.
 const DefaultDedupeBufferBytes = 128 << 20
 
 // cleanedBatchBytes is the size up to which the surviving records of

@@ -5,16 +5,17 @@ import "hash/maphash"
 // offsetMap maps record keys to the offset of their latest record, in a
 // bounded amount of memory: an open-addressing table of 24-byte slots (a
 // 128-bit hash of the key from two random seeds, and the offset), filled
-// to at most 3/4. It starts small and doubles as keys come, as long as the
-// old and the new table together fit in the limit, so a pass over few
-// keys does not pay for a large buffer. Two keys whose 128-bit hashes
-// collide would make the cleaner drop the older one's latest record; the
-// seeds are drawn per map, so no input can aim for that, and by chance it
-// takes about 2^64 keys.
+// to at most 3/4. It starts small and doubles as keys come, up to 2/3 of
+// the limit, so that the old and the new table fit in it together while
+// it grows: it holds limit/48 keys at most, and a pass over few keys does
+// not pay for a large buffer. Two keys whose 128-bit hashes collide would
+// make the cleaner drop the older one's latest record; the seeds are drawn
+// per map, so no input can aim for that, and by chance it takes about
+// 2^64 keys.
 type offsetMap struct {
 	slots          []mapSlot
 	used, capacity int
-	limit          int // bytes the tables may take together
+	maxSlots       int // the size the table grows to at most
 	seed1, seed2   maphash.Seed
 }
 
@@ -30,8 +31,15 @@ const mapSlotSize = 24
 const minDedupeBufferBytes = 64 << 10
 
 func newOffsetMap(bufferBytes int) *offsetMap {
-	m := &offsetMap{limit: max(bufferBytes, minDedupeBufferBytes), seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed()}
-	m.resize(min(m.limit, minDedupeBufferBytes) / mapSlotSize)
+	m := &offsetMap{maxSlots: max(bufferBytes, minDedupeBufferBytes) / mapSlotSize * 2 / 3,
+		seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed()}
+	// Start at the largest size that doubles exactly to maxSlots (give
+	// or take rounding) within minDedupeBufferBytes.
+	n := m.maxSlots
+	for n > minDedupeBufferBytes/mapSlotSize {
+		n = (n + 1) / 2
+	}
+	m.resize(n)
 	return m
 }
 
@@ -46,26 +54,15 @@ func (m *offsetMap) resize(n int) {
 }
 
 // maxKeys is how many keys the map can hold at most.
-func (m *offsetMap) maxKeys() int {
-	n := len(m.slots)
-	for {
-		next := min(2*n, m.limit/mapSlotSize-n)
-		if next <= n {
-			return n * 3 / 4
-		}
-		n = next
-	}
-}
+func (m *offsetMap) maxKeys() int { return m.maxSlots * 3 / 4 }
 
 // room reports whether n more keys fit, growing the table when needed.
 func (m *offsetMap) room(n int) bool {
 	for m.used+n > m.capacity {
-		cur := len(m.slots)
-		next := min(2*cur, m.limit/mapSlotSize-cur)
-		if next <= cur {
+		if len(m.slots) >= m.maxSlots {
 			return false
 		}
-		m.resize(next)
+		m.resize(min(2*len(m.slots), m.maxSlots))
 	}
 	return true
 }
