@@ -108,6 +108,7 @@ type cleanPlan struct {
 	segBytes   int64
 	now        int64  // unix ms
 	readBuf    []byte // the pass's read buffer
+	writeBuf   []byte // and write buffer
 }
 
 func (l *Log) cleanNow(o CleanOptions) time.Time {
@@ -237,7 +238,7 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 	if p.firstDirty >= p.end {
 		return res, nil
 	}
-	p.readBuf = make([]byte, 1<<20)
+	p.readBuf, p.writeBuf = make([]byte, 1<<20), make([]byte, 0, 1<<20)
 	bufSize := o.DedupeBufferBytes
 	if bufSize <= 0 {
 		bufSize = DefaultDedupeBufferBytes
@@ -473,7 +474,7 @@ type groupOutput struct {
 func (l *Log) cleanGroup(p *cleanPlan, g []int, f *cleanFilter) (out *groupOutput, err error) {
 	base := p.segs[g[0]].base
 	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, base)
-	w, err := newSegWriter(l.fs, logPath+cleanedSuffix, base, p.interval)
+	w, err := newSegWriter(l.fs, logPath+cleanedSuffix, base, p.interval, p.writeBuf)
 	if err != nil {
 		return nil, fmt.Errorf("log: clean: %w", err)
 	}
@@ -611,12 +612,13 @@ type segWriter struct {
 	interval int32
 }
 
-func newSegWriter(fsys FS, path string, base int64, interval int32) (*segWriter, error) {
+// newSegWriter creates path, buffering writes in buf's capacity.
+func newSegWriter(fsys FS, path string, base int64, interval int32, buf []byte) (*segWriter, error) {
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	return &segWriter{f: f, buf: make([]byte, 0, 1<<20), seg: &segment{base: base, maxTS: -1}, interval: interval}, nil
+	return &segWriter{f: f, buf: buf[:0], seg: &segment{base: base, maxTS: -1}, interval: interval}, nil
 }
 
 func (w *segWriter) write(b []byte) error {
@@ -624,11 +626,13 @@ func (w *segWriter) write(b []byte) error {
 	if err != nil {
 		return err
 	}
+	if len(w.buf)+len(b) > cap(w.buf) {
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
 	w.seg.indexBatch(&h, w.pos+int64(len(w.buf)), w.interval)
 	w.buf = append(w.buf, b...)
-	if len(w.buf) >= 1<<20 {
-		return w.flush()
-	}
 	return nil
 }
 
