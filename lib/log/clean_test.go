@@ -792,3 +792,42 @@ func TestCleanFailingWriteLeavesTheLogAsItWas(t *testing.T) {
 		})
 	}
 }
+
+func TestCleanStaysBelowMaxOffsetAndStopsOnCancel(t *testing.T) {
+	tl := openTestLog(t, cleanConfig())
+	ts := testStart.UnixMilli()
+	for i := range 100 {
+		tl.append(kvBatch(t, ts, put("k", fmt.Sprint(i))), 0)
+	}
+	mustFlush(t, tl.Log)
+	tl.mu.RLock()
+	third := tl.segs[2].base
+	tl.mu.RUnlock()
+	before := readAll(t, tl.Log, 1<<20)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := tl.Clean(ctx, CleanOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled pass: %v", err)
+	}
+	if got := readAll(t, tl.Log, 1<<20); len(got) != len(before) {
+		t.Fatalf("a cancelled pass removed %d records", len(before)-len(got))
+	}
+
+	// A high-water mark inside the third segment: two segments cleaned.
+	o := CleanOptions{MaxOffset: third + 1}
+	if c, _ := tl.CleanableState(o); c.EndOffset != third {
+		t.Fatalf("cleanable to %d, want %d", c.EndOffset, third)
+	}
+	res := mustClean(t, tl.Log, o)
+	if res.CleanedTo != third {
+		t.Fatalf("cleaned to %d, want %d", res.CleanedTo, third)
+	}
+	after := readAll(t, tl.Log, 1<<20)
+	if after[0].offset != third-1 || after[1].offset != third {
+		t.Fatalf("records from %d, %d: want the latest below %d, then everything", after[0].offset, after[1].offset, third)
+	}
+	if len(after) != int(tl.EndOffset()-third)+1 {
+		t.Fatalf("%d records left", len(after))
+	}
+}

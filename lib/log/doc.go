@@ -197,6 +197,15 @@
 //   - Control and transactional batches are copied as they are (mq has no
 //     transactions yet), and so are the batches at or after CleanedTo.
 //
+// Since merged batches start where their first input batch started, an
+// offset that was a batch boundary may now be inside a batch: a consumer
+// reading from it skips the records before it, as with any batch, but a
+// follower fetching from it gets a batch starting before its log end.
+// Passing the high-water mark as MaxOffset keeps every in-sync follower
+// at or past the cleaned part. Each replica cleans its own log; replicas
+// may differ in layout, never in the latest value per key below the
+// high-water mark.
+//
 // The rewritten segment's indexes are built from the batches written. A
 // group is swapped in atomically (see cleanswap.go): its files are written
 // as *.cleaned and fsynced, renamed to *.swap (the .log last) and the
