@@ -373,6 +373,7 @@ func (l *Log) readSegment(p *cleanPlan, i int, fn func(pos int64, b []byte, h *r
 func readBatches(f File, base, size int64, buf []byte, fn func(pos int64, b []byte, h *record.Header) error) error {
 	r := chunkReader{f: f, fileSize: size, buf: buf}
 	pos, next := int64(0), base
+	var h record.Header // fn gets its address: one for the whole walk
 	for pos < size {
 		bad := func(err error) error {
 			return &CorruptionError{Segment: segmentName(base, logExt), Position: pos, Err: err}
@@ -381,8 +382,7 @@ func readBatches(f File, base, size int64, buf []byte, fn func(pos int64, b []by
 		if err != nil {
 			return bad(err)
 		}
-		h, err := record.ParseHeader(hb)
-		if err != nil {
+		if h, err = record.ParseHeader(hb); err != nil {
 			return bad(err)
 		}
 		if h.BaseOffset != next {
