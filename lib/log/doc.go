@@ -42,6 +42,8 @@
 //	sealed-segments                 closed segments as they were sealed
 //	damaged-ranges                  damage found, while there is some
 //	high-water-mark-checkpoint      the replica's high-water mark, when one was written
+//	cleaner-offset-checkpoint       the cleaner's first dirty offset and cleaned-at times
+//	*.log.cleaned, *.log.swap, …    a cleaning pass's new segment (see Compaction)
 //
 // Index formats (big endian, no header; see index.go):
 //
@@ -75,7 +77,10 @@
 // offset>" line each. The sealed-segments file is "mq sealed-segments 1",
 // the count, and "<base> <size> <next offset>" per closed segment, written
 // on every roll; damaged-ranges is "mq damaged-ranges 1", the count, and
-// one line per range (see damage.go). The producer-state snapshot is binary (see
+// one line per range (see damage.go). The cleaner checkpoint is
+// "mq cleaner-offset 1", the first dirty offset, the count, and one
+// "<from> <to> <unix ms>" line per offset range telling when a pass first
+// cleaned it (see cleanstate.go). The producer-state snapshot is binary (see
 // producer.go): "MQPS", version byte 1, the log end offset it is valid at,
 // the producers with their epoch and last five batches (first and last
 // sequence, base and last offset), and a CRC32C. Every checkpoint is
@@ -134,6 +139,87 @@
 // SkipDamaged: then its offsets are a gap that reads step over, like the
 // gaps of a compacted log.
 //
+// # Compaction
+//
+// Clean runs one cleaning pass (Kafka's log cleaner, cleanup.policy
+// compact); the caller decides when, from CleanableState (the dirty
+// ratio, and MustClean for max.compaction.lag.ms), and passes the topic's
+// settings in CleanOptions:
+//
+//	c, err := l.CleanableState(log.CleanOptions{Now: now, MinCompactionLag: lag, MaxOffset: hw})
+//	if c.DirtyRatio >= minCleanableRatio || c.MustClean {
+//		res, err := l.Clean(ctx, log.CleanOptions{Now: now, DeleteRetention: ..., MaxOffset: hw, ...})
+//	}
+//
+// A pass cleans the closed segments from the first one up to the first
+// that is not cleanable: never the active segment, nothing at or past the
+// recovery point, CleanOptions.MaxOffset (a replica's high-water mark) or
+// a damaged range, and no segment whose newest timestamp is within
+// MinCompactionLag. It puts the keys of the dirty part (from the first
+// dirty offset, the cleaner checkpoint) in an offset map, key hash →
+// latest offset, bounded by DedupeBufferBytes; when the map fills, the
+// pass cleans up to the batch where it filled (CleanResult.CleanedTo) and
+// the next pass goes on from there. Then it rewrites the segments holding
+// offsets below CleanedTo, in groups of consecutive segments whose sizes
+// add up to at most SegmentBytes, each group becoming one segment:
+//
+//   - A record stays unless a later record of its key is in the map, or it
+//     is a tombstone (null value) whose offset was first cleaned at least
+//     DeleteRetention ago (cleaner-offset-checkpoint keeps, per offset
+//     range, the time of the first pass that cleaned it; a pass records
+//     its dirty range with its own time). Records without a key always
+//     stay: Kafka refuses them in compacted topics, mq keeps them, since
+//     the cleaner cannot know what they replace.
+//   - Offsets never change, and batches still tile the offsets: each
+//     batch starts right after the one before, so reads, indexes,
+//     recovery and the scrubber see a log like any other. The records
+//     inside have gaps: a batch's last offset delta covers the offsets of
+//     records it lost.
+//   - Batches without a producer id, with CreateTime timestamps, in one
+//     leader epoch, are merged: their surviving records are written into
+//     batches of up to 64 KiB (before compression), in the codec of their
+//     first batch (batches of other codecs start a new batch), timestamps
+//     and headers as they were. The offsets of a batch left with nothing
+//     join such a batch, or a batch without records (record count 0, the
+//     last offset delta covering them) when its neighbours keep their
+//     headers; a batch without records carries the leader epoch of the
+//     offsets it covers, so a leader-epoch history rebuilt from the log is
+//     unchanged.
+//   - Batches of an idempotent producer, and those stamped with the log
+//     append time, keep their header (base offset, last offset delta,
+//     producer id, epoch, base sequence, timestamps) and codec; their
+//     surviving records are written again, CRC recomputed. A producer's
+//     newest batch stays, without records if none is left, so that a
+//     producer state rebuilt from the log still knows its last sequence;
+//     the others go when they are left with nothing. The producer state in
+//     memory and in its snapshot is not touched: duplicates and sequence
+//     gaps are detected as before.
+//   - Control and transactional batches are copied as they are (mq has no
+//     transactions yet), and so are the batches at or after CleanedTo.
+//
+// Since merged batches start where their first input batch started, an
+// offset that was a batch boundary may now be inside a batch: a consumer
+// reading from it skips the records before it, as with any batch, but a
+// follower fetching from it gets a batch starting before its log end.
+// Passing the high-water mark as MaxOffset keeps every in-sync follower
+// at or past the cleaned part. Each replica cleans its own log; replicas
+// may differ in layout, never in the latest value per key below the
+// high-water mark.
+//
+// The rewritten segment's indexes are built from the batches written. A
+// group is swapped in atomically (see cleanswap.go): its files are written
+// as *.cleaned and fsynced, renamed to *.swap (the .log last) and the
+// directory fsynced, which commits the swap; then sealed-segments is
+// written for the new layout, the group's other segments removed and the
+// *.swap files renamed over the first segment's. Open finishes a committed
+// swap (a .log.swap whose batches end where a segment starts) and removes
+// the files of one that did not commit, so a crash at any point leaves the
+// old segments or the new one. Groups are swapped in offset order: a
+// tombstone is only ever removed with, or after, the older records of its
+// key. Appends and reads go on during a pass; the swap holds the log's
+// lock. A truncation, retention or Close that changes a group's segments
+// meanwhile makes the pass stop before it, without advancing CleanedTo.
+//
 // # Durability
 //
 // Config.FlushPolicy says when data is fsynced: FlushOS on roll, Flush and
@@ -165,16 +251,17 @@
 // positions, and see every batch whose append returned (under FlushAlways,
 // possibly before it is durable: callers bound reads by a high-water mark).
 // A Region stays readable after retention, DeleteRecordsBefore or
-// TruncateTo delete its segment, until it is released. TruncateTo,
-// DeleteRecordsBefore, EnforceRetention, SetConfig, Flush and Close may be
-// called at any time; a Read racing a TruncateTo of the same offsets may
-// fail.
+// TruncateTo, or a cleaning pass, delete its segment, until it is
+// released. TruncateTo, DeleteRecordsBefore, EnforceRetention, Clean,
+// CleanableState, SetConfig, Flush and Close may be called at any time
+// (one Clean runs at a time; others wait); a Read racing a TruncateTo of
+// the same offsets may fail.
 //
 // # Invariants
 //
 //   - Offsets are dense: each batch's base offset is the previous batch's
 //     last offset + 1, and a segment's first batch has the segment's base
-//     offset.
+//     offset. (Records inside a cleaned batch may have gaps.)
 //   - Batches below the log end offset are whole, or in a damaged range;
 //     nothing at or above it, and nothing in a damaged range that is not
 //     skipped, is ever returned, and nothing returned went unchecked by

@@ -61,10 +61,11 @@ type Log struct {
 	maxTS         int64  // largest timestamp in the log, when maxTSValid
 	maxTSBase     int64  // base offset of the batch holding maxTS
 	maxTSValid    bool
-	scannedEnd    int64       // during load: offset after the last recovered batch
-	damage        []Damage    // damaged ranges, by offset (damage.go)
-	loadedEpochs  *epochCache // during load: the checkpointed leader-epoch history
-	spike         epochSpike  // during load: see checkEpochLocked
+	scannedEnd    int64        // during load: offset after the last recovered batch
+	damage        []Damage     // damaged ranges, by offset (damage.go)
+	loadedEpochs  *epochCache  // during load: the checkpointed leader-epoch history
+	cleaner       cleanerState // the cleaner checkpoint (cleanstate.go)
+	spike         epochSpike   // during load: see checkEpochLocked
 
 	// hwMu serializes high-water mark checkpoints (hw.go); taken before mu,
 	// and by Delete so that no checkpoint is written into a directory
@@ -73,6 +74,7 @@ type Log struct {
 	hwAtOpen       int64 // the checkpointed high-water mark Open found, -1 if none
 	hwCheckpointed int64 // the value in the file now, -1 if none
 
+	cleanMu     sync.Mutex // one cleaning pass at a time; taken before mu
 	loadMu      sync.Mutex // serializes opening closed segments from readers
 	useClock    atomic.Int64
 	damageFound atomic.Uint64 // damaged ranges found since Open
@@ -144,6 +146,9 @@ func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
 
 // load reads the directory and recovers the log. Called with mu held.
 func (l *Log) load() error {
+	if err := l.finishSwapsLocked(); err != nil {
+		return err
+	}
 	entries, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return err
@@ -204,6 +209,7 @@ func (l *Log) load() error {
 		l.logStart, l.end, l.recoveryPoint = start, start, start
 		l.epochs.truncateFrom(start)
 		l.producers = newProducerState()
+		l.loadCleanerLocked()
 		return l.checkpointAllLocked()
 	}
 
@@ -336,6 +342,7 @@ func (l *Log) load() error {
 			act.rollTS = min(act.rollTS, h.MaxTimestamp)
 		}
 	}
+	l.loadCleanerLocked()
 	return l.checkpointAllLocked()
 }
 

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -87,7 +88,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if l.closed {
 		return ErrClosed
 	}
-	return l.truncateLocked(offset)
+	return errors.Join(l.truncateLocked(offset), l.truncateCleanerLocked(l.end))
 }
 
 func (l *Log) truncateLocked(offset int64) error {
@@ -218,7 +219,7 @@ func (l *Log) RestartAt(offset int64) error {
 	}
 	l.truncGen++
 	l.maxTSValid = false
-	return l.truncateFullyLocked(offset)
+	return errors.Join(l.truncateFullyLocked(offset), l.truncateCleanerLocked(offset))
 }
 
 func (l *Log) truncateFullyLocked(offset int64) error {
