@@ -45,6 +45,8 @@ type Daemon struct {
 	retentionDone chan struct{}
 	stopScrub     context.CancelFunc
 	scrubDone     chan struct{}
+	stopCleaner   context.CancelFunc
+	cleanerDone   chan struct{}
 
 	// The broker's lifecycle with the controller (lifecycle.go).
 	brokerEpoch   atomic.Int64
@@ -225,6 +227,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	d.startHeartbeat()
 	d.startRetention(s.LogRetentionCheckInterval)
 	d.startScrub(s.LogScrubBytesPerSec, s.LogScrubInterval)
+	d.startCleaner(s.LogCleanerThreads, s.LogCleanerDedupeBufferSize, s.LogCleanerBackoff)
 	return d, nil
 }
 
@@ -334,6 +337,10 @@ func (d *Daemon) closeParts(ctx context.Context) error {
 	if d.stopRetention != nil {
 		d.stopRetention()
 		<-d.retentionDone
+	}
+	if d.stopCleaner != nil {
+		d.stopCleaner()
+		<-d.cleanerDone
 	}
 	if d.stopScrub != nil {
 		d.stopScrub()

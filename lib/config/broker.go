@@ -52,6 +52,9 @@ type Broker struct {
 	LogRetentionBytes          int64         // log.retention.bytes, default -1 (no limit)
 	LogRetentionCheckInterval  time.Duration // log.retention.check.interval.ms, default 5 min
 	LogScrubBytesPerSec        int64         // log.scrub.bytes.per.sec (mq), default 16 MiB/s; 0 off
+	LogCleanerThreads          int32         // log.cleaner.threads, default 1; 0 turns compaction off
+	LogCleanerDedupeBufferSize int64         // log.cleaner.dedupe.buffer.size, default 128 MiB, shared by the threads
+	LogCleanerBackoff          time.Duration // log.cleaner.backoff.ms, default 15 s
 	LogScrubInterval           time.Duration // log.scrub.interval.ms (mq), default 7 days
 	LogFlushPolicy             string        // log.flush.policy (mq): os|interval|always, default os
 	LogFlushInterval           time.Duration // log.flush.interval.ms, default 1 s (mq; Kafka's is "never")
@@ -229,6 +232,12 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.LogScrubBytesPerSec = i64(v) }, get: func(b *Broker) string { return fmtInt(b.LogScrubBytesPerSec) }},
 	{name: "log.scrub.interval.ms", kind: longAtLeast(1), def: "604800000", doc: "How often the scrubber reads every byte again after its first pass since mqd started (mq).",
 		set: func(b *Broker, v string) { b.LogScrubInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.LogScrubInterval) }},
+	{name: "log.cleaner.threads", kind: intAtLeast(0), def: "1", doc: "Threads compacting the logs of topics with cleanup.policy compact; 0 turns compaction off.",
+		set: func(b *Broker, v string) { b.LogCleanerThreads = i32(v) }, get: func(b *Broker) string { return fmtInt(b.LogCleanerThreads) }},
+	{name: "log.cleaner.dedupe.buffer.size", kind: longAtLeast(1 << 20), def: "134217728", doc: "Memory for the cleaner threads' key maps (about 48 bytes a key), shared among them; a pass that fills its share cleans up to where it filled.",
+		set: func(b *Broker, v string) { b.LogCleanerDedupeBufferSize = i64(v) }, get: func(b *Broker) string { return fmtInt(b.LogCleanerDedupeBufferSize) }},
+	{name: "log.cleaner.backoff.ms", kind: longAtLeast(1), def: "15000", doc: "How long a cleaner thread waits when no log needs cleaning.",
+		set: func(b *Broker, v string) { b.LogCleanerBackoff = ms(v) }, get: func(b *Broker) string { return fmtMS(b.LogCleanerBackoff) }},
 	{name: "offsets.topic.num.partitions", kind: intAtLeast(1), def: "50", doc: "Partitions of the __consumer_offsets topic (fixed once it exists).",
 		set: func(b *Broker, v string) { b.OffsetsTopicNumPartitions = i32(v) }, get: func(b *Broker) string { return fmtInt(b.OffsetsTopicNumPartitions) }},
 	{name: "offsets.retention.minutes", kind: intAtLeast(1), def: "10080", doc: "How long committed offsets of an empty group are kept.",
@@ -311,7 +320,7 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.LogMessageTimestampType = v }, get: func(b *Broker) string { return b.LogMessageTimestampType }},
 
 	// Kept in Extra: topic defaults mq accepts and reports.
-	{name: "log.cleanup.policy", kind: cleanupPolicy, def: "delete", dynamic: true, doc: "Default for topics: delete old segments, compact by key, or both; compact alone keeps every segment (no retention; mq does not compact yet)."},
+	{name: "log.cleanup.policy", kind: cleanupPolicy, def: "delete", dynamic: true, doc: "Default for topics: delete old segments, compact by key (keep the latest value of every key), or both; compact alone keeps every key's latest record forever."},
 	{name: "compression.type", kind: compressionType, def: "producer", dynamic: true, doc: "Default for topics: the codec batches are stored with; producer keeps the producer's."},
 	{name: "log.cleaner.delete.retention.ms", kind: longAtLeast(0), def: "86400000", dynamic: true, doc: "Default for topics: how long compaction keeps tombstones."},
 	{name: "log.cleaner.min.compaction.lag.ms", kind: longAtLeast(0), def: "0", dynamic: true, doc: "Default for topics: the least age of a record before compaction."},

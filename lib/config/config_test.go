@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -38,6 +39,9 @@ func TestDefaultsAreKafkas(t *testing.T) {
 		LogRetentionBytes:          -1,
 		LogRetentionCheckInterval:  5 * time.Minute,
 		LogScrubBytesPerSec:        16 << 20,
+		LogCleanerThreads:          1,
+		LogCleanerDedupeBufferSize: 128 << 20,
+		LogCleanerBackoff:          15 * time.Second,
 		LogScrubInterval:           7 * 24 * time.Hour,
 		LogFlushPolicy:             "os",
 		LogFlushInterval:           time.Second,
@@ -80,6 +84,8 @@ func TestDefaultsAreKafkas(t *testing.T) {
 		IndexIntervalBytes:   4096,
 		MessageTimestampType: "CreateTime",
 		CompressionType:      "producer",
+		// Kafka's: a day, none, none, half.
+		DeleteRetentionMS: 86400000, MaxCompactionLagMS: math.MaxInt64, MinCleanableDirtyRatio: 0.5,
 	}
 	if td != wantTopic {
 		t.Errorf("topic defaults:\n got %+v\nwant %+v", td, wantTopic)
@@ -391,6 +397,9 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"queued.max.request.bytes", "1.5", false}, {"queued.max.request.bytes", "256MiB", false},
 		{"connections.max.idle.ms", "1", true}, {"connections.max.idle.ms", "0", false},
 		{"log.retention.check.interval.ms", "1", true}, {"log.retention.check.interval.ms", "0", false},
+		{"log.cleaner.threads", "0", true}, {"log.cleaner.threads", "2", true}, {"log.cleaner.threads", "-1", false},
+		{"log.cleaner.dedupe.buffer.size", "1048576", true}, {"log.cleaner.dedupe.buffer.size", "1024", false},
+		{"log.cleaner.backoff.ms", "100", true}, {"log.cleaner.backoff.ms", "0", false},
 		{"log.scrub.bytes.per.sec", "0", true}, {"log.scrub.bytes.per.sec", "1048576", true}, {"log.scrub.bytes.per.sec", "-1", false},
 		{"log.scrub.interval.ms", "1", true}, {"log.scrub.interval.ms", "0", false},
 		{"offsets.topic.num.partitions", "1", true}, {"offsets.topic.num.partitions", "0", false},

@@ -1,6 +1,9 @@
 package config
 
-import "sort"
+import (
+	"sort"
+	"strconv"
+)
 
 // Topic is a topic's effective configuration: its overrides on top of the
 // broker's defaults. Field comments name the topic property; each one's
@@ -18,6 +21,11 @@ type Topic struct {
 	IndexIntervalBytes    int32  // index.interval.bytes (log.index.interval.bytes)
 	MessageTimestampType  string // message.timestamp.type (log.message.timestamp.type): CreateTime|LogAppendTime
 	UncleanLeaderElection bool   // unclean.leader.election.enable (unclean.leader.election.enable)
+	// Compaction (cleanup.policy with compact).
+	DeleteRetentionMS      int64   // delete.retention.ms (log.cleaner.delete.retention.ms)
+	MinCompactionLagMS     int64   // min.compaction.lag.ms (log.cleaner.min.compaction.lag.ms)
+	MaxCompactionLagMS     int64   // max.compaction.lag.ms (log.cleaner.max.compaction.lag.ms)
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio (log.cleaner.min.cleanable.ratio)
 	// CompressionType is compression.type (compression.type):
 	// producer|uncompressed|none|gzip|snappy|lz4|zstd; "uncompressed" and
 	// "none" mean the same. Only "producer" stores batches as produced.
@@ -37,7 +45,7 @@ type topicProperty struct {
 // topicProperties is every topic config mq knows, sorted by name.
 var topicProperties = func() []topicProperty {
 	ps := []topicProperty{
-		{name: "cleanup.policy", kind: cleanupPolicy, broker: "log.cleanup.policy", doc: "Delete old segments, compact by key, or both; compact alone keeps every segment (no retention; mq does not compact yet).",
+		{name: "cleanup.policy", kind: cleanupPolicy, broker: "log.cleanup.policy", doc: "Delete old segments, compact by key (keep the latest value of every key), or both; compact alone keeps every key's latest record forever.",
 			set: func(t *Topic, v string) { t.CleanupPolicy = v }},
 		{name: "segment.bytes", kind: integer(TypeInt, 32, 14, maxInt32), broker: "log.segment.bytes", doc: "Roll a new segment at this size.",
 			set: func(t *Topic, v string) { t.SegmentBytes = i64(v) }},
@@ -64,12 +72,17 @@ var topicProperties = func() []topicProperty {
 		{name: "compression.type", kind: compressionType, broker: "compression.type", doc: "The codec batches are stored with; producer keeps the producer's.",
 			set: func(t *Topic, v string) { t.CompressionType = v }},
 
+		{name: "delete.retention.ms", kind: longAtLeast(0), broker: "log.cleaner.delete.retention.ms", doc: "How long compaction keeps tombstones after it first cleaned the range holding them.",
+			set: func(t *Topic, v string) { t.DeleteRetentionMS = i64(v) }},
+		{name: "min.compaction.lag.ms", kind: longAtLeast(0), broker: "log.cleaner.min.compaction.lag.ms", doc: "The least age of a record before compaction.",
+			set: func(t *Topic, v string) { t.MinCompactionLagMS = i64(v) }},
+		{name: "max.compaction.lag.ms", kind: longAtLeast(1), broker: "log.cleaner.max.compaction.lag.ms", doc: "The greatest age of a sealed segment's records before compaction, whatever the dirty ratio.",
+			set: func(t *Topic, v string) { t.MaxCompactionLagMS = i64(v) }},
+		{name: "min.cleanable.dirty.ratio", kind: ratio, broker: "log.cleaner.min.cleanable.ratio", doc: "The dirty ratio (bytes not yet compacted over all sealed bytes) that triggers compaction.",
+			set: func(t *Topic, v string) { t.MinCleanableDirtyRatio, _ = strconv.ParseFloat(v, 64) }},
+
 		// Accepted and validated so that clients setting them work; mq does
 		// not act on them (yet).
-		{name: "delete.retention.ms", kind: longAtLeast(0), broker: "log.cleaner.delete.retention.ms", doc: "How long compaction keeps tombstones."},
-		{name: "min.compaction.lag.ms", kind: longAtLeast(0), broker: "log.cleaner.min.compaction.lag.ms", doc: "The least age of a record before compaction."},
-		{name: "max.compaction.lag.ms", kind: longAtLeast(1), broker: "log.cleaner.max.compaction.lag.ms", doc: "The greatest age of a record before compaction."},
-		{name: "min.cleanable.dirty.ratio", kind: ratio, broker: "log.cleaner.min.cleanable.ratio", doc: "The dirty ratio that triggers compaction."},
 		{name: "segment.jitter.ms", kind: longAtLeast(0), broker: "log.roll.jitter.ms", doc: "Random jitter subtracted from segment.ms (ignored)."},
 		{name: "file.delete.delay.ms", kind: longAtLeast(0), broker: "log.segment.delete.delay.ms", doc: "Delay before a deleted segment's file is removed (ignored)."},
 		{name: "message.timestamp.difference.max.ms", kind: longAtLeast(0), broker: "log.message.timestamp.difference.max.ms", doc: "The largest difference between a CreateTime timestamp and the broker's clock (ignored)."},

@@ -1,0 +1,135 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/log"
+)
+
+// compacted reports whether a topic's cleanup.policy compacts it.
+func compacted(cfg *config.Topic) bool {
+	return slices.Contains(strings.Split(cfg.CleanupPolicy, ","), "compact")
+}
+
+// cleanOptions are a pass's options for h under its topic config, with
+// dedupe bytes of key map, no further than its high-water mark: what
+// consumers may not read yet stays as it is, and so does what an in-sync
+// follower may still fetch.
+func (b *Broker) cleanOptions(h *hosted, cfg *config.Topic, dedupe int64) log.CleanOptions {
+	millis := func(ms int64) time.Duration {
+		if ms >= math.MaxInt64/int64(time.Millisecond) {
+			return 0 // Kafka's "forever" (Long.MAX_VALUE): no bound
+		}
+		return time.Duration(ms) * time.Millisecond
+	}
+	return log.CleanOptions{
+		Now:               b.clock.Now(),
+		DeleteRetention:   millis(cfg.DeleteRetentionMS),
+		MinCompactionLag:  millis(cfg.MinCompactionLagMS),
+		MaxCompactionLag:  millis(cfg.MaxCompactionLagMS),
+		DedupeBufferBytes: int(min(dedupe, math.MaxInt32)),
+		SegmentBytes:      cfg.SegmentBytes,
+		MaxOffset:         h.HighWatermark(),
+	}
+}
+
+// cleaning is the set of logs a cleaner thread is compacting now.
+type cleaning struct {
+	mu   sync.Mutex
+	busy map[*hosted]bool
+}
+
+// pickCleanable returns the hosted compacted partition that most needs a
+// pass and is not being cleaned (marked busy now), or nil: one whose
+// oldest dirty records passed max.compaction.lag.ms first, else the
+// highest dirty ratio at or above its min.cleanable.dirty.ratio.
+func (b *Broker) pickCleanable(c *cleaning, dedupe int64) (*hosted, log.CleanOptions) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var best *hosted
+	var bestOpts log.CleanOptions
+	var bestState log.Cleanable
+	for _, h := range b.data.all() {
+		cfg := h.config()
+		if c.busy[h] || !compacted(cfg) || h.HighWatermark() <= 0 {
+			continue
+		}
+		o := b.cleanOptions(h, cfg, dedupe)
+		st, err := h.Log().CleanableState(o)
+		if err != nil || st.DirtyBytes <= 0 || !st.MustClean && st.DirtyRatio < cfg.MinCleanableDirtyRatio {
+			continue
+		}
+		if best == nil || st.MustClean && !bestState.MustClean || st.MustClean == bestState.MustClean && st.DirtyRatio > bestState.DirtyRatio {
+			best, bestOpts, bestState = h, o, st
+		}
+	}
+	if best != nil {
+		c.busy[best] = true
+	}
+	return best, bestOpts
+}
+
+// cleanOne runs one pass over h and logs what it did.
+func (b *Broker) cleanOne(ctx context.Context, h *hosted, o log.CleanOptions) {
+	res, err := h.Log().Clean(ctx, o)
+	switch {
+	case err == nil:
+		if res.BytesBefore != res.BytesAfter || res.RecordsRemoved > 0 {
+			b.log.Info("compacted", "partition", h.String(), "to_offset", res.CleanedTo,
+				"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter,
+				"records_removed", res.RecordsRemoved, "tombstones_removed", res.TombstonesRemoved,
+				"segments_before", res.SegmentsBefore, "segments_after", res.SegmentsAfter)
+		}
+	case ctx.Err() != nil, errors.Is(err, log.ErrClosed):
+	default:
+		b.log.Error("compaction", "partition", h.String(), "err", err)
+	}
+}
+
+// startCleaner runs threads cleaner loops (log.cleaner.threads; 0: none),
+// sharing dedupe bytes of key maps: each picks the compacted log that
+// most needs a pass, cleans it, and waits backoff when none does.
+func (d *Daemon) startCleaner(threads int32, dedupe int64, backoff time.Duration) {
+	if threads <= 0 {
+		return
+	}
+	if backoff <= 0 {
+		backoff = 15 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.stopCleaner = cancel
+	var wg sync.WaitGroup
+	c := &cleaning{busy: map[*hosted]bool{}}
+	share := max(dedupe/int64(threads), 1<<20)
+	for range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			idle := d.broker.clock.NewTicker(backoff)
+			defer idle.Stop()
+			for ctx.Err() == nil {
+				h, o := d.broker.pickCleanable(c, share)
+				if h == nil {
+					select {
+					case <-ctx.Done():
+					case <-idle.C():
+					}
+					continue
+				}
+				d.broker.cleanOne(ctx, h, o)
+				c.mu.Lock()
+				delete(c.busy, h)
+				c.mu.Unlock()
+			}
+		}()
+	}
+	d.cleanerDone = make(chan struct{})
+	go func() { wg.Wait(); close(d.cleanerDone) }()
+}
