@@ -283,3 +283,57 @@ func TestGroupOffsetsSurviveCompactedOffsetsTopic(t *testing.T) {
 	adm = b.admin()
 	check("after a restart")
 }
+
+// TestFollowerCatchesUpFromACompactedLeader: a follower that was down
+// while the leader compacted fetches the compacted batches (with their
+// offset gaps), rejoins the ISR, and serves the latest value of every
+// key once it leads. Node 1 is the only controller voter and hosts
+// nothing, so the replicas' nodes can go down without the quorum.
+func TestFollowerCatchesUpFromACompactedLeader(t *testing.T) {
+	c := startCluster(t, 4, clusterOpts{voters: 1, props: withProps("log.cleaner.backoff.ms=50")})
+	c.createTopicOn("table", [][]int32{{2, 3, 4}}, map[string]string{"cleanup.policy": "compact", "segment.bytes": "2048",
+		"min.cleanable.dirty.ratio": "0.01", "min.insync.replicas": "1"})
+	late := c.node(4)
+	late.kill()
+	c.waitPartitions("table", "node 4 out of the ISR", func(ps []partitionState) bool {
+		return len(ps) == 1 && ps[0].leader == 2 && !slices.Contains(ps[0].isr, 4)
+	})
+	ctx := ctxFor(t, time.Minute)
+	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	for round := range 30 {
+		var recs []*kgo.Record
+		for k := range 10 {
+			recs = append(recs, &kgo.Record{Topic: "table", Key: fmt.Appendf(nil, "k%d", k), Value: fmt.Appendf(nil, "k%d-%d", k, round)})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 40 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte("pad"), Value: fmt.Appendf(nil, "pad-%d-%s", i, strings.Repeat("x", 64))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		return compactionLogged.MatchString(c.node(2).stderr.String()), "the leader, node 2, logged no compaction of table-0"
+	})
+	late.start()
+	c.waitPartitions("table", "node 4 back in the ISR", func(ps []partitionState) bool {
+		return len(ps) == 1 && slices.Contains(ps[0].isr, 4)
+	})
+	c.node(2).kill()
+	c.node(3).kill()
+	c.waitPartitions("table", "node 4 leads", func(ps []partitionState) bool { return len(ps) == 1 && ps[0].leader == 4 })
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		view, err := compactedView(t, c.client, "table")
+		if err != nil {
+			return false, err.Error()
+		}
+		for k := range 10 {
+			if key, want := fmt.Sprintf("k%d", k), fmt.Sprintf("k%d-29", k); len(view[key]) == 0 || view[key][len(view[key])-1] != want {
+				t.Fatalf("node 4 serves key %s as %v, want its last value %s", key, view[key], want)
+			}
+		}
+		return true, ""
+	})
+}
