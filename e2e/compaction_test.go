@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"regexp"
@@ -132,6 +133,28 @@ func TestCompactedTopicKeepsTheLatestValuePerKey(t *testing.T) {
 	}
 	if !strings.Contains(b.stderr.String(), "msg=compacted") {
 		t.Fatalf("mqd did not log its compaction passes:\n%s", b.stderr.String())
+	}
+
+	// mqctl topic describe shows what the cleaner did.
+	res := runTool(t, 30*time.Second, "", "mqctl", "-b", b.addr, "topic", "describe", "keep", "-o", "json")
+	var described []struct {
+		Partitions []struct {
+			Cleaner []struct {
+				DirtyRatio        float64 `json:"dirty_ratio"`
+				LastCleanedMillis int64   `json:"last_cleaned_ms"`
+				Passes            int64   `json:"passes"`
+				BytesReclaimed    int64   `json:"bytes_reclaimed"`
+			} `json:"cleaner"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &described); err != nil || len(described) != 1 || len(described[0].Partitions) != 1 || len(described[0].Partitions[0].Cleaner) != 1 {
+		t.Fatalf("mqctl topic describe keep -o json: exit %d, %v\n%s%s", res.code, err, res.stdout, res.stderr)
+	}
+	if c := described[0].Partitions[0].Cleaner[0]; c.Passes == 0 || c.BytesReclaimed <= 0 || c.LastCleanedMillis <= 0 || c.DirtyRatio >= 1 {
+		t.Fatalf("mqctl topic describe shows the cleaner's state %+v; want passes, bytes reclaimed and a last clean", c)
+	}
+	if table := runTool(t, 30*time.Second, "", "mqctl", "-b", b.addr, "topic", "describe", "keep"); !strings.Contains(table.stdout, "CLEANER") || !strings.Contains(table.stdout, "freed") {
+		t.Fatalf("mqctl topic describe table has no cleaner column:\n%s", table.stdout)
 	}
 
 	// kcat (librdkafka) reads the compacted log the same: the tombstone

@@ -183,6 +183,20 @@ func TestResultsRender(t *testing.T) {
 				`{"partition":1,"leader":1,"leader_epoch":0,"replicas":[1],"isr":[1],"offline_replicas":[],"log_start_offset":0,"high_watermark":3}]}]`,
 		},
 		{
+			name: "describe a compacted topic",
+			r: TopicDescriptions{{Topic: "t", ID: "AAAA", Partitions: []PartitionDescription{
+				{Partition: 0, Leader: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, OfflineReplicas: []int32{}, LogStartOffset: 0, HighWatermark: 90,
+					Cleaner: []ReplicaCleaner{{Broker: 1, DirtyRatio: 0.5, FirstDirtyOffset: 10},
+						{Broker: 2, DirtyRatio: 0.125, FirstDirtyOffset: 80, LastCleanedMillis: 1796148000000, Passes: 3, BytesReclaimed: 1536}}},
+			}}},
+			table: "TOPIC  PARTITION  LEADER  REPLICAS  ISR  OFFLINE  LOG-START  HIGH-WATERMARK  CLEANER\n" +
+				"t      0          2       1,2       1,2  -        0          90              dirty 12%, 3 passes, 1.5KiB freed, last 2026-12-01T18:00:00Z\n",
+			jsonShape: `[{"topic":"t","id":"AAAA","internal":false,"partitions":[` +
+				`{"partition":0,"leader":2,"leader_epoch":0,"replicas":[1,2],"isr":[1,2],"offline_replicas":[],"log_start_offset":0,"high_watermark":90,"cleaner":[` +
+				`{"broker":1,"dirty_ratio":0.5,"first_dirty_offset":10,"last_cleaned_ms":0,"passes":0,"bytes_reclaimed":0},` +
+				`{"broker":2,"dirty_ratio":0.125,"first_dirty_offset":80,"last_cleaned_ms":1796148000000,"passes":3,"bytes_reclaimed":1536}]}]}]`,
+		},
+		{
 			name: "topic results",
 			r: TopicResults{
 				{Topic: "a", Result: ResultCreated, Partitions: 3, ReplicationFactor: 1, Set: map[string]string{"z": "1", "a": "2"}},

@@ -50,6 +50,22 @@ type ReplicaDamage struct {
 	Skipped bool `json:"skipped"`
 }
 
+// ReplicaCleaner is what the log cleaner has done to one replica of a
+// compacted topic's partition.
+type ReplicaCleaner struct {
+	Broker int32 `json:"broker"`
+	// DirtyRatio is the share of the sealed segments' bytes not compacted
+	// yet, from FirstDirtyOffset on.
+	DirtyRatio       float64 `json:"dirty_ratio"`
+	FirstDirtyOffset int64   `json:"first_dirty_offset"`
+	// LastCleanedMillis is when a pass last cleaned it (Unix ms), 0: never.
+	LastCleanedMillis int64 `json:"last_cleaned_ms"`
+	// Passes and BytesReclaimed count the passes since its broker started
+	// and the bytes they freed.
+	Passes         int64 `json:"passes"`
+	BytesReclaimed int64 `json:"bytes_reclaimed"`
+}
+
 // ReplicaStorageError is a replica of a partition whose writes fail.
 type ReplicaStorageError struct {
 	Broker             int32  `json:"broker"`
@@ -65,6 +81,7 @@ type logDirs struct {
 	// ranges of replicas, by topic and partition.
 	failing map[string]map[int32][]ReplicaStorageError
 	damaged map[string]map[int32][]ReplicaDamage
+	cleaner map[string]map[int32][]ReplicaCleaner
 	errs    map[int32]string // brokers whose answer could not be had
 }
 
@@ -88,7 +105,7 @@ func (a *Admin) describeLogDirs(ctx context.Context, topics map[string][]int32) 
 		req.Topics = append(req.Topics, rt)
 	}
 	out := logDirs{dirs: map[int32][]LogDirDescription{}, failing: map[string]map[int32][]ReplicaStorageError{},
-		damaged: map[string]map[int32][]ReplicaDamage{}, errs: map[int32]string{}}
+		damaged: map[string]map[int32][]ReplicaDamage{}, cleaner: map[string]map[int32][]ReplicaCleaner{}, errs: map[int32]string{}}
 	for _, shard := range a.cl.RequestSharded(ctx, req) {
 		node := shard.Meta.NodeID
 		if shard.Err != nil {
@@ -116,6 +133,14 @@ func (a *Admin) describeLogDirs(ctx context.Context, topics map[string][]int32) 
 							Broker: node, FromOffset: d.FromOffset, ToOffset: d.ToOffset, Segment: d.Segment, Position: d.Position,
 							Length: d.Length, Reason: d.Reason, DetectedMillis: d.DetectedMillis, Skipped: d.Skipped})
 					}
+					if c := h.Cleaner; c != nil {
+						if out.cleaner[rt.Topic] == nil {
+							out.cleaner[rt.Topic] = map[int32][]ReplicaCleaner{}
+						}
+						out.cleaner[rt.Topic][rp.Partition] = append(out.cleaner[rt.Topic][rp.Partition], ReplicaCleaner{
+							Broker: node, DirtyRatio: c.DirtyRatio, FirstDirtyOffset: c.FirstDirtyOffset,
+							LastCleanedMillis: c.LastCleanedMillis, Passes: c.Passes, BytesReclaimed: c.BytesReclaimed})
+					}
 					if h.StorageError == "" {
 						continue
 					}
@@ -132,6 +157,11 @@ func (a *Admin) describeLogDirs(ctx context.Context, topics map[string][]int32) 
 	for _, parts := range out.failing {
 		for _, rs := range parts {
 			slices.SortFunc(rs, func(x, y ReplicaStorageError) int { return int(x.Broker) - int(y.Broker) })
+		}
+	}
+	for _, parts := range out.cleaner {
+		for _, rs := range parts {
+			slices.SortFunc(rs, func(x, y ReplicaCleaner) int { return int(x.Broker) - int(y.Broker) })
 		}
 	}
 	for _, parts := range out.damaged {

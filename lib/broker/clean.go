@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/log"
 )
 
@@ -81,6 +82,8 @@ func (b *Broker) cleanOne(ctx context.Context, h *hosted, o log.CleanOptions) {
 	res, err := h.Log().Clean(ctx, o)
 	switch {
 	case err == nil:
+		h.cleanerPasses.Add(1)
+		h.cleanerReclaimed.Add(max(res.BytesBefore-res.BytesAfter, 0))
 		if res.BytesBefore != res.BytesAfter || res.RecordsRemoved > 0 {
 			b.log.Info("compacted", "partition", h.String(), "to_offset", res.CleanedTo,
 				"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter,
@@ -132,4 +135,24 @@ func (d *Daemon) startCleaner(threads int32, dedupe int64, backoff time.Duration
 	}
 	d.cleanerDone = make(chan struct{})
 	go func() { wg.Wait(); close(d.cleanerDone) }()
+}
+
+// cleanerState is what the cleaner has done to h, a compacted topic's
+// log, for mqctl topic describe (kafkaext.CleanerState); nil for a topic
+// that is not compacted.
+func (b *Broker) cleanerState(h *hosted) *kafkaext.CleanerState {
+	cfg := h.config()
+	if !compacted(cfg) {
+		return nil
+	}
+	st, err := h.Log().CleanableState(b.cleanOptions(h, cfg, 0))
+	if err != nil {
+		return nil
+	}
+	cs := &kafkaext.CleanerState{DirtyRatio: st.DirtyRatio, FirstDirtyOffset: st.FirstDirtyOffset,
+		Passes: h.cleanerPasses.Load(), BytesReclaimed: h.cleanerReclaimed.Load()}
+	if !st.LastCleaned.IsZero() {
+		cs.LastCleanedMillis = st.LastCleaned.UnixMilli()
+	}
+	return cs
 }

@@ -35,6 +35,9 @@ type hosted struct {
 	topicID controller.TopicID
 	cfg     atomic.Pointer[config.Topic] // replaced, never modified
 	traffic *topicTraffic                // the topic's client traffic (metrics.go)
+	// cleanerPasses and cleanerReclaimed count the compaction passes over
+	// this log since mqd started and the bytes they freed (clean.go).
+	cleanerPasses, cleanerReclaimed atomic.Int64
 }
 
 // config returns the partition's current topic config.

@@ -21,6 +21,7 @@ type logDirPartition struct {
 	size    int64
 	health  log.Health
 	damaged []log.Damage
+	cleaner *kafkaext.CleanerState // nil: not a compacted topic
 }
 
 // logDir is the storage state of the data directory (mq has one log
@@ -63,7 +64,7 @@ func (d *dataPlane) logDir(want func(topicPartition) bool) logDir {
 		}
 		if want == nil || want(tp) {
 			dir.partitions = append(dir.partitions, logDirPartition{topicPartition: tp, size: h.Log().Size(), health: hl,
-				damaged: h.Log().Damaged()})
+				damaged: h.Log().Damaged(), cleaner: d.b.cleanerState(h)})
 		}
 	}
 	slices.SortFunc(dir.partitions, func(a, b logDirPartition) int {
@@ -90,10 +91,10 @@ func (dir *logDir) dirHealth() kafkaext.DirHealth {
 // partitionHealth is the kafkaext.LogDirPartition field of a partition, and
 // whether it has anything to say.
 func partitionHealth(p *logDirPartition) (kafkaext.PartitionHealth, bool) {
-	if !p.health.Failing && len(p.damaged) == 0 {
+	if !p.health.Failing && len(p.damaged) == 0 && p.cleaner == nil {
 		return kafkaext.PartitionHealth{}, false
 	}
-	var h kafkaext.PartitionHealth
+	h := kafkaext.PartitionHealth{Cleaner: p.cleaner}
 	if p.health.Failing {
 		h.FailingSinceMillis = p.health.Since.UnixMilli()
 		if p.health.Err != nil {

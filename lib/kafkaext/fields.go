@@ -70,6 +70,23 @@ type PartitionHealth struct {
 	// Damaged are the ranges of the log that failed their checks and are
 	// not served, oldest first.
 	Damaged []DamagedRange `json:"damaged,omitempty"`
+	// Cleaner is the compaction state of a compacted topic's log.
+	Cleaner *CleanerState `json:"cleaner,omitempty"`
+}
+
+// CleanerState is what the log cleaner has done to one compacted log.
+type CleanerState struct {
+	// DirtyRatio is the share of the sealed segments' bytes not compacted
+	// yet; FirstDirtyOffset is where they begin.
+	DirtyRatio       float64 `json:"dirty_ratio"`
+	FirstDirtyOffset int64   `json:"first_dirty_offset"`
+	// LastCleanedMillis is when a pass last cleaned the log (Unix ms), 0
+	// when none has.
+	LastCleanedMillis int64 `json:"last_cleaned_ms"`
+	// Passes and BytesReclaimed count the passes since mqd started and the
+	// bytes they freed.
+	Passes         int64 `json:"passes"`
+	BytesReclaimed int64 `json:"bytes_reclaimed"`
 }
 
 // DamagedRange is a range of a partition's log whose bytes failed their
