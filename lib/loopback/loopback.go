@@ -9,6 +9,15 @@
 // take it, and the bind fails with "address already in use" (CI saw it,
 // with every package's tests running at once). FreeAddr picks below that
 // range instead, where only listeners ever bind.
+//
+// Test processes of several packages run at once and pick from the same
+// range: one whose node is down for a while (its address kept for the
+// restart) must not see another process bind that port, and its peers
+// talk to a stranger (CI saw one cluster's Raft replicate another's log).
+// So a port, once picked, is reserved for the life of the process that
+// picked it: FreeAddr holds an exclusive flock on a file named for it in
+// $TMPDIR/mq-test-ports, which the kernel releases when the process ends,
+// however it ends.
 package loopback
 
 import (
@@ -30,6 +39,9 @@ func FreeAddr() (string, error) {
 	if low := ephemeralLow(); low > lowest+1000 {
 		for range 100 {
 			port := lowest + rand.IntN(low-lowest)
+			if !reserve(port) {
+				continue // another test process has it
+			}
 			if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
 				l.Close()
 				return l.Addr().String(), nil

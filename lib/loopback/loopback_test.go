@@ -30,3 +30,31 @@ func TestFreeAddrIsBelowTheEphemeralRange(t *testing.T) {
 		t.Fatalf("FreePort: %d, %v", port, err)
 	}
 }
+
+// TestPickedPortsAreNotPickedAgain: a port FreeAddr gave stays this
+// process's, even once nothing listens on it (a node that is down):
+// another pick, here or in another process, skips it.
+func TestPickedPortsAreNotPickedAgain(t *testing.T) {
+	if ephemeralLow() <= lowest+1000 {
+		t.Skip("no room below the ephemeral range")
+	}
+	seen := map[string]bool{}
+	for range 200 {
+		addr, err := FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[addr] {
+			t.Fatalf("FreeAddr gave %s twice", addr)
+		}
+		seen[addr] = true
+	}
+	for addr := range seen {
+		_, p, _ := net.SplitHostPort(addr)
+		port, _ := strconv.Atoi(p)
+		if reserve(port) {
+			t.Fatalf("port %d, picked already, reserved again", port)
+		}
+		break
+	}
+}
