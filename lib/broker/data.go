@@ -203,9 +203,17 @@ func logConfig(t config.Topic) (log.Config, error) {
 	if !cleanupDeletes(t.CleanupPolicy) {
 		retentionMS, retentionBytes = -1, -1
 	}
+	// A compacted topic's active segment rolls by max.compaction.lag.ms
+	// too, as Kafka's does: the cleaner never touches the active segment,
+	// and a quiet topic's records would otherwise wait segment.ms (a week)
+	// to become cleanable.
+	segmentMS := t.SegmentMS
+	if compacted(&t) && t.MaxCompactionLagMS > 0 {
+		segmentMS = min(segmentMS, t.MaxCompactionLagMS)
+	}
 	return log.Config{
 		SegmentBytes:       t.SegmentBytes,
-		SegmentMS:          t.SegmentMS,
+		SegmentMS:          segmentMS,
 		RetentionMS:        retentionMS,
 		RetentionBytes:     retentionBytes,
 		IndexIntervalBytes: t.IndexIntervalBytes,
