@@ -143,7 +143,7 @@ func startProducer(t *testing.T, cl *kgo.Client, topic, name string, a *acked) *
 // record would otherwise grow too large); 0: as fast as acknowledged.
 func startPacedProducer(t *testing.T, cl *kgo.Client, topic, name string, a *acked, pace time.Duration) *producer {
 	p := &producer{stop: make(chan struct{}), done: make(chan struct{})}
-	t.Cleanup(p.finish)
+	t.Cleanup(p.abandon)
 	go func() {
 		defer close(p.done)
 		var wg sync.WaitGroup
@@ -199,6 +199,14 @@ func startPacedProducer(t *testing.T, cl *kgo.Client, topic, name string, a *ack
 // fails early leaves no producer looping against a cluster that is gone:
 // one once grew a CI run's test process to 8 GB of failed calls).
 func (p *producer) finish() { p.stopOnce.Do(func() { close(p.stop) }); <-p.done }
+
+// abandon stops the producer at the end of a test without waiting for
+// its calls in flight: a record kgo holds for a partition without a
+// leader is retried for ever, whatever ProduceSync's context says (CI saw
+// a cleanup wait 13 minutes for one). The client's own cleanup, which
+// runs after this one, closes it, which fails those calls, and the
+// producer's goroutines, stopped, end there.
+func (p *producer) abandon() { p.stopOnce.Do(func() { close(p.stop) }) }
 
 // count is how many records have been acknowledged so far.
 func (a *acked) count() int {
