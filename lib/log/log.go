@@ -294,7 +294,13 @@ func (l *Log) load() error {
 			return err
 		}
 	}
-	l.epochs.truncateFrom(l.end)
+	if clean {
+		// A leader that has appended nothing yet recorded its epoch at
+		// the log end (BeginEpoch), and the clean Close fsynced it.
+		l.epochs.truncateFrom(l.end + 1)
+	} else {
+		l.epochs.truncateFrom(l.end)
+	}
 	// A crash between the log-start and leader-epoch checkpoints leaves
 	// epochs below the log start.
 	l.epochs.truncateBefore(l.logStart)

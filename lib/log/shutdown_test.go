@@ -197,3 +197,26 @@ func TestCleanShutdownFileIsTakenOnce(t *testing.T) {
 		t.Fatalf("a damaged file is still there: %v", err)
 	}
 }
+
+// A leader that wrote nothing keeps its epoch across a clean restart, and
+// neither the open nor its BeginEpoch again writes a checkpoint.
+func TestCleanShutdownKeepsTheEpochOfAnEmptyLeader(t *testing.T) {
+	counter := &tmpCounter{FS: OSFS}
+	tl := openTestLogWith(t, testConfig(), Options{FS: counter})
+	if err := tl.BeginEpoch(3); err != nil {
+		t.Fatal(err)
+	}
+	c := closeClean(t, tl)
+	counter.take()
+	tl.opts.Clean = &c
+	tl.open()
+	if err := tl.BeginEpoch(3); err != nil {
+		t.Fatal(err)
+	}
+	if w := counter.take(); len(w) != 0 {
+		t.Fatalf("a clean restart of an empty leader wrote checkpoints %v", w)
+	}
+	if e := tl.LatestEpoch(); e != 3 {
+		t.Fatalf("latest epoch %d after a clean restart, want 3", e)
+	}
+}
