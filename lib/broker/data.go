@@ -69,6 +69,9 @@ type dataPlane struct {
 	// its log only.
 	cleanMu sync.Mutex
 	clean   map[string]log.CleanShutdown
+	// synced is set while the first image is applied after a syncfs of
+	// the data directory's file system (log.Options.Synced).
+	synced bool
 }
 
 // cleanShutdownFile, in the data directory, is written once every log
@@ -97,8 +100,16 @@ func newDataPlane(b *Broker) (*dataPlane, error) {
 		b.log.Info("no clean-shutdown record: recovering every log past its recovery point")
 	}
 	d.clean = clean
+	if len(clean) == 0 && b.cfg.LogFS == nil && hostsPartitions(b.cfg.Settings.DataDir) {
+		// After a crash: one syncfs makes what the files hold durable, so
+		// that the Opens rewrite only the checkpoints recovery changes
+		// (ten fsyncs a partition otherwise).
+		d.synced = syncFileSystem(b.cfg.Settings.DataDir)
+	}
 	img := b.ctrl.Image()
-	if err := d.apply(img); err != nil {
+	err = d.apply(img)
+	d.synced = false
+	if err != nil {
 		d.closeAll(false)
 		return nil, err
 	}
@@ -358,6 +369,7 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 		Clock:      d.b.clock,
 		Counters:   &d.storage,
 		DirDurable: dirDurable,
+		Synced:     d.synced,
 	}
 	d.cleanMu.Lock()
 	if c, ok := d.clean[filepath.Base(dir)]; ok {

@@ -146,4 +146,9 @@ type Options struct {
 	// its parent durable already (one fsync for many new logs); Open
 	// then does not fsync the parent.
 	DirDurable bool
+	// Synced says the caller synced the whole file system (syncfs) after
+	// the last process that wrote the log stopped, as a restart after a
+	// crash may: what the files hold now is durable, so Open rewrites only
+	// the checkpoints whose contents its recovery changes.
+	Synced bool
 }

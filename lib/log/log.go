@@ -70,6 +70,7 @@ type Log struct {
 	durableCkpt map[string][]byte
 	clean       *CleanShutdown // Options.Clean, during load
 	closedClean *CleanShutdown // set by a Close that flushed everything
+	synced      bool           // Options.Synced, during load
 	// scannedAtOpen is set when Open ran the recovery scan (for tests).
 	scannedAtOpen bool
 
@@ -117,7 +118,7 @@ type AppendResult struct {
 // recovers it: segments after the recovery point are checked batch by batch
 // and a torn or corrupt tail is truncated.
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
-	l := &Log{dir: dir, fs: opts.FS, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized(), counters: opts.Counters, clean: opts.Clean}
+	l := &Log{dir: dir, fs: opts.FS, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized(), counters: opts.Counters, clean: opts.Clean, synced: opts.Synced}
 	if l.fs == nil {
 		l.fs = OSFS
 	}
@@ -129,7 +130,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	}
 	l.logger = l.logger.With("log", filepath.Base(dir))
 	l.sync.cond.L = &l.sync.mu
-	if err := l.makeDir(opts.DirDurable || opts.Clean != nil); err != nil {
+	if err := l.makeDir(opts.DirDurable || opts.Clean != nil || opts.Synced); err != nil {
 		return nil, fmt.Errorf("log: open %s: %w", dir, err)
 	}
 	l.mu.Lock()
@@ -315,7 +316,7 @@ func (l *Log) load() error {
 			act.rollTS = min(act.rollTS, h.MaxTimestamp)
 		}
 	}
-	if clean {
+	if clean || l.synced {
 		return l.checkpointCleanLocked()
 	}
 	return l.checkpointAllLocked()

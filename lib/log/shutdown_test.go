@@ -220,3 +220,24 @@ func TestCleanShutdownKeepsTheEpochOfAnEmptyLeader(t *testing.T) {
 		t.Fatalf("latest epoch %d after a clean restart, want 3", e)
 	}
 }
+
+// After a crash and a syncfs (Options.Synced) Open recovers as always but
+// rewrites only the checkpoints recovery changed.
+func TestSyncedOpenRewritesOnlyChangedCheckpoints(t *testing.T) {
+	counter := &tmpCounter{FS: OSFS}
+	tl := openTestLogWith(t, testConfig(), Options{FS: counter})
+	want := tl.appendN(10, 100)
+	tl.crash()
+	counter.take()
+	tl.opts.Synced = true
+	tl.open()
+	if !tl.scannedAtOpen {
+		t.Fatal("open after a crash ran no recovery scan")
+	}
+	for _, name := range counter.take() {
+		if name == logStartFile+tmpSuffix || name == sealedFile+tmpSuffix {
+			t.Fatalf("a synced open rewrote %s, which recovery did not change", name)
+		}
+	}
+	checkContents(t, tl.Log, want)
+}
