@@ -11,7 +11,7 @@ PREFIX   ?= /usr/local
 VERSION  ?= $(shell git describe --tags --dirty 2>/dev/null)
 LDFLAGS  := $(if $(VERSION),-X github.com/mqproject/mq/lib/version.stamp=$(VERSION))
 
-.PHONY: all build test test-short test-mem fuzz bench perf chaos soak lint install uninstall run man clean cluster cluster-stop static image
+.PHONY: all build test test-short test-mem fuzz bench perf perf-partitions chaos soak lint install uninstall run man clean cluster cluster-stop static image
 
 all: build
 
@@ -71,6 +71,15 @@ perf:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mqd ./cmd/mqbench
 	./lib/bench/perf.sh $(BIN) $(PERFFLAGS)
+
+# How mqd's lifecycle grows with the partitions it hosts (issue 19): for
+# each of COUNTS (default "10 10000") partitions over TOPICS topics, a
+# fresh mqd's create, produce, SIGTERM, start after it and start after a
+# SIGKILL, in seconds, one row per count (lib/bench/partitions.sh).
+perf-partitions:
+	@mkdir -p $(BIN)
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mqd ./cmd/mqbench ./cmd/mqctl
+	./lib/bench/partitions.sh $(BIN)
 
 # The fault-injection rows (e2e/chaos*_test.go) long: each injects its
 # faults for DURATION on its own cluster, in a test process of its own

@@ -232,6 +232,18 @@ func serve(c *cli.Context) error {
 		os.Exit(exitInterrupted)
 	}()
 
+	// Profiles are served from before the daemon starts to after it has
+	// stopped, so that opening and closing many partitions can be profiled.
+	var pprofURL string
+	if addr := c.String("pprof"); addr != "" {
+		bound, stop, err := servePprof(addr, logger)
+		if err != nil {
+			return fmt.Errorf("pprof: %w", err)
+		}
+		defer stop()
+		pprofURL = "http://" + bound + "/debug/pprof/"
+		logger.Info("pprof serving", "pprof", pprofURL)
+	}
 	d, err := broker.Start(ctx, settings, logger)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -247,14 +259,8 @@ func serve(c *cli.Context) error {
 	if addr := d.MetricsAddr(); addr != "" {
 		serving = append(serving, "metrics", "http://"+addr+"/metrics")
 	}
-	if addr := c.String("pprof"); addr != "" {
-		bound, stop, err := servePprof(addr, logger)
-		if err != nil {
-			d.Shutdown(context.Background())
-			return fmt.Errorf("pprof: %w", err)
-		}
-		defer stop()
-		serving = append(serving, "pprof", "http://"+bound+"/debug/pprof/")
+	if pprofURL != "" {
+		serving = append(serving, "pprof", pprofURL)
 	}
 	logger.Info("mqd serving", serving...)
 	if err := notify("READY=1"); err != nil {

@@ -134,4 +134,21 @@ type Options struct {
 	// Counters, when set, count the log's storage failures together with
 	// those of the other logs given the same value.
 	Counters *StorageCounters
+	// Clean is what the Close of the previous run left of this log
+	// (Log.CleanShutdown), nil when unknown. When the files agree with it
+	// (the recovery point checkpoint, the active segment's size, its last
+	// batch headers: see trustCleanLocked), Open runs no recovery scan,
+	// keeps the indexes on disk and rewrites no checkpoint; otherwise it
+	// recovers as after a crash. Bytes it did not scan are checked before
+	// they are served, as those of closed segments always are.
+	Clean *CleanShutdown
+	// DirDurable says the caller has made the log directory's entry in
+	// its parent durable already (one fsync for many new logs); Open
+	// then does not fsync the parent.
+	DirDurable bool
+	// Synced says the caller synced the whole file system (syncfs) after
+	// the last process that wrote the log stopped, as a restart after a
+	// crash may: what the files hold now is durable, so Open rewrites only
+	// the checkpoints whose contents its recovery changes.
+	Synced bool
 }

@@ -113,6 +113,24 @@
 // brought up to date by reading the batch headers after it; the
 // leader-epoch history by the scanned batches.
 //
+// # Clean shutdown
+//
+// A Close that flushed everything records what it left
+// (Log.CleanShutdown: the log end offset and the active segment's base
+// and size). A caller that closes many logs keeps those records in one
+// file (WriteCleanShutdownFile) and, at the next start, takes it
+// (TakeCleanShutdownFile, which removes it durably before returning) and
+// gives each Open its record (Options.Clean). Open trusts a record only
+// where the files agree: the recovery point checkpoint equals the recorded
+// end, the active segment has the recorded base and size, and the batch
+// headers after its last index entry end exactly there. Then it does no
+// recovery scan, keeps the indexes on disk, rewrites no checkpoint and
+// fsyncs nothing; the active segment's bytes are checked by the first read
+// that returns them, like a closed segment's. A record the files
+// contradict is logged at Warn and ignored: the log is recovered as after
+// a crash. Apart from that, a checkpoint this process wrote durably is
+// not written again with the same contents.
+//
 // # Damage
 //
 // Every byte the log serves has been checked by this process: batches it

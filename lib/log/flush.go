@@ -256,6 +256,9 @@ func (l *Log) Close() error {
 	if err == nil {
 		err = l.closeFlushLocked()
 	}
+	if err == nil {
+		l.recordCleanCloseLocked()
+	}
 	l.closeFilesLocked()
 	l.closed = true
 	l.sync.mu.Lock()

@@ -66,6 +66,14 @@ type Log struct {
 	loadedEpochs  *epochCache  // during load: the checkpointed leader-epoch history
 	cleaner       cleanerState // the cleaner checkpoint (cleanstate.go)
 	spike         epochSpike   // during load: see checkEpochLocked
+	// durableCkpt are the checkpoint files this process knows durable,
+	// with their contents (shutdown.go): writing one again is skipped.
+	durableCkpt map[string][]byte
+	clean       *CleanShutdown // Options.Clean, during load
+	closedClean *CleanShutdown // set by a Close that flushed everything
+	synced      bool           // Options.Synced, during load
+	// scannedAtOpen is set when Open ran the recovery scan (for tests).
+	scannedAtOpen bool
 
 	// hwMu serializes high-water mark checkpoints (hw.go); taken before mu,
 	// and by Delete so that no checkpoint is written into a directory
@@ -112,7 +120,7 @@ type AppendResult struct {
 // recovers it: segments after the recovery point are checked batch by batch
 // and a torn or corrupt tail is truncated.
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
-	l := &Log{dir: dir, fs: opts.FS, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized(), counters: opts.Counters}
+	l := &Log{dir: dir, fs: opts.FS, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized(), counters: opts.Counters, clean: opts.Clean, synced: opts.Synced}
 	if l.fs == nil {
 		l.fs = OSFS
 	}
@@ -124,11 +132,12 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	}
 	l.logger = l.logger.With("log", filepath.Base(dir))
 	l.sync.cond.L = &l.sync.mu
-	if err := mkdirAllDurable(l.fs, dir); err != nil {
+	if err := l.makeDir(opts.DirDurable || opts.Clean != nil || opts.Synced); err != nil {
 		return nil, fmt.Errorf("log: open %s: %w", dir, err)
 	}
 	l.mu.Lock()
 	err := l.load()
+	l.clean = nil
 	if err != nil {
 		l.closeFilesLocked()
 	}
@@ -138,6 +147,19 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	}
 	l.restartFlusher()
 	return l, nil
+}
+
+// makeDir creates the log directory durably. When durable is set, the
+// directory's entry is known durable if it exists (a clean shutdown
+// recorded the log, or the caller fsynced the parent), and the fsync of
+// its parent is skipped.
+func (l *Log) makeDir(durable bool) error {
+	if durable {
+		if fi, err := l.fs.Stat(l.dir); err == nil && fi.IsDir() {
+			return nil
+		}
+	}
+	return mkdirAllDurable(l.fs, l.dir)
 }
 
 func (l *Log) path(name string) string { return filepath.Join(l.dir, name) }
@@ -244,6 +266,73 @@ func (l *Log) load() error {
 	if err := l.checkSealedLocked(k); err != nil {
 		return err
 	}
+	clean := k == len(l.segs)-1 && l.trustCleanLocked(l.clean, rp, rpErr, epErr)
+	if !clean {
+		if err := l.recoverLocked(k, rp); err != nil {
+			return err
+		}
+	}
+	act := l.active()
+	for _, seg := range l.segs[:len(l.segs)-1] {
+		if seg.file != nil {
+			l.openClosed = append(l.openClosed, seg)
+		}
+	}
+	l.evictLocked()
+	l.end = l.scannedEnd
+	if act.size == 0 {
+		l.end = act.base
+	}
+	if ls > l.end {
+		ls = l.end
+	}
+	l.logStart = ls
+	l.recoveryPoint = l.end
+	l.dropDamageLocked(func(d Damage) bool { return d.To > l.logStart && d.From < l.end })
+
+	if epErr != nil {
+		if !errors.Is(epErr, os.ErrNotExist) || l.end > l.segs[0].base {
+			l.logger.Warn("rebuilding leader-epoch history from the log")
+		}
+		l.epochs = epochCache{}
+		if err := l.walkHeadersLocked(l.segs[0].base, func(h *record.Header) {
+			l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+		}); err != nil {
+			return err
+		}
+	}
+	if clean {
+		// A leader that has appended nothing yet recorded its epoch at
+		// the log end (BeginEpoch), and the clean Close fsynced it.
+		l.epochs.truncateFrom(l.end + 1)
+	} else {
+		l.epochs.truncateFrom(l.end)
+	}
+	// A crash between the log-start and leader-epoch checkpoints leaves
+	// epochs below the log start.
+	l.epochs.truncateBefore(l.logStart)
+	if err := l.loadProducerStateLocked(); err != nil {
+		return err
+	}
+	if act.size > 0 {
+		// The first batch's timestamp stands in for when the segment got
+		// it; never in the future.
+		act.rollTS = l.clock.Now().UnixMilli()
+		if h, err := readHeader(act.file.f, 0); err == nil && h.MaxTimestamp >= 0 {
+			act.rollTS = min(act.rollTS, h.MaxTimestamp)
+		}
+	}
+	l.loadCleanerLocked()
+	if clean || l.synced {
+		return l.checkpointCleanLocked()
+	}
+	return l.checkpointAllLocked()
+}
+
+// recoverLocked is the recovery scan of load: segments from k on, the
+// one holding the recovery point rp (-1: none) first.
+func (l *Log) recoverLocked(k int, rp int64) error {
+	l.scannedAtOpen = true
 	// durableTo says below which offset segment i's batches were
 	// fsynced: the recovery point; without one, the end of each closed
 	// segment (a roll fsyncs it), and nothing of the active one.
@@ -298,52 +387,7 @@ func (l *Log) load() error {
 			}
 		}
 	}
-	act := l.active()
-	for _, seg := range l.segs[:len(l.segs)-1] {
-		if seg.file != nil {
-			l.openClosed = append(l.openClosed, seg)
-		}
-	}
-	l.evictLocked()
-	l.end = l.scannedEnd
-	if act.size == 0 {
-		l.end = act.base
-	}
-	if ls > l.end {
-		ls = l.end
-	}
-	l.logStart = ls
-	l.recoveryPoint = l.end
-	l.dropDamageLocked(func(d Damage) bool { return d.To > l.logStart && d.From < l.end })
-
-	if epErr != nil {
-		if !errors.Is(epErr, os.ErrNotExist) || l.end > l.segs[0].base {
-			l.logger.Warn("rebuilding leader-epoch history from the log")
-		}
-		l.epochs = epochCache{}
-		if err := l.walkHeadersLocked(l.segs[0].base, func(h *record.Header) {
-			l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
-		}); err != nil {
-			return err
-		}
-	}
-	l.epochs.truncateFrom(l.end)
-	// A crash between the log-start and leader-epoch checkpoints leaves
-	// epochs below the log start.
-	l.epochs.truncateBefore(l.logStart)
-	if err := l.loadProducerStateLocked(); err != nil {
-		return err
-	}
-	if act.size > 0 {
-		// The first batch's timestamp stands in for when the segment got
-		// it; never in the future.
-		act.rollTS = l.clock.Now().UnixMilli()
-		if h, err := readHeader(act.file.f, 0); err == nil && h.MaxTimestamp >= 0 {
-			act.rollTS = min(act.rollTS, h.MaxTimestamp)
-		}
-	}
-	l.loadCleanerLocked()
-	return l.checkpointAllLocked()
+	return nil
 }
 
 func (l *Log) readOffsetCheckpoint(file, kind string) (int64, error) {
@@ -1161,7 +1205,7 @@ func (l *Log) checkpointRecoveryLocked() error {
 	if l.recoveryPoint == l.ckptRecovery {
 		return nil
 	}
-	if err := writeFileAtomic(l.fs, l.dir, recoveryPointFile, encodeOffsetCheckpoint("recovery-point", l.recoveryPoint)); err != nil {
+	if err := l.writeCheckpointLocked(recoveryPointFile, encodeOffsetCheckpoint("recovery-point", l.recoveryPoint)); err != nil {
 		return err
 	}
 	l.ckptRecovery = l.recoveryPoint
@@ -1169,19 +1213,37 @@ func (l *Log) checkpointRecoveryLocked() error {
 }
 
 func (l *Log) checkpointLogStartLocked() error {
-	return writeFileAtomic(l.fs, l.dir, logStartFile, encodeOffsetCheckpoint("log-start", l.logStart))
+	return l.writeCheckpointLocked(logStartFile, encodeOffsetCheckpoint("log-start", l.logStart))
 }
 
 func (l *Log) checkpointEpochsLocked() error {
-	return writeFileAtomic(l.fs, l.dir, leaderEpochFile, encodeEpochCheckpoint(l.epochs.entries))
+	return l.writeCheckpointLocked(leaderEpochFile, encodeEpochCheckpoint(l.epochs.entries))
 }
 
 func (l *Log) snapshotProducersLocked() error {
-	return writeFileAtomic(l.fs, l.dir, producerStateFile, l.producers.encode(l.end))
+	return l.writeCheckpointLocked(producerStateFile, l.producers.encode(l.end))
+}
+
+// checkpointContentsLocked returns what checkpointAllLocked writes.
+func (l *Log) checkpointContentsLocked() []struct {
+	name string
+	data []byte
+} {
+	return []struct {
+		name string
+		data []byte
+	}{
+		{recoveryPointFile, encodeOffsetCheckpoint("recovery-point", l.recoveryPoint)},
+		{logStartFile, encodeOffsetCheckpoint("log-start", l.logStart)},
+		{leaderEpochFile, encodeEpochCheckpoint(l.epochs.entries)},
+		{producerStateFile, l.producers.encode(l.end)},
+		{sealedFile, l.sealedContentsLocked()},
+	}
 }
 
 // checkpointAllLocked fsyncs and writes every checkpoint for a log whose
-// data is all durable.
+// data is all durable (those this process wrote with the same contents
+// already are left as they are).
 func (l *Log) checkpointAllLocked() error {
 	l.ckptRecovery = -1
 	return errors.Join(l.checkpointRecoveryLocked(), l.checkpointLogStartLocked(),

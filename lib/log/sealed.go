@@ -64,6 +64,11 @@ func decodeSealed(b []byte) ([]sealedSegment, error) {
 // checkpointSealedLocked writes the sealed-segments file for the closed
 // segments of the log.
 func (l *Log) checkpointSealedLocked() error {
+	return l.writeCheckpointLocked(sealedFile, l.sealedContentsLocked())
+}
+
+// sealedContentsLocked encodes the sealed-segments file of the log now.
+func (l *Log) sealedContentsLocked() []byte {
 	segs := make([]sealedSegment, 0, len(l.segs)-1)
 	for i, seg := range l.segs[:len(l.segs)-1] {
 		size := seg.sealedSize
@@ -72,7 +77,7 @@ func (l *Log) checkpointSealedLocked() error {
 		}
 		segs = append(segs, sealedSegment{base: seg.base, size: size, next: l.segs[i+1].base})
 	}
-	return writeFileAtomic(l.fs, l.dir, sealedFile, encodeSealed(segs))
+	return encodeSealed(segs)
 }
 
 // checkSealedLocked compares the closed segments before segment k (those

@@ -1,0 +1,102 @@
+#!/bin/sh
+# partitions.sh — `make perf-partitions`: how mqd's lifecycle grows with the
+# number of partitions it hosts (issue 19). For each count in COUNTS (default
+# "10 10000") it starts a fresh mqd on a temporary directory and times, in
+# seconds:
+#   create   TOPICS topics of COUNT/TOPICS partitions, one mqctl topic create
+#            each, until every partition answers ListOffsets
+#   produce  MESSAGES messages spread over all of them (mqbench produce)
+#   sigterm  from SIGTERM to exit (the clean shutdown)
+#   clean    start after that shutdown, until every partition answers
+#   kill     start after a SIGKILL, until every partition answers
+# and prints one row per count.
+#
+#   usage: [COUNTS="10 10000"] [TOPICS=10] [MESSAGES=200000] lib/bench/partitions.sh BINDIR
+set -eu
+bin=${1:?usage: partitions.sh BINDIR}
+counts=${COUNTS:-10 10000}
+topics=${TOPICS:-10}
+messages=${MESSAGES:-200000}
+dir=$(mktemp -d "${TMPDIR:-/tmp}/mq-partitions.XXXXXX")
+pid=
+cleanup() {
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	fi
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+now() { date +%s.%N; }
+since() { echo "$(now) $1" | awk '{printf "%.2f", $1 - $2}'; }
+
+start_mqd() {
+	rm -f "$sock"
+	"$bin/mqd" --data-dir "$data" --listen "unix://$sock" 2>>"$dir/mqd.log" &
+	pid=$!
+	until [ -S "$sock" ]; do
+		kill -0 "$pid" 2>/dev/null || { echo "partitions: mqd exited:" >&2; tail -20 "$dir/mqd.log" >&2; exit 1; }
+		sleep 0.02
+	done
+}
+
+# serving waits until every partition of every topic answers ListOffsets
+# (mqctl topic describe shows each partition's offsets, or fails).
+serving() {
+	i=0
+	while [ "$i" -lt "$topics" ]; do
+		if ! out=$("$bin/mqctl" -b "unix://$sock" -o json topic describe "t$i" 2>/dev/null) ||
+			printf '%s' "$out" | grep -q '"error"\|"leader":-1'; then
+			sleep 0.05
+			continue
+		fi
+		i=$((i + 1))
+	done
+}
+
+stop_mqd() { # signal
+	kill "-$1" "$pid"
+	wait "$pid" 2>/dev/null || true
+	pid=
+}
+
+echo "partitions: $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg); $topics topics; $messages messages" >&2
+printf '%-10s %8s %8s %8s %8s %8s\n' partitions create produce sigterm clean kill
+for n in $counts; do
+	data="$dir/data-$n"
+	sock="$dir/mqd-$n.sock"
+	per=$(((n + topics - 1) / topics))
+	start_mqd
+	t0=$(now)
+	i=0
+	while [ "$i" -lt "$topics" ]; do
+		"$bin/mqctl" -b "unix://$sock" topic create -p "$per" "t$i" >/dev/null
+		i=$((i + 1))
+	done
+	serving
+	create=$(since "$t0")
+	t0=$(now)
+	i=0
+	while [ "$i" -lt "$topics" ]; do
+		"$bin/mqbench" -b "unix://$sock" produce -t "t$i" -n $((messages / topics)) >/dev/null 2>&1
+		i=$((i + 1))
+	done
+	produce=$(since "$t0")
+	t0=$(now)
+	stop_mqd TERM
+	sigterm=$(since "$t0")
+	t0=$(now)
+	start_mqd
+	serving
+	clean=$(since "$t0")
+	stop_mqd KILL
+	t0=$(now)
+	start_mqd
+	serving
+	killed=$(since "$t0")
+	stop_mqd TERM
+	printf '%-10s %8s %8s %8s %8s %8s\n' "$n" "$create" "$produce" "$sigterm" "$clean" "$killed"
+	rm -rf "$data"
+done
