@@ -56,6 +56,38 @@ func compactedView(t *testing.T, newClient func(...kgo.Opt) *kgo.Client, topic s
 	return view, nil
 }
 
+// The table the compaction tests write: tableKeys keys k0, k1, …, each
+// written tableRounds times ("k3-0" … "k3-29"), then 40 records of key
+// "pad" so that the records above end up in sealed segments, which the
+// cleaner may compact (never the active one).
+const tableKeys, tableRounds = 10, 30
+
+// writeTable writes the table to topic, with a tombstone for k3 after
+// its values when tombstone is set.
+func writeTable(t *testing.T, cl *kgo.Client, topic string, tombstone bool) {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	for round := range tableRounds {
+		var recs []*kgo.Record
+		for k := range tableKeys {
+			recs = append(recs, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", k), Value: fmt.Appendf(nil, "k%d-%d", k, round)})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tombstone {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("k3")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 40 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("pad"), Value: fmt.Appendf(nil, "pad-%d-%s", i, strings.Repeat("x", 64))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestCompactedTopicKeepsTheLatestValuePerKey: a topic with
 // cleanup.policy=compact and small segments gets ten keys written thirty
 // times each and a tombstone for one; the broker's cleaner compacts the
@@ -77,27 +109,9 @@ func TestCompactedTopicKeepsTheLatestValuePerKey(t *testing.T) {
 		}
 	}
 	cl := b.client()
-	const keys, rounds = 10, 30
+	const keys, rounds = tableKeys, tableRounds
 	for topic := range retention {
-		for round := range rounds {
-			var recs []*kgo.Record
-			for k := range keys {
-				recs = append(recs, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", k), Value: fmt.Appendf(nil, "k%d-%d", k, round)})
-			}
-			if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("k3")}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		// Padding after: the records above end up in sealed segments,
-		// which the cleaner may compact (never the active one).
-		for i := range 40 {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("pad"), Value: fmt.Appendf(nil, "pad-%d-%s", i, strings.Repeat("x", 64))}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		writeTable(t, cl, topic, true)
 	}
 	want := func(topic string) map[string][]string {
 		w := map[string][]string{}
@@ -201,22 +215,7 @@ func TestCompactionOnEveryReplica(t *testing.T) {
 	c := startCluster(t, 3, clusterOpts{props: withProps("log.cleaner.backoff.ms=50")})
 	c.createTopicOn("table", [][]int32{{1, 2, 3}}, map[string]string{"cleanup.policy": "compact", "segment.bytes": "2048",
 		"min.cleanable.dirty.ratio": "0.01", "min.insync.replicas": "2"})
-	ctx := ctxFor(t, time.Minute)
-	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
-	for round := range 30 {
-		var recs []*kgo.Record
-		for k := range 10 {
-			recs = append(recs, &kgo.Record{Topic: "table", Key: fmt.Appendf(nil, "k%d", k), Value: fmt.Appendf(nil, "k%d-%d", k, round)})
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range 40 {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte("pad"), Value: fmt.Appendf(nil, "pad-%d-%s", i, strings.Repeat("x", 64))}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTable(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "table", false)
 	latest := func() (bool, string) {
 		view, err := compactedView(t, c.client, "table")
 		if err != nil {
@@ -321,22 +320,7 @@ func TestFollowerCatchesUpFromACompactedLeader(t *testing.T) {
 	c.waitPartitions("table", "node 4 out of the ISR", func(ps []partitionState) bool {
 		return len(ps) == 1 && ps[0].leader == 2 && !slices.Contains(ps[0].isr, 4)
 	})
-	ctx := ctxFor(t, time.Minute)
-	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
-	for round := range 30 {
-		var recs []*kgo.Record
-		for k := range 10 {
-			recs = append(recs, &kgo.Record{Topic: "table", Key: fmt.Appendf(nil, "k%d", k), Value: fmt.Appendf(nil, "k%d-%d", k, round)})
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range 40 {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte("pad"), Value: fmt.Appendf(nil, "pad-%d-%s", i, strings.Repeat("x", 64))}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTable(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "table", false)
 	waitFor(t, 30*time.Second, func() (bool, string) {
 		return compactionLogged.MatchString(c.node(2).stderr.String()), "the leader, node 2, logged no compaction of table-0"
 	})
