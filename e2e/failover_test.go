@@ -354,7 +354,18 @@ func TestClusterRollingRestartFailsNoProduce(t *testing.T) {
 // never acknowledged; continued, both rejoin the ISR.
 func TestClusterPausedFollowersLeaveTheISR(t *testing.T) {
 	c := startCluster(t, 3, clusterOpts{props: fastFailover})
-	c.createRF3("paused", 1)
+	// The partition is led by the controller quorum's leader, so that the
+	// followers paused below are Raft followers: pausing the Raft leader
+	// would move the controller, and with fast failover the partition's
+	// leadership with it (CI saw NOT_LEADER_FOR_PARTITION).
+	rl := c.raftLeader(t)
+	replicas := []int32{rl}
+	for _, n := range c.nodes {
+		if n.id != rl {
+			replicas = append(replicas, n.id)
+		}
+	}
+	c.createTopicOn("paused", [][]int32{replicas}, map[string]string{"min.insync.replicas": "2"})
 	ps := c.waitPartitions("paused", "in sync", fullISR)
 	var followers []*clusterNode
 	for _, r := range ps[0].replicas {
