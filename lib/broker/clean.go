@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,11 +11,6 @@ import (
 	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/log"
 )
-
-// compacted reports whether a topic's cleanup.policy compacts it.
-func compacted(cfg *config.Topic) bool {
-	return slices.Contains(strings.Split(cfg.CleanupPolicy, ","), "compact")
-}
 
 // cleanOptions are a pass's options for h under its topic config, with
 // dedupe bytes of key map, no further than its high-water mark: what
@@ -59,7 +52,7 @@ func (b *Broker) pickCleanable(c *cleaning, dedupe int64) (*hosted, log.CleanOpt
 	var bestState log.Cleanable
 	for _, h := range b.data.all() {
 		cfg := h.config()
-		if c.busy[h] || !compacted(cfg) || h.HighWatermark() <= 0 {
+		if c.busy[h] || !cleanupCompacts(cfg.CleanupPolicy) || h.HighWatermark() <= 0 {
 			continue
 		}
 		o := b.cleanOptions(h, cfg, dedupe)
@@ -142,7 +135,7 @@ func (d *Daemon) startCleaner(threads int32, dedupe int64, backoff time.Duration
 // that is not compacted.
 func (b *Broker) cleanerState(h *hosted) *kafkaext.CleanerState {
 	cfg := h.config()
-	if !compacted(cfg) {
+	if !cleanupCompacts(cfg.CleanupPolicy) {
 		return nil
 	}
 	st, err := h.Log().CleanableState(b.cleanOptions(h, cfg, 0))

@@ -345,7 +345,7 @@ func logConfig(t config.Topic) (log.Config, error) {
 	// and a quiet topic's records would otherwise wait segment.ms (a week)
 	// to become cleanable.
 	segmentMS := t.SegmentMS
-	if compacted(&t) && t.MaxCompactionLagMS > 0 {
+	if cleanupCompacts(t.CleanupPolicy) && t.MaxCompactionLagMS > 0 {
 		segmentMS = min(segmentMS, t.MaxCompactionLagMS)
 	}
 	return log.Config{
@@ -361,10 +361,10 @@ func logConfig(t config.Topic) (log.Config, error) {
 }
 
 // cleanupDeletes reports whether a cleanup.policy (normalized: delete,
-// compact or compact,delete) deletes old segments.
-func cleanupDeletes(policy string) bool {
-	return policy != "compact"
-}
+// compact or compact,delete) deletes old segments, and cleanupCompacts
+// whether it compacts the log.
+func cleanupDeletes(policy string) bool  { return policy != "compact" }
+func cleanupCompacts(policy string) bool { return policy != "delete" }
 
 // open opens (or creates) the log of one partition and registers it.
 // dirDurable says its directory was made durable already (makeDirs).
