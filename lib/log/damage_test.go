@@ -103,6 +103,14 @@ func readUntilError(t *testing.T, l *Log) {
 	}
 }
 
+// readEachOffset reads one batch at every offset of the log, as consumers
+// starting anywhere would.
+func readEachOffset(t *testing.T, l *Log) {
+	for off := l.StartOffset(); off < l.EndOffset(); off++ {
+		l.ReadBytes(off, l.EndOffset(), 1)
+	}
+}
+
 func TestDamageIsFoundContainedAndNeverServed(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -150,6 +158,17 @@ func TestDamageIsFoundContainedAndNeverServed(t *testing.T) {
 				return []int{8}
 			},
 			find: readUntilError},
+		{name: "last offset delta lowered in a closed segment's last batch, found by a read",
+			// A header walk that trusted it would step past the read's
+			// offset into the next segment and serve the batch there.
+			damage: func(t *testing.T, f *recoveryFixture) []int {
+				in := f.batchesIn(f.segs[1])
+				j := in[len(in)-1]
+				name, pos := f.batchPos(j)
+				f.corrupt(t, name, func(b []byte) []byte { b[pos+23] ^= 0x80; return b })
+				return []int{j}
+			},
+			find: readEachOffset},
 		{name: "closed segment cut short", reason: "it was sealed at",
 			damage: func(t *testing.T, f *recoveryFixture) []int {
 				in := f.batchesIn(f.segs[1])

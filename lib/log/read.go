@@ -134,7 +134,7 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int) (Region, error) {
 		if err != nil {
 			return Region{}, err
 		}
-		r, found, err := readSegment(seg.base, sf, idx, limit, offset, readMax, maxBytes, bounds.start)
+		r, found, err := readSegment(seg.base, sf, idx, limit, nextBase, offset, readMax, maxBytes, bounds.start)
 		if err != nil || !found {
 			sf.release()
 		}
@@ -259,12 +259,14 @@ func (l *Log) checkAround(seg *segment, from, next int64) bool {
 }
 
 // readSegment finds the Region for a read in one segment whose data file is
-// sf and whose first limit bytes are readable. found is false when the
+// sf and whose first limit bytes are readable; nextBase is the offset that
+// must follow them (the next segment's base, the log end, or the first
+// offset of the damaged range the read stops at). found is false when the
 // segment holds nothing at or after offset. The Region takes over the
 // caller's reference on sf when it is non-empty. after, when set, is a
 // damaged range of the segment before offset: the walk starts after its
 // bytes when the index would start it before them.
-func readSegment(base int64, sf *segFile, idx []byte, limit, offset, maxOffset int64, maxBytes int, after *Damage) (Region, bool, error) {
+func readSegment(base int64, sf *segFile, idx []byte, limit, nextBase, offset, maxOffset int64, maxBytes int, after *Damage) (Region, bool, error) {
 	bufp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(bufp)
 	r := chunkReader{f: sf.f, buf: *bufp, fileSize: limit}
@@ -294,9 +296,18 @@ func readSegment(base int64, sf *segFile, idx []byte, limit, offset, maxOffset i
 	}
 	walkFrom, walkNext = pos, expect
 	var h record.Header
+	// A header is only trusted as far as the next one (or what follows the
+	// segment) agrees with it: a last offset damaged lower would otherwise
+	// send the read past its offset, to serve the batch after it.
+	follows := func(pos, next int64) error {
+		if next != nextBase {
+			return corrupt(pos, fmt.Errorf("%w: segment ends before offset %d, the next begins at %d", errOffsetOrder, next, nextBase))
+		}
+		return nil
+	}
 	for {
 		if pos >= limit {
-			return Region{}, false, nil
+			return Region{}, false, follows(pos, expect)
 		}
 		var err error
 		if h, err = header(pos); err != nil {
@@ -352,6 +363,11 @@ func readSegment(base int64, sf *segFile, idx []byte, limit, offset, maxOffset i
 		}
 		end += size
 		last = h2.LastOffset()
+	}
+	if end >= limit {
+		if err := follows(end, last+1); err != nil {
+			return Region{}, false, err
+		}
 	}
 	return Region{File: sf.f.OS(), Pos: start, Len: end - start, BaseOffset: h.BaseOffset, LastOffset: last, sf: sf}, true, nil
 }
