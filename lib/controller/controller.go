@@ -237,7 +237,7 @@ func Open(cfg Config) (*Controller, error) {
 		if bind == "" {
 			bind = self.Addr
 		}
-		c.mux, err = listenMux(bind, self.Addr, c.serveRPC, logger)
+		c.mux, err = listenMux(bind, self.Addr, c.voterList, c.serveRPC, logger)
 		if err != nil {
 			return nil, err
 		}

@@ -50,7 +50,7 @@
 // # One port, forwarding, non-voters
 //
 // A node's Raft TCP port carries two kinds of connection, told apart by
-// their first byte: 'R' is hashicorp/raft's NetworkTransport, 'M' the
+// their first byte: 'V' is hashicorp/raft's NetworkTransport, 'M' the
 // controller RPCs (length-prefixed JSON: propose a command, heartbeat,
 // join, describe the quorum). The port is the one channel between nodes
 // the controller needs: every node knows the voters' addresses from
@@ -67,7 +67,11 @@
 //
 // Every RPC carries the sender's voter set. A node whose set differs
 // refuses it with ErrVotersMismatch, and the sender's Fatal channel
-// receives the error (mqd exits on it). Each voter greets the others once
+// receives the error (mqd exits on it). A Raft connection carries it too,
+// right after its first byte, since Raft's own RPCs name no cluster: one
+// with another set (a node of another cluster on a stale or reused
+// address) is closed before Raft reads from it, with a warning, and so is
+// one from a build that sent 'R' and no set. Each voter greets the others once
 // at start, so the check does not wait for a first command. A node
 // restarted with other --voters than the voters of its stored Raft
 // configuration fails Open with ErrVotersMismatch.

@@ -233,7 +233,7 @@ func (c *Controller) call(ctx context.Context, address, op string, in, out any) 
 	req.TimeoutMillis = max(time.Until(deadline).Milliseconds(), 1)
 	dialCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	conn, err := dialKind(dialCtx, address, connRPC)
+	conn, err := dialKind(dialCtx, address, connRPC, "")
 	if err != nil {
 		return errUnreachable{err}
 	}

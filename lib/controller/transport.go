@@ -2,10 +2,14 @@ package controller
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"math"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,8 +19,17 @@ import (
 // The first byte a dialer writes on a connection to a node's Raft port
 // says what the connection carries.
 const (
-	connRaft byte = 'R' // hashicorp/raft's NetworkTransport
-	connRPC  byte = 'M' // the controller RPCs (rpc.go)
+	// connRaft is hashicorp/raft's NetworkTransport. The kind byte is
+	// followed by the dialer's voter set (a big-endian uint16 length, then
+	// the set as the voters' ID@addr strings joined by commas): Raft's own
+	// RPCs name no cluster, so without it a node of another cluster that
+	// reached this port (a stale address, a reused port) would have its
+	// log replicated here.
+	connRaft byte = 'V'
+	// connRaftUnchecked is what builds before the voter-set check sent;
+	// such connections are refused with a log line saying why.
+	connRaftUnchecked byte = 'R'
+	connRPC           byte = 'M' // the controller RPCs (rpc.go)
 )
 
 // handshakeTimeout bounds how long an accepted connection may take to
@@ -30,8 +43,11 @@ const handshakeTimeout = 10 * time.Second
 type mux struct {
 	ln        net.Listener
 	advertise addr
-	logger    *slog.Logger
-	serveRPC  func(net.Conn)
+	// voters is this node's voter set as a Raft connection carries it:
+	// a connection carrying another is refused.
+	voters   string
+	logger   *slog.Logger
+	serveRPC func(net.Conn)
 
 	raftConns chan net.Conn
 	done      chan struct{}
@@ -52,8 +68,9 @@ func (a addr) Network() string { return "tcp" }
 func (a addr) String() string  { return string(a) }
 
 // listenMux listens on bind and routes connections; advertise is the
-// address the other nodes dial.
-func listenMux(bind, advertise string, serveRPC func(net.Conn), logger *slog.Logger) (*mux, error) {
+// address the other nodes dial, voters the voter set (ID@addr strings
+// sorted by ID) that Raft connections must carry both ways.
+func listenMux(bind, advertise string, voters []string, serveRPC func(net.Conn), logger *slog.Logger) (*mux, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("controller: raft listener on %s: %w", bind, err)
@@ -61,6 +78,7 @@ func listenMux(bind, advertise string, serveRPC func(net.Conn), logger *slog.Log
 	m := &mux{
 		ln:        ln,
 		advertise: addr(advertise),
+		voters:    strings.Join(voters, ","),
 		logger:    logger,
 		serveRPC:  serveRPC,
 		raftConns: make(chan net.Conn),
@@ -132,9 +150,16 @@ func (m *mux) route(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	conn.SetReadDeadline(time.Time{})
 	switch kind[0] {
 	case connRaft:
+		theirs, err := readVoters(conn)
+		conn.SetReadDeadline(time.Time{})
+		if err != nil || theirs != m.voters {
+			m.logger.Warn("controller: refusing a raft connection from a node whose voters differ", "remote", conn.RemoteAddr(), "its_voters", theirs, "voters", m.voters, "err", err)
+			m.untrack(conn)
+			conn.Close()
+			return
+		}
 		// Raft owns the connection from here; it closes it itself.
 		m.untrack(conn)
 		select {
@@ -142,7 +167,12 @@ func (m *mux) route(conn net.Conn) {
 		case <-m.done:
 			conn.Close()
 		}
+	case connRaftUnchecked:
+		m.logger.Warn("controller: refusing a raft connection from a build without the voter-set check: upgrade every node", "remote", conn.RemoteAddr())
+		m.untrack(conn)
+		conn.Close()
 	case connRPC:
+		conn.SetReadDeadline(time.Time{})
 		m.serveRPC(conn)
 		m.untrack(conn)
 		conn.Close()
@@ -187,11 +217,26 @@ func (m *mux) Addr() net.Addr { return m.advertise }
 func (m *mux) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return dialKind(ctx, string(address), connRaft)
+	return dialKind(ctx, string(address), connRaft, m.voters)
 }
 
-// dialKind connects to a node's Raft port for connections of kind.
-func dialKind(ctx context.Context, address string, kind byte) (net.Conn, error) {
+// readVoters reads the voter set a Raft connection's dialer sent.
+func readVoters(conn net.Conn) (string, error) {
+	var n [2]byte
+	if _, err := io.ReadFull(conn, n[:]); err != nil {
+		return "", fmt.Errorf("read voters: %w", err)
+	}
+	size := int(binary.BigEndian.Uint16(n[:]))
+	b := make([]byte, size)
+	if _, err := io.ReadFull(conn, b); err != nil {
+		return "", fmt.Errorf("read voters: %w", err)
+	}
+	return string(b), nil
+}
+
+// dialKind connects to a node's Raft port for connections of kind; a Raft
+// connection carries voters after its kind.
+func dialKind(ctx context.Context, address string, kind byte, voters string) (net.Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", address)
 	if err != nil {
@@ -200,7 +245,16 @@ func dialKind(ctx context.Context, address string, kind byte) (net.Conn, error) 
 	if deadline, ok := ctx.Deadline(); ok {
 		conn.SetWriteDeadline(deadline)
 	}
-	if _, err := conn.Write([]byte{kind}); err != nil {
+	greeting := []byte{kind}
+	if kind == connRaft {
+		if len(voters) > math.MaxUint16 {
+			conn.Close()
+			return nil, fmt.Errorf("controller: voter set of %d bytes is too long", len(voters))
+		}
+		greeting = binary.BigEndian.AppendUint16(greeting, uint16(len(voters)))
+		greeting = append(greeting, voters...)
+	}
+	if _, err := conn.Write(greeting); err != nil {
 		conn.Close()
 		return nil, err
 	}
