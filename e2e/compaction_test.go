@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -340,6 +341,97 @@ func TestFollowerCatchesUpFromACompactedLeader(t *testing.T) {
 			if key, want := fmt.Sprintf("k%d", k), fmt.Sprintf("k%d-29", k); len(view[key]) == 0 || view[key][len(view[key])-1] != want {
 				t.Fatalf("node 4 serves key %s as %v, want its last value %s", key, view[key], want)
 			}
+		}
+		return true, ""
+	})
+}
+
+// TestCompactDeleteTopicExpiresAndCompacts: a topic whose cleanup.policy
+// changes at run time from compact to compact,delete has both done to it.
+// Records written with timestamps two days old, in segments of their own,
+// go to retention.ms (a day) once the policy deletes, whether or not the
+// cleaner emptied their segments first; then the cleaner compacts the
+// recent records to each key's latest value, and the key rewritten
+// recently (o0) keeps its recent value.
+func TestCompactDeleteTopicExpiresAndCompacts(t *testing.T) {
+	b := startBroker(t, brokerOpts{props: []string{"log.cleaner.backoff.ms=50", "log.retention.check.interval.ms=100"}})
+	ctx := ctxFor(t, 2*time.Minute)
+	const topic = "both"
+	cfg := map[string]*string{}
+	// Every batch below is larger than segment.bytes, so each is a segment
+	// of its own and retention sees the old ones alone.
+	for k, v := range map[string]string{"cleanup.policy": "compact", "segment.bytes": "1024", "retention.ms": "86400000",
+		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "3600000"} {
+		cfg[k] = &v
+	}
+	if _, err := b.admin().CreateTopic(ctx, 1, 1, cfg, topic); err != nil {
+		t.Fatal(err)
+	}
+	// Uncompressed, so that the batches' sizes are what the segments hold.
+	cl := b.client(kgo.ProducerBatchCompression(kgo.NoCompression()))
+	filler := strings.Repeat("x", 300)
+	write := func(prefix string, keys, rounds int, ts time.Time, extra ...string) {
+		for round := range rounds {
+			var recs []*kgo.Record
+			names := extra
+			for k := range keys {
+				names = append(slices.Clone(names), fmt.Sprintf("%s%d", prefix, k))
+			}
+			for _, key := range names {
+				recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(key), Timestamp: ts,
+					Value: fmt.Appendf(nil, "%s-%d-%s", key, round, filler)})
+			}
+			if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	write("o", 5, 4, old)
+	write("pad", 1, 1, time.Now()) // seals the last old segment
+	ends, err := b.admin().ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldEnd, _ := ends.Lookup(topic, 0)
+
+	// Retention acts on the old segments once the policy deletes.
+	if res, err := b.admin().AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kadm.StringPtr("compact,delete")}}, topic); err != nil || res[0].Err != nil {
+		t.Fatalf("alter cleanup.policy: %v %v", err, res)
+	}
+	adm := b.admin()
+	waitFor(t, time.Minute, func() (bool, string) {
+		starts, err := adm.ListStartOffsets(ctx, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		start, _ := starts.Lookup(topic, 0)
+		return start.Err == nil && start.Offset >= oldEnd.Offset-1, fmt.Sprintf("log start %d (%v), old records end at %d", start.Offset, start.Err, oldEnd.Offset)
+	})
+
+	// Recent records: five keys ten times, o0 among them, then padding so
+	// that they are all in sealed segments.
+	write("n", 5, 10, time.Now(), "o0")
+	write("pad", 1, 3, time.Now())
+	want := map[string][]string{"o0": {"o0-9-" + filler}}
+	for k := range 5 {
+		key := fmt.Sprintf("n%d", k)
+		want[key] = []string{fmt.Sprintf("%s-9-%s", key, filler)}
+	}
+	waitFor(t, time.Minute, func() (bool, string) {
+		view, err := compactedView(t, b.client, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		delete(view, "pad0")
+		for k, vs := range want {
+			if !slices.Equal(view[k], vs) {
+				return false, fmt.Sprintf("key %s reads %d values %.12q, want only the latest", k, len(view[k]), view[k])
+			}
+		}
+		if len(view) != len(want) {
+			keys := slices.Sorted(maps.Keys(view))
+			return false, fmt.Sprintf("keys %v, want %d: o1…o4 expired with their segments", keys, len(want))
 		}
 		return true, ""
 	})

@@ -737,8 +737,13 @@ type batchBuilder struct {
 	hasCodec bool
 	base     int64
 	last     int64
-	buf      *recordBuf
-	out      []byte
+	// maxTS is the largest MaxTimestamp of the batches taken: a batch
+	// left without records carries it, so that retention.ms (which goes by
+	// a segment's largest timestamp) ages a segment the cleaner emptied as
+	// it would have aged the segment before, not from the time of the pass.
+	maxTS int64
+	buf   *recordBuf
+	out   []byte
 }
 
 func newBatchBuilder() *batchBuilder { return &batchBuilder{buf: newRecordBuf()} }
@@ -757,9 +762,10 @@ func (b *batchBuilder) fits(h *record.Header, withRecords bool) bool {
 // take adds the batch with header h and surviving records kept.
 func (b *batchBuilder) take(h *record.Header, kept *recordBuf) {
 	if !b.open {
-		b.open, b.epoch, b.base, b.hasCodec = true, h.PartitionLeaderEpoch, h.BaseOffset, false
+		b.open, b.epoch, b.base, b.hasCodec, b.maxTS = true, h.PartitionLeaderEpoch, h.BaseOffset, false, -1
 	}
 	b.last = h.LastOffset()
+	b.maxTS = max(b.maxTS, h.MaxTimestamp)
 	if len(kept.recs) > 0 && !b.hasCodec {
 		b.codec, b.hasCodec = h.Codec(), true
 	}
@@ -772,7 +778,7 @@ func (b *batchBuilder) flush(w *segWriter) error {
 	if !b.open {
 		return nil
 	}
-	baseTS := int64(-1)
+	baseTS := b.maxTS // with no records, the batch's only timestamp
 	if len(b.buf.recs) > 0 {
 		baseTS = b.buf.tss[0]
 	}

@@ -831,3 +831,53 @@ func TestCleanStaysBelowMaxOffsetAndStopsOnCancel(t *testing.T) {
 		t.Fatalf("%d records left", len(after))
 	}
 }
+
+// TestCleanedSegmentsAgeByTheirTimestamps: compact,delete. A segment the
+// cleaner left without records keeps the largest timestamp of what it
+// held, so retention.ms deletes it when it would have deleted the segment
+// before the pass, not from the time of the pass (the file's mtime).
+func TestCleanedSegmentsAgeByTheirTimestamps(t *testing.T) {
+	cfg := cleanConfig()
+	cfg.RetentionMS = 3600_000
+	tl := openTestLog(t, cfg)
+	old := testStart.UnixMilli()
+	for i := range 60 {
+		tl.append(kvBatch(t, old+int64(i), put("k", fmt.Sprint(i))), 0)
+	}
+	tl.clock.Advance(2 * time.Hour)
+	recent := tl.clock.Now().UnixMilli()
+	var firstRecent int64 = -1
+	for i := range 40 {
+		a := tl.append(kvBatch(t, recent+int64(i), put(fmt.Sprint("r", i), "v")), 0)
+		if firstRecent < 0 {
+			firstRecent = a.base
+		}
+	}
+	mustFlush(t, tl.Log)
+	res := mustClean(t, tl.Log, CleanOptions{Now: tl.clock.Now()})
+	if res.CleanedTo <= firstRecent {
+		t.Fatalf("cleaned to %d; the old records end at %d", res.CleanedTo, firstRecent)
+	}
+	if _, err := tl.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	// Every segment holding only old records is gone (the recent ones all
+	// stay: the active segment, and any sealed one holds recent records).
+	if recs := readAll(t, tl.Log, 1<<20); len(recs) == 0 || recs[len(recs)-1].ts != recent+39 {
+		t.Fatal("retention deleted the recent records")
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for _, s := range tl.segs[:len(tl.segs)-1] {
+		ts, _, err := tl.segMaxTSLocked(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ts < recent {
+			t.Fatalf("segment %d, whose largest timestamp %d is older than retention.ms, survived retention", s.base, ts)
+		}
+	}
+	if start := tl.segs[0].base; start > firstRecent {
+		t.Fatalf("log starts at %d, past the first recent record %d", start, firstRecent)
+	}
+}

@@ -202,7 +202,8 @@
 //     last offset delta covering them) when its neighbours keep their
 //     headers; a batch without records carries the leader epoch of the
 //     offsets it covers, so a leader-epoch history rebuilt from the log is
-//     unchanged.
+//     unchanged, and as its timestamp the largest of the batches it
+//     replaced, so retention.ms ages it as it aged them.
 //   - Batches of an idempotent producer, and those stamped with the log
 //     append time, keep their header (base offset, last offset delta,
 //     producer id, epoch, base sequence, timestamps) and codec; their
