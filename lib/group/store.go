@@ -202,6 +202,61 @@ func (s *MemStore) Replay(partition int32, fn func(key, value []byte) error) err
 	return nil
 }
 
+// Compact does to a partition what the log cleaner does to a partition
+// of __consumer_offsets: only the latest record of each key stays, in
+// offset order, and with dropTombstones (delete.retention.ms passed) the
+// keys whose latest record is a tombstone go. The records stay in the
+// batches they came in, batches left empty go: the cleaner's offsets and
+// empty batches are no concern of a replay.
+func (s *MemStore) Compact(partition int32, dropTombstones bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.held) > 0 {
+		return fmt.Errorf("memstore: compact with %d waits held", len(s.held))
+	}
+	type at struct{ batch, rec int }
+	latest := map[string]at{}
+	var recs [][]record.Record
+	for i, b := range s.batches[partition] {
+		var rs []record.Record
+		err := record.Iterate(b, 0, func(r *record.Record) error {
+			c := *r
+			c.Key, c.Value, c.Headers = slices.Clone(r.Key), slices.Clone(r.Value), nil
+			latest[string(c.Key)] = at{i, len(rs)}
+			rs = append(rs, c)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("memstore: compact: %w", err)
+		}
+		recs = append(recs, rs)
+	}
+	var out [][]byte
+	for i, rs := range recs {
+		var kept []record.Record
+		for j, r := range rs {
+			if latest[string(r.Key)] != (at{i, j}) || (dropTombstones && r.Value == nil) {
+				continue
+			}
+			r.OffsetDelta = int32(len(kept))
+			kept = append(kept, r)
+		}
+		if len(kept) == 0 {
+			continue
+		}
+		b, err := record.Build(record.BuildOptions{}, kept)
+		if err != nil {
+			return fmt.Errorf("memstore: compact: %w", err)
+		}
+		out = append(out, b)
+	}
+	if s.batches == nil {
+		s.batches = map[int32][][]byte{}
+	}
+	s.batches[partition] = out
+	return nil
+}
+
 // Records returns the number of records stored for a partition.
 func (s *MemStore) Records(partition int32) int {
 	n := 0
