@@ -61,7 +61,8 @@ type Header struct {
 // one of them; Close after all of them returned.
 type Source interface {
 	// Next blocks until a message is delivered or ctx is done (then it
-	// returns ctx's error and delivers nothing).
+	// returns ctx's error and delivers nothing). Called with a done ctx
+	// it still delivers a message it has at hand.
 	Next(ctx context.Context) (*Message, error)
 	// Accept: the command succeeded; the message is done.
 	Accept(m *Message) error
@@ -219,6 +220,12 @@ func (r *runner) next(ctx context.Context) (*Message, error) {
 		r.mu.Unlock()
 		if !deadline.After(time.Now()) {
 			if !busy {
+				// Idle, unless a message is at hand already.
+				done, cancel := context.WithCancel(ctx)
+				cancel()
+				if m, err := r.src.Next(done); err == nil {
+					return m, nil
+				}
 				return nil, nil
 			}
 			deadline = time.Now().Add(idlePoll)
@@ -441,6 +448,13 @@ func (r *runner) run(m *Message) result {
 	case <-r.killAll:
 		res.stopped = true
 		err = r.kill(cmd, waited)
+	}
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil {
+		// Only its output outlived it: the exit status counts.
+		err = nil
+		if !cmd.ProcessState.Success() {
+			err = &exec.ExitError{ProcessState: cmd.ProcessState}
+		}
 	}
 	res.err = err
 	res.stderr = tail.bytes()

@@ -48,6 +48,8 @@ type orderedSource struct {
 	stderr io.Writer
 
 	stopPoll context.CancelFunc
+	joined   chan struct{} // closed when the group first assigned partitions
+	joinOnce sync.Once
 	polled   chan struct{} // closed when the poller ends
 	commits  chan struct{} // closed when the committer ends
 
@@ -91,7 +93,7 @@ type orderedRef struct {
 // (the broker's, the session timeout) and starts fetching.
 func newOrderedSource(addrsClient func(...kgo.Opt) (*kgo.Client, error), topics []string, group, dlq string, session time.Duration, stderr io.Writer) (*orderedSource, error) {
 	s := &orderedSource{group: group, dlq: dlq, stderr: stderr, parts: map[topicPartition]*orderedPartition{},
-		changed: make(chan struct{}), polled: make(chan struct{}), commits: make(chan struct{})}
+		changed: make(chan struct{}), joined: make(chan struct{}), polled: make(chan struct{}), commits: make(chan struct{})}
 	cl, err := addrsClient(
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topics...),
@@ -122,6 +124,7 @@ func (s *orderedSource) notifyLocked() {
 }
 
 func (s *orderedSource) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	s.joinOnce.Do(func() { close(s.joined) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for t, ps := range m {

@@ -71,8 +71,11 @@ func (s *shareSource) Next(ctx context.Context) (*Message, error) {
 			return nil, err
 		}
 		fetches := s.cl.PollRecords(ctx, s.max)
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		// Records polled are taken whatever ctx says: the next poll
+		// would accept them unrun.
+		s.buffered = fetches.Records()
+		if len(s.buffered) == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
 		var ferr error
 		fetches.EachError(func(t string, p int32, err error) {
@@ -80,7 +83,6 @@ func (s *shareSource) Next(ctx context.Context) (*Message, error) {
 				ferr = fmt.Errorf("share fetch %s/%d: %w", t, p, err)
 			}
 		})
-		s.buffered = fetches.Records()
 		if ferr != nil && len(s.buffered) == 0 {
 			return nil, ferr
 		}

@@ -402,3 +402,36 @@ func BenchmarkExecTrue(b *testing.B) {
 		})
 	}
 }
+
+func TestExecBackgroundProcessHoldingStderrDoesNotFailTheMessage(t *testing.T) {
+	src := newMemSource("a", "b")
+	st, err := RunExec(context.Background(), ExecConfig{
+		Command: []string{"sh", "-c", `read v; sleep 30 & [ "$v" = a ]`}, Attempts: 1, ExitWhenIdle: 200 * time.Millisecond,
+	}, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.check(t)
+	if st.Accepted != 1 || st.Failed != 1 {
+		t.Fatalf("stats %+v; want a accepted, b failed", st)
+	}
+	for _, reason := range src.failed {
+		if reason != "exit status 1" {
+			t.Errorf("reason %q", reason)
+		}
+	}
+}
+
+func TestDeadLetterKeepsTheRecordAndSaysWhy(t *testing.T) {
+	m := &Message{Topic: "jobs", Partition: 2, Offset: 77, Key: []byte("k"), Value: []byte("v"), DeliveryCount: 5,
+		Timestamp: time.UnixMilli(1700000000000), Headers: []Header{{Key: "h", Value: []byte("x")}}}
+	r := DeadLetter(m, "jobs.dead", "workers", "exit status 3: no")
+	var got []string
+	for _, h := range r.Headers {
+		got = append(got, h.Key+"="+string(h.Value))
+	}
+	want := "h=x mq.dlq.topic=jobs mq.dlq.partition=2 mq.dlq.offset=77 mq.dlq.delivery.count=5 mq.dlq.group=workers mq.dlq.error=exit status 3: no"
+	if strings.Join(got, " ") != want || r.Topic != "jobs.dead" || string(r.Key) != "k" || string(r.Value) != "v" || !r.Timestamp.Equal(m.Timestamp) {
+		t.Errorf("dead letter %s %q=%q %v %s; want %s", r.Topic, r.Key, r.Value, r.Timestamp, strings.Join(got, " "), want)
+	}
+}

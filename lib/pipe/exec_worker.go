@@ -14,6 +14,11 @@ import (
 	"github.com/mqproject/mq/lib/client"
 )
 
+// joinWait bounds how long exec --ordered waits for its first partitions
+// before it starts counting --exit-when-idle (a member the group gives
+// none to counts from then).
+const joinWait = 15 * time.Second
+
 // ExecOptions is one run of `mqpipe exec`.
 type ExecOptions struct {
 	Broker         string        // the -b value; empty: $MQ_BROKER, then the defaults
@@ -96,7 +101,17 @@ func Exec(ctx context.Context, o ExecOptions) error {
 		if session <= 0 {
 			session = DefaultSessionTimeout
 		}
-		src, err = newOrderedSource(newClient, o.Topics, o.Group, o.DLQ, session, o.Run.Stderr)
+		var ord *orderedSource
+		if ord, err = newOrderedSource(newClient, o.Topics, o.Group, o.DLQ, session, o.Run.Stderr); err == nil {
+			src = ord
+			// --exit-when-idle counts from when the worker holds
+			// partitions, not from the time joining takes.
+			select {
+			case <-ord.joined:
+			case <-ctx.Done():
+			case <-time.After(joinWait):
+			}
+		}
 	} else {
 		src, err = newShareSource(newClient, o.Topics, o.Group, o.DLQ, o.Run.Jobs, o.Run.Stderr)
 	}
