@@ -87,12 +87,13 @@ func Exec(ctx context.Context, o ExecOptions) error {
 		return err
 	}
 	adm := kadm.NewClient(admCl)
-	names := o.Topics
-	if o.DLQ != "" {
-		names = append(append([]string(nil), names...), o.DLQ)
-	}
-	if _, err := topicPartitions(ctx, adm, topicSpec{names: names}, nil); err != nil {
+	if _, err := topicPartitions(ctx, adm, topicSpec{names: o.Topics}, nil); err != nil {
 		return err
+	}
+	if o.DLQ != "" {
+		if _, err := topicPartitions(ctx, adm, topicSpec{names: []string{o.DLQ}}, nil); err != nil {
+			return client.Failf("--dlq: %v", err)
+		}
 	}
 	newClient := func(opts ...kgo.Opt) (*kgo.Client, error) { return client.NewClient(addrs, opts...) }
 	var src Source
