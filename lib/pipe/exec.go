@@ -106,6 +106,8 @@ type ExecStats struct {
 // or by idleness, and the first error of src otherwise.
 func RunExec(ctx context.Context, cfg ExecConfig, src Source) (ExecStats, error) {
 	r := newRunner(cfg, src)
+	ctx, r.stop = context.WithCancel(ctx)
+	defer r.stop()
 	err := r.loop(ctx)
 	r.drain()
 	cctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
@@ -129,8 +131,9 @@ type runner struct {
 	out   *lockedWriter
 	errw  *lockedWriter
 
-	stopping chan struct{} // closed when the grace period begins
-	killAll  chan struct{} // closed when the grace period ends
+	stop     context.CancelFunc // ends loop: the first error of src stops the run
+	stopping chan struct{}      // closed when the grace period begins
+	killAll  chan struct{}      // closed when the grace period ends
 	wg       sync.WaitGroup
 
 	mu           sync.Mutex
@@ -320,6 +323,7 @@ func (r *runner) report(m *Message, err error) {
 	defer r.mu.Unlock()
 	if err != nil && r.err == nil {
 		r.err = fmt.Errorf("%s: %w", m.position(), err)
+		r.stop()
 	}
 	r.inflight--
 	close(r.changed)
