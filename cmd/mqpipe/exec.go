@@ -64,7 +64,9 @@ attempt (or dead-letters it, if the group is set up to). The broker also
 counts deliveries, and where a new share group starts is its
 share.auto.offset.reset. mqpipe polls for more messages only once every
 message of the last poll was acknowledged, so a slow command holds its
-batch (of up to -j messages) back.
+batch (of up to -j messages) back. A command must finish within the
+broker's acquisition lock (group.share.record.lock.duration.ms), else the
+message goes to another worker meanwhile: keep --timeout below it.
 
 With --ordered GROUP is a consumer group: the group assigns partitions,
 messages of one key (of a partition) run one at a time in offset order,

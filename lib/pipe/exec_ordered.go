@@ -385,16 +385,29 @@ func (p *orderedPartition) commitOffset() (int64, bool) {
 	return o, o >= 0 && o > p.committed
 }
 
-// dueLocked is what to commit now, marking it committed.
+// dueLocked is what to commit now: the partitions whose position moved
+// past their last commit.
 func (s *orderedSource) dueLocked() map[string]map[int32]kgo.EpochOffset {
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	for _, p := range s.parts {
 		if o, ok := p.commitOffset(); ok && !p.revoked {
 			setIn(offsets, p.tp.topic, p.tp.partition, kgo.EpochOffset{Epoch: -1, Offset: o})
-			p.committed = o
 		}
 	}
 	return offsets
+}
+
+// committed notes offsets that the group took.
+func (s *orderedSource) committed(offsets map[string]map[int32]kgo.EpochOffset) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for t, ps := range offsets {
+		for part, eo := range ps {
+			if p := s.parts[topicPartition{t, part}]; p != nil && eo.Offset > p.committed {
+				p.committed = eo.Offset
+			}
+		}
+	}
 }
 
 func (s *orderedSource) commitEvery(ctx context.Context) {
@@ -416,8 +429,9 @@ func (s *orderedSource) commitEvery(ctx context.Context) {
 	}
 }
 
-// commit commits offsets; an error is reported, and the records are
-// committed with a later commit, or read again by the next owner.
+// commit commits offsets; an error is reported, and the offsets are
+// committed again with the next commit (or the records read again by
+// the next owner).
 func (s *orderedSource) commit(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) error {
 	var cerr error
 	s.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
@@ -435,6 +449,9 @@ func (s *orderedSource) commit(ctx context.Context, offsets map[string]map[int32
 	})
 	if cerr != nil && ctx.Err() == nil {
 		fmt.Fprintf(s.stderr, "mqpipe: commit offsets of group %s: %v\n", s.group, cerr)
+	}
+	if cerr == nil && ctx.Err() == nil {
+		s.committed(offsets)
 	}
 	return cerr
 }
