@@ -434,3 +434,43 @@ func TestDeadLetterKeepsTheRecordAndSaysWhy(t *testing.T) {
 		t.Errorf("dead letter %s %q=%q %v %s; want %s", r.Topic, r.Key, r.Value, r.Timestamp, strings.Join(got, " "), want)
 	}
 }
+
+func TestExecStopReleasesRetriesWaitingAtOnce(t *testing.T) {
+	src := newMemSource("x")
+	stderr := &syncBuffer{}
+	stop := runExecAsync(ExecConfig{
+		Command:      []string{"sh", "-c", "exit 1"},
+		RetryBackoff: time.Hour, // a stop that waited for it would time the test out
+		Stderr:       stderr,
+	}, src)
+	waitFor(t, "the retry to wait", func() bool { return strings.Contains(stderr.String(), "again in 1h0m0s") })
+	st, err := stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.check(t)
+	if src.released != 1 || len(src.accepted) != 0 || len(src.failed) != 0 {
+		t.Fatalf("released %d, accepted %d, failed %d; want the message released once", src.released, len(src.accepted), len(src.failed))
+	}
+	if st.Released != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
