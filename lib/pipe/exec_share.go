@@ -26,8 +26,13 @@ import (
 // having run. Next is called from one goroutine; the acknowledgements
 // from any. The fields under mu are shared.
 type shareSource struct {
-	cl     *kgo.Client
-	group  string
+	cl    *kgo.Client
+	group string
+	// The client's calls, replaced in tests.
+	pollRecords func(ctx context.Context, n int) kgo.Fetches
+	ackRecord   func(r *kgo.Record, status kgo.AckStatus)
+	produceSync func(ctx context.Context, r *kgo.Record) error
+
 	dlq    string
 	max    int // records per poll
 	stderr io.Writer
@@ -52,6 +57,9 @@ func newShareSource(newClient func(...kgo.Opt) (*kgo.Client, error), topics []st
 		return nil, err
 	}
 	s.cl = cl
+	s.pollRecords = cl.PollRecords
+	s.ackRecord = (*kgo.Record).Ack
+	s.produceSync = func(ctx context.Context, r *kgo.Record) error { return cl.ProduceSync(ctx, r).FirstErr() }
 	return s, nil
 }
 
@@ -70,7 +78,7 @@ func (s *shareSource) Next(ctx context.Context) (*Message, error) {
 		if err := s.waitReported(ctx); err != nil {
 			return nil, err
 		}
-		fetches := s.cl.PollRecords(ctx, s.max)
+		fetches := s.pollRecords(ctx, s.max)
 		// Records polled are taken whatever ctx says: the next poll
 		// would accept them unrun.
 		s.buffered = fetches.Records()
@@ -118,7 +126,7 @@ func (s *shareSource) waitReported(ctx context.Context) error {
 }
 
 func (s *shareSource) ack(m *Message, status kgo.AckStatus) {
-	m.ref.(*kgo.Record).Ack(status)
+	s.ackRecord(m.ref.(*kgo.Record), status)
 	s.mu.Lock()
 	s.out--
 	close(s.changed)
@@ -143,7 +151,7 @@ func (s *shareSource) Fail(m *Message, reason string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dlqTimeout)
 	defer cancel()
-	if err := s.cl.ProduceSync(ctx, DeadLetter(m, s.dlq, s.group, reason)).FirstErr(); err != nil {
+	if err := s.produceSync(ctx, DeadLetter(m, s.dlq, s.group, reason)); err != nil {
 		s.ack(m, kgo.AckRelease) // delivered again, and dead-lettered then
 		return fmt.Errorf("dead-letter to %s: %w", s.dlq, err)
 	}
