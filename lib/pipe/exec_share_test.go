@@ -72,19 +72,24 @@ func TestShareSourcePollsOnlyWhenTheLastPollWasAcknowledged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan *Message)
-	go func() {
-		m, _ := s.Next(ctx)
-		got <- m
-	}()
+	// With records out, Next may not poll: asked with a done context it
+	// returns without a message (and a poll would show in atPoll).
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if m, err := s.Next(done); err == nil {
+		t.Fatalf("offset %d delivered while offsets 0 and 1 were not acknowledged", m.Offset)
+	}
 	if err := s.Accept(m0); err != nil {
 		t.Fatal(err)
+	}
+	if m, err := s.Next(done); err == nil {
+		t.Fatalf("offset %d delivered while offset 1 was not acknowledged", m.Offset)
 	}
 	if err := s.Release(m1); err != nil {
 		t.Fatal(err)
 	}
-	m2 := <-got
-	if m2.Offset != 2 {
+	m2, err := s.Next(ctx)
+	if err != nil || m2.Offset != 2 {
 		t.Fatalf("got offset %d; want 2", m2.Offset)
 	}
 	f.mu.Lock()
