@@ -341,7 +341,7 @@ func (s *orderedSource) Fail(m *Message, reason string) error {
 		s.mu.Lock()
 		s.dropLocked(m)
 		s.mu.Unlock()
-		return fmt.Errorf("failed %d times, and there is no --dlq: %s", m.DeliveryCount, oneLine(reason))
+		return fmt.Errorf("gave up after %d attempts, and there is no --dlq: %s", m.DeliveryCount, oneLine(reason))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dlqTimeout)
 	defer cancel()
