@@ -2,13 +2,18 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestScripts runs testdata/scripts/*.txtar: command-line scenarios for our
@@ -25,9 +30,13 @@ import (
 //	mqd-start    start it again on the same data directory
 //	mqd-kill     SIGKILL it
 //	mqd-log FILE write what mqd has logged so far to FILE
-//
+
 // A script whose archive holds a file .mqd-props (key=value lines) starts
 // its mqd with those properties. [kcat] holds when kcat is installed.
+// [share-groups] holds when mqd answers the share group APIs (KIP-932:
+// ShareGroupHeartbeat, ShareFetch and ShareAcknowledge in ApiVersions,
+// asked of an mqd of its own once); scripts of share group features
+// begin with [!share-groups] skip, and so run once the broker has them.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("..", "testdata", "scripts"),
@@ -75,6 +84,9 @@ func TestScripts(t *testing.T) {
 			},
 		},
 		Condition: func(cond string) (bool, error) {
+			if cond == "share-groups" {
+				return shareGroupsAnswered()
+			}
 			if cond == "kcat" {
 				_, err := exec.LookPath("kcat")
 				return err == nil, nil
@@ -85,6 +97,57 @@ func TestScripts(t *testing.T) {
 }
 
 type mqdKey struct{}
+
+var shareGroups struct {
+	once sync.Once
+	ok   bool
+	err  error
+}
+
+// shareGroupsAnswered reports whether mqd answers the share group APIs,
+// asking an mqd started for the question, once per test process.
+func shareGroupsAnswered() (bool, error) {
+	shareGroups.once.Do(func() {
+		dir, err := os.MkdirTemp("", "mq-share-probe-")
+		if err != nil {
+			shareGroups.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		p, err := launchMQD(filepath.Join(dir, "data"), nil)
+		if err != nil {
+			shareGroups.err = err
+			return
+		}
+		defer func() {
+			p.kill()
+			os.RemoveAll(p.sockDir)
+		}()
+		shareGroups.ok, shareGroups.err = answersShareGroups(p.addr)
+	})
+	return shareGroups.ok, shareGroups.err
+}
+
+// answersShareGroups reports whether the broker at addr advertises the
+// share group APIs.
+func answersShareGroups(addr string) (bool, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return false, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return false, err
+	}
+	need := map[int16]bool{int16(kmsg.ShareGroupHeartbeat): true, int16(kmsg.ShareFetch): true, int16(kmsg.ShareAcknowledge): true}
+	for _, k := range resp.ApiKeys {
+		delete(need, k.ApiKey)
+	}
+	return len(need) == 0, nil
+}
 
 func scriptMQD(ts *testscript.TestScript) *mqdProc {
 	return ts.Value(mqdKey{}).(*mqdProc)

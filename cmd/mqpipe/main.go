@@ -1,7 +1,7 @@
 // Command mqpipe moves messages between Unix pipes and mq topics: produce
-// sends lines of stdin or files, consume prints records to stdout. This
-// file and produce.go and consume.go wire urfave/cli flags to lib/pipe,
-// which holds the logic.
+// sends lines of stdin or files, consume prints records to stdout, exec
+// runs a command per record. This file and produce.go, consume.go and
+// exec.go wire urfave/cli flags to lib/pipe, which holds the logic.
 package main
 
 import (
@@ -29,8 +29,8 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:                      "mqpipe",
 		Version:                   version.String(),
-		Usage:                     "pipe lines into an mq topic, and records out of one",
-		UsageText:                 "mqpipe [-b ADDR] produce -t TOPIC [FLAGS] [FILE...]\nmqpipe [-b ADDR] consume -t TOPIC[,TOPIC...] [FLAGS]",
+		Usage:                     "pipe lines into an mq topic, records out of one, or each record into a command",
+		UsageText:                 "mqpipe [-b ADDR] produce -t TOPIC [FLAGS] [FILE...]\nmqpipe [-b ADDR] consume -t TOPIC[,TOPIC...] [FLAGS]\nmqpipe [-b ADDR] exec -t TOPIC -g GROUP [FLAGS] -- COMMAND [ARG...]",
 		Description:               description(),
 		Flags:                     []cli.Flag{client.BrokerFlag()},
 		HideHelpCommand:           true,
@@ -38,6 +38,7 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			produceCommand(),
 			consumeCommand(),
+			execCommand(),
 			client.CompletionCommand("mqpipe"),
 		},
 	}
@@ -47,7 +48,7 @@ func newApp() *cli.App {
 // command's, the JSON envelope and the exit statuses.
 func description() string {
 	return introDoc + "\n\n## mqpipe produce\n\n" + produceDoc + "\n\n## mqpipe consume\n\n" + consumeDoc +
-		"\n\n## JSON envelope\n\n" + envelopeDoc + "\n\n## Exit status\n\n" + exitDoc
+		"\n\n## mqpipe exec\n\n" + execDoc + "\n\n## JSON envelope\n\n" + envelopeDoc + "\n\n## Exit status\n\n" + exitDoc
 }
 
 const introDoc = `mqpipe connects shell pipelines to mq (or any Kafka broker):
@@ -86,10 +87,11 @@ partitions. A null value ("value":null, a tombstone) and an empty one
 
 const exitDoc = `Data goes to stdout, diagnostics to stderr. Exit status: 0 success (for
 produce: every message acknowledged; for consume: also when stdout was
-closed early, as by head); 1 the operation failed (messages not
-acknowledged, unknown topic, message too large); 2 usage error; 3 cannot
-reach the broker; 130 interrupted (SIGINT or SIGTERM). The reason is given
-on stderr in one line.`
+closed early, as by head; for exec: stopped by SIGTERM or SIGINT, or by
+--exit-when-idle); 1 the operation failed (messages not acknowledged,
+unknown topic, message too large, exec could not dead-letter a message);
+2 usage error; 3 cannot reach the broker; 130 interrupted (SIGINT or
+SIGTERM; exec: a second one). The reason is given on stderr in one line.`
 
 // splitList splits comma-separated values of a repeatable flag.
 func splitList(values []string) []string {

@@ -40,4 +40,9 @@
 // refuses to send them there (kerr.UnsupportedVersion-like errors), and a
 // broker that got one anyway would close the connection: nothing is done
 // by mistake.
+//
+// # Dead-letter headers
+//
+// The names of the headers on a dead-lettered record (DLQTopic, DLQError,
+// ...) are here too, so mqpipe exec and the broker write the same ones.
 package kafkaext

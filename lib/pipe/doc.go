@@ -28,6 +28,16 @@
 // values, headers, timestamps, partitions; null stays null, bytes that are
 // not UTF-8 travel as base64).
 //
+// Exec (mqpipe exec) runs a command once per message: RunExec takes
+// messages from a Source and reports each one's outcome exactly once
+// (Accept after exit 0, Release to retry after a backoff, Fail after the
+// last attempt), with the record in MQ_ environment variables (Env*,
+// HeaderEnvName), -j commands at once, each in its own process group,
+// killed past --timeout or the grace period of a stop. Its sources are a
+// share group (shareSource) and, with --ordered, a consumer group that
+// keeps per-key order and commits contiguous prefixes (orderedSource);
+// both dead-letter with DeadLetter, whose headers are kafkaext's DLQ*.
+//
 // Errors meant for the user are *client.Error values carrying the exit
 // status (client.Usagef, client.Failf); a cancelled context is an
 // interruption.
