@@ -66,12 +66,12 @@ type Broker struct {
 	GroupInitialRebalanceAlone time.Duration // group.initial.rebalance.alone.ms (mq), default 500 ms; 0 off
 
 	// Share groups (KIP-932): the defaults of their group configs.
-	ShareRecordLockDuration    time.Duration // group.share.record.lock.duration.ms, default 30 s
-	ShareDeliveryAttemptLimit  int32         // group.share.delivery.attempt.limit, default 5
-	SharePartitionMaxLocks     int32         // group.share.partition.max.record.locks, default 2000
-	ShareSessionTimeout        time.Duration // group.share.session.timeout.ms, default 45 s
-	ShareHeartbeatInterval     time.Duration // group.share.heartbeat.interval.ms, default 5 s
-	ShareStateTopicPartitions  int32         // share.coordinator.state.topic.num.partitions, default 50
+	ShareRecordLockDuration   time.Duration // group.share.record.lock.duration.ms, default 30 s
+	ShareDeliveryAttemptLimit int32         // group.share.delivery.attempt.limit, default 5
+	SharePartitionMaxLocks    int32         // group.share.partition.max.record.locks, default 2000
+	ShareSessionTimeout       time.Duration // group.share.session.timeout.ms, default 45 s
+	ShareHeartbeatInterval    time.Duration // group.share.heartbeat.interval.ms, default 5 s
+	ShareStateTopicPartitions int32         // share.coordinator.state.topic.num.partitions, default 50
 
 	// The cluster: liveness, replication, leadership.
 	RaftAddress                            string        // controller.raft.address (mq): this node's Raft host:port when it is not a voter
