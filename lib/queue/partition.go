@@ -342,6 +342,17 @@ func (p *Partition) TakeDeadLetters() []DeadLetter {
 	return d
 }
 
+// FirstAvailable returns the first offset Acquire would give: the first
+// available in-flight record, else End. Reads of the log start there.
+func (p *Partition) FirstAvailable() int64 {
+	for i := range p.inflight {
+		if p.inflight[i].state == Available {
+			return p.start + int64(i)
+		}
+	}
+	return p.End()
+}
+
 // Record returns an offset's state and delivery count; offsets below Start
 // are reported Acknowledged, those at or past End Available with none.
 func (p *Partition) Record(offset int64) (State, int16) {
