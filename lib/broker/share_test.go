@@ -147,3 +147,202 @@ func TestShareGroupConsumersShareAPartition(t *testing.T) {
 		return p.q != nil && p.q.Start() == n
 	})
 }
+
+// rawShareFetch acquires records for member through a ShareFetch of its
+// own, outside any kgo consumer: a member that then goes silent.
+func rawShareFetch(t *testing.T, cl *kgo.Client, group, member string, topicID [16]byte, maxRecords int32) []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord {
+	t.Helper()
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID = &group, &member
+	req.MaxRecords, req.BatchSize, req.MaxWaitMillis = maxRecords, maxRecords, 1000
+	req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: topicID, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0, PartitionMaxBytes: 1 << 20}}}}
+	resp, err := req.RequestWith(ctxTimeout(t, 10*time.Second), cl.Broker(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		t.Fatalf("share fetch: %v", err)
+	}
+	var out []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				t.Fatalf("share fetch partition: %v", err)
+			}
+			out = append(out, rp.AcquiredRecords...)
+		}
+	}
+	return out
+}
+
+func TestShareLocksOfASilentMemberExpire(t *testing.T) {
+	tb := startBroker(t, "", func(s *config.Broker) { s.OffsetsTopicNumPartitions = 1; s.ShareStateTopicPartitions = 1 })
+	addr := serve(t, tb)
+	id := tb.createTopic(t, "q", 1, nil)
+	cl := newClient(t, addr)
+	setGroupConfigs(t, cl, "g", "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "1000")
+	const n = 50
+	produceN(t, addr, "q", n)
+	got := rawShareFetch(t, cl, "g", "silent", id, 20)
+	if len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 19 || got[0].DeliveryCount != 1 {
+		t.Fatalf("acquired %+v, want 0-19 once", got)
+	}
+	// A consumer gets the other 30 at once and, after the lock ends, the
+	// 20 the silent member held, delivered a second time.
+	seen := map[string]int{}
+	counts := map[int32]int{}
+	cl2 := newClient(t, addr, kgo.ShareGroup("g"), kgo.ConsumeTopics("q"))
+	ctx := ctxTimeout(t, 30*time.Second)
+	for len(seen) < n {
+		fs := cl2.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d", len(seen), n)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			r.Ack(kgo.AckAccept)
+			seen[string(r.Value)]++
+			counts[r.DeliveryCount()]++
+		})
+	}
+	if err := cl2.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if counts[1] != 30 || counts[2] != 20 {
+		t.Fatalf("delivery counts %v, want 30 first deliveries and 20 second ones", counts)
+	}
+	for v, c := range seen {
+		if c != 1 {
+			t.Errorf("record %s accepted %d times", v, c)
+		}
+	}
+}
+
+func TestShareStateSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	mod := func(s *config.Broker) { s.OffsetsTopicNumPartitions = 1; s.ShareStateTopicPartitions = 1 }
+	tb := startBroker(t, dir, mod)
+	addr := serve(t, tb)
+	id := tb.createTopic(t, "q", 1, nil)
+	cl := newClient(t, addr)
+	setGroupConfigs(t, cl, "g", "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "60000")
+	const n = 100
+	produceN(t, addr, "q", n)
+	// 40 accepted, 20 held by a member when the broker stops.
+	accepted := map[string]bool{}
+	c1 := newClient(t, addr, kgo.ShareGroup("g"), kgo.ShareMaxRecords(40), kgo.ShareMaxRecordsStrict(), kgo.ConsumeTopics("q"))
+	ctx := ctxTimeout(t, 30*time.Second)
+	for len(accepted) < 40 {
+		fs := c1.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatal("first consumer timed out")
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if len(accepted) < 40 {
+				r.Ack(kgo.AckAccept)
+				accepted[string(r.Value)] = true
+			} else {
+				r.Ack(kgo.AckRelease)
+			}
+		})
+	}
+	if err := c1.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c1.Close()
+	held := rawShareFetch(t, cl, "g", "held", id, 20)
+	if len(held) == 0 {
+		t.Fatal("the silent member acquired nothing")
+	}
+	cl.Close()
+	if err := tb.Broker.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tb.ctrl.Close()
+
+	tb = startBroker(t, dir, mod)
+	addr = serve(t, tb)
+	rest := map[string]int{}
+	c2 := newClient(t, addr, kgo.ShareGroup("g"), kgo.ConsumeTopics("q"))
+	ctx = ctxTimeout(t, 30*time.Second)
+	for len(rest) < n-40 {
+		fs := c2.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("after the restart consumed %d of %d", len(rest), n-40)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			r.Ack(kgo.AckAccept)
+			rest[string(r.Value)]++
+			if accepted[string(r.Value)] {
+				t.Errorf("record %s accepted before the restart delivered again", r.Value)
+			}
+		})
+	}
+	if err := c2.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for v, c := range rest {
+		if c != 1 {
+			t.Errorf("record %s delivered %d times after the restart", v, c)
+		}
+	}
+}
+
+func TestShareDeadLetters(t *testing.T) {
+	tb := startBroker(t, "", func(s *config.Broker) { s.OffsetsTopicNumPartitions = 1; s.ShareStateTopicPartitions = 1 })
+	addr := serve(t, tb)
+	id := tb.createTopic(t, "q", 1, nil)
+	cl := newClient(t, addr)
+	setGroupConfigs(t, cl, "g", "share.auto.offset.reset", "earliest", "share.delivery.count.limit", "2",
+		"errors.deadletterqueue.topic.name", "q.dlq")
+	const n = 30
+	produceN(t, addr, "q", n)
+	// Values ending in 0 are rejected, in 1 released every time (so they
+	// run out of attempts), the rest accepted.
+	c := newClient(t, addr, kgo.ShareGroup("g"), kgo.ConsumeTopics("q"))
+	ctx := ctxTimeout(t, 30*time.Second)
+	key := shareKey{group: "g", topicID: id, partition: 0}
+	for {
+		p := tb.shares.part(key)
+		p.mu.Lock()
+		finished := p.q != nil && p.q.Start() == n
+		p.mu.Unlock()
+		if finished {
+			break
+		}
+		fs := c.PollFetches(ctxTimeout(t, time.Second))
+		if ctx.Err() != nil {
+			t.Fatal("the share-partition never finished")
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			v, _ := strconv.Atoi(string(r.Value))
+			switch v % 10 {
+			case 0:
+				r.Ack(kgo.AckReject)
+			case 1:
+				r.Ack(kgo.AckRelease)
+			default:
+				r.Ack(kgo.AckAccept)
+			}
+		})
+		c.FlushAcks(ctx)
+	}
+	recs := consume(t, addr, "q.dlq", 6)
+	if hw := tb.data.partition("q.dlq", 0).HighWatermark(); hw != 6 || len(recs) != 6 {
+		t.Fatalf("dead-letter topic holds %d records (%d read), want 6", hw, len(recs))
+	}
+	for _, r := range recs {
+		h := map[string]string{}
+		for _, hd := range r.Headers {
+			h[hd.Key] = string(hd.Value)
+		}
+		v, _ := strconv.Atoi(string(r.Value))
+		wantCount, wantErr := "1", "rejected by the consumer"
+		if v%10 == 1 {
+			wantCount, wantErr = "2", "released at the delivery attempt limit"
+		}
+		if v%10 > 1 || h[dlqHeaderTopic] != "q" || h[dlqHeaderPartition] != "0" || h[dlqHeaderOffset] != string(r.Value) ||
+			h[dlqHeaderGroup] != "g" || h[dlqHeaderDeliveries] != wantCount || h[dlqHeaderError] != wantErr {
+			t.Errorf("dead letter %s: headers %v", r.Value, h)
+		}
+	}
+}
