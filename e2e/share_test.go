@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// shareHolderEnv makes this test binary a share consumer that acquires
+// records once, prints their values and then holds them without ever
+// acknowledging, until it is killed (see shareHolderMain). TestMain runs
+// it before anything else.
+const shareHolderEnv = "MQ_E2E_SHARE_HOLDER"
+
+// shareHolderMain is the child process of TestShareConsumerKilledHoldingLeases:
+// MQ_E2E_SHARE_HOLDER is "broker group topic maxRecords".
+func shareHolderMain(spec string) int {
+	f := strings.Fields(spec)
+	max, _ := strconv.Atoi(f[3])
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f[0]), kgo.ShareGroup(f[1]), kgo.ConsumeTopics(f[2]),
+		kgo.ShareMaxRecords(int32(max)), kgo.ShareMaxRecordsStrict())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return 1
+		}
+		var vals []string
+		fs.EachRecord(func(r *kgo.Record) { vals = append(vals, string(r.Value)) })
+		if len(vals) > 0 {
+			fmt.Println("held " + strings.Join(vals, " "))
+			select {} // hold the leases until SIGKILL
+		}
+	}
+}
+
+// shareProps: small internal topics, so a single node sets up at once.
+var shareProps = []string{"group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=4", "share.coordinator.state.topic.num.partitions=4"}
+
+func setShareConfigs(t *testing.T, cl *kgo.Client, group string, kv ...string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for i := 0; i < len(kv); i += 2 {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = kv[i], kmsg.StringPtr(kv[i+1])
+		res.Configs = append(res.Configs, c)
+	}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctxFor(t, 10*time.Second), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.Resources[0].ErrorCode); err != nil {
+		t.Fatalf("set group configs: %v", err)
+	}
+}
+
+func produceValues(t *testing.T, cl *kgo.Client, topic string, from, to int) {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	var recs []*kgo.Record
+	for i := from; i < to; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(strconv.Itoa(i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shareTally counts what share consumers accepted.
+type shareTally struct {
+	mu       sync.Mutex
+	accepted map[string]int
+	counts   map[string]int32 // value → delivery count when accepted
+	changed  chan struct{}
+}
+
+func newShareTally() *shareTally {
+	return &shareTally{accepted: map[string]int{}, counts: map[string]int32{}, changed: make(chan struct{}, 1)}
+}
+
+func (s *shareTally) distinct() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.accepted)
+}
+
+// run consumes with one share consumer until ctx ends, accepting every
+// record.
+func (s *shareTally) run(ctx context.Context, t *testing.T, cl *kgo.Client) {
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			r.Ack(kgo.AckAccept)
+			s.mu.Lock()
+			s.accepted[string(r.Value)]++
+			s.counts[string(r.Value)] = r.DeliveryCount()
+			s.mu.Unlock()
+		})
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// waitDistinct waits until n distinct values were accepted.
+func (s *shareTally) waitDistinct(t *testing.T, n int, d time.Duration) {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for s.distinct() < n {
+		select {
+		case <-s.changed:
+		case <-deadline.C:
+			t.Fatalf("accepted %d distinct records of %d", s.distinct(), n)
+		}
+	}
+}
+
+// consumers starts n share consumers of group on topic, stopped at the
+// end of the test (or by the returned stop, which flushes their acks).
+func (s *shareTally) consumers(t *testing.T, b *broker, group, topic string, n int) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var cls []*kgo.Client
+	for i := 0; i < n; i++ {
+		cl := b.client(kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.ShareMaxRecords(25), kgo.ClientID(fmt.Sprintf("share-%d", i)))
+		cls = append(cls, cl)
+		wg.Add(1)
+		go func() { defer wg.Done(); s.run(ctx, t, cl) }()
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+			for _, cl := range cls {
+				fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)
+				cl.FlushAcks(fctx)
+				fcancel()
+				cl.Close()
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func TestShareConsumersAcknowledgeEveryRecordOnce(t *testing.T) {
+	b := startBroker(t, brokerOpts{props: shareProps})
+	adm := b.admin()
+	if _, err := adm.CreateTopic(ctxFor(t, 10*time.Second), 1, 1, nil, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	cl := b.client()
+	setShareConfigs(t, cl, "workers", "share.auto.offset.reset", "earliest")
+	const n = 2000
+	produceValues(t, cl, "jobs", 0, n)
+	tally := newShareTally()
+	stop := tally.consumers(t, b, "workers", "jobs", 4)
+	tally.waitDistinct(t, n, 60*time.Second)
+	stop()
+	for i := 0; i < n; i++ {
+		if c := tally.accepted[strconv.Itoa(i)]; c != 1 {
+			t.Errorf("record %d accepted %d times", i, c)
+		}
+	}
+}
+
+func TestShareConsumerKilledHoldingLeases(t *testing.T) {
+	b := startBroker(t, brokerOpts{props: shareProps})
+	if _, err := b.admin().CreateTopic(ctxFor(t, 10*time.Second), 1, 1, nil, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	cl := b.client()
+	setShareConfigs(t, cl, "workers", "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "3000")
+	const n = 500
+	produceValues(t, cl, "jobs", 0, n)
+
+	// A consumer process acquires 50 records and is SIGKILLed holding them.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := exec.Command(self)
+	holder.Env = append(os.Environ(), fmt.Sprintf("%s=%s workers jobs 50", shareHolderEnv, b.addr))
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder.Stderr = os.Stderr
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	lineCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lineCh <- sc.Text()
+		}
+		close(lineCh)
+	}()
+	var held []string
+	select {
+	case line, ok := <-lineCh:
+		if !ok || !strings.HasPrefix(line, "held ") {
+			t.Fatalf("the holder said %q", line)
+		}
+		held = strings.Fields(strings.TrimPrefix(line, "held "))
+	case <-time.After(30 * time.Second):
+		t.Fatal("the holder acquired nothing in 30s")
+	}
+	if err := holder.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	holder.Wait()
+
+	// Three consumers get everything: the held records once their locks
+	// expire, delivered a second time.
+	tally := newShareTally()
+	stop := tally.consumers(t, b, "workers", "jobs", 3)
+	tally.waitDistinct(t, n, 60*time.Second)
+	stop()
+	for i := 0; i < n; i++ {
+		if c := tally.accepted[strconv.Itoa(i)]; c != 1 {
+			t.Errorf("record %d accepted %d times", i, c)
+		}
+	}
+	for _, v := range held {
+		if c := tally.counts[v]; c != 2 {
+			t.Errorf("held record %s accepted at delivery %d, want 2", v, c)
+		}
+	}
+	if len(held) != 50 {
+		t.Errorf("the holder held %d records, want 50", len(held))
+	}
+}
+
+func TestShareStateSurvivesBrokerCrash(t *testing.T) {
+	b := startBroker(t, brokerOpts{props: shareProps})
+	b.keepAddr = true // the consumers reconnect to the same address
+	if _, err := b.admin().CreateTopic(ctxFor(t, 10*time.Second), 1, 1, nil, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	cl := b.client()
+	setShareConfigs(t, cl, "workers", "share.auto.offset.reset", "earliest")
+	const n = 1000
+	produceValues(t, cl, "jobs", 0, n)
+
+	// The first half, accepted and flushed, then mqd is SIGKILLed.
+	first := newShareTally()
+	stop := first.consumers(t, b, "workers", "jobs", 2)
+	first.waitDistinct(t, n/2, 60*time.Second)
+	stop()
+	cl.Close()
+	b.restart(true)
+
+	// Consumers run while mqd is SIGKILLed again under them.
+	second := newShareTally()
+	stop = second.consumers(t, b, "workers", "jobs", 3)
+	want := n - first.distinct()
+	second.waitDistinct(t, min(want, want/2+1), 60*time.Second)
+	b.restart(true)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("mqd's log since the last start:\n%s", b.stderr.String())
+		}
+	})
+	second.waitDistinct(t, want, 90*time.Second)
+	stop()
+	for i := 0; i < n; i++ {
+		v := strconv.Itoa(i)
+		f, s := first.accepted[v], second.accepted[v]
+		switch {
+		case f+s == 0:
+			t.Errorf("record %d lost", i)
+		case f > 0 && s > 0:
+			t.Errorf("record %d, accepted and flushed before the first crash, delivered again", i)
+		}
+	}
+}
