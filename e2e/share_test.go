@@ -142,11 +142,16 @@ func (s *shareTally) waitDistinct(t *testing.T, n int, d time.Duration) {
 // consumers starts n share consumers of group on topic, stopped at the
 // end of the test (or by the returned stop, which flushes their acks).
 func (s *shareTally) consumers(t *testing.T, b *broker, group, topic string, n int) (stop func()) {
+	return s.consumersOf(t, b.client, group, topic, n)
+}
+
+// consumersOf is consumers with clients from newClient.
+func (s *shareTally) consumersOf(t *testing.T, newClient func(...kgo.Opt) *kgo.Client, group, topic string, n int) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var cls []*kgo.Client
 	for i := 0; i < n; i++ {
-		cl := b.client(kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.ShareMaxRecords(25), kgo.ClientID(fmt.Sprintf("share-%d", i)))
+		cl := newClient(kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.ShareMaxRecords(25), kgo.ClientID(fmt.Sprintf("share-%d", i)))
 		cls = append(cls, cl)
 		wg.Add(1)
 		go func() { defer wg.Done(); s.run(ctx, t, cl) }()
@@ -299,6 +304,67 @@ func TestShareStateSurvivesBrokerCrash(t *testing.T) {
 			t.Errorf("record %d lost", i)
 		case f > 0 && s > 0:
 			t.Errorf("record %d, accepted and flushed before the first crash, delivered again", i)
+		}
+	}
+}
+
+// TestShareStateSurvivesLeaderFailover: the share-partition's leader is
+// SIGKILLed; its successor loads the state from __share_group_state, led
+// by a third node, so both the writes before and the load and writes
+// after go through another node (the remote path of share_store.go).
+func TestShareStateSurvivesLeaderFailover(t *testing.T) {
+	props := append(append([]string{}, fastFailover...), "offsets.topic.num.partitions=4", "share.coordinator.state.topic.num.partitions=1")
+	c := startCluster(t, 3, clusterOpts{props: props})
+	cl := c.client()
+	setShareConfigs(t, cl, "workers", "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "5000")
+	// A first share fetch creates __share_group_state; its leader is S.
+	c.createTopic("warmup", 1, 3, nil)
+	produceValues(t, cl, "warmup", 0, 1)
+	warm := newShareTally()
+	stop := warm.consumersOf(t, c.client, "workers", "warmup", 1)
+	warm.waitDistinct(t, 1, 60*time.Second)
+	stop()
+	var stateLeader int32 = -1
+	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+		ps := c.nodes[0].partitions("__share_group_state")
+		if len(ps) != 1 || ps[0].leader < 0 {
+			return false, fmt.Sprintf("state topic partitions %v", ps)
+		}
+		stateLeader = ps[0].leader
+		return true, ""
+	})
+	var others []int32
+	for id := int32(1); id <= 3; id++ {
+		if id != stateLeader {
+			others = append(others, id)
+		}
+	}
+	c.createTopicOn("jobs", [][]int32{{others[0], others[1], stateLeader}}, nil)
+	const n = 1000
+	produceValues(t, cl, "jobs", 0, n)
+
+	first := newShareTally()
+	stop = first.consumersOf(t, c.client, "workers", "jobs", 2)
+	first.waitDistinct(t, n/3, 60*time.Second)
+	stop()
+	c.node(others[0]).kill()
+	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+		ps := c.node(others[1]).partitions("jobs")
+		return len(ps) == 1 && ps[0].leader == others[1], fmt.Sprintf("jobs partitions %v", ps)
+	})
+
+	second := newShareTally()
+	stop = second.consumersOf(t, c.client, "workers", "jobs", 3)
+	second.waitDistinct(t, n-first.distinct(), 90*time.Second)
+	stop()
+	for i := 0; i < n; i++ {
+		v := strconv.Itoa(i)
+		f, s := first.accepted[v], second.accepted[v]
+		switch {
+		case f+s == 0:
+			t.Errorf("record %d lost", i)
+		case f > 0 && s > 0:
+			t.Errorf("record %d, accepted and flushed before the failover, delivered again", i)
 		}
 	}
 }

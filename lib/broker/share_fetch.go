@@ -171,7 +171,7 @@ type partResult struct {
 	leases    []queue.Lease
 	leader    int32
 	epoch     int32
-	pending   *offsetsPending // the state write to wait for
+	pending   *shareWait // the state write to wait for
 	part      *sharePart
 	writeFail bool
 }

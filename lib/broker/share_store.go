@@ -6,7 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net"
+	"strconv"
 	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/queue"
@@ -19,10 +25,9 @@ import (
 // latest state of each share-partition is what stays.
 const shareStateTopic = "__share_group_state"
 
-// errShareStateElsewhere is a share-partition whose state partition is
-// led by another node: mq writes share state only through a local
-// leader (see docs/queues.md, "Limits").
-var errShareStateElsewhere = errors.New("broker: the share state partition is led by another node")
+// errShareStateElsewhere is a state partition led by a node this one
+// cannot reach.
+var errShareStateElsewhere = errors.New("broker: the share state partition's leader is unknown")
 
 // shareKey names one share-partition.
 type shareKey struct {
@@ -54,6 +59,8 @@ func (k shareKey) stateFor(n int32) int32 {
 type shareStore struct {
 	b        *Broker
 	createMu sync.Mutex
+	peersMu  sync.Mutex
+	peers    map[string][]*peerConn // idle connections to other nodes, by address
 }
 
 // topic returns __share_group_state, created (compacted, internal) on
@@ -89,38 +96,44 @@ func (s *shareStore) topic(ctx context.Context) (*controller.Topic, error) {
 	return t, nil
 }
 
-// leader returns the local leader replica of k's state partition.
-func (s *shareStore) leader(ctx context.Context, k shareKey) (*hosted, error) {
+// leader returns the local leader replica of k's state partition, or
+// else the partition and the node that leads it.
+func (s *shareStore) leader(ctx context.Context, k shareKey) (*hosted, int32, int32, error) {
 	t, err := s.topic(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, -1, err
 	}
 	p := k.stateFor(int32(len(t.Partitions)))
 	h, err := s.b.leaderPartition(t, p)
 	if err != nil {
 		if leader := t.Partitions[p].Leader; leader >= 0 && leader != s.b.cfg.Settings.NodeID {
-			return nil, errShareStateElsewhere
+			return nil, p, leader, nil
 		}
-		return nil, err
+		return nil, p, -1, err
 	}
-	return h, nil
+	return h, p, s.b.cfg.Settings.NodeID, nil
 }
 
 // load returns the latest state of k, and false when it has none.
 func (s *shareStore) load(ctx context.Context, k shareKey) (queue.Snapshot, bool, error) {
-	h, err := s.leader(ctx, k)
+	h, p, leader, err := s.leader(ctx, k)
 	if err != nil {
 		return queue.Snapshot{}, false, err
 	}
 	key := string(k.encode())
 	var last []byte
 	found := false
-	err = replayLog(h, func(rk, rv []byte) error {
+	fn := func(rk, rv []byte) error {
 		if string(rk) == key {
 			last, found = append(last[:0], rv...), rv != nil
 		}
 		return nil
-	})
+	}
+	if h != nil {
+		err = replayLog(h, fn)
+	} else {
+		err = s.replayRemote(ctx, leader, p, fn)
+	}
 	if err != nil || !found {
 		return queue.Snapshot{}, false, err
 	}
@@ -133,22 +146,159 @@ func (s *shareStore) load(ctx context.Context, k shareKey) (queue.Snapshot, bool
 
 // write appends k's new state and returns what waits for it to be
 // durable. The caller appends under the share-partition's mutex (so the
-// records are in the order of the changes) and waits without it.
-func (s *shareStore) write(ctx context.Context, k shareKey, snap queue.Snapshot) (offsetsPending, error) {
-	h, err := s.leader(ctx, k)
+// records are in the order of the changes) and waits without it. A
+// state partition led by another node is written there with an acks=all
+// Produce, durable when write returns.
+func (s *shareStore) write(ctx context.Context, k shareKey, snap queue.Snapshot) (shareWait, error) {
+	h, p, leader, err := s.leader(ctx, k)
 	if err != nil {
-		return offsetsPending{}, err
+		return shareWait{}, err
 	}
 	batch, err := record.Build(record.BuildOptions{BaseTimestamp: s.b.clock.Now().UnixMilli()},
 		[]record.Record{{Key: k.encode(), Value: snap.Encode()}})
 	if err != nil {
-		return offsetsPending{}, err
+		return shareWait{}, err
+	}
+	if h == nil {
+		return shareWait{}, s.produceRemote(ctx, leader, p, batch)
 	}
 	res, err := h.Append(batch, -1)
 	if err != nil {
-		return offsetsPending{}, err
+		return shareWait{}, err
 	}
-	return offsetsPending{h, res.LastOffset}, nil
+	return shareWait{&offsetsPending{h, res.LastOffset}}, nil
+}
+
+// shareWait waits for a state write; the zero value is durable already.
+type shareWait struct{ p *offsetsPending }
+
+func (w shareWait) Wait(ctx context.Context) error {
+	if w.p == nil {
+		return nil
+	}
+	return w.p.Wait(ctx)
+}
+
+// peerTimeout bounds one request to another node's state partition.
+const peerTimeout = 10 * time.Second
+
+// peer returns a connection to node, from the idle ones or new. Give it
+// back with s.done.
+func (s *shareStore) peer(ctx context.Context, node int32) (*peerConn, error) {
+	br, ok := s.b.ctrl.Image().Brokers[node]
+	if !ok {
+		return nil, fmt.Errorf("%w: node %d is not registered", errShareStateElsewhere, node)
+	}
+	addr := net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
+	s.peersMu.Lock()
+	if idle := s.peers[addr]; len(idle) > 0 {
+		c := idle[len(idle)-1]
+		s.peers[addr] = idle[:len(idle)-1]
+		s.peersMu.Unlock()
+		return c, nil
+	}
+	s.peersMu.Unlock()
+	return dialPeer(ctx, addr, "mq-share-"+strconv.Itoa(int(s.b.cfg.Settings.NodeID)))
+}
+
+func (s *shareStore) done(c *peerConn, err error) {
+	if err != nil {
+		c.close()
+		return
+	}
+	s.peersMu.Lock()
+	defer s.peersMu.Unlock()
+	if s.peers == nil {
+		s.peers = map[string][]*peerConn{}
+	}
+	if len(s.peers[c.addr]) >= 4 {
+		c.close()
+		return
+	}
+	s.peers[c.addr] = append(s.peers[c.addr], c)
+}
+
+// produceRemote appends batch to partition p of the state topic on node,
+// as an acks=all produce.
+func (s *shareStore) produceRemote(ctx context.Context, node, p int32, batch []byte) error {
+	c, err := s.peer(ctx, node)
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.Acks, req.TimeoutMillis = -1, int32(offsetsCommitTimeout.Milliseconds())
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = shareStateTopic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = p, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	kresp, err := c.do(ctx, req, peerTimeout)
+	s.done(c, err)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.ProduceResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return fmt.Errorf("%w: produce answer without the partition", errPeerProtocol)
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode); err != nil {
+		return fmt.Errorf("write %s-%d on node %d: %w", shareStateTopic, p, node, err)
+	}
+	return nil
+}
+
+// replayRemote reads partition p of the state topic from node, its start
+// to its high-water mark, and calls fn for each record.
+func (s *shareStore) replayRemote(ctx context.Context, node, p int32, fn func(key, value []byte) error) error {
+	c, err := s.peer(ctx, node)
+	if err != nil {
+		return err
+	}
+	offset := int64(0)
+	for {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = 11
+		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, replayReadBytes
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = shareStateTopic
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = p, offset, replayReadBytes, -1
+		ft.Partitions = append(ft.Partitions, fp)
+		req.Topics = append(req.Topics, ft)
+		kresp, err := c.do(ctx, req, peerTimeout)
+		if err != nil {
+			s.done(c, err)
+			return err
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			s.done(c, errPeerProtocol)
+			return fmt.Errorf("%w: fetch answer without the partition", errPeerProtocol)
+		}
+		rp := resp.Topics[0].Partitions[0]
+		if rp.ErrorCode == kerr.OffsetOutOfRange.Code && offset < rp.LogStartOffset {
+			offset = rp.LogStartOffset
+			continue
+		}
+		if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+			s.done(c, nil)
+			return fmt.Errorf("read %s-%d on node %d: %w", shareStateTopic, p, node, err)
+		}
+		// The batches refer into the connection's buffer: parse them
+		// before the next request.
+		next, err := replayBatches(rp.RecordBatches, offset, fn)
+		if err != nil {
+			s.done(c, err)
+			return err
+		}
+		if next <= offset || next >= rp.HighWatermark {
+			s.done(c, nil)
+			return nil
+		}
+		offset = next
+	}
 }
 
 // replayLog calls fn for every record of a hosted partition's log, from
@@ -164,25 +314,39 @@ func replayLog(h *hosted, fn func(key, value []byte) error) error {
 		if len(data) == 0 {
 			break
 		}
-		for rest := data; len(rest) > 0; {
-			batch, next, hdr, err := record.Next(rest)
-			if err != nil {
-				return fmt.Errorf("%s at %d: %w", h, offset, err)
-			}
-			if !hdr.Control() {
-				err := record.Iterate(batch, 0, func(r *record.Record) error {
-					if r.Offset(&hdr) < offset {
-						return nil
-					}
-					return fn(r.Key, r.Value)
-				})
-				if err != nil {
-					return fmt.Errorf("%s at %d: %w", h, hdr.BaseOffset, err)
-				}
-			}
-			offset = hdr.LastOffset() + 1
-			rest = next
+		next, err := replayBatches(data, offset, fn)
+		if err != nil {
+			return fmt.Errorf("%s: %w", h, err)
 		}
+		offset = next
 	}
 	return nil
+}
+
+// replayBatches calls fn for each record at or past offset in data (whole
+// batches) and returns the offset after the last batch.
+func replayBatches(data []byte, offset int64, fn func(key, value []byte) error) (int64, error) {
+	for rest := data; len(rest) > 0; {
+		batch, next, hdr, err := record.Next(rest)
+		if err != nil {
+			return offset, fmt.Errorf("at %d: %w", offset, err)
+		}
+		if batch == nil {
+			break
+		}
+		if !hdr.Control() {
+			err := record.Iterate(batch, 0, func(r *record.Record) error {
+				if r.Offset(&hdr) < offset {
+					return nil
+				}
+				return fn(r.Key, r.Value)
+			})
+			if err != nil {
+				return offset, fmt.Errorf("at %d: %w", hdr.BaseOffset, err)
+			}
+		}
+		offset = hdr.LastOffset() + 1
+		rest = next
+	}
+	return offset, nil
 }
