@@ -3,7 +3,9 @@ package broker
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/server"
 )
 
 // setGroupConfigs sets share group configs through IncrementalAlterConfigs
@@ -345,4 +348,96 @@ func TestShareDeadLetters(t *testing.T) {
 			t.Errorf("dead letter %s: headers %v", r.Value, h)
 		}
 	}
+}
+
+// BenchmarkShareConsumers measures share-group throughput on one
+// partition with 1, 4 and 16 consumers accepting every record: b.N
+// records per run, produced before the consumers start.
+func BenchmarkShareConsumers(b *testing.B) {
+	for _, consumers := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("consumers=%d", consumers), func(b *testing.B) {
+			tb := startBroker(b, "", func(s *config.Broker) { s.OffsetsTopicNumPartitions = 1; s.ShareStateTopicPartitions = 1 })
+			addr := serveTB(b, tb)
+			tb.createTopic(b, "q", 1, nil)
+			admin, err := kgo.NewClient(kgo.SeedBrokers(addr))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer admin.Close()
+			group := "bench"
+			req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			res := kmsg.NewIncrementalAlterConfigsRequestResource()
+			res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+			res.Configs = append(res.Configs, c)
+			req.Resources = append(req.Resources, res)
+			if _, err := req.RequestWith(context.Background(), admin); err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			value := make([]byte, 100)
+			for i := 0; i < b.N; i++ {
+				admin.Produce(ctx, &kgo.Record{Topic: "q", Value: value}, nil)
+			}
+			if err := admin.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			var mu sync.Mutex
+			total := 0
+			done := make(chan struct{})
+			pollCtx, cancel := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			for i := 0; i < consumers; i++ {
+				cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ShareGroup(group), kgo.ConsumeTopics("q"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer cl.Close()
+					for pollCtx.Err() == nil {
+						fs := cl.PollFetches(pollCtx)
+						n := fs.NumRecords()
+						fs.EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckAccept) })
+						mu.Lock()
+						total += n
+						if total >= b.N && n > 0 {
+							select {
+							case <-done:
+							default:
+								close(done)
+							}
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+			<-done
+			b.StopTimer()
+			cancel()
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// serveTB is serve for benchmarks.
+func serveTB(b *testing.B, tb *testBroker) string {
+	b.Helper()
+	srv, err := server.New(server.Config{Listeners: []string{"tcp://127.0.0.1:0"}}, tb.Broker)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Close() })
+	addr := strings.TrimPrefix(srv.Addrs()[0], "tcp://")
+	_, portStr, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(portStr)
+	tb.register(b, int32(port))
+	return addr
 }
