@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -366,5 +367,129 @@ func TestShareStateSurvivesLeaderFailover(t *testing.T) {
 		case f > 0 && s > 0:
 			t.Errorf("record %d, accepted and flushed before the failover, delivered again", i)
 		}
+	}
+}
+
+// TestShareDeadLettersAndReplay: records rejected, or released on their
+// last delivery, land in the dead-letter topic once, with the documented
+// headers; mqctl queue shows them and dlq replay puts them back.
+func TestShareDeadLettersAndReplay(t *testing.T) {
+	b := startBroker(t, brokerOpts{props: shareProps})
+	if _, err := b.admin().CreateTopic(ctxFor(t, 10*time.Second), 1, 1, nil, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	cl := b.client()
+	setShareConfigs(t, cl, "workers", "share.auto.offset.reset", "earliest", "share.delivery.count.limit", "3",
+		"errors.deadletterqueue.topic.name", "jobs.dlq")
+	const n = 40
+	produceValues(t, cl, "jobs", 0, n)
+
+	// Values ≡ 0 mod 5 are rejected, ≡ 1 released every time; the rest
+	// accepted.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	consumer := b.client(kgo.ShareGroup("workers"), kgo.ConsumeTopics("jobs"))
+	go func() {
+		for ctx.Err() == nil {
+			fs := consumer.PollFetches(ctx)
+			fs.EachRecord(func(r *kgo.Record) {
+				v, _ := strconv.Atoi(string(r.Value))
+				switch {
+				case v%5 == 0:
+					r.Ack(kgo.AckReject)
+				case v%5 == 1:
+					r.Ack(kgo.AckRelease)
+				default:
+					r.Ack(kgo.AckAccept)
+				}
+			})
+		}
+	}()
+	type described struct {
+		Group      string `json:"group"`
+		Partitions []struct {
+			StartOffset int64 `json:"start_offset"`
+			InFlight    int64 `json:"in_flight"`
+		} `json:"partitions"`
+		DeadLetterTopic string `json:"dead_letter_topic"`
+		DeadLetters     int64  `json:"dead_letters"`
+		Members         []any  `json:"members"`
+	}
+	var last string
+	waitFor(t, 60*time.Second, func() (bool, string) {
+		r := runTool(t, 30*time.Second, "", "mqctl", "-b", b.addr, "queue", "describe", "-o", "json", "workers")
+		last = r.stdout + r.stderr
+		var ds []described
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ds) != nil || len(ds) != 1 || len(ds[0].Partitions) != 1 {
+			return false, last
+		}
+		d := ds[0]
+		return d.Partitions[0].StartOffset == n && d.DeadLetters == 16 && d.DeadLetterTopic == "jobs.dlq" && len(d.Members) == 1, last
+	})
+	list := runTool(t, 30*time.Second, "", "mqctl", "-b", b.addr, "queue", "list")
+	if list.code != 0 || !strings.Contains(list.stdout, "workers") {
+		t.Fatalf("queue list: %d %s %s", list.code, list.stdout, list.stderr)
+	}
+
+	// The dead-letter topic holds each failed record once, as it was, with
+	// the source and the reason.
+	dl := b.client(kgo.ConsumeTopics("jobs.dlq"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]bool{}
+	dctx := ctxFor(t, 30*time.Second)
+	for len(seen) < 16 {
+		fs := dl.PollFetches(dctx)
+		if dctx.Err() != nil {
+			t.Fatalf("read %d dead letters of 16", len(seen))
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			h := map[string]string{}
+			for _, hd := range r.Headers {
+				h[hd.Key] = string(hd.Value)
+			}
+			v, _ := strconv.Atoi(string(r.Value))
+			wantCount, wantErr := "1", "rejected by the consumer"
+			if v%5 == 1 {
+				wantCount, wantErr = "3", "released at the delivery attempt limit"
+			}
+			if seen[string(r.Value)] || v%5 > 1 || h["mq.dlq.source.topic"] != "jobs" || h["mq.dlq.source.partition"] != "0" ||
+				h["mq.dlq.source.offset"] != string(r.Value) || h["mq.dlq.group"] != "workers" ||
+				h["mq.dlq.delivery.count"] != wantCount || h["mq.dlq.error"] != wantErr {
+				t.Errorf("dead letter %s (again: %v): headers %v", r.Value, seen[string(r.Value)], h)
+			}
+			seen[string(r.Value)] = true
+		})
+	}
+
+	// Replay them: back on jobs, as they were.
+	cancel()
+	replay := runTool(t, 30*time.Second, "", "mqctl", "-b", b.addr, "queue", "dlq", "replay", "--group", "workers", "-o", "json")
+	if replay.code != 0 || !strings.Contains(replay.stdout, `"replayed":16`) {
+		t.Fatalf("dlq replay: %d %s %s", replay.code, replay.stdout, replay.stderr)
+	}
+	ends, err := b.admin().ListEndOffsets(ctxFor(t, 10*time.Second), "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup("jobs", 0); o.Offset != n+16 {
+		t.Fatalf("jobs ends at %d after the replay, want %d", o.Offset, n+16)
+	}
+	back := b.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"jobs": {0: kgo.NewOffset().At(n)}}))
+	replayed := map[string]bool{}
+	bctx := ctxFor(t, 30*time.Second)
+	for len(replayed) < 16 {
+		fs := back.PollFetches(bctx)
+		if bctx.Err() != nil {
+			t.Fatalf("read %d replayed records of 16", len(replayed))
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if !seen[string(r.Value)] || replayed[string(r.Value)] || len(r.Headers) != 0 {
+				t.Errorf("replayed record %s (a dead letter: %v, twice: %v) with headers %v", r.Value, seen[string(r.Value)], replayed[string(r.Value)], r.Headers)
+			}
+			replayed[string(r.Value)] = true
+		})
+	}
+	noGroup := runTool(t, 30*time.Second, "", "mqctl", "-b", b.addr, "queue", "dlq", "replay", "--group", "nobody")
+	if noGroup.code != 2 || !strings.Contains(noGroup.stderr, "no dead-letter topic") {
+		t.Fatalf("replay of a group without a dead-letter topic: %d %q", noGroup.code, noGroup.stderr)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/server"
 )
@@ -32,10 +33,11 @@ import (
 // consumer uses.
 func (b *Broker) shareAPIs() map[int16]api {
 	return map[int16]api{
-		kmsg.ShareGroupHeartbeat.Int16(): {1, 1, b.handleShareGroupHeartbeat},
-		kmsg.ShareGroupDescribe.Int16():  {1, 1, b.handleShareGroupDescribe},
-		kmsg.ShareFetch.Int16():          {1, 2, b.handleShareFetch},
-		kmsg.ShareAcknowledge.Int16():    {1, 2, b.handleShareAcknowledge},
+		kmsg.ShareGroupHeartbeat.Int16():       {1, 1, b.handleShareGroupHeartbeat},
+		kmsg.ShareGroupDescribe.Int16():        {1, 1, b.handleShareGroupDescribe},
+		kmsg.ShareFetch.Int16():                {1, 2, b.handleShareFetch},
+		kmsg.ShareAcknowledge.Int16():          {1, 2, b.handleShareAcknowledge},
+		kmsg.DescribeShareGroupOffsets.Int16(): {0, 1, b.handleDescribeShareGroupOffsets},
 	}
 }
 
@@ -228,4 +230,117 @@ func (b *Broker) listShareGroups() (ids, states []string) {
 		outIDs[i], outStates[i] = ids[k], states[k]
 	}
 	return outIDs, outStates
+}
+
+// handleDescribeShareGroupOffsets answers each share-partition's start
+// offset and lag (records after the start not yet acknowledged or
+// archived, up to the high-water mark), from __share_group_state, with
+// mq's counts of its in-flight window (kafkaext.SharePartition). Topics
+// not named: those of the group's members' subscriptions. A partition
+// the group has no state for has start offset -1.
+func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
+	return func() server.Response {
+		resp := r.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
+		img := b.ctrl.Image()
+		for _, rg := range r.Groups {
+			g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+			g.GroupID = rg.GroupID
+			if err := b.groups.c.Check(rg.GroupID); err != nil {
+				g.ErrorCode, g.ErrorMessage = groupError(err), groupErrorMessage(err)
+				resp.Groups = append(resp.Groups, g)
+				continue
+			}
+			topics := rg.Topics
+			if topics == nil {
+				members, _, _ := b.shareCoord.describe(rg.GroupID, img, b)
+				seen := map[string]bool{}
+				for _, m := range members {
+					for _, t := range m.Topics {
+						if !seen[t] {
+							seen[t] = true
+							topics = append(topics, kmsg.DescribeShareGroupOffsetsRequestGroupTopic{Topic: t})
+						}
+					}
+				}
+				sort.Slice(topics, func(i, j int) bool { return topics[i].Topic < topics[j].Topic })
+			}
+			for _, rt := range topics {
+				t := img.Topics[rt.Topic]
+				gt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
+				gt.Topic = rt.Topic
+				parts := rt.Partitions
+				if t != nil {
+					gt.TopicID = t.ID
+					if parts == nil {
+						for i := range t.Partitions {
+							parts = append(parts, int32(i))
+						}
+					}
+				}
+				for _, p := range parts {
+					gt.Partitions = append(gt.Partitions, b.shareOffsets(ctx, rg.GroupID, t, p))
+				}
+				g.Topics = append(g.Topics, gt)
+			}
+			resp.Groups = append(resp.Groups, g)
+		}
+		return server.Response{Msg: resp}
+	}
+}
+
+func (b *Broker) shareOffsets(ctx context.Context, group string, t *controller.Topic, p int32) kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition {
+	rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+	rp.Partition, rp.StartOffset, rp.LeaderEpoch, rp.Lag = p, -1, -1, -1
+	if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+		rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return rp
+	}
+	rp.LeaderEpoch = t.Partitions[p].LeaderEpoch
+	snap, found, err := b.shares.store.load(ctx, shareKey{group: group, topicID: t.ID, partition: p})
+	if err != nil {
+		rp.ErrorCode, rp.ErrorMessage = shareError(err), kmsg.StringPtr(err.Error())
+		return rp
+	}
+	if !found {
+		return rp
+	}
+	q, err := queue.Restore(queue.Config{DeliveryAttemptLimit: 1 << 15}, snap)
+	if err != nil {
+		rp.ErrorCode, rp.ErrorMessage = kerr.UnknownServerError.Code, kmsg.StringPtr(err.Error())
+		return rp
+	}
+	var st kafkaext.SharePartitionState
+	for _, run := range snap.Runs {
+		n := int(run.Last - run.First + 1)
+		switch run.State {
+		case queue.Available:
+			st.Available += n
+		case queue.Acquired:
+			st.Acquired += n
+		case queue.Acknowledged:
+			st.Acknowledged += n
+		case queue.Archived:
+			st.Archived += n
+		}
+	}
+	st.EndOffset = snap.End
+	rp.StartOffset = q.Start()
+	if hw, ok := b.highWatermarkOf(t, p); ok {
+		rp.Lag = max(hw-snap.Start-int64(st.Acknowledged+st.Archived), 0)
+	}
+	if err := kafkaext.Set(&rp.UnknownTags, kafkaext.SharePartition, st); err != nil {
+		b.log.Warn("share partition state tag", "err", err)
+	}
+	return rp
+}
+
+// highWatermarkOf returns a partition's high-water mark when this node
+// hosts a replica of it (a follower's lags the leader's by a fetch).
+func (b *Broker) highWatermarkOf(t *controller.Topic, p int32) (int64, bool) {
+	h := b.data.hostedReplica(t, p)
+	if h == nil {
+		return 0, false
+	}
+	return h.HighWatermark(), true
 }

@@ -24,7 +24,23 @@ const (
 	// DescribeClusterResponseBroker: what DescribeCluster's IsFenced (v2)
 	// does not say of a broker's state.
 	DescribeClusterBroker uint32 = 10003
+	// SharePartition is a SharePartitionState in a
+	// DescribeShareGroupOffsetsResponseGroupTopicPartition: the
+	// share-partition's in-flight window, which Kafka's answer (start
+	// offset, lag) does not show.
+	SharePartition uint32 = 10004
 )
+
+// SharePartitionState counts a share-partition's in-flight records by
+// state (docs/queues.md).
+type SharePartitionState struct {
+	// EndOffset is the first offset never acquired.
+	EndOffset    int64 `json:"end_offset"`
+	Available    int   `json:"available"`
+	Acquired     int   `json:"acquired"`
+	Acknowledged int   `json:"acknowledged"`
+	Archived     int   `json:"archived"`
+}
 
 // ClusterBroker is mq's view of a registered broker's state.
 type ClusterBroker struct {
