@@ -37,9 +37,15 @@ type shareSessionKey struct{ group, member string }
 // shareSession is a member's share session with this node (KIP-932): the
 // partitions it fetches, and the epoch its next request must carry.
 type shareSession struct {
-	epoch int32
-	parts []shareTP // in the order they were added
+	epoch    int32
+	parts    []shareTP // in the order they were added
+	lastUsed time.Time
 }
+
+// shareSessionIdle is how long a share session may go unused before a
+// new session's creation drops it: its member died without closing it
+// (its records' locks have long expired by then).
+const shareSessionIdle = 10 * time.Minute
 
 type shareTP struct {
 	id        controller.TopicID
@@ -416,9 +422,18 @@ func (sp *sharePartitions) session(k shareSessionKey, epoch int32) (*shareSessio
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	s := sp.sessions[k]
+	now := sp.b.clock.Now()
+	if s != nil {
+		s.lastUsed = now
+	}
 	switch {
 	case epoch == 0:
-		s = &shareSession{epoch: 1}
+		for key, old := range sp.sessions {
+			if now.Sub(old.lastUsed) > shareSessionIdle {
+				delete(sp.sessions, key)
+			}
+		}
+		s = &shareSession{epoch: 1, lastUsed: now}
 		sp.sessions[k] = s
 		return s, nil, nil
 	case s == nil:

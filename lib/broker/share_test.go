@@ -441,3 +441,76 @@ func serveTB(b *testing.B, tb *testBroker) string {
 	tb.register(b, int32(port))
 	return addr
 }
+
+func TestShareRequestsRefuseBadInput(t *testing.T) {
+	tb := startBroker(t, "", func(s *config.Broker) { s.OffsetsTopicNumPartitions = 1; s.ShareStateTopicPartitions = 1 })
+	addr := serve(t, tb)
+	id := tb.createTopic(t, "q", 1, nil)
+	cl := newClient(t, addr)
+	setGroupConfigs(t, cl, "g", "share.auto.offset.reset", "earliest")
+	produceN(t, addr, "q", 5)
+	br := cl.Broker(1)
+	ctx := ctxTimeout(t, 20*time.Second)
+	fetch := func(group, member *string, epoch int32, acks []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
+		t.Helper()
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID, req.ShareSessionEpoch, req.MaxRecords = group, member, epoch, 10
+		req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: id, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0, AcknowledgementBatches: acks}}}}
+		resp, err := req.RequestWith(ctx, br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	g, m := kmsg.StringPtr("g"), kmsg.StringPtr("m")
+	if r := fetch(nil, m, 0, nil); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Errorf("no group: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := fetch(g, m, 3, nil); r.ErrorCode != kerr.ShareSessionNotFound.Code {
+		t.Errorf("no session: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := fetch(g, m, 0, nil); r.ErrorCode != 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions[0].AcquiredRecords) != 1 {
+		t.Fatalf("open a session: %+v", r)
+	}
+	if r := fetch(g, m, 5, nil); r.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
+		t.Errorf("wrong epoch: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// Acknowledging offsets the member does not hold, or types that do not
+	// fit the range, is refused per partition; the records stay acquired.
+	r := fetch(g, m, 1, []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 9, AcknowledgeTypes: []int8{1}}})
+	if code := r.Topics[0].Partitions[0].AcknowledgeErrorCode; code != kerr.InvalidRecordState.Code {
+		t.Errorf("ack beyond what is held: %v", kerr.ErrorForCode(code))
+	}
+	r = fetch(g, m, 2, []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 2, AcknowledgeTypes: []int8{1, 1}}})
+	if code := r.Topics[0].Partitions[0].AcknowledgeErrorCode; code != kerr.InvalidRequest.Code {
+		t.Errorf("two types for three offsets: %v", kerr.ErrorForCode(code))
+	}
+	ack := kmsg.NewPtrShareAcknowledgeRequest()
+	ack.GroupID, ack.MemberID = g, m
+	if resp, err := ack.RequestWith(ctx, br); err != nil || resp.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
+		t.Errorf("acknowledge at epoch 0: %v %v", err, resp)
+	}
+	// Heartbeats: a member must join with topics, and an unknown member or
+	// a stale epoch is refused.
+	hb := func(member string, epoch int32, topics []string) int16 {
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = "g", member, epoch, topics
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.ErrorCode
+	}
+	if code := hb("a", 0, nil); code != kerr.InvalidRequest.Code {
+		t.Errorf("join without topics: %v", kerr.ErrorForCode(code))
+	}
+	if code := hb("a", 4, nil); code != kerr.UnknownMemberID.Code {
+		t.Errorf("unknown member: %v", kerr.ErrorForCode(code))
+	}
+	if code := hb("a", 0, []string{"q"}); code != 0 {
+		t.Errorf("join: %v", kerr.ErrorForCode(code))
+	}
+	if code := hb("a", 9, nil); code != kerr.FencedMemberEpoch.Code {
+		t.Errorf("stale epoch: %v", kerr.ErrorForCode(code))
+	}
+}
