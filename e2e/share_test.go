@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -492,4 +493,65 @@ func TestShareDeadLettersAndReplay(t *testing.T) {
 	if noGroup.code != 2 || !strings.Contains(noGroup.stderr, "no dead-letter topic") {
 		t.Fatalf("replay of a group without a dead-letter topic: %d %q", noGroup.code, noGroup.stderr)
 	}
+}
+
+// TestShareGroupOffsetsAcrossNodes: kadm's AlterShareGroupOffsets and
+// DeleteShareGroupOffsets go to the group's coordinator, which passes
+// them to the node leading the partition (another one here).
+func TestShareGroupOffsetsAcrossNodes(t *testing.T) {
+	c := startCluster(t, 3, clusterOpts{props: []string{"group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=1", "share.coordinator.state.topic.num.partitions=2"}})
+	cl := c.client()
+	adm := c.admin()
+	setShareConfigs(t, cl, "workers", "share.auto.offset.reset", "earliest")
+	var coord int32 = -1
+	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+		r, ok := adm.FindGroupCoordinators(ctxFor(t, 10*time.Second), "workers")["workers"]
+		if !ok || r.Err != nil {
+			return false, fmt.Sprint(r)
+		}
+		coord = r.NodeID
+		return coord > 0, fmt.Sprint(r)
+	})
+	var others []int32
+	for id := int32(1); id <= 3; id++ {
+		if id != coord {
+			others = append(others, id)
+		}
+	}
+	c.createTopicOn("jobs", [][]int32{{others[0], coord, others[1]}}, nil)
+	const n = 20
+	produceValues(t, cl, "jobs", 0, n)
+	consumeAll := func(want int) *shareTally {
+		t.Helper()
+		tally := newShareTally()
+		stop := tally.consumersOf(t, c.client, "workers", "jobs", 1)
+		tally.waitDistinct(t, want, 60*time.Second)
+		stop()
+		return tally
+	}
+	consumeAll(n)
+	ctx := ctxFor(t, 30*time.Second)
+	var lastErr error
+	waitFor(t, 30*time.Second, func() (bool, string) { // the consumer's leave reaches the coordinator
+		res, err := adm.AlterShareGroupOffsets(ctx, "workers", kadm.Offsets{"jobs": {0: {Topic: "jobs", Partition: 0, At: 12}}})
+		if err == nil {
+			err = res.Error()
+		}
+		lastErr = err
+		return err == nil, fmt.Sprint(lastErr)
+	})
+	after := consumeAll(n - 12)
+	for i := 0; i < n; i++ {
+		if got, want := after.accepted[strconv.Itoa(i)], map[bool]int{true: 1, false: 0}[i >= 12]; got != want {
+			t.Errorf("after the alter record %d accepted %d times, want %d", i, got, want)
+		}
+	}
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		res, err := adm.DeleteShareGroupOffsets(ctx, "workers", "jobs")
+		if err == nil {
+			err = res.Error()
+		}
+		return err == nil, fmt.Sprint(err)
+	})
+	consumeAll(n)
 }

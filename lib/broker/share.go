@@ -38,6 +38,8 @@ func (b *Broker) shareAPIs() map[int16]api {
 		kmsg.ShareFetch.Int16():                {1, 2, b.handleShareFetch},
 		kmsg.ShareAcknowledge.Int16():          {1, 2, b.handleShareAcknowledge},
 		kmsg.DescribeShareGroupOffsets.Int16(): {0, 1, b.handleDescribeShareGroupOffsets},
+		kmsg.AlterShareGroupOffsets.Int16():    {0, 0, b.handleAlterShareGroupOffsets},
+		kmsg.DeleteShareGroupOffsets.Int16():   {0, 0, b.handleDeleteShareGroupOffsets},
 	}
 }
 
@@ -236,8 +238,9 @@ func (b *Broker) listShareGroups() (ids, states []string) {
 // offset and lag (records after the start not yet acknowledged or
 // archived, up to the high-water mark), from __share_group_state, with
 // mq's counts of its in-flight window (kafkaext.SharePartition). Topics
-// not named: those of the group's members' subscriptions. A partition
-// the group has no state for has start offset -1.
+// not named: every topic the group has state for (the index in
+// __share_group_state). A partition the group has no state for has start
+// offset -1.
 func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
 	return func() server.Response {
@@ -253,14 +256,16 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, _ *server.
 			}
 			topics := rg.Topics
 			if topics == nil {
-				members, _, _ := b.shareCoord.describe(rg.GroupID, img, b)
-				seen := map[string]bool{}
-				for _, m := range members {
-					for _, t := range m.Topics {
-						if !seen[t] {
-							seen[t] = true
-							topics = append(topics, kmsg.DescribeShareGroupOffsetsRequestGroupTopic{Topic: t})
-						}
+				// Every topic the group has state for.
+				ids, err := b.shares.store.indexed(ctx, rg.GroupID)
+				if err != nil {
+					g.ErrorCode, g.ErrorMessage = shareError(err), kmsg.StringPtr(err.Error())
+					resp.Groups = append(resp.Groups, g)
+					continue
+				}
+				for _, id := range ids {
+					if t := img.TopicsByID[id]; t != nil {
+						topics = append(topics, kmsg.DescribeShareGroupOffsetsRequestGroupTopic{Topic: t.Name})
 					}
 				}
 				sort.Slice(topics, func(i, j int) bool { return topics[i].Topic < topics[j].Topic })

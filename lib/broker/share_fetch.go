@@ -106,6 +106,9 @@ func (sp *sharePartitions) loadLocked(ctx context.Context, p *sharePart, h *host
 			start = info.LogStartOffset
 		}
 		q = queue.New(s.queue, start)
+		if err := sp.store.index(ctx, p.key.group, p.key.topicID, true); err != nil {
+			return err
+		}
 		w, err := sp.store.write(ctx, p.key, q.Snapshot())
 		if err != nil {
 			return err

@@ -47,10 +47,26 @@ func (k shareKey) encode() []byte {
 }
 
 // stateFor is the partition of __share_group_state holding k.
-func (k shareKey) stateFor(n int32) int32 {
+func (k shareKey) stateFor(n int32) int32 { return stateHash(k.encode(), n) }
+
+func stateHash(key []byte, n int32) int32 {
 	h := fnv.New32a()
-	h.Write(k.encode())
+	h.Write(key)
 	return int32(h.Sum32() % uint32(n))
+}
+
+// The index of a group's topics: one record per topic the group has
+// share-partition state for, keyed by version byte 2, the group and the
+// topic ID, all in the partition of indexPrefix(group), so that a
+// describe of the group without topics finds them in one partition.
+func indexPrefix(group string) []byte {
+	b := []byte{2}
+	b = binary.AppendUvarint(b, uint64(len(group)))
+	return append(b, group...)
+}
+
+func indexKey(group string, topic controller.TopicID) []byte {
+	return append(indexPrefix(group), topic[:]...)
 }
 
 // shareStore reads and writes share-partition state in
@@ -99,11 +115,16 @@ func (s *shareStore) topic(ctx context.Context) (*controller.Topic, error) {
 // leader returns the local leader replica of k's state partition, or
 // else the partition and the node that leads it.
 func (s *shareStore) leader(ctx context.Context, k shareKey) (*hosted, int32, int32, error) {
+	return s.leaderFor(ctx, k.encode())
+}
+
+// leaderFor is leader for the partition of a record key.
+func (s *shareStore) leaderFor(ctx context.Context, key []byte) (*hosted, int32, int32, error) {
 	t, err := s.topic(ctx)
 	if err != nil {
 		return nil, 0, -1, err
 	}
-	p := k.stateFor(int32(len(t.Partitions)))
+	p := stateHash(key, int32(len(t.Partitions)))
 	h, err := s.b.leaderPartition(t, p)
 	if err != nil {
 		if leader := t.Partitions[p].Leader; leader >= 0 && leader != s.b.cfg.Settings.NodeID {
@@ -150,12 +171,72 @@ func (s *shareStore) load(ctx context.Context, k shareKey) (queue.Snapshot, bool
 // state partition led by another node is written there with an acks=all
 // Produce, durable when write returns.
 func (s *shareStore) write(ctx context.Context, k shareKey, snap queue.Snapshot) (shareWait, error) {
-	h, p, leader, err := s.leader(ctx, k)
+	return s.writeValue(ctx, k, snap.Encode())
+}
+
+// remove deletes k's state (a tombstone), durably when it returns.
+func (s *shareStore) remove(ctx context.Context, k shareKey) error {
+	w, err := s.writeValue(ctx, k, nil)
+	if err != nil {
+		return err
+	}
+	return w.Wait(ctx)
+}
+
+func (s *shareStore) writeValue(ctx context.Context, k shareKey, value []byte) (shareWait, error) {
+	return s.writeRecord(ctx, k.encode(), k.encode(), value)
+}
+
+// index records (or, with present false, forgets) that group has state
+// for topic, durably when it returns.
+func (s *shareStore) index(ctx context.Context, group string, topic controller.TopicID, present bool) error {
+	var value []byte
+	if present {
+		value = []byte{1}
+	}
+	w, err := s.writeRecord(ctx, indexPrefix(group), indexKey(group, topic), value)
+	if err != nil {
+		return err
+	}
+	return w.Wait(ctx)
+}
+
+// indexed returns the topics group has state for.
+func (s *shareStore) indexed(ctx context.Context, group string) ([]controller.TopicID, error) {
+	prefix := indexPrefix(group)
+	h, p, leader, err := s.leaderFor(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	present := map[controller.TopicID]bool{}
+	fn := func(k, v []byte) error {
+		if len(k) == len(prefix)+16 && string(k[:len(prefix)]) == string(prefix) {
+			present[controller.TopicID(k[len(prefix):])] = v != nil
+		}
+		return nil
+	}
+	if h != nil {
+		err = replayLog(h, fn)
+	} else {
+		err = s.replayRemote(ctx, leader, p, fn)
+	}
+	var out []controller.TopicID
+	for id, ok := range present {
+		if ok {
+			out = append(out, id)
+		}
+	}
+	return out, err
+}
+
+// writeRecord appends one record to the partition of placement.
+func (s *shareStore) writeRecord(ctx context.Context, placement, key, value []byte) (shareWait, error) {
+	h, p, leader, err := s.leaderFor(ctx, placement)
 	if err != nil {
 		return shareWait{}, err
 	}
 	batch, err := record.Build(record.BuildOptions{BaseTimestamp: s.b.clock.Now().UnixMilli()},
-		[]record.Record{{Key: k.encode(), Value: snap.Encode()}})
+		[]record.Record{{Key: key, Value: value}})
 	if err != nil {
 		return shareWait{}, err
 	}

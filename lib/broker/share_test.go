@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -87,8 +88,15 @@ func shareConsume(t *testing.T, addr, group, topic string, consumers, want int) 
 	total := 0
 	done := make(chan struct{})
 	var wg sync.WaitGroup
+	var clients []*kgo.Client
+	defer func() {
+		for _, cl := range clients {
+			cl.Close() // leaves the group
+		}
+	}()
 	for i := range consumers {
 		cl := newClient(t, addr, kgo.ShareGroup(group), kgo.ShareMaxRecords(10), kgo.ConsumeTopics(topic), kgo.ClientID(fmt.Sprintf("c%d", i)))
+		clients = append(clients, cl)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -512,5 +520,73 @@ func TestShareRequestsRefuseBadInput(t *testing.T) {
 	}
 	if code := hb("a", 9, nil); code != kerr.FencedMemberEpoch.Code {
 		t.Errorf("stale epoch: %v", kerr.ErrorForCode(code))
+	}
+}
+
+func TestShareGroupOffsetsAlteredAndDeleted(t *testing.T) {
+	tb := startBroker(t, "", func(s *config.Broker) { s.OffsetsTopicNumPartitions = 1; s.ShareStateTopicPartitions = 1 })
+	addr := serve(t, tb)
+	tb.createTopic(t, "q", 1, nil)
+	cl := newClient(t, addr)
+	setGroupConfigs(t, cl, "g", "share.auto.offset.reset", "earliest")
+	const n = 20
+	produceN(t, addr, "q", n)
+	seen := shareConsume(t, addr, "g", "q", 1, n)
+	if len(seen) != n {
+		t.Fatalf("consumed %d of %d", len(seen), n)
+	}
+	adm := kadm.NewClient(cl)
+	ctx := ctxTimeout(t, 20*time.Second)
+	startOf := func() int64 {
+		t.Helper()
+		offs, err := adm.DescribeShareGroupOffsets(ctx, "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, ok := offs["g"].Offsets.Lookup("q", 0)
+		if !ok || o.Err != nil {
+			t.Fatalf("describe share offsets: %+v", offs)
+		}
+		return o.StartOffset
+	}
+	if s := startOf(); s != n {
+		t.Fatalf("start offset %d after consuming everything, want %d", s, n)
+	}
+	// A live member blocks changes.
+	live := newClient(t, addr, kgo.ShareGroup("g"), kgo.ConsumeTopics("q"))
+	tb.waitFor(t, "a member", func() bool {
+		ds, err := adm.DescribeShareGroups(ctx, "g")
+		return err == nil && len(ds["g"].Members) == 1
+	})
+	res, err := adm.AlterShareGroupOffsets(ctx, "g", kadm.Offsets{"q": {0: {Topic: "q", Partition: 0, At: 12}}})
+	if err == nil && res.Error() == nil {
+		t.Fatal("altered the offsets of a group with a member")
+	}
+	live.Close()
+	tb.waitFor(t, "the member gone", func() bool {
+		ds, err := adm.DescribeShareGroups(ctx, "g")
+		return err == nil && len(ds["g"].Members) == 0
+	})
+	res, err = adm.AlterShareGroupOffsets(ctx, "g", kadm.Offsets{"q": {0: {Topic: "q", Partition: 0, At: 12}}})
+	if err != nil || res.Error() != nil {
+		t.Fatalf("alter: %v %v", err, res.Error())
+	}
+	if s := startOf(); s != 12 {
+		t.Fatalf("start offset %d after the alter, want 12", s)
+	}
+	if again := shareConsume(t, addr, "g", "q", 1, n-12); len(again) != n-12 || again["12"] != 1 || again["11"] != 0 {
+		t.Fatalf("after the alter consumed %v", again)
+	}
+	dres, err := adm.DeleteShareGroupOffsets(ctx, "g", "q")
+	if err != nil || dres.Error() != nil {
+		t.Fatalf("delete: %v %v", err, dres.Error())
+	}
+	if offs, err := adm.DescribeShareGroupOffsets(ctx, "g"); err != nil {
+		t.Fatal(err)
+	} else if o, ok := offs["g"].Offsets.Lookup("q", 0); ok {
+		t.Fatalf("after the delete the group still has state for q: %+v", o)
+	}
+	if again := shareConsume(t, addr, "g", "q", 1, n); len(again) != n {
+		t.Fatalf("after the delete consumed %d, want all %d again", len(again), n)
 	}
 }

@@ -29,7 +29,18 @@ const (
 	// share-partition's in-flight window, which Kafka's answer (start
 	// offset, lag) does not show.
 	SharePartition uint32 = 10004
+	// ShareForward is a ShareForwarded in an AlterShareGroupOffsetsRequest
+	// or DeleteShareGroupOffsetsRequest: a group coordinator passing the
+	// change of one share-partition to the node that leads its partition,
+	// which applies it without being the coordinator.
+	ShareForward uint32 = 10005
 )
+
+// ShareForwarded marks a forwarded share-group offsets request.
+type ShareForwarded struct {
+	// From is the coordinator's node ID.
+	From int32 `json:"from"`
+}
 
 // SharePartitionState counts a share-partition's in-flight records by
 // state (docs/queues.md).
