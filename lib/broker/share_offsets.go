@@ -123,7 +123,9 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, _ *server.Con
 				sp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
 				sp.Partition = rp.Partition
 				sp.ErrorCode, sp.ErrorMessage = b.onShareLeader(ctx, t, rp.Partition, fwd,
-					func() error { return b.shares.resetSharePartition(ctx, r.GroupID, t, rp.Partition, rp.StartOffset, false) },
+					func() error {
+						return b.shares.resetSharePartition(ctx, r.GroupID, t, rp.Partition, rp.StartOffset, false)
+					},
 					func(c *peerConn) (int16, *string, error) {
 						f := kmsg.NewPtrAlterShareGroupOffsetsRequest()
 						f.GroupID = r.GroupID
