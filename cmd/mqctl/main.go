@@ -51,6 +51,7 @@ stderr in one line.`,
 		Commands: []*cli.Command{
 			topicCommand(),
 			groupCommand(),
+			queueCommand(),
 			configCommand(),
 			recordsCommand(),
 			partitionCommand(),

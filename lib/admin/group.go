@@ -96,6 +96,9 @@ func (a *Admin) ListGroups(ctx context.Context, states []string) (GroupList, err
 	}
 	out := GroupList{}
 	for _, l := range listed.Sorted() {
+		if l.ProtocolType == "share" {
+			continue // share groups are queues: mqctl queue list
+		}
 		// The broker filters already; this keeps the promise with a
 		// broker that ignores the filter.
 		if len(states) > 0 && !slices.ContainsFunc(states, func(s string) bool { return strings.EqualFold(s, l.State) }) {
@@ -308,8 +311,12 @@ func (a *Admin) DescribeGroups(ctx context.Context, groups []string) (GroupDescr
 		if err != nil {
 			return nil, requestError(what, err)
 		}
-		groups = listed.Groups()
-		slices.Sort(groups)
+		groups = groups[:0]
+		for _, l := range listed.Sorted() {
+			if l.ProtocolType != "share" { // share groups: mqctl queue describe
+				groups = append(groups, l.Group)
+			}
+		}
 		if len(groups) == 0 {
 			return GroupDescriptions{}, nil
 		}

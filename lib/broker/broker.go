@@ -48,6 +48,10 @@ type Broker struct {
 	apis   map[int16]api
 	data   *dataPlane        // partitions, produce, fetch, offsets (data.go)
 	groups *groupCoordinator // consumer groups and committed offsets (groups*.go)
+	// shareCoord holds the share groups this node coordinates (share.go),
+	// shares the share-partitions this node leads (share_fetch.go).
+	shareCoord *shareCoordinator
+	shares     *sharePartitions
 	// fetchers replicate the partitions this node follows (fetcher.go).
 	fetchers *replicaFetchers
 	// sessions are the followers' fetch sessions with this leader
@@ -73,7 +77,7 @@ type Broker struct {
 // partition this node hosts under cfg.Settings.DataDir.
 func New(cfg Config) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, ctrl: cfg.Controller,
-		sessions: newFetchSessions(), scrubWake: make(chan struct{}, 1)}
+		sessions: newFetchSessions(), scrubWake: make(chan struct{}, 1), shareCoord: newShareCoordinator()}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -90,6 +94,9 @@ func New(cfg Config) (*Broker, error) {
 	for k, a := range b.groupAPIs() {
 		b.apis[k] = a
 	}
+	for k, a := range b.shareAPIs() {
+		b.apis[k] = a
+	}
 	for k, a := range b.extensionAPIs() {
 		b.apis[k] = a
 	}
@@ -102,6 +109,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.data = d
 	b.groups = newGroupCoordinator(b)
+	b.shares = newSharePartitions(b)
 	b.fetchers = newReplicaFetchers(b)
 	b.fetchers.sync(b.ctrl.Image())
 	b.stop, b.done, b.maintained = make(chan struct{}), make(chan struct{}), make(chan struct{})

@@ -195,7 +195,7 @@ func brokerResource(name string) (int32, error) {
 }
 
 // unsupportedResource refuses a config resource type this broker has no
-// configs for: broker loggers, client metrics, groups, unknown types.
+// configs for: broker loggers, client metrics, unknown types.
 func unsupportedResource(t kmsg.ConfigResourceType) error {
 	if t == kmsg.ConfigResourceTypeBrokerLogger {
 		return refuse(kerr.InvalidRequest, "broker logger configs are not supported; set the log level with --log-level")
@@ -226,6 +226,11 @@ func (b *Broker) describeResource(img *controller.Image, t kmsg.ConfigResourceTy
 			return nil, refuse(kerr.InvalidRequest, "this is node %d; ask node %d for its configs", b.cfg.Settings.NodeID, id)
 		}
 		return b.brokerConfigs(img, id), nil
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if name == "" {
+			return nil, refuse(kerr.InvalidGroupID, "empty group id")
+		}
+		return b.groupConfigs(img, name), nil
 	default:
 		return nil, unsupportedResource(t)
 	}
@@ -353,6 +358,8 @@ func (b *Broker) alterResource(ctx context.Context, t kmsg.ConfigResourceType, n
 		b.log.Info("altered broker configs", "broker", name, "set", set, "deleted", del)
 		b.syncData()
 		return nil
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return b.alterGroupConfigs(ctx, img, name, next, validateOnly)
 	default:
 		return unsupportedResource(t)
 	}

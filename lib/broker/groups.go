@@ -287,7 +287,7 @@ func (b *Broker) handleLeaveGroup(_ context.Context, _ *server.ConnInfo, req *se
 	return reply(resp)
 }
 
-// groupTypeClassic is the only group type (ListGroups v5+) mq has.
+// groupTypeClassic is the type (ListGroups v5+) of classic groups.
 const groupTypeClassic = "classic"
 
 // handleListGroups lists the groups this node coordinates, filtered by
@@ -295,7 +295,21 @@ const groupTypeClassic = "classic"
 func (b *Broker) handleListGroups(_ context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.ListGroupsRequest)
 	resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
-	if len(r.TypesFilter) > 0 && !slices.ContainsFunc(r.TypesFilter, func(t string) bool { return strings.EqualFold(t, groupTypeClassic) }) {
+	wants := func(typ string) bool {
+		return len(r.TypesFilter) == 0 || slices.ContainsFunc(r.TypesFilter, func(t string) bool { return strings.EqualFold(t, typ) })
+	}
+	if wants(groupTypeShare) {
+		ids, states := b.listShareGroups()
+		for i, id := range ids {
+			if len(r.StatesFilter) > 0 && !slices.ContainsFunc(r.StatesFilter, func(s string) bool { return strings.EqualFold(s, states[i]) }) {
+				continue
+			}
+			g := kmsg.NewListGroupsResponseGroup()
+			g.Group, g.ProtocolType, g.GroupState, g.GroupType = id, "share", states[i], groupTypeShare
+			resp.Groups = append(resp.Groups, g)
+		}
+	}
+	if !wants(groupTypeClassic) {
 		return reply(resp)
 	}
 	for _, l := range b.groups.c.ListGroups(r.StatesFilter) {

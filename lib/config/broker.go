@@ -65,6 +65,14 @@ type Broker struct {
 	GroupInitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms, default 3 s
 	GroupInitialRebalanceAlone time.Duration // group.initial.rebalance.alone.ms (mq), default 500 ms; 0 off
 
+	// Share groups (KIP-932): the defaults of their group configs.
+	ShareRecordLockDuration   time.Duration // group.share.record.lock.duration.ms, default 30 s
+	ShareDeliveryAttemptLimit int32         // group.share.delivery.attempt.limit, default 5
+	SharePartitionMaxLocks    int32         // group.share.partition.max.record.locks, default 2000
+	ShareSessionTimeout       time.Duration // group.share.session.timeout.ms, default 45 s
+	ShareHeartbeatInterval    time.Duration // group.share.heartbeat.interval.ms, default 5 s
+	ShareStateTopicPartitions int32         // share.coordinator.state.topic.num.partitions, default 50
+
 	// The cluster: liveness, replication, leadership.
 	RaftAddress                            string        // controller.raft.address (mq): this node's Raft host:port when it is not a voter
 	Rack                                   string        // broker.rack, default none
@@ -247,6 +255,18 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.GroupInitialRebalanceDelay = ms(v) }, get: func(b *Broker) string { return fmtMS(b.GroupInitialRebalanceDelay) }},
 	{name: "group.initial.rebalance.alone.ms", kind: intAtLeast(0), def: "500", doc: "How long the first member of a new group waits alone before its first rebalance (mq): when no other member has come by then, it does not wait the rest of group.initial.rebalance.delay.ms; once another comes, the whole delay applies. 0 turns this off.",
 		set: func(b *Broker, v string) { b.GroupInitialRebalanceAlone = ms(v) }, get: func(b *Broker) string { return fmtMS(b.GroupInitialRebalanceAlone) }},
+	{name: "group.share.record.lock.duration.ms", kind: intBetween(100, 3600000), def: "30000", doc: "How long a share group member holds the records it acquired before they become available to others again; the default of the group config share.record.lock.duration.ms.",
+		set: func(b *Broker, v string) { b.ShareRecordLockDuration = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ShareRecordLockDuration) }},
+	{name: "group.share.delivery.attempt.limit", kind: intBetween(1, 100), def: "5", doc: "How many times a share group delivers a record before archiving it (and dead-lettering it, with errors.deadletterqueue.topic.name); the default of the group config share.delivery.count.limit.",
+		set: func(b *Broker, v string) { b.ShareDeliveryAttemptLimit = i32(v) }, get: func(b *Broker) string { return fmtInt(b.ShareDeliveryAttemptLimit) }},
+	{name: "group.share.partition.max.record.locks", kind: intBetween(1, 100000), def: "2000", doc: "The in-flight window of a share-partition: how far past its start offset records are acquired.",
+		set: func(b *Broker, v string) { b.SharePartitionMaxLocks = i32(v) }, get: func(b *Broker) string { return fmtInt(b.SharePartitionMaxLocks) }},
+	{name: "group.share.session.timeout.ms", kind: intBetween(1000, 3600000), def: "45000", doc: "A share group member that has not heartbeated for this long leaves the group; the default of share.session.timeout.ms.",
+		set: func(b *Broker, v string) { b.ShareSessionTimeout = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ShareSessionTimeout) }},
+	{name: "group.share.heartbeat.interval.ms", kind: intBetween(100, 3600000), def: "5000", doc: "How often share group members heartbeat; the default of share.heartbeat.interval.ms.",
+		set: func(b *Broker, v string) { b.ShareHeartbeatInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ShareHeartbeatInterval) }},
+	{name: "share.coordinator.state.topic.num.partitions", kind: intAtLeast(1), def: "50", doc: "Partitions of the __share_group_state topic (fixed once it exists).",
+		set: func(b *Broker, v string) { b.ShareStateTopicPartitions = i32(v) }, get: func(b *Broker) string { return fmtInt(b.ShareStateTopicPartitions) }},
 	{name: "controller.raft.address", kind: advertised, doc: "This node's Raft address (host:port) when it is not one of controller.quorum.voters: it joins the quorum as a non-voter there, so that it holds the cluster metadata too (mq). Voters use their entry in controller.quorum.voters.",
 		set: func(b *Broker, v string) { b.RaftAddress = v }, get: func(b *Broker) string { return b.RaftAddress }},
 	{name: "broker.rack", kind: rackName, doc: "The rack (or zone) of this broker: the replicas of a new partition go to different racks where there are enough.",

@@ -60,6 +60,9 @@ func integer(typ int8, bits int, min, max int64) kind {
 // intAtLeast is Kafka's INT with Range.atLeast(min).
 func intAtLeast(min int64) kind { return integer(TypeInt, 32, min, math.MaxInt32) }
 
+// intBetween is Kafka's INT with Range.between(min, max).
+func intBetween(min, max int64) kind { return integer(TypeInt, 32, min, max) }
+
 // longAtLeast is Kafka's LONG with Range.atLeast(min).
 func longAtLeast(min int64) kind { return integer(TypeLong, 64, min, math.MaxInt64) }
 

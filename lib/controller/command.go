@@ -25,6 +25,7 @@ const (
 	cmdControlledShutdown commandType = 12
 	cmdElectLeaders       commandType = 13
 	cmdResignLeadership   commandType = 14
+	cmdAlterGroupConfigs  commandType = 15
 )
 
 func (t commandType) String() string {
@@ -57,6 +58,8 @@ func (t commandType) String() string {
 		return "ElectLeaders"
 	case cmdResignLeadership:
 		return "ResignLeadership"
+	case cmdAlterGroupConfigs:
+		return "AlterGroupConfigs"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -254,6 +257,12 @@ type alterBrokerConfigsV1 struct {
 	Delete   []string          `json:"delete,omitempty"`
 }
 
+type alterGroupConfigsV1 struct {
+	Group  string            `json:"group"`
+	Set    map[string]string `json:"set,omitempty"`
+	Delete []string          `json:"delete,omitempty"`
+}
+
 type alterPartitionV1 struct {
 	Topic       string  `json:"topic"`
 	Partition   int32   `json:"partition"`
@@ -330,6 +339,8 @@ func decodeCommand(data []byte) (commandType, any, error) {
 		body = new(alterTopicConfigsV1)
 	case t == cmdAlterBrokerConfigs && version == 1:
 		body = new(alterBrokerConfigsV1)
+	case t == cmdAlterGroupConfigs && version == 1:
+		body = new(alterGroupConfigsV1)
 	case t == cmdAlterPartition && version == 1:
 		body = new(alterPartitionV1)
 	case t == cmdAlterPartition && version == 2:

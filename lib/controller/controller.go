@@ -902,6 +902,12 @@ func (c *Controller) AlterBrokerConfigs(ctx context.Context, brokerID int32, set
 	return err
 }
 
+// AlterGroupConfigs sets and deletes the configs of one group.
+func (c *Controller) AlterGroupConfigs(ctx context.Context, group string, set map[string]string, del []string) error {
+	_, err := c.propose(ctx, cmdAlterGroupConfigs, &alterGroupConfigsV1{Group: group, Set: set, Delete: del})
+	return err
+}
+
 // AlterPartition is an ISR change proposed by a partition's leader.
 type AlterPartition struct {
 	Topic     string

@@ -165,6 +165,8 @@ func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
 		err = applyAlterTopicConfigs(&next, c)
 	case *alterBrokerConfigsV1:
 		err = applyAlterBrokerConfigs(&next, c)
+	case *alterGroupConfigsV1:
+		err = applyAlterGroupConfigs(&next, c)
 	case *alterPartitionV1:
 		err = applyAlterPartition(&next, c)
 	case *allocateProducerIDsV1:
@@ -499,6 +501,26 @@ func applyAlterBrokerConfigs(img *Image, c *alterBrokerConfigsV1) error {
 		delete(img.BrokerConfigs, c.BrokerID)
 	} else {
 		img.BrokerConfigs[c.BrokerID] = cfg
+	}
+	return nil
+}
+
+func applyAlterGroupConfigs(img *Image, c *alterGroupConfigsV1) error {
+	if c.Group == "" {
+		return fmt.Errorf("%w: empty group id", ErrInvalidConfig)
+	}
+	if err := checkConfigs(c.Set, c.Delete); err != nil {
+		return err
+	}
+	cfg := alterConfigs(img.GroupConfigs[c.Group], c.Set, c.Delete)
+	img.GroupConfigs = maps.Clone(img.GroupConfigs)
+	if img.GroupConfigs == nil {
+		img.GroupConfigs = map[string]map[string]string{}
+	}
+	if len(cfg) == 0 {
+		delete(img.GroupConfigs, c.Group)
+	} else {
+		img.GroupConfigs[c.Group] = cfg
 	}
 	return nil
 }

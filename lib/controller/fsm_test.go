@@ -332,6 +332,25 @@ func TestFSMCommands(t *testing.T) {
 			},
 		},
 		{
+			name: "group configs set and deleted",
+			setup: []step{
+				{cmdAlterGroupConfigs, &alterGroupConfigsV1{Group: "g", Set: map[string]string{"share.auto.offset.reset": "earliest", "x": "1"}}},
+				{cmdAlterGroupConfigs, &alterGroupConfigsV1{Group: "h", Set: map[string]string{"x": "1"}}},
+			},
+			cmd: step{cmdAlterGroupConfigs, &alterGroupConfigsV1{Group: "h", Delete: []string{"x"}}},
+			check: func(t *testing.T, img *Image) {
+				want := map[string]map[string]string{"g": {"share.auto.offset.reset": "earliest", "x": "1"}}
+				if !reflect.DeepEqual(img.GroupConfigs, want) {
+					t.Errorf("group configs = %v, want %v", img.GroupConfigs, want)
+				}
+			},
+		},
+		{
+			name:    "group config of an empty group id refused",
+			cmd:     step{cmdAlterGroupConfigs, &alterGroupConfigsV1{Set: map[string]string{"x": "1"}}},
+			wantErr: ErrInvalidConfig,
+		},
+		{
 			name:    "broker config for id below -1 refused",
 			cmd:     step{cmdAlterBrokerConfigs, &alterBrokerConfigsV1{BrokerID: -2, Set: map[string]string{"x": "1"}}},
 			wantErr: ErrInvalidConfig,

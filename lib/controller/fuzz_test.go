@@ -21,6 +21,7 @@ func seedCommands(t testing.TB) [][]byte {
 		{cmdCreatePartitions, &createPartitionsV1{Topic: "orders", Total: 5, Assignments: [][]int32{{1, 2, 3}}}},
 		{cmdAlterTopicConfigs, &alterTopicConfigsV1{Topic: "orders", Set: map[string]string{"a": "b"}, Delete: []string{"retention.ms"}}},
 		{cmdAlterBrokerConfigs, &alterBrokerConfigsV1{BrokerID: -1, Set: map[string]string{"a": "b"}}},
+		{cmdAlterGroupConfigs, &alterGroupConfigsV1{Group: "g", Set: map[string]string{"a": "b"}}},
 		{cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 0, Leader: 2, ISR: []int32{2, 3}, LeaderEpoch: 1}},
 		{cmdAllocateProducerID, &allocateProducerIDsV1{Count: 50}},
 		{cmdRegisterBroker, &registerBrokerV2{ID: 2, Host: "h2", Port: 9092, RaftAddr: "h2:9093", Unclean: true}},

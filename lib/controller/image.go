@@ -31,6 +31,10 @@ type Image struct {
 	// BrokerConfigs holds dynamic broker configs by broker ID; the key -1
 	// holds the cluster-wide dynamic defaults.
 	BrokerConfigs map[int32]map[string]string
+	// GroupConfigs holds the configs of groups (Kafka's GROUP config
+	// resource: share.auto.offset.reset and the like) by group ID; nil
+	// or absent means none.
+	GroupConfigs map[string]map[string]string
 	// NextProducerID is the first producer ID of the next block handed out
 	// by AllocateProducerIDs.
 	NextProducerID int64

@@ -50,6 +50,9 @@ type snapshotV2 struct {
 	Topics         []snapshotTopicV1           `json:"topics"`
 	BrokerConfigs  map[int32]map[string]string `json:"broker_configs"`
 	NextProducerID int64                       `json:"next_producer_id"`
+	// GroupConfigs came later within version 2: absent in older
+	// snapshots, which have none.
+	GroupConfigs map[string]map[string]string `json:"group_configs,omitempty"`
 }
 
 type snapshotBrokerV2 struct {
@@ -88,6 +91,7 @@ func writeSnapshot(w io.Writer, img *Image) error {
 		Topics:         []snapshotTopicV1{},
 		BrokerConfigs:  img.BrokerConfigs,
 		NextProducerID: img.NextProducerID,
+		GroupConfigs:   img.GroupConfigs,
 	}
 	for _, id := range sortedKeys(img.Brokers) {
 		b := img.Brokers[id]
@@ -195,6 +199,9 @@ func readSnapshot(r io.Reader) (*Image, error) {
 		img.TopicsByID[t.ID] = t
 	}
 	maps.Copy(img.BrokerConfigs, s.BrokerConfigs)
+	if len(s.GroupConfigs) > 0 {
+		img.GroupConfigs = s.GroupConfigs
+	}
 	if err := img.check(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSnapshot, err)
 	}

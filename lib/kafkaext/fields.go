@@ -24,7 +24,34 @@ const (
 	// DescribeClusterResponseBroker: what DescribeCluster's IsFenced (v2)
 	// does not say of a broker's state.
 	DescribeClusterBroker uint32 = 10003
+	// SharePartition is a SharePartitionState in a
+	// DescribeShareGroupOffsetsResponseGroupTopicPartition: the
+	// share-partition's in-flight window, which Kafka's answer (start
+	// offset, lag) does not show.
+	SharePartition uint32 = 10004
+	// ShareForward is a ShareForwarded in an AlterShareGroupOffsetsRequest
+	// or DeleteShareGroupOffsetsRequest: a group coordinator passing the
+	// change of one share-partition to the node that leads its partition,
+	// which applies it without being the coordinator.
+	ShareForward uint32 = 10005
 )
+
+// ShareForwarded marks a forwarded share-group offsets request.
+type ShareForwarded struct {
+	// From is the coordinator's node ID.
+	From int32 `json:"from"`
+}
+
+// SharePartitionState counts a share-partition's in-flight records by
+// state (docs/queues.md).
+type SharePartitionState struct {
+	// EndOffset is the first offset never acquired.
+	EndOffset    int64 `json:"end_offset"`
+	Available    int   `json:"available"`
+	Acquired     int   `json:"acquired"`
+	Acknowledged int   `json:"acknowledged"`
+	Archived     int   `json:"archived"`
+}
 
 // ClusterBroker is mq's view of a registered broker's state.
 type ClusterBroker struct {
