@@ -72,6 +72,8 @@ type Log struct {
 	clean       *CleanShutdown // Options.Clean, during load
 	closedClean *CleanShutdown // set by a Close that flushed everything
 	synced      bool           // Options.Synced, during load
+	// batch is Options.Batch until its Commit (syncbatch.go).
+	batch atomic.Pointer[SyncBatch]
 	// scannedAtOpen is set when Open ran the recovery scan (for tests).
 	scannedAtOpen bool
 
@@ -132,7 +134,8 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	}
 	l.logger = l.logger.With("log", filepath.Base(dir))
 	l.sync.cond.L = &l.sync.mu
-	if err := l.makeDir(opts.DirDurable || opts.Clean != nil || opts.Synced); err != nil {
+	opts.Batch.join(l)
+	if err := l.makeDir(opts.DirDurable || opts.Clean != nil || opts.Synced || l.batched()); err != nil {
 		return nil, fmt.Errorf("log: open %s: %w", dir, err)
 	}
 	l.mu.Lock()
@@ -369,7 +372,10 @@ func (l *Log) recoverLocked(k int, rp int64) error {
 			}
 		}
 		if torn && i+1 < len(l.segs) {
-			for _, seg := range l.segs[i+1:] {
+			// The last first: a crash in between leaves the log's
+			// first segments, never a gap (which sealed-segments would
+			// report as missing segments).
+			for _, seg := range slices.Backward(l.segs[i+1:]) {
 				l.logger.Warn("deleting segment after a torn one: it holds no good batch", "segment", segmentName(seg.base, logExt), "bytes", seg.size)
 				l.removeSegmentFiles(seg.base)
 			}
@@ -748,9 +754,12 @@ func (l *Log) createSegmentLocked(base int64) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create segment %d: %w", base, err)
 	}
-	if err := syncDir(l.fs, l.dir); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("create segment %d: %w", base, err)
+	// In a batch, its Commit makes the new entries durable.
+	if !l.batched() {
+		if err := syncDir(l.fs, l.dir); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("create segment %d: %w", base, err)
+		}
 	}
 	seg := &segment{base: base, file: newSegFile(f), maxTS: -1, rollTS: -1, maxTSKnown: true}
 	seg.lastUse.Store(l.useClock.Add(1))
