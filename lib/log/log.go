@@ -25,6 +25,11 @@ const maxOpenSegments = 32
 // recoveryBufSize is the read size of the recovery scan.
 const recoveryBufSize = 1 << 20
 
+// recoveryBufs are the recovery scans' buffers: a broker recovering
+// thousands of logs after a crash allocates (and clears) one per worker,
+// not one per log.
+var recoveryBufs = sync.Pool{New: func() any { return new([recoveryBufSize]byte) }}
+
 // Log is one partition's log in one directory. See the package
 // documentation for which methods may be called concurrently.
 type Log struct {
@@ -385,8 +390,8 @@ func (l *Log) recoverLocked(k int, rp int64) error {
 	}
 	// The scanned batches past the checkpoint may be in the page cache
 	// only (the process died, not the machine): the recovery point is
-	// about to pass them.
-	if l.scannedEnd > rp {
+	// about to pass them. After a syncfs (Options.Synced) they are not.
+	if l.scannedEnd > rp && !l.synced {
 		for _, seg := range l.segs[k:] {
 			if err := seg.file.f.Sync(); err != nil {
 				return fmt.Errorf("recover %s: %w", segmentName(seg.base, logExt), err)
@@ -462,7 +467,9 @@ func (l *Log) recoverSegment(i int, rp, durableTo int64, first bool) (torn bool,
 	seg.tidx = append([]byte(nil), keepTidx...)
 	seg.resetIndexState()
 	interval := l.cfg.IndexIntervalBytes
-	buf := make([]byte, recoveryBufSize)
+	pooled := recoveryBufs.Get().(*[recoveryBufSize]byte)
+	defer recoveryBufs.Put(pooled)
+	buf := pooled[:]
 	index := func(pos int64, h *record.Header) error {
 		// The CRC does not cover the leader epoch. Below the recovery
 		// point the checkpointed history holds; past it, epochs must not
