@@ -82,8 +82,8 @@ type dataPlane struct {
 // before any log is opened.
 const cleanShutdownFile = "clean-shutdown"
 
-// newDataPlane opens the partitions this node hosts according to the
-// controller's current image; Broker.follow applies the changes after it.
+// newDataPlane prepares the partitions this node hosts: Broker.follow
+// opens them (openFirst) and applies the image's changes after.
 func newDataPlane(b *Broker) (*dataPlane, error) {
 	d := &dataPlane{
 		b:     b,
@@ -109,15 +109,19 @@ func newDataPlane(b *Broker) (*dataPlane, error) {
 		// (ten fsyncs a partition otherwise).
 		d.synced = syncFileSystem(b.cfg.Settings.DataDir)
 	}
-	img := b.ctrl.Image()
-	err = d.apply(img)
-	d.synced = false
-	if err != nil {
-		d.closeAll(false)
-		return nil, err
-	}
-	d.reportStrayDirs(img)
 	return d, nil
+}
+
+// openFirst opens the partitions of img, the first image applied: those
+// of the data directory are recovered (d.synced, d.clean) and served as
+// they open, up to batchMax at a time.
+func (d *dataPlane) openFirst(img *controller.Image) error {
+	err := d.apply(img)
+	d.syncMu.Lock()
+	d.synced = false
+	d.syncMu.Unlock()
+	d.reportStrayDirs(img)
+	return err
 }
 
 // refresh applies the controller's current image now, so that a handler
