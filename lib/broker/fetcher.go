@@ -678,22 +678,10 @@ func (f *fetcher) reset(ctx context.Context, conn *peerConn, rounds []round, log
 // checkpointHighWatermarks writes every hosted partition's high-water mark
 // to its log directory (replica.high.watermark.checkpoint.interval.ms), so
 // that a restarted replica does not start from its log start.
-//
-// Many partitions write theirs in one log.SyncBatch (two syncfs, not two
-// fsyncs each), and once the batch committed.
 func (b *Broker) checkpointHighWatermarks() {
-	all := b.data.all()
-	var batch *log.SyncBatch
-	if len(all) >= batchMin {
-		batch = log.NewSyncBatch(b.cfg.LogFS, b.cfg.Settings.DataDir)
-	}
-	forEachBounded(len(all), openWorkers, func(i int) {
-		h := all[i]
-		if err := h.Log().CheckpointHighWatermarkIn(batch, h.HighWatermarkToCheckpoint()); err != nil && !errors.Is(err, log.ErrClosed) {
+	for _, h := range b.data.all() {
+		if err := h.Log().CheckpointHighWatermark(h.HighWatermarkToCheckpoint()); err != nil && !errors.Is(err, log.ErrClosed) {
 			b.log.Warn("checkpoint high-water mark", "partition", h.String(), "err", err)
 		}
-	})
-	if err := batch.Commit(); err != nil {
-		b.log.Warn("checkpoint high-water marks", "partitions", len(all), "err", err)
 	}
 }

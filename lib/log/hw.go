@@ -10,13 +10,6 @@ import "fmt"
 // called concurrently with every other method; after Close it fails with
 // ErrClosed.
 func (l *Log) CheckpointHighWatermark(hw int64) error {
-	return l.CheckpointHighWatermarkIn(nil, hw)
-}
-
-// CheckpointHighWatermarkIn is CheckpointHighWatermark in batch (nil: on
-// its own): the checkpoint is durable once the batch commits, and the
-// log may be appended to meanwhile, unlike a log in a batch.
-func (l *Log) CheckpointHighWatermarkIn(batch *SyncBatch, hw int64) error {
 	if hw < 0 {
 		return fmt.Errorf("log: checkpoint high-water mark %d: negative", hw)
 	}
@@ -31,16 +24,7 @@ func (l *Log) CheckpointHighWatermarkIn(batch *SyncBatch, hw int64) error {
 	if closed {
 		return ErrClosed
 	}
-	data := encodeOffsetCheckpoint("high-water-mark", hw)
-	var err error
-	if ok := false; batch != nil {
-		if ok, err = batch.writeFor(l, highWatermarkFile, data); !ok {
-			err = l.writeAtomic(highWatermarkFile, data)
-		}
-	} else {
-		err = l.writeAtomic(highWatermarkFile, data)
-	}
-	if err != nil {
+	if err := l.writeAtomic(highWatermarkFile, encodeOffsetCheckpoint("high-water-mark", hw)); err != nil {
 		return fmt.Errorf("log: %w", err)
 	}
 	l.hwCheckpointed = hw

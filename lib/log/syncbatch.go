@@ -48,7 +48,6 @@ type SyncBatch struct {
 	listMu  sync.Mutex   // guards renames and logs
 	renames map[string]string
 	logs    []*Log
-	others  []*Log // logs written for (writeFor), not in the batch
 }
 
 // NewSyncBatch returns a batch for logs on fsys (nil: OSFS) under root,
@@ -132,18 +131,6 @@ func (b *SyncBatch) write(dir, name string, data []byte) (bool, error) {
 	return true, nil
 }
 
-// writeFor is write for a log not in the batch, whose durable state
-// Commit forgets when it fails.
-func (b *SyncBatch) writeFor(l *Log, name string, data []byte) (bool, error) {
-	ok, err := b.write(l.dir, name, data)
-	if ok && err == nil {
-		b.listMu.Lock()
-		b.others = append(b.others, l)
-		b.listMu.Unlock()
-	}
-	return ok, err
-}
-
 // active reports whether writes still wait for Commit.
 func (b *SyncBatch) active() bool {
 	b.mu.RLock()
@@ -169,12 +156,6 @@ func (b *SyncBatch) Commit() error {
 	b.listMu.Lock()
 	renames, logs := b.renames, b.logs
 	b.renames, b.logs = nil, nil
-	for _, l := range b.others {
-		if !slices.Contains(logs, l) {
-			logs = append(logs, l)
-		}
-	}
-	b.others = nil
 	b.listMu.Unlock()
 	for _, l := range logs {
 		l.batch.CompareAndSwap(b, nil)
