@@ -115,3 +115,76 @@ func checkAllPresent(t *testing.T, b *broker, partitions int32, want map[int32][
 		}
 	}
 }
+
+// TestManyPartitionsServeWhileOpening restarts mqd after a SIGKILL with
+// 2,000 partitions to recover while a producer keeps writing to all of
+// them: mqd listens before its partitions are open and answers those not
+// open yet with a retriable error, so the producer (kgo's default
+// retries) surfaces no error, and every record it had acknowledged
+// (flush.policy=always) before and during the restart is there after.
+func TestManyPartitionsServeWhileOpening(t *testing.T) {
+	const partitions = 2000
+	start := time.Now()
+	b := startBroker(t, brokerOpts{props: []string{"log.flush.policy=always"}})
+	b.keepAddr = true // the producer reconnects to the same address
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	resp, err := b.admin().CreateTopic(ctx, partitions, 1, nil, "many")
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	var mu sync.Mutex
+	acked := map[int32][]string{}
+	var surfaced []error
+	prod := b.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(time.Millisecond), kgo.RecordDeliveryTimeout(2*time.Minute))
+	produce := func(round int) {
+		for p := range int32(partitions) {
+			v := fmt.Sprintf("%d-%d", round, p)
+			prod.Produce(ctx, &kgo.Record{Topic: "many", Partition: p, Value: []byte(v)}, func(r *kgo.Record, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					surfaced = append(surfaced, fmt.Errorf("partition %d: %w", p, err))
+					return
+				}
+				acked[p] = append(acked[p], v)
+			})
+		}
+	}
+	produce(0)
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.kill()
+	t.Logf("%v: %d partitions written, killed", time.Since(start), partitions)
+
+	// Produce while mqd starts: the rounds are in flight, retried, when
+	// it listens and its partitions open.
+	started := make(chan error, 1)
+	go func() { started <- b.mqdProc.start() }()
+	for round := 1; round <= 3; round++ {
+		produce(round)
+	}
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v: restarted", time.Since(start))
+	produce(4)
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	errs, want := surfaced, acked
+	mu.Unlock()
+	if len(errs) > 0 {
+		t.Fatalf("%d produce errors surfaced to the client, the first: %v", len(errs), errs[0])
+	}
+	for p := range int32(partitions) {
+		if len(want[p]) != 5 {
+			t.Fatalf("partition %d: %d records acknowledged, want 5", p, len(want[p]))
+		}
+	}
+	checkAllPresent(t, b, partitions, want)
+	t.Logf("%v: all present", time.Since(start))
+}

@@ -5,7 +5,9 @@
 # seconds:
 #   create   TOPICS topics of COUNT/TOPICS partitions, one mqctl topic create
 #            each, until every partition answers ListOffsets
-#   produce  MESSAGES messages spread over all of them (mqbench produce)
+#   produce  MESSAGES messages spread over all of them (mqbench produce,
+#            keys drawn from 100,000, so every partition gets some)
+#   fetch    reading them all back (mqbench consume)
 #   sigterm  from SIGTERM to exit (the clean shutdown)
 #   clean    start after that shutdown, until every partition answers
 #   kill     start after a SIGKILL, until every partition answers
@@ -63,7 +65,7 @@ stop_mqd() { # signal
 }
 
 echo "partitions: $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg); $topics topics; $messages messages" >&2
-printf '%-10s %8s %8s %8s %8s %8s\n' partitions create produce sigterm clean kill
+printf '%-10s %8s %8s %8s %8s %8s %8s\n' partitions create produce fetch sigterm clean kill
 for n in $counts; do
 	data="$dir/data-$n"
 	sock="$dir/mqd-$n.sock"
@@ -80,10 +82,17 @@ for n in $counts; do
 	t0=$(now)
 	i=0
 	while [ "$i" -lt "$topics" ]; do
-		"$bin/mqbench" -b "unix://$sock" produce -t "t$i" -n $((messages / topics)) >/dev/null 2>&1
+		"$bin/mqbench" -b "unix://$sock" produce -t "t$i" --keys 100000 -n $((messages / topics)) >/dev/null 2>&1
 		i=$((i + 1))
 	done
 	produce=$(since "$t0")
+	t0=$(now)
+	i=0
+	while [ "$i" -lt "$topics" ]; do
+		"$bin/mqbench" -b "unix://$sock" consume -t "t$i" -n $((messages / topics)) >/dev/null 2>&1
+		i=$((i + 1))
+	done
+	fetch=$(since "$t0")
 	t0=$(now)
 	stop_mqd TERM
 	sigterm=$(since "$t0")
@@ -97,6 +106,6 @@ for n in $counts; do
 	serving
 	killed=$(since "$t0")
 	stop_mqd TERM
-	printf '%-10s %8s %8s %8s %8s %8s\n' "$n" "$create" "$produce" "$sigterm" "$clean" "$killed"
+	printf '%-10s %8s %8s %8s %8s %8s %8s\n' "$n" "$create" "$produce" "$fetch" "$sigterm" "$clean" "$killed"
 	rm -rf "$data"
 done

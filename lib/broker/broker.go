@@ -67,6 +67,11 @@ type Broker struct {
 	// bytes no one has checked since mqd started (scrub.go).
 	scrubWake chan struct{}
 
+	// opened is closed when the follow loop has opened the partitions of
+	// the first image, openErr (written before) what that failed to open.
+	opened  chan struct{}
+	openErr error
+
 	stop       chan struct{} // closed by Close: the follow and maintain loops end
 	done       chan struct{} // closed when the follow loop has ended
 	maintained chan struct{} // closed when the maintain loop has ended (isr.go)
@@ -74,10 +79,29 @@ type Broker struct {
 }
 
 // New builds a Broker on an open controller. It opens the logs of every
-// partition this node hosts under cfg.Settings.DataDir.
+// partition this node hosts under cfg.Settings.DataDir and returns once
+// they are open.
 func New(cfg Config) (*Broker, error) {
+	b, err := NewOpening(cfg)
+	if err != nil {
+		return nil, err
+	}
+	<-b.opened
+	if b.openErr != nil {
+		b.Close()
+		return nil, b.openErr
+	}
+	return b, nil
+}
+
+// NewOpening is New returning at once, while the partitions open: a
+// request for one not open yet gets the retriable error of a partition
+// not hosted here yet (NOT_LEADER_OR_FOLLOWER; Metadata says
+// LEADER_NOT_AVAILABLE). Opened waits for them.
+func NewOpening(cfg Config) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, ctrl: cfg.Controller,
-		sessions: newFetchSessions(), scrubWake: make(chan struct{}, 1), shareCoord: newShareCoordinator()}
+		sessions: newFetchSessions(), scrubWake: make(chan struct{}, 1), shareCoord: newShareCoordinator(),
+		opened: make(chan struct{})}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -111,11 +135,21 @@ func New(cfg Config) (*Broker, error) {
 	b.groups = newGroupCoordinator(b)
 	b.shares = newSharePartitions(b)
 	b.fetchers = newReplicaFetchers(b)
-	b.fetchers.sync(b.ctrl.Image())
 	b.stop, b.done, b.maintained = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go b.follow(changes)
 	go b.maintain()
 	return b, nil
+}
+
+// Opened waits until the partitions of the image the Broker was built
+// on are open and returns what failed to open, or ctx's error.
+func (b *Broker) Opened(ctx context.Context) error {
+	select {
+	case <-b.opened:
+		return b.openErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // follow is the one loop that applies the controller's images to this
@@ -126,6 +160,11 @@ func New(cfg Config) (*Broker, error) {
 // until Close.
 func (b *Broker) follow(changes <-chan struct{}) {
 	defer close(b.done)
+	img := b.ctrl.Image()
+	b.openErr = b.data.openFirst(img)
+	close(b.opened)
+	b.fetchers.sync(img)
+	b.groups.syncOwnership()
 	for {
 		select {
 		case <-changes:
@@ -189,8 +228,7 @@ func (b *Broker) Close() error {
 	}
 	b.fetchers.close()
 	b.groups.close()
-	b.checkpointHighWatermarks()
-	return b.data.close()
+	return b.data.close() // high-water marks checkpointed first
 }
 
 // reply wraps a ready response.

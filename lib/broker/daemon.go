@@ -99,8 +99,10 @@ func (e *DataDirInUseError) Error() string {
 //     *DataDirInUseError;
 //  2. open the controller in DataDir/__controller with the voters of
 //     s.Voters;
-//  3. open the Broker (the logs of the partitions this node hosts);
-//  4. start the Server on s.Listeners;
+//  3. open the Broker, whose follow loop opens the logs of the
+//     partitions this node hosts;
+//  4. start the Server on s.Listeners, and wait for those logs (a
+//     request for one still opening gets a retriable error);
 //  5. register this broker with the controller under its advertised
 //     address: s.Advertise, else the first TCP listener's actual address
 //     (so port 0 works; an unspecified host such as 0.0.0.0 becomes the
@@ -192,11 +194,12 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 		bcfg.LogFS = log.TimedFS(log.OSFS, d.metrics.ObserveFsync)
 		scfg.Observer = d.metrics
 	}
-	d.broker, err = New(bcfg)
+	// The server listens while the partitions open: one still opening
+	// answers with a retriable error.
+	d.broker, err = NewOpening(bcfg)
 	if err != nil {
 		return nil, err
 	}
-	d.lost = d.broker.data.lostCommitted()
 	d.server, err = server.New(scfg, d.broker)
 	if err != nil {
 		return nil, err
@@ -204,6 +207,10 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	if err := d.server.Start(); err != nil {
 		return nil, err
 	}
+	if err := d.broker.Opened(ctx); err != nil {
+		return nil, err
+	}
+	d.lost = d.broker.data.lostCommitted()
 	if d.metrics != nil {
 		// Scrapes read the broker, the server and the controller, all
 		// open from here on.

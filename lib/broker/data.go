@@ -82,8 +82,8 @@ type dataPlane struct {
 // before any log is opened.
 const cleanShutdownFile = "clean-shutdown"
 
-// newDataPlane opens the partitions this node hosts according to the
-// controller's current image; Broker.follow applies the changes after it.
+// newDataPlane prepares the partitions this node hosts: Broker.follow
+// opens them (openFirst) and applies the image's changes after.
 func newDataPlane(b *Broker) (*dataPlane, error) {
 	d := &dataPlane{
 		b:     b,
@@ -109,15 +109,19 @@ func newDataPlane(b *Broker) (*dataPlane, error) {
 		// (ten fsyncs a partition otherwise).
 		d.synced = syncFileSystem(b.cfg.Settings.DataDir)
 	}
-	img := b.ctrl.Image()
-	err = d.apply(img)
-	d.synced = false
-	if err != nil {
-		d.closeAll(false)
-		return nil, err
-	}
-	d.reportStrayDirs(img)
 	return d, nil
+}
+
+// openFirst opens the partitions of img, the first image applied: those
+// of the data directory are recovered (d.synced, d.clean) and served as
+// they open, up to batchMax at a time.
+func (d *dataPlane) openFirst(img *controller.Image) error {
+	err := d.apply(img)
+	d.syncMu.Lock()
+	d.synced = false
+	d.syncMu.Unlock()
+	d.reportStrayDirs(img)
+	return err
 }
 
 // refresh applies the controller's current image now, so that a handler
@@ -243,33 +247,78 @@ type openWork struct {
 // ms each here, almost all of it waiting for the disk.
 const openWorkers = 128
 
+// batchMin is how many partitions to open at least for them to share a
+// log.SyncBatch (two syncfs of the data directory's file system) rather
+// than fsync their checkpoints one by one; batchMax is how many share one
+// at most, so that the first ones are served while the others open.
+const (
+	batchMin = 16
+	batchMax = 1024
+)
+
 // openAndBecome opens the partitions of work that are not open yet and
 // applies each one's state, openWorkers at a time, and returns the errors.
 // Only a handful of partitions change in most images: those are applied
-// on the caller's goroutine.
+// on the caller's goroutine. New partitions are opened and given their
+// state up to batchMax at a time in one log.SyncBatch, and registered
+// (served) once it committed.
 func (d *dataPlane) openAndBecome(work []openWork) []error {
 	var mu sync.Mutex
 	var errs []error
-	dirsDurable := d.makeDirs(work)
-	one := func(w openWork) {
-		h := w.h
-		if h == nil {
-			var err error
-			if h, err = d.open(w.t, w.p.ID, w.cfg, dirsDurable); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-				return
-			}
-		}
+	failed := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	become := func(h *hosted, w openWork) {
 		p := w.p
 		if err := h.Become(replica.PartitionState{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, Replicas: p.Replicas, ISR: p.ISR}); err != nil && !errors.Is(err, replica.ErrStaleLeaderEpoch) {
-			mu.Lock()
-			errs = append(errs, fmt.Errorf("partition %s-%d: %w", w.t.Name, p.ID, err))
-			mu.Unlock()
+			failed(fmt.Errorf("partition %s-%d: %w", w.t.Name, p.ID, err))
 		}
 	}
-	forEachBounded(len(work), openWorkers, func(i int) { one(work[i]) })
+	var fresh, known []openWork
+	for _, w := range work {
+		if w.h == nil {
+			fresh = append(fresh, w)
+		} else {
+			known = append(known, w)
+		}
+	}
+	forEachBounded(len(known), openWorkers, func(i int) { become(known[i].h, known[i]) })
+	dirsDurable := d.makeDirs(fresh)
+	for len(fresh) > 0 {
+		chunk := fresh[:min(len(fresh), batchMax)]
+		fresh = fresh[len(chunk):]
+		var batch *log.SyncBatch
+		if len(chunk) >= batchMin {
+			batch = log.NewSyncBatch(d.b.cfg.LogFS, d.b.cfg.Settings.DataDir)
+		}
+		opened := make([]*hosted, len(chunk))
+		forEachBounded(len(chunk), openWorkers, func(i int) {
+			h, err := d.open(chunk[i].t, chunk[i].p.ID, chunk[i].cfg, dirsDurable, batch)
+			if err != nil {
+				failed(err)
+				return
+			}
+			become(h, chunk[i])
+			opened[i] = h
+		})
+		if err := batch.Commit(); err != nil {
+			// Not durable: served by none, opened again at the next image.
+			failed(fmt.Errorf("open %d partitions: %w", len(chunk), err))
+			forEachBounded(len(chunk), openWorkers, func(i int) {
+				if opened[i] != nil {
+					_ = opened[i].Close()
+				}
+			})
+			continue
+		}
+		for _, h := range opened {
+			if h != nil {
+				d.register(h)
+			}
+		}
+	}
 	return errs
 }
 
@@ -366,9 +415,10 @@ func logConfig(t config.Topic) (log.Config, error) {
 func cleanupDeletes(policy string) bool  { return policy != "compact" }
 func cleanupCompacts(policy string) bool { return policy != "delete" }
 
-// open opens (or creates) the log of one partition and registers it.
-// dirDurable says its directory was made durable already (makeDirs).
-func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic, dirDurable bool) (*hosted, error) {
+// open opens (or creates) the log of one partition, in batch when not
+// nil; register serves it. dirDurable says its directory was made
+// durable already (makeDirs).
+func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic, dirDurable bool, batch *log.SyncBatch) (*hosted, error) {
 	lcfg, err := logConfig(tcfg)
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, partition, err)
@@ -381,6 +431,7 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 		Counters:   &d.storage,
 		DirDurable: dirDurable,
 		Synced:     d.synced,
+		Batch:      batch,
 	}
 	d.cleanMu.Lock()
 	if c, ok := d.clean[filepath.Base(dir)]; ok {
@@ -407,16 +458,21 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 	}
 	h := &hosted{Partition: p, topicID: t.ID, traffic: d.traffic.of(t.Name)}
 	h.cfg.Store(&tcfg)
+	return h, nil
+}
+
+// register serves an opened partition.
+func (d *dataPlane) register(h *hosted) {
 	d.mu.Lock()
-	d.parts[topicPartition{t.Name, partition}] = h
+	d.parts[topicPartition{h.Topic(), h.Partition.Partition()}] = h
 	d.mu.Unlock()
-	d.b.log.Debug("partition opened", "topic", t.Name, "partition", partition,
+	l := h.Log()
+	d.b.log.Debug("partition opened", "topic", h.Topic(), "partition", h.Partition.Partition(),
 		"log_start_offset", l.StartOffset(), "log_end_offset", l.EndOffset())
 	select {
 	case d.b.scrubWake <- struct{}{}:
 	default: // a wake is pending already
 	}
-	return h, nil
 }
 
 // reconfigure applies a changed topic config to an open partition.
@@ -558,9 +614,10 @@ func (d *dataPlane) close() error {
 	return d.closeAll(true)
 }
 
-// closeAll closes every partition, in parallel. With record set, the logs
-// that closed cleanly are written to the clean-shutdown file for the next
-// start.
+// closeAll checkpoints the high-water mark of every partition and closes
+// it, in parallel; many share one log.SyncBatch, committed before the
+// record. With record set, the logs that closed cleanly are written to
+// the clean-shutdown file for the next start.
 func (d *dataPlane) closeAll(record bool) error {
 	d.mu.Lock()
 	parts := d.parts
@@ -568,15 +625,27 @@ func (d *dataPlane) closeAll(record bool) error {
 	d.mu.Unlock()
 	all := slices.Collect(maps.Keys(parts))
 	errs := make([]error, len(all))
+	var batch *log.SyncBatch
+	if len(all) >= batchMin {
+		batch = log.NewSyncBatch(d.b.cfg.LogFS, d.b.cfg.Settings.DataDir)
+	}
 	// Closing is fsyncs too (see openWorkers).
 	forEachBounded(len(all), openWorkers, func(i int) {
 		tp := all[i]
 		h := parts[tp]
-		h.Log().Flush()
+		batch.Add(h.Log())
+		if err := h.Log().CheckpointHighWatermark(h.HighWatermarkToCheckpoint()); err != nil && !errors.Is(err, log.ErrClosed) {
+			d.b.log.Warn("checkpoint high-water mark", "partition", h.String(), "err", err)
+		}
 		if err := h.Close(); err != nil {
 			errs[i] = fmt.Errorf("close %s-%d: %w", tp.topic, tp.partition, err)
 		}
 	})
+	if err := batch.Commit(); err != nil {
+		// What the logs wrote may not be durable: no record, the next
+		// start recovers them.
+		return errors.Join(append(errs, fmt.Errorf("close %d partitions: %w", len(all), err))...)
+	}
 	if record && len(all) > 0 {
 		clean := make(map[string]log.CleanShutdown, len(all))
 		for _, tp := range all {

@@ -678,10 +678,22 @@ func (f *fetcher) reset(ctx context.Context, conn *peerConn, rounds []round, log
 // checkpointHighWatermarks writes every hosted partition's high-water mark
 // to its log directory (replica.high.watermark.checkpoint.interval.ms), so
 // that a restarted replica does not start from its log start.
+//
+// Up to openWorkers at once, whose fsyncs the file system commits
+// together; a pass stops early when the broker closes, which checkpoints
+// every one as it closes the logs (dataPlane.closeAll), so that a
+// shutdown does not wait for thousands of them one after the other.
 func (b *Broker) checkpointHighWatermarks() {
-	for _, h := range b.data.all() {
+	all := b.data.all()
+	forEachBounded(len(all), openWorkers, func(i int) {
+		select {
+		case <-b.stop:
+			return
+		default:
+		}
+		h := all[i]
 		if err := h.Log().CheckpointHighWatermark(h.HighWatermarkToCheckpoint()); err != nil && !errors.Is(err, log.ErrClosed) {
 			b.log.Warn("checkpoint high-water mark", "partition", h.String(), "err", err)
 		}
-	}
+	})
 }

@@ -183,7 +183,7 @@ func (l *Log) loadCleanerLocked() {
 }
 
 func (l *Log) checkpointCleanerLocked() error {
-	return writeFileAtomic(l.fs, l.dir, cleanerFile, encodeCleanerState(l.cleaner))
+	return l.writeAtomic(cleanerFile, encodeCleanerState(l.cleaner))
 }
 
 // truncateCleanerLocked forgets what the cleaner knew of the offsets at and

@@ -151,4 +151,8 @@ type Options struct {
 	// crash may: what the files hold now is durable, so Open rewrites only
 	// the checkpoints whose contents its recovery changes.
 	Synced bool
+	// Batch, when not nil, defers the fsyncs of the checkpoints Open and
+	// the calls after it write until Batch.Commit (see SyncBatch): the
+	// log must not be served before.
+	Batch *SyncBatch
 }

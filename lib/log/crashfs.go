@@ -642,3 +642,34 @@ func (f *memFile) Close() error {
 }
 
 func (f *memFile) OS() *os.File { return nil }
+
+// SyncFileSystem makes everything durable, as syncfs(2) does: every
+// file's contents and every directory's entries (CrashFS is a
+// FileSystemSyncer).
+func (c *CrashFS) SyncFileSystem(string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.opLocked()
+	syncNode(c.root, map[*memNode]bool{})
+	return nil
+}
+
+func syncNode(nd *memNode, seen map[*memNode]bool) {
+	if seen[nd] {
+		return
+	}
+	seen[nd] = true
+	if !nd.dir {
+		for _, op := range nd.pending {
+			nd.durable = op.apply(nd.durable)
+		}
+		nd.pending = nil
+		return
+	}
+	clear(nd.durEntries)
+	for name, child := range nd.entries {
+		nd.durEntries[name] = child
+		syncNode(child, seen)
+	}
+	nd.dirPending = nil
+}

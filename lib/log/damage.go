@@ -214,7 +214,7 @@ func (l *Log) checkpointDamageLocked() error {
 		}
 		return nil
 	}
-	return writeFileAtomic(l.fs, l.dir, damageFile, encodeDamage(l.damage))
+	return l.writeAtomic(damageFile, encodeDamage(l.damage))
 }
 
 // dropDamageLocked forgets the damaged ranges that keep returns false for

@@ -131,6 +131,17 @@
 // a crash. Apart from that, a checkpoint this process wrote durably is
 // not written again with the same contents.
 //
+// # Many logs at once
+//
+// A caller opening or closing many logs together puts them in one
+// SyncBatch (Options.Batch at Open, SyncBatch.Add before Close): their
+// checkpoints go to temporary files without fsync, their new directory
+// entries and, at Close, their data are not fsynced, and Commit syncs the
+// file system (syncfs), renames the temporary files into place and syncs
+// it again. A crash leaves every checkpoint old or new, as the fsyncs
+// would; nothing of a batch may be served, or recorded as a clean
+// shutdown, before Commit returned.
+//
 // # Damage
 //
 // Every byte the log serves has been checked by this process: batches it

@@ -274,12 +274,21 @@ func (l *Log) closeFlushLocked() error {
 		return l.syncFailedLocked(fmt.Errorf("close: %w", err))
 	}
 	act := l.active()
-	if err := act.file.f.Sync(); err != nil {
-		return l.syncFailedLocked(fmt.Errorf("close: %w", err))
+	// In a batch (SyncBatch.Add) its Commit makes the data durable, and
+	// no append waits for it: they fail with ErrClosed.
+	batched := l.batched()
+	if !batched {
+		if err := act.file.f.Sync(); err != nil {
+			return l.syncFailedLocked(fmt.Errorf("close: %w", err))
+		}
+		l.markDurableLocked(l.end, l.writeSeq)
 	}
-	l.markDurableLocked(l.end, l.writeSeq)
-	if err := l.flushIndexesLocked(act, true); err != nil {
+	if err := l.flushIndexesLocked(act, !batched); err != nil {
 		return err
+	}
+	if batched {
+		// The recovery point moves to the end at Commit.
+		l.recoveryPoint = l.end
 	}
 	return l.checkpointAllLocked()
 }

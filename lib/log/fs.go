@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"io"
 	"os"
 	"time"
@@ -91,5 +92,18 @@ func (f timedFile) Sync() error {
 	start := time.Now()
 	err := f.File.Sync()
 	f.observe(time.Since(start))
+	return err
+}
+
+// SyncFileSystem times a whole file system's sync as one fsync, when the
+// wrapped FS can sync one (FileSystemSyncer).
+func (t timedFS) SyncFileSystem(path string) error {
+	s, ok := t.FS.(FileSystemSyncer)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	start := time.Now()
+	err := s.SyncFileSystem(path)
+	t.observe(time.Since(start))
 	return err
 }

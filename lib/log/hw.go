@@ -24,7 +24,7 @@ func (l *Log) CheckpointHighWatermark(hw int64) error {
 	if closed {
 		return ErrClosed
 	}
-	if err := writeFileAtomic(l.fs, l.dir, highWatermarkFile, encodeOffsetCheckpoint("high-water-mark", hw)); err != nil {
+	if err := l.writeAtomic(highWatermarkFile, encodeOffsetCheckpoint("high-water-mark", hw)); err != nil {
 		return fmt.Errorf("log: %w", err)
 	}
 	l.hwCheckpointed = hw

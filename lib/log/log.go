@@ -25,6 +25,11 @@ const maxOpenSegments = 32
 // recoveryBufSize is the read size of the recovery scan.
 const recoveryBufSize = 1 << 20
 
+// recoveryBufs are the recovery scans' buffers: a broker recovering
+// thousands of logs after a crash allocates (and clears) one per worker,
+// not one per log.
+var recoveryBufs = sync.Pool{New: func() any { return new([recoveryBufSize]byte) }}
+
 // Log is one partition's log in one directory. See the package
 // documentation for which methods may be called concurrently.
 type Log struct {
@@ -72,6 +77,8 @@ type Log struct {
 	clean       *CleanShutdown // Options.Clean, during load
 	closedClean *CleanShutdown // set by a Close that flushed everything
 	synced      bool           // Options.Synced, during load
+	// batch is Options.Batch until its Commit (syncbatch.go).
+	batch atomic.Pointer[SyncBatch]
 	// scannedAtOpen is set when Open ran the recovery scan (for tests).
 	scannedAtOpen bool
 
@@ -132,7 +139,8 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	}
 	l.logger = l.logger.With("log", filepath.Base(dir))
 	l.sync.cond.L = &l.sync.mu
-	if err := l.makeDir(opts.DirDurable || opts.Clean != nil || opts.Synced); err != nil {
+	opts.Batch.join(l)
+	if err := l.makeDir(opts.DirDurable || opts.Clean != nil || opts.Synced || l.batched()); err != nil {
 		return nil, fmt.Errorf("log: open %s: %w", dir, err)
 	}
 	l.mu.Lock()
@@ -369,7 +377,10 @@ func (l *Log) recoverLocked(k int, rp int64) error {
 			}
 		}
 		if torn && i+1 < len(l.segs) {
-			for _, seg := range l.segs[i+1:] {
+			// The last first: a crash in between leaves the log's
+			// first segments, never a gap (which sealed-segments would
+			// report as missing segments).
+			for _, seg := range slices.Backward(l.segs[i+1:]) {
 				l.logger.Warn("deleting segment after a torn one: it holds no good batch", "segment", segmentName(seg.base, logExt), "bytes", seg.size)
 				l.removeSegmentFiles(seg.base)
 			}
@@ -379,8 +390,8 @@ func (l *Log) recoverLocked(k int, rp int64) error {
 	}
 	// The scanned batches past the checkpoint may be in the page cache
 	// only (the process died, not the machine): the recovery point is
-	// about to pass them.
-	if l.scannedEnd > rp {
+	// about to pass them. After a syncfs (Options.Synced) they are not.
+	if l.scannedEnd > rp && !l.synced {
 		for _, seg := range l.segs[k:] {
 			if err := seg.file.f.Sync(); err != nil {
 				return fmt.Errorf("recover %s: %w", segmentName(seg.base, logExt), err)
@@ -456,7 +467,9 @@ func (l *Log) recoverSegment(i int, rp, durableTo int64, first bool) (torn bool,
 	seg.tidx = append([]byte(nil), keepTidx...)
 	seg.resetIndexState()
 	interval := l.cfg.IndexIntervalBytes
-	buf := make([]byte, recoveryBufSize)
+	pooled := recoveryBufs.Get().(*[recoveryBufSize]byte)
+	defer recoveryBufs.Put(pooled)
+	buf := pooled[:]
 	index := func(pos int64, h *record.Header) error {
 		// The CRC does not cover the leader epoch. Below the recovery
 		// point the checkpointed history holds; past it, epochs must not
@@ -748,9 +761,12 @@ func (l *Log) createSegmentLocked(base int64) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create segment %d: %w", base, err)
 	}
-	if err := syncDir(l.fs, l.dir); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("create segment %d: %w", base, err)
+	// In a batch, its Commit makes the new entries durable.
+	if !l.batched() {
+		if err := syncDir(l.fs, l.dir); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("create segment %d: %w", base, err)
+		}
 	}
 	seg := &segment{base: base, file: newSegFile(f), maxTS: -1, rollTS: -1, maxTSKnown: true}
 	seg.lastUse.Store(l.useClock.Add(1))

@@ -2,11 +2,14 @@ package log
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -183,6 +186,11 @@ type powerLoss struct {
 	appended batchSet         // every batch ever appended, by offset
 	durable  map[int64][]byte // batches that must survive any crash
 	openOps  int64            // file system operations of the last Open
+	// batched opens the log in a SyncBatch, begins an epoch in it (as a
+	// new leader does) and commits it, as a broker opening many
+	// partitions does.
+	batched bool
+	epoch   int32 // the epoch of the cycle's appends
 
 	// The idempotent writer: its next sequence and the batch whose
 	// append was not acknowledged before the crash, if any.
@@ -207,14 +215,31 @@ func (p *powerLoss) open(label string) *Log {
 			p.fsys.CrashAfter(p.rng.Int64N(p.openOps + 1))
 		}
 		before := p.fsys.Ops()
-		l, err := Open(powerLossDir, p.cfg, Options{FS: p.fsys, Clock: p.clock})
+		torn := &tornCheckpoints{}
+		opts := Options{FS: p.fsys, Clock: p.clock, Logger: slog.New(torn)}
+		if p.batched {
+			opts.Batch = NewSyncBatch(p.fsys, "/")
+		}
+		l, err := Open(powerLossDir, p.cfg, opts)
 		if err != nil {
 			t.Fatalf("%s: open: %v", label, err)
 		}
 		p.openOps = p.fsys.Ops() - before
 		what := fmt.Sprintf("%s, open %d", label, try)
+		if msg := torn.first(); msg != "" {
+			t.Fatalf("%s: %s: a checkpoint is replaced atomically, never torn", what, msg)
+		}
 		got := checkRecovered(t, l, p.appended, what)
 		checkKept(t, got, p.durable, what)
+		if p.batched {
+			// The epoch a new leader begins, still in the batch.
+			if err := l.BeginEpoch(p.epoch); err != nil {
+				t.Fatalf("%s: begin epoch: %v", what, err)
+			}
+			if err := opts.Batch.Commit(); err != nil {
+				t.Fatalf("%s: commit the batch: %v", what, err)
+			}
+		}
 		crashed := p.fsys.Crashed()
 		p.fsys.CrashAfter(-1)
 		if crashed == nil {
@@ -236,6 +261,7 @@ func (p *powerLoss) open(label string) *Log {
 func (p *powerLoss) cycle(n, writers, perWriter int, maxOps int64) {
 	t := p.t
 	label := fmt.Sprintf("cycle %d", n)
+	p.epoch = int32(n)
 	l := p.open(label)
 	end := p.rng.IntN(6) // 0: kill, 1: close, else power loss
 	if end > 1 {
@@ -325,8 +351,18 @@ func (p *powerLoss) cycle(n, writers, perWriter int, maxOps int64) {
 		t.Logf("%s: killed after %d appends", label, len(all))
 		return
 	case end == 1:
+		var batch *SyncBatch
+		if p.batched {
+			// As a broker shutting down closes its logs: its fsyncs
+			// wait for the commit.
+			batch = NewSyncBatch(fsys, "/")
+			batch.Add(l)
+		}
 		if err := l.Close(); err != nil {
 			t.Fatalf("%s: close: %v", label, err)
+		}
+		if err := batch.Commit(); err != nil {
+			t.Fatalf("%s: commit the close: %v", label, err)
 		}
 		for _, a := range all {
 			p.durable[a.base] = a.bytes
@@ -339,6 +375,40 @@ func (p *powerLoss) cycle(n, writers, perWriter int, maxOps int64) {
 	_ = l.Close()
 	t.Logf("%s: power loss after %d appends, %d file system operations", label, len(all), fsys.Ops())
 	p.fsys = next
+}
+
+// tornCheckpoints is a slog.Handler that keeps the first warning of a
+// log ignoring a checkpoint it cannot decode.
+type tornCheckpoints struct {
+	mu  sync.Mutex
+	msg string
+}
+
+func (h *tornCheckpoints) Enabled(context.Context, slog.Level) bool { return true }
+func (h *tornCheckpoints) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *tornCheckpoints) WithGroup(string) slog.Handler            { return h }
+
+func (h *tornCheckpoints) Handle(_ context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn || !strings.HasPrefix(r.Message, "ignoring") {
+		return nil
+	}
+	msg := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		msg += " " + a.String()
+		return true
+	})
+	h.mu.Lock()
+	if h.msg == "" {
+		h.msg = msg
+	}
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *tornCheckpoints) first() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.msg
 }
 
 // abandon leaves l as a killed process would: no flush, no checkpoints.
@@ -370,22 +440,33 @@ func TestPowerLossKeepsEveryAcknowledgedAppend(t *testing.T) {
 	}
 }
 
+// Batched, every Open (the first one creating the log) runs in a
+// SyncBatch: its checkpoints, never fsynced one by one, are as durable
+// once the batch commits, and a crash in the middle of the commit leaves
+// a log that opens again with everything below its recovery point.
 func TestPowerLossKeepsEverythingBelowTheRecoveryPoint(t *testing.T) {
-	for _, policy := range []FlushPolicy{FlushOS, FlushInterval} {
-		for _, mode := range []CrashMode{CrashStrict, CrashTorn} {
-			t.Run(policy.String()+"/"+mode.String(), func(t *testing.T) {
-				powerLossRuns(t, func(t *testing.T, seed uint64) {
-					cfg := testConfig()
-					cfg.FlushPolicy = policy
-					cfg.SegmentBytes = 8 << 10
-					cfg.FlushInterval = time.Second
-					p := newPowerLoss(t, mode, seed, cfg)
-					for n := range powerLossCycles() {
-						p.cycle(n, 3, 60, 900)
-					}
-					p.open("end").Close()
+	for _, batched := range []bool{false, true} {
+		for _, policy := range []FlushPolicy{FlushOS, FlushInterval} {
+			for _, mode := range []CrashMode{CrashStrict, CrashTorn} {
+				name := policy.String() + "/" + mode.String()
+				if batched {
+					name = "batched/" + name
+				}
+				t.Run(name, func(t *testing.T) {
+					powerLossRuns(t, func(t *testing.T, seed uint64) {
+						cfg := testConfig()
+						cfg.FlushPolicy = policy
+						cfg.SegmentBytes = 8 << 10
+						cfg.FlushInterval = time.Second
+						p := newPowerLoss(t, mode, seed, cfg)
+						p.batched = batched
+						for n := range powerLossCycles() {
+							p.cycle(n, 3, 60, 900)
+						}
+						p.open("end").Close()
+					})
 				})
-			})
+			}
 		}
 	}
 }

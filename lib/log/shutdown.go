@@ -161,7 +161,7 @@ func (l *Log) writeCheckpointLocked(name string, data []byte) error {
 		return nil
 	}
 	delete(l.durableCkpt, name)
-	if err := writeFileAtomic(l.fs, l.dir, name, data); err != nil {
+	if err := l.writeAtomic(name, data); err != nil {
 		return err
 	}
 	if l.durableCkpt == nil {

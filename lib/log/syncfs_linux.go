@@ -1,0 +1,23 @@
+package log
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// SyncFileSystem makes everything written to the file system holding
+// path durable, with one syncfs(2) (OSFS is a FileSystemSyncer on Linux).
+func (osFS) SyncFileSystem(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		err = unix.Syncfs(int(f.Fd()))
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
