@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -60,6 +61,10 @@ type dataPlane struct {
 
 	producerIDs producerIDBlock // InitProducerId (metadata.go)
 
+	// files bounds the segment descriptors of every hosted log
+	// (log.max.open.files).
+	files *log.Files
+
 	// storage counts the failed writes of the data directory's logs since
 	// mqd started (logdirs.go).
 	storage log.StorageCounters
@@ -88,7 +93,9 @@ func newDataPlane(b *Broker) (*dataPlane, error) {
 	d := &dataPlane{
 		b:     b,
 		parts: map[topicPartition]*hosted{},
+		files: log.NewFiles(int(b.cfg.Settings.LogMaxOpenFiles)),
 	}
+	b.log.Info("segment files", "log.max.open.files", d.files.Max())
 	if b.cfg.Settings.DataDir == "" {
 		return nil, errors.New("broker: no data directory")
 	}
@@ -243,6 +250,20 @@ type openWork struct {
 // ms each here, almost all of it waiting for the disk.
 const openWorkers = 128
 
+// openParallelism is how many partitions are opened or closed at once:
+// openWorkers, fewer when the open-files limit is low. Each open holds a
+// few short-lived descriptors (checkpoints, indexes, the directory) beside
+// the segment files, which log.max.open.files bounds: a quarter of what
+// the limit leaves them, so that clients still get sockets.
+func (d *dataPlane) openParallelism() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return openWorkers
+	}
+	spare := int64(min(rl.Cur, 1<<30)) - int64(d.files.Max())
+	return int(max(min(spare/4, openWorkers), 4))
+}
+
 // openAndBecome opens the partitions of work that are not open yet and
 // applies each one's state, openWorkers at a time, and returns the errors.
 // Only a handful of partitions change in most images: those are applied
@@ -269,7 +290,7 @@ func (d *dataPlane) openAndBecome(work []openWork) []error {
 			mu.Unlock()
 		}
 	}
-	forEachBounded(len(work), openWorkers, func(i int) { one(work[i]) })
+	forEachBounded(len(work), d.openParallelism(), func(i int) { one(work[i]) })
 	return errs
 }
 
@@ -377,6 +398,7 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 	opts := log.Options{
 		Logger:     d.b.log.With("topic", t.Name, "partition", partition),
 		FS:         d.b.cfg.LogFS,
+		Files:      d.files,
 		Clock:      d.b.clock,
 		Counters:   &d.storage,
 		DirDurable: dirDurable,
@@ -569,7 +591,7 @@ func (d *dataPlane) closeAll(record bool) error {
 	all := slices.Collect(maps.Keys(parts))
 	errs := make([]error, len(all))
 	// Closing is fsyncs too (see openWorkers).
-	forEachBounded(len(all), openWorkers, func(i int) {
+	forEachBounded(len(all), d.openParallelism(), func(i int) {
 		tp := all[i]
 		h := parts[tp]
 		h.Log().Flush()
