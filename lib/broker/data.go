@@ -95,7 +95,12 @@ func newDataPlane(b *Broker) (*dataPlane, error) {
 		parts: map[topicPartition]*hosted{},
 		files: log.NewFiles(int(b.cfg.Settings.LogMaxOpenFiles)),
 	}
-	b.log.Info("segment files", "log.max.open.files", d.files.Max())
+	limit := openFilesLimit()
+	b.log.Info("segment files", "log.max.open.files", d.files.Max(), "open_files_limit", limit)
+	if limit > 0 && int64(d.files.Max()) > limit-64 {
+		b.log.Warn("log.max.open.files leaves less than 64 of the open-files limit to connections and checkpoints; opens may fail with too many open files",
+			"log.max.open.files", d.files.Max(), "open_files_limit", limit)
+	}
 	if b.cfg.Settings.DataDir == "" {
 		return nil, errors.New("broker: no data directory")
 	}
@@ -256,12 +261,22 @@ const openWorkers = 128
 // the segment files, which log.max.open.files bounds: a quarter of what
 // the limit leaves them, so that clients still get sockets.
 func (d *dataPlane) openParallelism() int {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+	limit := openFilesLimit()
+	if limit <= 0 {
 		return openWorkers
 	}
-	spare := int64(min(rl.Cur, 1<<30)) - int64(d.files.Max())
+	spare := limit - int64(d.files.Max())
 	return int(max(min(spare/4, openWorkers), 4))
+}
+
+// openFilesLimit is the soft RLIMIT_NOFILE (which the Go runtime raised to
+// the hard one at start), 0 when unknown.
+func openFilesLimit() int64 {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0
+	}
+	return int64(min(rl.Cur, 1<<30))
 }
 
 // openAndBecome opens the partitions of work that are not open yet and
