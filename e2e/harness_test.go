@@ -138,6 +138,9 @@ type mqdProc struct {
 	netns string
 	// livePid is the running process's pid, 0 once it has exited (pid).
 	livePid atomic.Int32
+	// nofile, when set, is the open-files limit (soft and hard) mqd runs
+	// under: prlimit execs it in place, so the pid is mqd's.
+	nofile int
 }
 
 // launchMQD starts mqd on dataDir with the given key=value properties and
@@ -177,9 +180,13 @@ func (p *mqdProc) start() error {
 	for _, prop := range p.props {
 		args = append(args, "--set", prop)
 	}
-	if p.netns != "" {
+	switch {
+	case p.netns != "":
 		p.cmd = exec.Command("ip", append([]string{"netns", "exec", p.netns, mqdPath}, args...)...)
-	} else {
+	case p.nofile > 0:
+		lim := fmt.Sprintf("--nofile=%d:%d", p.nofile, p.nofile)
+		p.cmd = exec.Command("prlimit", append([]string{lim, mqdPath}, args...)...)
+	default:
 		p.cmd = exec.Command(mqdPath, args...)
 	}
 	if p.stderr != nil {
@@ -395,6 +402,7 @@ type broker struct {
 type brokerOpts struct {
 	dataDir string   // reuse a data directory (restart); empty = fresh temp dir
 	props   []string // key=value properties passed with --set
+	nofile  int      // open-files limit for mqd (prlimit), 0: the test's
 }
 
 // startBroker starts mqd for t; it is stopped when the test ends.
@@ -403,8 +411,8 @@ func startBroker(t testing.TB, o brokerOpts) *broker {
 	if o.dataDir == "" {
 		o.dataDir = t.TempDir()
 	}
-	p, err := launchMQD(o.dataDir, o.props)
-	if err != nil {
+	p := &mqdProc{dataDir: o.dataDir, props: o.props, nofile: o.nofile}
+	if err := p.start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

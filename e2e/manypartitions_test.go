@@ -85,9 +85,15 @@ func TestManyPartitionsSurviveSIGKILLMidProduce(t *testing.T) {
 // checks that each partition begins with the values of want, in order.
 func checkAllPresent(t *testing.T, b *broker, partitions int32, want map[int32][]string) {
 	t.Helper()
-	offsets := map[string]map[int32]kgo.Offset{"many": {}}
+	checkAllPresentIn(t, b, "many", partitions, want)
+}
+
+// checkAllPresentIn is checkAllPresent for topic.
+func checkAllPresentIn(t *testing.T, b *broker, topic string, partitions int32, want map[int32][]string) {
+	t.Helper()
+	offsets := map[string]map[int32]kgo.Offset{topic: {}}
 	for p := range partitions {
-		offsets["many"][p] = kgo.NewOffset().AtStart()
+		offsets[topic][p] = kgo.NewOffset().AtStart()
 	}
 	cl := b.client(kgo.ConsumePartitions(offsets), kgo.FetchMaxWait(100*time.Millisecond))
 	defer cl.Close()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -60,6 +61,10 @@ type dataPlane struct {
 
 	producerIDs producerIDBlock // InitProducerId (metadata.go)
 
+	// files bounds the segment descriptors of every hosted log
+	// (log.max.open.files).
+	files *log.Files
+
 	// storage counts the failed writes of the data directory's logs since
 	// mqd started (logdirs.go).
 	storage log.StorageCounters
@@ -88,6 +93,13 @@ func newDataPlane(b *Broker) (*dataPlane, error) {
 	d := &dataPlane{
 		b:     b,
 		parts: map[topicPartition]*hosted{},
+		files: log.NewFiles(int(b.cfg.Settings.LogMaxOpenFiles)),
+	}
+	limit := openFilesLimit()
+	b.log.Info("segment files", "log.max.open.files", d.files.Max(), "open_files_limit", limit)
+	if limit > 0 && int64(d.files.Max()) > limit-64 {
+		b.log.Warn("log.max.open.files leaves less than 64 of the open-files limit to connections and checkpoints; opens may fail with too many open files",
+			"log.max.open.files", d.files.Max(), "open_files_limit", limit)
 	}
 	if b.cfg.Settings.DataDir == "" {
 		return nil, errors.New("broker: no data directory")
@@ -256,8 +268,32 @@ const (
 	batchMax = 1024
 )
 
+// openParallelism is how many partitions are opened or closed at once:
+// openWorkers, fewer when the open-files limit is low. Each open holds a
+// few short-lived descriptors (checkpoints, indexes, the directory) beside
+// the segment files, which log.max.open.files bounds: a quarter of what
+// the limit leaves them, so that clients still get sockets.
+func (d *dataPlane) openParallelism() int {
+	limit := openFilesLimit()
+	if limit <= 0 {
+		return openWorkers
+	}
+	spare := limit - int64(d.files.Max())
+	return int(max(min(spare/4, openWorkers), 4))
+}
+
+// openFilesLimit is the soft RLIMIT_NOFILE (which the Go runtime raised to
+// the hard one at start), 0 when unknown.
+func openFilesLimit() int64 {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0
+	}
+	return int64(min(rl.Cur, 1<<30))
+}
+
 // openAndBecome opens the partitions of work that are not open yet and
-// applies each one's state, openWorkers at a time, and returns the errors.
+// applies each one's state, openParallelism at a time, and returns the errors.
 // Only a handful of partitions change in most images: those are applied
 // on the caller's goroutine. New partitions are opened and given their
 // state up to batchMax at a time in one log.SyncBatch, and registered
@@ -284,7 +320,8 @@ func (d *dataPlane) openAndBecome(work []openWork) []error {
 			known = append(known, w)
 		}
 	}
-	forEachBounded(len(known), openWorkers, func(i int) { become(known[i].h, known[i]) })
+	par := d.openParallelism()
+	forEachBounded(len(known), par, func(i int) { become(known[i].h, known[i]) })
 	dirsDurable := d.makeDirs(fresh)
 	for len(fresh) > 0 {
 		chunk := fresh[:min(len(fresh), batchMax)]
@@ -294,7 +331,7 @@ func (d *dataPlane) openAndBecome(work []openWork) []error {
 			batch = log.NewSyncBatch(d.b.cfg.LogFS, d.b.cfg.Settings.DataDir)
 		}
 		opened := make([]*hosted, len(chunk))
-		forEachBounded(len(chunk), openWorkers, func(i int) {
+		forEachBounded(len(chunk), par, func(i int) {
 			h, err := d.open(chunk[i].t, chunk[i].p.ID, chunk[i].cfg, dirsDurable, batch)
 			if err != nil {
 				failed(err)
@@ -306,7 +343,7 @@ func (d *dataPlane) openAndBecome(work []openWork) []error {
 		if err := batch.Commit(); err != nil {
 			// Not durable: served by none, opened again at the next image.
 			failed(fmt.Errorf("open %d partitions: %w", len(chunk), err))
-			forEachBounded(len(chunk), openWorkers, func(i int) {
+			forEachBounded(len(chunk), par, func(i int) {
 				if opened[i] != nil {
 					_ = opened[i].Close()
 				}
@@ -427,6 +464,7 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 	opts := log.Options{
 		Logger:     d.b.log.With("topic", t.Name, "partition", partition),
 		FS:         d.b.cfg.LogFS,
+		Files:      d.files,
 		Clock:      d.b.clock,
 		Counters:   &d.storage,
 		DirDurable: dirDurable,
@@ -630,7 +668,7 @@ func (d *dataPlane) closeAll(record bool) error {
 		batch = log.NewSyncBatch(d.b.cfg.LogFS, d.b.cfg.Settings.DataDir)
 	}
 	// Closing is fsyncs too (see openWorkers).
-	forEachBounded(len(all), openWorkers, func(i int) {
+	forEachBounded(len(all), d.openParallelism(), func(i int) {
 		tp := all[i]
 		h := parts[tp]
 		batch.Add(h.Log())

@@ -196,12 +196,23 @@ func partsBytes(t *testing.T, parts []server.Part) []byte {
 	t.Helper()
 	var body []byte
 	for _, p := range parts {
-		if p.File == nil {
+		f := p.File
+		if p.Source != nil {
+			var err error
+			if f, err = p.Source.AcquireFile(); err != nil {
+				t.Fatalf("acquire file part: %v", err)
+			}
+		}
+		if f == nil {
 			body = append(body, p.Bytes...)
 			continue
 		}
 		b := make([]byte, p.Len)
-		if _, err := p.File.ReadAt(b, p.Offset); err != nil && err != io.EOF {
+		_, err := f.ReadAt(b, p.Offset)
+		if p.Source != nil {
+			p.Source.ReleaseFile()
+		}
+		if err != nil && err != io.EOF {
 			t.Fatalf("read file part: %v", err)
 		}
 		body = append(body, b...)

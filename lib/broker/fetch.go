@@ -467,7 +467,7 @@ func (f *fetch) encode() []server.Part {
 			}
 			if n > 0 {
 				parts = append(parts, server.Part{Bytes: buf[mark:len(buf):len(buf)]},
-					server.Part{File: fp.region.File, Offset: fp.region.Pos, Len: n})
+					server.Part{Source: fp.region.File(), Offset: fp.region.Pos, Len: n})
 				mark = len(buf)
 			}
 			if flexible {

@@ -44,12 +44,12 @@ func TestFetchEncodingDecodesWithKmsg(t *testing.T) {
 	for v := fetchAPI.min; v <= fetchAPI.max; v++ {
 		f := &fetch{version: v, topics: []fetchTopic{
 			{name: "alpha", id: topicID, parts: []fetchPartition{
-				{partition: 0, highWatermark: 5, logStartOffset: 0, region: log.Region{File: file, Pos: pos1, Len: int64(len(batch1))}},
+				{partition: 0, highWatermark: 5, logStartOffset: 0, region: log.RegionOf(file, pos1, int64(len(batch1)), 0, 2)},
 				{partition: 1, highWatermark: 9, logStartOffset: 2}, // no records
 				{partition: 2, highWatermark: -1, logStartOffset: -1, err: log.ErrOffsetOutOfRange},
 			}},
 			{name: "beta", id: [16]byte{9}, parts: []fetchPartition{
-				{partition: 3, highWatermark: 7, logStartOffset: 1, region: log.Region{File: file, Pos: pos2, Len: int64(len(batch2))}},
+				{partition: 3, highWatermark: 7, logStartOffset: 1, region: log.RegionOf(file, pos2, int64(len(batch2)), 3, 4)},
 			}},
 			{name: "gamma", parts: nil},
 		}}

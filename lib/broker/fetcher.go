@@ -679,13 +679,13 @@ func (f *fetcher) reset(ctx context.Context, conn *peerConn, rounds []round, log
 // to its log directory (replica.high.watermark.checkpoint.interval.ms), so
 // that a restarted replica does not start from its log start.
 //
-// Up to openWorkers at once, whose fsyncs the file system commits
+// Up to openParallelism at once, whose fsyncs the file system commits
 // together; a pass stops early when the broker closes, which checkpoints
 // every one as it closes the logs (dataPlane.closeAll), so that a
 // shutdown does not wait for thousands of them one after the other.
 func (b *Broker) checkpointHighWatermarks() {
 	all := b.data.all()
-	forEachBounded(len(all), openWorkers, func(i int) {
+	forEachBounded(len(all), b.data.openParallelism(), func(i int) {
 		select {
 		case <-b.stop:
 			return

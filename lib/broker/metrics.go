@@ -121,6 +121,8 @@ func (b *Broker) metricsSnapshot(partitionSeries bool) metrics.Snapshot {
 		}
 	}
 	s.Groups = b.groupLag()
+	fs := b.data.files.Stats()
+	s.SegmentFilesOpen, s.SegmentFilesOpened, s.SegmentFilesEvicted = fs.Open, fs.Opens, fs.Evictions
 	return s
 }
 

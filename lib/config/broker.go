@@ -53,6 +53,7 @@ type Broker struct {
 	LogRetentionCheckInterval  time.Duration // log.retention.check.interval.ms, default 5 min
 	LogScrubBytesPerSec        int64         // log.scrub.bytes.per.sec (mq), default 16 MiB/s; 0 off
 	LogCleanerThreads          int32         // log.cleaner.threads, default 1; 0 turns compaction off
+	LogMaxOpenFiles            int32         // log.max.open.files (mq): segment descriptors kept open, default 0 = half of RLIMIT_NOFILE at start
 	LogCleanerDedupeBufferSize int64         // log.cleaner.dedupe.buffer.size, default 128 MiB, shared by the threads
 	LogCleanerBackoff          time.Duration // log.cleaner.backoff.ms, default 15 s
 	LogScrubInterval           time.Duration // log.scrub.interval.ms (mq), default 7 days
@@ -240,6 +241,8 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.LogScrubBytesPerSec = i64(v) }, get: func(b *Broker) string { return fmtInt(b.LogScrubBytesPerSec) }},
 	{name: "log.scrub.interval.ms", kind: longAtLeast(1), def: "604800000", doc: "How often the scrubber reads every byte again after its first pass since mqd started (mq).",
 		set: func(b *Broker, v string) { b.LogScrubInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.LogScrubInterval) }},
+	{name: "log.max.open.files", kind: intAtLeast(0), def: "0", doc: "Most segment data files kept open at once, over all partitions (mq); idle ones are closed, least recently used first, and opened again when next read or appended to. 0: half of the open-files limit (RLIMIT_NOFILE) mqd starts with, at least 16.",
+		set: func(b *Broker, v string) { b.LogMaxOpenFiles = i32(v) }, get: func(b *Broker) string { return fmtInt(b.LogMaxOpenFiles) }},
 	{name: "log.cleaner.threads", kind: intAtLeast(0), def: "1", doc: "Threads compacting the logs of topics with cleanup.policy compact; 0 turns compaction off.",
 		set: func(b *Broker, v string) { b.LogCleanerThreads = i32(v) }, get: func(b *Broker) string { return fmtInt(b.LogCleanerThreads) }},
 	{name: "log.cleaner.dedupe.buffer.size", kind: longAtLeast(1 << 20), def: "134217728", doc: "Memory for the cleaner threads' key maps (about 48 bytes a key), shared among them; a pass that fills its share cleans up to where it filled.",

@@ -404,6 +404,7 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"connections.max.idle.ms", "1", true}, {"connections.max.idle.ms", "0", false},
 		{"log.retention.check.interval.ms", "1", true}, {"log.retention.check.interval.ms", "0", false},
 		{"log.cleaner.threads", "0", true}, {"log.cleaner.threads", "2", true}, {"log.cleaner.threads", "-1", false},
+		{"log.max.open.files", "0", true}, {"log.max.open.files", "64", true}, {"log.max.open.files", "-1", false}, {"log.max.open.files", "x", false},
 		{"log.cleaner.dedupe.buffer.size", "1048576", true}, {"log.cleaner.dedupe.buffer.size", "1024", false},
 		{"log.cleaner.backoff.ms", "100", true}, {"log.cleaner.backoff.ms", "0", false},
 		{"log.scrub.bytes.per.sec", "0", true}, {"log.scrub.bytes.per.sec", "1048576", true}, {"log.scrub.bytes.per.sec", "-1", false},

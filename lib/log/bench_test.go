@@ -151,7 +151,7 @@ func BenchmarkReadSequential(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := r.File.ReadAt(buf[:r.Len], r.Pos); err != nil {
+			if _, err := r.ReadAt(buf[:r.Len], 0); err != nil {
 				b.Fatal(err)
 			}
 			off = r.LastOffset + 1

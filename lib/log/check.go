@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"time"
@@ -185,7 +186,7 @@ type checkResult struct {
 // locateDamage), stepping over the damage already known; it stops at the
 // first bad batch when stopAtDamage is set, else goes on after it. pace, when not nil, is called before every
 // scrubChunk bytes are checked; its error stops the check.
-func (l *Log) checkBatches(seg *segment, f File, pos, end, next int64, stopAtDamage bool, pace func(n int) error) (checkResult, error) {
+func (l *Log) checkBatches(seg *segment, f io.ReaderAt, pos, end, next int64, stopAtDamage bool, pace func(n int) error) (checkResult, error) {
 	bufp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(bufp)
 	// The leader-epoch history only changes past the log end (new epochs)
@@ -313,7 +314,7 @@ func (l *Log) Scrub(ctx context.Context, pace func(ctx context.Context, n int) e
 			if pace != nil {
 				paceFn = func(n int) error { return pace(ctx, n) }
 			}
-			res, err := l.checkBatches(seg, sf.f, g.start, g.end, g.next, false, paceFn)
+			res, err := l.checkBatches(seg, sf, g.start, g.end, g.next, false, paceFn)
 			st.Bytes += res.end - g.start
 			st.Damaged += res.recorded
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"time"
@@ -364,13 +365,13 @@ func (l *Log) readSegment(p *cleanPlan, i int, fn func(pos int64, b []byte, h *r
 		return err
 	}
 	defer sf.release()
-	return readBatches(sf.f, seg.base, p.sizes[i], p.readBuf, fn)
+	return readBatches(sf, seg.base, p.sizes[i], p.readBuf, fn)
 }
 
 // readBatches calls fn with each batch of a segment data file of size
 // bytes, checked (header, dense offsets, CRC). fn may return
 // errStopIteration to stop. b is valid until fn returns.
-func readBatches(f File, base, size int64, buf []byte, fn func(pos int64, b []byte, h *record.Header) error) error {
+func readBatches(f io.ReaderAt, base, size int64, buf []byte, fn func(pos int64, b []byte, h *record.Header) error) error {
 	r := chunkReader{f: f, fileSize: size, buf: buf}
 	pos, next := int64(0), base
 	var h record.Header // fn gets its address: one for the whole walk

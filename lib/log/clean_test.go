@@ -241,7 +241,7 @@ func readActive(t testing.TB, l *Log) []byte {
 	l.mu.RLock()
 	seg := l.active()
 	b := make([]byte, seg.size)
-	_, err := seg.file.f.ReadAt(b, 0)
+	_, err := seg.file.ReadAt(b, 0)
 	l.mu.RUnlock()
 	if err != nil {
 		t.Fatal(err)

@@ -97,7 +97,10 @@ func (l *Log) commitGroup(p *cleanPlan, g []int, out *groupOutput) (bool, error)
 		}
 	}
 	l.segs = slices.Replace(l.segs, first, first+len(g), seg)
-	l.installLocked(seg, newSegFile(out.f), out.idx, out.tidx)
+	// In use until the renames below give the file its name: closed
+	// before, it could not be opened again.
+	sf := l.files.adopt(l.segFiles, l.fs, logPath, out.f)
+	l.installLocked(seg, sf, out.idx, out.tidx)
 	l.maxTSValid = false
 
 	err = l.checkpointSealedLocked()
@@ -112,6 +115,10 @@ func (l *Log) commitGroup(p *cleanPlan, g []int, out *groupOutput) (bool, error)
 	if err == nil {
 		err = syncDir(l.fs, l.dir)
 	}
+	if err != nil {
+		l.files.retire(l.segFiles, logPath) // the name is not the file's: keep it open
+	}
+	sf.done()
 	if err != nil {
 		if l.failed == nil {
 			l.failed = fmt.Errorf("%w: clean: swap %s: %w", ErrFailed, segmentName(out.base, logExt), err)
@@ -211,6 +218,7 @@ func (l *Log) finishSwapLocked(base int64, names map[string]bool) error {
 			return err
 		}
 	}
+	l.files.retire(l.segFiles, logPath)
 	if err := l.fs.Rename(logPath+swapSuffix, logPath); err != nil {
 		return err
 	}

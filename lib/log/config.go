@@ -128,7 +128,12 @@ func (c Config) normalized() Config {
 
 // Options are the log's environment.
 type Options struct {
-	FS     FS           // nil: the real file system (OSFS)
+	FS FS // nil: the real file system (OSFS)
+	// Files bounds the segment file descriptors this log keeps open,
+	// together with the other logs given the same value (a broker's
+	// log.max.open.files); nil: one Files shared by every log of the
+	// process opened without one, bounded by DefaultMaxOpenFiles.
+	Files  *Files
 	Clock  clock.Clock  // nil: real time
 	Logger *slog.Logger // nil: silent
 	// Counters, when set, count the log's storage failures together with

@@ -262,7 +262,7 @@ func (l *Log) SkipDamaged(offset int64) (Damage, error) {
 // the log end for the active segment). resume is where the good batches go
 // on (size when none follows in the segment) and resumeOffset their first
 // offset.
-func locateDamage(f File, base, bad, size, expect, nextBase int64, why error) (d Damage, resume, resumeOffset int64, err error) {
+func locateDamage(f io.ReaderAt, base, bad, size, expect, nextBase int64, why error) (d Damage, resume, resumeOffset int64, err error) {
 	hint := int64(-1)
 	if b, err := readAtMost(f, bad, record.HeaderSize, size); err == nil {
 		if h, err := record.ParseHeader(b); err == nil && bad+int64(h.Size()) <= size {
@@ -290,7 +290,7 @@ func locateDamage(f File, base, bad, size, expect, nextBase int64, why error) (d
 // tries hint first (the position after the bad batch, when its length
 // looked sane), then every position in order. Without strict, any batch
 // passing its CRC will do.
-func findNextBatch(f File, base, from, size, minOffset, maxOffset, hint int64, strict bool) (int64, record.Header, bool, error) {
+func findNextBatch(f io.ReaderAt, base, from, size, minOffset, maxOffset, hint int64, strict bool) (int64, record.Header, bool, error) {
 	if hint >= from {
 		if h, ok, err := goodBatchAt(f, base, hint, size, minOffset, maxOffset, strict); err != nil || ok {
 			return hint, h, ok, err
@@ -332,7 +332,7 @@ func plausible(h *record.Header, base, pos, size, minOffset, maxOffset int64) bo
 
 // goodBatchAt checks for a good batch at pos (see findNextBatch); strict
 // also wants the end of the data or a continuing header after it.
-func goodBatchAt(f File, base, pos, size, minOffset, maxOffset int64, strict bool) (record.Header, bool, error) {
+func goodBatchAt(f io.ReaderAt, base, pos, size, minOffset, maxOffset int64, strict bool) (record.Header, bool, error) {
 	hb, err := readAtMost(f, pos, record.HeaderSize, size)
 	if err != nil {
 		return record.Header{}, false, nil
@@ -361,7 +361,7 @@ func goodBatchAt(f File, base, pos, size, minOffset, maxOffset int64, strict boo
 }
 
 // readAtMost reads n bytes at pos of a file whose data ends at size.
-func readAtMost(f File, pos int64, n int, size int64) ([]byte, error) {
+func readAtMost(f io.ReaderAt, pos int64, n int, size int64) ([]byte, error) {
 	if pos < 0 || pos+int64(n) > size {
 		return nil, io.ErrUnexpectedEOF
 	}

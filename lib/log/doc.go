@@ -8,7 +8,7 @@
 //	res, err := l.Append(batch, leaderEpoch) // batch checked with record.Validate
 //	r, err := l.Read(offset, highWatermark, maxBytes)
 //	defer r.Release()                        // always, once
-//	r.WriteTo(conn) // or r.File.ReadAt / io.NewSectionReader(r.File, r.Pos, r.Len)
+//	r.WriteTo(conn) // or r.ReadAt, or f, err := r.File().AcquireFile() … r.File().ReleaseFile()
 //	...
 //	err = l.Close()
 //
@@ -95,9 +95,12 @@
 // recovery point are trusted and not read: a clean shutdown (recovery point
 // = log end offset) reads only the checkpoints and the active segment's
 // indexes and the batches after its last index entry. Segment files are
-// opened lazily, with at most 32 closed segments open at once (least
-// recently used closed first), so a log of thousands of segments opens
-// quickly and uses few file descriptors. From the segment holding the
+// opened lazily, with the indexes of at most 32 closed segments in memory
+// (least recently used dropped first), so a log of thousands of segments
+// opens quickly. The descriptors of segment files, active ones included,
+// are bounded across logs by the Files given in Options.Files (a broker's
+// log.max.open.files): an idle one may be closed, and is opened again by
+// name on its next use; see Files. From the segment holding the
 // recovery point on, every batch is checked (header, magic, length within
 // the file, CRC32C, base offset equal to the previous batch's last offset
 // + 1) and the indexes are rebuilt. The first bad batch and everything

@@ -17,6 +17,8 @@ const (
 	FaultSync
 	// FaultTruncate makes Truncate fail.
 	FaultTruncate
+	// FaultOpen makes OpenFile fail (the file is not opened).
+	FaultOpen
 )
 
 // Fault describes an injected failure. The zero Err means syscall.EIO.
@@ -39,8 +41,8 @@ type Fault struct {
 
 // FaultFS wraps an FS and injects write and sync failures on command. It is
 // for tests (of this package and of its users); it is safe for concurrent
-// use. Files it opens report a nil OS(), so Regions from a log on a FaultFS
-// carry a nil File: read them with Log.ReadBytes.
+// use. Files it opens report a nil OS(), so a Region from a log on a FaultFS
+// cannot lend an *os.File (AcquireFile fails): read it with ReadAt.
 type FaultFS struct {
 	fs     FS
 	mu     sync.Mutex
@@ -164,8 +166,17 @@ func faultErr(ft *Fault) error {
 	return syscall.EIO
 }
 
+// FailOpens makes the next n opens of a file ending in suffix fail with
+// err (nil: EIO).
+func (f *FaultFS) FailOpens(suffix string, n int, err error) {
+	f.Inject(Fault{Op: FaultOpen, Suffix: suffix, Times: n, Err: err})
+}
+
 // OpenFile opens a file whose writes and syncs go through the faults.
 func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	if err := f.opFault(FaultOpen, name); err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
 	file, err := f.fs.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err

@@ -90,7 +90,7 @@ func (l *Log) syncActive() error {
 	// Segments rolled under another policy (the policy is dynamic) must
 	// be on disk before the recovery point passes them.
 	waitChan(rolled)
-	err := sf.f.Sync()
+	err := sf.Sync()
 	sf.release()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -168,7 +168,7 @@ func (l *Log) Flush() error {
 	// rolled before end are fsynced in the background. Taken with end,
 	// not before: a roll in between would be passed over unsynced.
 	waitChan(rolled)
-	err := sf.f.Sync()
+	err := sf.Sync()
 	sf.release()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -278,7 +278,7 @@ func (l *Log) closeFlushLocked() error {
 	// no append waits for it: they fail with ErrClosed.
 	batched := l.batched()
 	if !batched {
-		if err := act.file.f.Sync(); err != nil {
+		if err := act.file.Sync(); err != nil {
 			return l.syncFailedLocked(fmt.Errorf("close: %w", err))
 		}
 		l.markDurableLocked(l.end, l.writeSeq)
@@ -308,6 +308,7 @@ func (l *Log) Delete() error {
 		return errors.Join(cerr, err)
 	}
 	for _, e := range entries {
+		l.files.retire(l.segFiles, l.path(e.Name())) // Regions may still read a segment
 		if err := l.fs.Remove(l.path(e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return errors.Join(cerr, err)
 		}
@@ -349,13 +350,13 @@ func (l *Log) rollAsyncLocked() error {
 // the previous rolled segment's fsync (prev) is done, then marks the log
 // below end durable. A failure puts the log in the failed state, as a
 // failed fsync under these policies may have lost acknowledged data.
-func (l *Log) syncRolled(base int64, sf *segFile, end int64, seq, gen uint64, prev, done chan struct{}) {
+func (l *Log) syncRolled(base int64, sf *SegmentFile, end int64, seq, gen uint64, prev, done chan struct{}) {
 	defer l.rolledWG.Done()
 	defer close(done)
 	if prev != nil {
 		<-prev
 	}
-	err := sf.f.Sync()
+	err := sf.Sync()
 	if err == nil {
 		_, indexPath, timeIndexPath := segmentPaths(l.dir, base)
 		err = errors.Join(l.syncPath(indexPath), l.syncPath(timeIndexPath))
@@ -419,7 +420,7 @@ func waitChan(ch chan struct{}) {
 // background fsync has not finished, for Close.
 func (l *Log) syncRolledPendingLocked() error {
 	for _, sf := range l.rolledPending {
-		if err := sf.f.Sync(); err != nil {
+		if err := sf.Sync(); err != nil {
 			return err
 		}
 	}

@@ -30,8 +30,8 @@ type File interface {
 	Truncate(size int64) error
 	Stat() (os.FileInfo, error)
 	Close() error
-	// OS returns the underlying *os.File for zero-copy reads (Region.File),
-	// or nil when there is none.
+	// OS returns the underlying *os.File for zero-copy reads
+	// (SegmentFile.AcquireFile), or nil when there is none.
 	OS() *os.File
 }
 

@@ -18,8 +18,10 @@ import (
 	"github.com/mqproject/mq/lib/record"
 )
 
-// maxOpenSegments bounds how many closed segments keep their data file open
-// and their indexes in memory; the least recently used is closed first.
+// maxOpenSegments bounds how many closed segments of one log keep their
+// indexes in memory and a reference on their data file; the least recently
+// used is dropped first. The descriptors themselves are bounded across logs
+// by Files.
 const maxOpenSegments = 32
 
 // recoveryBufSize is the read size of the recovery scan.
@@ -33,10 +35,13 @@ var recoveryBufs = sync.Pool{New: func() any { return new([recoveryBufSize]byte)
 // Log is one partition's log in one directory. See the package
 // documentation for which methods may be called concurrently.
 type Log struct {
-	dir    string
-	fs     FS
-	clock  clock.Clock
-	logger *slog.Logger
+	dir   string
+	fs    FS
+	files *Files
+	// segFiles are the log's segment files (Files.mu guards it).
+	segFiles fileSet
+	clock    clock.Clock
+	logger   *slog.Logger
 
 	// mu guards everything below it. Appends, truncation, retention and
 	// checkpoints hold it exclusively; reads hold it shared while they look
@@ -107,7 +112,7 @@ type Log struct {
 	// recovery point only moves over fsynced segments; rolledPending are
 	// the files still waiting (mu). rolledWG counts the goroutines.
 	rolledSync    chan struct{}
-	rolledPending []*segFile
+	rolledPending []*SegmentFile
 	rolledWG      sync.WaitGroup
 }
 
@@ -127,10 +132,14 @@ type AppendResult struct {
 // recovers it: segments after the recovery point are checked batch by batch
 // and a torn or corrupt tail is truncated.
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
-	l := &Log{dir: dir, fs: opts.FS, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized(), counters: opts.Counters, clean: opts.Clean, synced: opts.Synced}
+	l := &Log{dir: dir, fs: opts.FS, files: opts.Files, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized(), counters: opts.Counters, clean: opts.Clean, synced: opts.Synced}
 	if l.fs == nil {
 		l.fs = OSFS
 	}
+	if l.files == nil {
+		l.files = defaultFiles()
+	}
+	l.segFiles = make(fileSet)
 	if l.clock == nil {
 		l.clock = clock.Real()
 	}
@@ -326,7 +335,7 @@ func (l *Log) load() error {
 		// The first batch's timestamp stands in for when the segment got
 		// it; never in the future.
 		act.rollTS = l.clock.Now().UnixMilli()
-		if h, err := readHeader(act.file.f, 0); err == nil && h.MaxTimestamp >= 0 {
+		if h, err := readHeader(act.file, 0); err == nil && h.MaxTimestamp >= 0 {
 			act.rollTS = min(act.rollTS, h.MaxTimestamp)
 		}
 	}
@@ -393,7 +402,7 @@ func (l *Log) recoverLocked(k int, rp int64) error {
 	// about to pass them. After a syncfs (Options.Synced) they are not.
 	if l.scannedEnd > rp && !l.synced {
 		for _, seg := range l.segs[k:] {
-			if err := seg.file.f.Sync(); err != nil {
+			if err := seg.file.Sync(); err != nil {
 				return fmt.Errorf("recover %s: %w", segmentName(seg.base, logExt), err)
 			}
 		}
@@ -431,11 +440,11 @@ func (l *Log) recoverSegment(i int, rp, durableTo int64, first bool) (torn bool,
 		nextBase = l.segs[i+1].base
 	}
 	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, seg.base)
-	f, err := l.fs.OpenFile(logPath, os.O_RDWR, 0)
+	sf, err := l.files.get(l.segFiles, l.fs, logPath)
 	if err != nil {
 		return false, err
 	}
-	sf := newSegFile(f)
+	f := sf
 	defer func() {
 		if err != nil {
 			sf.release()
@@ -605,7 +614,7 @@ func (l *Log) checkEpochLocked(seg *segment, pos int64, h *record.Header) error 
 }
 
 // readHeader reads the batch header at pos.
-func readHeader(f File, pos int64) (record.Header, error) {
+func readHeader(f io.ReaderAt, pos int64) (record.Header, error) {
 	var b [record.HeaderSize]byte
 	if _, err := f.ReadAt(b[:], pos); err != nil {
 		return record.Header{}, err
@@ -689,7 +698,7 @@ func (l *Log) walkHeadersLocked(from int64, fn func(h *record.Header)) error {
 				pos, next = part.start, part.next
 			}
 			for pos < part.end {
-				res := scanSegment(seg.file.f, seg.base, pos, part.end, next, true, buf, func(_ int64, h *record.Header) error {
+				res := scanSegment(seg.file, seg.base, pos, part.end, next, true, buf, func(_ int64, h *record.Header) error {
 					if h.LastOffset() >= from {
 						fn(h)
 					}
@@ -702,7 +711,7 @@ func (l *Log) walkHeadersLocked(from int64, fn func(h *record.Header)) error {
 					break
 				}
 				limit, nextBase := l.locateBoundsLocked(seg, res.end)
-				d, resume, resumeOffset, err := locateDamage(seg.file.f, seg.base, res.end, limit, res.next, nextBase, res.badErr)
+				d, resume, resumeOffset, err := locateDamage(seg.file, seg.base, res.end, limit, res.next, nextBase, res.badErr)
 				if err != nil {
 					return err
 				}
@@ -757,18 +766,20 @@ func (l *Log) createSegmentLocked(base int64) (*segment, error) {
 		}
 		_ = f.Close()
 	}
-	f, err := l.fs.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	sf, err := l.files.create(l.segFiles, l.fs, logPath, func() (File, error) {
+		return l.fs.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("create segment %d: %w", base, err)
 	}
 	// In a batch, its Commit makes the new entries durable.
 	if !l.batched() {
 		if err := syncDir(l.fs, l.dir); err != nil {
-			_ = f.Close()
+			sf.release()
 			return nil, fmt.Errorf("create segment %d: %w", base, err)
 		}
 	}
-	seg := &segment{base: base, file: newSegFile(f), maxTS: -1, rollTS: -1, maxTSKnown: true}
+	seg := &segment{base: base, file: sf, maxTS: -1, rollTS: -1, maxTSKnown: true}
 	seg.lastUse.Store(l.useClock.Add(1))
 	l.segs = append(l.segs, seg)
 	return seg, nil
@@ -778,6 +789,7 @@ func (l *Log) createSegmentLocked(base int64) (*segment, error) {
 // in between leaves only index files, which Open removes.
 func (l *Log) removeSegmentFiles(base int64) {
 	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, base)
+	l.files.retire(l.segFiles, logPath) // Regions may still read it
 	for _, p := range []string{logPath, indexPath, timeIndexPath} {
 		if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			l.logger.Warn("cannot remove segment file", "file", filepath.Base(p), "err", err)
@@ -803,9 +815,9 @@ func (l *Log) deleteSegmentLocked(seg *segment) {
 // loadSegmentFiles opens a closed segment's data file and reads its indexes,
 // rebuilding them from the data when they are missing or inconsistent. It
 // does not touch the Log's guarded state.
-func (l *Log) loadSegmentFiles(base, size int64, interval int32) (*segFile, []byte, []byte, error) {
+func (l *Log) loadSegmentFiles(base, size int64, interval int32) (*SegmentFile, []byte, []byte, error) {
 	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, base)
-	f, err := l.fs.OpenFile(logPath, os.O_RDWR, 0)
+	f, err := l.files.get(l.segFiles, l.fs, logPath)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open segment %d: %w", base, err)
 	}
@@ -828,7 +840,7 @@ func (l *Log) loadSegmentFiles(base, size int64, interval int32) (*segFile, []by
 			return nil
 		})
 		if res.ioErr != nil {
-			_ = f.Close()
+			f.release()
 			return nil, nil, nil, res.ioErr
 		}
 		if res.badErr != nil {
@@ -844,7 +856,7 @@ func (l *Log) loadSegmentFiles(base, size int64, interval int32) (*segFile, []by
 	} else if why != nil {
 		idx, tidx = nil, nil
 	}
-	return newSegFile(f), idx, tidx, nil
+	return f, idx, tidx, nil
 }
 
 // openSegmentLocked makes sure seg is open. Called with mu held exclusively.
@@ -861,7 +873,7 @@ func (l *Log) openSegmentLocked(seg *segment) error {
 	return nil
 }
 
-func (l *Log) installLocked(seg *segment, sf *segFile, idx, tidx []byte) {
+func (l *Log) installLocked(seg *segment, sf *SegmentFile, idx, tidx []byte) {
 	seg.file, seg.idx, seg.tidx = sf, idx, tidx
 	seg.idxFlushed, seg.tidxFlushed = len(idx), len(tidx)
 	seg.resetIndexState()
@@ -895,7 +907,7 @@ func (l *Log) evictLocked() {
 
 // acquire returns seg's open data file with a reference for the caller and
 // its indexes, opening the segment when needed. Called without mu.
-func (l *Log) acquire(seg *segment) (*segFile, []byte, []byte, error) {
+func (l *Log) acquire(seg *segment) (*SegmentFile, []byte, []byte, error) {
 	if sf, idx, tidx, ok, err := l.tryAcquire(seg); ok || err != nil {
 		return sf, idx, tidx, err
 	}
@@ -929,7 +941,7 @@ func (l *Log) acquire(seg *segment) (*segFile, []byte, []byte, error) {
 	return seg.file, seg.idx, seg.tidx, nil
 }
 
-func (l *Log) tryAcquire(seg *segment) (*segFile, []byte, []byte, bool, error) {
+func (l *Log) tryAcquire(seg *segment) (*SegmentFile, []byte, []byte, bool, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
@@ -954,6 +966,9 @@ func (l *Log) closeFilesLocked() {
 		}
 	}
 	l.openClosed = nil
+	// Regions, and background fsyncs of rolled segments, may still hold
+	// files: keep them open, nothing opens them by name any more.
+	l.files.retireAll(l.segFiles)
 }
 
 func (l *Log) writableLocked() error {
@@ -1120,12 +1135,12 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, now int64) (uint64, e
 	if pos == 0 {
 		seg.rollTS = now
 	}
-	n, err := seg.file.f.WriteAt(batch, pos)
+	n, err := seg.file.WriteAt(batch, pos)
 	if err == nil && n != len(batch) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		if terr := seg.file.f.Truncate(pos); terr != nil {
+		if terr := seg.file.Truncate(pos); terr != nil {
 			l.failed = fmt.Errorf("%w: cannot undo a failed write to %s: %w", ErrFailed, segmentName(seg.base, logExt), terr)
 			l.logger.Error("log failed", "err", l.failed)
 		}
@@ -1154,7 +1169,7 @@ func (l *Log) rollLocked() error {
 		return l.rollAsyncLocked()
 	}
 	old := l.active()
-	if err := old.file.f.Sync(); err != nil {
+	if err := old.file.Sync(); err != nil {
 		return l.syncFailedLocked(fmt.Errorf("roll %s: %w", segmentName(old.base, logExt), err))
 	}
 	l.markDurableLocked(l.end, l.writeSeq)

@@ -58,7 +58,7 @@ func TestReadInTheMiddleOfABatchReturnsTheWholeBatch(t *testing.T) {
 				t.Fatalf("read %d: region %+v, want batch %d-%d", off, r, a.base, a.last)
 			}
 			got := make([]byte, r.Len)
-			if _, err := r.File.ReadAt(got, r.Pos); err != nil {
+			if _, err := r.ReadAt(got, 0); err != nil {
 				t.Fatal(err)
 			}
 			r.Release()
@@ -126,7 +126,7 @@ func TestReadLimits(t *testing.T) {
 				exp = append(exp, a.bytes...)
 			}
 			got := make([]byte, r.Len)
-			if _, err := r.File.ReadAt(got, r.Pos); err != nil {
+			if _, err := r.ReadAt(got, 0); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, exp) {
@@ -556,7 +556,7 @@ func TestRegionStaysReadableAfterRetentionDeletesItsSegment(t *testing.T) {
 		t.Fatalf("segment 0 still there: %v", err)
 	}
 	got := make([]byte, r.Len)
-	if _, err := r.File.ReadAt(got, r.Pos); err != nil {
+	if _, err := r.ReadAt(got, 0); err != nil {
 		t.Fatalf("read deleted segment through region: %v", err)
 	}
 	if !bytes.HasPrefix(got, want[0].bytes) {

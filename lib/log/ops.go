@@ -130,7 +130,7 @@ func (l *Log) truncateLocked(offset int64) error {
 
 	rel, pos := offsetFloor(seg.idx, relOffset(offset-seg.base))
 	cut, newEnd, found := int64(-1), int64(0), false
-	res := scanSegment(seg.file.f, seg.base, pos, seg.size, seg.base+int64(rel), false, make([]byte, 8<<10), func(p int64, h *record.Header) error {
+	res := scanSegment(seg.file, seg.base, pos, seg.size, seg.base+int64(rel), false, make([]byte, 8<<10), func(p int64, h *record.Header) error {
 		if !found && h.LastOffset() >= offset {
 			cut, newEnd, found = p, h.BaseOffset, true
 		}
@@ -142,7 +142,7 @@ func (l *Log) truncateLocked(offset int64) error {
 	if !found {
 		cut, newEnd = res.end, res.next
 	}
-	f := seg.file.f
+	f := seg.file
 	if err := f.Truncate(cut); err != nil {
 		return fmt.Errorf("truncate %s: %w", segmentName(seg.base, logExt), err)
 	}

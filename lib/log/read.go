@@ -13,25 +13,31 @@ import (
 // Region is a byte range of a segment data file holding whole batches, for
 // sending to a socket without copying.
 //
-// A non-empty Region holds a reference on its file: the file stays open and
+// A non-empty Region holds a reference on its file: the file stays
 // readable, even when retention or truncation deletes the segment
 // meanwhile, until Release. The caller must call Release exactly once when
 // done with a Region (an empty Region needs none, and Release on it is
-// harmless). Read the bytes with pread-style calls (File.ReadAt,
-// io.NewSectionReader, WriteTo), never with the File's seek offset, which
-// other readers share.
+// harmless). The Region does not keep a descriptor open: Files may close
+// the file while it is idle. Read the bytes with ReadAt or WriteTo, or
+// borrow the *os.File for a sendfile with File().AcquireFile.
 type Region struct {
-	// File is the segment data file; nil when the log's FS has no
-	// *os.File (a FaultFS) or the Region is empty.
-	File *os.File
 	// Pos and Len delimit the bytes in the file.
 	Pos, Len int64
 	// BaseOffset is the base offset of the first batch, LastOffset the last
 	// offset of the last one. An empty Region has LastOffset < BaseOffset.
 	BaseOffset, LastOffset int64
 
-	sf *segFile
+	sf *SegmentFile
 }
+
+// RegionOf returns a Region of n bytes at pos of f, a file outside any log
+// (tests, tools). Release leaves f open.
+func RegionOf(f *os.File, pos, n, baseOffset, lastOffset int64) Region {
+	return Region{Pos: pos, Len: n, BaseOffset: baseOffset, LastOffset: lastOffset, sf: &SegmentFile{f: osFile{f}}}
+}
+
+// File is the Region's segment file, nil for an empty Region.
+func (r *Region) File() *SegmentFile { return r.sf }
 
 // Release drops the Region's reference on its file.
 func (r *Region) Release() {
@@ -39,6 +45,27 @@ func (r *Region) Release() {
 		r.sf.release()
 		r.sf = nil
 	}
+}
+
+// ReadAt reads the Region's bytes from off, relative to its start
+// (io.ReaderAt).
+func (r *Region) ReadAt(p []byte, off int64) (int, error) {
+	if r.sf == nil {
+		return 0, errors.New("log: region released")
+	}
+	if off < 0 || off >= r.Len {
+		return 0, io.EOF
+	}
+	n := len(p)
+	short := false
+	if int64(n) > r.Len-off {
+		n, short = int(r.Len-off), true
+	}
+	m, err := r.sf.ReadAt(p[:n], r.Pos+off)
+	if err == nil && short {
+		err = io.EOF
+	}
+	return m, err
 }
 
 // WriteTo writes the Region's bytes to w.
@@ -49,7 +76,7 @@ func (r *Region) WriteTo(w io.Writer) (int64, error) {
 	if r.sf == nil {
 		return 0, errors.New("log: region released")
 	}
-	return io.Copy(w, io.NewSectionReader(r.sf.f, r.Pos, r.Len))
+	return io.Copy(w, io.NewSectionReader(r.sf, r.Pos, r.Len))
 }
 
 func emptyRegion(offset int64) Region { return Region{BaseOffset: offset, LastOffset: offset - 1} }
@@ -103,7 +130,7 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int) (Region, error) {
 			if r, ok := seg.readTail(offset, maxOffset, maxBytes); ok {
 				if r.Len > 0 {
 					seg.file.acquire()
-					r.File, r.sf = seg.file.f.OS(), seg.file
+					r.sf = seg.file
 				}
 				l.mu.RUnlock()
 				return r, nil
@@ -227,7 +254,7 @@ func (l *Log) checkRegion(seg *segment, r *Region, offset int64) (again bool, er
 	if checked {
 		return false, nil
 	}
-	res, err := l.checkBatches(seg, r.sf.f, r.Pos, end, r.BaseOffset, true, nil)
+	res, err := l.checkBatches(seg, r.sf, r.Pos, end, r.BaseOffset, true, nil)
 	if err != nil {
 		return false, err
 	}
@@ -254,7 +281,7 @@ func (l *Log) checkAround(seg *segment, from, next int64) bool {
 	l.mu.RLock()
 	size := seg.size
 	l.mu.RUnlock()
-	res, err := l.checkBatches(seg, sf.f, from, size, next, true, nil)
+	res, err := l.checkBatches(seg, sf, from, size, next, true, nil)
 	return err == nil && res.recorded > 0
 }
 
@@ -266,10 +293,10 @@ func (l *Log) checkAround(seg *segment, from, next int64) bool {
 // caller's reference on sf when it is non-empty. after, when set, is a
 // damaged range of the segment before offset: the walk starts after its
 // bytes when the index would start it before them.
-func readSegment(base int64, sf *segFile, idx []byte, limit, nextBase, offset, maxOffset int64, maxBytes int, after *Damage) (Region, bool, error) {
+func readSegment(base int64, sf *SegmentFile, idx []byte, limit, nextBase, offset, maxOffset int64, maxBytes int, after *Damage) (Region, bool, error) {
 	bufp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(bufp)
-	r := chunkReader{f: sf.f, buf: *bufp, fileSize: limit}
+	r := chunkReader{f: sf, buf: *bufp, fileSize: limit}
 	var walkFrom, walkNext int64 // where the header walk last started
 	corrupt := func(pos int64, err error) error {
 		return &CorruptionError{Segment: segmentName(base, logExt), Position: pos, Err: err, walkFrom: walkFrom, walkNext: walkNext}
@@ -369,7 +396,7 @@ func readSegment(base int64, sf *segFile, idx []byte, limit, nextBase, offset, m
 			return Region{}, false, err
 		}
 	}
-	return Region{File: sf.f.OS(), Pos: start, Len: end - start, BaseOffset: h.BaseOffset, LastOffset: last, sf: sf}, true, nil
+	return Region{Pos: start, Len: end - start, BaseOffset: h.BaseOffset, LastOffset: last, sf: sf}, true, nil
 }
 
 // ReadBytes is Read with the bytes copied into memory.
@@ -380,7 +407,7 @@ func (l *Log) ReadBytes(offset, maxOffset int64, maxBytes int) ([]byte, error) {
 	}
 	defer r.Release()
 	b := make([]byte, r.Len)
-	if _, err := r.sf.f.ReadAt(b, r.Pos); err != nil {
+	if _, err := r.sf.ReadAt(b, r.Pos); err != nil {
 		return nil, fmt.Errorf("log: read %s at %d: %w", segmentName(r.BaseOffset, logExt), r.Pos, err)
 	}
 	return b, nil

@@ -210,6 +210,7 @@ func TestCleanOpenReadsNoSegmentData(t *testing.T) {
 		}
 		counter := &openCounter{FS: OSFS}
 		tl.opts.FS = counter
+		tl.opts.Files = NewFiles(64) // nothing closed and opened again
 		tl.open()
 		if n := counter.count(".log"); n != 1 {
 			t.Fatalf("open opened %d segment data files, want 1", n)

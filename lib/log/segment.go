@@ -42,28 +42,6 @@ func parseSegmentName(name string) (base int64, ext string, ok bool) {
 	return base, ext, true
 }
 
-// segFile is an open segment data file shared by the log and the Regions
-// that read it. It is closed when the last reference goes: the log holds
-// one while the segment is open in its cache, each Region one more.
-type segFile struct {
-	f    File
-	refs atomic.Int32
-}
-
-func newSegFile(f File) *segFile {
-	sf := &segFile{f: f}
-	sf.refs.Store(1)
-	return sf
-}
-
-func (s *segFile) acquire() { s.refs.Add(1) }
-
-func (s *segFile) release() {
-	if s.refs.Add(-1) == 0 {
-		_ = s.f.Close()
-	}
-}
-
 // segment is one segment of the log. Every field is guarded by Log.mu;
 // idx, tidx and file are nil while a closed segment is not open (they are
 // loaded on demand and dropped by the open-segment limit). The active
@@ -72,7 +50,7 @@ type segment struct {
 	base int64
 	size int64 // bytes of whole batches in the .log file
 
-	file *segFile
+	file *SegmentFile
 	idx  []byte // offset index entries; never modified below len once published
 	tidx []byte // time index entries; same rule
 
@@ -190,7 +168,7 @@ var (
 
 // chunkReader serves small reads of a file from a buffer.
 type chunkReader struct {
-	f        File
+	f        io.ReaderAt
 	buf      []byte
 	pos      int64 // file position of buf[0]
 	n        int   // valid bytes in buf
@@ -243,7 +221,7 @@ type scanResult struct {
 // in 32 bits) and, with checkCRC, the CRC. It calls fn for each good batch
 // and stops at the first bad one, or when fn returns an error (the batch
 // fn was given then does not count as scanned). buf is the read buffer.
-func scanSegment(f File, base, pos, size, next int64, checkCRC bool, buf []byte, fn func(pos int64, h *record.Header) error) scanResult {
+func scanSegment(f io.ReaderAt, base, pos, size, next int64, checkCRC bool, buf []byte, fn func(pos int64, h *record.Header) error) scanResult {
 	r := chunkReader{f: f, fileSize: size, buf: buf}
 	res := scanResult{end: pos, next: next}
 	for pos < size {

@@ -89,11 +89,11 @@ func (l *Log) trustCleanLocked(c *CleanShutdown, rp int64, rpErr, epErr error) b
 func (l *Log) checkActiveTailLocked(c *CleanShutdown) (err error) {
 	seg := l.active()
 	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, seg.base)
-	f, err := l.fs.OpenFile(logPath, os.O_RDWR, 0)
+	sf, err := l.files.get(l.segFiles, l.fs, logPath)
 	if err != nil {
 		return err
 	}
-	sf := newSegFile(f)
+	f := sf
 	defer func() {
 		if err != nil {
 			sf.release()

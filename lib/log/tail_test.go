@@ -29,7 +29,7 @@ func checkTail(t *testing.T, l *Log, rng *rand.Rand) {
 	l.mu.RLock()
 	seg := l.active()
 	tail := append([]tailBatch(nil), seg.tail...)
-	size, f := seg.size, seg.file.f
+	size, f := seg.size, seg.file
 	l.mu.RUnlock()
 	for i, b := range tail {
 		h, err := readHeader(f, b.pos)

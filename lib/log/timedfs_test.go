@@ -33,7 +33,9 @@ func TestTimedFSReportsEveryFsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Release()
-	if r.File == nil {
-		t.Error("a Region of a TimedFS log has no *os.File: sendfile would be lost")
+	if _, err := r.File().AcquireFile(); err != nil {
+		t.Errorf("a Region of a TimedFS log has no *os.File (%v): sendfile would be lost", err)
+	} else {
+		r.File().ReleaseFile()
 	}
 }

@@ -23,6 +23,8 @@ type stateCollector struct {
 	groups, lagMessages, lagSeconds *prometheus.Desc
 
 	connections, connectionsAccepted *prometheus.Desc
+
+	segmentFilesOpen, segmentFilesOpened, segmentFilesEvicted *prometheus.Desc
 }
 
 func newStateCollector(source Source, partitionSeries bool) *stateCollector {
@@ -62,6 +64,10 @@ func newStateCollector(source Source, partitionSeries bool) *stateCollector {
 
 		connections:         d("mq_connections", "Open client connections.", nil, nil),
 		connectionsAccepted: d("mq_connections_accepted_total", "Client connections accepted since the node started.", nil, nil),
+
+		segmentFilesOpen:    d("mq_log_segment_files_open", "Segment data files open now (bounded by log.max.open.files).", nil, nil),
+		segmentFilesOpened:  d("mq_log_segment_files_opened_total", "Opens of segment data files since the node started, first and again.", nil, nil),
+		segmentFilesEvicted: d("mq_log_segment_files_evicted_total", "Idle segment data files closed to stay within log.max.open.files.", nil, nil),
 	}
 }
 
@@ -77,6 +83,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.controllerLeaderID, c.raftState, c.controllerIsLeader,
 		c.groups, c.lagMessages, c.lagSeconds,
 		c.connections, c.connectionsAccepted,
+		c.segmentFilesOpen, c.segmentFilesOpened, c.segmentFilesEvicted,
 	} {
 		ch <- d
 	}
@@ -154,6 +161,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 	gauge(c.connections, float64(s.Connections))
 	counter(c.connectionsAccepted, s.ConnectionsAccepted)
+
+	gauge(c.segmentFilesOpen, float64(s.SegmentFilesOpen))
+	counter(c.segmentFilesOpened, s.SegmentFilesOpened)
+	counter(c.segmentFilesEvicted, s.SegmentFilesEvicted)
 }
 
 func bool01(b bool) float64 {

@@ -44,6 +44,7 @@ var fixed = Snapshot{
 		{Group: "e", State: "Empty"},
 	},
 	Connections: 3, ConnectionsAccepted: 17,
+	SegmentFilesOpen: 5, SegmentFilesOpened: 40, SegmentFilesEvicted: 35,
 }
 
 // gather returns every sample of the mq_ families as "name{k=v,...}" →
@@ -117,6 +118,9 @@ func TestCollectorShowsTheSnapshot(t *testing.T) {
 		"mq_group_lag_seconds{group=h,partition=0,topic=t}":  2.25,
 		"mq_connections{}":                                   3,
 		"mq_connections_accepted_total{}":                    17,
+		"mq_log_segment_files_open{}":                        5,
+		"mq_log_segment_files_opened_total{}":                40,
+		"mq_log_segment_files_evicted_total{}":               35,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
@@ -127,6 +131,7 @@ func TestCollectorShowsTheSnapshot(t *testing.T) {
 		"mq_topic_bytes_in_total": dto.MetricType_COUNTER, "mq_partition_high_watermark": dto.MetricType_GAUGE,
 		"mq_isr_shrinks_total": dto.MetricType_COUNTER, "mq_group_lag_seconds": dto.MetricType_GAUGE,
 		"mq_connections_accepted_total": dto.MetricType_COUNTER,
+		"mq_log_segment_files_open":     dto.MetricType_GAUGE, "mq_log_segment_files_evicted_total": dto.MetricType_COUNTER,
 	} {
 		if types[name] != typ {
 			t.Errorf("%s is a %v, want a %v", name, types[name], typ)

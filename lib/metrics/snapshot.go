@@ -32,6 +32,12 @@ type Snapshot struct {
 	// ConnectionsAccepted the connections accepted since the node started.
 	Connections         int
 	ConnectionsAccepted uint64
+
+	// SegmentFilesOpen is the number of segment data files open now;
+	// SegmentFilesOpened counts their opens and SegmentFilesEvicted the
+	// idle ones closed for log.max.open.files, since the node started.
+	SegmentFilesOpen                        int
+	SegmentFilesOpened, SegmentFilesEvicted uint64
 }
 
 // RaftStates are the values of RaftState, the label values of

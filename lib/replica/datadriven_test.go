@@ -492,7 +492,7 @@ func (c *cluster) fetch(b *strings.Builder, n *node, maxBytes, cut int, truncate
 	}
 	var data []byte
 	if r.Len > 0 {
-		data, err = io.ReadAll(io.NewSectionReader(r.File, r.Pos, r.Len))
+		data, err = io.ReadAll(io.NewSectionReader(&r, 0, r.Len))
 		r.Release()
 		if err != nil {
 			c.t.Fatal(err)

@@ -705,7 +705,7 @@ func (c *conn) writeParts(p *pending, resp Response) error {
 		total++
 	}
 	for _, part := range resp.Parts {
-		if part.File != nil && (part.Offset < 0 || part.Len < 0) {
+		if part.isFile() && (part.Offset < 0 || part.Len < 0) {
 			return fmt.Errorf("%s response: invalid file region offset %d len %d", kmsg.NameForKey(p.key), part.Offset, part.Len)
 		}
 		total += part.size()
@@ -725,7 +725,7 @@ func (c *conn) writeParts(p *pending, resp Response) error {
 	vec := append(c.vec[:0], hdr)
 	defer func() { clear(vec); c.vec = vec[:0] }()
 	for _, part := range resp.Parts {
-		if part.File == nil {
+		if !part.isFile() {
 			if len(part.Bytes) > 0 {
 				vec = append(vec, part.Bytes)
 			}
@@ -760,13 +760,19 @@ func (c *conn) writeCopied(hdr []byte, parts []Part) error {
 	defer copyPool.Put(bp)
 	buf := append((*bp)[:0], hdr...)
 	for _, part := range parts {
-		if part.File == nil {
+		if !part.isFile() {
 			buf = append(buf, part.Bytes...)
 			continue
 		}
+		f, err := part.acquire()
+		if err != nil {
+			return err
+		}
 		n := len(buf)
 		buf = buf[:n+int(part.Len)]
-		if m, err := part.File.ReadAt(buf[n:], part.Offset); m < int(part.Len) {
+		m, err := f.ReadAt(buf[n:], part.Offset)
+		part.release()
+		if m < int(part.Len) {
 			if err == nil || errors.Is(err, io.EOF) {
 				err = errFileShort
 			}
@@ -797,6 +803,11 @@ var errFileShort = errors.New("file region past end of file")
 // writeFile sends a file region: sendfile when the connection is a socket
 // that allows it, else positional reads through a pooled buffer.
 func (c *conn) writeFile(part Part) error {
+	f, err := part.acquire()
+	if err != nil {
+		return err
+	}
+	defer part.release()
 	var sc syscall.Conn
 	switch nc := c.nc.(type) {
 	case *net.TCPConn:
@@ -805,14 +816,14 @@ func (c *conn) writeFile(part Part) error {
 		sc = nc
 	}
 	if sc != nil {
-		sent, err := sendFile(sc, part.File, part.Offset, part.Len)
+		sent, err := sendFile(sc, f, part.Offset, part.Len)
 		if !errors.Is(err, errSendfileUnsupported) {
 			return err
 		}
 		part.Offset += sent
 		part.Len -= sent
 	}
-	return copyFileRegion(c.nc, part.File, part.Offset, part.Len)
+	return copyFileRegion(c.nc, f, part.Offset, part.Len)
 }
 
 var copyPool = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}

@@ -166,8 +166,38 @@ type Part struct {
 	// File, when set, sends Len bytes from File at Offset (sendfile when the
 	// connection allows). If the file is shorter than Offset+Len (truncated
 	// meanwhile), the connection is closed: the response cannot be completed.
-	File        *os.File
+	File *os.File
+	// Source, when set instead of File, lends the file for the time the
+	// part is written: a descriptor that may be closed while idle (a log
+	// segment's, see log.Files) is open only while it is sent.
+	Source      FileSource
 	Offset, Len int64
+}
+
+// FileSource lends an open file. AcquireFile returns it open until the
+// matching ReleaseFile; both may be called from any goroutine, once per
+// part written.
+type FileSource interface {
+	AcquireFile() (*os.File, error)
+	ReleaseFile()
+}
+
+// isFile reports whether the part is a file region.
+func (p Part) isFile() bool { return p.File != nil || p.Source != nil }
+
+// acquire returns the part's file, open until release.
+func (p Part) acquire() (*os.File, error) {
+	if p.Source == nil {
+		return p.File, nil
+	}
+	return p.Source.AcquireFile()
+}
+
+// release ends the use acquire began.
+func (p Part) release() {
+	if p.Source != nil {
+		p.Source.ReleaseFile()
+	}
 }
 
 // Empty reports whether r carries nothing to write.
@@ -177,7 +207,7 @@ func (r Response) Empty() bool {
 
 // size is the number of body bytes the part contributes.
 func (p Part) size() int64 {
-	if p.File != nil {
+	if p.isFile() {
 		return p.Len
 	}
 	return int64(len(p.Bytes))
