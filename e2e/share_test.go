@@ -383,7 +383,9 @@ func TestShareDeadLettersAndReplay(t *testing.T) {
 	setShareConfigs(t, cl, "workers", "share.auto.offset.reset", "earliest", "share.delivery.count.limit", "3",
 		"errors.deadletterqueue.topic.name", "jobs.dlq")
 	const n = 40
+	producing := time.Now()
 	produceValues(t, cl, "jobs", 0, n)
+	produced := time.Now()
 
 	// Values ≡ 0 mod 5 are rejected, ≡ 1 released every time; the rest
 	// accepted.
@@ -489,6 +491,36 @@ func TestShareDeadLettersAndReplay(t *testing.T) {
 			replayed[string(r.Value)] = true
 		})
 	}
+
+	// With the consumer gone (its share session closed), the replayed
+	// records wait at the share-partition's start, available, and the
+	// oldest of them is as old as the record it was.
+	consumer.Close()
+	var q []struct {
+		Partitions []struct {
+			StartOffset  int64 `json:"start_offset"`
+			Available    int64 `json:"available"`
+			Acquired     int64 `json:"acquired"`
+			OldestMillis int64 `json:"oldest_unacked_ms"`
+		} `json:"partitions"`
+	}
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		asked := time.Now()
+		r := runTool(t, 30*time.Second, "", "mqctl", "-b", b.addr, "queue", "describe", "-o", "json", "workers")
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &q) != nil || len(q) != 1 || len(q[0].Partitions) != 1 {
+			return false, r.stdout + r.stderr
+		}
+		p := q[0].Partitions[0]
+		oldest := time.Duration(p.OldestMillis) * time.Millisecond
+		if p.StartOffset != n || p.Available != 16 || p.Acquired != 0 {
+			return false, r.stdout
+		}
+		if low, high := asked.Sub(produced), time.Since(producing); oldest < low-time.Millisecond || oldest > high+time.Millisecond {
+			t.Fatalf("oldest unacknowledged is %v old; its record was produced between %v and %v ago", oldest, low, high)
+		}
+		return true, ""
+	})
+
 	noGroup := runTool(t, 30*time.Second, "", "mqctl", "-b", b.addr, "queue", "dlq", "replay", "--group", "nobody")
 	if noGroup.code != 2 || !strings.Contains(noGroup.stderr, "no dead-letter topic") {
 		t.Fatalf("replay of a group without a dead-letter topic: %d %q", noGroup.code, noGroup.stderr)

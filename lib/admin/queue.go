@@ -245,6 +245,19 @@ func (a *Admin) DescribeQueues(ctx context.Context, groups []string) (QueueDescr
 			}
 			d.Members = append(d.Members, qm)
 		}
+		if len(topics) == 0 {
+			// No member says what the group reads: the share state does
+			// (a group whose members all left still has its queue).
+			stated, err := a.shareStateTopics(ctx, d.Group)
+			if err != nil {
+				d.Error = err.Error()
+				out = append(out, d)
+				continue
+			}
+			for _, t := range stated {
+				topics[t] = true
+			}
+		}
 		if err := a.describeSharePartitions(ctx, &d, slices.Sorted(mapKeysOf(topics))); err != nil {
 			d.Error = err.Error()
 		}
@@ -278,6 +291,29 @@ func mapKeysOf[V any](m map[string]V) func(func(string) bool) {
 			}
 		}
 	}
+}
+
+// shareStateTopics returns the topics a share group has state for: a
+// DescribeShareGroupOffsets naming none (null: all of them).
+func (a *Admin) shareStateTopics(ctx context.Context, group string) ([]string, error) {
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID, rg.Topics = group, nil
+	req.Groups = append(req.Groups, rg)
+	resp, err := req.RequestWith(ctx, a.cl)
+	if err != nil {
+		return nil, requestError("queue describe", err)
+	}
+	var topics []string
+	for _, g := range resp.Groups {
+		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+			return nil, fmt.Errorf("describe share offsets: %s", errText(err, deref(g.ErrorMessage)))
+		}
+		for _, t := range g.Topics {
+			topics = append(topics, t.Topic)
+		}
+	}
+	return topics, nil
 }
 
 // describeSharePartitions fills d's partitions of topics and its dead
