@@ -98,32 +98,42 @@ func (gc *groupCoordinator) close() {
 // ensureTopic creates __consumer_offsets (compacted, internal) unless it
 // exists, and opens its partitions here.
 func (gc *groupCoordinator) ensureTopic(ctx context.Context) (*controller.Topic, error) {
-	if t := gc.b.ctrl.Image().Topics[offsetsTopic]; t != nil {
+	return gc.b.ensureInternalTopic(ctx, &gc.createMu, offsetsTopic, gc.n, gc.syncOwnership)
+}
+
+// ensureInternalTopic returns the compacted internal topic name, which it
+// creates with partitions partitions unless it exists (created, it is
+// opened here, then created runs). createMu keeps concurrent first users
+// from creating it twice.
+func (b *Broker) ensureInternalTopic(ctx context.Context, createMu *sync.Mutex, name string, partitions int32, created func()) (*controller.Topic, error) {
+	if t := b.ctrl.Image().Topics[name]; t != nil {
 		return t, nil
 	}
-	gc.createMu.Lock()
-	defer gc.createMu.Unlock()
-	img := gc.b.ctrl.Image()
-	if t := img.Topics[offsetsTopic]; t != nil {
+	createMu.Lock()
+	defer createMu.Unlock()
+	img := b.ctrl.Image()
+	if t := img.Topics[name]; t != nil {
 		return t, nil
 	}
-	rf := offsetsReplicationFactor(gc.b.cfg.Settings.OffsetsTopicReplicationFactor, img)
-	_, err := gc.b.ctrl.CreateTopic(ctx, controller.CreateTopic{
-		Name:              offsetsTopic,
-		Partitions:        gc.n,
+	rf := offsetsReplicationFactor(b.cfg.Settings.OffsetsTopicReplicationFactor, img)
+	_, err := b.ctrl.CreateTopic(ctx, controller.CreateTopic{
+		Name:              name,
+		Partitions:        partitions,
 		ReplicationFactor: rf,
 		Configs:           map[string]string{"cleanup.policy": "compact"},
 		Internal:          true,
 	})
 	if err != nil && !errors.Is(err, controller.ErrTopicExists) {
-		return nil, fmt.Errorf("create %s: %w", offsetsTopic, err)
+		return nil, fmt.Errorf("create %s: %w", name, err)
 	}
-	gc.b.log.Info("created internal topic", "topic", offsetsTopic, "partitions", gc.n, "replication_factor", rf)
-	gc.b.syncData()
-	gc.syncOwnership()
-	t := gc.b.ctrl.Image().Topics[offsetsTopic]
+	b.log.Info("created internal topic", "topic", name, "partitions", partitions, "replication_factor", rf)
+	b.syncData()
+	if created != nil {
+		created()
+	}
+	t := b.ctrl.Image().Topics[name]
 	if t == nil {
-		return nil, fmt.Errorf("%s: not in the image after creation", offsetsTopic)
+		return nil, fmt.Errorf("%s: not in the image after creation", name)
 	}
 	return t, nil
 }

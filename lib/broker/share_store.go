@@ -82,34 +82,11 @@ type shareStore struct {
 // topic returns __share_group_state, created (compacted, internal) on
 // first use.
 func (s *shareStore) topic(ctx context.Context) (*controller.Topic, error) {
-	if t := s.b.ctrl.Image().Topics[shareStateTopic]; t != nil {
-		return t, nil
-	}
-	s.createMu.Lock()
-	defer s.createMu.Unlock()
-	img := s.b.ctrl.Image()
-	if t := img.Topics[shareStateTopic]; t != nil {
-		return t, nil
-	}
-	rf := offsetsReplicationFactor(s.b.cfg.Settings.OffsetsTopicReplicationFactor, img)
 	n := s.b.cfg.Settings.ShareStateTopicPartitions
 	if n <= 0 {
 		n = 50
 	}
-	_, err := s.b.ctrl.CreateTopic(ctx, controller.CreateTopic{
-		Name: shareStateTopic, Partitions: n, ReplicationFactor: rf,
-		Configs: map[string]string{"cleanup.policy": "compact"}, Internal: true,
-	})
-	if err != nil && !errors.Is(err, controller.ErrTopicExists) {
-		return nil, fmt.Errorf("create %s: %w", shareStateTopic, err)
-	}
-	s.b.log.Info("created internal topic", "topic", shareStateTopic, "partitions", n, "replication_factor", rf)
-	s.b.syncData()
-	t := s.b.ctrl.Image().Topics[shareStateTopic]
-	if t == nil {
-		return nil, fmt.Errorf("%s: not in the image after creation", shareStateTopic)
-	}
-	return t, nil
+	return s.b.ensureInternalTopic(ctx, &s.createMu, shareStateTopic, n, nil)
 }
 
 // leader returns the local leader replica of k's state partition, or

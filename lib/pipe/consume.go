@@ -152,20 +152,30 @@ func Consume(ctx context.Context, cfg ConsumeConfig) error {
 	return err
 }
 
-func consume(ctx context.Context, cfg ConsumeConfig) error {
-	addrs, err := client.Resolve(cfg.Broker, os.Getenv, os.Getuid())
+// connectAdmin resolves the -b addresses and returns a client that
+// reached the broker, for the tool's admin requests; the caller closes it.
+func connectAdmin(ctx context.Context, broker string) ([]client.Addr, *kgo.Client, *kadm.Client, error) {
+	addrs, err := client.Resolve(broker, os.Getenv, os.Getuid())
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	admCl, err := client.NewClient(addrs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := client.Ping(ctx, admCl, addrs); err != nil {
+		admCl.Close()
+		return nil, nil, nil, err
+	}
+	return addrs, admCl, kadm.NewClient(admCl), nil
+}
+
+func consume(ctx context.Context, cfg ConsumeConfig) error {
+	addrs, admCl, adm, err := connectAdmin(ctx, cfg.Broker)
 	if err != nil {
 		return err
 	}
 	defer admCl.Close()
-	if err := client.Ping(ctx, admCl, addrs); err != nil {
-		return err
-	}
-	adm := kadm.NewClient(admCl)
 	spec, err := parseTopics(cfg.Topics)
 	if err != nil {
 		return err

@@ -3,12 +3,10 @@ package pipe
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/mqproject/mq/lib/client"
@@ -74,19 +72,11 @@ func Exec(ctx context.Context, o ExecOptions) error {
 	if err := o.check(); err != nil {
 		return err
 	}
-	addrs, err := client.Resolve(o.Broker, os.Getenv, os.Getuid())
-	if err != nil {
-		return err
-	}
-	admCl, err := client.NewClient(addrs)
+	addrs, admCl, adm, err := connectAdmin(ctx, o.Broker)
 	if err != nil {
 		return err
 	}
 	defer admCl.Close()
-	if err := client.Ping(ctx, admCl, addrs); err != nil {
-		return err
-	}
-	adm := kadm.NewClient(admCl)
 	if _, err := topicPartitions(ctx, adm, topicSpec{names: o.Topics}, nil); err != nil {
 		return err
 	}
