@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -213,33 +214,63 @@ func consumeMode(direct bool) string {
 
 // recordPool recycles the record slices kgo decodes fetched records into,
 // so that a consumer does not allocate per record.
+//
+// kgo asks for one slice per record batch, exactly as long as the batch,
+// and a fetch spread over thousands of partitions holds thousands of short
+// ones at once until they are consumed. So slices come in power-of-two
+// size classes (a batch of 3 records takes a slice of 4, not of 256), and
+// each class keeps up to poolRecordsPerClass records' worth of free
+// slices: enough for every partition's batch of a many-partition fetch,
+// bounded in memory whatever the batch sizes.
 type recordPool struct {
 	mu   sync.Mutex
-	free [][]kgo.Record
+	free [poolClasses][][]kgo.Record // free[c]: slices of cap 1<<c
 }
+
+const (
+	poolClasses         = 32
+	poolRecordsPerClass = 1 << 16
+)
 
 func newRecordPool() *recordPool { return &recordPool{} }
 
-// GetRecords implements kgo.PoolRecords.
-func (p *recordPool) GetRecords(n int) []kgo.Record {
-	p.mu.Lock()
-	for i := len(p.free) - 1; i >= 0; i-- {
-		if s := p.free[i]; cap(s) >= n {
-			p.free[i] = p.free[len(p.free)-1]
-			p.free = p.free[:len(p.free)-1]
-			p.mu.Unlock()
-			return s[:n]
-		}
+// poolClass is the size class of a slice of n records: the smallest c
+// with 1<<c >= n.
+func poolClass(n int) int {
+	if n <= 1 {
+		return 0
 	}
-	p.mu.Unlock()
-	return make([]kgo.Record, n, max(n, 256))
+	return bits.Len(uint(n - 1))
 }
 
-// PutRecords implements kgo.PoolRecords.
-func (p *recordPool) PutRecords(s []kgo.Record) {
+// GetRecords implements kgo.PoolRecords.
+func (p *recordPool) GetRecords(n int) []kgo.Record {
+	c := poolClass(n)
+	if c >= poolClasses {
+		return make([]kgo.Record, n)
+	}
 	p.mu.Lock()
-	if len(p.free) < 64 {
-		p.free = append(p.free, s[:0])
+	if free := p.free[c]; len(free) > 0 {
+		s := free[len(free)-1]
+		free[len(free)-1] = nil
+		p.free[c] = free[:len(free)-1]
+		p.mu.Unlock()
+		return s[:n]
+	}
+	p.mu.Unlock()
+	return make([]kgo.Record, n, 1<<c)
+}
+
+// PutRecords implements kgo.PoolRecords. A slice whose capacity is not
+// one of the pool's classes (not one it made) is dropped.
+func (p *recordPool) PutRecords(s []kgo.Record) {
+	c := poolClass(cap(s))
+	if c >= poolClasses || cap(s) != 1<<c {
+		return
+	}
+	p.mu.Lock()
+	if (len(p.free[c])+1)<<c <= max(poolRecordsPerClass, 1<<c) {
+		p.free[c] = append(p.free[c], s[:0])
 	}
 	p.mu.Unlock()
 }

@@ -66,9 +66,10 @@ func (h *hotPath) round() {
 // TestProduceAndFetchHandlersReuseTheirState checks that the produce and
 // fetch handlers take their per-request state (responses, the fetch's
 // partitions and encoding buffer, the Reply and Done funcs) from pools:
-// once warm, a produce and a fetch of what it appended allocate about one
-// object between them (the partition's change channel, remade after each
-// append that a fetch waited on). Under the race detector sync.Pool
+// once warm, a produce and a fetch of what it appended allocate nothing
+// (a fetch answered at once takes no partition change channel, which the
+// next append would remake; BenchmarkProduceAndFetchSpread shows that
+// flat over 1,000 partitions a request). Under the race detector sync.Pool
 // reuses far less (5 allocations measured, against 16 before pooling).
 // A topic whose compression.type is the batches' codec takes the same
 // path as producer, the default: nothing is decoded or copied.
@@ -94,7 +95,7 @@ func testHandlersReuseTheirState(t *testing.T, configs map[string]string) {
 	}
 	allocs := testing.AllocsPerRun(500, h.round)
 	t.Logf("%.2f allocations per produce and fetch", allocs)
-	limit := 2.0
+	limit := 1.0
 	if raceEnabled {
 		limit = 8
 	}
