@@ -59,6 +59,9 @@ func TestObserverSeesEveryRequestAndConnectionsAreCounted(t *testing.T) {
 	if _, err := cl.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
 		t.Fatal(err)
 	}
+	// The observer is told once a response is written: the client may have
+	// it a moment before.
+	waitFor(t, "the observer to be told of both requests", func() bool { keys, _ := obs.seen(); return len(keys) >= 2 })
 	keys, errs := obs.seen()
 	if len(keys) != 2 || keys[0] != 18 || keys[1] != 3 {
 		t.Errorf("observed keys %v, want ApiVersions (18) then Metadata (3)", keys)
