@@ -298,14 +298,21 @@ func TestShareStateSurvivesBrokerCrash(t *testing.T) {
 	})
 	second.waitDistinct(t, want, 90*time.Second)
 	stop()
+	checkAcrossFault(t, n, first, second, "the first crash")
+}
+
+// checkAcrossFault checks records 0…n-1 after a fault: each accepted
+// before it (by before) or after it (by after), none by both.
+func checkAcrossFault(t *testing.T, n int, before, after *shareTally, fault string) {
+	t.Helper()
 	for i := 0; i < n; i++ {
 		v := strconv.Itoa(i)
-		f, s := first.accepted[v], second.accepted[v]
+		f, s := before.accepted[v], after.accepted[v]
 		switch {
 		case f+s == 0:
 			t.Errorf("record %d lost", i)
 		case f > 0 && s > 0:
-			t.Errorf("record %d, accepted and flushed before the first crash, delivered again", i)
+			t.Errorf("record %d, accepted and flushed before %s, delivered again", i, fault)
 		}
 	}
 }
@@ -359,16 +366,7 @@ func TestShareStateSurvivesLeaderFailover(t *testing.T) {
 	stop = second.consumersOf(t, c.client, "workers", "jobs", 3)
 	second.waitDistinct(t, n-first.distinct(), 90*time.Second)
 	stop()
-	for i := 0; i < n; i++ {
-		v := strconv.Itoa(i)
-		f, s := first.accepted[v], second.accepted[v]
-		switch {
-		case f+s == 0:
-			t.Errorf("record %d lost", i)
-		case f > 0 && s > 0:
-			t.Errorf("record %d, accepted and flushed before the failover, delivered again", i)
-		}
-	}
+	checkAcrossFault(t, n, first, second, "the failover")
 }
 
 // TestShareDeadLettersAndReplay: records rejected, or released on their

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -136,12 +137,21 @@ func shareConsume(t *testing.T, addr, group, topic string, consumers, want int) 
 	return seen
 }
 
-func TestShareGroupConsumersShareAPartition(t *testing.T) {
+// startShareQueue starts a broker with one-partition internal topics and
+// topic q of one partition, and sets share group g's configs (key,
+// value, …); it returns the broker, its address, q's id and a client.
+func startShareQueue(t *testing.T, configs ...string) (*testBroker, string, controller.TopicID, *kgo.Client) {
+	t.Helper()
 	tb := startBroker(t, "", func(s *config.Broker) { s.OffsetsTopicNumPartitions = 1; s.ShareStateTopicPartitions = 1 })
 	addr := serve(t, tb)
-	tb.createTopic(t, "q", 1, nil)
+	id := tb.createTopic(t, "q", 1, nil)
 	cl := newClient(t, addr)
-	setGroupConfigs(t, cl, "g", "share.auto.offset.reset", "earliest")
+	setGroupConfigs(t, cl, "g", configs...)
+	return tb, addr, id, cl
+}
+
+func TestShareGroupConsumersShareAPartition(t *testing.T) {
+	tb, addr, _, _ := startShareQueue(t, "share.auto.offset.reset", "earliest")
 	const n = 300
 	produceN(t, addr, "q", n)
 	seen := shareConsume(t, addr, "g", "q", 3, n)
@@ -187,11 +197,7 @@ func rawShareFetch(t *testing.T, cl *kgo.Client, group, member string, topicID [
 }
 
 func TestShareLocksOfASilentMemberExpire(t *testing.T) {
-	tb := startBroker(t, "", func(s *config.Broker) { s.OffsetsTopicNumPartitions = 1; s.ShareStateTopicPartitions = 1 })
-	addr := serve(t, tb)
-	id := tb.createTopic(t, "q", 1, nil)
-	cl := newClient(t, addr)
-	setGroupConfigs(t, cl, "g", "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "1000")
+	_, addr, id, cl := startShareQueue(t, "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "1000")
 	const n = 50
 	produceN(t, addr, "q", n)
 	got := rawShareFetch(t, cl, "g", "silent", id, 20)
@@ -299,11 +305,7 @@ func TestShareStateSurvivesARestart(t *testing.T) {
 }
 
 func TestShareDeadLetters(t *testing.T) {
-	tb := startBroker(t, "", func(s *config.Broker) { s.OffsetsTopicNumPartitions = 1; s.ShareStateTopicPartitions = 1 })
-	addr := serve(t, tb)
-	id := tb.createTopic(t, "q", 1, nil)
-	cl := newClient(t, addr)
-	setGroupConfigs(t, cl, "g", "share.auto.offset.reset", "earliest", "share.delivery.count.limit", "2",
+	tb, addr, id, _ := startShareQueue(t, "share.auto.offset.reset", "earliest", "share.delivery.count.limit", "2",
 		"errors.deadletterqueue.topic.name", "q.dlq")
 	const n = 30
 	produceN(t, addr, "q", n)
@@ -451,11 +453,7 @@ func serveTB(b *testing.B, tb *testBroker) string {
 }
 
 func TestShareRequestsRefuseBadInput(t *testing.T) {
-	tb := startBroker(t, "", func(s *config.Broker) { s.OffsetsTopicNumPartitions = 1; s.ShareStateTopicPartitions = 1 })
-	addr := serve(t, tb)
-	id := tb.createTopic(t, "q", 1, nil)
-	cl := newClient(t, addr)
-	setGroupConfigs(t, cl, "g", "share.auto.offset.reset", "earliest")
+	_, addr, id, cl := startShareQueue(t, "share.auto.offset.reset", "earliest")
 	produceN(t, addr, "q", 5)
 	br := cl.Broker(1)
 	ctx := ctxTimeout(t, 20*time.Second)
@@ -524,11 +522,7 @@ func TestShareRequestsRefuseBadInput(t *testing.T) {
 }
 
 func TestShareGroupOffsetsAlteredAndDeleted(t *testing.T) {
-	tb := startBroker(t, "", func(s *config.Broker) { s.OffsetsTopicNumPartitions = 1; s.ShareStateTopicPartitions = 1 })
-	addr := serve(t, tb)
-	tb.createTopic(t, "q", 1, nil)
-	cl := newClient(t, addr)
-	setGroupConfigs(t, cl, "g", "share.auto.offset.reset", "earliest")
+	tb, addr, _, cl := startShareQueue(t, "share.auto.offset.reset", "earliest")
 	const n = 20
 	produceN(t, addr, "q", n)
 	seen := shareConsume(t, addr, "g", "q", 1, n)
