@@ -394,38 +394,6 @@ func (w *topicChurn) topicProblems() []string {
 	return out
 }
 
-// epochHistory reads a partition directory's leader-epoch-checkpoint
-// (lib/log: "mq leader-epoch 1", a count, then one "epoch start" line per
-// entry). A missing file is an empty history.
-func epochHistory(dir string) (map[int32]int64, []int32, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "leader-epoch-checkpoint"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	ls := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if len(ls) < 2 || ls[0] != "mq leader-epoch 1" {
-		return nil, nil, fmt.Errorf("%s: not a leader-epoch checkpoint: %q", dir, b)
-	}
-	if n, err := strconv.Atoi(ls[1]); err != nil || n != len(ls)-2 {
-		return nil, nil, fmt.Errorf("%s: count %q for %d entries", dir, ls[1], len(ls)-2)
-	}
-	starts := map[int32]int64{}
-	var order []int32
-	for _, l := range ls[2:] {
-		var e int32
-		var s int64
-		if _, err := fmt.Sscanf(l, "%d %d", &e, &s); err != nil {
-			return nil, nil, fmt.Errorf("%s: bad entry %q", dir, l)
-		}
-		starts[e] = s
-		order = append(order, e)
-	}
-	return starts, order, nil
-}
-
 // epochFrom is the epoch of the entry of a history covering offset, -1
 // below the first.
 func epochFrom(starts map[int32]int64, order []int32, offset int64) int32 {
@@ -439,27 +407,38 @@ func epochFrom(starts map[int32]int64, order []int32, offset int64) int32 {
 	return e
 }
 
-// checkEpochHistories checks the replicas' leader-epoch histories (the
-// nodes are settled): an epoch starts at the same offset on every replica
+// checkEpochHistories checks the replicas' leader-epoch histories, as
+// their log checkpoints hold them once the settled nodes were stopped: an
+// epoch starts at the same offset on every replica
 // that has it, and every batch of the chaos topic lies in its own epoch's
 // part of its replica's history. Two leaders writing in one epoch would
 // break one or the other (or the byte comparison of the logs). It
 // returns the violations.
 func checkEpochHistories(c *cluster, logs [][][]batchInfo) []string {
 	var out []string
+	// A node writes its logs' histories to its log checkpoints now and
+	// then, and all of them as it stops.
+	var wg sync.WaitGroup
+	for _, node := range c.nodes {
+		wg.Go(node.stop)
+	}
+	wg.Wait()
 	type first struct {
 		node  int32
 		start int64
 	}
 	seen := map[string]map[int32]first{} // partition directory → epoch → first replica's start
-	for i, node := range c.nodes {
+	for n, node := range c.nodes {
 		dirs, err := filepath.Glob(filepath.Join(node.dataDir, "*-[0-9]*"))
 		if err != nil {
 			return append(out, err.Error())
 		}
 		for _, dir := range dirs {
 			name := filepath.Base(dir)
-			starts, order, err := epochHistory(dir)
+			i := strings.LastIndexByte(name, '-')
+			part, _ := strconv.Atoi(name[i+1:])
+			ck, err := logCheckpoint(node, name[:i], part)
+			starts, order := ck.epochStarts, ck.epochs
 			if err != nil {
 				out = append(out, fmt.Sprintf("node %d: %v", node.id, err))
 				continue
@@ -477,15 +456,10 @@ func checkEpochHistories(c *cluster, logs [][][]batchInfo) []string {
 						name, e, f.start, f.node, starts[e], node.id))
 				}
 			}
-			p, ok := strings.CutPrefix(name, chaosTopic+"-")
-			if !ok {
+			if name[:i] != chaosTopic || part >= len(logs[n]) {
 				continue
 			}
-			part, err := strconv.Atoi(p)
-			if err != nil || part >= len(logs[i]) {
-				continue
-			}
-			for _, b := range logs[i][part] {
+			for _, b := range logs[n][part] {
 				if want := epochFrom(starts, order, b.base); want != b.epoch {
 					out = append(out, fmt.Sprintf("node %d: %s: the batch at offsets %d-%d has leader epoch %d, its history says %d there",
 						node.id, name, b.base, b.last, b.epoch, want))

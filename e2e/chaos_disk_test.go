@@ -173,24 +173,76 @@ func TestChaosPowerLossOneNode(t *testing.T) {
 // recoveryPoint reads the recovery point a node's log of a partition
 // checkpointed (every offset below it fsynced); 0 without a checkpoint.
 func recoveryPoint(node *clusterNode, topic string, part int) (int64, error) {
-	return offsetCheckpoint(node, topic, part, "recovery-point-offset-checkpoint")
+	c, err := logCheckpoint(node, topic, part)
+	return max(c.recoveryPoint, 0), err
 }
 
-// offsetCheckpoint reads one of a partition's offset checkpoint files
-// ("mq KIND 1" and the offset); 0 when there is none.
-func offsetCheckpoint(node *clusterNode, topic string, part int, file string) (int64, error) {
-	data, err := os.ReadFile(filepath.Join(node.dataDir, fmt.Sprintf("%s-%d", topic, part), file))
+// highWatermarkCheckpoint reads the high-water mark a node checkpointed
+// for a partition; 0 when there is none.
+func highWatermarkCheckpoint(node *clusterNode, topic string, part int) (int64, error) {
+	c, err := logCheckpoint(node, topic, part)
+	return max(c.highWatermark, 0), err
+}
+
+// partitionCheckpoint is one partition's line of a data directory's
+// log-checkpoints file: recovery point and high-water mark (-1: none),
+// and the leader-epoch history (epoch → start offset, and the epochs in
+// order).
+type partitionCheckpoint struct {
+	recoveryPoint, highWatermark int64
+	epochStarts                  map[int32]int64
+	epochs                       []int32
+}
+
+// logCheckpoint reads a partition's line of the node's log-checkpoints
+// file (lib/log: "mq log-checkpoints 1", then "DIR RECOVERY_POINT
+// HIGH_WATERMARK EPOCH:START,..." lines, "-" for none, and a checksum
+// line); a missing file or line is no checkpoint.
+func logCheckpoint(node *clusterNode, topic string, part int) (partitionCheckpoint, error) {
+	c := partitionCheckpoint{recoveryPoint: -1, highWatermark: -1, epochStarts: map[int32]int64{}}
+	data, err := os.ReadFile(filepath.Join(node.dataDir, "log-checkpoints"))
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return c, nil
 	}
 	if err != nil {
-		return 0, err
+		return c, err
 	}
-	lines := strings.Fields(string(data))
-	if len(lines) != 4 {
-		return 0, fmt.Errorf("%s-%d on node %d: checkpoint %s: %q", topic, part, node.id, file, data)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) < 2 || lines[0] != "mq log-checkpoints 1" {
+		return c, fmt.Errorf("node %d: not a log-checkpoints file: %q", node.id, data)
 	}
-	return strconv.ParseInt(lines[3], 10, 64)
+	want := fmt.Sprintf("%s-%d", topic, part)
+	offset := func(s string) (int64, error) {
+		if s == "-" {
+			return -1, nil
+		}
+		return strconv.ParseInt(s, 10, 64)
+	}
+	for _, line := range lines[1 : len(lines)-1] {
+		f := strings.Fields(line)
+		if len(f) != 4 || f[0] != want {
+			continue
+		}
+		var err1, err2 error
+		c.recoveryPoint, err1 = offset(f[1])
+		c.highWatermark, err2 = offset(f[2])
+		if err := errors.Join(err1, err2); err != nil {
+			return c, fmt.Errorf("node %d: %q: %w", node.id, line, err)
+		}
+		for _, e := range strings.Split(strings.Trim(f[3], "-"), ",") {
+			if e == "" {
+				continue
+			}
+			var epoch int32
+			var start int64
+			if _, err := fmt.Sscanf(e, "%d:%d", &epoch, &start); err != nil {
+				return c, fmt.Errorf("node %d: %q: bad epoch %q", node.id, line, e)
+			}
+			c.epochStarts[epoch] = start
+			c.epochs = append(c.epochs, epoch)
+		}
+	}
+	return c, nil
 }
 
 // syncedBelow is, per partition of the chaos topic, the lowest recovery
@@ -535,7 +587,7 @@ func cutWrittenBack(t *testing.T, node *clusterNode, synced []int64) {
 	}
 	tails := make([]tail, len(synced))
 	for p := range synced {
-		hw, err := offsetCheckpoint(node, chaosTopic, p, "high-water-mark-checkpoint")
+		hw, err := highWatermarkCheckpoint(node, chaosTopic, p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,6 +65,11 @@ type dataPlane struct {
 	// (log.max.open.files).
 	files *log.Files
 
+	// checkpoints are every hosted log's recovery point, leader-epoch
+	// history and high-water mark, one file in the data directory
+	// (checkpointsFile).
+	checkpoints *log.Checkpoints
+
 	// storage counts the failed writes of the data directory's logs since
 	// mqd started (logdirs.go).
 	storage log.StorageCounters
@@ -86,6 +91,12 @@ type dataPlane struct {
 // was closed cleanly (log.WriteCleanShutdownFile) and removed at start
 // before any log is opened.
 const cleanShutdownFile = "clean-shutdown"
+
+// checkpointsFile, in the data directory, holds the recovery point,
+// leader-epoch history and high-water mark of every hosted partition
+// (log.Checkpoints), written every
+// replica.high.watermark.checkpoint.interval.ms and after the logs close.
+const checkpointsFile = "log-checkpoints"
 
 // newDataPlane prepares the partitions this node hosts: Broker.follow
 // opens them (openFirst) and applies the image's changes after.
@@ -115,6 +126,10 @@ func newDataPlane(b *Broker) (*dataPlane, error) {
 		b.log.Info("no clean-shutdown record: recovering every log past its recovery point")
 	}
 	d.clean = clean
+	d.checkpoints, err = log.OpenCheckpoints(b.cfg.LogFS, filepath.Join(b.cfg.Settings.DataDir, checkpointsFile), b.log)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	if len(clean) == 0 && b.cfg.LogFS == nil && hostsPartitions(b.cfg.Settings.DataDir) {
 		// After a crash: one syncfs makes what the files hold durable, so
 		// that the Opens rewrite only the checkpoints recovery changes
@@ -376,6 +391,9 @@ func (d *dataPlane) makeDirs(work []openWork) bool {
 	if len(names) < 2 {
 		return false
 	}
+	for _, name := range names {
+		d.checkpoints.Forget(name)
+	}
 	if err := log.MakeDirs(d.b.cfg.LogFS, d.b.cfg.Settings.DataDir, names); err != nil {
 		d.b.log.Warn("create partition directories", "err", err)
 		return false
@@ -470,6 +488,8 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 		DirDurable: dirDurable,
 		Synced:     d.synced,
 		Batch:      batch,
+
+		Checkpoints: d.checkpoints,
 	}
 	d.cleanMu.Lock()
 	if c, ok := d.clean[filepath.Base(dir)]; ok {
@@ -653,8 +673,9 @@ func (d *dataPlane) close() error {
 }
 
 // closeAll checkpoints the high-water mark of every partition and closes
-// it, in parallel; many share one log.SyncBatch, committed before the
-// record. With record set, the logs that closed cleanly are written to
+// it, in parallel; many share one log.SyncBatch, committed before the log
+// checkpoints (which then hold every log's recovery point at its end) and
+// the record are written. With record set, the logs that closed cleanly are written to
 // the clean-shutdown file for the next start.
 func (d *dataPlane) closeAll(record bool) error {
 	d.mu.Lock()
@@ -683,6 +704,9 @@ func (d *dataPlane) closeAll(record bool) error {
 		// What the logs wrote may not be durable: no record, the next
 		// start recovers them.
 		return errors.Join(append(errs, fmt.Errorf("close %d partitions: %w", len(all), err))...)
+	}
+	if err := d.checkpoints.Write(); err != nil {
+		errs = append(errs, fmt.Errorf("write the log checkpoints: %w", err))
 	}
 	if record && len(all) > 0 {
 		clean := make(map[string]log.CleanShutdown, len(all))

@@ -676,24 +676,25 @@ func (f *fetcher) reset(ctx context.Context, conn *peerConn, rounds []round, log
 }
 
 // checkpointHighWatermarks writes every hosted partition's high-water mark
-// to its log directory (replica.high.watermark.checkpoint.interval.ms), so
-// that a restarted replica does not start from its log start.
-//
-// Up to openParallelism at once, whose fsyncs the file system commits
-// together; a pass stops early when the broker closes, which checkpoints
-// every one as it closes the logs (dataPlane.closeAll), so that a
-// shutdown does not wait for thousands of them one after the other.
+// to the data directory's log checkpoints
+// (replica.high.watermark.checkpoint.interval.ms), so that a restarted
+// replica does not start from its log start: each log records its mark in
+// them, in memory, and they are one file, written once, with the recovery
+// points and leader-epoch histories the logs recorded since the last
+// time. A pass stops early when the broker closes, which
+// checkpoints every one as it closes the logs (dataPlane.closeAll).
 func (b *Broker) checkpointHighWatermarks() {
-	all := b.data.all()
-	forEachBounded(len(all), b.data.openParallelism(), func(i int) {
+	for _, h := range b.data.all() {
 		select {
 		case <-b.stop:
 			return
 		default:
 		}
-		h := all[i]
 		if err := h.Log().CheckpointHighWatermark(h.HighWatermarkToCheckpoint()); err != nil && !errors.Is(err, log.ErrClosed) {
 			b.log.Warn("checkpoint high-water mark", "partition", h.String(), "err", err)
 		}
-	})
+	}
+	if err := b.data.checkpoints.Write(); err != nil {
+		b.log.Warn("write the log checkpoints", "err", err)
+	}
 }

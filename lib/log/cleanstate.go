@@ -167,7 +167,7 @@ func decodeCleanerState(b []byte) (cleanerState, error) {
 // and its tombstones get a full delete retention from then.
 func (l *Log) loadCleanerLocked() {
 	l.cleaner = cleanerState{firstDirty: -1}
-	b, err := readFile(l.fs, l.path(cleanerFile))
+	b, err := l.readCheckpointLocked(cleanerFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return
 	}

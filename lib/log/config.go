@@ -160,4 +160,9 @@ type Options struct {
 	// the calls after it write until Batch.Commit (see SyncBatch): the
 	// log must not be served before.
 	Batch *SyncBatch
+	// Checkpoints, when not nil, keeps the log's recovery point,
+	// leader-epoch history and high-water mark together with those of
+	// the other logs of its data directory, in one file (see
+	// Checkpoints); nil: in files of the log's own.
+	Checkpoints *Checkpoints
 }

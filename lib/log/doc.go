@@ -30,20 +30,29 @@
 // # Files
 //
 // The directory (conventionally TOPIC-PARTITION) holds segments named by
-// their base offset in 20 digits, and checkpoints:
+// their base offset in 20 digits, and checkpoints, each written when its
+// contents first differ from its default (a new log has its first
+// segment's data file and nothing else):
 //
 //	00000000000000000000.log        batches back to back
-//	00000000000000000000.index      offset index
-//	00000000000000000000.timeindex  time index
-//	recovery-point-offset-checkpoint
-//	log-start-offset-checkpoint
-//	leader-epoch-checkpoint
-//	producer-state
+//	00000000000000000000.index      offset index, once it has entries or the segment is sealed
+//	00000000000000000000.timeindex  time index, likewise
+//	recovery-point-offset-checkpoint  below it everything is fsynced (default: nothing)
+//	log-start-offset-checkpoint     when the log start is not the first segment's base
+//	leader-epoch-checkpoint         the history (default: none)
+//	producer-state                  idempotent producers (default: none; rebuilt from the batches)
 //	sealed-segments                 closed segments as they were sealed
 //	damaged-ranges                  damage found, while there is some
 //	high-water-mark-checkpoint      the replica's high-water mark, when one was written
 //	cleaner-offset-checkpoint       the cleaner's first dirty offset and cleaned-at times
 //	*.log.cleaned, *.log.swap, …    a cleaning pass's new segment (see Compaction)
+//
+// With Options.Checkpoints (a broker's logs) the recovery point, the
+// leader-epoch history and the high-water mark are kept in one file for
+// every log of the data directory instead (see Checkpoints), and the
+// three files above are not written: a broker hosting thousands of
+// partitions replaces one file every few seconds, not thousands, and
+// creates none for a new partition.
 //
 // Index formats (big endian, no header; see index.go):
 //
@@ -55,8 +64,11 @@
 //	            segment's base offset
 //
 // The active segment keeps its index entries in memory and writes them on
-// Flush, roll and Close, so its index files hold exactly their entries
-// (nothing preallocated, nothing to trim). Closed segments' indexes are
+// Flush and roll, so its index files hold exactly their entries, or a
+// prefix of them (nothing preallocated, nothing to trim), and at Close
+// when the batches after their last entry on disk are more than walkBytes
+// (256 KiB): the next Open walks those headers instead. Closed segments'
+// indexes are whole; they are
 // read when the segment is first read, and checked; a missing or
 // inconsistent index (size not a multiple of the entry size, entries not
 // increasing, an entry past the end of the data) is rebuilt from the data.
@@ -83,11 +95,21 @@
 // cleaned it (see cleanstate.go). The producer-state snapshot is binary (see
 // producer.go): "MQPS", version byte 1, the log end offset it is valid at,
 // the producers with their epoch and last five batches (first and last
-// sequence, base and last offset), and a CRC32C. Every checkpoint is
+// sequence, base and last offset), and a CRC32C; Close writes it only when
+// the batches after the last one are more than walkBytes, which the next
+// Open reads instead. Every checkpoint is
 // replaced atomically: temporary file, fsync, rename, fsync of the
 // directory. A checkpoint that cannot be parsed is ignored with a warning
 // and its contents rebuilt from the log (the recovery point then is the
 // start of the log: everything is scanned).
+//
+// The leader-epoch history is checkpointed before the recovery point
+// passes the start of an epoch (a leader's BeginEpoch and a new epoch's
+// first append change it in memory only): what recovery does not scan is
+// covered by it, and what it scans rebuilds it, since every batch carries
+// its epoch. A log with one segment and no recovery point checkpoint has
+// nothing durable; a log writes one before its first roll, since closed
+// segments without one are taken for fsynced whole (a roll fsyncs them).
 //
 // # Recovery
 //
@@ -125,9 +147,10 @@
 // (TakeCleanShutdownFile, which removes it durably before returning) and
 // gives each Open its record (Options.Clean). Open trusts a record only
 // where the files agree: the recovery point checkpoint equals the recorded
-// end, the active segment has the recorded base and size, and the batch
-// headers after its last index entry end exactly there. Then it does no
-// recovery scan, keeps the indexes on disk, rewrites no checkpoint and
+// end (an empty log may have none), the active segment has the recorded
+// base and size, and the batch headers after its last index entry on disk
+// end exactly there. Then it does no recovery scan: it keeps the indexes
+// on disk and indexes the walked batches, rewrites no checkpoint and
 // fsyncs nothing; the active segment's bytes are checked by the first read
 // that returns them, like a closed segment's. A record the files
 // contradict is logged at Warn and ignored: the log is recovered as after
@@ -143,7 +166,9 @@
 // file system (syncfs), renames the temporary files into place and syncs
 // it again. A crash leaves every checkpoint old or new, as the fsyncs
 // would; nothing of a batch may be served, or recorded as a clean
-// shutdown, before Commit returned.
+// shutdown, before Commit returned. A log with Checkpoints records its
+// recovery point in them only at Commit, after the first sync: until then
+// its data may not be durable.
 //
 // # Damage
 //

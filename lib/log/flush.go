@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 )
@@ -283,14 +284,17 @@ func (l *Log) closeFlushLocked() error {
 		}
 		l.markDurableLocked(l.end, l.writeSeq)
 	}
-	if err := l.flushIndexesLocked(act, !batched); err != nil {
-		return err
-	}
 	if batched {
 		// The recovery point moves to the end at Commit.
 		l.recoveryPoint = l.end
 	}
-	return l.checkpointAllLocked()
+	if l.ckpts == nil {
+		// A leader's epoch begun since the last checkpoint, at the end.
+		if err := l.checkpointEpochsLocked(); err != nil {
+			return err
+		}
+	}
+	return l.checkpointForOpenLocked()
 }
 
 // Delete closes the log and removes its directory.
@@ -303,6 +307,9 @@ func (l *Log) Delete() error {
 	// later ones see the log closed.
 	l.hwMu.Lock()
 	defer l.hwMu.Unlock()
+	if l.ckpts != nil {
+		l.ckpts.Forget(filepath.Base(l.dir))
+	}
 	entries, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return errors.Join(cerr, err)
@@ -322,6 +329,14 @@ func (l *Log) Delete() error {
 // recovery point to where the segment ends.
 func (l *Log) rollAsyncLocked() error {
 	old := l.active()
+	if l.ckptRecovery < 0 {
+		// The first roll: a closed segment without a recovery point
+		// checkpoint is taken for fsynced (see noCheckpoint).
+		if err := l.checkpointRecoveryLocked(); err != nil {
+			return err
+		}
+	}
+	old.sealIndexes()
 	if err := l.flushIndexesLocked(old, false); err != nil {
 		return err
 	}

@@ -1,13 +1,22 @@
 package log
 
-import "fmt"
+import (
+	"fmt"
+	"path/filepath"
+)
 
-// CheckpointHighWatermark writes hw, the partition's high-water mark, to
-// the high-water-mark-checkpoint file (atomically, fsynced) when it differs
-// from the value the file holds. The log does not know the high-water mark:
-// the replica owns it, and a broker loop checkpoints it periodically
-// (replica.high.watermark.checkpoint.interval.ms) and on close. It may be
-// called concurrently with every other method; after Close it fails with
+// CheckpointHighWatermark records hw, the partition's high-water mark, for
+// the next Open (HighWatermarkCheckpoint). The log does not know the
+// high-water mark: the replica owns it, and a broker loop checkpoints it
+// periodically (replica.high.watermark.checkpoint.interval.ms) and on
+// close.
+//
+// With Options.Checkpoints the value goes there, in memory; their owner
+// writes them (Checkpoints.Write), except that a value below the one
+// their file holds is written at once. Without them it
+// is written to the log's high-water-mark-checkpoint file (atomically,
+// fsynced) when it differs from the value the file holds. It may be called
+// concurrently with every other method; after Close it fails with
 // ErrClosed.
 func (l *Log) CheckpointHighWatermark(hw int64) error {
 	if hw < 0 {
@@ -23,6 +32,15 @@ func (l *Log) CheckpointHighWatermark(hw int64) error {
 	l.mu.RUnlock()
 	if closed {
 		return ErrClosed
+	}
+	if c := l.ckpts; c != nil {
+		if c.update(filepath.Base(l.dir), func(e *logCheckpoint) { e.highWatermark = hw }) {
+			if err := c.Write(); err != nil {
+				return err
+			}
+		}
+		l.hwCheckpointed = hw
+		return nil
 	}
 	if err := l.writeAtomic(highWatermarkFile, encodeOffsetCheckpoint("high-water-mark", hw)); err != nil {
 		return fmt.Errorf("log: %w", err)

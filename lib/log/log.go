@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -59,7 +60,8 @@ type Log struct {
 	logStart      int64
 	end           int64 // log end offset
 	recoveryPoint int64 // everything below is fsynced
-	ckptRecovery  int64 // recovery point in the checkpoint file
+	ckptRecovery  int64 // recovery point in the checkpoint file; -1 unknown, noCheckpoint none
+	ckptLogStart  int64 // log start in the checkpoint file; -1 unknown, noCheckpoint none
 	epochs        epochCache
 	producers     producerState
 	failed        error  // non-nil: appends fail (ErrFailed)
@@ -82,10 +84,23 @@ type Log struct {
 	clean       *CleanShutdown // Options.Clean, during load
 	closedClean *CleanShutdown // set by a Close that flushed everything
 	synced      bool           // Options.Synced, during load
+	// During load: the files of the directory other than segments (a
+	// checkpoint it does not list is not opened), and the checkpoints
+	// read, by name.
+	present map[string]bool
+	loaded  map[string][]byte
+	// snapOffset is the log end offset the producer-state file was
+	// written at, -1 when there is none: the next Open reads the batch
+	// headers after it.
+	snapOffset int64
 	// batch is Options.Batch until its Commit (syncbatch.go).
 	batch atomic.Pointer[SyncBatch]
 	// scannedAtOpen is set when Open ran the recovery scan (for tests).
 	scannedAtOpen bool
+	// walkedFrom is, during load, the offset from which the recovery
+	// scan or the clean start's walk rebuilt the leader-epoch history
+	// (MaxInt64: neither did).
+	walkedFrom int64
 
 	// hwMu serializes high-water mark checkpoints (hw.go); taken before mu,
 	// and by Delete so that no checkpoint is written into a directory
@@ -93,6 +108,10 @@ type Log struct {
 	hwMu           sync.Mutex
 	hwAtOpen       int64 // the checkpointed high-water mark Open found, -1 if none
 	hwCheckpointed int64 // the value in the file now, -1 if none
+	// ckpts is Options.Checkpoints: the recovery point, leader-epoch
+	// history and high-water mark are kept there, under the directory's
+	// name, instead of in files of the log's own (checkpoints.go).
+	ckpts *Checkpoints
 
 	cleanMu     sync.Mutex // one cleaning pass at a time; taken before mu
 	loadMu      sync.Mutex // serializes opening closed segments from readers
@@ -132,7 +151,7 @@ type AppendResult struct {
 // recovers it: segments after the recovery point are checked batch by batch
 // and a torn or corrupt tail is truncated.
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
-	l := &Log{dir: dir, fs: opts.FS, files: opts.Files, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized(), counters: opts.Counters, clean: opts.Clean, synced: opts.Synced}
+	l := &Log{dir: dir, fs: opts.FS, files: opts.Files, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized(), counters: opts.Counters, clean: opts.Clean, synced: opts.Synced, ckpts: opts.Checkpoints}
 	if l.fs == nil {
 		l.fs = OSFS
 	}
@@ -149,11 +168,17 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	l.logger = l.logger.With("log", filepath.Base(dir))
 	l.sync.cond.L = &l.sync.mu
 	opts.Batch.join(l)
-	if err := l.makeDir(opts.DirDurable || opts.Clean != nil || opts.Synced || l.batched()); err != nil {
+	existed, err := l.makeDir(opts.DirDurable || opts.Clean != nil || opts.Synced || l.batched())
+	if err != nil {
 		return nil, fmt.Errorf("log: open %s: %w", dir, err)
 	}
+	if !existed && l.ckpts != nil {
+		// A new log: whatever the checkpoints hold under its name was
+		// another's.
+		l.ckpts.Forget(filepath.Base(dir))
+	}
 	l.mu.Lock()
-	err := l.load()
+	err = l.load()
 	l.clean = nil
 	if err != nil {
 		l.closeFilesLocked()
@@ -166,17 +191,17 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// makeDir creates the log directory durably. When durable is set, the
-// directory's entry is known durable if it exists (a clean shutdown
-// recorded the log, or the caller fsynced the parent), and the fsync of
-// its parent is skipped.
-func (l *Log) makeDir(durable bool) error {
-	if durable {
-		if fi, err := l.fs.Stat(l.dir); err == nil && fi.IsDir() {
-			return nil
-		}
+// makeDir creates the log directory durably, and reports whether it
+// existed. When durable is set, the directory's entry is known durable if
+// it exists (a clean shutdown recorded the log, or the caller fsynced the
+// parent), and the fsync of its parent is skipped.
+func (l *Log) makeDir(durable bool) (existed bool, err error) {
+	fi, err := l.fs.Stat(l.dir)
+	existed = err == nil && fi.IsDir()
+	if durable && existed {
+		return true, nil
 	}
-	return mkdirAllDurable(l.fs, l.dir)
+	return existed, mkdirAllDurable(l.fs, l.dir)
 }
 
 func (l *Log) path(name string) string { return filepath.Join(l.dir, name) }
@@ -195,6 +220,8 @@ func (l *Log) load() error {
 	var bases []int64
 	hasLog := make(map[int64]bool)
 	var indexFiles []string
+	l.present, l.loaded = map[string]bool{}, map[string][]byte{}
+	defer func() { l.present, l.loaded = nil, nil }()
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasSuffix(name, tmpSuffix) {
@@ -203,6 +230,7 @@ func (l *Log) load() error {
 		}
 		base, ext, ok := parseSegmentName(name)
 		if !ok {
+			l.present[name] = true
 			continue
 		}
 		if ext == logExt {
@@ -220,36 +248,40 @@ func (l *Log) load() error {
 		}
 	}
 
-	rp, rpErr := l.readOffsetCheckpoint(recoveryPointFile, "recovery-point")
 	ls, lsErr := l.readOffsetCheckpoint(logStartFile, "log-start")
-	var epErr error
-	if b, err := readFile(l.fs, l.path(leaderEpochFile)); err != nil {
-		epErr = err
-	} else if l.epochs.entries, epErr = decodeEpochCheckpoint(b); epErr != nil {
-		l.logger.Warn("ignoring leader-epoch checkpoint", "err", epErr)
-	} else {
-		l.loadedEpochs = &epochCache{entries: slices.Clone(l.epochs.entries)}
-		defer func() { l.loadedEpochs = nil }()
+	switch {
+	case lsErr == nil:
+		l.ckptLogStart = ls
+	case errors.Is(lsErr, os.ErrNotExist):
+		l.ckptLogStart = noCheckpoint
+	default:
+		l.ckptLogStart = -1
 	}
-
-	l.hwAtOpen, l.hwCheckpointed = -1, -1
-	if hw, err := l.readOffsetCheckpoint(highWatermarkFile, "high-water-mark"); err == nil {
-		l.hwAtOpen, l.hwCheckpointed = hw, hw
-	}
+	rp, rpErr, epErr := l.loadCheckpointsLocked()
+	defer func() { l.loadedEpochs = nil }()
 
 	if len(bases) == 0 {
 		start := int64(0)
 		if lsErr == nil {
 			start = ls
 		}
+		// A new log: its segment file is all it needs. The checkpoints
+		// hold their defaults until they change (the recovery point and
+		// log start at the first segment's base, no epochs, no producers,
+		// no closed segments), so none is written.
 		if _, err := l.createSegmentLocked(start); err != nil {
 			return err
 		}
 		l.logStart, l.end, l.recoveryPoint = start, start, start
+		l.ckptRecovery = -1
+		if rpErr == nil {
+			l.ckptRecovery = rp
+		}
 		l.epochs.truncateFrom(start)
 		l.producers = newProducerState()
+		l.snapOffset = -1
 		l.loadCleanerLocked()
-		return l.checkpointAllLocked()
+		return nil
 	}
 
 	if lsErr != nil || ls < bases[0] {
@@ -269,6 +301,18 @@ func (l *Log) load() error {
 	}
 
 	l.loadDamageLocked()
+	l.ckptRecovery = -1
+	switch {
+	case l.ckpts != nil && errors.Is(rpErr, os.ErrNotExist):
+		// A log without an entry has fsynced nothing the Checkpoints
+		// know of (see Checkpoints): nothing is trusted.
+		rp, rpErr = l.segs[0].base, nil
+	case rpErr == nil:
+		l.ckptRecovery = rp
+	case errors.Is(rpErr, os.ErrNotExist):
+		l.ckptRecovery = noCheckpoint
+	}
+	l.walkedFrom = math.MaxInt64
 	// Recover from the segment holding the recovery point; without a
 	// checkpoint, everything. The segments before it were fsynced whole:
 	// they are only compared with what they were sealed as.
@@ -307,10 +351,12 @@ func (l *Log) load() error {
 	l.recoveryPoint = l.end
 	l.dropDamageLocked(func(d Damage) bool { return d.To > l.logStart && d.From < l.end })
 
-	if epErr != nil {
-		if !errors.Is(epErr, os.ErrNotExist) || l.end > l.segs[0].base {
-			l.logger.Warn("rebuilding leader-epoch history from the log")
-		}
+	// Without a leader-epoch checkpoint the history is what the scan (or
+	// the clean start's walk) found, when it covered the whole log: the
+	// checkpoint is written before the first recovery point that needs it
+	// (checkpointRecoveryLocked).
+	if epErr != nil && (!errors.Is(epErr, os.ErrNotExist) || l.walkedFrom > l.segs[0].base && l.end > l.segs[0].base) {
+		l.logger.Warn("rebuilding leader-epoch history from the log", "err", epErr)
 		l.epochs = epochCache{}
 		if err := l.walkHeadersLocked(l.segs[0].base, func(h *record.Header) {
 			l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
@@ -341,9 +387,11 @@ func (l *Log) load() error {
 	}
 	l.loadCleanerLocked()
 	if clean || l.synced {
-		return l.checkpointCleanLocked()
+		// What the files hold is durable: a checkpoint read with the
+		// contents it would be written with is not written again.
+		l.durableCkpt = maps.Clone(l.loaded)
 	}
-	return l.checkpointAllLocked()
+	return l.checkpointLoadedLocked()
 }
 
 // recoverLocked is the recovery scan of load: segments from k on, the
@@ -410,8 +458,22 @@ func (l *Log) recoverLocked(k int, rp int64) error {
 	return nil
 }
 
+// readCheckpointLocked reads the checkpoint file name during load. One
+// the directory does not list is not opened; one read is remembered
+// (l.loaded).
+func (l *Log) readCheckpointLocked(name string) ([]byte, error) {
+	if l.present != nil && !l.present[name] {
+		return nil, fmt.Errorf("%s: %w", name, os.ErrNotExist)
+	}
+	b, err := readFile(l.fs, l.path(name))
+	if err == nil && l.loaded != nil {
+		l.loaded[name] = b
+	}
+	return b, err
+}
+
 func (l *Log) readOffsetCheckpoint(file, kind string) (int64, error) {
-	b, err := readFile(l.fs, l.path(file))
+	b, err := l.readCheckpointLocked(file)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			l.logger.Warn("cannot read checkpoint", "file", file, "err", err)
@@ -453,24 +515,11 @@ func (l *Log) recoverSegment(i int, rp, durableTo int64, first bool) (torn bool,
 	idx, _ := readFile(l.fs, indexPath)
 	tidx, _ := readFile(l.fs, timeIndexPath)
 
-	scanFrom, next := int64(0), seg.base
-	var keepIdx, keepTidx []byte
-	if rp > seg.base {
-		rpRel := rp - seg.base
-		n := validOffsetPrefix(idx[:len(idx)/offsetEntrySize*offsetEntrySize], seg.size, rpRel)
-		if n > 0 {
-			rel, pos := offsetEntry(idx, n-1)
-			if h, err := readHeader(f, pos); err == nil && h.BaseOffset == seg.base+int64(rel) {
-				scanFrom, next = pos, seg.base+int64(rel)
-				keepIdx = idx[:(n-1)*offsetEntrySize]
-				m := validTimePrefix(tidx[:len(tidx)/timeEntrySize*timeEntrySize], int64(rel))
-				keepTidx = tidx[:m*timeEntrySize]
-			}
-		}
-	}
+	scanFrom, next, keepIdx, keepTidx := walkStart(f, seg, idx, tidx, rp)
 	if first {
 		// The history after the first scanned batch is rebuilt by the scan.
 		l.epochs.truncateFrom(next)
+		l.walkedFrom = next
 	}
 	seg.idx = append([]byte(nil), keepIdx...)
 	seg.tidx = append([]byte(nil), keepTidx...)
@@ -552,17 +601,28 @@ func (l *Log) recoverSegment(i int, rp, durableTo int64, first bool) (torn bool,
 		break
 	}
 	seg.size = dataEnd
-	if !bytes.Equal(seg.idx, idx) {
+	// An index file holding a prefix of the rebuilt entries is right as
+	// far as it goes: the next flush appends the rest. One holding other
+	// entries (past a torn tail, or wrong) is replaced now.
+	seg.idxFlushed, seg.tidxFlushed = len(idx), len(tidx)
+	if !bytes.HasPrefix(seg.idx, idx) {
 		if err := writeWholeFile(l.fs, indexPath, seg.idx); err != nil {
 			return false, err
 		}
+		seg.idxFlushed = len(seg.idx)
 	}
-	if !bytes.Equal(seg.tidx, tidx) {
+	if !bytes.HasPrefix(seg.tidx, tidx) {
 		if err := writeWholeFile(l.fs, timeIndexPath, seg.tidx); err != nil {
 			return false, err
 		}
+		seg.tidxFlushed = len(seg.tidx)
 	}
-	seg.idxFlushed, seg.tidxFlushed = len(seg.idx), len(seg.tidx)
+	if i < len(l.segs)-1 {
+		// A closed segment's index files are whole, as sealed.
+		if err := l.flushIndexesLocked(seg, true); err != nil {
+			return false, err
+		}
+	}
 	seg.file = sf
 	seg.lastUse.Store(l.useClock.Add(1))
 	return torn, nil
@@ -650,7 +710,8 @@ func writeWholeFile(fsys FS, path string, data []byte) error {
 func (l *Log) loadProducerStateLocked() error {
 	from := l.segs[0].base
 	l.producers = newProducerState()
-	b, err := readFile(l.fs, l.path(producerStateFile))
+	l.snapOffset = -1
+	b, err := l.readCheckpointLocked(producerStateFile)
 	if err == nil {
 		ps, off, derr := decodeProducerSnapshot(b)
 		switch {
@@ -660,6 +721,7 @@ func (l *Log) loadProducerStateLocked() error {
 			l.logger.Info("producer-state snapshot is past the log end; rebuilding", "snapshot_offset", off, "log_end_offset", l.end)
 		default:
 			l.producers = ps
+			l.snapOffset = off
 			from = max(off, from)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -756,15 +818,17 @@ func (l *Log) segIndexLocked(offset int64) int {
 }
 
 // createSegmentLocked creates an empty segment at base and makes it the
-// active one.
+// active one. Its index files are created when entries are first written
+// to them, or when it is sealed (sealIndexesLocked): an active segment's
+// missing index is an empty one.
 func (l *Log) createSegmentLocked(base int64) (*segment, error) {
 	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, base)
+	// Files of an earlier segment at this base (a log cut back to it, or
+	// restarted there) would be taken for this one's.
 	for _, p := range []string{indexPath, timeIndexPath} {
-		f, err := l.fs.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err != nil {
+		if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("create segment %d: %w", base, err)
 		}
-		_ = f.Close()
 	}
 	sf, err := l.files.create(l.segFiles, l.fs, logPath, func() (File, error) {
 		return l.fs.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -1104,16 +1168,13 @@ func (l *Log) appendFollower(batch []byte) error {
 	return nil
 }
 
-// assignEpochLocked records a new leader epoch starting at offset and
-// checkpoints the history.
+// assignEpochLocked records a new leader epoch starting at offset. The
+// history is checkpointed before the recovery point passes the epoch's
+// start (checkpointRecoveryLocked): until then a recovery scan rebuilds it
+// from the batches, which carry their epoch, and an epoch begun with no
+// batch yet (BeginEpoch) is begun again by the leader after a restart.
 func (l *Log) assignEpochLocked(epoch int32, offset int64) error {
-	if !l.epochs.assign(epoch, offset) {
-		return nil
-	}
-	if err := l.checkpointEpochsLocked(); err != nil {
-		l.epochs.entries = l.epochs.entries[:len(l.epochs.entries)-1]
-		return err
-	}
+	l.epochs.assign(epoch, offset)
 	return nil
 }
 
@@ -1173,6 +1234,10 @@ func (l *Log) rollLocked() error {
 		return l.syncFailedLocked(fmt.Errorf("roll %s: %w", segmentName(old.base, logExt), err))
 	}
 	l.markDurableLocked(l.end, l.writeSeq)
+	if err := l.checkpointRecoveryLocked(); err != nil {
+		return err
+	}
+	old.sealIndexes()
 	if err := l.flushIndexesLocked(old, true); err != nil {
 		return err
 	}
@@ -1190,6 +1255,19 @@ func (l *Log) rollLocked() error {
 		return err
 	}
 	return l.snapshotProducersLocked()
+}
+
+// sealIndexes makes the next flushIndexesLocked of a segment being
+// sealed write its index files even when they have no entries: a closed
+// segment without them is taken for one whose indexes were lost, and
+// rebuilt from its data.
+func (s *segment) sealIndexes() {
+	if len(s.idx) == 0 {
+		s.idxFlushed = -1
+	}
+	if len(s.tidx) == 0 {
+		s.tidxFlushed = -1
+	}
 }
 
 // flushIndexesLocked writes the in-memory index entries not yet in seg's
@@ -1232,9 +1310,26 @@ func (l *Log) flushIndexesLocked(seg *segment, sync bool) error {
 	return write(timeIndexPath, seg.tidx, &seg.tidxFlushed)
 }
 
+// noCheckpoint is ckptRecovery for a log without a recovery point
+// checkpoint. A new log writes none until the recovery point moves, or
+// it rolls: Open treats a log with one segment and no checkpoint as
+// having nothing durable (recovery scans all of it), as it would with one
+// at the segment's base, and a closed segment without one as fsynced
+// whole (a roll fsyncs it), so the file must exist before the first roll.
+const noCheckpoint = -2
+
+// checkpointRecoveryLocked writes the recovery point, after the
+// leader-epoch history: the history in its checkpoint covers every batch
+// below the recovery point in its checkpoint, which recovery does not read.
 func (l *Log) checkpointRecoveryLocked() error {
-	if l.recoveryPoint == l.ckptRecovery {
+	if l.ckpts != nil {
+		return l.publishLocked()
+	}
+	if l.recoveryPoint == l.ckptRecovery || l.ckptRecovery == noCheckpoint && len(l.segs) == 1 && l.recoveryPoint == l.segs[0].base {
 		return nil
+	}
+	if err := l.checkpointEpochsLocked(); err != nil {
+		return err
 	}
 	if err := l.writeCheckpointLocked(recoveryPointFile, encodeOffsetCheckpoint("recovery-point", l.recoveryPoint)); err != nil {
 		return err
@@ -1243,16 +1338,36 @@ func (l *Log) checkpointRecoveryLocked() error {
 	return nil
 }
 
+// checkpointLogStartLocked writes the log start offset, unless the
+// checkpoint already gives it: Open takes the first segment's base when
+// there is none, or when it holds an offset below that base (retention
+// deleted the segments below), so a log whose start is its first
+// segment's base needs no file.
 func (l *Log) checkpointLogStartLocked() error {
-	return l.writeCheckpointLocked(logStartFile, encodeOffsetCheckpoint("log-start", l.logStart))
+	if l.ckptLogStart != -1 && max(l.ckptLogStart, l.segs[0].base) == l.logStart {
+		return nil
+	}
+	if err := l.writeCheckpointLocked(logStartFile, encodeOffsetCheckpoint("log-start", l.logStart)); err != nil {
+		l.ckptLogStart = -1
+		return err
+	}
+	l.ckptLogStart = l.logStart
+	return nil
 }
 
 func (l *Log) checkpointEpochsLocked() error {
+	if l.ckpts != nil {
+		return l.publishLocked()
+	}
 	return l.writeCheckpointLocked(leaderEpochFile, encodeEpochCheckpoint(l.epochs.entries))
 }
 
 func (l *Log) snapshotProducersLocked() error {
-	return l.writeCheckpointLocked(producerStateFile, l.producers.encode(l.end))
+	if err := l.writeCheckpointLocked(producerStateFile, l.producers.encode(l.end)); err != nil {
+		return err
+	}
+	l.snapOffset = l.end
+	return nil
 }
 
 // checkpointContentsLocked returns what checkpointAllLocked writes.

@@ -26,6 +26,9 @@ import (
 
 const powerLossDir = "/data/topic-0"
 
+// powerLossCheckpoints is the Checkpoints file of the tabled runs.
+const powerLossCheckpoints = "/data/log-checkpoints"
+
 var longFlag = flag.Bool("long", false, "repeat the randomized power-loss tests with many seeds")
 
 // powerLossRuns calls run once, or with -long 40 times, each with its own
@@ -190,7 +193,13 @@ type powerLoss struct {
 	// new leader does) and commits it, as a broker opening many
 	// partitions does.
 	batched bool
-	epoch   int32 // the epoch of the cycle's appends
+	// tabled opens the log with Checkpoints (a file beside its
+	// directory), which a broker writes now and then: the writers write
+	// them after some of their appends, and a clean close after its
+	// commit.
+	tabled bool
+	ckpts  *Checkpoints
+	epoch  int32 // the epoch of the cycle's appends
 
 	// The idempotent writer: its next sequence and the batch whose
 	// append was not acknowledged before the crash, if any.
@@ -219,6 +228,13 @@ func (p *powerLoss) open(label string) *Log {
 		opts := Options{FS: p.fsys, Clock: p.clock, Logger: slog.New(torn)}
 		if p.batched {
 			opts.Batch = NewSyncBatch(p.fsys, "/")
+		}
+		if p.tabled {
+			var err error
+			if p.ckpts, err = OpenCheckpoints(p.fsys, powerLossCheckpoints, slog.New(torn)); err != nil {
+				t.Fatalf("%s: open the checkpoints: %v", label, err)
+			}
+			opts.Checkpoints = p.ckpts
 		}
 		l, err := Open(powerLossDir, p.cfg, opts)
 		if err != nil {
@@ -320,6 +336,11 @@ func (p *powerLoss) cycle(n, writers, perWriter int, maxOps int64) {
 					p.durable[a.base] = a.bytes
 				}
 				mu.Unlock()
+				if p.tabled && i%7 == 3 {
+					if err := p.ckpts.Write(); err != nil && !crashed() {
+						t.Errorf("%s: write the checkpoints: %v", label, err)
+					}
+				}
 				if g == 0 && i%5 == 4 {
 					switch p.cfg.FlushPolicy {
 					case FlushOS:
@@ -363,6 +384,11 @@ func (p *powerLoss) cycle(n, writers, perWriter int, maxOps int64) {
 		}
 		if err := batch.Commit(); err != nil {
 			t.Fatalf("%s: commit the close: %v", label, err)
+		}
+		if p.tabled {
+			if err := p.ckpts.Write(); err != nil {
+				t.Fatalf("%s: write the checkpoints after the close: %v", label, err)
+			}
 		}
 		for _, a := range all {
 			p.durable[a.base] = a.bytes
@@ -424,34 +450,48 @@ func abandon(l *Log) {
 }
 
 func TestPowerLossKeepsEveryAcknowledgedAppend(t *testing.T) {
-	for _, mode := range []CrashMode{CrashStrict, CrashTorn} {
-		t.Run(mode.String(), func(t *testing.T) {
-			powerLossRuns(t, func(t *testing.T, seed uint64) {
-				cfg := testConfig()
-				cfg.FlushPolicy = FlushAlways
-				cfg.SegmentBytes = 16 << 10
-				p := newPowerLoss(t, mode, seed, cfg)
-				for n := range powerLossCycles() {
-					p.cycle(n, 4, 60, 1200)
-				}
-				p.open("end").Close()
+	for _, tabled := range []bool{false, true} {
+		for _, mode := range []CrashMode{CrashStrict, CrashTorn} {
+			name := mode.String()
+			if tabled {
+				name = "tabled/" + name
+			}
+			t.Run(name, func(t *testing.T) {
+				testAcknowledgedAppendsKept(t, mode, tabled)
 			})
-		})
+		}
 	}
+}
+
+func testAcknowledgedAppendsKept(t *testing.T, mode CrashMode, tabled bool) {
+	powerLossRuns(t, func(t *testing.T, seed uint64) {
+		cfg := testConfig()
+		cfg.FlushPolicy = FlushAlways
+		cfg.SegmentBytes = 16 << 10
+		p := newPowerLoss(t, mode, seed, cfg)
+		p.tabled = tabled
+		for n := range powerLossCycles() {
+			p.cycle(n, 4, 60, 1200)
+		}
+		p.open("end").Close()
+	})
 }
 
 // Batched, every Open (the first one creating the log) runs in a
 // SyncBatch: its checkpoints, never fsynced one by one, are as durable
 // once the batch commits, and a crash in the middle of the commit leaves
 // a log that opens again with everything below its recovery point.
+//
+// Tabled, the log keeps its recovery point and leader-epoch history in
+// Checkpoints (as a broker's logs do), written now and then: a crash
+// between two writes finds an older recovery point, never one past what
+// is durable.
 func TestPowerLossKeepsEverythingBelowTheRecoveryPoint(t *testing.T) {
-	for _, batched := range []bool{false, true} {
+	for _, variant := range []string{"", "batched/", "tabled/", "batched/tabled/"} {
+		batched, tabled := strings.Contains(variant, "batched"), strings.Contains(variant, "tabled")
 		for _, policy := range []FlushPolicy{FlushOS, FlushInterval} {
 			for _, mode := range []CrashMode{CrashStrict, CrashTorn} {
-				name := policy.String() + "/" + mode.String()
-				if batched {
-					name = "batched/" + name
-				}
+				name := variant + policy.String() + "/" + mode.String()
 				t.Run(name, func(t *testing.T) {
 					powerLossRuns(t, func(t *testing.T, seed uint64) {
 						cfg := testConfig()
@@ -459,7 +499,7 @@ func TestPowerLossKeepsEverythingBelowTheRecoveryPoint(t *testing.T) {
 						cfg.SegmentBytes = 8 << 10
 						cfg.FlushInterval = time.Second
 						p := newPowerLoss(t, mode, seed, cfg)
-						p.batched = batched
+						p.batched, p.tabled = batched, tabled
 						for n := range powerLossCycles() {
 							p.cycle(n, 3, 60, 900)
 						}

@@ -88,7 +88,7 @@ func (l *Log) sealedContentsLocked() []byte {
 // offsets between two segments, is damage too. A segment the file does not
 // know (a log written before the file existed) is left to the scrubber.
 func (l *Log) checkSealedLocked(k int) error {
-	b, err := readFile(l.fs, l.path(sealedFile))
+	b, err := l.readCheckpointLocked(sealedFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -167,7 +167,7 @@ func (l *Log) locateLostTailLocked(seg *segment, s sealedSegment) error {
 
 // loadDamageLocked reads the damaged-ranges file, during load.
 func (l *Log) loadDamageLocked() {
-	b, err := readFile(l.fs, l.path(damageFile))
+	b, err := l.readCheckpointLocked(damageFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return
 	}

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mqproject/mq/lib/record"
 )
 
 // CleanShutdown is what a Close that fsynced everything knows of the log it
@@ -44,23 +47,27 @@ func (l *Log) recordCleanCloseLocked() {
 }
 
 // trustCleanLocked reports whether Options.Clean agrees with what load
-// found: the recovery point checkpoint at the recorded log end, the
-// active segment of the recorded base and size, a readable leader-epoch
-// history, and, walking the batch headers from the active segment's last
-// offset index entry (at most log.index.interval.bytes and one batch),
-// batches that end exactly at the recorded size and offset. A record that
-// disagrees is logged and ignored: the log is recovered as after a crash.
+// found: the recovery point checkpoint at the recorded log end (an empty
+// log may have none), the active segment of the
+// recorded base and size, a readable leader-epoch history (or none yet),
+// and batch headers that, walked from the active segment's last offset
+// index entry at or below the recovery point, end exactly at the recorded
+// size and offset. A record that disagrees is logged and ignored: the log
+// is recovered as after a crash.
 func (l *Log) trustCleanLocked(c *CleanShutdown, rp int64, rpErr, epErr error) bool {
 	if c == nil {
 		return false
 	}
 	act := l.active()
 	why := ""
+	if errors.Is(rpErr, os.ErrNotExist) {
+		rp, rpErr = act.base, nil // a log with one segment and no checkpoint (see noCheckpoint)
+	}
 	switch {
 	case rpErr != nil:
-		why = "no recovery point checkpoint"
-	case epErr != nil:
-		why = "no leader-epoch checkpoint"
+		why = "unreadable recovery point checkpoint"
+	case epErr != nil && !errors.Is(epErr, os.ErrNotExist):
+		why = "unreadable leader-epoch checkpoint"
 	case rp != c.EndOffset:
 		why = fmt.Sprintf("recovery point %d, recorded log end %d", rp, c.EndOffset)
 	case act.base != c.ActiveBase || act.size != c.ActiveSize:
@@ -70,7 +77,7 @@ func (l *Log) trustCleanLocked(c *CleanShutdown, rp int64, rpErr, epErr error) b
 		why = fmt.Sprintf("recorded log end %d does not fit segment %s", c.EndOffset, segmentName(act.base, logExt))
 	}
 	if why == "" {
-		if err := l.checkActiveTailLocked(c); err != nil {
+		if err := l.walkActiveTailLocked(c, rp); err != nil {
 			why = err.Error()
 		}
 	}
@@ -81,56 +88,63 @@ func (l *Log) trustCleanLocked(c *CleanShutdown, rp int64, rpErr, epErr error) b
 	return true
 }
 
-// checkActiveTailLocked opens the active segment and its indexes, keeps
-// the sane prefix of the indexes, and walks the headers after the last
-// offset index entry to the end of the segment; they must end at
-// c.EndOffset and at the segment's size. On success the segment is left
-// open with its indexes in memory, as recoverSegment leaves it.
-func (l *Log) checkActiveTailLocked(c *CleanShutdown) (err error) {
+// walkActiveTailLocked opens the active segment and its indexes, keeps
+// the sane prefix of the indexes below from, and walks the batch headers
+// (no CRC) from the last offset index entry at or below from to the end
+// of the segment: they must follow each other and end at c.EndOffset and
+// at the segment's size. The walk indexes the batches and rebuilds the
+// leader-epoch history from the first one, as a recovery scan does, for
+// what a clean Close did not checkpoint (checkpointForOpenLocked keeps it
+// short). On success the segment is left open with its indexes in memory.
+func (l *Log) walkActiveTailLocked(c *CleanShutdown, from int64) (err error) {
 	seg := l.active()
 	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, seg.base)
 	sf, err := l.files.get(l.segFiles, l.fs, logPath)
 	if err != nil {
 		return err
 	}
-	f := sf
 	defer func() {
 		if err != nil {
 			sf.release()
 		}
 	}()
-	idx, _ := readFile(l.fs, indexPath)
-	tidx, _ := readFile(l.fs, timeIndexPath)
-	maxRel := c.EndOffset - seg.base
-	n := validOffsetPrefix(idx[:len(idx)/offsetEntrySize*offsetEntrySize], seg.size, maxRel)
-	m := validTimePrefix(tidx[:len(tidx)/timeEntrySize*timeEntrySize], maxRel)
-	pos, next := int64(0), seg.base
-	if n > 0 {
-		rel, p := offsetEntry(idx, n-1)
-		pos, next = p, seg.base+int64(rel)
+	var idx, tidx []byte
+	if l.present[filepath.Base(indexPath)] {
+		idx, _ = readFile(l.fs, indexPath)
 	}
-	for pos < seg.size {
-		h, err := readHeader(f, pos)
-		if err != nil {
-			return fmt.Errorf("batch header at %d of %s: %w", pos, segmentName(seg.base, logExt), err)
-		}
-		if h.BaseOffset != next || pos+int64(h.Size()) > seg.size {
-			return fmt.Errorf("batch at %d of %s holds offset %d, expected %d", pos, segmentName(seg.base, logExt), h.BaseOffset, next)
-		}
-		pos += int64(h.Size())
-		next = h.LastOffset() + 1
+	if l.present[filepath.Base(timeIndexPath)] {
+		tidx, _ = readFile(l.fs, timeIndexPath)
 	}
-	if next != c.EndOffset {
-		return fmt.Errorf("segment %s ends at offset %d, recorded %d", segmentName(seg.base, logExt), next, c.EndOffset)
-	}
-	seg.idx = idx[:n*offsetEntrySize]
-	seg.tidx = tidx[:m*timeEntrySize]
+	pos, next, keepIdx, keepTidx := walkStart(sf, seg, idx, tidx, from)
+	seg.idx = append([]byte(nil), keepIdx...)
+	seg.tidx = append([]byte(nil), keepTidx...)
 	seg.resetIndexState()
-	seg.idxFlushed, seg.tidxFlushed = len(seg.idx), len(seg.tidx)
-	if len(seg.idx) != len(idx) {
+	l.epochs.truncateFrom(next)
+	l.walkedFrom = next
+	interval := l.cfg.IndexIntervalBytes
+	pooled := recoveryBufs.Get().(*[recoveryBufSize]byte)
+	defer recoveryBufs.Put(pooled)
+	res := scanSegment(sf, seg.base, pos, seg.size, next, false, pooled[:], func(pos int64, h *record.Header) error {
+		seg.indexBatch(h, pos, interval)
+		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+		return nil
+	})
+	name := segmentName(seg.base, logExt)
+	switch {
+	case res.ioErr != nil:
+		return fmt.Errorf("walk %s: %w", name, res.ioErr)
+	case res.badErr != nil:
+		return fmt.Errorf("batch at %d of %s: %w", res.end, name, res.badErr)
+	case res.next != c.EndOffset:
+		return fmt.Errorf("segment %s ends at offset %d, recorded %d", name, res.next, c.EndOffset)
+	}
+	// The files hold what they held: a prefix of the entries now, or
+	// something else to be written whole at the next flush.
+	seg.idxFlushed, seg.tidxFlushed = len(idx), len(tidx)
+	if !bytes.HasPrefix(seg.idx, idx) {
 		seg.idxFlushed = -1
 	}
-	if len(seg.tidx) != len(tidx) {
+	if !bytes.HasPrefix(seg.tidx, tidx) {
 		seg.tidxFlushed = -1
 	}
 	seg.file = sf
@@ -139,19 +153,108 @@ func (l *Log) checkActiveTailLocked(c *CleanShutdown) (err error) {
 	return nil
 }
 
-// checkpointCleanLocked ends a load that trusted a clean shutdown: a
-// clean Close fsynced every checkpoint, so only one whose contents would
-// change is written again.
-func (l *Log) checkpointCleanLocked() error {
-	if l.durableCkpt == nil {
-		l.durableCkpt = map[string][]byte{}
+// walkStart returns where a walk of seg (its data file f) must start to
+// cover offset from on: the last sane offset index entry below from whose
+// batch is where the entry says (else the segment's start), and the index
+// entries before it, which the walk does not need to rebuild.
+func walkStart(f io.ReaderAt, seg *segment, idx, tidx []byte, from int64) (pos, next int64, keepIdx, keepTidx []byte) {
+	pos, next = 0, seg.base
+	if from <= seg.base {
+		return pos, next, nil, nil
 	}
-	for _, ck := range l.checkpointContentsLocked() {
-		if b, err := readFile(l.fs, l.path(ck.name)); err == nil && bytes.Equal(b, ck.data) {
-			l.durableCkpt[ck.name] = ck.data
+	n := validOffsetPrefix(idx[:len(idx)/offsetEntrySize*offsetEntrySize], seg.size, from-seg.base)
+	if n == 0 {
+		return pos, next, nil, nil
+	}
+	rel, p := offsetEntry(idx, n-1)
+	if h, err := readHeader(f, p); err != nil || h.BaseOffset != seg.base+int64(rel) {
+		return pos, next, nil, nil
+	}
+	m := validTimePrefix(tidx[:len(tidx)/timeEntrySize*timeEntrySize], int64(rel))
+	return p, seg.base + int64(rel), idx[:(n-1)*offsetEntrySize], tidx[:m*timeEntrySize]
+}
+
+// walkBytes bounds what Open reads to rebuild what Close (and Open
+// itself) left out of the checkpoints that only save work: the batch
+// headers after the active segment's last offset index entry on disk,
+// for its indexes, and after the producer-state snapshot. A Close writes
+// those only when their absence would make the next Open read more
+// (checkpointForOpenLocked), so that stopping and starting many
+// partitions that took few writes since their last checkpoint writes and
+// reads few files.
+const walkBytes = 256 << 10
+
+// checkpointForOpenLocked writes, for a log whose data is all durable (at
+// a Close that flushed it, and at the end of Open), what the next Open
+// needs: the recovery point (with the leader-epoch history below it), the
+// active segment's indexes when a walk from their last entry to the end
+// would be longer than walkBytes (a clean start walks from there), and
+// the producer state when a walk from its snapshot would be.
+func (l *Log) checkpointForOpenLocked() error {
+	if l.walkFromLocked(l.end) > walkBytes {
+		if err := l.flushIndexesLocked(l.active(), !l.batched()); err != nil {
+			return err
 		}
 	}
-	return l.checkpointAllLocked()
+	if err := l.checkpointRecoveryLocked(); err != nil {
+		return err
+	}
+	if l.walkFromLocked(l.snapOffset) > walkBytes {
+		return l.snapshotProducersLocked()
+	}
+	return nil
+}
+
+// walkFromLocked returns how many bytes of segment data the next Open
+// reads to walk the log from offset (< 0: from its start) to its end:
+// the active segment from its last offset index entry on disk at or below
+// offset, and all of every segment between.
+func (l *Log) walkFromLocked(offset int64) int64 {
+	var n int64
+	for i := max(l.segIndexLocked(max(offset, l.segs[0].base)), 0); i < len(l.segs); i++ {
+		seg := l.segs[i]
+		if seg != l.active() || offset < seg.base {
+			n += seg.size
+			continue
+		}
+		onDisk := seg.idx[:max(min(seg.idxFlushed, len(seg.idx)), 0)]
+		_, pos := offsetFloor(onDisk, relOffset(offset-seg.base))
+		n += seg.size - pos
+	}
+	return n
+}
+
+// checkpointLoadedLocked ends a load: it writes the checkpoints whose
+// contents the load changed (the log start, the closed segments, the
+// leader-epoch history below the recovery point checkpoint, the recovery
+// point) or that the next Open would otherwise work long without
+// (checkpointForOpenLocked).
+func (l *Log) checkpointLoadedLocked() error {
+	errs := []error{l.checkpointLogStartLocked()}
+	sealed := l.sealedContentsLocked()
+	if old, ok := l.loaded[sealedFile]; ok && !bytes.Equal(old, sealed) || !ok && len(l.segs) > 1 {
+		errs = append(errs, l.writeCheckpointLocked(sealedFile, sealed))
+	}
+	var onDisk []EpochEntry
+	if b, ok := l.loaded[leaderEpochFile]; ok {
+		onDisk, _ = decodeEpochCheckpoint(b)
+	}
+	rp := max(l.ckptRecovery, l.segs[0].base)
+	if !slices.Equal(epochsBelow(onDisk, rp), epochsBelow(l.epochs.entries, rp)) {
+		errs = append(errs, l.checkpointEpochsLocked())
+	}
+	errs = append(errs, l.checkpointForOpenLocked())
+	return errors.Join(errs...)
+}
+
+// epochsBelow returns the entries of a leader-epoch history that start
+// below offset.
+func epochsBelow(entries []EpochEntry, offset int64) []EpochEntry {
+	n := 0
+	for n < len(entries) && entries[n].StartOffset < offset {
+		n++
+	}
+	return entries[:n]
 }
 
 // writeCheckpointLocked replaces a checkpoint file unless this process

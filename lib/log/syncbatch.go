@@ -167,6 +167,12 @@ func (b *SyncBatch) Commit() error {
 		return fmt.Errorf("log: sync the file system of %s: %w", b.root, err)
 	}
 	var errs []error
+	// The logs' data is durable: their Checkpoints may have it now.
+	for _, l := range logs {
+		if err := l.publish(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, path := range slices.Sorted(maps.Keys(renames)) {
 		if err := b.fs.Rename(renames[path], path); err != nil {
 			errs = append(errs, fmt.Errorf("write %s: %w", filepath.Base(path), err))
@@ -192,7 +198,7 @@ func (l *Log) forgetDurable() {
 	l.hwMu.Unlock()
 	l.mu.Lock()
 	l.durableCkpt = nil
-	l.ckptRecovery = -1
+	l.ckptRecovery, l.ckptLogStart = -1, -1
 	l.mu.Unlock()
 }
 
