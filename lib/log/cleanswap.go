@@ -132,11 +132,7 @@ func (l *Log) commitGroup(p *cleanPlan, g []int, out *groupOutput) (bool, error)
 
 // finishSwapsLocked completes the swaps a crash interrupted and removes
 // the files of passes that did not commit, before load lists the segments.
-func (l *Log) finishSwapsLocked() error {
-	entries, err := l.fs.ReadDir(l.dir)
-	if err != nil {
-		return err
-	}
+func (l *Log) finishSwapsLocked(entries []os.DirEntry) (changed bool, err error) {
 	var swaps []int64
 	names := make(map[string]bool, len(entries))
 	for _, e := range entries {
@@ -147,6 +143,7 @@ func (l *Log) finishSwapsLocked() error {
 		case strings.HasSuffix(name, cleanedSuffix):
 			l.logger.Info("removing the file of an unfinished cleaning pass", "file", name)
 			_ = l.fs.Remove(l.path(name))
+			changed = true
 		case strings.HasSuffix(name, logExt+swapSuffix):
 			if base, ext, ok := parseSegmentName(strings.TrimSuffix(name, swapSuffix)); ok && ext == logExt {
 				swaps = append(swaps, base)
@@ -162,14 +159,15 @@ func (l *Log) finishSwapsLocked() error {
 		}
 		l.logger.Info("removing the file of an unfinished cleaning pass", "file", name)
 		_ = l.fs.Remove(l.path(name))
+		changed = true
 	}
 	slices.Sort(swaps)
 	for _, base := range swaps {
 		if err := l.finishSwapLocked(base, names); err != nil {
-			return fmt.Errorf("finish cleaning %s: %w", segmentName(base, logExt), err)
+			return true, fmt.Errorf("finish cleaning %s: %w", segmentName(base, logExt), err)
 		}
 	}
-	return nil
+	return changed || len(swaps) > 0, nil
 }
 
 func (l *Log) finishSwapLocked(base int64, names map[string]bool) error {

@@ -30,8 +30,27 @@ const recoveryBufSize = 1 << 20
 
 // recoveryBufs are the recovery scans' buffers: a broker recovering
 // thousands of logs after a crash allocates (and clears) one per worker,
-// not one per log.
-var recoveryBufs = sync.Pool{New: func() any { return new([recoveryBufSize]byte) }}
+// not one per log. A scan of less than smallScanSize takes one of
+// smallScanBufs instead: most logs of a broker with many partitions have
+// little past their recovery point, and 128 workers clearing 1 MiB each
+// cost more than the scans.
+var (
+	recoveryBufs  = sync.Pool{New: func() any { return new([recoveryBufSize]byte) }}
+	smallScanBufs = sync.Pool{New: func() any { return new([smallScanSize]byte) }}
+)
+
+const smallScanSize = 64 << 10
+
+// scanBuffer returns a pooled read buffer for a scan of n bytes, and the
+// function that gives it back.
+func scanBuffer(n int64) ([]byte, func()) {
+	if n <= smallScanSize {
+		b := smallScanBufs.Get().(*[smallScanSize]byte)
+		return b[:], func() { smallScanBufs.Put(b) }
+	}
+	b := recoveryBufs.Get().(*[recoveryBufSize]byte)
+	return b[:], func() { recoveryBufs.Put(b) }
+}
 
 // Log is one partition's log in one directory. See the package
 // documentation for which methods may be called concurrently.
@@ -210,12 +229,16 @@ func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
 
 // load reads the directory and recovers the log. Called with mu held.
 func (l *Log) load() error {
-	if err := l.finishSwapsLocked(); err != nil {
-		return err
-	}
 	entries, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return err
+	}
+	if changed, err := l.finishSwapsLocked(entries); err != nil {
+		return err
+	} else if changed {
+		if entries, err = l.fs.ReadDir(l.dir); err != nil {
+			return err
+		}
 	}
 	var bases []int64
 	hasLog := make(map[int64]bool)
@@ -525,9 +548,8 @@ func (l *Log) recoverSegment(i int, rp, durableTo int64, first bool) (torn bool,
 	seg.tidx = append([]byte(nil), keepTidx...)
 	seg.resetIndexState()
 	interval := l.cfg.IndexIntervalBytes
-	pooled := recoveryBufs.Get().(*[recoveryBufSize]byte)
-	defer recoveryBufs.Put(pooled)
-	buf := pooled[:]
+	buf, put := scanBuffer(seg.size - scanFrom)
+	defer put()
 	index := func(pos int64, h *record.Header) error {
 		// The CRC does not cover the leader epoch. Below the recovery
 		// point the checkpointed history holds; past it, epochs must not
@@ -739,7 +761,9 @@ func (l *Log) loadProducerStateLocked() error {
 // walkHeadersLocked calls fn with the header of every batch whose last
 // offset is ≥ from, in order. Called with mu held exclusively.
 func (l *Log) walkHeadersLocked(from int64, fn func(h *record.Header)) error {
-	buf := make([]byte, 8<<10)
+	bufp := chunkPool.Get().(*[]byte)
+	defer chunkPool.Put(bufp)
+	buf := *bufp
 	for i := l.segIndexLocked(from); i < len(l.segs); i++ {
 		seg := l.segs[i]
 		if err := l.openSegmentLocked(seg); err != nil {

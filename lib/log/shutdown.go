@@ -122,9 +122,9 @@ func (l *Log) walkActiveTailLocked(c *CleanShutdown, from int64) (err error) {
 	l.epochs.truncateFrom(next)
 	l.walkedFrom = next
 	interval := l.cfg.IndexIntervalBytes
-	pooled := recoveryBufs.Get().(*[recoveryBufSize]byte)
-	defer recoveryBufs.Put(pooled)
-	res := scanSegment(sf, seg.base, pos, seg.size, next, false, pooled[:], func(pos int64, h *record.Header) error {
+	buf, put := scanBuffer(seg.size - pos)
+	defer put()
+	res := scanSegment(sf, seg.base, pos, seg.size, next, false, buf, func(pos int64, h *record.Header) error {
 		seg.indexBatch(h, pos, interval)
 		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
 		return nil
