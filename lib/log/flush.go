@@ -241,9 +241,12 @@ func (l *Log) SetConfig(cfg Config) {
 	}
 }
 
-// Close flushes the log, writes every checkpoint (the recovery point
-// becomes the log end offset) and closes its files. Regions still held stay
-// readable until released. Closing twice returns nil.
+// Close flushes the log, checkpoints its recovery point (which becomes
+// the log end offset) and leader-epoch history, and the active segment's
+// indexes and the producer state when the next Open would otherwise walk
+// more than walkBytes of batch headers (checkpointForOpenLocked), and
+// closes its files. Regions still held stay readable until released.
+// Closing twice returns nil.
 func (l *Log) Close() error {
 	l.flusherMu.Lock()
 	l.stopFlusherLocked()
