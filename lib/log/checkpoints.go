@@ -1,14 +1,11 @@
 package log
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"maps"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -234,23 +231,13 @@ func encodeCheckpoints(logs map[string]logCheckpoint) []byte {
 		}
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "crc32c %08x\n", crc32.Checksum(b.Bytes(), castagnoli))
-	return b.Bytes()
+	return appendChecksum(b.Bytes())
 }
 
 func decodeCheckpoints(b []byte) (map[string]logCheckpoint, error) {
-	body, sum, ok := cutLastLine(b)
-	if !ok {
-		return nil, errors.New("no checksum line")
-	}
-	var want uint32
-	if _, err := fmt.Sscanf(sum, "crc32c %x", &want); err != nil || crc32.Checksum(body, castagnoli) != want {
-		return nil, errors.New("checksum mismatch")
-	}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(nil, math.MaxInt32)
-	if !sc.Scan() || sc.Text() != "mq "+checkpointsKind+" 1" {
-		return nil, errors.New("not a log-checkpoints file of version 1")
+	sc, err := checksummedLines(b, checkpointsKind)
+	if err != nil {
+		return nil, err
 	}
 	offset := func(s string) (int64, bool) {
 		if s == "-" {

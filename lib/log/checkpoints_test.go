@@ -30,6 +30,21 @@ func openCkpts(t *testing.T, fsys FS, root string) *Checkpoints {
 	return c
 }
 
+// writtenHighWatermark opens the log t-0 under root with new Checkpoints,
+// checkpoints the high-water mark hw and writes the Checkpoints.
+func writtenHighWatermark(t *testing.T, root string, hw int64) (*Checkpoints, *Log) {
+	t.Helper()
+	c := openCkpts(t, nil, root)
+	l := openCkptLog(t, nil, root, "t-0", c)
+	if err := l.CheckpointHighWatermark(hw); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(); err != nil {
+		t.Fatal(err)
+	}
+	return c, l
+}
+
 // TestCheckpointsShareOneFile: logs opened with Checkpoints keep their
 // recovery point, leader-epoch history and high-water mark in its one
 // file and none in their directories, which hold their segment files
@@ -126,6 +141,20 @@ func TestCheckpointsLoweredAreWrittenAtOnce(t *testing.T) {
 	}
 }
 
+// tenBatches opens the log t-0 under root with new Checkpoints and
+// appends ten batches of two records to it, offsets 0 to 19.
+func tenBatches(t *testing.T, fsys FS, root string) (*Checkpoints, *Log) {
+	t.Helper()
+	c := openCkpts(t, fsys, root)
+	l := openCkptLog(t, fsys, root, "t-0", c)
+	for i := range 10 {
+		if _, err := l.Append(simpleBatch(t, uint64(i), 2, 100, 1000), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, l
+}
+
 // TestCheckpointsTruncationLowersTheRecoveryPointAtOnce: after a
 // truncation below the recovery point the Checkpoints file holds, the
 // batches appended again are not taken for durable after a power loss,
@@ -133,15 +162,8 @@ func TestCheckpointsLoweredAreWrittenAtOnce(t *testing.T) {
 // cut as a torn tail, never recorded as damage.
 func TestCheckpointsTruncationLowersTheRecoveryPointAtOnce(t *testing.T) {
 	for seed := range uint64(12) {
-		fsys := NewCrashFS(CrashTorn, seed)
-		root := "/data"
-		c := openCkpts(t, fsys, root)
-		l := openCkptLog(t, fsys, root, "t-0", c)
-		for i := range 10 {
-			if _, err := l.Append(simpleBatch(t, uint64(i), 2, 100, 1000), 0); err != nil {
-				t.Fatal(err)
-			}
-		}
+		fsys, root := NewCrashFS(CrashTorn, seed), "/data"
+		c, l := tenBatches(t, fsys, root)
 		if err := l.Flush(); err != nil {
 			t.Fatal(err)
 		}
@@ -176,15 +198,8 @@ func TestCheckpointsTruncationLowersTheRecoveryPointAtOnce(t *testing.T) {
 // power loss before the commit tore is cut, never recorded as damage.
 func TestCheckpointsOfABatchWaitForItsCommit(t *testing.T) {
 	for seed := range uint64(12) {
-		fsys := NewCrashFS(CrashTorn, seed)
-		root := "/data"
-		c := openCkpts(t, fsys, root)
-		l := openCkptLog(t, fsys, root, "t-0", c)
-		for i := range 10 {
-			if _, err := l.Append(simpleBatch(t, uint64(i), 2, 100, 1000), 0); err != nil {
-				t.Fatal(err)
-			}
-		}
+		fsys, root := NewCrashFS(CrashTorn, seed), "/data"
+		c, l := tenBatches(t, fsys, root)
 		batch := NewSyncBatch(fsys, root)
 		batch.Add(l)
 		if err := l.Close(); err != nil {
@@ -283,14 +298,7 @@ func TestCheckpointsAdoptTheOldFiles(t *testing.T) {
 // when the file written last still holds them.
 func TestCheckpointsNewLogTakesNoOldEntry(t *testing.T) {
 	root := t.TempDir()
-	c := openCkpts(t, nil, root)
-	l := openCkptLog(t, nil, root, "t-0", c)
-	if err := l.CheckpointHighWatermark(5); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Write(); err != nil {
-		t.Fatal(err)
-	}
+	c, l := writtenHighWatermark(t, root, 5)
 	if err := l.Delete(); err != nil {
 		t.Fatal(err)
 	}
@@ -313,15 +321,8 @@ func TestCheckpointsNewLogTakesNoOldEntry(t *testing.T) {
 // checksum is logged and read as holding no log.
 func TestCheckpointsDamagedFileIsIgnored(t *testing.T) {
 	root := t.TempDir()
-	c := openCkpts(t, nil, root)
-	l := openCkptLog(t, nil, root, "t-0", c)
-	if err := l.CheckpointHighWatermark(5); err != nil {
-		t.Fatal(err)
-	}
+	_, l := writtenHighWatermark(t, root, 5)
 	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Write(); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(root, "log-checkpoints")
@@ -333,7 +334,7 @@ func TestCheckpointsDamagedFileIsIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	c, err = OpenCheckpoints(nil, path, slog.New(slog.NewTextHandler(&logs, nil)))
+	c, err := OpenCheckpoints(nil, path, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

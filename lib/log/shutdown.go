@@ -300,8 +300,7 @@ func WriteCleanShutdownFile(fsys FS, path string, logs map[string]CleanShutdown)
 		c := logs[name]
 		fmt.Fprintf(&b, "%s %d %d %d\n", name, c.EndOffset, c.ActiveBase, c.ActiveSize)
 	}
-	fmt.Fprintf(&b, "crc32c %08x\n", crc32.Checksum(b.Bytes(), castagnoli))
-	return writeFileAtomic(fsys, filepath.Dir(path), filepath.Base(path), b.Bytes())
+	return writeFileAtomic(fsys, filepath.Dir(path), filepath.Base(path), appendChecksum(b.Bytes()))
 }
 
 // TakeCleanShutdownFile reads the clean-shutdown file at path and removes
@@ -333,18 +332,9 @@ func TakeCleanShutdownFile(fsys FS, path string) (map[string]CleanShutdown, erro
 }
 
 func decodeCleanShutdown(b []byte) (map[string]CleanShutdown, error) {
-	body, sum, ok := cutLastLine(b)
-	if !ok {
-		return nil, errors.New("no checksum line")
-	}
-	var want uint32
-	if _, err := fmt.Sscanf(sum, "crc32c %x", &want); err != nil || crc32.Checksum(body, castagnoli) != want {
-		return nil, errors.New("checksum mismatch")
-	}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(nil, math.MaxInt32)
-	if !sc.Scan() || sc.Text() != "mq "+cleanShutdownKind+" 1" {
-		return nil, errors.New("not a clean-shutdown file of version 1")
+	sc, err := checksummedLines(b, cleanShutdownKind)
+	if err != nil {
+		return nil, err
 	}
 	logs := map[string]CleanShutdown{}
 	for sc.Scan() {
@@ -363,6 +353,34 @@ func decodeCleanShutdown(b []byte) (map[string]CleanShutdown, error) {
 		logs[f[0]] = CleanShutdown{EndOffset: v[0], ActiveBase: v[1], ActiveSize: v[2]}
 	}
 	return logs, sc.Err()
+}
+
+// The files that hold a line for each of many logs (the clean-shutdown
+// record, the log checkpoints) are text: "mq KIND 1", the lines, and
+// "crc32c HEX", the CRC32C of every line before it.
+
+// appendChecksum appends the checksum line of b to b.
+func appendChecksum(b []byte) []byte {
+	return fmt.Appendf(b, "crc32c %08x\n", crc32.Checksum(b, castagnoli))
+}
+
+// checksummedLines checks the checksum line and the header of such a file
+// of kind, and returns a scanner over the lines between.
+func checksummedLines(b []byte, kind string) (*bufio.Scanner, error) {
+	body, sum, ok := cutLastLine(b)
+	if !ok {
+		return nil, errors.New("no checksum line")
+	}
+	var want uint32
+	if _, err := fmt.Sscanf(sum, "crc32c %x", &want); err != nil || crc32.Checksum(body, castagnoli) != want {
+		return nil, errors.New("checksum mismatch")
+	}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, math.MaxInt32)
+	if !sc.Scan() || sc.Text() != "mq "+kind+" 1" {
+		return nil, fmt.Errorf("not a %s file of version 1", kind)
+	}
+	return sc, nil
 }
 
 // cutLastLine splits b (ending in a newline) before its last line.
