@@ -222,14 +222,23 @@ func consumeMode(direct bool) string {
 // each class keeps up to poolRecordsPerClass records' worth of free
 // slices: enough for every partition's batch of a many-partition fetch,
 // bounded in memory whatever the batch sizes.
+//
+// New slices of the classes under poolSlabRecords are cut from slabs of
+// poolSlabRecords records, a slab per class: the first fetch over 10,000
+// partitions asks for tens of thousands of slices of a few records, and
+// each was an allocation of its own, typed and zeroed one by one. A slab
+// is kept alive by any slice cut from it, so at most a slab per class
+// more is held than the slices in use and free.
 type recordPool struct {
 	mu   sync.Mutex
 	free [poolClasses][][]kgo.Record // free[c]: slices of cap 1<<c
+	slab [poolClasses][]kgo.Record   // slab[c]: what is left to cut slices of class c from
 }
 
 const (
 	poolClasses         = 32
 	poolRecordsPerClass = 1 << 16
+	poolSlabRecords     = 1 << 10
 )
 
 func newRecordPool() *recordPool { return &recordPool{} }
@@ -249,16 +258,24 @@ func (p *recordPool) GetRecords(n int) []kgo.Record {
 	if c >= poolClasses {
 		return make([]kgo.Record, n)
 	}
+	size := 1 << c
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if free := p.free[c]; len(free) > 0 {
 		s := free[len(free)-1]
 		free[len(free)-1] = nil
 		p.free[c] = free[:len(free)-1]
-		p.mu.Unlock()
 		return s[:n]
 	}
-	p.mu.Unlock()
-	return make([]kgo.Record, n, 1<<c)
+	if size >= poolSlabRecords {
+		return make([]kgo.Record, n, size)
+	}
+	if len(p.slab[c]) < size {
+		p.slab[c] = make([]kgo.Record, poolSlabRecords)
+	}
+	s := p.slab[c][:n:size]
+	p.slab[c] = p.slab[c][size:]
+	return s
 }
 
 // PutRecords implements kgo.PoolRecords. A slice whose capacity is not

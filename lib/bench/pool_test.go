@@ -51,3 +51,50 @@ func TestRecordPoolKeepsManySmallSlicesBoundedInRecords(t *testing.T) {
 		t.Fatalf("free slices of a batch of %d: %d, want 1", len(big), got)
 	}
 }
+
+func TestRecordPoolCutsSmallSlicesApart(t *testing.T) {
+	// Slices of small classes share a slab: each must stay within its
+	// own capacity, so that filling one never writes into another.
+	p := newRecordPool()
+	var held [][]kgo.Record
+	for i := range 3 * poolSlabRecords {
+		n := 1 + i%7
+		s := p.GetRecords(n)
+		if len(s) != n || cap(s) != 1<<poolClass(n) {
+			t.Fatalf("GetRecords(%d): len %d cap %d", n, len(s), cap(s))
+		}
+		s = s[:cap(s)]
+		for j := range s {
+			s[j].Offset = int64(i)
+		}
+		held = append(held, s)
+	}
+	for i, s := range held {
+		for j := range s {
+			if s[j].Offset != int64(i) {
+				t.Fatalf("slice %d, record %d: offset %d, written by slice %d", i, j, s[j].Offset, s[j].Offset)
+			}
+		}
+	}
+}
+
+// BenchmarkRecordPoolFirstFetchOver10000Partitions is what a consumer's
+// first fetch over 10,000 partitions asks of a new pool: a slice of 1 to
+// 8 records per partition, then all of them back, then again (the next
+// fetch, from the free slices).
+func BenchmarkRecordPoolFirstFetchOver10000Partitions(b *testing.B) {
+	const parts = 10000
+	held := make([][]kgo.Record, parts)
+	b.ReportAllocs()
+	for b.Loop() {
+		p := newRecordPool()
+		for range 2 {
+			for i := range held {
+				held[i] = p.GetRecords(1 + i%8)
+			}
+			for _, s := range held {
+				p.PutRecords(s)
+			}
+		}
+	}
+}

@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
+	"os"
 	"testing"
 	"time"
 )
@@ -100,4 +102,39 @@ func benchPipelined(b *testing.B, addr string, frame []byte) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+}
+
+// BenchmarkFileParts answers each request with a response of many file
+// regions, each after a few header bytes, as a fetch over many
+// partitions is: how writing a response grows with its regions at the
+// same bytes (16 MiB of regions of 16 MiB, 16 KiB and 1 KiB).
+func BenchmarkFileParts(b *testing.B) {
+	f, err := os.CreateTemp(b.TempDir(), "segment")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	const total = 16 << 20
+	if _, err := f.Write(make([]byte, total)); err != nil {
+		b.Fatal(err)
+	}
+	header := make([]byte, 40)
+	for _, size := range []int64{16 << 20, 16 << 10, 1 << 10} {
+		var parts []Part
+		for off := int64(0); off < total; off += size {
+			parts = append(parts, Part{Bytes: header}, Part{File: f, Offset: off, Len: size})
+		}
+		h := newFake(func(_ context.Context, _ *ConnInfo, req *Request) Reply {
+			return req.Ready(Response{Parts: parts})
+		})
+		s := startServer(b, Config{}, h)
+		id := "bench"
+		frame := appendRequest(nil, metadataRequest(12), 0, &id)
+		for _, addr := range s.Addrs() {
+			b.Run(fmt.Sprintf("%s/regions=%d", addr[:3], len(parts)/2), func(b *testing.B) {
+				benchPipelined(b, addr, frame)
+				b.SetBytes(total)
+			})
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -65,7 +66,6 @@ type conn struct {
 	clientID *string // last client id seen, reused while it does not change
 
 	// Writer-owned, and the reader's while queued is zero.
-	hdr [9]byte
 	vec [][]byte
 }
 
@@ -697,8 +697,15 @@ func (c *conn) writeResponse(p *pending, resp Response) error {
 	return err
 }
 
-// writeParts writes a pre-encoded body: runs of byte parts go out with one
-// writev, file regions with sendfile.
+// writeParts writes a pre-encoded body. Byte parts and small file regions
+// (read with pread) are gathered in a staging buffer that goes out with
+// one write each time it fills; a large region goes out with sendfile.
+//
+// A fetch over many partitions is a few header bytes and one small region
+// per partition: sent one by one, each region took a writev of its header
+// and a sendfile, two system calls (and a write deadline, and the
+// allocations of reaching the descriptors) per partition. Gathered, it
+// takes one pread, and the response one write per maxStaged bytes.
 func (c *conn) writeParts(p *pending, resp Response) error {
 	total := int64(4) // correlation id
 	if resp.Flexible {
@@ -713,74 +720,99 @@ func (c *conn) writeParts(p *pending, resp Response) error {
 			return fmt.Errorf("%s response is too large", kmsg.NameForKey(p.key))
 		}
 	}
-	hdr := c.hdr[:8]
-	binary.BigEndian.PutUint32(hdr, uint32(total))
-	binary.BigEndian.PutUint32(hdr[4:], uint32(p.correlationID))
+	sp := stagePool.Get().(*[]byte)
+	stage := binary.BigEndian.AppendUint32((*sp)[:0], uint32(total))
+	stage = binary.BigEndian.AppendUint32(stage, uint32(p.correlationID))
 	if resp.Flexible {
-		hdr = append(hdr, 0)
+		stage = append(stage, 0)
 	}
-	if total+4 <= maxCopiedResponse {
-		return c.writeCopied(hdr, resp.Parts)
+	defer func() {
+		if cap(stage) <= maxStaged+maxStagedRegion {
+			*sp = stage[:0]
+			stagePool.Put(sp)
+		}
+	}()
+	// flush writes what is staged, with more after it when given.
+	flush := func(more []byte) error {
+		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		vec := c.vec[:0]
+		if len(stage) > 0 {
+			vec = append(vec, stage)
+		}
+		if len(more) > 0 {
+			vec = append(vec, more)
+		}
+		err := c.writeVec(vec)
+		clear(vec)
+		c.vec = vec[:0]
+		stage = stage[:0]
+		return err
 	}
-	vec := append(c.vec[:0], hdr)
-	defer func() { clear(vec); c.vec = vec[:0] }()
 	for _, part := range resp.Parts {
-		if !part.isFile() {
-			if len(part.Bytes) > 0 {
-				vec = append(vec, part.Bytes)
+		switch {
+		case !part.isFile() && len(part.Bytes) > maxStagedRegion:
+			if err := flush(part.Bytes); err != nil {
+				return err
+			}
+			continue
+		case !part.isFile():
+			stage = append(stage, part.Bytes...)
+		case part.Len == 0:
+			continue
+		case part.Len <= maxStagedRegion:
+			var err error
+			if stage, err = readRegion(stage, part); err != nil {
+				return err
+			}
+		default:
+			if err := flush(nil); err != nil {
+				return err
+			}
+			if err := c.writeFile(part); err != nil {
+				return err
 			}
 			continue
 		}
-		if err := c.writeVec(vec); err != nil {
-			return err
-		}
-		vec = vec[:0]
-		if part.Len == 0 {
-			continue
-		}
-		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
-		if err := c.writeFile(part); err != nil {
-			return err
+		if len(stage) >= maxStaged {
+			if err := flush(nil); err != nil {
+				return err
+			}
 		}
 	}
-	return c.writeVec(vec)
+	if len(stage) == 0 {
+		return nil
+	}
+	return flush(nil)
 }
 
-// maxCopiedResponse is the largest response (frame size included) whose
-// file parts are read into memory so that the whole frame goes out with one
-// write. For a small response (a fetch at the log end) a pread and one
-// write cost less than sendfile between two writes; larger ones are sent
-// with sendfile.
-const maxCopiedResponse = 16 << 10
+// Gathering a response (writeParts): file regions up to maxStagedRegion
+// bytes are read into the staging buffer, which is written once it holds
+// maxStaged bytes or more. A staging buffer per writing connection, from
+// a pool.
+const (
+	maxStaged       = 256 << 10
+	maxStagedRegion = 64 << 10
+)
 
-// writeCopied writes a small response in one write, reading its file
-// parts with pread.
-func (c *conn) writeCopied(hdr []byte, parts []Part) error {
-	bp := copyPool.Get().(*[]byte)
-	defer copyPool.Put(bp)
-	buf := append((*bp)[:0], hdr...)
-	for _, part := range parts {
-		if !part.isFile() {
-			buf = append(buf, part.Bytes...)
-			continue
-		}
-		f, err := part.acquire()
-		if err != nil {
-			return err
-		}
-		n := len(buf)
-		buf = buf[:n+int(part.Len)]
-		m, err := f.ReadAt(buf[n:], part.Offset)
-		part.release()
-		if m < int(part.Len) {
-			if err == nil || errors.Is(err, io.EOF) {
-				err = errFileShort
-			}
-			return err
-		}
+var stagePool = sync.Pool{New: func() any { b := make([]byte, 0, maxStaged+maxStagedRegion); return &b }}
+
+// readRegion appends the bytes of a file part to buf, with one pread.
+func readRegion(buf []byte, part Part) ([]byte, error) {
+	f, err := part.acquire()
+	if err != nil {
+		return buf, err
 	}
-	_, err := c.nc.Write(buf)
-	return err
+	defer part.release()
+	n := len(buf)
+	buf = slices.Grow(buf, int(part.Len))[:n+int(part.Len)]
+	m, err := f.ReadAt(buf[n:], part.Offset)
+	if m < int(part.Len) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = errFileShort
+		}
+		return buf[:n], err
+	}
+	return buf, nil
 }
 
 func (c *conn) writeVec(vec [][]byte) error {

@@ -108,10 +108,15 @@
 //     with strings pointing into the frame; the others are allocated at
 //     their exact size and decoded with copied strings. Response encode buffers
 //     are pooled, and Ready costs no allocation.
-//   - File parts of a Response are sent with sendfile(2) at an explicit
-//     offset (the file position is never used), or with positional reads
-//     where sendfile is unavailable; a file shorter than the region closes
-//     the connection, since the frame can no longer be completed.
+//   - File parts of a Response are read at an explicit offset (the file
+//     position is never used). Regions up to 64 KiB are read with pread
+//     into a staging buffer along with the byte parts around them, and
+//     written once 256 KiB or more are staged, so a fetch over thousands
+//     of partitions goes out in a few writes, not two system calls per
+//     partition. Larger regions are sent with sendfile(2), or with
+//     positional reads where sendfile is unavailable. A file shorter than
+//     the region closes the connection, since the frame can no longer be
+//     completed.
 //
 // # Shutdown
 //

@@ -163,8 +163,8 @@ type Response struct {
 // fails (closes) the connection rather than sending wrong bytes.
 type Part struct {
 	Bytes []byte
-	// File, when set, sends Len bytes from File at Offset (sendfile when the
-	// connection allows). If the file is shorter than Offset+Len (truncated
+	// File, when set, sends Len bytes from File at Offset (read into the
+	// response when small, else sendfile when the connection allows). If the file is shorter than Offset+Len (truncated
 	// meanwhile), the connection is closed: the response cannot be completed.
 	File *os.File
 	// Source, when set instead of File, lends the file for the time the

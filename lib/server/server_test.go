@@ -469,6 +469,50 @@ func TestFilePartsAreSentByteExact(t *testing.T) {
 	}
 }
 
+func TestManyFilePartsAreGatheredByteExact(t *testing.T) {
+	// A response of many regions, as a fetch over many partitions: small
+	// ones gathered into writes of maxStaged bytes and more, larger ones
+	// sent between them, and byte parts small and large.
+	content := make([]byte, 1<<20)
+	for i := range content {
+		content[i] = byte(i*13 + i>>9)
+	}
+	f := writeTemp(t, content)
+	big := bytes.Repeat([]byte("B"), maxStagedRegion+1)
+	sizes := []int64{0, 1, 999, 3 << 10, maxStagedRegion, maxStagedRegion + 1, 17 << 10}
+	var parts []Part
+	var want []byte
+	for i := range 200 {
+		n := sizes[i%len(sizes)]
+		off := int64(i*4099) % (int64(len(content)) - n)
+		header := []byte(fmt.Sprintf("partition %d:", i))
+		if i%50 == 49 {
+			header = big
+		}
+		parts = append(parts, Part{Bytes: header}, Part{File: f, Offset: off, Len: n})
+		want = append(append(want, header...), content[off:off+n]...)
+	}
+	h := newFake(func(_ context.Context, _ *ConnInfo, req *Request) Reply {
+		return req.Ready(Response{Parts: parts})
+	})
+	s := startServer(t, Config{}, h)
+	for _, addr := range s.Addrs() {
+		t.Run(addr[:3], func(t *testing.T) {
+			c := dial(t, addr)
+			for corr := range int32(3) {
+				send(t, c, metadataRequest(0), corr)
+				got, body, err := readFrame(c)
+				if err != nil || got != corr {
+					t.Fatalf("response %d: correlation id %d, err %v", corr, got, err)
+				}
+				if !bytes.Equal(body, want) {
+					t.Fatalf("response %d: %d bytes differ from the %d expected", corr, len(body), len(want))
+				}
+			}
+		})
+	}
+}
+
 func writeTemp(t testing.TB, content []byte) *os.File {
 	t.Helper()
 	f, err := os.CreateTemp(t.TempDir(), "segment")
