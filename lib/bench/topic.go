@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -76,16 +77,45 @@ func EnsureTopic(ctx context.Context, cl *kgo.Client, spec TopicSpec) (int, erro
 }
 
 // partitionOffsets returns the start and end offsets of each partition of
-// topic.
+// topic. A partition whose log its leader is still opening (mqd serves
+// while it opens them after a restart) answers a retriable error: the
+// offsets are asked again until ctx ends.
 func partitionOffsets(ctx context.Context, cl *kgo.Client, topic string) (start, end map[int32]int64, err error) {
 	adm := kadm.NewClient(cl)
-	s, err := adm.ListStartOffsets(ctx, topic)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list start offsets of %s: %w", topic, err)
+	return retryOffsets(ctx, topic, offsetsRetryInterval, func(ctx context.Context) (s, e kadm.ListedOffsets, err error) {
+		if s, err = adm.ListStartOffsets(ctx, topic); err != nil {
+			return nil, nil, fmt.Errorf("list start offsets of %s: %w", topic, err)
+		}
+		if e, err = adm.ListEndOffsets(ctx, topic); err != nil {
+			return nil, nil, fmt.Errorf("list end offsets of %s: %w", topic, err)
+		}
+		return s, e, nil
+	})
+}
+
+// offsetsRetryInterval is how long partitionOffsets waits before asking
+// again.
+const offsetsRetryInterval = 50 * time.Millisecond
+
+// retryOffsets calls list until its answer holds no retriable error (or
+// ctx ends), every interval, and returns the offsets it listed.
+func retryOffsets(ctx context.Context, topic string, interval time.Duration, list func(context.Context) (s, e kadm.ListedOffsets, err error)) (start, end map[int32]int64, err error) {
+	for {
+		start, end, err = listedOffsets(ctx, topic, list)
+		if err == nil || !retriable(err) {
+			return start, end, err
+		}
+		if sleepCtx(ctx, interval) != nil {
+			return nil, nil, err
+		}
 	}
-	e, err := adm.ListEndOffsets(ctx, topic)
+}
+
+// listedOffsets calls list once and returns its offsets by partition.
+func listedOffsets(ctx context.Context, topic string, list func(context.Context) (s, e kadm.ListedOffsets, err error)) (start, end map[int32]int64, err error) {
+	s, e, err := list(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list end offsets of %s: %w", topic, err)
+		return nil, nil, err
 	}
 	start, end = map[int32]int64{}, map[int32]int64{}
 	for _, x := range []struct {
@@ -110,4 +140,20 @@ func partitionOffsets(ctx context.Context, cl *kgo.Client, topic string) (start,
 		return nil, nil, client.Failf("topic %s: unknown topic or no partitions", topic)
 	}
 	return start, end, nil
+}
+
+// retriable reports whether err is an answer worth asking again for: a
+// retriable Kafka error (LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER…),
+// alone or as every shard error of a request.
+func retriable(err error) bool {
+	var se *kadm.ShardErrors
+	if errors.As(err, &se) {
+		for _, e := range se.Errs {
+			if !kerr.IsRetriable(e.Err) {
+				return false
+			}
+		}
+		return len(se.Errs) > 0
+	}
+	return kerr.IsRetriable(err)
 }
