@@ -143,10 +143,22 @@ func newDataPlane(b *Broker) (*dataPlane, error) {
 // of the data directory are recovered (d.synced, d.clean) and served as
 // they open, up to batchMax at a time.
 func (d *dataPlane) openFirst(img *controller.Image) error {
+	start := d.b.clock.Now()
+	d.cleanMu.Lock()
+	records := len(d.clean)
+	d.cleanMu.Unlock()
 	err := d.apply(img)
 	d.syncMu.Lock()
 	d.synced = false
 	d.syncMu.Unlock()
+	d.cleanMu.Lock()
+	used := records - len(d.clean)
+	d.cleanMu.Unlock()
+	d.mu.RLock()
+	n := len(d.parts)
+	d.mu.RUnlock()
+	d.b.log.Info("partitions opened", "partitions", n, "clean_shutdown_records", used,
+		"took", d.b.clock.Now().Sub(start).Round(time.Millisecond))
 	d.reportStrayDirs(img)
 	return err
 }
