@@ -196,8 +196,8 @@ type partitionCheckpoint struct {
 
 // logCheckpoint reads a partition's line of the node's log-checkpoints
 // file (lib/log: "mq log-checkpoints 1", then "DIR RECOVERY_POINT
-// HIGH_WATERMARK EPOCH:START,..." lines, "-" for none, and a checksum
-// line); a missing file or line is no checkpoint.
+// HIGH_WATERMARK EPOCH:START,... OWNER" lines, "-" for none, and a
+// checksum line); a missing file or line is no checkpoint.
 func logCheckpoint(node *clusterNode, topic string, part int) (partitionCheckpoint, error) {
 	c := partitionCheckpoint{recoveryPoint: -1, highWatermark: -1, epochStarts: map[int32]int64{}}
 	data, err := os.ReadFile(filepath.Join(node.dataDir, "log-checkpoints"))
@@ -220,7 +220,7 @@ func logCheckpoint(node *clusterNode, topic string, part int) (partitionCheckpoi
 	}
 	for _, line := range lines[1 : len(lines)-1] {
 		f := strings.Fields(line)
-		if len(f) != 4 || f[0] != want {
+		if len(f) != 5 || f[0] != want {
 			continue
 		}
 		var err1, err2 error

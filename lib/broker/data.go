@@ -491,6 +491,9 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, partition, err)
 	}
 	dir := d.partitionDir(t.Name, partition)
+	if err := d.setAsideOtherTopics(dir, t.ID.String()); err != nil {
+		return nil, fmt.Errorf("open partition %s-%d: %w", t.Name, partition, err)
+	}
 	opts := log.Options{
 		Logger:     d.b.log.With("topic", t.Name, "partition", partition),
 		FS:         d.b.cfg.LogFS,
@@ -502,6 +505,7 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 		Batch:      batch,
 
 		Checkpoints: d.checkpoints,
+		Owner:       t.ID.String(),
 	}
 	d.cleanMu.Lock()
 	if c, ok := d.clean[filepath.Base(dir)]; ok {
@@ -529,6 +533,33 @@ func (d *dataPlane) open(t *controller.Topic, partition int32, tcfg config.Topic
 	h := &hosted{Partition: p, topicID: t.ID, traffic: d.traffic.of(t.Name)}
 	h.cfg.Store(&tcfg)
 	return h, nil
+}
+
+// setAsideOtherTopics moves a partition directory that the log checkpoints
+// say a topic other than topicID wrote (a topic of the same name deleted
+// while this node was down, and created again) out of the way, to
+// DIR.TOPICID.stale, so that the new topic starts empty rather than serve
+// the old one's records. It is kept, not deleted, and logged: a surprise
+// is no reason to delete data. A directory without an owner (written by
+// an mq before owners were recorded) is taken as the topic's.
+func (d *dataPlane) setAsideOtherTopics(dir, topicID string) error {
+	name := filepath.Base(dir)
+	owner, ok := d.checkpoints.Owner(name)
+	if !ok || owner == topicID {
+		return nil
+	}
+	aside := fmt.Sprintf("%s.%s.stale", dir, owner)
+	switch err := log.MoveDir(d.b.cfg.LogFS, dir, aside); {
+	case errors.Is(err, os.ErrNotExist):
+		d.checkpoints.Forget(name)
+		return nil
+	case err != nil:
+		return fmt.Errorf("set aside the directory of an earlier topic of the same name: %w", err)
+	}
+	d.checkpoints.Forget(name)
+	d.b.log.Warn("partition directory belongs to an earlier topic of the same name (deleted while this node was away); moved aside, the partition starts empty here",
+		"dir", dir, "moved_to", aside, "earlier_topic_id", owner, "topic_id", topicID)
+	return nil
 }
 
 // register serves an opened partition.

@@ -332,3 +332,56 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 		<-tick.C
 	}
 }
+
+// TestDirectoryOfAnEarlierTopicIsSetAside: a data directory holding the
+// partition directory of an earlier topic of the same name (deleted while
+// the node was away, and created again) does not serve that topic's
+// records as the new one's: the log checkpoints name the topic that wrote
+// each directory, and the directory is moved aside, kept, and logged.
+func TestDirectoryOfAnEarlierTopicIsSetAside(t *testing.T) {
+	earlier := t.TempDir()
+	var earlierID controller.TopicID
+	t.Run("earlier topic", func(t *testing.T) {
+		tb := startBroker(t, earlier, nil)
+		earlierID = tb.createTopic(t, "t", 1, nil)
+		if r := produce(t, tb, "t", 0, -1, testBatch(t, record.BuildOptions{}, "old", 5)); r.ErrorCode != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+	})
+	dir := t.TempDir()
+	// What the node kept of the earlier topic: its directory, and its
+	// entry in the log checkpoints.
+	if err := os.CopyFS(filepath.Join(dir, "t-0"), os.DirFS(filepath.Join(earlier, "t-0"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFile(filepath.Join(earlier, checkpointsFile), filepath.Join(dir, checkpointsFile)); err != nil {
+		t.Fatal(err)
+	}
+	tb := startBroker(t, dir, nil)
+	id := tb.createTopic(t, "t", 1, nil)
+	if id == earlierID {
+		t.Fatal("the new topic has the earlier one's ID")
+	}
+	if end := tb.data.partition("t", 0).Log().EndOffset(); end != 0 {
+		t.Fatalf("the new topic's log ends at %d: it serves the earlier topic's records", end)
+	}
+	aside := filepath.Join(dir, "t-0."+earlierID.String()+".stale")
+	if _, err := os.Stat(filepath.Join(aside, "00000000000000000000.log")); err != nil {
+		t.Fatalf("the earlier topic's directory is not kept aside: %v", err)
+	}
+	if !strings.Contains(tb.logs.String(), "earlier topic of the same name") {
+		t.Fatalf("no warning logged:\n%s", tb.logs.String())
+	}
+	if r := produce(t, tb, "t", 0, -1, testBatch(t, record.BuildOptions{}, "new", 3)); r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("produce to the new topic: base offset %d, %v; want 0", r.BaseOffset, kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// copyFile copies the file from to to.
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
+}

@@ -98,7 +98,7 @@ func TestRestartOfTheOnlyReplicaBelowItsCheckpointedHighWatermark(t *testing.T) 
 
 // editLogCheckpoints rewrites the data directory's log-checkpoints file
 // (lib/log: "mq log-checkpoints 1", "DIR RECOVERY_POINT HIGH_WATERMARK
-// EPOCHS" lines, "crc32c HEX" of what precedes) with each log's line
+// EPOCHS OWNER" lines, "crc32c HEX" of what precedes) with each log's line
 // changed by edit, and its checksum made to match, as a power loss or an
 // earlier state of the file could have left it.
 func editLogCheckpoints(t *testing.T, dataDir string, edit func(fields []string) []string) {

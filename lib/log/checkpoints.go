@@ -35,12 +35,14 @@ import (
 // The file is text:
 //
 //	mq log-checkpoints 1
-//	DIR RECOVERY_POINT HIGH_WATERMARK EPOCHS   (one line per log)
-//	crc32c HEX                                 (of every line before)
+//	DIR RECOVERY_POINT HIGH_WATERMARK EPOCHS OWNER   (one line per log)
+//	crc32c HEX                                       (of every line before)
 //
 // DIR is the log's directory name; a value it has none of is "-"; EPOCHS
 // is the leader-epoch history, "EPOCH:START_OFFSET" entries joined by
-// commas. A log that finds no entry, but the per-log files of an earlier
+// commas; OWNER is what the log belongs to (Options.Owner: a broker's
+// topic ID), so that the owner of a directory can tell it from one an
+// earlier log of the same name left (Owner). A log that finds no entry, but the per-log files of an earlier
 // mq, takes their values, and the files are removed once a Write wrote
 // them. All methods may be called concurrently.
 type Checkpoints struct {
@@ -64,13 +66,14 @@ type logCheckpoint struct {
 	highWatermark int64 // -1: none
 	epochs        []EpochEntry
 	hasEpochs     bool
+	owner         string // Options.Owner of the log that wrote it, "" unknown
 }
 
 var noLogCheckpoint = logCheckpoint{recoveryPoint: -1, highWatermark: -1}
 
 func (c logCheckpoint) equal(o logCheckpoint) bool {
 	return c.recoveryPoint == o.recoveryPoint && c.highWatermark == o.highWatermark &&
-		c.hasEpochs == o.hasEpochs && slices.Equal(c.epochs, o.epochs)
+		c.hasEpochs == o.hasEpochs && slices.Equal(c.epochs, o.epochs) && c.owner == o.owner
 }
 
 // checkpointsKind names the file in its header line.
@@ -141,6 +144,15 @@ func (c *Checkpoints) adopt(name string, e logCheckpoint, files []string) {
 	c.logs[name], c.durable[name] = e, e
 	c.legacy[name] = append(c.legacy[name], files...)
 	c.gen++
+}
+
+// Owner returns the owner the entry of the log name was written for
+// (Options.Owner), false when there is no entry or it names none.
+func (c *Checkpoints) Owner(name string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.logs[name]
+	return e.owner, ok && e.owner != ""
 }
 
 // Forget drops the log name: the next Write leaves it out. Open and
@@ -229,6 +241,11 @@ func encodeCheckpoints(logs map[string]logCheckpoint) []byte {
 			b.WriteByte(':')
 			b.WriteString(strconv.FormatInt(ep.StartOffset, 10))
 		}
+		b.WriteByte(' ')
+		if e.owner == "" {
+			b.WriteByte('-')
+		}
+		b.WriteString(e.owner)
 		b.WriteByte('\n')
 	}
 	return appendChecksum(b.Bytes())
@@ -249,7 +266,7 @@ func decodeCheckpoints(b []byte) (map[string]logCheckpoint, error) {
 	logs := map[string]logCheckpoint{}
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) != 4 {
+		if len(f) != 5 {
 			return nil, fmt.Errorf("bad line %q", sc.Text())
 		}
 		e := noLogCheckpoint
@@ -276,6 +293,9 @@ func decodeCheckpoints(b []byte) (map[string]logCheckpoint, error) {
 				}
 				e.epochs = append(e.epochs, EpochEntry{Epoch: int32(epoch), StartOffset: start})
 			}
+		}
+		if f[4] != "-" {
+			e.owner = f[4]
 		}
 		if _, dup := logs[f[0]]; dup {
 			return nil, fmt.Errorf("log %s listed twice", f[0])
@@ -332,7 +352,7 @@ func (l *Log) loadCheckpointsLocked() (rp int64, rpErr, epErr error) {
 	if epErr == nil {
 		e.epochs, e.hasEpochs = slices.Clone(l.epochs.entries), true
 	}
-	e.highWatermark = l.hwAtOpen
+	e.highWatermark, e.owner = l.hwAtOpen, l.owner
 	for _, f := range []string{recoveryPointFile, leaderEpochFile, highWatermarkFile} {
 		if l.present[f] {
 			files = append(files, l.path(f))
@@ -368,9 +388,9 @@ func (l *Log) publishLocked() error {
 	if l.batched() {
 		return nil
 	}
-	rp, epochs := l.recoveryPoint, slices.Clone(l.epochs.entries)
+	rp, epochs, owner := l.recoveryPoint, slices.Clone(l.epochs.entries), l.owner
 	if l.ckpts.update(filepath.Base(l.dir), func(e *logCheckpoint) {
-		e.recoveryPoint, e.epochs, e.hasEpochs = rp, epochs, true
+		e.recoveryPoint, e.epochs, e.hasEpochs, e.owner = rp, epochs, true, owner
 	}) {
 		return l.ckpts.Write()
 	}

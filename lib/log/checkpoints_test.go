@@ -293,6 +293,30 @@ func TestCheckpointsAdoptTheOldFiles(t *testing.T) {
 	check(l, "from the checkpoints")
 }
 
+// TestCheckpointsNameTheOwner: a log opened with an owner writes it with
+// its entry, and the next process reads it back before opening the log.
+func TestCheckpointsNameTheOwner(t *testing.T) {
+	root := t.TempDir()
+	c := openCkpts(t, nil, root)
+	l, err := Open(filepath.Join(root, "t-0"), testConfig(), Options{Checkpoints: c, Owner: "topic-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(); err != nil {
+		t.Fatal(err)
+	}
+	c = openCkpts(t, nil, root)
+	if owner, ok := c.Owner("t-0"); !ok || owner != "topic-a" {
+		t.Fatalf("owner %q (%v), want topic-a", owner, ok)
+	}
+	if owner, ok := c.Owner("t-1"); ok {
+		t.Fatalf("owner %q of a log that has no entry", owner)
+	}
+}
+
 // TestCheckpointsNewLogTakesNoOldEntry: a log deleted and created again
 // under the same name starts without the old log's checkpoints, even
 // when the file written last still holds them.
@@ -350,7 +374,7 @@ func TestCheckpointsDamagedFileIsIgnored(t *testing.T) {
 
 func TestCheckpointsDecode(t *testing.T) {
 	logs := map[string]logCheckpoint{
-		"a-0": {recoveryPoint: 3, highWatermark: 2, epochs: []EpochEntry{{0, 0}, {2, 3}}, hasEpochs: true},
+		"a-0": {recoveryPoint: 3, highWatermark: 2, epochs: []EpochEntry{{0, 0}, {2, 3}}, hasEpochs: true, owner: "Y3FhZA"},
 		"b-1": {recoveryPoint: -1, highWatermark: 0},
 		"c-2": {recoveryPoint: 0, highWatermark: -1, hasEpochs: true},
 	}

@@ -165,4 +165,9 @@ type Options struct {
 	// the other logs of its data directory, in one file (see
 	// Checkpoints); nil: in files of the log's own.
 	Checkpoints *Checkpoints
+	// Owner names what the log belongs to (a broker gives the topic ID),
+	// for its Checkpoints entry: a caller finding a directory whose entry
+	// names another owner (Checkpoints.Owner) knows that an earlier log of
+	// the same name left it. No spaces; "" names none.
+	Owner string
 }

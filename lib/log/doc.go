@@ -49,7 +49,8 @@
 //
 // With Options.Checkpoints (a broker's logs) the recovery point, the
 // leader-epoch history and the high-water mark are kept in one file for
-// every log of the data directory instead (see Checkpoints), and the
+// every log of the data directory instead (see Checkpoints), with the
+// log's Options.Owner (a broker's topic ID), and the
 // three files above are not written: a broker hosting thousands of
 // partitions replaces one file every few seconds, not thousands, and
 // creates none for a new partition.

@@ -34,7 +34,7 @@ func (l *Log) CheckpointHighWatermark(hw int64) error {
 		return ErrClosed
 	}
 	if c := l.ckpts; c != nil {
-		if c.update(filepath.Base(l.dir), func(e *logCheckpoint) { e.highWatermark = hw }) {
+		if c.update(filepath.Base(l.dir), func(e *logCheckpoint) { e.highWatermark, e.owner = hw, l.owner }) {
 			if err := c.Write(); err != nil {
 				return err
 			}

@@ -131,6 +131,7 @@ type Log struct {
 	// history and high-water mark are kept there, under the directory's
 	// name, instead of in files of the log's own (checkpoints.go).
 	ckpts *Checkpoints
+	owner string // Options.Owner
 
 	cleanMu     sync.Mutex // one cleaning pass at a time; taken before mu
 	loadMu      sync.Mutex // serializes opening closed segments from readers
@@ -170,7 +171,7 @@ type AppendResult struct {
 // recovers it: segments after the recovery point are checked batch by batch
 // and a torn or corrupt tail is truncated.
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
-	l := &Log{dir: dir, fs: opts.FS, files: opts.Files, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized(), counters: opts.Counters, clean: opts.Clean, synced: opts.Synced, ckpts: opts.Checkpoints}
+	l := &Log{dir: dir, fs: opts.FS, files: opts.Files, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized(), counters: opts.Counters, clean: opts.Clean, synced: opts.Synced, ckpts: opts.Checkpoints, owner: opts.Owner}
 	if l.fs == nil {
 		l.fs = OSFS
 	}

@@ -395,6 +395,19 @@ func cutLastLine(b []byte) (body []byte, last string, ok bool) {
 	return b[:i+1], string(b[i+1 : len(b)-1]), true
 }
 
+// MoveDir renames the log directory from to to (in the same parent) and
+// makes the rename durable with an fsync of the parent. A missing from is
+// an error satisfying errors.Is(err, os.ErrNotExist).
+func MoveDir(fsys FS, from, to string) error {
+	if fsys == nil {
+		fsys = OSFS
+	}
+	if err := fsys.Rename(from, to); err != nil {
+		return err
+	}
+	return syncDir(fsys, filepath.Dir(to))
+}
+
 // MakeDirs creates the directories names in parent, as the logs of
 // several new partitions, and makes their entries durable with one fsync
 // of parent; Open them with Options.DirDurable.
