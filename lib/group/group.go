@@ -652,7 +652,9 @@ func (g *group) offsetKeys() []TopicPartition {
 }
 
 // dropIfVacant removes a group that holds nothing and waits for nothing:
-// one a simple commit created whose write failed.
+// one a simple commit created whose write failed, or whose offsets were
+// all deleted, and that never wrote a group record. Loading its
+// partition (replay) would not find it either.
 func (g *group) dropIfVacant() {
 	if g.c.groups[g.id] == g && g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 &&
 		len(g.offsets) == 0 && len(g.writes) == 0 && !g.hasMetadata && g.metadataWrites == 0 && !g.deleting {

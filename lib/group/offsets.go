@@ -186,6 +186,10 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, group string, tps []Top
 	if err != nil {
 		return nil, err
 	}
+	// A group that only ever committed offsets (no group record) is
+	// gone with its last one, as a coordinator loading the partition
+	// would find it.
+	g.dropIfVacant()
 	return errs, nil
 }
 
