@@ -317,14 +317,8 @@ func (l *Log) loadCheckpointsLocked() (rp int64, rpErr, epErr error) {
 	name := filepath.Base(l.dir)
 	if l.ckpts != nil {
 		if e, ok := l.ckpts.get(name); ok {
-			var files []string
-			for _, f := range []string{recoveryPointFile, leaderEpochFile, highWatermarkFile} {
-				if l.present[f] { // a crash kept it after the Checkpoints took it
-					files = append(files, l.path(f))
-				}
-			}
-			if len(files) > 0 {
-				l.ckpts.adopt(name, e, files)
+			if files := l.ownFilesLocked(); len(files) > 0 {
+				l.ckpts.adopt(name, e, files) // a crash kept them after the Checkpoints took them
 			}
 			return l.useCheckpointLocked(e)
 		}
@@ -345,7 +339,6 @@ func (l *Log) loadCheckpointsLocked() (rp int64, rpErr, epErr error) {
 	}
 	// An earlier mq's files: what could be read of them is the entry.
 	e := noLogCheckpoint
-	var files []string
 	if rpErr == nil {
 		e.recoveryPoint = rp
 	}
@@ -353,15 +346,23 @@ func (l *Log) loadCheckpointsLocked() (rp int64, rpErr, epErr error) {
 		e.epochs, e.hasEpochs = slices.Clone(l.epochs.entries), true
 	}
 	e.highWatermark, e.owner = l.hwAtOpen, l.owner
+	if files := l.ownFilesLocked(); len(files) > 0 {
+		l.ckpts.adopt(name, e, files)
+	}
+	return rp, rpErr, epErr
+}
+
+// ownFilesLocked lists, during load, the log's own files of what its
+// Checkpoints keep: the recovery point, leader-epoch and high-water mark
+// checkpoints its directory holds.
+func (l *Log) ownFilesLocked() []string {
+	var files []string
 	for _, f := range []string{recoveryPointFile, leaderEpochFile, highWatermarkFile} {
 		if l.present[f] {
 			files = append(files, l.path(f))
 		}
 	}
-	if len(files) > 0 {
-		l.ckpts.adopt(name, e, files)
-	}
-	return rp, rpErr, epErr
+	return files
 }
 
 // useCheckpointLocked takes the values of the log's Checkpoints entry.

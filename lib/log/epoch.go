@@ -136,7 +136,8 @@ func (l *Log) BeginEpoch(epoch int32) error {
 	if l.closed {
 		return ErrClosed
 	}
-	return l.assignEpochLocked(epoch, l.end)
+	l.assignEpochLocked(epoch, l.end)
+	return nil
 }
 
 // LatestEpoch returns the latest epoch of the leader-epoch history, -1 when

@@ -103,9 +103,9 @@ type Log struct {
 	clean       *CleanShutdown // Options.Clean, during load
 	closedClean *CleanShutdown // set by a Close that flushed everything
 	synced      bool           // Options.Synced, during load
-	// During load: the files of the directory other than segments (a
-	// checkpoint it does not list is not opened), and the checkpoints
-	// read, by name.
+	// During load: the files of the directory (a checkpoint or index
+	// file it does not list is not opened), and the checkpoints read, by
+	// name.
 	present map[string]bool
 	loaded  map[string][]byte
 	// snapOffset is the log end offset the producer-state file was
@@ -252,9 +252,9 @@ func (l *Log) load() error {
 			_ = l.fs.Remove(l.path(name))
 			continue
 		}
+		l.present[name] = true
 		base, ext, ok := parseSegmentName(name)
 		if !ok {
-			l.present[name] = true
 			continue
 		}
 		if ext == logExt {
@@ -496,6 +496,19 @@ func (l *Log) readCheckpointLocked(name string) ([]byte, error) {
 	return b, err
 }
 
+// readIndexesLocked reads a segment's index files during recovery; one
+// the directory does not list, or that cannot be read, is empty.
+func (l *Log) readIndexesLocked(indexPath, timeIndexPath string) (idx, tidx []byte) {
+	read := func(path string) []byte {
+		if l.present != nil && !l.present[filepath.Base(path)] {
+			return nil
+		}
+		b, _ := readFile(l.fs, path)
+		return b
+	}
+	return read(indexPath), read(timeIndexPath)
+}
+
 func (l *Log) readOffsetCheckpoint(file, kind string) (int64, error) {
 	b, err := l.readCheckpointLocked(file)
 	if err != nil {
@@ -536,8 +549,7 @@ func (l *Log) recoverSegment(i int, rp, durableTo int64, first bool) (torn bool,
 			sf.release()
 		}
 	}()
-	idx, _ := readFile(l.fs, indexPath)
-	tidx, _ := readFile(l.fs, timeIndexPath)
+	idx, tidx := l.readIndexesLocked(indexPath, timeIndexPath)
 
 	scanFrom, next, keepIdx, keepTidx := walkStart(f, seg, idx, tidx, rp)
 	if first {
@@ -1125,10 +1137,7 @@ func (l *Log) appendLeader(batch []byte, leaderEpoch int32) (AppendResult, error
 		record.SetLogAppendTime(batch, now)
 		h.MaxTimestamp, appendTime = now, now
 	}
-	if err := l.assignEpochLocked(leaderEpoch, base); err != nil {
-		l.mu.Unlock()
-		return AppendResult{}, err
-	}
+	l.assignEpochLocked(leaderEpoch, base)
 	seq, err := l.appendLocked(batch, &h, now)
 	if err != nil {
 		l.mu.Unlock()
@@ -1177,10 +1186,7 @@ func (l *Log) appendFollower(batch []byte) error {
 		l.mu.Unlock()
 		return fmt.Errorf("%w: batch at %d, log end %d", ErrOffsetMismatch, h.BaseOffset, end)
 	}
-	if err := l.assignEpochLocked(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
-		l.mu.Unlock()
-		return err
-	}
+	l.assignEpochLocked(h.PartitionLeaderEpoch, h.BaseOffset)
 	seq, err := l.appendLocked(batch, &h, l.clock.Now().UnixMilli())
 	always := l.cfg.FlushPolicy == FlushAlways
 	l.mu.Unlock()
@@ -1198,9 +1204,8 @@ func (l *Log) appendFollower(batch []byte) error {
 // start (checkpointRecoveryLocked): until then a recovery scan rebuilds it
 // from the batches, which carry their epoch, and an epoch begun with no
 // batch yet (BeginEpoch) is begun again by the leader after a restart.
-func (l *Log) assignEpochLocked(epoch int32, offset int64) error {
+func (l *Log) assignEpochLocked(epoch int32, offset int64) {
 	l.epochs.assign(epoch, offset)
-	return nil
 }
 
 // appendLocked writes batch (offsets assigned, header h) to the active
@@ -1259,9 +1264,6 @@ func (l *Log) rollLocked() error {
 		return l.syncFailedLocked(fmt.Errorf("roll %s: %w", segmentName(old.base, logExt), err))
 	}
 	l.markDurableLocked(l.end, l.writeSeq)
-	if err := l.checkpointRecoveryLocked(); err != nil {
-		return err
-	}
 	old.sealIndexes()
 	if err := l.flushIndexesLocked(old, true); err != nil {
 		return err
@@ -1393,23 +1395,6 @@ func (l *Log) snapshotProducersLocked() error {
 	}
 	l.snapOffset = l.end
 	return nil
-}
-
-// checkpointContentsLocked returns what checkpointAllLocked writes.
-func (l *Log) checkpointContentsLocked() []struct {
-	name string
-	data []byte
-} {
-	return []struct {
-		name string
-		data []byte
-	}{
-		{recoveryPointFile, encodeOffsetCheckpoint("recovery-point", l.recoveryPoint)},
-		{logStartFile, encodeOffsetCheckpoint("log-start", l.logStart)},
-		{leaderEpochFile, encodeEpochCheckpoint(l.epochs.entries)},
-		{producerStateFile, l.producers.encode(l.end)},
-		{sealedFile, l.sealedContentsLocked()},
-	}
 }
 
 // checkpointAllLocked fsyncs and writes every checkpoint for a log whose

@@ -108,13 +108,7 @@ func (l *Log) walkActiveTailLocked(c *CleanShutdown, from int64) (err error) {
 			sf.release()
 		}
 	}()
-	var idx, tidx []byte
-	if l.present[filepath.Base(indexPath)] {
-		idx, _ = readFile(l.fs, indexPath)
-	}
-	if l.present[filepath.Base(timeIndexPath)] {
-		tidx, _ = readFile(l.fs, timeIndexPath)
-	}
+	idx, tidx := l.readIndexesLocked(indexPath, timeIndexPath)
 	pos, next, keepIdx, keepTidx := walkStart(sf, seg, idx, tidx, from)
 	seg.idx = append([]byte(nil), keepIdx...)
 	seg.tidx = append([]byte(nil), keepTidx...)

@@ -50,6 +50,32 @@ func closeClean(t *testing.T, tl *testLog) CleanShutdown {
 	return c
 }
 
+// TestCleanStartWalksFromTheLastIndexEntry: a clean start of a log whose
+// active segment holds more than walkBytes reads the index files its
+// Close wrote and walks only the batches after their last entry, not the
+// whole segment.
+func TestCleanStartWalksFromTheLastIndexEntry(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 8 << 20
+	tl := openTestLog(t, cfg)
+	want := tl.appendN(400, 1000)
+	c := closeClean(t, tl)
+	counter := &openCounter{FS: OSFS}
+	tl.opts.FS, tl.opts.Clean = counter, &c
+	tl.opts.Files = NewFiles(64)
+	tl.open()
+	if tl.scannedAtOpen {
+		t.Fatal("open after a clean shutdown ran the recovery scan")
+	}
+	if n, m := counter.count(".index"), counter.count(".timeindex"); n != 1 || m != 1 {
+		t.Fatalf("a clean start opened the index files %d and %d times, want once each", n, m)
+	}
+	if w := tl.walkedFrom; w < want[len(want)-1].last-int64(walkBytes/1000) {
+		t.Fatalf("a clean start walked from offset %d of %d", w, want[len(want)-1].last+1)
+	}
+	checkContents(t, tl.Log, want)
+}
+
 func TestCleanShutdownLetsOpenSkipRecoveryAndCheckpoints(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 4000
