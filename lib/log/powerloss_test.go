@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -566,5 +568,65 @@ func testFullDisk(t *testing.T, seed uint64) {
 		}
 		checkKept(t, checkRecovered(t, l, appendedAt, label), durable, label)
 		l.Close()
+	}
+}
+
+// heldSyncFS holds every fsync of a segment data file until release is
+// closed: a rolled segment's background fsync has not happened yet.
+type heldSyncFS struct {
+	*CrashFS
+	release chan struct{}
+}
+
+func (h heldSyncFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := h.CrashFS.OpenFile(name, flag, perm)
+	if err != nil || filepath.Ext(name) != logExt {
+		return f, err
+	}
+	return heldSyncFile{f, h.release}, nil
+}
+
+type heldSyncFile struct {
+	File
+	release chan struct{}
+}
+
+func (f heldSyncFile) Sync() error {
+	<-f.release
+	return f.File.Sync()
+}
+
+// TestFirstRollWritesTheRecoveryPoint: a new log writes no recovery point
+// checkpoint until it needs one, but it needs one before its first roll
+// under flush.policy=os, whose fsync of the rolled segment comes later in
+// the background: a closed segment with no checkpoint is taken for
+// fsynced whole, so a power loss before that fsync would turn its lost
+// tail into damage instead of a torn tail cut away.
+func TestFirstRollWritesTheRecoveryPoint(t *testing.T) {
+	fsys := NewCrashFS(CrashStrict, 1)
+	held := heldSyncFS{CrashFS: fsys, release: make(chan struct{})}
+	cfg := testConfig()
+	cfg.SegmentBytes = 2000
+	l, err := Open(powerLossDir, cfg, Options{FS: held})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; l.NumSegments() < 2; i++ {
+		if _, err := l.Append(simpleBatch(t, uint64(i), 2, 100, 1000), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crashed := fsys.Crash() // the rolled segment's fsync still held
+	close(held.release)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Open(powerLossDir, cfg, Options{FS: crashed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if d := l.Damaged(); len(d) > 0 {
+		t.Fatalf("damage after a power loss right after the first roll: %v", d)
 	}
 }
