@@ -33,6 +33,11 @@ import (
 // mqdPath is the daemon among them.
 var binDir, mqdPath string
 
+// keepLogs, when set, is a directory that gets the whole log of every mqd
+// start, one file per data directory, appended across restarts: a failed
+// run's test output only shows the end of each node's last start.
+var keepLogs = flag.String("e2e.logs", "", "a directory to append every mqd's whole log to, one file per data directory")
+
 // The tests keep every process under 3 GB of resident memory, what a CI
 // runner or a laptop with 8 GB can spare; the peaks (VmHWM) are checked
 // against these bounds, and `make test-mem` prints each package's.
@@ -194,6 +199,15 @@ func (p *mqdProc) start() error {
 	}
 	p.stderr = &lockedBuffer{}
 	p.cmd.Stderr = p.stderr
+	var logFile *os.File
+	if *keepLogs != "" {
+		name := strings.ReplaceAll(strings.Trim(p.dataDir, string(filepath.Separator)), string(filepath.Separator), "_") + ".log"
+		if logFile, err = os.OpenFile(filepath.Join(*keepLogs, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(logFile, "=== mqd %s, started %s\n", strings.Join(args, " "), time.Now().Format(time.RFC3339Nano))
+		p.cmd.Stderr = io.MultiWriter(p.stderr, logFile)
+	}
 	p.cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+notifyPath)
 	if err := p.cmd.Start(); err != nil {
 		return err
@@ -202,6 +216,9 @@ func (p *mqdProc) start() error {
 	p.exited = make(chan struct{})
 	go func() {
 		p.waitErr = p.cmd.Wait()
+		if logFile != nil {
+			logFile.Close()
+		}
 		p.livePid.Store(0)
 		close(p.exited)
 	}()
