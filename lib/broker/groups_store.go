@@ -175,10 +175,10 @@ func (s offsetsStore) Append(p int32, batch []byte) (group.Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.HighWatermark() > res.LastOffset {
+	if h.Acknowledged(res.LastOffset, res.LeaderEpoch) {
 		return nil, nil
 	}
-	return offsetsPending{h, res.LastOffset}, nil
+	return offsetsPending{h, res.LastOffset, res.LeaderEpoch}, nil
 }
 
 // offsetsPending waits for the in-sync replicas to have a coordinator
@@ -186,6 +186,7 @@ func (s offsetsStore) Append(p int32, batch []byte) (group.Pending, error) {
 type offsetsPending struct {
 	h          *hosted
 	lastOffset int64
+	epoch      int32 // the leader epoch the batch was appended in
 }
 
 // Wait waits for the high-water mark to pass the batch, until ctx ends or
@@ -193,7 +194,7 @@ type offsetsPending struct {
 func (w offsetsPending) Wait(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, offsetsCommitTimeout)
 	defer cancel()
-	return w.h.WaitHighWatermark(ctx, w.lastOffset)
+	return w.h.WaitHighWatermark(ctx, w.lastOffset, w.epoch)
 }
 
 // replayReadBytes is how much of the log one replay read takes.

@@ -20,6 +20,7 @@ import (
 type produceWait struct {
 	p          *hosted
 	lastOffset int64
+	epoch      int32 // the leader epoch the batches were appended in
 	resp       *kmsg.ProduceResponseTopicPartition
 }
 
@@ -75,7 +76,7 @@ func (pr *producing) waitAndRespond() server.Response {
 	wctx, cancel := waitContext(pr.ctx, pr.timeout)
 	defer cancel()
 	for _, w := range pr.waits {
-		if err := w.p.WaitHighWatermark(wctx, w.lastOffset); err != nil {
+		if err := w.p.WaitHighWatermark(wctx, w.lastOffset, w.epoch); err != nil {
 			w.resp.ErrorCode = produceError(err, pr.version)
 			if pr.version >= 10 && wantsLeaderHint(w.resp.ErrorCode) {
 				img := pr.ctrl.Image()
@@ -144,7 +145,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 				sp.LogAppendTime = res.LogAppendTime
 			}
 			if r.Acks == -1 {
-				pr.waits = append(pr.waits, produceWait{p: p, lastOffset: res.LastOffset, resp: sp})
+				pr.waits = append(pr.waits, produceWait{p: p, lastOffset: res.LastOffset, epoch: res.LeaderEpoch, resp: sp})
 			}
 		}
 	}
@@ -161,7 +162,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 	// batches by now: the response is ready, and needs no timeout.
 	waiting := false
 	for _, w := range pr.waits {
-		waiting = waiting || w.p.HighWatermark() <= w.lastOffset
+		waiting = waiting || !w.p.Acknowledged(w.lastOffset, w.epoch)
 	}
 	if !waiting {
 		return req.Ready(server.Response{Msg: resp, Done: pr.done})
@@ -234,7 +235,9 @@ func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, partition
 }
 
 // appendBatches appends validated batches to p and returns the result of
-// the first with the last offset of the last.
+// the first with the last offset of the last. Its leader epoch stays the
+// first's: should the leadership change between two batches, waiting in
+// the first's epoch fails, as it must.
 func appendBatches(p *hosted, batches []byte, acks int16) (log.AppendResult, error) {
 	var res log.AppendResult
 	first := true

@@ -94,7 +94,7 @@ func (b *Broker) deadLetter(ctx context.Context, img *controller.Image, group st
 	if err != nil {
 		return err
 	}
-	w := offsetsPending{out, res.LastOffset}
+	w := offsetsPending{out, res.LastOffset, res.LeaderEpoch}
 	if err := w.Wait(ctx); err != nil {
 		return err
 	}

@@ -224,7 +224,7 @@ func (s *shareStore) writeRecord(ctx context.Context, placement, key, value []by
 	if err != nil {
 		return shareWait{}, err
 	}
-	return shareWait{&offsetsPending{h, res.LastOffset}}, nil
+	return shareWait{&offsetsPending{h, res.LastOffset, res.LeaderEpoch}}, nil
 }
 
 // shareWait waits for a state write; the zero value is durable already.

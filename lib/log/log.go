@@ -165,6 +165,9 @@ type AppendResult struct {
 	// written, and BaseOffset and LastOffset are the original ones.
 	Duplicate      bool
 	LogStartOffset int64
+	// LeaderEpoch is the leader epoch Append was called in; for a
+	// Duplicate too, whose batch this log holds.
+	LeaderEpoch int32
 }
 
 // Open opens the log in dir, creating the directory when missing, and
@@ -1112,7 +1115,7 @@ func (l *Log) appendLeader(batch []byte, leaderEpoch int32) (AppendResult, error
 			return AppendResult{}, err
 		}
 		if dup != nil {
-			res := AppendResult{BaseOffset: dup.baseOffset, LastOffset: dup.lastOffs, LogAppendTime: -1, Duplicate: true, LogStartOffset: l.logStart}
+			res := AppendResult{BaseOffset: dup.baseOffset, LastOffset: dup.lastOffs, LogAppendTime: -1, Duplicate: true, LogStartOffset: l.logStart, LeaderEpoch: leaderEpoch}
 			var seq uint64
 			if dup.lastOffs >= l.recoveryPoint {
 				seq = l.writeSeq
@@ -1143,7 +1146,7 @@ func (l *Log) appendLeader(batch []byte, leaderEpoch int32) (AppendResult, error
 		l.mu.Unlock()
 		return AppendResult{}, err
 	}
-	res := AppendResult{BaseOffset: base, LastOffset: h.LastOffset(), LogAppendTime: appendTime, LogStartOffset: l.logStart}
+	res := AppendResult{BaseOffset: base, LastOffset: h.LastOffset(), LogAppendTime: appendTime, LogStartOffset: l.logStart, LeaderEpoch: leaderEpoch}
 	always := l.cfg.FlushPolicy == FlushAlways
 	l.mu.Unlock()
 	if always {

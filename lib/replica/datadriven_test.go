@@ -37,7 +37,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	become node=N leader=L epoch=E pepoch=P replicas=1,2,3 isr=1,2
 //	                                    apply an image's partition state (Become)
 //	append node=N n=K [acks=all|1]      append a batch of K records as leader
-//	wait-hw node=N offset=O             acks=all: ok, waiting, or the error (never blocks)
+//	wait-hw node=N offset=O [epoch=E]   acks=all for a batch appended in epoch E (default: N's
+//	                                    current one): ok, waiting, or the error (never blocks)
 //	follower-fetch node=N id=F offset=O the leader records follower F's fetch (no data moves)
 //	fetch node=F [max-bytes=B] [cut=C] [truncate-only]
 //	                                    follower F's fetcher, once: truncation rounds with
@@ -259,7 +260,13 @@ func (c *cluster) run(line string) string {
 	case "wait-hw":
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		switch err := a.node().p.WaitHighWatermark(ctx, a.int("offset")); {
+		// In the node's leader epoch unless epoch= names the one appended in.
+		n := a.node()
+		epoch := n.p.Offsets().LeaderEpoch
+		if _, ok := a.kv["epoch"]; ok {
+			epoch = int32(a.int("epoch"))
+		}
+		switch err := n.p.WaitHighWatermark(ctx, a.int("offset"), epoch); {
 		case err == nil:
 			out("ok")
 		case errors.Is(err, context.Canceled):

@@ -37,7 +37,7 @@ func Example() {
 		panic(err)
 	}
 	// acks=all waits here until the high-water mark passes the batch.
-	if err := p.WaitHighWatermark(context.Background(), res.LastOffset); err != nil {
+	if err := p.WaitHighWatermark(context.Background(), res.LastOffset, res.LeaderEpoch); err != nil {
 		panic(err)
 	}
 	r, info, err := p.Read(0, 1<<20, -1) // a consumer (replica id -1)

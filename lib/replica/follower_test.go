@@ -166,7 +166,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := leader.WaitHighWatermark(ctx, res.LastOffset); err != nil {
+		if err := leader.WaitHighWatermark(ctx, res.LastOffset, res.LeaderEpoch); err != nil {
 			t.Fatal(err)
 		}
 		r, _, err := leader.Read(res.BaseOffset, 1<<20, -1)

@@ -436,7 +436,8 @@ func (p *Partition) CheckLeaderEpoch(epoch int32) error {
 // controller may not be able to commit (it lost its quorum with the same
 // nodes), so that such a write is refused rather than left to time out.
 // The batch is patched in place (base offset, epoch). With ISR = {self}
-// the high-water mark moves past the batch before Append returns.
+// the high-water mark moves past the batch before Append returns. The
+// result's LeaderEpoch is the epoch to wait for it in (WaitHighWatermark).
 func (p *Partition) Append(batch []byte, acks int16) (log.AppendResult, error) {
 	p.stateMu.RLock()
 	defer p.stateMu.RUnlock()
@@ -549,36 +550,25 @@ func (p *Partition) Changed() <-chan struct{} {
 	return p.takeChangedLocked()
 }
 
-// WaitHighWatermark blocks until the high-water mark is above offset, that
-// is until the record at offset is on every in-sync replica (acks=all). It
-// returns ErrNotEnoughReplicasAfterAppend when the high-water mark passed
-// offset but the ISR is then smaller than min.insync.replicas, ctx.Err()
-// when ctx ends first, ErrNotLeader when the replica stops being leader,
-// and ErrClosed when the partition closes.
-func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
+// WaitHighWatermark blocks until the record at offset, appended by this
+// replica as leader in leaderEpoch (log.AppendResult.LeaderEpoch), is on
+// every in-sync replica (acks=all): until the high-water mark is above
+// offset while this replica still leads in that epoch. It returns
+// ErrNotEnoughReplicasAfterAppend when the high-water mark passed offset
+// but the ISR is then smaller than min.insync.replicas, ctx.Err() when ctx
+// ends first, ErrNotLeader when the replica no longer leads in
+// leaderEpoch, and ErrClosed when the partition closes.
+//
+// The epoch is what makes the answer true: a replica that lost its
+// leadership truncates what it appended past its new leader's log, then
+// fetches that leader's records at the same offsets, and its high-water
+// mark passes offset with records that are not the ones appended.
+func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64, leaderEpoch int32) error {
 	for {
-		p.stateMu.RLock()
-		role, enough := p.role, int32(len(p.isr)) >= p.minISR
-		p.stateMu.RUnlock()
-		p.mu.Lock()
-		hw, closed := p.highWatermark, p.closed
 		var ch chan struct{}
-		if hw <= offset && !closed && role == Leader {
-			// Taken under the lock that read hw: no advance is missed.
-			// Only when waiting: a taken channel is replaced at the next
-			// append, which would cost an allocation.
-			ch = p.takeChangedLocked()
-		}
-		p.mu.Unlock()
-		switch {
-		case hw > offset && !enough:
-			return ErrNotEnoughReplicasAfterAppend
-		case hw > offset:
-			return nil
-		case closed:
-			return ErrClosed
-		case role != Leader:
-			return ErrNotLeader
+		done, err := p.commitState(offset, leaderEpoch, &ch)
+		if done {
+			return err
 		}
 		select {
 		case <-ch:
@@ -586,6 +576,42 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// Acknowledged reports whether WaitHighWatermark(offset, leaderEpoch)
+// would return nil now, without waiting.
+func (p *Partition) Acknowledged(offset int64, leaderEpoch int32) bool {
+	done, err := p.commitState(offset, leaderEpoch, nil)
+	return done && err == nil
+}
+
+// commitState is one check of WaitHighWatermark: done with its result, or
+// not done, with *ch (when ch is not nil) set to the channel to wait on.
+// The role, epoch and high-water mark are read together, under stateMu
+// and mu: a follower's high-water mark never passes for a leader's.
+func (p *Partition) commitState(offset int64, leaderEpoch int32, ch *chan struct{}) (done bool, err error) {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	leads, enough := p.role == Leader && p.leaderEpoch == leaderEpoch, int32(len(p.isr)) >= p.minISR
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case leads && p.highWatermark > offset && !enough:
+		return true, ErrNotEnoughReplicasAfterAppend
+	case leads && p.highWatermark > offset:
+		return true, nil
+	case p.closed:
+		return true, ErrClosed
+	case !leads:
+		return true, ErrNotLeader
+	}
+	if ch != nil {
+		// Taken under the lock that read the high-water mark: no advance
+		// is missed. Only when waiting: a taken channel is replaced at the
+		// next append, which would cost an allocation.
+		*ch = p.takeChangedLocked()
+	}
+	return false, nil
 }
 
 // Offsets returns the offsets a fetch reports for the partition.

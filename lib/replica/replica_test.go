@@ -70,7 +70,7 @@ func TestSingleReplicaHighWatermarkFollowsEveryAppend(t *testing.T) {
 		if hw := p.HighWatermark(); hw != next {
 			t.Fatalf("append %d: high-water mark %d, want %d", i, hw, next)
 		}
-		if err := p.WaitHighWatermark(context.Background(), res.LastOffset); err != nil {
+		if err := p.WaitHighWatermark(context.Background(), res.LastOffset, res.LeaderEpoch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,7 +175,7 @@ func TestHighWatermarkIsSmallestISRLogEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- p.WaitHighWatermark(context.Background(), res.LastOffset) }()
+	go func() { done <- p.WaitHighWatermark(context.Background(), res.LastOffset, res.LeaderEpoch) }()
 	select {
 	case err := <-done:
 		t.Fatalf("acks=all wait returned %v before the follower fetched", err)
@@ -209,7 +209,7 @@ func TestWaitHighWatermarkEnds(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
 			done := make(chan error, 1)
-			go func() { done <- p.WaitHighWatermark(ctx, 0) }()
+			go func() { done <- p.WaitHighWatermark(ctx, 0, 0) }()
 			tt.action(p)
 			if err := <-done; !errors.Is(err, tt.want) {
 				t.Fatalf("WaitHighWatermark: %v, want %v", err, tt.want)
@@ -352,7 +352,7 @@ func TestConcurrentAppendersAndWaiters(t *testing.T) {
 					dup.Add(1)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				err = p.WaitHighWatermark(ctx, res.LastOffset)
+				err = p.WaitHighWatermark(ctx, res.LastOffset, res.LeaderEpoch)
 				cancel()
 				if err != nil {
 					t.Errorf("wait for %d: %v", res.LastOffset, err)
