@@ -745,18 +745,28 @@ func writeWholeFile(fsys FS, path string, data []byte) error {
 // loadProducerStateLocked loads the producer-state snapshot and replays the
 // batch headers after it; without a usable snapshot it rebuilds the state
 // from the whole log.
+//
+// A snapshot it rejects is replaced by one of the rebuilt state at once.
+// One past the log end describes batches the log lost (its tail, after
+// the snapshot was taken): left in place, it would be taken for this
+// log's once the log grew past its offset again with other batches, and
+// its producers' lost sequences answered as duplicates at offsets that
+// hold other records.
 func (l *Log) loadProducerStateLocked() error {
 	from := l.segs[0].base
 	l.producers = newProducerState()
 	l.snapOffset = -1
+	rejected := false
 	b, err := l.readCheckpointLocked(producerStateFile)
 	if err == nil {
 		ps, off, derr := decodeProducerSnapshot(b)
 		switch {
 		case derr != nil:
 			l.logger.Warn("ignoring producer-state snapshot", "err", derr)
+			rejected = true
 		case off > l.end:
 			l.logger.Info("producer-state snapshot is past the log end; rebuilding", "snapshot_offset", off, "log_end_offset", l.end)
+			rejected = true
 		default:
 			l.producers = ps
 			l.snapOffset = off
@@ -771,6 +781,10 @@ func (l *Log) loadProducerStateLocked() error {
 		}
 	}
 	l.producers.evictBelow(l.logStart)
+	if rejected {
+		delete(l.loaded, producerStateFile) // not what the file holds from here on
+		return l.snapshotProducersLocked()
+	}
 	return nil
 }
 

@@ -183,3 +183,46 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 		t.Fatal("corrupt snapshot accepted")
 	}
 }
+
+// A producer-state snapshot past the log end describes batches the log no
+// longer has: its tail was lost after the snapshot was taken (a power loss
+// after an asynchronous roll, a segment cut short). Open rebuilds the
+// state without it; once the log has grown past the snapshot's offset
+// with other batches, the next Open must not take the snapshot for this
+// log's, whether the log was closed or crashed in between.
+func TestSnapshotPastTheLogEndIsNeverUsedLater(t *testing.T) {
+	for _, restart := range []string{"close", "crash"} {
+		t.Run(restart, func(t *testing.T) {
+			// Producer 1's sequences 0..5 at offsets 0..5: a history this
+			// log will not have.
+			gone := newProducerState()
+			for i := range 6 {
+				gone.update(&recordHeader{ProducerID: 1, BaseSequence: int32(i), BaseOffset: int64(i)})
+			}
+			tl := openTestLog(t, testConfig())
+			tl.appendN(2, 20) // 3 records
+			if err := tl.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tl.Log = nil
+			if err := os.WriteFile(filepath.Join(tl.dir, producerStateFile), gone.encode(6), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tl.open()
+			tl.appendN(4, 20) // to offset 13, past the snapshot's 6
+			if restart == "close" {
+				tl.reopen()
+			} else {
+				tl.crash()
+				tl.open()
+			}
+			// Producer 1 never wrote to this log: a batch of its at sequence
+			// 5 is out of order, not a duplicate of offset 5.
+			res, err := tl.Append(idem(t, 1, 0, 5, 1), 0)
+			if err == nil {
+				t.Fatalf("producer 1's sequence 5 after a restart: %+v, want %v", res, ErrOutOfOrderSequence)
+			}
+			mustErr(t, err, ErrOutOfOrderSequence)
+		})
+	}
+}
