@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -61,6 +62,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("MQ_BROKER", "tcp://"+p.addr)
 			env.Setenv("MQD_ADDR", p.addr)
 			env.Setenv("MQD_SOCKET", p.socket)
+			env.Setenv("MQD_PID", strconv.Itoa(p.pid()))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -72,6 +74,7 @@ func TestScripts(t *testing.T) {
 				ts.Check(p.start())
 				ts.Setenv("MQ_BROKER", "tcp://"+p.addr)
 				ts.Setenv("MQD_ADDR", p.addr)
+				ts.Setenv("MQD_PID", strconv.Itoa(p.pid()))
 			},
 			"mqd-kill": func(ts *testscript.TestScript, neg bool, args []string) {
 				scriptMQD(ts).kill()

@@ -29,20 +29,20 @@ from the start; the clock starts once all have their partitions. With --direct t
 			&cli.IntFlag{Name: "groups", Aliases: []string{"g"}, Value: 1, Usage: "`N` consumer groups reading everything at once (fan-out)"},
 			&cli.BoolFlag{Name: "direct", Usage: "read partitions directly, without joining consumer groups"},
 		), consumerFlags()...),
-		Action: action(func(c *cli.Context) (runFunc, error) {
+		Action: action(func(c *cli.Context) (setupFunc, runFunc, error) {
 			cs, err := consumerSettings(c)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			cfg := bench.ConsumeConfig{Topic: c.String("topic"), Messages: c.Int64("messages"), Direct: c.Bool("direct"), Consumer: cs, Progress: progress(c)}
 			if cfg.Messages < 0 {
-				return nil, client.Usagef("--messages: must not be negative")
+				return nil, nil, client.Usagef("--messages: must not be negative")
 			}
 			if cfg.Consumers, err = positive(c, "groups"); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			cfg.Direct = cfg.Direct || cfg.Consumers == 1
-			return func(ctx context.Context, dial bench.Dialer) (*bench.Result, error) {
+			return nil, func(ctx context.Context, dial bench.Dialer) (*bench.Result, error) {
 				return bench.Consume(ctx, dial, cfg)
 			}, nil
 		}),

@@ -36,40 +36,40 @@ connecting is not timed. The producer lingers 0 by default.`),
 			replicationFlag(false),
 			&cli.StringSliceFlag{Name: "topic-config", Usage: "`KEY=VALUE` config of the topic when it is created (repeatable), e.g. min.insync.replicas=2"},
 		), producerFlags(0)...), consumerFlags()...),
-		Action: action(func(c *cli.Context) (runFunc, error) {
+		Action: action(func(c *cli.Context) (setupFunc, runFunc, error) {
 			ps, err := producerSettings(c)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			cs, err := consumerSettings(c)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			cfg := bench.E2EConfig{Topic: c.String("topic"), Rate: c.Float64("rate"), Duration: c.Duration("duration"),
 				ValueSize: c.Int("value-size"), Late: c.Duration("late"), Wait: c.Duration("wait"),
 				Producer: ps, Consumer: cs, Progress: progress(c), GCMemoryLimit: e2eGCLimit}
 			if cfg.Rate <= 0 || cfg.Duration <= 0 {
-				return nil, client.Usagef("--rate and --duration must be positive")
+				return nil, nil, client.Usagef("--rate and --duration must be positive")
 			}
 			if cfg.ValueSize < bench.MinE2EValueSize {
-				return nil, client.Usagef("--value-size: e2e needs at least %d bytes", bench.MinE2EValueSize)
+				return nil, nil, client.Usagef("--value-size: e2e needs at least %d bytes", bench.MinE2EValueSize)
 			}
 			parts := c.Int("partitions")
 			if parts < 0 || parts > math.MaxInt32 {
-				return nil, client.Usagef("--partitions: out of range")
+				return nil, nil, client.Usagef("--partitions: out of range")
 			}
 			rf, err := replicationFactor(c)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			configs, err := topicConfigs(c)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return func(ctx context.Context, dial bench.Dialer) (*bench.Result, error) {
-				if err := ensureTopic(ctx, dial, bench.TopicSpec{Name: cfg.Topic, Partitions: int32(parts), ReplicationFactor: rf, Configs: configs}); err != nil {
-					return nil, err
-				}
+			setup := func(ctx context.Context, dial bench.Dialer) error {
+				return ensureTopic(ctx, dial, bench.TopicSpec{Name: cfg.Topic, Partitions: int32(parts), ReplicationFactor: rf, Configs: configs})
+			}
+			return setup, func(ctx context.Context, dial bench.Dialer) (*bench.Result, error) {
 				return bench.E2E(ctx, dial, cfg)
 			}, nil
 		}),

@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -82,8 +83,9 @@ MB are 1,000,000 bytes. Progress goes to stderr, only when it is a
 terminal.
 
 With --broker-pid PID (a broker on this machine), each run also reports
-the broker's CPU time (utime+stime from /proc/PID/stat, before and after)
-and its peak resident memory (VmHWM from /proc/PID/status).
+the broker's CPU time (utime+stime from /proc/PID/stat, before and after
+the run; creating the run's topic is not counted) and its peak resident
+memory (VmHWM from /proc/PID/status).
 
 Unless GOGC or GOMEMLIMIT is set, mqbench's Go garbage collector runs
 during e2e runs only when its heap reaches a quarter of the machine's
@@ -126,11 +128,16 @@ func topicFlag(def string) cli.Flag {
 // runFunc is the part of a command that needs the broker.
 type runFunc func(ctx context.Context, dial bench.Dialer) (*bench.Result, error)
 
+// setupFunc prepares a run (creates its topic) before the broker is
+// measured: --broker-pid counts the load, not the creation of 10,000
+// partitions.
+type setupFunc func(ctx context.Context, dial bench.Dialer) error
+
 // action makes a command's action: check -o, let prepare check the flags
-// and return the run (usage errors come before connecting), connect, run
-// it under --broker-pid and print the result, also when the run failed
-// after measuring.
-func action(prepare func(c *cli.Context) (runFunc, error)) cli.ActionFunc {
+// and return the setup (nil: none) and the run (usage errors come before
+// connecting), connect, set up, run under --broker-pid and print the
+// result, also when the run failed after measuring.
+func action(prepare func(c *cli.Context) (setupFunc, runFunc, error)) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		format, err := client.ParseFormat(client.FlagString(c, "output"))
 		if err != nil {
@@ -139,7 +146,7 @@ func action(prepare func(c *cli.Context) (runFunc, error)) cli.ActionFunc {
 		if c.NArg() > 0 {
 			return client.Usagef("%s: unexpected argument %q", c.Command.Name, c.Args().First())
 		}
-		run, err := prepare(c)
+		setup, run, err := prepare(c)
 		if err != nil {
 			return err
 		}
@@ -148,6 +155,18 @@ func action(prepare func(c *cli.Context) (runFunc, error)) cli.ActionFunc {
 			return err
 		}
 		defer closeAll()
+		if setup != nil {
+			// A --broker-pid that cannot be read fails before the setup
+			// changes anything.
+			if pid := c.Int("broker-pid"); pid > 0 {
+				if _, err := bench.ReadProc(pid); err != nil {
+					return fmt.Errorf("--broker-pid: %w", err)
+				}
+			}
+			if err := setup(c.Context, dial); err != nil {
+				return err
+			}
+		}
 		stopProfiles, err := startProfiles(c.String("cpuprofile"), c.String("memprofile"))
 		if err != nil {
 			return err

@@ -38,38 +38,38 @@ and the rate. Any message not acknowledged makes the exit status 1.`),
 			&cli.IntFlag{Name: "producers", Value: 1, Usage: "`N` producer clients at once"},
 			&cli.Float64Flag{Name: "rate", Usage: "target `RATE` in messages/s over all producers (default: as fast as possible)"},
 		), producerFlags(defaultLinger)...),
-		Action: action(func(c *cli.Context) (runFunc, error) {
+		Action: action(func(c *cli.Context) (setupFunc, runFunc, error) {
 			ps, err := producerSettings(c)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			cfg := bench.ProduceConfig{Topic: c.String("topic"), Messages: c.Int64("messages"), ValueSize: c.Int("value-size"),
 				Keys: c.Int64("keys"), Rate: c.Float64("rate"), Producer: ps, Progress: progress(c)}
 			if cfg.Messages <= 0 {
-				return nil, client.Usagef("--messages: must be positive")
+				return nil, nil, client.Usagef("--messages: must be positive")
 			}
 			if cfg.ValueSize < 0 || cfg.Keys < 0 || cfg.Rate < 0 {
-				return nil, client.Usagef("--value-size, --keys and --rate must not be negative")
+				return nil, nil, client.Usagef("--value-size, --keys and --rate must not be negative")
 			}
 			if cfg.Producers, err = positive(c, "producers"); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			parts := c.Int("partitions")
 			if parts < 0 || parts > math.MaxInt32 {
-				return nil, client.Usagef("--partitions: out of range")
+				return nil, nil, client.Usagef("--partitions: out of range")
 			}
 			configs, err := topicConfigs(c)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			rf, err := replicationFactor(c)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return func(ctx context.Context, dial bench.Dialer) (*bench.Result, error) {
-				if err := ensureTopic(ctx, dial, bench.TopicSpec{Name: cfg.Topic, Partitions: int32(parts), ReplicationFactor: rf, Configs: configs}); err != nil {
-					return nil, err
-				}
+			setup := func(ctx context.Context, dial bench.Dialer) error {
+				return ensureTopic(ctx, dial, bench.TopicSpec{Name: cfg.Topic, Partitions: int32(parts), ReplicationFactor: rf, Configs: configs})
+			}
+			return setup, func(ctx context.Context, dial bench.Dialer) (*bench.Result, error) {
 				return bench.Produce(ctx, dial, cfg)
 			}, nil
 		}),
