@@ -21,7 +21,7 @@ import (
 // dawdles over the body; the body deadline (Config.RequestBodyTimeout)
 // bounds that.
 //
-// Small frames (at most maxPooledFrame bytes) are granted as soon as they
+// Small frames (at most smallFrame bytes) are granted as soon as they
 // fit, passing large ones that wait, so heartbeats, metadata and ordinary
 // produce batches never queue behind a large frame. Large frames are
 // granted in arrival order, and together hold at most largeLimit, which
@@ -64,7 +64,8 @@ func newBudget(limit int64, maxFrame int32) *budget {
 // frameCost is what a frame of size bytes is charged: a small frame its
 // pool class (what a pooled buffer holds; a frame read into an exact buffer
 // is charged the same, which costs at most 1 KiB or a factor of two), a
-// large one its size.
+// large one its size (a pooled buffer holds less than 1 MiB more: its
+// charge never exceeds the budget a frame of the largest size must fit).
 func frameCost(size int) int64 {
 	if i := frameClass(size); i >= 0 {
 		return 1 << (10 + i)
@@ -72,7 +73,7 @@ func frameCost(size int) int64 {
 	return int64(size)
 }
 
-func isLarge(n int64) bool { return n > maxPooledFrame }
+func isLarge(n int64) bool { return n > smallFrame }
 
 // fits reports whether n bytes may be reserved now; b.mu is held.
 func (b *budget) fits(n int64) bool {

@@ -329,10 +329,54 @@ func TestRecycledRequestsAllocateOnlyTheirPartitionSlice(t *testing.T) {
 	}
 }
 
+// A recycled request of several MiB (a produce request with a batch for
+// each of many partitions) is read into a pooled buffer: a client sending
+// them one after another costs the server no allocation of their size,
+// nor the garbage collections that would follow.
+func TestLargeRecycledFramesAreReused(t *testing.T) {
+	resp := kmsg.NewPtrProduceResponse()
+	h := newFake(func(_ context.Context, _ *ConnInfo, req *Request) Reply {
+		req.Recycle()
+		return req.Ready(Response{Msg: resp})
+	})
+	s := startServer(t, Config{}, h)
+	c := dial(t, s.Addrs()[0])
+	id := "client"
+	frame := appendRequest(nil, produceTo("t", make([]byte, 3<<20+123)), 0, &id)
+	buf := make([]byte, 64<<10)
+	var corr int32
+	round := func() {
+		corr++
+		binary.BigEndian.PutUint32(frame[8:], uint32(corr))
+		if _, err := c.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf[:4]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf[:binary.BigEndian.Uint32(buf)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 { // the first requests teach the server to recycle
+		round()
+	}
+	const rounds = 50
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range rounds {
+		round()
+	}
+	runtime.ReadMemStats(&after)
+	if perRound := (after.TotalAlloc - before.TotalAlloc) / rounds; perRound >= 1<<20 {
+		t.Errorf("%d bytes allocated per %d-byte request, want less than 1 MiB", perRound, len(frame))
+	}
+}
+
 // Once a recycled request's response is written, nothing of the server
 // keeps its frame: the Request and the pooled body drop their references
-// (the body's records and names point into it), so a large frame, which
-// no pool takes, is collected and its memory is not held outside the
+// (the body's records and names point into it), so a frame larger than
+// any pool takes is collected and its memory is not held outside the
 // request budget.
 func TestRecycledLargeFrameIsDroppedOnceAnswered(t *testing.T) {
 	collected := make(chan struct{}, 1)
@@ -349,7 +393,7 @@ func TestRecycledLargeFrameIsDroppedOnceAnswered(t *testing.T) {
 	s := startServer(t, Config{}, h)
 	c := dial(t, s.Addrs()[0])
 	// A small request first, so that the large one is decoded in place.
-	for i, size := range []int{100, 2 << 20} {
+	for i, size := range []int{100, maxPooledFrame + 1<<20} {
 		send(t, c, produceWithRecords(make([]byte, size)), int32(i))
 		if corr := recv(t, c, &kmsg.ProduceResponse{Version: 8}); corr != int32(i) {
 			t.Fatalf("correlation id %d, want %d", corr, i)
