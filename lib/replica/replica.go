@@ -711,9 +711,9 @@ func (p *Partition) read(offset int64, maxBytes int, replicaID int32, anyRole bo
 
 // RecordFollowerFetch records that follower replicaID fetched at offset,
 // which is its log end offset, and advances the high-water mark if that
-// lets it. It reports false when this replica is not the leader or
-// replicaID is not a follower of the partition. Read calls it for fetches
-// carrying a replica id.
+// lets it. It reports false when this replica is not the leader,
+// replicaID is not a follower of the partition, or offset is outside this
+// log. Read calls it for fetches carrying a replica id.
 func (p *Partition) RecordFollowerFetch(replicaID int32, offset int64) bool {
 	p.stateMu.RLock()
 	defer p.stateMu.RUnlock()
@@ -724,11 +724,15 @@ func (p *Partition) RecordFollowerFetch(replicaID int32, offset int64) bool {
 }
 
 // recordFollowerFetch is RecordFollowerFetch with stateMu held for reading.
+// A fetch outside this log's offsets is not recorded (Read answers it
+// OFFSET_OUT_OF_RANGE): past the log end it would count the follower as
+// holding offsets the leader does not have yet, and the high-water mark
+// would pass the leader's next appends before the follower fetched them.
 func (p *Partition) recordFollowerFetch(replicaID int32, offset int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := p.followers[replicaID]
-	if f == nil {
+	if f == nil || offset > p.logEndOffset || offset < p.log.StartOffset() {
 		return false
 	}
 	now := p.clock.Now()
