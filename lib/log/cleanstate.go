@@ -174,8 +174,16 @@ func (l *Log) loadCleanerLocked() {
 	if err == nil {
 		var s cleanerState
 		if s, err = decodeCleanerState(b); err == nil {
+			// Offsets past the log end are ones it lost: left in the
+			// file, they would be taken for this log's once it regrew.
+			past := s.firstDirty > l.end || len(s.ranges) > 0 && s.ranges[len(s.ranges)-1].to > l.end
 			l.cleaner = s
 			l.cleaner.prune(l.logStart, l.end)
+			if past {
+				if err := l.checkpointCleanerLocked(); err != nil {
+					l.logger.Warn("cannot rewrite the cleaner checkpoint", "err", err)
+				}
+			}
 			return
 		}
 	}

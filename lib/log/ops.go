@@ -121,6 +121,12 @@ func (l *Log) truncateLocked(offset int64) error {
 			}
 			return l.failed
 		}
+		// sealed-segments must not list them: a later roll's new segment
+		// past their offsets, with the file not yet rewritten, would make
+		// them missing segments at the next Open.
+		if err := l.checkpointSealedLocked(); err != nil {
+			return err
+		}
 	}
 	seg := l.segs[i]
 	if err := l.openSegmentLocked(seg); err != nil {
