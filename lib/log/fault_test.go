@@ -139,3 +139,41 @@ func TestFsyncFailureFailsEveryWaitingAppend(t *testing.T) {
 		t.Fatalf("end %d after reopen, want %d", tl.EndOffset(), end)
 	}
 }
+
+// A roll whose sealed-segments write fails has made the new segment the
+// active one: the old segment's background fsync must still be queued, or
+// the next Flush moves the recovery point past data never fsynced, which
+// a power loss then takes with it below the recovery point.
+func TestFailedSealedWriteStillSyncsTheRolledSegment(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 4096
+	crash := NewCrashFS(CrashStrict, 1)
+	fsys := NewFaultFS(crash)
+	l, err := Open(powerLossDir, cfg, Options{FS: fsys, Clock: clock.NewManual(testStart)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := testStart.UnixMilli()
+	fsys.FailNextWrite(sealedFile + tmpSuffix)
+	for i := 0; l.NumSegments() < 2; i++ {
+		if _, err := l.Append(simpleBatch(t, uint64(i), 1, 900, ts), 0); err != nil {
+			t.Logf("append %d: %v", i, err)
+		}
+	}
+	if _, err := l.Append(simpleBatch(t, 99, 1, 900, ts), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rp := l.RecoveryPoint()
+	abandon(l)
+	r, err := Open(powerLossDir, cfg, Options{FS: crash.Crash(), Clock: clock.NewManual(testStart)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.ReadBytes(0, r.EndOffset(), 1<<20); err != nil || r.EndOffset() < rp || len(r.Damaged()) > 0 {
+		t.Fatalf("recovery point was %d; after a power loss: end %d, damage %v, read from 0: %v", rp, r.EndOffset(), r.Damaged(), err)
+	}
+}

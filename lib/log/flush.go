@@ -347,11 +347,10 @@ func (l *Log) rollAsyncLocked() error {
 	if _, err := l.createSegmentLocked(end); err != nil {
 		return err
 	}
+	// The roll has happened: the old segment's fsync is queued before
+	// anything else can fail, or a later Flush would move the recovery
+	// point past its data unsynced.
 	old.sealedSize = old.size
-	if err := l.checkpointSealedLocked(); err != nil {
-		return err
-	}
-	l.logger.Debug("rolled segment", "segment", segmentName(end, logExt))
 	sf := old.file
 	sf.acquire() // held until fsynced, even when evicted or deleted meanwhile
 	l.rolledPending = append(l.rolledPending, sf)
@@ -361,7 +360,8 @@ func (l *Log) rollAsyncLocked() error {
 	go l.syncRolled(old.base, sf, end, seq, gen, prev, done)
 	l.openClosed = append(l.openClosed, old)
 	l.evictLocked()
-	return l.snapshotProducersLocked()
+	l.logger.Debug("rolled segment", "segment", segmentName(end, logExt))
+	return errors.Join(l.checkpointSealedLocked(), l.snapshotProducersLocked())
 }
 
 // syncRolled fsyncs a rolled segment (data file sf, indexes by name) after
