@@ -343,7 +343,7 @@ func (f *fetch) readPartition(fp *fetchPartition, maxBytes int) (log.Region, rep
 	if f.replicaID < 0 && f.version >= 11 {
 		return fp.p.ReadAnyReplica(fp.fetchOffset, maxBytes)
 	}
-	return fp.p.Read(fp.fetchOffset, maxBytes, f.replicaID)
+	return fp.p.ReadInEpoch(fp.fetchOffset, maxBytes, f.replicaID, fp.currentLeaderEpoch)
 }
 
 // wait blocks until a partition read changes, the deadline passes or the

@@ -657,7 +657,17 @@ type ReadInfo struct {
 // reaches the start of its epoch, so that no consumer sees the mark go
 // backwards across a leader change.
 func (p *Partition) Read(offset int64, maxBytes int, replicaID int32) (log.Region, ReadInfo, error) {
-	return p.read(offset, maxBytes, replicaID, false)
+	return p.read(offset, maxBytes, replicaID, false, -1)
+}
+
+// ReadInEpoch is Read for a fetch made in leaderEpoch (its
+// CurrentLeaderEpoch; -1: none), checked as CheckLeaderEpoch does but
+// under the same lock as the read: a follower's fetch position from
+// another leadership of this replica (it lost and regained the leadership
+// between a separate check and the read) is never recorded, since the
+// follower's records at that offset may not be this leadership's.
+func (p *Partition) ReadInEpoch(offset int64, maxBytes int, replicaID, leaderEpoch int32) (log.Region, ReadInfo, error) {
+	return p.read(offset, maxBytes, replicaID, false, leaderEpoch)
 }
 
 // ReadAnyReplica is a consumer's Read from this replica whether it leads
@@ -666,15 +676,22 @@ func (p *Partition) Read(offset int64, maxBytes int, replicaID int32) (log.Regio
 // fetch, so it may lag the leader's but never passes it. Records below it
 // are on every in-sync replica, the same bytes as on the leader.
 func (p *Partition) ReadAnyReplica(offset int64, maxBytes int) (log.Region, ReadInfo, error) {
-	return p.read(offset, maxBytes, -1, true)
+	return p.read(offset, maxBytes, -1, true, -1)
 }
 
 // read is Read; anyRole lets a follower serve a consumer.
-func (p *Partition) read(offset int64, maxBytes int, replicaID int32, anyRole bool) (log.Region, ReadInfo, error) {
+func (p *Partition) read(offset int64, maxBytes int, replicaID int32, anyRole bool, leaderEpoch int32) (log.Region, ReadInfo, error) {
 	p.stateMu.RLock()
 	defer p.stateMu.RUnlock()
 	if p.role != Leader && !(anyRole && p.role == Follower) {
 		return log.Region{}, ReadInfo{}, ErrNotLeader
+	}
+	switch {
+	case leaderEpoch < 0:
+	case leaderEpoch < p.leaderEpoch:
+		return log.Region{}, ReadInfo{}, ErrFencedLeaderEpoch
+	case leaderEpoch > p.leaderEpoch:
+		return log.Region{}, ReadInfo{}, ErrUnknownLeaderEpoch
 	}
 	if replicaID >= 0 {
 		p.recordFollowerFetch(replicaID, offset)

@@ -425,3 +425,29 @@ func TestCloseWakesChangedWaiters(t *testing.T) {
 		t.Fatal("Append after Close succeeded")
 	}
 }
+
+// A follower's fetch made in another leader epoch than the leader's is
+// refused by the read itself (fenced or unknown epoch), and its fetch
+// position is not recorded: the follower's records at that offset may be
+// another leadership's.
+func TestReadInEpochChecksTheEpochItRecordsIn(t *testing.T) {
+	p, _ := newPartition(t, Config{})
+	mustBecome(t, p, 3, self, []int32{1, 2}, []int32{1, 2})
+	if _, err := p.Append(batch(t, 4), -1); err != nil {
+		t.Fatal(err)
+	}
+	for epoch, want := range map[int32]error{2: ErrFencedLeaderEpoch, 4: ErrUnknownLeaderEpoch} {
+		if _, _, err := p.ReadInEpoch(4, 1<<20, 2, epoch); !errors.Is(err, want) {
+			t.Errorf("follower fetch in epoch %d: %v, want %v", epoch, err, want)
+		}
+		if got := p.FollowerOffset(2); got != -1 {
+			t.Fatalf("follower fetch in epoch %d recorded offset %d", epoch, got)
+		}
+	}
+	if _, _, err := p.ReadInEpoch(4, 1<<20, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got, hw := p.FollowerOffset(2), p.HighWatermark(); got != 4 || hw != 4 {
+		t.Fatalf("follower fetch in epoch 3: recorded %d, high-water mark %d; want 4 and 4", got, hw)
+	}
+}
