@@ -98,7 +98,10 @@ func (b *Broker) proposeISRChanges(props *proposals) {
 				LeaderEpoch: change.LeaderEpoch, PartitionEpoch: change.PartitionEpoch, ISR: change.ISR,
 			})
 			if err != nil {
-				h.ISRProposalFailed()
+				// The command may have been committed before the error
+				// (a deadline, a broken connection): the followers it
+				// was adding must keep counting for the high-water mark.
+				h.ISRProposalUnresolved(change)
 				if !errors.Is(err, context.Canceled) {
 					b.log.Warn("ISR change refused", "partition", h.String(), "isr", change.ISR, "err", err)
 				}
@@ -107,7 +110,7 @@ func (b *Broker) proposeISRChanges(props *proposals) {
 			b.isr.count(before, change.ISR)
 			b.log.Info("ISR changed", "partition", h.String(), "isr", change.ISR,
 				"leader_epoch", change.LeaderEpoch, "partition_epoch", change.PartitionEpoch+1)
-		}, h.ISRProposalFailed)
+		}, func() { h.ISRProposalRefused(change) }) // never sent: nothing applied
 		if !sent {
 			return
 		}
