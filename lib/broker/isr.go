@@ -83,7 +83,11 @@ func (b *Broker) propose(p *proposals, call func(context.Context), abandon func(
 }
 
 // proposeISRChanges proposes the ISR change of every partition this node
-// leads whose followers fell behind or caught up.
+// leads whose followers fell behind or caught up. A proposal the
+// controller answered with an error ends as isrOutcome says: refused
+// (replica.Partition.ISRProposalRefused) only when the error proves
+// nothing was applied, unresolved (ISRProposalUnresolved) otherwise, and
+// left pending when the controller's image has moved past its epochs.
 func (b *Broker) proposeISRChanges(props *proposals) {
 	self := b.cfg.Settings.NodeID
 	for _, h := range b.data.all() {
@@ -98,20 +102,65 @@ func (b *Broker) proposeISRChanges(props *proposals) {
 				LeaderEpoch: change.LeaderEpoch, PartitionEpoch: change.PartitionEpoch, ISR: change.ISR,
 			})
 			if err != nil {
-				h.ISRProposalFailed()
+				switch isrOutcome(err) {
+				case isrRefused:
+					h.ISRProposalRefused(change)
+				case isrSuperseded:
+					// Pending until the Become that brings the newer image.
+				default:
+					h.ISRProposalUnresolved(change)
+				}
 				if !errors.Is(err, context.Canceled) {
-					b.log.Warn("ISR change refused", "partition", h.String(), "isr", change.ISR, "err", err)
+					b.log.Warn("ISR change not confirmed", "partition", h.String(), "isr", change.ISR, "err", err)
 				}
 				return
 			}
 			b.isr.count(before, change.ISR)
 			b.log.Info("ISR changed", "partition", h.String(), "isr", change.ISR,
 				"leader_epoch", change.LeaderEpoch, "partition_epoch", change.PartitionEpoch+1)
-		}, h.ISRProposalFailed)
+		}, func() { h.ISRProposalRefused(change) }) // never sent: nothing applied
 		if !sent {
 			return
 		}
 	}
+}
+
+// What an AlterPartition that failed may have done (isrOutcome).
+const (
+	// isrUnknown: it may or may not have been committed.
+	isrUnknown = iota
+	// isrRefused: the controller applied nothing.
+	isrRefused
+	// isrSuperseded: refused for stale epochs: the controller's image is
+	// past the epochs the proposal was made under, perhaps by this very
+	// proposal, committed on an earlier try whose answer was lost.
+	isrSuperseded
+)
+
+// isrOutcome classifies the error of an AlterPartition. The FSM checks the
+// leader and partition epochs before anything else, so a refusal for any
+// other reason was made at the proposal's own epochs: neither this command
+// nor an earlier copy of it (a retry after a lost answer) changed the
+// partition, which would have moved its epoch. Those are isrRefused. A
+// stale epoch is isrSuperseded: the outcome is unknown, but an image with
+// a newer partition epoch exists and will reach the replica's Become,
+// settling it. Everything else (a deadline, a broken connection, a lost
+// Raft leadership, ErrNotController, ErrClosed, an unknown topic that may
+// have been deleted after the change) is isrUnknown. Misjudging a refusal
+// as unknown only keeps the high-water mark waiting for a follower a
+// little longer; the reverse can lose acknowledged records.
+func isrOutcome(err error) int {
+	switch {
+	case errors.Is(err, controller.ErrNotController), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return isrUnknown // whatever else it wraps
+	case errors.Is(err, controller.ErrFencedLeaderEpoch), errors.Is(err, controller.ErrInvalidUpdateVersion):
+		return isrSuperseded
+	case errors.Is(err, controller.ErrInvalidPartitionState), errors.Is(err, controller.ErrIneligibleReplica),
+		errors.Is(err, controller.ErrNotLeader),
+		errors.Is(err, controller.ErrInvalidCommand), errors.Is(err, controller.ErrUnknownCommand):
+		return isrRefused
+	}
+	return isrUnknown
 }
 
 // proposeResignations hands every partition this node leads but cannot

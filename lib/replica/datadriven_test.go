@@ -51,10 +51,13 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	delete-records node=N before=O      the leader's DeleteRecords
 //	advance-clock 31s
 //	propose-isr node=N                  ProposeISR: the change, or none
-//	isr-failed node=N                   ISRProposalFailed
+//	isr-refused node=N [pepoch=P]       ISRProposalRefused of N's latest proposal (or of
+//	                                    its latest made under partition epoch P)
+//	isr-unresolved node=N [pepoch=P]    ISRProposalUnresolved of the same
 //	checkpoint-hw node=N                the broker's periodic high-water mark checkpoint
 //	restart node=N [clean]              kill (no final checkpoint) or close, then reopen
-//	state [node=N]                      role, epochs, log end, HW, ISR, pending proposal
+//	state [node=N]                      role, epochs, log end, HW, ISR, pending proposal,
+//	                                    unresolved additions
 //	log node=N                          the leader-epoch history and the batches
 func TestDataDriven(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
@@ -121,6 +124,21 @@ type node struct {
 	id  int32
 	dir string
 	p   *Partition
+	// proposed are the node's ISR proposals (propose-isr), latest last,
+	// which isr-refused and isr-unresolved report on.
+	proposed []ISRChange
+}
+
+// proposal is the ISR proposal an isr-refused or isr-unresolved line
+// reports on: n's latest, or its latest under partition epoch pepoch=P.
+func (a args) proposal(n *node) ISRChange {
+	for _, c := range slices.Backward(n.proposed) {
+		if _, ok := a.kv["pepoch"]; !ok || int64(c.PartitionEpoch) == a.int("pepoch") {
+			return c
+		}
+	}
+	a.c.t.Fatalf("node %d made no such ISR proposal", n.id)
+	return ISRChange{}
 }
 
 func (c *cluster) close() {
@@ -330,10 +348,16 @@ func (c *cluster) run(line string) string {
 			out("none")
 			break
 		}
-		out("propose isr=%s leader-epoch=%d partition-epoch=%d", ids(ch.ISR), ch.LeaderEpoch, ch.PartitionEpoch)
-	case "isr-failed":
 		n := a.node()
-		n.p.ISRProposalFailed()
+		n.proposed = append(n.proposed, ch)
+		out("propose isr=%s leader-epoch=%d partition-epoch=%d", ids(ch.ISR), ch.LeaderEpoch, ch.PartitionEpoch)
+	case "isr-refused":
+		n := a.node()
+		n.p.ISRProposalRefused(a.proposal(n))
+		out("%s", c.state(n))
+	case "isr-unresolved":
+		n := a.node()
+		n.p.ISRProposalUnresolved(a.proposal(n))
 		out("%s", c.state(n))
 	case "checkpoint-hw":
 		n := a.node()
@@ -408,6 +432,9 @@ func (c *cluster) state(n *node) string {
 	fmt.Fprintf(&b, " isr=%s", ids(s.ISR))
 	if s.PendingISR != nil {
 		fmt.Fprintf(&b, " pending=%s", ids(s.PendingISR))
+	}
+	if s.UnresolvedISR != nil {
+		fmt.Fprintf(&b, " unresolved=%s", ids(s.UnresolvedISR))
 	}
 	if s.NeedsTruncation {
 		b.WriteString(" needs-truncation")

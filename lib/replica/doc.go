@@ -27,7 +27,8 @@
 //	defer r.Release()
 //	<-p.Changed()                                // fetch long-poll: closed at the next HW or log end advance
 //	change, ok := p.ProposeISR()                 // the ISR loop: send AlterPartition when ok
-//	p.ISRProposalFailed()                        // when the controller refused it
+//	p.ISRProposalRefused(change)                 // refused, provably nothing applied
+//	p.ISRProposalUnresolved(change)              // timeout, broken connection: maybe applied
 //
 // On a follower, its fetcher:
 //
@@ -63,9 +64,15 @@
 // caught up with its log end for replica.lag.time.max.ms leave, followers
 // that reached both the high-water mark and the start of its epoch join.
 // The proposal carries the leader and partition epochs it was made under;
-// one is pending at a time, until the image shows a newer partition epoch
-// or ISRProposalFailed. The high-water mark waits for the maximal ISR: the
-// committed ISR and the followers being added. An acks=all append is
+// one is pending at a time, until the image shows a newer partition epoch,
+// ISRProposalRefused or ISRProposalUnresolved. The high-water mark waits
+// for the maximal ISR: the committed ISR and the followers being added,
+// including those of proposals whose outcome is unknown (the controller
+// may have committed them): they stay, and are proposed again, until an
+// image with a newer partition epoch says whether they are in the ISR.
+// Only a refusal that proves nothing was applied drops them; otherwise the
+// mark could pass records a follower the controller put in the ISR lacks,
+// and that follower could be elected leader without them. An acks=all append is
 // refused (ErrNotEnoughReplicas) when the committed ISR is smaller than
 // min.insync.replicas, and answered ErrNotEnoughReplicasAfterAppend when it
 // shrank below it while the batch waited. A follower's high-water mark is

@@ -14,8 +14,15 @@ type ISRChange struct {
 
 // pendingISR is an ISR proposal waiting for the controller.
 type pendingISR struct {
-	isr   []int32 // the proposed ISR
-	added []int32 // its members not in the committed ISR
+	leaderEpoch, partitionEpoch int32   // the epochs it was made under
+	isr                         []int32 // the proposed ISR
+	added                       []int32 // its members not in the committed ISR
+}
+
+// is reports whether c is this proposal: a report about an older one
+// (ended by a Become, answered late) must not end a newer one.
+func (q *pendingISR) is(c ISRChange) bool {
+	return q != nil && q.leaderEpoch == c.LeaderEpoch && q.partitionEpoch == c.PartitionEpoch && slices.Equal(q.isr, c.ISR)
 }
 
 // ProposeISR computes the ISR change the leader should propose, if any, and
@@ -27,11 +34,24 @@ type pendingISR struct {
 // of an older leader) and that were caught up within
 // replica.lag.time.max.ms. The leader never leaves its own ISR.
 //
+// It also adds again, caught up or not, the unresolved followers: those a
+// proposal whose outcome is unknown was adding (ISRProposalUnresolved),
+// which the controller may have committed. The high-water mark has waited
+// for them since they were first proposed, so they hold every record
+// below it and adding them is safe; proposing them again is how their
+// outcome gets settled: either this proposal is committed, or it is
+// refused because the earlier one was, and either way the image moves to
+// a newer partition epoch. (A proposal without them could equal the
+// committed ISR, which the controller accepts without a new partition
+// epoch: nothing would ever settle them.) Followers that lag leave in a
+// later change, once the image has them in the ISR.
+//
 // While a change is pending, ProposeISR proposes nothing, and the
-// high-water mark waits for the maximal ISR: the committed ISR and the
-// followers being added. The next Become with a newer partition epoch, or
-// ISRProposalFailed, ends it. It reports false on a follower, while a
-// change is pending, and when the ISR is as it should be.
+// high-water mark waits for the maximal ISR: the committed ISR, the
+// followers being added, and the unresolved ones. The next Become with a
+// newer partition epoch, ISRProposalRefused or ISRProposalUnresolved ends
+// it. It reports false on a follower, while a change is pending, and when
+// the ISR is as it should be.
 func (p *Partition) ProposeISR() (ISRChange, bool) {
 	p.stateMu.RLock()
 	defer p.stateMu.RUnlock()
@@ -51,16 +71,22 @@ func (p *Partition) ProposeISR() (ISRChange, bool) {
 	}
 	// A follower joins only while it keeps up: one that reached the HW
 	// and then went silent (died at the log end of an idle partition) is
-	// not caught up once replica.lag.time.max.ms has passed.
-	caughtUp := func(r int32) bool {
+	// not caught up once replica.lag.time.max.ms has passed. An
+	// unresolved one is proposed again whatever its state (see above).
+	joining := func(r int32) bool {
+		if r == self || slices.Contains(p.isr, r) {
+			return false
+		}
+		if slices.Contains(p.unresolved, r) {
+			return true
+		}
 		f := p.followers[r]
-		return r != self && f != nil && f.fetchOffset >= 0 &&
+		return f != nil && f.fetchOffset >= 0 &&
 			f.fetchOffset >= p.highWatermark && f.fetchOffset >= p.epochStart &&
-			now.Sub(f.lastCaughtUp) <= p.cfg.ReplicaLagTime &&
-			!slices.Contains(p.isr, r)
+			now.Sub(f.lastCaughtUp) <= p.cfg.ReplicaLagTime
 	}
 	// Allocate only for a change: the ISR loop calls this often.
-	if !slices.ContainsFunc(p.isr, lagging) && !slices.ContainsFunc(p.replicas, caughtUp) && slices.Contains(p.isr, self) {
+	if !slices.ContainsFunc(p.isr, lagging) && !slices.ContainsFunc(p.replicas, joining) && slices.Contains(p.isr, self) {
 		return ISRChange{}, false
 	}
 	isr := make([]int32, 0, len(p.replicas)+1)
@@ -74,28 +100,43 @@ func (p *Partition) ProposeISR() (ISRChange, bool) {
 	}
 	var added []int32
 	for _, r := range p.replicas {
-		if caughtUp(r) {
+		if joining(r) {
 			isr = append(isr, r)
 			added = append(added, r)
 		}
 	}
-	p.pending = &pendingISR{isr: isr, added: added}
+	p.pending = &pendingISR{leaderEpoch: p.leaderEpoch, partitionEpoch: p.partitionEpoch, isr: isr, added: added}
 	p.setMaximalISRLocked()
 	return ISRChange{LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, ISR: slices.Clone(isr)}, true
 }
 
-// ISRProposalFailed ends the pending ISR proposal after the controller
-// refused it or could not be reached: the next ProposeISR computes a new
-// one. (A Become with a newer partition epoch ends it too.)
-func (p *Partition) ISRProposalFailed() {
+// ISRProposalRefused ends the pending ISR proposal c after the controller
+// refused it in a way that proves it applied nothing (an invalid ISR, an
+// ineligible replica), having checked that the partition was still at c's
+// epochs: the followers it was adding leave the maximal ISR, and so do the
+// unresolved ones (ISRProposalUnresolved), which earlier proposals made
+// under the same epochs were adding: had one of those been committed, the
+// partition epoch would have moved. The high-water mark may then move on
+// without them; the next ProposeISR computes a new proposal. It does
+// nothing when c is no longer the pending proposal (a Become with a newer
+// partition epoch ended it).
+//
+// Only such a refusal may be reported here. When the proposal may have
+// been committed (a timeout, a broken connection, a refusal for stale
+// epochs), report ISRProposalUnresolved: dropping a follower the
+// controller put in the ISR from the high-water mark's set would let the
+// mark pass records that follower lacks, and the follower could then be
+// elected leader without them.
+func (p *Partition) ISRProposalRefused(c ISRChange) {
 	p.stateMu.RLock()
 	defer p.stateMu.RUnlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.pending == nil {
+	if !p.pending.is(c) {
 		return
 	}
 	p.pending = nil
+	p.unresolved = nil // made under c's epochs: see above
 	p.setMaximalISRLocked()
 	// Without the followers being added the high-water mark may move.
 	if p.advanceLocked() {
@@ -103,15 +144,46 @@ func (p *Partition) ISRProposalFailed() {
 	}
 }
 
-// setMaximalISRLocked recomputes maximalISR from the committed ISR and the
-// pending additions. Called with stateMu (read or write) and mu held.
+// ISRProposalUnresolved ends the pending ISR proposal c when its outcome is
+// unknown: the controller may or may not have committed it. The followers
+// it was adding become unresolved: they stay in the maximal ISR, so the
+// high-water mark keeps waiting for them, and the next ProposeISR proposes
+// them again, until a Become with a newer partition epoch (or a new
+// leadership) brings the image that says whether they are in the ISR.
+// Its removals need nothing: the maximal ISR keeps the committed ISR's
+// members until the image drops them. It does nothing when c is no longer
+// the pending proposal.
+func (p *Partition) ISRProposalUnresolved(c ISRChange) {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.pending.is(c) {
+		return
+	}
+	for _, r := range p.pending.added {
+		if !slices.Contains(p.unresolved, r) {
+			p.unresolved = append(p.unresolved, r)
+		}
+	}
+	p.pending = nil
+	p.setMaximalISRLocked() // the same set: the high-water mark stays where it is
+}
+
+// setMaximalISRLocked recomputes maximalISR from the committed ISR, the
+// pending additions and the unresolved ones. Called with stateMu (read or
+// write) and mu held.
 func (p *Partition) setMaximalISRLocked() {
-	if p.pending == nil || len(p.pending.added) == 0 {
+	if (p.pending == nil || len(p.pending.added) == 0) && len(p.unresolved) == 0 {
 		p.maximalISR = p.isr
 		return
 	}
 	m := slices.Clone(p.isr)
-	for _, r := range p.pending.added {
+	var added []int32
+	if p.pending != nil {
+		added = p.pending.added
+	}
+	for _, r := range slices.Concat(added, p.unresolved) {
 		if !slices.Contains(m, r) {
 			m = append(m, r)
 		}

@@ -109,6 +109,10 @@ type State struct {
 	// PendingISR is the ISR this leader proposed and the controller has
 	// not answered yet (nil when none).
 	PendingISR []int32
+	// UnresolvedISR are the followers that proposals of unknown outcome
+	// were adding (ISRProposalUnresolved), which the high-water mark
+	// waits for until a newer partition epoch settles them (nil when none).
+	UnresolvedISR []int32
 	// NeedsTruncation: a follower that must truncate with
 	// OffsetForLeaderEpoch before it fetches.
 	NeedsTruncation bool
@@ -168,10 +172,14 @@ type Partition struct {
 	logEndOffset  int64
 	followers     map[int32]*follower
 	// pending is the ISR change proposed and not yet answered, nil when
-	// none; maximalISR is the committed ISR with pending's additions, the
+	// none; unresolved are the followers that proposals whose outcome is
+	// unknown were adding: the controller may have committed them, and
+	// only an image with a newer partition epoch tells. maximalISR is the
+	// committed ISR with pending's additions and the unresolved ones, the
 	// replicas the high-water mark waits for (a follower being added may
 	// already count for acks=all, one being removed still does).
 	pending    *pendingISR
+	unresolved []int32
 	maximalISR []int32
 	// resigning: a resignation was proposed and not yet answered;
 	// resignRefused: when the controller last refused one (ProposeResignation
@@ -265,7 +273,10 @@ func (p *Partition) String() string { return fmt.Sprintf("%s-%d", p.cfg.Topic, p
 //   - on a follower, requires a truncation with OffsetForLeaderEpoch
 //     before the next fetch (FetchPosition.NeedsTruncation).
 //
-// A newer partition epoch ends a pending ISR proposal: the image holds its
+// A newer partition epoch (or a new leadership) ends a pending ISR proposal
+// and settles the unresolved ones (ISRProposalUnresolved): a proposal is
+// made under the partition epoch the leader saw, and the controller
+// commits it only at that epoch, so the image at a newer epoch holds its
 // outcome, whatever it was.
 func (p *Partition) Become(s PartitionState) error {
 	p.stateMu.Lock()
@@ -311,6 +322,7 @@ func (p *Partition) Become(s PartitionState) error {
 	p.role = role
 	if newLeadership || newPartitionEpoch {
 		p.pending = nil
+		p.unresolved = nil
 		p.resigning = false
 	}
 	p.setMaximalISRLocked()
@@ -385,6 +397,9 @@ func (p *Partition) State() State {
 	}
 	if p.pending != nil {
 		st.PendingISR = slices.Clone(p.pending.isr)
+	}
+	if len(p.unresolved) > 0 {
+		st.UnresolvedISR = slices.Clone(p.unresolved)
 	}
 	return st
 }
@@ -493,7 +508,7 @@ func (p *Partition) keepingUp() int32 {
 }
 
 // advanceLocked moves the high-water mark to the smallest log end offset of
-// the maximal ISR (committed ISR and pending additions) when that is
+// the maximal ISR (committed ISR, pending and unresolved additions) when that is
 // larger, and reports whether it moved. Called with stateMu (read) and mu
 // held; the caller notifies.
 func (p *Partition) advanceLocked() bool {

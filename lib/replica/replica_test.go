@@ -238,7 +238,7 @@ func TestReplicaLagBookkeeping(t *testing.T) {
 	if _, ok := p.ProposeISR(); ok {
 		t.Fatal("proposed again while a proposal is pending")
 	}
-	p.ISRProposalFailed()
+	p.ISRProposalRefused(c)
 	p.RecordFollowerFetch(2, 5)
 	if c, ok := p.ProposeISR(); ok {
 		t.Fatalf("after a caught-up fetch: proposed %+v, want nothing", c)

@@ -1,0 +1,86 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mqproject/mq/lib/controller"
+)
+
+// TestISROutcome checks how the ISR loop reads an AlterPartition error:
+// only a refusal that proves nothing was applied may drop the followers
+// a proposal was adding from the high-water mark's set.
+func TestISROutcome(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"deadline", context.DeadlineExceeded, isrUnknown},
+		{"canceled at stop", context.Canceled, isrUnknown},
+		{"raft leadership lost", fmt.Errorf("%w: leadership lost while committing command", controller.ErrNotController), isrUnknown},
+		{"connection broke", fmt.Errorf("%w: propose to 127.0.0.1:1: outcome unknown: EOF", controller.ErrNotController), isrUnknown},
+		// The text of a refusal inside an unknown outcome is not a refusal.
+		{"unknown wins", fmt.Errorf("%w: %w", controller.ErrNotController, controller.ErrInvalidPartitionState), isrUnknown},
+		{"closed", controller.ErrClosed, isrUnknown},
+		{"other", errors.New("controller: apply: something"), isrUnknown},
+		{"topic deleted", fmt.Errorf("%w: %q", controller.ErrUnknownTopic, "t"), isrUnknown},
+		{"stale partition epoch", fmt.Errorf("%w: partition epoch 3, current 4", controller.ErrInvalidUpdateVersion), isrSuperseded},
+		{"stale leader epoch", fmt.Errorf("%w: leader epoch 3, current 4", controller.ErrFencedLeaderEpoch), isrSuperseded},
+		{"invalid ISR", fmt.Errorf("%w: leader 1 is not in the isr", controller.ErrInvalidPartitionState), isrRefused},
+		{"ineligible replica", fmt.Errorf("%w: broker 3 is fenced", controller.ErrIneligibleReplica), isrRefused},
+		{"not the leader", fmt.Errorf("%w: broker 2, leader is 1", controller.ErrNotLeader), isrRefused},
+	}
+	for _, tt := range tests {
+		if got := isrOutcome(tt.err); got != tt.want {
+			t.Errorf("%s (%v): outcome %d, want %d", tt.name, tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestISROutcomeFromController checks the classification against a real
+// controller's refusals, from the Raft leader and through a forward from
+// the other nodes, where the errors cross the wire.
+func TestISROutcomeFromController(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	createReplicated(t, c, "isr-outcome", 1)
+	p := c.image().Topics["isr-outcome"].Partitions[0]
+	valid := controller.AlterPartition{
+		Topic: "isr-outcome", Partition: 0, Leader: p.Leader,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR,
+	}
+	var other int32 = 1
+	if p.Leader == 1 {
+		other = 2
+	}
+	tests := []struct {
+		name   string
+		change func(*controller.AlterPartition)
+		want   int
+	}{
+		{"stale partition epoch", func(a *controller.AlterPartition) { a.PartitionEpoch-- }, isrSuperseded},
+		{"stale leader epoch", func(a *controller.AlterPartition) { a.LeaderEpoch-- }, isrSuperseded},
+		{"without the leader", func(a *controller.AlterPartition) { a.ISR = []int32{other} }, isrRefused},
+		{"not a replica", func(a *controller.AlterPartition) { a.ISR = append([]int32{p.Leader}, 99) }, isrRefused},
+		{"not the leader", func(a *controller.AlterPartition) { a.Leader = other }, isrRefused},
+	}
+	for i := range c.nodes {
+		d := c.daemon(i)
+		for _, tt := range tests {
+			a := valid
+			tt.change(&a)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err := d.ctrl.AlterPartition(ctx, a)
+			cancel()
+			if err == nil || isrOutcome(err) != tt.want {
+				t.Errorf("node %d, %s: %v: outcome %d, want %d", c.nodes[i].id, tt.name, err, isrOutcome(err), tt.want)
+			}
+		}
+	}
+	if got := c.image().Topics["isr-outcome"].Partitions[0]; got.PartitionEpoch != p.PartitionEpoch {
+		t.Errorf("partition epoch %d after refusals, want %d", got.PartitionEpoch, p.PartitionEpoch)
+	}
+}
