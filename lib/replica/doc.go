@@ -56,7 +56,10 @@
 // than one round when it lacks that epoch; never to its high-water mark.
 // TruncateFromLeader documents the cases. A fetch out of the leader's
 // range (ResetFetchOffset) cuts the log to the leader's end, or empties it
-// and starts over at the leader's log start.
+// and starts over at the leader's log start; but a leader whose log ends
+// below what the follower already fetched from it in the same epoch lost
+// records (a power loss), and the follower keeps its log
+// (ErrLeaderLostRecords) until a new epoch.
 //
 // # The ISR and the high-water mark
 //

@@ -227,6 +227,9 @@ func (p *Partition) AppendFromLeader(leaderEpoch int32, batches []byte, leaderHW
 	}
 	p.highWatermark = min(max(p.highWatermark, start), end)
 	hw := p.highWatermark
+	// Everything below end came from this leader in this epoch (the
+	// truncation made the logs agree first), and its mark is below its end.
+	p.leaderEndSeen = max(p.leaderEndSeen, end, min(leaderHW, end))
 	if moved {
 		p.notifyLocked()
 	}
@@ -283,11 +286,25 @@ func (p *Partition) appendBatches(b []byte) (int, error) {
 // at the leader's log start; one above the leader's log end (this log has
 // a suffix the leader never had) truncates the log to the leader's end.
 // Otherwise nothing changes. Errors as for TruncateFromLeader.
+//
+// A leader's log end below what this follower already fetched from it in
+// the same leader epoch means the leader lost records (it came back from
+// a power loss leading in the epoch it had). The log is not cut: what it
+// holds there may be acknowledged and on no other replica. It returns
+// ErrLeaderLostRecords, and the fetcher tries again; the controller gives
+// the leader's new incarnation a new leader epoch (or moves the
+// leadership), after which TruncateFromLeader reconciles the logs.
 func (p *Partition) ResetFetchOffset(leaderEpoch int32, leaderLogStart, leaderLogEnd int64) error {
 	p.stateMu.RLock()
 	defer p.stateMu.RUnlock()
 	if err := p.checkFollowerLocked(leaderEpoch); err != nil {
 		return err
+	}
+	p.mu.Lock()
+	seen := p.leaderEndSeen
+	p.mu.Unlock()
+	if leaderLogEnd < seen {
+		return fmt.Errorf("%w: leader epoch %d, its log end %d, fetched up to %d from it", ErrLeaderLostRecords, leaderEpoch, leaderLogEnd, seen)
 	}
 	switch end := p.log.EndOffset(); {
 	case end < leaderLogStart:

@@ -48,6 +48,14 @@ var (
 	ErrHighWatermarkBehind = errors.New("replica: a new leader's high-water mark is not known yet")
 	// ErrClosed: the partition was closed or deleted.
 	ErrClosed = errors.New("replica: closed")
+	// ErrLeaderLostRecords: the leader answered, in the leader epoch this
+	// follower fetched in, with a log end below what this follower has
+	// already fetched from it in that epoch. A leader's log never shrinks
+	// within its epoch, unless it lost records (a power loss took what it
+	// had not flushed and it came back leading in the same epoch): the
+	// follower keeps its log rather than cut records that may be on no
+	// other replica, and waits for a new leader epoch (ResetFetchOffset).
+	ErrLeaderLostRecords = errors.New("replica: the leader's log ends below what was fetched from it in the same leader epoch")
 )
 
 // Role is a replica's part in its partition.
@@ -190,6 +198,12 @@ type Partition struct {
 	changed         chan struct{} // closed and replaced on HW advance, role change, close
 	changedTaken    bool          // changed has been handed out since it was made
 	closed          bool
+	// leaderEndSeen is, on a follower, the least log end offset its
+	// leader is known to have in the current leader epoch: the end of
+	// what it appended from it, or the high-water mark it announced,
+	// whichever is higher; -1 until it fetched in the epoch. A leader's
+	// log never shrinks within its epoch (ResetFetchOffset).
+	leaderEndSeen int64
 }
 
 // New makes a Partition over an open log. The replica starts as a follower
@@ -210,6 +224,7 @@ func New(cfg Config, l *log.Log) *Partition {
 		minISR:         max(cfg.MinInsyncReplicas, 1),
 		followers:      map[int32]*follower{},
 		changed:        make(chan struct{}),
+		leaderEndSeen:  -1,
 	}
 	if p.clock == nil {
 		p.clock = clock.Real()
@@ -324,6 +339,9 @@ func (p *Partition) Become(s PartitionState) error {
 		p.pending = nil
 		p.unresolved = nil
 		p.resigning = false
+	}
+	if newLeadership {
+		p.leaderEndSeen = -1
 	}
 	p.setMaximalISRLocked()
 	if role == Leader {
