@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -26,6 +27,11 @@ type Config struct {
 	// LogFS is the file system of the partition logs; nil is the real
 	// one. Tests pass a log.FaultFS to fail writes.
 	LogFS log.FS
+	// AwaitRegistration keeps the node from leading any partition until
+	// its own registration is in the image (see Broker.mayLead): the
+	// Daemon sets it, and tells the Broker its broker epoch once it has
+	// registered. Without it the node leads where the image says at once.
+	AwaitRegistration bool
 }
 
 // handlerFunc answers one request. It runs on the connection's reader
@@ -72,6 +78,16 @@ type Broker struct {
 	opened  chan struct{}
 	openErr error
 
+	// regEpoch is the broker epoch of this process's first registration
+	// (0 until the Daemon registered, see registered); regWake wakes the
+	// follow loop to apply the image again once it is set, and leading is
+	// closed (leadingOnce) once an image was applied that lets this node
+	// lead.
+	regEpoch    atomic.Int64
+	regWake     chan struct{}
+	leading     chan struct{}
+	leadingOnce sync.Once
+
 	stop       chan struct{} // closed by Close: the follow and maintain loops end
 	done       chan struct{} // closed when the follow loop has ended
 	maintained chan struct{} // closed when the maintain loop has ended (isr.go)
@@ -101,7 +117,7 @@ func New(cfg Config) (*Broker, error) {
 func NewOpening(cfg Config) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, ctrl: cfg.Controller,
 		sessions: newFetchSessions(), scrubWake: make(chan struct{}, 1), shareCoord: newShareCoordinator(),
-		opened: make(chan struct{})}
+		opened: make(chan struct{}), regWake: make(chan struct{}, 1), leading: make(chan struct{})}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -168,6 +184,7 @@ func (b *Broker) follow(changes <-chan struct{}) {
 	for {
 		select {
 		case <-changes:
+		case <-b.regWake: // the same image may now let this node lead
 		case <-b.stop:
 			return
 		}
@@ -178,6 +195,61 @@ func (b *Broker) follow(changes <-chan struct{}) {
 		}
 		b.fetchers.sync(img)
 		b.groups.syncOwnership()
+	}
+}
+
+// mayLead reports whether this node may lead the partitions img names it
+// leader of. Without Config.AwaitRegistration, always. With it, only once
+// img holds this process's own registration (the broker epoch it was
+// given, or a later one): until then the image may be one the node
+// recovered from disk, naming it leader in the epochs of its previous
+// incarnation, whose unflushed records a crash may have taken. Leading
+// there would take produces, serve followers and acknowledge acks=all on
+// a log that lost records its followers still hold in the same epoch.
+// The registration gives every partition the old incarnation led a new
+// leader epoch (or another leader), and the followers reconcile their
+// logs with it through OffsetForLeaderEpoch. Broker epochs are Raft
+// indexes and only grow, so a later image never takes this back.
+func (b *Broker) mayLead(img *controller.Image) bool {
+	if !b.cfg.AwaitRegistration {
+		return true
+	}
+	epoch := b.regEpoch.Load()
+	if epoch <= 0 {
+		return false
+	}
+	br, ok := img.Brokers[b.cfg.Settings.NodeID]
+	return ok && br.Epoch >= epoch
+}
+
+// registered tells the Broker the broker epoch of this process's
+// registration: the follow loop applies the image again, leading where
+// it names this node once the image holds it. Only the first call counts
+// (later registrations of the same process lost nothing).
+func (b *Broker) registered(epoch int64) {
+	if epoch <= 0 || !b.regEpoch.CompareAndSwap(0, epoch) {
+		return
+	}
+	select {
+	case b.regWake <- struct{}{}:
+	default: // a wake is pending already
+	}
+}
+
+// led records that an image was applied under which this node leads
+// where it names it (mayLead).
+func (b *Broker) led() {
+	b.leadingOnce.Do(func() { close(b.leading) })
+}
+
+// awaitLeading waits until an image that lets this node lead has been
+// applied (mayLead), or ctx ends.
+func (b *Broker) awaitLeading(ctx context.Context) error {
+	select {
+	case <-b.leading:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

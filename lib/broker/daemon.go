@@ -100,13 +100,18 @@ func (e *DataDirInUseError) Error() string {
 //  2. open the controller in DataDir/__controller with the voters of
 //     s.Voters;
 //  3. open the Broker, whose follow loop opens the logs of the
-//     partitions this node hosts;
+//     partitions this node hosts, leading none of them yet;
 //  4. start the Server on s.Listeners, and wait for those logs (a
-//     request for one still opening gets a retriable error);
+//     request for one still opening gets a retriable error, and so does
+//     a produce or fetch for one the image names this node leader of);
 //  5. register this broker with the controller under its advertised
 //     address: s.Advertise, else the first TCP listener's actual address
 //     (so port 0 works; an unspecified host such as 0.0.0.0 becomes the
 //     host name), else "localhost" port 0 when there is no TCP listener;
+//     once the image holds the registration, which gave every partition
+//     this node led before a new leader epoch or another leader, the
+//     node leads where the image says (Broker.mayLead), and the group
+//     coordinator loads its partitions;
 //  6. start enforcing retention every s.LogRetentionCheckInterval, and
 //     the scrubber (s.LogScrubBytesPerSec).
 //
@@ -177,7 +182,8 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 			logger.Warn("starting on a metadata image that may be behind: a replica that lost committed records and is not in it yet goes unreported", "err", err)
 		}
 	}
-	bcfg := Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker")}
+	// The node leads nothing until its registration is in the image.
+	bcfg := Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker"), AwaitRegistration: true}
 	scfg := server.Config{
 		Listeners:             s.Listeners,
 		MaxRequestBytes:       s.SocketRequestMaxBytes,
@@ -228,8 +234,14 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 		rack := s.Rack
 		d.registration.Rack = &rack
 	}
+	if testHookBeforeRegister != nil {
+		testHookBeforeRegister(d)
+	}
 	if err := d.register(ctx); err != nil {
 		return nil, err
+	}
+	if err := d.broker.awaitLeading(ctx); err != nil {
+		return nil, fmt.Errorf("apply the metadata image with this broker's registration: %w", err)
 	}
 	d.startHeartbeat()
 	d.startRetention(s.LogRetentionCheckInterval)
@@ -237,6 +249,10 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	d.startCleaner(s.LogCleanerThreads, s.LogCleanerDedupeBufferSize, s.LogCleanerBackoff)
 	return d, nil
 }
+
+// testHookBeforeRegister, when set (by tests, before Start), is called by
+// Start just before the node registers.
+var testHookBeforeRegister func(*Daemon)
 
 // queuedMaxRequestBytes is queued.max.request.bytes for server.Config:
 // Kafka's "no bound" (any value up to 0) is the server's negative.

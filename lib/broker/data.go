@@ -55,6 +55,9 @@ type dataPlane struct {
 	// that need a just-created topic at once).
 	syncMu  sync.Mutex
 	applied *controller.Image // last image applied; under syncMu
+	// appliedLead is whether this node led where applied names it
+	// (Broker.mayLead); under syncMu.
+	appliedLead bool
 
 	mu    sync.RWMutex
 	parts map[topicPartition]*hosted
@@ -194,7 +197,8 @@ func (d *dataPlane) partitionDir(topic string, partition int32) string {
 func (d *dataPlane) apply(img *controller.Image) error {
 	d.syncMu.Lock()
 	defer d.syncMu.Unlock()
-	if d.applied != nil && img.Version <= d.applied.Version && d.applied.Version != 0 {
+	lead := d.b.mayLead(img)
+	if d.applied != nil && img.Version <= d.applied.Version && d.applied.Version != 0 && lead == d.appliedLead {
 		return nil
 	}
 	self := d.b.cfg.Settings.NodeID
@@ -227,6 +231,11 @@ func (d *dataPlane) apply(img *controller.Image) error {
 					d.b.log.Warn("topic config", "topic", name, "err", err)
 				}
 				resolved = true
+			}
+			if p.Leader == self && !lead {
+				// Not before this node's registration is in the image:
+				// followed by nobody, it answers NOT_LEADER_OR_FOLLOWER.
+				p.Leader = -1
 			}
 			tp := topicPartition{name, p.ID}
 			want[tp] = true
@@ -266,7 +275,10 @@ func (d *dataPlane) apply(img *controller.Image) error {
 		hostedTopics[tp.topic] = true
 	}
 	d.traffic.retain(hostedTopics)
-	d.applied = img
+	d.applied, d.appliedLead = img, lead
+	if lead {
+		d.b.led()
+	}
 	return errors.Join(errs...)
 }
 

@@ -59,12 +59,12 @@ func newGroupCoordinator(b *Broker) *groupCoordinator {
 // syncOwnership loads the partitions of __consumer_offsets this node now
 // leads (in the background: replay can take a while, during which their
 // groups answer COORDINATOR_LOAD_IN_PROGRESS) and unloads those it no
-// longer leads.
+// longer leads. Before this node may lead (Broker.mayLead) it leads none.
 func (gc *groupCoordinator) syncOwnership() {
 	img := gc.b.ctrl.Image()
 	self := gc.b.cfg.Settings.NodeID
 	lead := map[int32]bool{}
-	if t := img.Topics[offsetsTopic]; t != nil {
+	if t := img.Topics[offsetsTopic]; t != nil && gc.b.mayLead(img) {
 		for _, p := range t.Partitions {
 			if p.Leader == self && gc.b.data.hostedReplica(t, p.ID) != nil {
 				lead[p.ID] = true

@@ -168,6 +168,9 @@ func (d *Daemon) register(ctx context.Context) error {
 		d.lost = nil
 	}
 	d.brokerEpoch.Store(epoch)
+	if d.broker != nil {
+		d.broker.registered(epoch) // the first registration lets the node lead
+	}
 	// The epoch is the Raft index of the registration: once this node's
 	// image has it, the node knows everything decided before it joined
 	// (a restarted node's image starts from its last snapshot and log,

@@ -146,8 +146,8 @@ func (b *Broker) metadata(img *controller.Image, r *kmsg.MetadataRequest, versio
 }
 
 // topicMetadata describes one topic. A partition without a leader, or led
-// by this node and not yet open here, answers LEADER_NOT_AVAILABLE: clients
-// retry until it is ready.
+// by this node and not yet open here (or not yet led: Broker.mayLead),
+// answers LEADER_NOT_AVAILABLE: clients retry until it is ready.
 func (b *Broker) topicMetadata(img *controller.Image, t *controller.Topic, version int16) kmsg.MetadataResponseTopic {
 	st := kmsg.NewMetadataResponseTopic()
 	name := t.Name
@@ -156,6 +156,7 @@ func (b *Broker) topicMetadata(img *controller.Image, t *controller.Topic, versi
 	st.IsInternal = t.Internal
 	st.Partitions = make([]kmsg.MetadataResponseTopicPartition, len(t.Partitions))
 	self := b.cfg.Settings.NodeID
+	lead := b.mayLead(img)
 	for i, p := range t.Partitions {
 		sp := &st.Partitions[i]
 		sp.Default()
@@ -174,7 +175,7 @@ func (b *Broker) topicMetadata(img *controller.Image, t *controller.Topic, versi
 		case p.Leader < 0:
 			sp.ErrorCode = kerr.LeaderNotAvailable.Code
 		case p.Leader == self:
-			if h := b.data.partition(t.Name, p.ID); h == nil || h.topicID != t.ID {
+			if h := b.data.partition(t.Name, p.ID); h == nil || h.topicID != t.ID || !lead {
 				sp.ErrorCode = kerr.LeaderNotAvailable.Code
 			}
 		}

@@ -1,0 +1,118 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/replica"
+)
+
+// TestRestartedNodeLeadsNothingBeforeItRegisters: a node that crashed and
+// comes back within the broker session timeout opens its logs while its
+// image still names it leader in its previous incarnation's epochs, and
+// that log may have lost its unflushed tail. Until its registration is in
+// the image it must lead nothing (a produce gets NOT_LEADER_OR_FOLLOWER,
+// Metadata LEADER_NOT_AVAILABLE) and coordinate no group; once Start has
+// returned, it leads only in an epoch the registration gave it, or the
+// leadership has moved.
+func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
+	c := startCluster(t, 3, func(s *config.Broker) {
+		s.BrokerSessionTimeout = 20 * time.Second // not fenced while down
+		s.OffsetsTopicNumPartitions = 6
+	})
+	createReplicated(t, c, "r", 1)
+	produceAll(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "r", 0, 20)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Created through a node that may see it in its image a moment later.
+	eventually(t, 30*time.Second, "__consumer_offsets created", func() bool {
+		_, err := c.daemon(0).broker.groups.ensureTopic(ctx)
+		return err == nil
+	})
+	before := c.waitImage("__consumer_offsets led", func(img *controller.Image) bool {
+		return fullyInSync(img, offsetsTopic) && fullyInSync(img, "r")
+	})
+	p := *before.Partition("r", 0)
+	self := p.Leader
+	var offsetsLed []int32 // the __consumer_offsets partitions self leads
+	for _, op := range before.Topics[offsetsTopic].Partitions {
+		if op.Leader == self {
+			offsetsLed = append(offsetsLed, op.ID)
+		}
+	}
+	if len(offsetsLed) == 0 {
+		t.Fatalf("setup: node %d leads no partition of __consumer_offsets", self)
+	}
+	i := c.index(self)
+	c.crash(i)
+
+	checked := false
+	testHookBeforeRegister = func(d *Daemon) {
+		if d.settings.NodeID != self {
+			return
+		}
+		checked = true
+		img := d.ctrl.Image()
+		if q := img.Partition("r", 0); q.Leader != self || q.LeaderEpoch != p.LeaderEpoch {
+			t.Fatalf("setup: the image before registering says r-0 is led by %d in epoch %d, want %d in %d (the old incarnation's)",
+				q.Leader, q.LeaderEpoch, self, p.LeaderEpoch)
+		}
+		h := d.broker.data.partition("r", 0)
+		if h == nil {
+			t.Fatal("r-0 is not open before the registration")
+		}
+		if h.IsLeader() {
+			t.Errorf("before registering, the restarted node leads r-0 in epoch %d, its previous incarnation's", h.LeaderEpoch())
+		}
+		if res, err := h.Append(testBatch(t, record.BuildOptions{}, "x", 3), -1); !errors.Is(err, replica.ErrNotLeader) {
+			t.Errorf("append to r-0 before registering: %+v, %v; want replica.ErrNotLeader", res, err)
+		}
+		meta := d.broker.topicMetadata(img, img.Topics["r"], 12)
+		if code := meta.Partitions[0].ErrorCode; code == 0 {
+			t.Errorf("Metadata before registering: r-0 has no error, want LEADER_NOT_AVAILABLE")
+		}
+		if owned := d.broker.groups.c.Owned(); len(owned) > 0 {
+			t.Errorf("before registering, the group coordinator owns __consumer_offsets partitions %v (led before: %v)", owned, offsetsLed)
+		}
+	}
+	t.Cleanup(func() { testHookBeforeRegister = nil })
+	c.restart(i)
+	testHookBeforeRegister = nil
+	if !checked {
+		t.Fatal("the hook before the registration did not run")
+	}
+
+	// Start returned: the registration is applied.
+	d := c.daemon(i)
+	img := d.ctrl.Image()
+	after := img.Partition("r", 0)
+	h := d.broker.data.partition("r", 0)
+	if h.IsLeader() && h.LeaderEpoch() <= p.LeaderEpoch {
+		t.Errorf("after registering, the node leads r-0 in epoch %d, not past its previous incarnation's %d", h.LeaderEpoch(), p.LeaderEpoch)
+	}
+	if after.Leader == self && !h.IsLeader() {
+		t.Errorf("Start returned before the node leads r-0 as its image says (leader %d, epoch %d)", after.Leader, after.LeaderEpoch)
+	}
+	if after.LeaderEpoch <= p.LeaderEpoch {
+		t.Errorf("the registration left r-0 in leader epoch %d (leader %d): want a new epoch", after.LeaderEpoch, after.Leader)
+	}
+	// The node coordinates the groups of what it leads once more.
+	eventually(t, 10*time.Second, "the group coordinator owns what the node leads", func() bool {
+		owned := d.broker.groups.c.Owned()
+		for _, op := range d.ctrl.Image().Topics[offsetsTopic].Partitions {
+			if op.Leader == self && !slices.Contains(owned, op.ID) {
+				return false
+			}
+		}
+		return true
+	})
+	produceAll(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "r", 20, 20)
+}
