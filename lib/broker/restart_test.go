@@ -61,13 +61,17 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 		}
 		checked = true
 		img := d.ctrl.Image()
+		// Errors, not Fatal: Start must go on to return the Daemon, which
+		// the cluster's cleanup stops.
 		if q := img.Partition("r", 0); q.Leader != self || q.LeaderEpoch != p.LeaderEpoch {
-			t.Fatalf("setup: the image before registering says r-0 is led by %d in epoch %d, want %d in %d (the old incarnation's)",
+			t.Errorf("setup: the image before registering says r-0 is led by %d in epoch %d, want %d in %d (the old incarnation's)",
 				q.Leader, q.LeaderEpoch, self, p.LeaderEpoch)
+			return
 		}
 		h := d.broker.data.partition("r", 0)
 		if h == nil {
-			t.Fatal("r-0 is not open before the registration")
+			t.Error("r-0 is not open before the registration")
+			return
 		}
 		if h.IsLeader() {
 			t.Errorf("before registering, the restarted node leads r-0 in epoch %d, its previous incarnation's", h.LeaderEpoch())
@@ -87,7 +91,10 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 	c.restart(i)
 	testHookBeforeRegister = nil
 	if !checked {
-		t.Fatal("the hook before the registration did not run")
+		t.Fatal("Start did not call the hook before its registration")
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	// Start returned: the registration is applied.
