@@ -228,8 +228,9 @@ func (p *Partition) AppendFromLeader(leaderEpoch int32, batches []byte, leaderHW
 	p.highWatermark = min(max(p.highWatermark, start), end)
 	hw := p.highWatermark
 	// Everything below end came from this leader in this epoch (the
-	// truncation made the logs agree first), and its mark is below its end.
-	p.leaderEndSeen = max(p.leaderEndSeen, end, min(leaderHW, end))
+	// truncation made the logs agree first), and its high-water mark is
+	// at most its log end.
+	p.leaderEndSeen = max(p.leaderEndSeen, end, leaderHW)
 	if moved {
 		p.notifyLocked()
 	}
