@@ -448,14 +448,18 @@ func (p *Partition) HighWatermark() int64 {
 // the current one: ErrFencedLeaderEpoch when it is older, ErrUnknownLeaderEpoch
 // when newer.
 func (p *Partition) CheckLeaderEpoch(epoch int32) error {
-	if epoch < 0 {
-		return nil
-	}
-	current := p.LeaderEpoch()
+	return compareLeaderEpoch(epoch, p.LeaderEpoch())
+}
+
+// compareLeaderEpoch is CheckLeaderEpoch's rule: a requested epoch (-1:
+// none) against the current one.
+func compareLeaderEpoch(requested, current int32) error {
 	switch {
-	case epoch < current:
+	case requested < 0:
+		return nil
+	case requested < current:
 		return ErrFencedLeaderEpoch
-	case epoch > current:
+	case requested > current:
 		return ErrUnknownLeaderEpoch
 	}
 	return nil
@@ -719,12 +723,8 @@ func (p *Partition) read(offset int64, maxBytes int, replicaID int32, anyRole bo
 	if p.role != Leader && !(anyRole && p.role == Follower) {
 		return log.Region{}, ReadInfo{}, ErrNotLeader
 	}
-	switch {
-	case leaderEpoch < 0:
-	case leaderEpoch < p.leaderEpoch:
-		return log.Region{}, ReadInfo{}, ErrFencedLeaderEpoch
-	case leaderEpoch > p.leaderEpoch:
-		return log.Region{}, ReadInfo{}, ErrUnknownLeaderEpoch
+	if err := compareLeaderEpoch(leaderEpoch, p.leaderEpoch); err != nil {
+		return log.Region{}, ReadInfo{}, err
 	}
 	if replicaID >= 0 {
 		p.recordFollowerFetch(replicaID, offset)
