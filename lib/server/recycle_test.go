@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"net"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -299,20 +300,7 @@ func TestRecycledRequestsAllocateOnlyTheirPartitionSlice(t *testing.T) {
 	round := func() {
 		for _, f := range frames {
 			corr++
-			binary.BigEndian.PutUint32(f[8:], uint32(corr))
-			if _, err := c.Write(f); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.ReadFull(c, buf[:4]); err != nil {
-				t.Fatal(err)
-			}
-			n := binary.BigEndian.Uint32(buf)
-			if _, err := io.ReadFull(c, buf[:n]); err != nil {
-				t.Fatal(err)
-			}
-			if got := int32(binary.BigEndian.Uint32(buf)); got != corr {
-				t.Fatalf("response with correlation id %d, want %d", got, corr)
-			}
+			exchangeFrame(t, c, f, corr, buf)
 		}
 	}
 	for range 10 { // the first requests of each API teach the server to recycle
@@ -347,16 +335,7 @@ func TestLargeRecycledFramesAreReused(t *testing.T) {
 	var corr int32
 	round := func() {
 		corr++
-		binary.BigEndian.PutUint32(frame[8:], uint32(corr))
-		if _, err := c.Write(frame); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, buf[:4]); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, buf[:binary.BigEndian.Uint32(buf)]); err != nil {
-			t.Fatal(err)
-		}
+		exchangeFrame(t, c, frame, corr, buf)
 	}
 	for range 3 { // the first requests teach the server to recycle
 		round()
@@ -407,5 +386,25 @@ func TestRecycledLargeFrameIsDroppedOnceAnswered(t *testing.T) {
 	case <-collected:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the frame is still referenced after its response was written")
+	}
+}
+
+// exchangeFrame sends a request frame (appendRequest) under correlation id
+// corr and reads its response into buf, which must hold it; the response
+// must carry corr.
+func exchangeFrame(t *testing.T, c net.Conn, frame []byte, corr int32, buf []byte) {
+	t.Helper()
+	binary.BigEndian.PutUint32(frame[8:], uint32(corr))
+	if _, err := c.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, buf[:4]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, buf[:binary.BigEndian.Uint32(buf)]); err != nil {
+		t.Fatal(err)
+	}
+	if got := int32(binary.BigEndian.Uint32(buf)); got != corr {
+		t.Fatalf("response with correlation id %d, want %d", got, corr)
 	}
 }
