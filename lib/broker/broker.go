@@ -60,8 +60,8 @@ type Broker struct {
 	shares     *sharePartitions
 	// fetchers replicate the partitions this node follows (fetcher.go).
 	fetchers *replicaFetchers
-	// sessions are the followers' fetch sessions with this leader
-	// (fetchsession.go).
+	// sessions are the fetch sessions of followers and consumers with
+	// this broker (fetchsession.go).
 	sessions *fetchSessions
 
 	// isr counts the ISR changes this node made as leader, and lagTimes

@@ -68,14 +68,23 @@ type fetch struct {
 	ctrl      *controller.Controller
 	endpoints []controller.Broker
 
-	// A follower's fetch in a session (fetchsession.go): the session,
-	// whose partitions are sessionParts in the order of topics' parts;
-	// sessionID is the id answered (0: none), and an incremental fetch
-	// answers only the partitions with news.
+	// A fetch in a session (fetchsession.go): the session, whose
+	// partitions are sessionParts in the order of topics' parts; sessionID
+	// is the id answered (0: none), and an incremental fetch answers only
+	// the partitions with news.
 	session      *fetchSession
 	sessionParts []*sessionPartition
 	sessionID    int32
 	incremental  bool
+
+	// flat is every partition of topics, in their order; read starts at
+	// flat[start] and wraps round, so that in a session the partitions
+	// after the last one answered with records have the response's bytes
+	// first next time. lastRead is the index in flat of the last partition
+	// read into the response (-1: none).
+	flat     []*fetchPartition
+	start    int
+	lastRead int
 
 	// Kept across uses: the encoded response (buf, parts), the regions it
 	// sends, the wait's timer and select cases, and the Reply and Done
@@ -125,6 +134,8 @@ func (f *fetch) release() {
 	f.endpoints = f.endpoints[:0]
 	clear(f.sessionParts)
 	f.sessionParts = f.sessionParts[:0]
+	clear(f.flat)
+	f.flat, f.start = f.flat[:0], 0
 	f.session, f.sessionID, f.incremental = nil, 0, false
 	f.ctx = nil
 	fetchPool.Put(f)
@@ -134,17 +145,16 @@ func (f *fetch) release() {
 // available it returns a Reply that waits (on the partitions' change
 // channels, up to MaxWaitMillis) and reads again.
 //
-// Fetch sessions (KIP-227) are for followers only (replica id >= 0,
-// fetchsession.go): a full fetch with session id 0 and epoch 0 creates
-// one, answered with its id; later requests carry the id and the next
-// epoch and name only the partitions whose fetch state changed, and their
-// answers hold only the partitions with records, an error, or a new
-// high-water mark or log start. Consumers' sessions are declined: a full
-// fetch (session id 0) is answered with session id 0, which tells the
-// client no session was created, so it keeps sending full fetches. A
-// consumer's request naming a session (nonzero id, or id 0 with an epoch >
-// 0 — an incremental fetch of a session we never created) gets
-// FETCH_SESSION_ID_NOT_FOUND, after which clients reset to a full fetch.
+// Fetch sessions (KIP-227, fetchsession.go), for followers and consumers
+// alike: a full fetch with session id 0 and epoch 0 creates one, answered
+// with its id; later requests carry the id and the next epoch and name
+// only the partitions whose fetch state changed, and their answers hold
+// only the partitions with records, an error, or a new high-water mark or
+// log start. A full fetch the session cache has no room for is answered
+// with session id 0, which tells the client no session was created, so
+// it keeps sending full fetches. A request naming a session that does not
+// exist (or is another replica's) gets FETCH_SESSION_ID_NOT_FOUND, after
+// which clients reset to a full fetch.
 func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
 	req.Recycle() // resolve and the session copy what they need of the request
 	r := req.Body.(*kmsg.FetchRequest)
@@ -152,16 +162,13 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 	if req.Version >= 15 {
 		replicaID = r.ReplicaState.ID
 	}
-	if req.Version >= 7 && replicaID < 0 && (r.SessionID != 0 || r.SessionEpoch > 0) {
-		return req.Ready(fetchErrorResponse(r, kerr.FetchSessionIDNotFound))
-	}
 	f := getFetch()
 	f.version, f.replicaID, f.maxBytes, f.minBytes = req.Version, replicaID, r.MaxBytes, r.MinBytes
 	f.ctrl = b.ctrl
 	if f.maxBytes <= 0 {
 		f.maxBytes = 1 // still returns the first batch whole (KIP-74)
 	}
-	if req.Version >= 7 && replicaID >= 0 && (r.SessionID != 0 || r.SessionEpoch != sessionEpochFinal) {
+	if req.Version >= 7 && (r.SessionID != 0 || r.SessionEpoch != sessionEpochFinal) {
 		if err := f.openSession(ctx, b, r); err != nil {
 			f.release()
 			return req.Ready(fetchErrorResponse(r, err))
@@ -230,8 +237,14 @@ func (f *fetch) resolve(b *Broker, img *controller.Image, r *kmsg.FetchRequest) 
 }
 
 // lookup finds the hosted replica of every partition of f.topics, or the
-// error to answer for it.
+// error to answer for it, and lists them in flat.
 func (f *fetch) lookup(b *Broker, img *controller.Image) {
+	f.flat = f.flat[:0]
+	for i := range f.topics {
+		for j := range f.topics[i].parts {
+			f.flat = append(f.flat, &f.topics[i].parts[j])
+		}
+	}
 	for i := range f.topics {
 		ft := &f.topics[i]
 		var t *controller.Topic
@@ -267,68 +280,70 @@ func (f *fetch) lookup(b *Broker, img *controller.Image) {
 	}
 }
 
-// read reads every partition once, releasing what an earlier read held,
-// and reports whether the response should go out now: enough bytes, an
-// error to report, or no partition to wait on. With take, it takes each
-// partition's change channel (waitOn) before reading it.
+// read reads every partition once, from flat[start] round, releasing
+// what an earlier read held, and reports whether the response should go
+// out now: enough bytes, an error to report, or no partition to wait on.
+// With take, it takes each partition's change channel (waitOn) before
+// reading it.
 func (f *fetch) read(take bool) bool {
 	f.waitOn = f.waitOn[:0]
+	f.lastRead = -1
 	waitable := 0
 	remaining := int64(f.maxBytes)
 	var total int64
 	failed := false
-	for i := range f.topics {
-		for j := range f.topics[i].parts {
-			fp := &f.topics[i].parts[j]
-			fp.region.Release()
-			fp.region = log.Region{}
-			if fp.p == nil {
-				failed = true
-				continue
-			}
-			waitable++
-			if take {
-				f.waitOn = append(f.waitOn, fp.p.Changed())
-			}
-			if err := fp.p.CheckLeaderEpoch(fp.currentLeaderEpoch); err != nil {
-				fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, err
-				failed = true
-				continue
-			}
-			limit := min(int64(fp.maxBytes), remaining)
-			if limit <= 0 && total > 0 {
-				// The response is full: report offsets, read nothing.
-				info := fp.p.Offsets()
-				if info.HighWatermarkBehind && f.replicaID < 0 {
-					fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, replica.ErrHighWatermarkBehind
-					failed = true
-					continue
-				}
-				fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, info.LogStartOffset, nil
-				continue
-			}
-			region, info, err := f.readPartition(fp, int(max(limit, 1)))
-			if err != nil {
-				// Like Kafka: offsets are unknown (-1) in an error answer.
-				fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, err
+	for k := range f.flat {
+		at := (f.start + k) % len(f.flat)
+		fp := f.flat[at]
+		fp.region.Release()
+		fp.region = log.Region{}
+		if fp.p == nil {
+			failed = true
+			continue
+		}
+		waitable++
+		if take {
+			f.waitOn = append(f.waitOn, fp.p.Changed())
+		}
+		if err := fp.p.CheckLeaderEpoch(fp.currentLeaderEpoch); err != nil {
+			fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, err
+			failed = true
+			continue
+		}
+		limit := min(int64(fp.maxBytes), remaining)
+		if limit <= 0 && total > 0 {
+			// The response is full: report offsets, read nothing.
+			info := fp.p.Offsets()
+			if info.HighWatermarkBehind && f.replicaID < 0 {
+				fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, replica.ErrHighWatermarkBehind
 				failed = true
 				continue
 			}
 			fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, info.LogStartOffset, nil
-			if region.Len == 0 {
-				continue
-			}
-			// Only the first batch of the first non-empty partition may go
-			// over the limits (KIP-74); a later partition whose first batch
-			// does not fit returns nothing this time.
-			if total > 0 && region.Len > limit {
-				region.Release()
-				continue
-			}
-			fp.region = region
-			total += region.Len
-			remaining -= region.Len
+			continue
 		}
+		region, info, err := f.readPartition(fp, int(max(limit, 1)))
+		if err != nil {
+			// Like Kafka: offsets are unknown (-1) in an error answer.
+			fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, err
+			failed = true
+			continue
+		}
+		fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, info.LogStartOffset, nil
+		if region.Len == 0 {
+			continue
+		}
+		// Only the first batch of the first non-empty partition may go
+		// over the limits (KIP-74); a later partition whose first batch
+		// does not fit returns nothing this time.
+		if total > 0 && region.Len > limit {
+			region.Release()
+			continue
+		}
+		fp.region = region
+		f.lastRead = at
+		total += region.Len
+		remaining -= region.Len
 	}
 	return failed || total >= int64(f.minBytes) || waitable == 0
 }

@@ -231,23 +231,27 @@ func TestFetchErrors(t *testing.T) {
 	})
 }
 
-func TestFetchDeclinesSessions(t *testing.T) {
+// Sessions by topic name (Fetch v7–v12) work as by topic ID.
+func TestFetchSessionByTopicName(t *testing.T) {
 	tb := startBroker(t, "", nil)
 	id := tb.createTopic(t, "s", 1, nil)
 	produce(t, tb, "s", 0, 1, testBatch(t, record.BuildOptions{}, "a", 1))
-	// A client asking for a new session (id 0, epoch 0) gets a full answer
-	// and session id 0: no session.
 	req := fetchRequest("s", id, 0, 0, 0)
 	req.SessionEpoch = 0
 	resp := tb.do(t, 12, req).(*kmsg.FetchResponse)
-	if resp.ErrorCode != 0 || resp.SessionID != 0 || len(resp.Topics) != 1 {
+	if resp.ErrorCode != 0 || resp.SessionID == 0 || len(resp.Topics) != 1 {
 		t.Fatalf("new-session fetch: error %v session %d topics %d", kerr.ErrorForCode(resp.ErrorCode), resp.SessionID, len(resp.Topics))
 	}
+	session := resp.SessionID
+	req = fetchRequest("s", id, 0, 1, 0)
+	req.SessionID, req.SessionEpoch = session, 1
+	if resp = tb.do(t, 12, req).(*kmsg.FetchResponse); resp.ErrorCode != 0 || len(resp.Topics) != 0 {
+		t.Fatalf("incremental fetch at the log end: error %v topics %+v, want an empty answer", kerr.ErrorForCode(resp.ErrorCode), resp.Topics)
+	}
 	req = fetchRequest("s", id, 0, 0, 0)
-	req.SessionID, req.SessionEpoch = 1234, 1
-	resp = tb.do(t, 12, req).(*kmsg.FetchResponse)
-	if resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
-		t.Fatalf("incremental fetch: %v, want FETCH_SESSION_ID_NOT_FOUND", kerr.ErrorForCode(resp.ErrorCode))
+	req.SessionID, req.SessionEpoch = session+1, 1
+	if resp = tb.do(t, 12, req).(*kmsg.FetchResponse); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("incremental fetch of an unknown session: %v, want FETCH_SESSION_ID_NOT_FOUND", kerr.ErrorForCode(resp.ErrorCode))
 	}
 }
 

@@ -14,14 +14,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Fetch sessions (KIP-227) for followers. A session holds the partitions a
-// follower fetches and, for each, what it last asked (fetch offset, …) and
-// what it was last told (high-water mark, log start), so that after the
-// full fetch that creates it each request names only the partitions whose
-// fetch state changed and each response only the partitions with news.
+// Fetch sessions (KIP-227) for followers and consumers. A session holds
+// the partitions a client fetches and, for each, what it last asked (fetch
+// offset, …) and what it was last told (high-water mark, log start), so
+// that after the full fetch that creates it each request names only the
+// partitions whose fetch state changed and each response only the
+// partitions with news. A consumer of 10,000 partitions otherwise sends and
+// is answered all 10,000 in every fetch, however few have records.
 //
-// Consumers (replica id -1) get no sessions: handleFetch declines them
-// before any of this is used.
+// A session reads its partitions from a cursor that moves past the last
+// partition answered with records (fetch.start), so that when the
+// response's bytes run out it is the others' turn next.
 
 // Session epochs: a request's (session id, epoch) pair says what it is.
 const (
@@ -29,35 +32,70 @@ const (
 	sessionEpochFinal   = -1 // a full fetch without a session, closing the one named
 )
 
-// maxFetchSessions bounds the sessions one broker keeps: about one per
-// follower fetcher of every other broker, so a few hundred is plenty. At
-// the bound, creating a session evicts the least recently used one.
-const maxFetchSessions = 500
+// The bounds of a broker's session cache, as Kafka's
+// max.incremental.fetch.session.cache.slots (1000 sessions) and
+// min.incremental.fetch.session.eviction.ms (two minutes): a follower's
+// new session evicts the least recently used consumer session, else the
+// least recently used follower's; a consumer's new one evicts the least
+// recently used consumer session that has been idle for sessionEvictionIdle
+// or holds fewer partitions than the new one asks for, and otherwise is
+// declined (session id 0: the client goes on with full fetches), so that
+// consumers beyond the bound do not evict each other on every fetch. The
+// partitions of all sessions together are bounded the same way, which
+// bounds the memory sessions take (about 100 bytes a partition).
+const (
+	maxFetchSessions     = 1000
+	maxFetchSessionParts = 1 << 20
+	sessionEvictionIdle  = 2 * time.Minute
+)
 
-// fetchSessions is the leader's cache of follower fetch sessions.
-// Its methods may be called concurrently.
+// fetchSessions is a broker's cache of fetch sessions. Its methods may be
+// called concurrently.
 type fetchSessions struct {
 	mu   sync.Mutex
 	byID map[int32]*fetchSession
+	// The bounds: sessions, and partitions of all sessions together
+	// (maxFetchSessions, maxFetchSessionParts; smaller in tests).
+	maxSessions, maxParts int
+	// parts is the partitions of all sessions held together.
+	parts atomic.Int64
 
-	// Counts for tests and diagnosis: requests served by sessions, and the
-	// partitions those requests carried.
-	full, incremental, incrementalPartitions atomic.Int64
+	// Counts for tests and diagnosis, of followers' requests and of
+	// consumers'.
+	followers, consumers sessionCounts
 }
 
-// fetchSession is one follower's session. Its id and replica are fixed;
-// the rest is guarded by mu.
+// sessionCounts counts requests served by sessions, the partitions the
+// incremental ones carried, and full fetches that asked for a session and
+// got none.
+type sessionCounts struct {
+	full, incremental, incrementalPartitions, declined atomic.Int64
+}
+
+// counts are the counts of replica's requests (-1: a consumer).
+func (c *fetchSessions) counts(replica int32) *sessionCounts {
+	if replica >= 0 {
+		return &c.followers
+	}
+	return &c.consumers
+}
+
+// fetchSession is one client's session. Its id and replica (-1: a
+// consumer) are fixed; the rest is guarded by mu.
 type fetchSession struct {
 	id      int32
 	replica int32
 	conn    context.Context // the connection that created it; done: the session is stale
 	byID    bool            // topics named by ID (Fetch v13+), else by name
+	count   *atomic.Int64   // the cache's parts, which update keeps while the session is held
 
 	mu       sync.Mutex
 	epoch    int32 // the epoch the next incremental request must carry
 	lastUsed time.Time
 	parts    []*sessionPartition // sorted by topic, then partition
 	index    map[sessionKey]*sessionPartition
+	cursor   int  // the index in parts the next read starts at
+	dropped  bool // the cache no longer holds it
 }
 
 // sessionKey names a partition of a session: by topic ID or by name,
@@ -93,33 +131,29 @@ type sessionPartition struct {
 }
 
 func newFetchSessions() *fetchSessions {
-	return &fetchSessions{byID: map[int32]*fetchSession{}}
+	return &fetchSessions{byID: map[int32]*fetchSession{}, maxSessions: maxFetchSessions, maxParts: maxFetchSessionParts}
 }
 
-// create makes a session for replica on conn, replacing one this
-// connection made before and any of the replica's whose connection has
-// closed, and evicting the least recently used at the bound.
-func (c *fetchSessions) create(replica int32, conn context.Context, byID bool, now time.Time) *fetchSession {
+// create makes a session of parts partitions for replica on conn,
+// replacing one this connection made before and every session whose
+// connection has closed, and evicting others at the bounds as the
+// constants above say. It returns nil when the new session is declined.
+func (c *fetchSessions) create(replica int32, conn context.Context, byID bool, parts int, now time.Time) *fetchSession {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var oldest *fetchSession
-	var oldestUsed time.Time
-	for id, s := range c.byID {
-		if s.replica == replica && (s.conn == conn || s.conn.Err() != nil) {
-			delete(c.byID, id)
-			continue
-		}
-		s.mu.Lock()
-		used := s.lastUsed
-		s.mu.Unlock()
-		if oldest == nil || used.Before(oldestUsed) {
-			oldest, oldestUsed = s, used
+	for _, s := range c.byID {
+		if s.conn.Err() != nil || (s.replica == replica && s.conn == conn) {
+			c.dropLocked(s)
 		}
 	}
-	if len(c.byID) >= maxFetchSessions && oldest != nil {
-		delete(c.byID, oldest.id)
+	for len(c.byID) >= c.maxSessions || c.parts.Load()+int64(parts) > int64(c.maxParts) {
+		victim := c.victimLocked(replica >= 0, parts, now)
+		if victim == nil {
+			return nil
+		}
+		c.dropLocked(victim)
 	}
-	s := &fetchSession{replica: replica, conn: conn, byID: byID, epoch: 1, lastUsed: now,
+	s := &fetchSession{replica: replica, conn: conn, byID: byID, count: &c.parts, epoch: 1, lastUsed: now,
 		index: map[sessionKey]*sessionPartition{}}
 	for {
 		s.id = rand.Int32N(1<<31-1) + 1 // nonzero
@@ -129,6 +163,41 @@ func (c *fetchSessions) create(replica int32, conn context.Context, byID bool, n
 	}
 	c.byID[s.id] = s
 	return s
+}
+
+// victimLocked is the session a new one of parts partitions may evict, or
+// nil: for a follower's (follower), the least recently used consumer
+// session, else the least recently used follower's; for a consumer's, the
+// least recently used consumer session idle for sessionEvictionIdle or
+// smaller than parts. The caller holds c.mu.
+func (c *fetchSessions) victimLocked(follower bool, parts int, now time.Time) *fetchSession {
+	var victim *fetchSession
+	var victimUsed time.Time
+	victimFollows := true
+	for _, s := range c.byID {
+		s.mu.Lock()
+		used, size := s.lastUsed, len(s.parts)
+		s.mu.Unlock()
+		follows := s.replica >= 0
+		if !follower && (follows || (now.Sub(used) < sessionEvictionIdle && size >= parts)) {
+			continue
+		}
+		// A consumer session before any follower's, then the least
+		// recently used.
+		if victim == nil || (victimFollows && !follows) || (victimFollows == follows && used.Before(victimUsed)) {
+			victim, victimUsed, victimFollows = s, used, follows
+		}
+	}
+	return victim
+}
+
+// dropLocked removes s from the cache. The caller holds c.mu.
+func (c *fetchSessions) dropLocked(s *fetchSession) {
+	delete(c.byID, s.id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropped = true
+	c.parts.Add(-int64(len(s.parts)))
 }
 
 // get returns the session id, or nil.
@@ -142,7 +211,9 @@ func (c *fetchSessions) get(id int32) *fetchSession {
 func (c *fetchSessions) remove(id int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.byID, id)
+	if s := c.byID[id]; s != nil {
+		c.dropLocked(s)
+	}
 }
 
 // size is the number of sessions held.
@@ -156,6 +227,7 @@ func (c *fetchSessions) size() int {
 // added or get their new fetch state, the forgotten ones leave. The
 // caller holds s.mu.
 func (s *fetchSession) update(r *kmsg.FetchRequest, version int16) {
+	before := len(s.parts)
 	changed := false
 	for i := range r.Topics {
 		rt := &r.Topics[i]
@@ -189,6 +261,9 @@ func (s *fetchSession) update(r *kmsg.FetchRequest, version int16) {
 	if changed {
 		slices.SortFunc(s.parts, func(a, b *sessionPartition) int { return a.key.compare(b.key) })
 	}
+	if !s.dropped {
+		s.count.Add(int64(len(s.parts) - before))
+	}
 }
 
 func (s *fetchSession) key(id [16]byte, name string, partition int32) sessionKey {
@@ -206,12 +281,12 @@ func nextEpoch(e int32) int32 {
 	return e + 1
 }
 
-// openSession handles a follower's request that uses sessions: epoch 0
-// creates one (closing the one named, if any) from the request's
-// partitions, epoch -1 closes the one named and fetches without one, and
-// any other epoch must be the named session's next: the request's
-// partitions and forgotten topics update it. On success f.session is set
-// unless the request closed its session; an error is the response's
+// openSession handles a request that uses sessions: epoch 0 creates one
+// (closing the one named, if any) from the request's partitions, epoch -1
+// closes the one named and fetches without one, and any other epoch must
+// be the named session's next: the request's partitions and forgotten
+// topics update it. On success f.session is set unless the request closed
+// its session or the cache declined a new one; an error is the response's
 // top-level code.
 func (f *fetch) openSession(conn context.Context, b *Broker, r *kmsg.FetchRequest) *kerr.Error {
 	now := b.clock.Now()
@@ -224,11 +299,19 @@ func (f *fetch) openSession(conn context.Context, b *Broker, r *kmsg.FetchReques
 		if r.SessionID != 0 {
 			b.sessions.remove(r.SessionID)
 		}
-		s := b.sessions.create(f.replicaID, conn, byID, now)
+		n := 0
+		for i := range r.Topics {
+			n += len(r.Topics[i].Partitions)
+		}
+		s := b.sessions.create(f.replicaID, conn, byID, n, now)
+		if s == nil {
+			b.sessions.counts(f.replicaID).declined.Add(1)
+			return nil
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.update(r, f.version)
-		b.sessions.full.Add(1)
+		b.sessions.counts(f.replicaID).full.Add(1)
 		f.session, f.sessionID = s, s.id
 		return nil
 	case r.SessionEpoch < 0:
@@ -249,12 +332,13 @@ func (f *fetch) openSession(conn context.Context, b *Broker, r *kmsg.FetchReques
 	s.epoch = nextEpoch(s.epoch)
 	s.lastUsed = now
 	s.update(r, f.version)
-	b.sessions.incremental.Add(1)
+	counts := b.sessions.counts(f.replicaID)
+	counts.incremental.Add(1)
 	n := 0
 	for i := range r.Topics {
 		n += len(r.Topics[i].Partitions)
 	}
-	b.sessions.incrementalPartitions.Add(int64(n))
+	counts.incrementalPartitions.Add(int64(n))
 	f.session, f.sessionID, f.incremental = s, s.id, true
 	return nil
 }
@@ -266,6 +350,9 @@ func (f *fetch) fromSession() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f.sessionParts = append(f.sessionParts[:0], s.parts...)
+	if len(s.parts) > 0 {
+		f.start = s.cursor % len(s.parts)
+	}
 	topics := 0
 	for i, sp := range s.parts {
 		if i == 0 || sp.key.id != s.parts[i-1].key.id || sp.key.name != s.parts[i-1].key.name {
@@ -289,12 +376,16 @@ func (f *fetch) fromSession() {
 }
 
 // markSent decides which partitions an incremental response leaves out
-// (no records, no error, and the high-water mark and log start the
-// follower was last told), and records what the response tells.
+// (no records, no error, and the high-water mark and log start the client
+// was last told), records what the response tells, and moves the
+// session's cursor past the last partition answered with records.
 func (f *fetch) markSent() {
 	s := f.session
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if f.lastRead >= 0 {
+		s.cursor = f.lastRead + 1
+	}
 	k := 0
 	for i := range f.topics {
 		for j := range f.topics[i].parts {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -196,20 +197,163 @@ func TestFetchSessionRefusals(t *testing.T) {
 	}
 }
 
-// A consumer asking for a session gets a full answer and none, and the
-// leader keeps no session for it.
-func TestFetchSessionDeclinedForConsumers(t *testing.T) {
+// A consumer's session works as a follower's, and neither can use the
+// other's.
+func TestFetchSessionOfAConsumer(t *testing.T) {
 	tb := startBroker(t, "", nil)
-	topic := tb.createTopic(t, "fc", 1, nil)
-	req := sessionFetch(topic, 0, 0, 0, map[int32]int64{0: 0})
-	req.ReplicaID = -1
-	resp := tb.do(t, 13, req).(*kmsg.FetchResponse)
-	if resp.ErrorCode != 0 || resp.SessionID != 0 || len(resp.Topics) != 1 {
-		t.Fatalf("consumer full fetch: error %v session %d topics %d", kerr.ErrorForCode(resp.ErrorCode), resp.SessionID, len(resp.Topics))
+	topic := tb.createTopic(t, "fc", 2, nil)
+	produce(t, tb, "fc", 0, 1, testBatch(t, record.BuildOptions{}, "a", 1))
+	consumerFetch := func(id, epoch int32, offsets map[int32]int64) *kmsg.FetchResponse {
+		t.Helper()
+		req := sessionFetch(topic, id, epoch, 0, offsets)
+		req.ReplicaID = -1
+		return tb.do(t, 13, req).(*kmsg.FetchResponse)
 	}
-	if n := tb.sessions.size(); n != 0 {
-		t.Fatalf("%d sessions after a consumer's fetch, want 0", n)
+	resp := consumerFetch(0, 0, map[int32]int64{0: 0, 1: 0})
+	if resp.ErrorCode != 0 || resp.SessionID == 0 {
+		t.Fatalf("consumer full fetch: error %v session %d", kerr.ErrorForCode(resp.ErrorCode), resp.SessionID)
 	}
+	id := resp.SessionID
+	if got := answered(resp); len(got) != 2 || got[0] <= 0 {
+		t.Fatalf("full fetch answered %v, want both partitions, 0 with records", got)
+	}
+	// Partition 0's new offset is all the request names; a produce to
+	// partition 1 is what the answer holds.
+	produce(t, tb, "fc", 1, 1, testBatch(t, record.BuildOptions{}, "b", 1))
+	if got := answered(consumerFetch(id, 1, map[int32]int64{0: 1})); len(got) != 1 || got[1] <= 0 {
+		t.Fatalf("epoch 1 answered %v, want partition 1 with records", got)
+	}
+	if resp := tb.do(t, 13, sessionFetch(topic, id, 2, 0, nil)).(*kmsg.FetchResponse); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("a follower naming the consumer's session: %v, want FETCH_SESSION_ID_NOT_FOUND", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	if resp := consumerFetch(id, 2, map[int32]int64{1: 1}); resp.ErrorCode != 0 || len(resp.Topics) != 0 {
+		t.Fatalf("epoch 2: error %v topics %+v, want an empty answer", kerr.ErrorForCode(resp.ErrorCode), resp.Topics)
+	}
+	if n := tb.sessions.consumers.full.Load(); n != 1 {
+		t.Fatalf("%d consumer sessions created, want 1", n)
+	}
+}
+
+// When the response's bytes run out, a session's next fetch starts after
+// the last partition answered with records, so that every partition has
+// its turn; read from the same partition each time, the later ones of a
+// busy session would starve.
+func TestFetchSessionReadsRoundTheSession(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	topic := tb.createTopic(t, "fround", 3, nil)
+	for p := int32(0); p < 3; p++ {
+		produce(t, tb, "fround", p, 1, testBatch(t, record.BuildOptions{}, "a", 1))
+	}
+	fetch := func(id, epoch int32, offsets map[int32]int64) *kmsg.FetchResponse {
+		t.Helper()
+		req := sessionFetch(topic, id, epoch, 0, offsets)
+		req.ReplicaID = -1
+		req.MaxBytes = 1 // room for one partition's first batch (KIP-74)
+		resp := tb.do(t, 13, req).(*kmsg.FetchResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("epoch %d: %v", epoch, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		return resp
+	}
+	resp := fetch(0, 0, map[int32]int64{0: 0, 1: 0, 2: 0})
+	id := resp.SessionID
+	var order []int32
+	if got := answered(resp); got[0] > 0 && got[1] == 0 && got[2] == 0 {
+		order = append(order, 0)
+	} else {
+		t.Fatalf("full fetch answered %v, want records of partition 0 only", got)
+	}
+	// No offset moves: every partition still has its batch to give.
+	for epoch := int32(1); epoch <= 3; epoch++ {
+		got := answered(fetch(id, epoch, nil))
+		if len(got) != 1 {
+			t.Fatalf("epoch %d answered %v, want one partition with records", epoch, got)
+		}
+		for p := range got {
+			order = append(order, p)
+		}
+	}
+	if want := []int32{0, 1, 2, 0}; !slices.Equal(order, want) {
+		t.Fatalf("partitions answered in turn %v, want %v", order, want)
+	}
+}
+
+// The session cache's bounds: consumers beyond them are declined rather
+// than evicting each other, an idle or smaller session makes room, and a
+// follower always gets one, at a consumer's expense first.
+func TestFetchSessionCacheBounds(t *testing.T) {
+	c := newFetchSessions()
+	c.maxSessions, c.maxParts = 3, 10
+	now := time.Unix(1000, 0)
+	create := func(replica int32, parts int, at time.Duration) *fetchSession {
+		t.Helper()
+		conn, cancel := context.WithCancel(context.Background()) // a connection each
+		t.Cleanup(cancel)
+		s := c.create(replica, conn, true, parts, now.Add(at))
+		if s != nil {
+			s.mu.Lock()
+			s.update(sessionFetch(controller.TopicID{1}, 0, 0, 0, partitionsUpTo(parts)), 13)
+			s.mu.Unlock()
+		}
+		return s
+	}
+	held := func(want ...*fetchSession) {
+		t.Helper()
+		parts := 0
+		for _, s := range want {
+			if c.get(s.id) != s {
+				t.Fatalf("session %d (replica %d, %d partitions) not held", s.id, s.replica, len(s.parts))
+			}
+			parts += len(s.parts)
+		}
+		if c.size() != len(want) || c.parts.Load() != int64(parts) {
+			t.Fatalf("%d sessions of %d partitions held, want %d of %d", c.size(), c.parts.Load(), len(want), parts)
+		}
+	}
+	a := create(-1, 2, 0)
+	b := create(-1, 2, time.Second)
+	f := create(followerID, 2, 2*time.Second)
+	held(a, b, f)
+	if s := create(-1, 2, 3*time.Second); s != nil {
+		t.Fatal("a consumer's session evicted a fresh one as large")
+	}
+	// A larger one evicts the least recently used smaller consumer session.
+	d := create(-1, 3, 4*time.Second)
+	held(b, f, d)
+	// Idle for two minutes, b goes for a smaller one.
+	e := create(-1, 1, time.Second+sessionEvictionIdle)
+	held(f, d, e)
+	// Too many partitions together (2+3+1 held, 8 more): smaller consumer
+	// sessions go, the least recently used first, not the follower's.
+	g := create(-1, 8, 5*time.Second+sessionEvictionIdle)
+	held(f, g)
+	// A follower evicts consumers first, then followers.
+	h := create(followerID+1, 3, 6*time.Second+sessionEvictionIdle)
+	held(f, h)
+	i := create(followerID+2, 1, 7*time.Second+sessionEvictionIdle)
+	held(f, h, i)
+	j := create(followerID+3, 1, 8*time.Second+sessionEvictionIdle)
+	held(h, i, j)
+	if s := create(-1, 1, 9*time.Second+sessionEvictionIdle); s != nil {
+		t.Fatal("a consumer's session evicted a follower's")
+	}
+	// A closed connection's sessions go at the next creation.
+	closed, cancel := context.WithCancel(context.Background())
+	c.remove(j.id)
+	k := c.create(-1, closed, true, 0, now)
+	cancel()
+	held(h, i, k)
+	l := create(-1, 1, 10*time.Second+sessionEvictionIdle)
+	held(h, i, l)
+}
+
+// partitionsUpTo is partition → offset 0 for partitions 0 … n-1.
+func partitionsUpTo(n int) map[int32]int64 {
+	m := map[int32]int64{}
+	for p := range int32(n) {
+		m[p] = 0
+	}
+	return m
 }
 
 // A connection's new full fetch replaces its session; sessions of a

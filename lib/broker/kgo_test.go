@@ -109,6 +109,63 @@ func TestKgoProduceConsumeRoundTrip(t *testing.T) {
 	}
 }
 
+// A kgo consumer fetches in a session: after the full fetch that creates
+// it, its requests name only the partitions whose offsets moved, and
+// every record still arrives, with fetches too small for all partitions
+// at once.
+func TestKgoConsumerFetchesInASession(t *testing.T) {
+	const partitions, perPartition = 32, 10
+	tb := startBroker(t, "", func(s *config.Broker) { s.NumPartitions = partitions })
+	addr := serve(t, tb)
+	ctx := ctxTimeout(t, 30*time.Second)
+	producer := newClient(t, addr, kgo.DefaultProduceTopic("sess"), kgo.AllowAutoTopicCreation(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceRound := func(round int) {
+		t.Helper()
+		for p := range int32(partitions) {
+			for i := range perPartition {
+				producer.Produce(ctx, &kgo.Record{Partition: p, Value: []byte(fmt.Sprintf("%d-%d-%d", round, p, i))}, func(r *kgo.Record, err error) {
+					if err != nil {
+						t.Errorf("produce %s: %v", r.Value, err)
+					}
+				})
+			}
+		}
+		if err := producer.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	consumer := newClient(t, addr, kgo.ConsumeTopics("sess"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(2048), kgo.FetchMaxPartitionBytes(2048))
+	seen := map[string]bool{}
+	readAll := func(want int) {
+		t.Helper()
+		for len(seen) < want {
+			fs := consumer.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("consumed %d of %d records: %v", len(seen), want, err)
+			}
+			fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", topic, p, err) })
+			fs.EachRecord(func(r *kgo.Record) {
+				if seen[string(r.Value)] {
+					t.Fatalf("record %s read twice", r.Value)
+				}
+				seen[string(r.Value)] = true
+			})
+		}
+	}
+	produceRound(0)
+	readAll(partitions * perPartition)
+	produceRound(1)
+	readAll(2 * partitions * perPartition)
+
+	counts := &tb.sessions.consumers
+	full, incremental, named := counts.full.Load(), counts.incremental.Load(), counts.incrementalPartitions.Load()
+	if full < 1 || incremental < 1 || named >= incremental*partitions {
+		t.Fatalf("%d sessions created, %d incremental fetches naming %d partitions: want incremental fetches naming fewer than all %d partitions each",
+			full, incremental, named, partitions)
+	}
+}
+
 func TestKgoAcksLevels(t *testing.T) {
 	tb := startBroker(t, "", nil)
 	addr := serve(t, tb)

@@ -452,7 +452,7 @@ func TestClusterFollowersFetchIncrementally(t *testing.T) {
 	type counts struct{ full, incremental, partitions int64 }
 	snapshot := func() (out []counts) {
 		for i := range c.nodes {
-			s := c.daemon(i).broker.sessions
+			s := &c.daemon(i).broker.sessions.followers
 			out = append(out, counts{s.full.Load(), s.incremental.Load(), s.incrementalPartitions.Load()})
 		}
 		return out
