@@ -15,7 +15,7 @@ func produceCommand() *cli.Command {
 		Name:      "produce",
 		Usage:     "produce messages as fast as possible (or at --rate) and time every acknowledgment",
 		ArgsUsage: " ",
-		UsageText: doc("mqbench produce [-t TOPIC] [-n MESSAGES] [-s VALUE-SIZE] [--keys N] [-p PARTITIONS] [-r REPLICAS] [--acks all|1|0] [-z CODEC] [--linger D] [--batch-bytes N] [--max-buffered N] [--producers N] [--rate R]",
+		UsageText: doc("mqbench produce [-t TOPIC] [-n MESSAGES] [-s VALUE-SIZE] [--keys N] [-p PARTITIONS] [-r REPLICAS] [--acks all|1|0] [-z CODEC] [--linger D] [--batch-bytes N] [--max-buffered N] [--partitioner uniform|adaptive] [--producers N] [--rate R]",
 			`Produces MESSAGES messages with random values of VALUE-SIZE bytes (and,
 with --keys N, 8-byte keys drawn from N distinct ones) and waits for every
 acknowledgment. Reports messages/s, MB/s and the produce latency (from the

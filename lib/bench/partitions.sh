@@ -11,14 +11,20 @@
 #   sigterm  from SIGTERM to exit (the clean shutdown)
 #   clean    start after that shutdown, until every partition answers
 #   kill     start after a SIGKILL, until every partition answers
-# and prints one row per count.
+# then, on another fresh mqd, the throughput of one topic of COUNT
+# partitions, in millions of messages a second:
+#   produce/s  RATE_MESSAGES messages without keys (mqbench produce)
+#   fetch/s    reading them back (mqbench consume --direct)
+# and prints one row per count, then each count's throughput as a share of
+# the first count's.
 #
-#   usage: [COUNTS="10 10000"] [TOPICS=10] [MESSAGES=200000] lib/bench/partitions.sh BINDIR
+#   usage: [COUNTS="10 10000"] [TOPICS=10] [MESSAGES=200000] [RATE_MESSAGES=10000000] lib/bench/partitions.sh BINDIR
 set -eu
 bin=${1:?usage: partitions.sh BINDIR}
 counts=${COUNTS:-10 10000}
 topics=${TOPICS:-10}
 messages=${MESSAGES:-200000}
+rate_messages=${RATE_MESSAGES:-10000000}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/mq-partitions.XXXXXX")
 pid=
 cleanup() {
@@ -64,8 +70,14 @@ stop_mqd() { # signal
 	pid=
 }
 
-echo "partitions: $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg); $topics topics; $messages messages" >&2
-printf '%-10s %8s %8s %8s %8s %8s %8s\n' partitions create produce fetch sigterm clean kill
+# rate runs mqbench -o json ARGS... and prints its msgs_per_sec in millions.
+rate() {
+	"$bin/mqbench" -b "unix://$sock" -o json "$@" | sed -n 's/.*"msgs_per_sec":\([0-9.e+]*\).*/\1/p' | awk '{printf "%.2f", $1 / 1e6}'
+}
+
+echo "partitions: $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg); $topics topics; $messages messages; $rate_messages for throughput" >&2
+printf '%-10s %8s %8s %8s %8s %8s %8s %10s %10s\n' partitions create produce fetch sigterm clean kill produce/s fetch/s
+ratios=
 for n in $counts; do
 	data="$dir/data-$n"
 	sock="$dir/mqd-$n.sock"
@@ -106,6 +118,21 @@ for n in $counts; do
 	serving
 	killed=$(since "$t0")
 	stop_mqd TERM
-	printf '%-10s %8s %8s %8s %8s %8s %8s\n' "$n" "$create" "$produce" "$fetch" "$sigterm" "$clean" "$killed"
 	rm -rf "$data"
+	data="$dir/rate-$n"
+	start_mqd
+	"$bin/mqctl" -b "unix://$sock" topic create -p "$n" rate >/dev/null
+	produce_rate=$(rate produce -t rate -n "$rate_messages")
+	fetch_rate=$(rate consume -t rate --direct -n "$rate_messages")
+	stop_mqd TERM
+	rm -rf "$data"
+	printf '%-10s %8s %8s %8s %8s %8s %8s %10s %10s\n' "$n" "$create" "$produce" "$fetch" "$sigterm" "$clean" "$killed" "$produce_rate" "$fetch_rate"
+	if [ -z "$ratios" ]; then
+		first=$n first_produce=$produce_rate first_fetch=$fetch_rate ratios=" "
+	else
+		ratios="$ratios$(echo "$n $first $produce_rate $first_produce $fetch_rate $first_fetch" |
+			awk '{printf "throughput at %s partitions vs %s: produce %.0f %%, fetch %.0f %%\n", $1, $2, 100 * $3 / $4, 100 * $5 / $6}')
+"
+	fi
 done
+printf '%s' "${ratios# }"

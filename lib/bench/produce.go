@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -38,7 +39,16 @@ type ProducerSettings struct {
 	// MaxBuffered is kgo.MaxBufferedRecords per producer; 0 keeps kgo's
 	// default.
 	MaxBuffered int
+	// Partitioner is how messages without a key pick their partition:
+	// "uniform" (or ""): 64 KiB of messages to one partition, then a random
+	// other; "adaptive": kgo's default, which picks the next partition by
+	// its backlog and scans every partition of the topic to find it, on
+	// each switch. Keyed messages are hashed to their partition by both.
+	Partitioner string
 }
+
+// Partitioners are the names ProducerSettings.Partitioner takes.
+var Partitioners = []string{"uniform", "adaptive"}
 
 // opts are the kgo options for s.
 func (s ProducerSettings) opts() ([]kgo.Opt, error) {
@@ -47,6 +57,14 @@ func (s ProducerSettings) opts() ([]kgo.Opt, error) {
 		return nil, err
 	}
 	opts := []kgo.Opt{kgo.ProducerLinger(s.Linger), kgo.ProducerBatchCompression(codec), kgo.RecordRetries(10)}
+	switch s.Partitioner {
+	case "uniform", "":
+		opts = append(opts, kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, false, true, nil)))
+	case "adaptive":
+		opts = append(opts, kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, true, true, nil)))
+	default:
+		return nil, client.Usagef("--partitioner: unknown partitioner %q (want uniform or adaptive)", s.Partitioner)
+	}
 	switch s.Acks {
 	case -1:
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -77,6 +95,7 @@ func (s ProducerSettings) settings(m map[string]string) {
 	}
 	m["acks"] = acks
 	m["compression"] = s.Compression
+	m["partitioner"] = cmp.Or(s.Partitioner, "uniform")
 	m["linger"] = s.Linger.String()
 	m["batch_max_bytes"] = "kgo default"
 	if s.BatchBytes > 0 {
