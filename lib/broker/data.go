@@ -61,6 +61,10 @@ type dataPlane struct {
 
 	mu    sync.RWMutex
 	parts map[topicPartition]*hosted
+	// gen counts the changes to parts, under mu: a lookup made at one gen
+	// (and image) stands while gen is the same, which fetch sessions use
+	// to keep theirs (fetch.lookup).
+	gen atomic.Uint64
 
 	producerIDs producerIDBlock // InitProducerId (metadata.go)
 
@@ -578,6 +582,7 @@ func (d *dataPlane) setAsideOtherTopics(dir, topicID string) error {
 func (d *dataPlane) register(h *hosted) {
 	d.mu.Lock()
 	d.parts[topicPartition{h.Topic(), h.Partition.Partition()}] = h
+	d.gen.Add(1)
 	d.mu.Unlock()
 	l := h.Log()
 	d.b.log.Debug("partition opened", "topic", h.Topic(), "partition", h.Partition.Partition(),
@@ -607,6 +612,7 @@ func (d *dataPlane) remove(tp topicPartition, del bool) {
 	d.mu.Lock()
 	h := d.parts[tp]
 	delete(d.parts, tp)
+	d.gen.Add(1)
 	d.mu.Unlock()
 	if h == nil {
 		return
@@ -736,6 +742,7 @@ func (d *dataPlane) closeAll(record bool) error {
 	d.mu.Lock()
 	parts := d.parts
 	d.parts = map[topicPartition]*hosted{}
+	d.gen.Add(1)
 	d.mu.Unlock()
 	all := slices.Collect(maps.Keys(parts))
 	errs := make([]error, len(all))

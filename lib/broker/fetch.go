@@ -33,6 +33,22 @@ type fetchPartition struct {
 	region         log.Region // Len 0: no records
 	currentLeader  leaderHint // KIP-951, for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (hints.go)
 	omit           bool       // an incremental response leaves it out: nothing new
+
+	// A consumer's session (fetchsession.go, unchanged) remembers the
+	// partition's Changed channel taken before a read that found nothing
+	// past seenOffset in seenEpoch, and the high-water mark and log start
+	// that read found. While that channel is open and the fetch asks the
+	// same, a read would find the same again, so read skips it.
+	seen               <-chan struct{}
+	seenOffset         int64
+	seenEpoch          int32
+	seenHWM, seenStart int64
+
+	// lookup's answer (p, or lookupErr) and the image version and data
+	// plane gen it was found at; a session keeps it, and while both are
+	// the same the next lookup is this one.
+	lookupErr              error
+	lookupImage, lookupGen uint64
 }
 
 type fetchTopic struct {
@@ -76,6 +92,7 @@ type fetch struct {
 	sessionParts []*sessionPartition
 	sessionID    int32
 	incremental  bool
+	counts       *sessionCounts // the session's kind's counts
 
 	// flat is every partition of topics, in their order; read starts at
 	// flat[start] and wraps round, so that in a session the partitions
@@ -136,7 +153,7 @@ func (f *fetch) release() {
 	f.sessionParts = f.sessionParts[:0]
 	clear(f.flat)
 	f.flat, f.start = f.flat[:0], 0
-	f.session, f.sessionID, f.incremental = nil, 0, false
+	f.session, f.sessionID, f.incremental, f.counts = nil, 0, false, nil
 	f.ctx = nil
 	fetchPool.Put(f)
 }
@@ -175,7 +192,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 		}
 	}
 	if f.session != nil {
-		f.fromSession()
+		f.fromSession(b.clock.Now())
 		f.lookup(b, b.ctrl.Image())
 	} else {
 		f.resolve(b, b.ctrl.Image(), r)
@@ -237,8 +254,13 @@ func (f *fetch) resolve(b *Broker, img *controller.Image, r *kmsg.FetchRequest) 
 }
 
 // lookup finds the hosted replica of every partition of f.topics, or the
-// error to answer for it, and lists them in flat.
+// error to answer for it, and lists them in flat. A partition whose last
+// lookup (kept by its session) was made at the same image version and
+// data plane gen keeps its answer: over 10,000 partitions, looking each
+// up again was a quarter of a live consumer's fetch.
 func (f *fetch) lookup(b *Broker, img *controller.Image) {
+	gen := b.data.gen.Load()
+	version := img.Version
 	f.flat = f.flat[:0]
 	for i := range f.topics {
 		for j := range f.topics[i].parts {
@@ -262,22 +284,28 @@ func (f *fetch) lookup(b *Broker, img *controller.Image) {
 		}
 		for j := range ft.parts {
 			fp := &ft.parts[j]
-			fp.highWatermark, fp.logStartOffset, fp.err, fp.p = -1, -1, terr, nil
-			if terr != nil {
-				continue
+			if fp.lookupGen != gen || fp.lookupImage != version || gen == 0 {
+				fp.p, fp.lookupErr = f.lookupPartition(b, t, terr, fp.partition)
+				fp.lookupImage, fp.lookupGen = version, gen
 			}
-			if fp.partition < 0 || int(fp.partition) >= len(t.Partitions) {
-				fp.err = errUnknownPartition
-				continue
-			}
-			h := b.data.hostedReplica(t, fp.partition)
-			if h == nil {
-				fp.err = errNotHostedOrLeader
-				continue
-			}
-			fp.p = h
+			fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, fp.lookupErr
 		}
 	}
+}
+
+// lookupPartition finds partition of topic t (nil: unknown, terr), or the
+// error to answer for it.
+func (f *fetch) lookupPartition(b *Broker, t *controller.Topic, terr error, partition int32) (*hosted, error) {
+	switch {
+	case terr != nil:
+		return nil, terr
+	case partition < 0 || int(partition) >= len(t.Partitions):
+		return nil, errUnknownPartition
+	}
+	if h := b.data.hostedReplica(t, partition); h != nil {
+		return h, nil
+	}
+	return nil, errNotHostedOrLeader
 }
 
 // read reads every partition once, from flat[start] round, releasing
@@ -292,6 +320,12 @@ func (f *fetch) read(take bool) bool {
 	remaining := int64(f.maxBytes)
 	var total int64
 	failed := false
+	skipped := 0
+	defer func() {
+		if skipped > 0 && f.counts != nil { // a sessionless fetch skips in its wait loop
+			f.counts.skipped.Add(int64(skipped))
+		}
+	}()
 	for k := range f.flat {
 		at := (f.start + k) % len(f.flat)
 		fp := f.flat[at]
@@ -302,8 +336,24 @@ func (f *fetch) read(take bool) bool {
 			continue
 		}
 		waitable++
+		if fp.unchanged() {
+			skipped++
+			if take {
+				f.waitOn = append(f.waitOn, fp.seen)
+			}
+			fp.highWatermark, fp.logStartOffset, fp.err = fp.seenHWM, fp.seenStart, nil
+			continue
+		}
+		// A consumer's session takes the channel of every partition it
+		// reads, so that one found with nothing new is skipped by the
+		// next fetches (unchanged) even when this one returns at once.
+		fp.seen = nil
+		var seen <-chan struct{}
+		if take || f.tracksChanges() {
+			seen = fp.p.Changed()
+		}
 		if take {
-			f.waitOn = append(f.waitOn, fp.p.Changed())
+			f.waitOn = append(f.waitOn, seen)
 		}
 		if err := fp.p.CheckLeaderEpoch(fp.currentLeaderEpoch); err != nil {
 			fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, err
@@ -331,6 +381,10 @@ func (f *fetch) read(take bool) bool {
 		}
 		fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, info.LogStartOffset, nil
 		if region.Len == 0 {
+			if seen != nil {
+				fp.seen, fp.seenOffset, fp.seenEpoch = seen, fp.fetchOffset, fp.currentLeaderEpoch
+				fp.seenHWM, fp.seenStart = info.HighWatermark, info.LogStartOffset
+			}
 			continue
 		}
 		// Only the first batch of the first non-empty partition may go
@@ -346,6 +400,13 @@ func (f *fetch) read(take bool) bool {
 		remaining -= region.Len
 	}
 	return failed || total >= int64(f.minBytes) || waitable == 0
+}
+
+// tracksChanges reports whether f keeps the partitions' Changed channels
+// for its session's next fetches: a consumer's session does
+// (fetchsession.go).
+func (f *fetch) tracksChanges() bool {
+	return f.session != nil && f.replicaID < 0
 }
 
 // readPartition reads one partition for the fetch. A consumer's Fetch of

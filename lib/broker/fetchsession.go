@@ -25,6 +25,20 @@ import (
 // A session reads its partitions from a cursor that moves past the last
 // partition answered with records (fetch.start), so that when the
 // response's bytes run out it is the others' turn next.
+//
+// A consumer's session also skips the partitions that cannot have news: a
+// read that found nothing past the fetch offset leaves the partition's
+// Changed channel with the session (fetchPartition.seen), and while that
+// channel stays open — no append, high-water mark, role or epoch change —
+// and the consumer asks the same offset in the same epoch, the next
+// fetches answer from what that read found, without taking the partition's
+// locks. A live consumer of 10,000 partitions is woken by each produce to
+// one of them; reading all 10,000 each time was most of mqd's CPU, and
+// added 14 ms to each message's way (mqbench e2e). A change the channel
+// does not tell (the log start moved by retention or DeleteRecords) is
+// found by the next whole read, one a second at most (sessionRescan).
+// Followers' sessions read everything each time: their reads are what
+// record their fetch positions.
 
 // Session epochs: a request's (session id, epoch) pair says what it is.
 const (
@@ -49,6 +63,10 @@ const (
 	sessionEvictionIdle  = 2 * time.Minute
 )
 
+// sessionRescan is how long a consumer's session may answer a partition
+// from its last read (unchanged) before it reads every partition again.
+const sessionRescan = time.Second
+
 // fetchSessions is a broker's cache of fetch sessions. Its methods may be
 // called concurrently.
 type fetchSessions struct {
@@ -66,10 +84,10 @@ type fetchSessions struct {
 }
 
 // sessionCounts counts requests served by sessions, the partitions the
-// incremental ones carried, and full fetches that asked for a session and
-// got none.
+// incremental ones carried, full fetches that asked for a session and got
+// none, and partitions a read skipped (unchanged).
 type sessionCounts struct {
-	full, incremental, incrementalPartitions, declined atomic.Int64
+	full, incremental, incrementalPartitions, declined, skipped atomic.Int64
 }
 
 // counts are the counts of replica's requests (-1: a consumer).
@@ -94,8 +112,9 @@ type fetchSession struct {
 	lastUsed time.Time
 	parts    []*sessionPartition // sorted by topic, then partition
 	index    map[sessionKey]*sessionPartition
-	cursor   int  // the index in parts the next read starts at
-	dropped  bool // the cache no longer holds it
+	cursor   int       // the index in parts the next read starts at
+	dropped  bool      // the cache no longer holds it
+	rescanAt time.Time // a consumer's: when the next fetch reads every partition again
 }
 
 // sessionKey names a partition of a session: by topic ID or by name,
@@ -128,6 +147,16 @@ type sessionPartition struct {
 	// so the next response includes the partition.
 	sent                         bool
 	sentHighWatermark, sentStart int64
+
+	// What the last fetch's read left for the next (fetchPartition.seen …),
+	// and its lookup (fetchPartition.lookupErr …).
+	seen                   <-chan struct{}
+	seenOffset             int64
+	seenEpoch              int32
+	seenHWM, seenStart     int64
+	hosted                 *hosted
+	lookupErr              error
+	lookupImage, lookupGen uint64
 }
 
 func newFetchSessions() *fetchSessions {
@@ -312,7 +341,7 @@ func (f *fetch) openSession(conn context.Context, b *Broker, r *kmsg.FetchReques
 		defer s.mu.Unlock()
 		s.update(r, f.version)
 		b.sessions.counts(f.replicaID).full.Add(1)
-		f.session, f.sessionID = s, s.id
+		f.session, f.sessionID, f.counts = s, s.id, b.sessions.counts(f.replicaID)
 		return nil
 	case r.SessionEpoch < 0:
 		return kerr.InvalidFetchSessionEpoch
@@ -339,16 +368,21 @@ func (f *fetch) openSession(conn context.Context, b *Broker, r *kmsg.FetchReques
 		n += len(r.Topics[i].Partitions)
 	}
 	counts.incrementalPartitions.Add(int64(n))
-	f.session, f.sessionID, f.incremental = s, s.id, true
+	f.session, f.sessionID, f.incremental, f.counts = s, s.id, true, counts
 	return nil
 }
 
 // fromSession fills f.topics with every partition of the session, in its
-// order, for lookup.
-func (f *fetch) fromSession() {
+// order, for lookup, with what the last read left for a consumer's unless
+// its whole read is due (sessionRescan).
+func (f *fetch) fromSession(now time.Time) {
 	s := f.session
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	keepSeen := s.replica < 0 && now.Before(s.rescanAt)
+	if s.replica < 0 && !keepSeen {
+		s.rescanAt = now.Add(sessionRescan)
+	}
 	f.sessionParts = append(f.sessionParts[:0], s.parts...)
 	if len(s.parts) > 0 {
 		f.start = s.cursor % len(s.parts)
@@ -366,12 +400,35 @@ func (f *fetch) fromSession() {
 			t++
 			f.topics[t] = fetchTopic{id: sp.key.id, name: sp.key.name, parts: f.topics[t].parts[:0]}
 		}
-		f.topics[t].parts = append(f.topics[t].parts, fetchPartition{
+		fp := fetchPartition{
 			partition:          sp.key.partition,
 			fetchOffset:        sp.fetchOffset,
 			maxBytes:           sp.maxBytes,
 			currentLeaderEpoch: sp.currentLeaderEpoch,
-		})
+			p:                  sp.hosted,
+			lookupErr:          sp.lookupErr,
+			lookupImage:        sp.lookupImage,
+			lookupGen:          sp.lookupGen,
+		}
+		if keepSeen {
+			fp.seen, fp.seenOffset, fp.seenEpoch, fp.seenHWM, fp.seenStart = sp.seen, sp.seenOffset, sp.seenEpoch, sp.seenHWM, sp.seenStart
+		}
+		f.topics[t].parts = append(f.topics[t].parts, fp)
+	}
+}
+
+// unchanged reports whether a read of fp would find what the read that
+// left fp.seen found: its channel is still open, and the fetch asks the
+// same offset in the same epoch.
+func (fp *fetchPartition) unchanged() bool {
+	if fp.seen == nil || fp.seenOffset != fp.fetchOffset || fp.seenEpoch != fp.currentLeaderEpoch {
+		return false
+	}
+	select {
+	case <-fp.seen:
+		return false
+	default:
+		return true
 	}
 }
 
@@ -392,6 +449,8 @@ func (f *fetch) markSent() {
 			fp := &f.topics[i].parts[j]
 			sp := f.sessionParts[k]
 			k++
+			sp.seen, sp.seenOffset, sp.seenEpoch, sp.seenHWM, sp.seenStart = fp.seen, fp.seenOffset, fp.seenEpoch, fp.seenHWM, fp.seenStart
+			sp.hosted, sp.lookupErr, sp.lookupImage, sp.lookupGen = fp.p, fp.lookupErr, fp.lookupImage, fp.lookupGen
 			if f.incremental && fp.region.Len == 0 && fp.err == nil && sp.sent &&
 				fp.highWatermark == sp.sentHighWatermark && fp.logStartOffset == sp.sentStart {
 				fp.omit = true

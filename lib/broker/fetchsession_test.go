@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/record"
 )
@@ -379,5 +380,115 @@ func TestFetchSessionReplacedOnANewFullFetch(t *testing.T) {
 	third := full(context.Background())
 	if tb.sessions.get(second) != nil || tb.sessions.get(third) == nil || tb.sessions.size() != 1 {
 		t.Fatalf("after the connection closed: %d sessions held, want only the new one", tb.sessions.size())
+	}
+}
+
+// A consumer's session skips the partitions with nothing new since its
+// last read, and reads again each one whose offset, leader epoch or data
+// changed; what no Changed channel tells (a log start moved by
+// DeleteRecords) is found by the whole read due each sessionRescan.
+func TestFetchSessionSkipsUnchangedPartitions(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	tb := startBrokerOn(t, "", nil, nil, clk)
+	topic := tb.createTopic(t, "fskip", 3, nil)
+	for p := int32(0); p < 3; p++ {
+		produce(t, tb, "fskip", p, 1, testBatch(t, record.BuildOptions{}, "a", 1))
+	}
+	counts := &tb.sessions.consumers
+	epoch := int32(0)
+	var id int32
+	// fetch sends the session's next request; it returns what it answered
+	// and how many partitions its reads skipped.
+	fetch := func(offsets map[int32]int64, mod func(*kmsg.FetchRequest)) (map[int32]int, int64) {
+		t.Helper()
+		req := sessionFetch(topic, id, epoch, 0, offsets)
+		req.ReplicaID = -1
+		if mod != nil {
+			mod(req)
+		}
+		before := counts.skipped.Load()
+		resp := tb.do(t, 13, req).(*kmsg.FetchResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("epoch %d: %v", epoch, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		id, epoch = resp.SessionID, epoch+1
+		return answered(resp), counts.skipped.Load() - before
+	}
+	if got, _ := fetch(map[int32]int64{0: 0, 1: 0, 2: 0}, nil); len(got) != 3 {
+		t.Fatalf("full fetch answered %v", got)
+	}
+	// At the log end: read once, then skipped while nothing changes.
+	if got, skipped := fetch(map[int32]int64{0: 1, 1: 1, 2: 1}, nil); len(got) != 0 || skipped != 0 {
+		t.Fatalf("at the log end: answered %v, skipped %d; want nothing, every partition read", got, skipped)
+	}
+	if got, skipped := fetch(nil, nil); len(got) != 0 || skipped != 3 {
+		t.Fatalf("nothing changed: answered %v, skipped %d; want nothing, all 3 skipped", got, skipped)
+	}
+	// A produce to partition 1 is read; partition 0 asked at offset 0 again
+	// is read.
+	produce(t, tb, "fskip", 1, 1, testBatch(t, record.BuildOptions{}, "b", 1))
+	if got, skipped := fetch(map[int32]int64{0: 0}, nil); len(got) != 2 || got[0] <= 0 || got[1] <= 0 || skipped != 1 {
+		t.Fatalf("after a produce and a rewind: answered %v, skipped %d; want partitions 0 and 1 with records, 2 skipped", got, skipped)
+	}
+	// A leader epoch the partition has not reached is refused, not skipped.
+	if got, _ := fetch(map[int32]int64{0: 1, 1: 2}, func(req *kmsg.FetchRequest) {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 2, 1, 1<<20
+		rp.CurrentLeaderEpoch = tb.data.partition("fskip", 2).LeaderEpoch() + 1
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	}); got[2] != -1 {
+		t.Fatalf("a future leader epoch: answered %v, want partition 2's error", got)
+	}
+	fetch(map[int32]int64{2: 1}, nil) // back to the current epoch
+	// DeleteRecords moves partition 2's log start; no channel tells, so
+	// the session answers from its last read until the whole read is due.
+	del := kmsg.NewPtrDeleteRecordsRequest()
+	dt := kmsg.NewDeleteRecordsRequestTopic()
+	dt.Topic = "fskip"
+	dp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	dp.Partition, dp.Offset = 2, 1
+	dt.Partitions = append(dt.Partitions, dp)
+	del.Topics = append(del.Topics, dt)
+	del.TimeoutMillis = 1000
+	if resp := tb.do(t, 2, del).(*kmsg.DeleteRecordsResponse); resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("delete records: %v", kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+	}
+	if got, skipped := fetch(nil, nil); len(got) != 0 || skipped != 3 {
+		t.Fatalf("within the rescan interval: answered %v, skipped %d; want nothing, all skipped", got, skipped)
+	}
+	clk.Advance(sessionRescan)
+	req := sessionFetch(topic, id, epoch, 0, nil)
+	req.ReplicaID = -1
+	resp := tb.do(t, 13, req).(*kmsg.FetchResponse)
+	epoch++
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].Partition != 2 ||
+		resp.Topics[0].Partitions[0].LogStartOffset != 1 {
+		t.Fatalf("after the rescan interval: answered %+v, want partition 2 with log start 1", resp.Topics)
+	}
+}
+
+// A session's partitions are looked up again when the image or the
+// hosted partitions change: a deleted topic is answered as unknown.
+func TestFetchSessionLooksUpAgainAfterAChange(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	topic := tb.createTopic(t, "flook", 1, nil)
+	produce(t, tb, "flook", 0, 1, testBatch(t, record.BuildOptions{}, "a", 1))
+	req := sessionFetch(topic, 0, 0, 0, map[int32]int64{0: 1})
+	req.ReplicaID = -1
+	resp := tb.do(t, 13, req).(*kmsg.FetchResponse)
+	id := resp.SessionID
+	req = sessionFetch(topic, id, 1, 0, nil)
+	req.ReplicaID = -1
+	if resp = tb.do(t, 13, req).(*kmsg.FetchResponse); resp.ErrorCode != 0 || len(resp.Topics) != 0 {
+		t.Fatalf("epoch 1: error %v topics %+v, want an empty answer", kerr.ErrorForCode(resp.ErrorCode), resp.Topics)
+	}
+	if resp := deleteTopics(t, tb.Broker, 4, []string{"flook"}); resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("delete topic: %v", kerr.ErrorForCode(resp.Topics[0].ErrorCode))
+	}
+	req = sessionFetch(topic, id, 2, 0, nil)
+	req.ReplicaID = -1
+	resp = tb.do(t, 13, req).(*kmsg.FetchResponse)
+	if got := answered(resp); got[0] != -1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("after the topic's deletion: answered %+v, want partition 0 UNKNOWN_TOPIC_ID", resp.Topics)
 	}
 }
