@@ -56,7 +56,8 @@ const (
 // declined (session id 0: the client goes on with full fetches), so that
 // consumers beyond the bound do not evict each other on every fetch. The
 // partitions of all sessions together are bounded the same way, which
-// bounds the memory sessions take (about 100 bytes a partition).
+// bounds the memory sessions take (about 250 bytes a partition with its
+// index entry: 250 MiB at the bound).
 const (
 	maxFetchSessions     = 1000
 	maxFetchSessionParts = 1 << 20
