@@ -25,7 +25,8 @@ type fetchPartition struct {
 	fetchOffset        int64
 	maxBytes           int32
 	currentLeaderEpoch int32
-	p                  *hosted // nil when err is set at resolution
+	partitionLookup    // p: nil when err is set at resolution
+	quietRead          // a consumer's session's last read with nothing new
 
 	err            error
 	highWatermark  int64
@@ -33,22 +34,29 @@ type fetchPartition struct {
 	region         log.Region // Len 0: no records
 	currentLeader  leaderHint // KIP-951, for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (hints.go)
 	omit           bool       // an incremental response leaves it out: nothing new
+}
 
-	// A consumer's session (fetchsession.go, unchanged) remembers the
-	// partition's Changed channel taken before a read that found nothing
-	// past seenOffset in seenEpoch, and the high-water mark and log start
-	// that read found. While that channel is open and the fetch asks the
-	// same, a read would find the same again, so read skips it.
+// partitionLookup is lookup's answer for a partition: its hosted replica
+// p, or the error to answer (lookupErr), found at image version
+// lookupImage and data plane gen lookupGen (0: never looked up). A
+// session keeps it, and while both are the same the next lookup is this
+// one.
+type partitionLookup struct {
+	p                      *hosted
+	lookupErr              error
+	lookupImage, lookupGen uint64
+}
+
+// quietRead is what a read that found nothing past seenOffset in
+// seenEpoch left: the partition's Changed channel taken before it, and
+// the high-water mark and log start it found. A consumer's session keeps
+// it (fetchsession.go, unchanged): while that channel is open and the
+// fetch asks the same, a read would find the same again, so read skips it.
+type quietRead struct {
 	seen               <-chan struct{}
 	seenOffset         int64
 	seenEpoch          int32
 	seenHWM, seenStart int64
-
-	// lookup's answer (p, or lookupErr) and the image version and data
-	// plane gen it was found at; a session keeps it, and while both are
-	// the same the next lookup is this one.
-	lookupErr              error
-	lookupImage, lookupGen uint64
 }
 
 type fetchTopic struct {
@@ -263,11 +271,6 @@ func (f *fetch) lookup(b *Broker, img *controller.Image) {
 	version := img.Version
 	f.flat = f.flat[:0]
 	for i := range f.topics {
-		for j := range f.topics[i].parts {
-			f.flat = append(f.flat, &f.topics[i].parts[j])
-		}
-	}
-	for i := range f.topics {
 		ft := &f.topics[i]
 		var t *controller.Topic
 		var terr error
@@ -284,6 +287,9 @@ func (f *fetch) lookup(b *Broker, img *controller.Image) {
 		}
 		for j := range ft.parts {
 			fp := &ft.parts[j]
+			f.flat = append(f.flat, fp)
+			// gen 0: no partition registered yet, when a lookup never made
+			// (lookupGen 0) must not pass for one.
 			if fp.lookupGen != gen || fp.lookupImage != version || gen == 0 {
 				fp.p, fp.lookupErr = f.lookupPartition(b, t, terr, fp.partition)
 				fp.lookupImage, fp.lookupGen = version, gen
@@ -321,11 +327,6 @@ func (f *fetch) read(take bool) bool {
 	var total int64
 	failed := false
 	skipped := 0
-	defer func() {
-		if skipped > 0 && f.counts != nil { // a sessionless fetch skips in its wait loop
-			f.counts.skipped.Add(int64(skipped))
-		}
-	}()
 	for k := range f.flat {
 		at := (f.start + k) % len(f.flat)
 		fp := f.flat[at]
@@ -382,8 +383,8 @@ func (f *fetch) read(take bool) bool {
 		fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, info.LogStartOffset, nil
 		if region.Len == 0 {
 			if seen != nil {
-				fp.seen, fp.seenOffset, fp.seenEpoch = seen, fp.fetchOffset, fp.currentLeaderEpoch
-				fp.seenHWM, fp.seenStart = info.HighWatermark, info.LogStartOffset
+				fp.quietRead = quietRead{seen: seen, seenOffset: fp.fetchOffset, seenEpoch: fp.currentLeaderEpoch,
+					seenHWM: info.HighWatermark, seenStart: info.LogStartOffset}
 			}
 			continue
 		}
@@ -398,6 +399,9 @@ func (f *fetch) read(take bool) bool {
 		f.lastRead = at
 		total += region.Len
 		remaining -= region.Len
+	}
+	if skipped > 0 && f.counts != nil { // a sessionless fetch skips in its wait loop
+		f.counts.skipped.Add(int64(skipped))
 	}
 	return failed || total >= int64(f.minBytes) || waitable == 0
 }

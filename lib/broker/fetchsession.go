@@ -28,7 +28,7 @@ import (
 //
 // A consumer's session also skips the partitions that cannot have news: a
 // read that found nothing past the fetch offset leaves the partition's
-// Changed channel with the session (fetchPartition.seen), and while that
+// Changed channel with the session (quietRead), and while that
 // channel stays open — no append, high-water mark, role or epoch change —
 // and the consumer asks the same offset in the same epoch, the next
 // fetches answer from what that read found, without taking the partition's
@@ -149,15 +149,9 @@ type sessionPartition struct {
 	sent                         bool
 	sentHighWatermark, sentStart int64
 
-	// What the last fetch's read left for the next (fetchPartition.seen …),
-	// and its lookup (fetchPartition.lookupErr …).
-	seen                   <-chan struct{}
-	seenOffset             int64
-	seenEpoch              int32
-	seenHWM, seenStart     int64
-	hosted                 *hosted
-	lookupErr              error
-	lookupImage, lookupGen uint64
+	// The last fetch's lookup, and what its read left for the next.
+	lookup partitionLookup
+	quiet  quietRead
 }
 
 func newFetchSessions() *fetchSessions {
@@ -320,6 +314,11 @@ func nextEpoch(e int32) int32 {
 // top-level code.
 func (f *fetch) openSession(conn context.Context, b *Broker, r *kmsg.FetchRequest) *kerr.Error {
 	now := b.clock.Now()
+	counts := b.sessions.counts(f.replicaID)
+	n := 0 // the partitions the request names
+	for i := range r.Topics {
+		n += len(r.Topics[i].Partitions)
+	}
 	byID := f.version >= 13
 	switch {
 	case r.SessionEpoch == sessionEpochFinal:
@@ -329,20 +328,16 @@ func (f *fetch) openSession(conn context.Context, b *Broker, r *kmsg.FetchReques
 		if r.SessionID != 0 {
 			b.sessions.remove(r.SessionID)
 		}
-		n := 0
-		for i := range r.Topics {
-			n += len(r.Topics[i].Partitions)
-		}
 		s := b.sessions.create(f.replicaID, conn, byID, n, now)
 		if s == nil {
-			b.sessions.counts(f.replicaID).declined.Add(1)
+			counts.declined.Add(1)
 			return nil
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.update(r, f.version)
-		b.sessions.counts(f.replicaID).full.Add(1)
-		f.session, f.sessionID, f.counts = s, s.id, b.sessions.counts(f.replicaID)
+		counts.full.Add(1)
+		f.session, f.sessionID, f.counts = s, s.id, counts
 		return nil
 	case r.SessionEpoch < 0:
 		return kerr.InvalidFetchSessionEpoch
@@ -362,12 +357,7 @@ func (f *fetch) openSession(conn context.Context, b *Broker, r *kmsg.FetchReques
 	s.epoch = nextEpoch(s.epoch)
 	s.lastUsed = now
 	s.update(r, f.version)
-	counts := b.sessions.counts(f.replicaID)
 	counts.incremental.Add(1)
-	n := 0
-	for i := range r.Topics {
-		n += len(r.Topics[i].Partitions)
-	}
 	counts.incrementalPartitions.Add(int64(n))
 	f.session, f.sessionID, f.incremental, f.counts = s, s.id, true, counts
 	return nil
@@ -406,13 +396,10 @@ func (f *fetch) fromSession(now time.Time) {
 			fetchOffset:        sp.fetchOffset,
 			maxBytes:           sp.maxBytes,
 			currentLeaderEpoch: sp.currentLeaderEpoch,
-			p:                  sp.hosted,
-			lookupErr:          sp.lookupErr,
-			lookupImage:        sp.lookupImage,
-			lookupGen:          sp.lookupGen,
+			partitionLookup:    sp.lookup,
 		}
 		if keepSeen {
-			fp.seen, fp.seenOffset, fp.seenEpoch, fp.seenHWM, fp.seenStart = sp.seen, sp.seenOffset, sp.seenEpoch, sp.seenHWM, sp.seenStart
+			fp.quietRead = sp.quiet
 		}
 		f.topics[t].parts = append(f.topics[t].parts, fp)
 	}
@@ -450,8 +437,7 @@ func (f *fetch) markSent() {
 			fp := &f.topics[i].parts[j]
 			sp := f.sessionParts[k]
 			k++
-			sp.seen, sp.seenOffset, sp.seenEpoch, sp.seenHWM, sp.seenStart = fp.seen, fp.seenOffset, fp.seenEpoch, fp.seenHWM, fp.seenStart
-			sp.hosted, sp.lookupErr, sp.lookupImage, sp.lookupGen = fp.p, fp.lookupErr, fp.lookupImage, fp.lookupGen
+			sp.lookup, sp.quiet = fp.partitionLookup, fp.quietRead
 			if f.incremental && fp.region.Len == 0 && fp.err == nil && sp.sent &&
 				fp.highWatermark == sp.sentHighWatermark && fp.logStartOffset == sp.sentStart {
 				fp.omit = true
