@@ -2,7 +2,6 @@ package main
 
 import (
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,8 +47,8 @@ func producerFlags(linger time.Duration) []cli.Flag {
 
 func producerSettings(c *cli.Context) (bench.ProducerSettings, error) {
 	s := bench.ProducerSettings{Compression: c.String("compression"), Linger: c.Duration("linger"), Partitioner: c.String("partitioner")}
-	if !slices.Contains(bench.Partitioners, s.Partitioner) {
-		return s, client.Usagef("--partitioner: want %s, not %q", strings.Join(bench.Partitioners, " or "), s.Partitioner)
+	if _, err := bench.Partitioner(s.Partitioner); err != nil { // before the run creates its topic
+		return s, err
 	}
 	switch a := strings.ToLower(c.String("acks")); a {
 	case "all", "-1":

@@ -47,8 +47,17 @@ type ProducerSettings struct {
 	Partitioner string
 }
 
-// Partitioners are the names ProducerSettings.Partitioner takes.
-var Partitioners = []string{"uniform", "adaptive"}
+// Partitioner is the kgo partitioner a ProducerSettings.Partitioner names,
+// or a usage error for a name it does not know.
+func Partitioner(name string) (kgo.Partitioner, error) {
+	switch name {
+	case "uniform", "":
+		return kgo.UniformBytesPartitioner(64<<10, false, true, nil), nil
+	case "adaptive":
+		return kgo.UniformBytesPartitioner(64<<10, true, true, nil), nil
+	}
+	return nil, client.Usagef("--partitioner: want uniform or adaptive, not %q", name)
+}
 
 // opts are the kgo options for s.
 func (s ProducerSettings) opts() ([]kgo.Opt, error) {
@@ -57,14 +66,11 @@ func (s ProducerSettings) opts() ([]kgo.Opt, error) {
 		return nil, err
 	}
 	opts := []kgo.Opt{kgo.ProducerLinger(s.Linger), kgo.ProducerBatchCompression(codec), kgo.RecordRetries(10)}
-	switch s.Partitioner {
-	case "uniform", "":
-		opts = append(opts, kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, false, true, nil)))
-	case "adaptive":
-		opts = append(opts, kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, true, true, nil)))
-	default:
-		return nil, client.Usagef("--partitioner: unknown partitioner %q (want uniform or adaptive)", s.Partitioner)
+	partitioner, err := Partitioner(s.Partitioner)
+	if err != nil {
+		return nil, err
 	}
+	opts = append(opts, kgo.RecordPartitioner(partitioner))
 	switch s.Acks {
 	case -1:
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
