@@ -65,6 +65,13 @@ type dataPlane struct {
 	// (and image) stands while gen is the same, which fetch sessions use
 	// to keep theirs (fetch.lookup).
 	gen atomic.Uint64
+	// shared is the hosted partitions this node leads, in the image
+	// applied last, with a replica besides itself or without itself in the
+	// ISR: the only ones whose ISR or leadership the maintain loop may have
+	// a change to propose for (Broker.maintain). A partition alone on this
+	// node has no follower to drop or add and no one to hand over to, so
+	// 10,000 of them cost the loop nothing. Set by apply.
+	shared atomic.Pointer[[]*hosted]
 
 	producerIDs producerIDBlock // InitProducerId (metadata.go)
 
@@ -279,11 +286,40 @@ func (d *dataPlane) apply(img *controller.Image) error {
 		hostedTopics[tp.topic] = true
 	}
 	d.traffic.retain(hostedTopics)
+	d.shared.Store(d.sharedIn(work))
 	d.applied, d.appliedLead = img, lead
 	if lead {
 		d.b.led()
 	}
 	return errors.Join(errs...)
+}
+
+// sharedIn returns the hosted partitions of work, an image applied, that
+// this node leads and shares (dataPlane.shared). The image, not the
+// replica's state, decides: a replica whose Become failed and that still
+// has an older state could only propose under stale epochs, which the
+// controller refuses.
+func (d *dataPlane) sharedIn(work []openWork) *[]*hosted {
+	self := d.b.cfg.Settings.NodeID
+	var out []*hosted
+	for _, w := range work {
+		p := w.p
+		if p.Leader != self || (len(p.Replicas) == 1 && len(p.ISR) == 1 && p.ISR[0] == self) {
+			continue
+		}
+		if h := d.lookup(topicPartition{w.t.Name, p.ID}); h != nil {
+			out = append(out, h)
+		}
+	}
+	return &out
+}
+
+// leadShared returns the partitions of dataPlane.shared.
+func (d *dataPlane) leadShared() []*hosted {
+	if s := d.shared.Load(); s != nil {
+		return *s
+	}
+	return nil
 }
 
 // openWork is one partition of an image to apply: opened first when h is

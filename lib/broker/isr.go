@@ -90,7 +90,7 @@ func (b *Broker) propose(p *proposals, call func(context.Context), abandon func(
 // left pending when the controller's image has moved past its epochs.
 func (b *Broker) proposeISRChanges(props *proposals) {
 	self := b.cfg.Settings.NodeID
-	for _, h := range b.data.all() {
+	for _, h := range b.data.leadShared() {
 		change, ok := h.ProposeISR()
 		if !ok {
 			continue
@@ -171,7 +171,7 @@ func isrOutcome(err error) int {
 // and the range stays withheld, and tries again later.
 func (b *Broker) proposeResignations(props *proposals) {
 	self := b.cfg.Settings.NodeID
-	for _, h := range b.data.all() {
+	for _, h := range b.data.leadShared() {
 		r, ok := h.ProposeResignation()
 		if !ok {
 			continue

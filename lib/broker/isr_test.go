@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/mqproject/mq/lib/controller"
 )
@@ -83,4 +86,65 @@ func TestISROutcomeFromController(t *testing.T) {
 	if got := c.image().Topics["isr-outcome"].Partitions[0]; got.PartitionEpoch != p.PartitionEpoch {
 		t.Errorf("partition epoch %d after refusals, want %d", got.PartitionEpoch, p.PartitionEpoch)
 	}
+}
+
+// TestMaintainWatchesSharedPartitionsOnly checks which partitions the ISR
+// loop visits: on each node, those it leads with other replicas, and no
+// partition alone on a node, which has no ISR change or hand-over to
+// propose; and that the set follows a change of leader.
+func TestMaintainWatchesSharedPartitionsOnly(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	createReplicated(t, c, "shared", 3)
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if resp, err := adm.CreateTopic(ctx, 6, 1, nil, "alone"); err != nil || resp.Err != nil {
+		t.Fatalf("create alone: %v %v", err, resp.Err)
+	}
+	// watched reports whether every live node's set is what img says it
+	// leads of "shared", and describes the sets.
+	watched := func(img *controller.Image) (bool, string) {
+		ok, desc := true, ""
+		for i, n := range c.nodes {
+			d := c.daemon(i)
+			if d == nil {
+				continue
+			}
+			var want, got []string
+			for _, p := range img.Topics["shared"].Partitions {
+				if p.Leader == n.id {
+					want = append(want, fmt.Sprintf("shared-%d", p.ID))
+				}
+			}
+			for _, h := range d.broker.data.leadShared() {
+				got = append(got, h.String())
+			}
+			slices.Sort(got)
+			ok = ok && slices.Equal(got, want)
+			desc += fmt.Sprintf(" node %d: %v, want %v;", n.id, got, want)
+		}
+		return ok, desc
+	}
+	var last string
+	img := c.waitImage("each node watching the shared partitions it leads", func(img *controller.Image) bool {
+		if img.Topics["alone"] == nil || !fullyInSync(img, "alone") {
+			return false
+		}
+		ok, desc := watched(img)
+		last = desc
+		return ok
+	})
+	t.Logf("watched:%s", last)
+
+	leader := img.Topics["shared"].Partitions[0].Leader
+	c.stop(c.index(leader))
+	c.waitImage("the shared partitions watched by their new leaders", func(img *controller.Image) bool {
+		if img.Topics["shared"].Partitions[0].Leader == leader {
+			return false
+		}
+		ok, desc := watched(img)
+		last = desc
+		return ok
+	})
+	t.Logf("after stopping node %d:%s", leader, last)
 }
