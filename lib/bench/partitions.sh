@@ -11,20 +11,23 @@
 #   sigterm  from SIGTERM to exit (the clean shutdown)
 #   clean    start after that shutdown, until every partition answers
 #   kill     start after a SIGKILL, until every partition answers
-# then, on another fresh mqd, the throughput of one topic of COUNT
-# partitions, in millions of messages a second:
+# then the throughput of one topic of COUNT partitions on a fresh mqd, in
+# millions of messages a second:
 #   produce/s  RATE_MESSAGES messages without keys (mqbench produce)
-#   fetch/s    reading them back (mqbench consume --direct)
-# and prints one row per count, then each count's throughput as a share of
-# the first count's.
+#   fetch/s    reading them back once (mqbench consume --direct)
+# RATE_RUNS times (default 3), the counts taking turns so that a slow spell
+# of the machine falls on all of them, and reports each count's median. It
+# prints one row per count, every run's rates, then each count's median
+# throughput as a share of the first count's.
 #
-#   usage: [COUNTS="10 10000"] [TOPICS=10] [MESSAGES=200000] [RATE_MESSAGES=10000000] lib/bench/partitions.sh BINDIR
+#   usage: [COUNTS="10 10000"] [TOPICS=10] [MESSAGES=200000] [RATE_MESSAGES=10000000] [RATE_RUNS=3] lib/bench/partitions.sh BINDIR
 set -eu
 bin=${1:?usage: partitions.sh BINDIR}
 counts=${COUNTS:-10 10000}
 topics=${TOPICS:-10}
 messages=${MESSAGES:-200000}
 rate_messages=${RATE_MESSAGES:-10000000}
+rate_runs=${RATE_RUNS:-3}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/mq-partitions.XXXXXX")
 pid=
 cleanup() {
@@ -75,9 +78,12 @@ rate() {
 	"$bin/mqbench" -b "unix://$sock" -o json "$@" | sed -n 's/.*"msgs_per_sec":\([0-9.e+]*\).*/\1/p' | awk '{printf "%.2f", $1 / 1e6}'
 }
 
-echo "partitions: $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg); $topics topics; $messages messages; $rate_messages for throughput" >&2
-printf '%-10s %8s %8s %8s %8s %8s %8s %10s %10s\n' partitions create produce fetch sigterm clean kill produce/s fetch/s
-ratios=
+# median prints the median of its arguments.
+median() {
+	printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
+echo "partitions: $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg); $topics topics; $messages messages; $rate_messages for throughput, $rate_runs runs" >&2
 for n in $counts; do
 	data="$dir/data-$n"
 	sock="$dir/mqd-$n.sock"
@@ -119,20 +125,44 @@ for n in $counts; do
 	killed=$(since "$t0")
 	stop_mqd TERM
 	rm -rf "$data"
-	data="$dir/rate-$n"
-	start_mqd
-	"$bin/mqctl" -b "unix://$sock" topic create -p "$n" rate >/dev/null
-	produce_rate=$(rate produce -t rate -n "$rate_messages")
-	fetch_rate=$(rate consume -t rate --direct -n "$rate_messages")
-	stop_mqd TERM
-	rm -rf "$data"
-	printf '%-10s %8s %8s %8s %8s %8s %8s %10s %10s\n' "$n" "$create" "$produce" "$fetch" "$sigterm" "$clean" "$killed" "$produce_rate" "$fetch_rate"
-	if [ -z "$ratios" ]; then
-		first=$n first_produce=$produce_rate first_fetch=$fetch_rate ratios=" "
-	else
-		ratios="$ratios$(echo "$n $first $produce_rate $first_produce $fetch_rate $first_fetch" |
-			awk '{printf "throughput at %s partitions vs %s: produce %.0f %%, fetch %.0f %%\n", $1, $2, 100 * $3 / $4, 100 * $5 / $6}')
-"
-	fi
+	eval "row_$n=\"$create $produce $fetch $sigterm $clean $killed\"" "produce_$n=" "fetch_$n="
 done
-printf '%s' "${ratios# }"
+
+run=1
+while [ "$run" -le "$rate_runs" ]; do
+	for n in $counts; do
+		data="$dir/rate-$n"
+		sock="$dir/mqd-$n.sock"
+		start_mqd
+		"$bin/mqctl" -b "unix://$sock" topic create -p "$n" rate >/dev/null
+		p=$(rate produce -t rate -n "$rate_messages")
+		f=$(rate consume -t rate --direct -n "$rate_messages")
+		stop_mqd TERM
+		rm -rf "$data"
+		eval "produce_$n=\"\$produce_$n $p\"" "fetch_$n=\"\$fetch_$n $f\""
+	done
+	run=$((run + 1))
+done
+
+printf '%-10s %8s %8s %8s %8s %8s %8s %10s %10s\n' partitions create produce fetch sigterm clean kill produce/s fetch/s
+for n in $counts; do
+	eval "row=\$row_$n runs_produce=\$produce_$n runs_fetch=\$fetch_$n"
+	# shellcheck disable=SC2086 # the runs are words
+	eval "med_produce_$n=$(median $runs_produce) med_fetch_$n=$(median $runs_fetch)"
+	eval "mp=\$med_produce_$n mf=\$med_fetch_$n"
+	# shellcheck disable=SC2086
+	printf '%-10s %8s %8s %8s %8s %8s %8s %10s %10s\n' "$n" $row "$mp" "$mf"
+done
+for n in $counts; do
+	eval "echo \"runs at $n partitions: produce/s\$produce_$n; fetch/s\$fetch_$n\""
+done
+first=
+for n in $counts; do
+	eval "mp=\$med_produce_$n mf=\$med_fetch_$n"
+	if [ -z "$first" ]; then
+		first=$n first_produce=$mp first_fetch=$mf
+		continue
+	fi
+	echo "$n $first $mp $first_produce $mf $first_fetch" |
+		awk '{printf "median throughput at %s partitions vs %s: produce %.0f %%, fetch %.0f %%\n", $1, $2, 100 * $3 / $4, 100 * $5 / $6}'
+done
