@@ -76,9 +76,10 @@ perf:
 # each of COUNTS (default "10 10000") partitions over TOPICS topics, a
 # fresh mqd's create, produce, SIGTERM, start after it and start after a
 # SIGKILL, in seconds, and the produce and fetch throughput of one topic of
-# that many partitions (the median of RATE_RUNS runs, default 3, the counts
-# taking turns), one row per count, then the throughput of each count as a
-# share of the first's (lib/bench/partitions.sh).
+# that many partitions, with the producer's own batches and with batches of
+# at most 64 KiB at both counts (the median of RATE_RUNS runs, default 3,
+# the counts taking turns), one row per count, then the throughput of each
+# count as a share of the first's (lib/bench/partitions.sh).
 perf-partitions:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mqd ./cmd/mqbench ./cmd/mqctl

@@ -13,12 +13,21 @@
 #   kill     start after a SIGKILL, until every partition answers
 # then the throughput of one topic of COUNT partitions on a fresh mqd, in
 # millions of messages a second:
-#   produce/s  RATE_MESSAGES messages without keys (mqbench produce)
-#   fetch/s    reading them back once (mqbench consume --direct)
+#   produce/s    RATE_MESSAGES messages without keys (mqbench produce)
+#   fetch/s      reading them back once (mqbench consume --direct)
+#   64k-prod/s, 64k-fetch/s
+#                the same with batches of at most 64 KiB (--batch-bytes)
 # RATE_RUNS times (default 3), the counts taking turns so that a slow spell
 # of the machine falls on all of them, and reports each count's median. It
 # prints one row per count, every run's rates, then each count's median
 # throughput as a share of the first count's.
+#
+# Why 64 KiB batches too: spread over 10,000 partitions, 10M messages of
+# 100 bytes are about 110 KB a partition, so the producer's batches are
+# about 64 KiB (its partitioner moves on after 64 KiB), while over 10
+# partitions they grow to 300 KB. The consumer pays per batch, so fetch/s
+# compares batch sizes as much as partition counts; the 64k columns
+# compare the counts alone.
 #
 #   usage: [COUNTS="10 10000"] [TOPICS=10] [MESSAGES=200000] [RATE_MESSAGES=10000000] [RATE_RUNS=3] lib/bench/partitions.sh BINDIR
 set -eu
@@ -125,44 +134,64 @@ for n in $counts; do
 	killed=$(since "$t0")
 	stop_mqd TERM
 	rm -rf "$data"
-	eval "row_$n=\"$create $produce $fetch $sigterm $clean $killed\"" "produce_$n=" "fetch_$n="
+	eval "row_$n=\"$create $produce $fetch $sigterm $clean $killed\"" "produce_$n=" "fetch_$n=" "b64k_produce_$n=" "b64k_fetch_$n="
 done
+
+# rates PREFIX [PRODUCE FLAGS...] produces RATE_MESSAGES to a new topic of
+# $n partitions on a fresh mqd, reads them back, and appends the two rates
+# to ${PREFIX}produce_$n and ${PREFIX}fetch_$n.
+rates() {
+	prefix=$1
+	shift
+	data="$dir/rate-$n"
+	sock="$dir/mqd-$n.sock"
+	start_mqd
+	"$bin/mqctl" -b "unix://$sock" topic create -p "$n" rate >/dev/null
+	p=$(rate produce -t rate -n "$rate_messages" "$@")
+	f=$(rate consume -t rate --direct -n "$rate_messages")
+	stop_mqd TERM
+	rm -rf "$data"
+	eval "${prefix}produce_$n=\"\$${prefix}produce_$n $p\"" "${prefix}fetch_$n=\"\$${prefix}fetch_$n $f\""
+}
 
 run=1
 while [ "$run" -le "$rate_runs" ]; do
 	for n in $counts; do
-		data="$dir/rate-$n"
-		sock="$dir/mqd-$n.sock"
-		start_mqd
-		"$bin/mqctl" -b "unix://$sock" topic create -p "$n" rate >/dev/null
-		p=$(rate produce -t rate -n "$rate_messages")
-		f=$(rate consume -t rate --direct -n "$rate_messages")
-		stop_mqd TERM
-		rm -rf "$data"
-		eval "produce_$n=\"\$produce_$n $p\"" "fetch_$n=\"\$fetch_$n $f\""
+		rates ""
+		rates b64k_ --batch-bytes 65536
 	done
 	run=$((run + 1))
 done
 
-printf '%-10s %8s %8s %8s %8s %8s %8s %10s %10s\n' partitions create produce fetch sigterm clean kill produce/s fetch/s
+# The medians of each count: mp, mf with the default batches; bp, bf with
+# 64 KiB ones.
+medians() {
+	for series in produce fetch b64k_produce b64k_fetch; do
+		eval "runs=\$${series}_$1"
+		# shellcheck disable=SC2086 # the runs are words
+		eval "med_$series=$(median $runs)"
+	done
+	# shellcheck disable=SC2154 # set by the eval above
+	mp=$med_produce mf=$med_fetch bp=$med_b64k_produce bf=$med_b64k_fetch
+}
+
+printf '%-10s %8s %8s %8s %8s %8s %8s %10s %10s %11s %11s\n' partitions create produce fetch sigterm clean kill produce/s fetch/s 64k-prod/s 64k-fetch/s
 for n in $counts; do
-	eval "row=\$row_$n runs_produce=\$produce_$n runs_fetch=\$fetch_$n"
-	# shellcheck disable=SC2086 # the runs are words
-	eval "med_produce_$n=$(median $runs_produce) med_fetch_$n=$(median $runs_fetch)"
-	eval "mp=\$med_produce_$n mf=\$med_fetch_$n"
-	# shellcheck disable=SC2086
-	printf '%-10s %8s %8s %8s %8s %8s %8s %10s %10s\n' "$n" $row "$mp" "$mf"
+	eval "row=\$row_$n"
+	medians "$n"
+	# shellcheck disable=SC2086 # the row is words
+	printf '%-10s %8s %8s %8s %8s %8s %8s %10s %10s %11s %11s\n' "$n" $row "$mp" "$mf" "$bp" "$bf"
 done
 for n in $counts; do
-	eval "echo \"runs at $n partitions: produce/s\$produce_$n; fetch/s\$fetch_$n\""
+	eval "echo \"runs at $n partitions: produce/s\$produce_$n; fetch/s\$fetch_$n; with 64 KiB batches, produce/s\$b64k_produce_$n; fetch/s\$b64k_fetch_$n\""
 done
 first=
 for n in $counts; do
-	eval "mp=\$med_produce_$n mf=\$med_fetch_$n"
+	medians "$n"
 	if [ -z "$first" ]; then
-		first=$n first_produce=$mp first_fetch=$mf
+		first=$n f_mp=$mp f_mf=$mf f_bp=$bp f_bf=$bf
 		continue
 	fi
-	echo "$n $first $mp $first_produce $mf $first_fetch" |
-		awk '{printf "median throughput at %s partitions vs %s: produce %.0f %%, fetch %.0f %%\n", $1, $2, 100 * $3 / $4, 100 * $5 / $6}'
+	echo "$n $first $mp $f_mp $mf $f_mf $bp $f_bp $bf $f_bf" |
+		awk '{printf "median throughput at %s partitions vs %s: produce %.0f %%, fetch %.0f %%; with 64 KiB batches at both, produce %.0f %%, fetch %.0f %%\n", $1, $2, 100 * $3 / $4, 100 * $5 / $6, 100 * $7 / $8, 100 * $9 / $10}'
 done
