@@ -40,6 +40,7 @@ var documentedMetrics = map[string]dto.MetricType{
 	"mq_partitions_offline":              dto.MetricType_GAUGE,
 	"mq_isr_shrinks_total":               dto.MetricType_COUNTER,
 	"mq_isr_expands_total":               dto.MetricType_COUNTER,
+	"mq_isr_proposals_unconfirmed_total": dto.MetricType_COUNTER,
 	"mq_controller_leader_id":            dto.MetricType_GAUGE,
 	"mq_raft_state":                      dto.MetricType_GAUGE,
 	"mq_controller_is_leader":            dto.MetricType_GAUGE,

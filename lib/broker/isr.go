@@ -89,9 +89,15 @@ func (b *Broker) propose(p *proposals, call func(context.Context), abandon func(
 // nothing was applied, unresolved (ISRProposalUnresolved) otherwise, and
 // left pending when the controller's image has moved past its epochs.
 func (b *Broker) proposeISRChanges(props *proposals) {
+	b.isr.rounds.Add(1)
 	self := b.cfg.Settings.NodeID
+	img := b.ctrl.Image()
+	eligible := func(r int32) bool {
+		br, ok := img.Brokers[r]
+		return ok && br.Alive()
+	}
 	for _, h := range b.data.leadShared() {
-		change, ok := h.ProposeISR()
+		change, ok := h.ProposeISR(eligible)
 		if !ok {
 			continue
 		}
@@ -102,6 +108,7 @@ func (b *Broker) proposeISRChanges(props *proposals) {
 				LeaderEpoch: change.LeaderEpoch, PartitionEpoch: change.PartitionEpoch, ISR: change.ISR,
 			})
 			if err != nil {
+				b.isr.unconfirmed.Add(1)
 				switch isrOutcome(err) {
 				case isrRefused:
 					h.ISRProposalRefused(change)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 )
 
@@ -85,6 +86,48 @@ func TestISROutcomeFromController(t *testing.T) {
 	}
 	if got := c.image().Topics["isr-outcome"].Partitions[0]; got.PartitionEpoch != p.PartitionEpoch {
 		t.Errorf("partition epoch %d after refusals, want %d", got.PartitionEpoch, p.PartitionEpoch)
+	}
+}
+
+// TestISRLoopLeavesOutBrokersShuttingDown checks that once a controlled
+// shutdown took a broker out of the ISRs, the leaders do not propose it
+// back while its last fetches still make it look caught up: the
+// controller would refuse each proposal, a Raft command every round for
+// every partition (10,000 partitions made thousands a second).
+func TestISRLoopLeavesOutBrokersShuttingDown(t *testing.T) {
+	c := startCluster(t, 3, func(s *config.Broker) {
+		s.ReplicaLagTime = 30 * time.Second // the stopped follower looks caught up throughout
+	})
+	createReplicated(t, c, "down", 12)
+	c.stop(2)
+	c.waitImage("node 3 out of every ISR", func(img *controller.Image) bool {
+		for _, p := range img.Topics["down"].Partitions {
+			if p.Leader < 0 || slices.Contains(p.ISR, 3) {
+				return false
+			}
+		}
+		return true
+	})
+	// rounds waits until nodes 1 and 2 have each run n more ISR rounds
+	// and returns how many proposals were not confirmed.
+	var from [2]uint64
+	rounds := func(n uint64) uint64 {
+		for i := range from {
+			from[i] = c.daemon(i).broker.isr.rounds.Load()
+		}
+		eventually(t, 30*time.Second, "ISR rounds", func() bool {
+			for i := range from {
+				if c.daemon(i).broker.isr.rounds.Load() < from[i]+n {
+					return false
+				}
+			}
+			return true
+		})
+		return c.daemon(0).broker.isr.unconfirmed.Load() + c.daemon(1).broker.isr.unconfirmed.Load()
+	}
+	before := rounds(2) // proposals in flight at the shutdown have ended
+	if after := rounds(4); after != before {
+		t.Errorf("%d ISR proposals unconfirmed in 4 rounds after node 3 shut down, want none", after-before)
 	}
 }
 

@@ -67,9 +67,10 @@ func (t *trafficCounters) snapshot() []metrics.TopicTraffic {
 	return out
 }
 
-// isrCounters count the ISR changes this node made as a leader.
+// isrCounters count the ISR changes this node made as a leader, those it
+// proposed that were not confirmed, and the ISR loop's rounds (for tests).
 type isrCounters struct {
-	shrinks, expands atomic.Uint64
+	shrinks, expands, unconfirmed, rounds atomic.Uint64
 }
 
 // count records an accepted ISR change from before to after.
@@ -102,9 +103,10 @@ func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 // metricsSnapshot is the Broker's part of a Snapshot.
 func (b *Broker) metricsSnapshot(partitionSeries bool) metrics.Snapshot {
 	s := metrics.Snapshot{
-		Topics:     b.data.traffic.snapshot(),
-		ISRShrinks: b.isr.shrinks.Load(),
-		ISRExpands: b.isr.expands.Load(),
+		Topics:         b.data.traffic.snapshot(),
+		ISRShrinks:     b.isr.shrinks.Load(),
+		ISRExpands:     b.isr.expands.Load(),
+		ISRUnconfirmed: b.isr.unconfirmed.Load(),
 	}
 	for _, h := range b.data.all() {
 		st := h.State()

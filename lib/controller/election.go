@@ -337,7 +337,7 @@ func applyUnfenceBroker(img *Image, id int32, epoch int64, unclean uncleanRule, 
 	}
 	b.Fenced = false
 	setBroker(img, b)
-	if b.alive() {
+	if b.Alive() {
 		updatePartitions(img, func(t *Topic, p Partition) (partitionChange, bool) {
 			return electOffline(t, p, b.ID, unclean, res)
 		})

@@ -353,7 +353,7 @@ func placementOrder(img *Image) []int32 {
 	withRacks := true
 	for _, id := range sortedKeys(img.Brokers) {
 		b := img.Brokers[id]
-		if !b.alive() {
+		if !b.Alive() {
 			continue
 		}
 		alive = append(alive, id)

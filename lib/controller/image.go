@@ -94,8 +94,8 @@ type Broker struct {
 	InControlledShutdown bool
 }
 
-// alive reports whether the broker may lead, join an ISR or get replicas.
-func (b Broker) alive() bool { return !b.Fenced && !b.InControlledShutdown }
+// Alive reports whether the broker may lead, join an ISR or get replicas.
+func (b Broker) Alive() bool { return !b.Fenced && !b.InControlledShutdown }
 
 // OfflinePartitions counts the partitions without a live leader: none,
 // or one that is fenced or not registered. (A leader in controlled
@@ -115,7 +115,7 @@ func (img *Image) OfflinePartitions() int {
 // brokerAlive reports whether broker id is registered and alive in img.
 func (img *Image) brokerAlive(id int32) bool {
 	b, ok := img.Brokers[id]
-	return ok && b.alive()
+	return ok && b.Alive()
 }
 
 // TopicID is a topic's unique ID (Kafka's topic UUID). Never all zero.

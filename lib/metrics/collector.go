@@ -16,7 +16,7 @@ type stateCollector struct {
 
 	highWatermark, logEndOffset, logStartOffset, sizeBytes, leader *prometheus.Desc
 
-	underReplicated, offline, isrShrinks, isrExpands *prometheus.Desc
+	underReplicated, offline, isrShrinks, isrExpands, isrUnconfirmed *prometheus.Desc
 
 	controllerLeaderID, raftState, controllerIsLeader *prometheus.Desc
 
@@ -53,6 +53,7 @@ func newStateCollector(source Source, partitionSeries bool) *stateCollector {
 		offline:         d("mq_partitions_offline", "Partitions without a live leader; counted by the controller's Raft leader only, 0 elsewhere.", nil, nil),
 		isrShrinks:      d("mq_isr_shrinks_total", "ISR changes this node made as leader that removed replicas.", nil, nil),
 		isrExpands:      d("mq_isr_expands_total", "ISR changes this node made as leader that added replicas.", nil, nil),
+		isrUnconfirmed:  d("mq_isr_proposals_unconfirmed_total", "ISR changes this node proposed as leader that the controller refused or did not answer.", nil, nil),
 
 		controllerLeaderID: d("mq_controller_leader_id", "Node id of the controller quorum's Raft leader, -1 when none is known.", nil, nil),
 		raftState:          d("mq_raft_state", "1 for this node's current Raft state, 0 for the others.", []string{"state"}, nil),
@@ -120,6 +121,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.offline, float64(s.Offline))
 	counter(c.isrShrinks, s.ISRShrinks)
 	counter(c.isrExpands, s.ISRExpands)
+	counter(c.isrUnconfirmed, s.ISRUnconfirmed)
 
 	gauge(c.controllerLeaderID, float64(s.ControllerLeaderID))
 	for _, st := range RaftStates {

@@ -33,7 +33,7 @@ var fixed = Snapshot{
 		{Topic: "t", Partition: 0, HighWatermark: 7, LogEndOffset: 9, LogStartOffset: 2, SizeBytes: 4096, Leader: true},
 		{Topic: "t", Partition: 1, HighWatermark: 3, LogEndOffset: 3, LogStartOffset: 0, SizeBytes: 10, Leader: false},
 	},
-	UnderReplicated: 1, Offline: 2, ISRShrinks: 3, ISRExpands: 4,
+	UnderReplicated: 1, Offline: 2, ISRShrinks: 3, ISRExpands: 4, ISRUnconfirmed: 5,
 	ControllerLeaderID: 2, RaftState: "follower",
 	Groups: []Group{
 		{Group: "g", State: "Stable", Lag: []GroupLag{
@@ -101,6 +101,7 @@ func TestCollectorShowsTheSnapshot(t *testing.T) {
 		"mq_partitions_offline{}":                            2,
 		"mq_isr_shrinks_total{}":                             3,
 		"mq_isr_expands_total{}":                             4,
+		"mq_isr_proposals_unconfirmed_total{}":               5,
 		"mq_controller_leader_id{}":                          2,
 		"mq_controller_is_leader{}":                          0,
 		"mq_raft_state{state=follower}":                      1,

@@ -17,8 +17,9 @@ type Snapshot struct {
 	// them (others report 0), so a sum over the cluster counts each once.
 	Offline int
 	// ISRShrinks and ISRExpands count the ISR changes this node made, as
-	// a leader, since it started.
-	ISRShrinks, ISRExpands uint64
+	// a leader, since it started; ISRUnconfirmed the ISR changes it
+	// proposed that the controller refused or did not answer.
+	ISRShrinks, ISRExpands, ISRUnconfirmed uint64
 
 	// ControllerLeaderID is the node id of the Raft leader, -1 when none is known.
 	ControllerLeaderID int32

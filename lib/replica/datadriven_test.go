@@ -343,7 +343,7 @@ func (c *cluster) run(line string) string {
 		c.clock.Advance(d)
 		out("ok")
 	case "propose-isr":
-		ch, ok := a.node().p.ProposeISR()
+		ch, ok := a.node().p.ProposeISR(nil)
 		if !ok {
 			out("none")
 			break

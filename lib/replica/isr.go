@@ -52,7 +52,16 @@ func (q *pendingISR) is(c ISRChange) bool {
 // newer partition epoch, ISRProposalRefused or ISRProposalUnresolved ends
 // it. It reports false on a follower, while a change is pending, and when
 // the ISR is as it should be.
-func (p *Partition) ProposeISR() (ISRChange, bool) {
+//
+// A caught-up follower joins only where eligible says its broker may be
+// in an ISR (nil: every broker may): the controller refuses a fenced
+// broker or one shutting down, and a follower that stopped fetching at
+// the log end of an idle partition looks caught up for
+// replica.lag.time.max.ms, so without the check the leader would propose
+// it every round, each proposal a Raft command refused (KIP-841 has
+// Kafka's leaders check the same). Unresolved followers are proposed
+// whatever their broker's state: the refusal is what settles them.
+func (p *Partition) ProposeISR(eligible func(replica int32) bool) (ISRChange, bool) {
 	p.stateMu.RLock()
 	defer p.stateMu.RUnlock()
 	if p.role != Leader {
@@ -81,7 +90,7 @@ func (p *Partition) ProposeISR() (ISRChange, bool) {
 			return true
 		}
 		f := p.followers[r]
-		return f != nil && f.fetchOffset >= 0 &&
+		return f != nil && (eligible == nil || eligible(r)) && f.fetchOffset >= 0 &&
 			f.fetchOffset >= p.highWatermark && f.fetchOffset >= p.epochStart &&
 			now.Sub(f.lastCaughtUp) <= p.cfg.ReplicaLagTime
 	}

@@ -227,27 +227,27 @@ func TestReplicaLagBookkeeping(t *testing.T) {
 	clock.Advance(5 * time.Second)
 	p.RecordFollowerFetch(2, 5) // caught up
 	p.RecordFollowerFetch(3, 0) // far behind, outside the ISR
-	if c, ok := p.ProposeISR(); ok {
+	if c, ok := p.ProposeISR(nil); ok {
 		t.Fatalf("proposed %+v, want nothing", c)
 	}
 	clock.Advance(11 * time.Second)
-	c, ok := p.ProposeISR()
+	c, ok := p.ProposeISR(nil)
 	if !ok || !slices.Equal(c.ISR, []int32{1}) {
 		t.Fatalf("after 11s without a fetch: proposed %+v %v, want ISR [1]", c, ok)
 	}
-	if _, ok := p.ProposeISR(); ok {
+	if _, ok := p.ProposeISR(nil); ok {
 		t.Fatal("proposed again while a proposal is pending")
 	}
 	p.ISRProposalRefused(c)
 	p.RecordFollowerFetch(2, 5)
-	if c, ok := p.ProposeISR(); ok {
+	if c, ok := p.ProposeISR(nil); ok {
 		t.Fatalf("after a caught-up fetch: proposed %+v, want nothing", c)
 	}
 	if hw := p.HighWatermark(); hw != 5 {
 		t.Fatalf("high-water mark %d, want 5", hw)
 	}
 	p.RecordFollowerFetch(3, 5)
-	if c, ok := p.ProposeISR(); !ok || !slices.Equal(c.ISR, []int32{1, 2, 3}) {
+	if c, ok := p.ProposeISR(nil); !ok || !slices.Equal(c.ISR, []int32{1, 2, 3}) {
 		t.Fatalf("proposed %+v %v, want ISR [1 2 3]", c, ok)
 	}
 	if got := p.FollowerOffset(3); got != 5 {
@@ -255,8 +255,32 @@ func TestReplicaLagBookkeeping(t *testing.T) {
 	}
 	// A follower proposes nothing.
 	mustBecome(t, p, 1, 2, []int32{1, 2, 3}, []int32{2})
-	if c, ok := p.ProposeISR(); ok {
+	if c, ok := p.ProposeISR(nil); ok {
 		t.Fatalf("follower proposed %+v", c)
+	}
+}
+
+// TestProposeISRAddsOnlyEligibleFollowers checks that a caught-up
+// follower whose broker may not join an ISR (fenced, shutting down) is
+// not proposed, while an unresolved one still is: its refusal settles it.
+func TestProposeISRAddsOnlyEligibleFollowers(t *testing.T) {
+	p, _ := newPartition(t, Config{ReplicaLagTime: 10 * time.Second})
+	mustBecome(t, p, 0, self, []int32{1, 2, 3}, []int32{1})
+	if _, err := p.Append(batch(t, 5), 1); err != nil {
+		t.Fatal(err)
+	}
+	p.RecordFollowerFetch(2, 5)
+	p.RecordFollowerFetch(3, 5)
+	not3 := func(r int32) bool { return r != 3 }
+	c, ok := p.ProposeISR(not3)
+	if !ok || !slices.Equal(c.ISR, []int32{1, 2}) {
+		t.Fatalf("proposed %+v %v, want ISR [1 2]: broker 3 may not join", c, ok)
+	}
+	// Unresolved, 2 is proposed again even when its broker may not join.
+	p.ISRProposalUnresolved(c)
+	none := func(int32) bool { return false }
+	if c, ok := p.ProposeISR(none); !ok || !slices.Equal(c.ISR, []int32{1, 2}) {
+		t.Fatalf("with 2 unresolved: proposed %+v %v, want ISR [1 2]", c, ok)
 	}
 }
 
