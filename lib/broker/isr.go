@@ -10,8 +10,12 @@ import (
 )
 
 // maxISRProposals bounds the AlterPartition proposals in flight at once:
-// when a follower dies, every partition it followed shrinks together.
-const maxISRProposals = 16
+// when a follower dies, every partition it followed shrinks together, and
+// when it comes back every one grows again. Each is a Raft command, and
+// Raft commits those waiting together: in a 3-node cluster with 10,000
+// partitions each leader confirmed about 200 changes a second with 16 in
+// flight, 500 to 1,100 with 128.
+const maxISRProposals = 128
 
 // isrCheckInterval is how often the leaders check their followers: often
 // enough that a follower caught up rejoins the ISR promptly, and at most
