@@ -26,7 +26,7 @@
 //	r, info, err := p.Read(offset, maxBytes, replicaID) // a follower's fetch records its offset
 //	defer r.Release()
 //	<-p.Changed()                                // fetch long-poll: closed at the next HW or log end advance
-//	change, ok := p.ProposeISR(nil)                 // the ISR loop: send AlterPartition when ok
+//	change, ok := p.ProposeISR(eligible)         // the ISR loop: send AlterPartition when ok (eligible: the broker may join)
 //	p.ISRProposalRefused(change)                 // refused, provably nothing applied
 //	p.ISRProposalUnresolved(change)              // timeout, broken connection: maybe applied
 //
