@@ -95,11 +95,7 @@ func (b *Broker) propose(p *proposals, call func(context.Context), abandon func(
 func (b *Broker) proposeISRChanges(props *proposals) {
 	b.isr.rounds.Add(1)
 	self := b.cfg.Settings.NodeID
-	img := b.ctrl.Image()
-	eligible := func(r int32) bool {
-		br, ok := img.Brokers[r]
-		return ok && br.Alive()
-	}
+	eligible := b.ctrl.Image().BrokerAlive
 	for _, h := range b.data.leadShared() {
 		change, ok := h.ProposeISR(eligible)
 		if !ok {

@@ -126,7 +126,7 @@ func bumped(epoch int32) int32 {
 // img, is not except, and passes keep; -1 if none.
 func firstAlive(img *Image, candidates []int32, except int32, keep func(int32) bool) int32 {
 	for _, r := range candidates {
-		if r != except && img.brokerAlive(r) && (keep == nil || keep(r)) {
+		if r != except && img.BrokerAlive(r) && (keep == nil || keep(r)) {
 			return r
 		}
 	}
@@ -337,7 +337,7 @@ func applyUnfenceBroker(img *Image, id int32, epoch int64, unclean uncleanRule, 
 	}
 	b.Fenced = false
 	setBroker(img, b)
-	if b.Alive() {
+	if b.alive() {
 		updatePartitions(img, func(t *Topic, p Partition) (partitionChange, bool) {
 			return electOffline(t, p, b.ID, unclean, res)
 		})
@@ -443,7 +443,7 @@ func applyAlterPartitionV2(img *Image, c *alterPartitionV2, res *applyResult) er
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	for _, r := range c.ISR {
-		if !slices.Contains(p.ISR, r) && !img.brokerAlive(r) {
+		if !slices.Contains(p.ISR, r) && !img.BrokerAlive(r) {
 			return fmt.Errorf("%w: %s: broker %d is fenced, shutting down or not registered", ErrIneligibleReplica, where, r)
 		}
 	}
@@ -488,7 +488,7 @@ func applyElectLeadersV2(img *Image, c *electLeadersV2, res *applyResult) error 
 	}
 	return applyElectLeaders(img, c.Type, c.Partitions, func(t *Topic, p Partition) (uncleanElection, bool) {
 		l, ok := named[TopicPartition{t.Name, p.ID}]
-		if !ok || !slices.Contains(p.Replicas, l.Leader) || !img.brokerAlive(l.Leader) || (c.Configured && !uncleanAllowed(img, t, c.Default)) {
+		if !ok || !slices.Contains(p.Replicas, l.Leader) || !img.BrokerAlive(l.Leader) || (c.Configured && !uncleanAllowed(img, t, c.Default)) {
 			return uncleanElection{}, false
 		}
 		return uncleanElection{
@@ -555,7 +555,7 @@ func elect(img *Image, t *Topic, p Partition, typ ElectionType, pick uncleanPick
 		switch {
 		case p.Leader == preferred:
 			return partitionChange{}, ErrElectionNotNeeded
-		case !img.brokerAlive(preferred) || !slices.Contains(p.ISR, preferred):
+		case !img.BrokerAlive(preferred) || !slices.Contains(p.ISR, preferred):
 			return partitionChange{}, ErrPreferredLeaderNotAvailable
 		}
 		return partitionChange{leader: preferred, isr: p.ISR}, nil

@@ -286,7 +286,7 @@ func applyCreateTopic(img *Image, c *createTopicV1) error {
 // led by the first of them; the replicas are checked by checkAssignments
 // or placed by assignReplicas, so at least one is alive.
 func newPartition(img *Image, id int32, replicas []int32) Partition {
-	isr := slices.DeleteFunc(slices.Clone(replicas), func(r int32) bool { return !img.brokerAlive(r) })
+	isr := slices.DeleteFunc(slices.Clone(replicas), func(r int32) bool { return !img.BrokerAlive(r) })
 	return Partition{
 		ID:       id,
 		Replicas: slices.Clone(replicas),
@@ -310,7 +310,7 @@ func checkAssignments(img *Image, assignments [][]int32) error {
 				return fmt.Errorf("%w: broker %d is not registered", ErrInvalidReplicaAssignment, r)
 			}
 		}
-		if !slices.ContainsFunc(replicas, img.brokerAlive) {
+		if !slices.ContainsFunc(replicas, img.BrokerAlive) {
 			return fmt.Errorf("%w: partition %d: brokers %v are all fenced or shutting down", ErrInvalidReplicaAssignment, i, replicas)
 		}
 	}
@@ -353,7 +353,7 @@ func placementOrder(img *Image) []int32 {
 	withRacks := true
 	for _, id := range sortedKeys(img.Brokers) {
 		b := img.Brokers[id]
-		if !b.Alive() {
+		if !b.alive() {
 			continue
 		}
 		alive = append(alive, id)

@@ -94,8 +94,8 @@ type Broker struct {
 	InControlledShutdown bool
 }
 
-// Alive reports whether the broker may lead, join an ISR or get replicas.
-func (b Broker) Alive() bool { return !b.Fenced && !b.InControlledShutdown }
+// alive reports whether the broker may lead, join an ISR or get replicas.
+func (b Broker) alive() bool { return !b.Fenced && !b.InControlledShutdown }
 
 // OfflinePartitions counts the partitions without a live leader: none,
 // or one that is fenced or not registered. (A leader in controlled
@@ -112,10 +112,10 @@ func (img *Image) OfflinePartitions() int {
 	return n
 }
 
-// brokerAlive reports whether broker id is registered and alive in img.
-func (img *Image) brokerAlive(id int32) bool {
+// BrokerAlive reports whether broker id is registered and alive in img.
+func (img *Image) BrokerAlive(id int32) bool {
 	b, ok := img.Brokers[id]
-	return ok && b.Alive()
+	return ok && b.alive()
 }
 
 // TopicID is a topic's unique ID (Kafka's topic UUID). Never all zero.

@@ -261,7 +261,7 @@ func (c *Controller) rebalanceLeaders() {
 	for _, t := range sortedTopics(img) {
 		for _, p := range t.Partitions {
 			preferred := p.Replicas[0]
-			if p.Leader != preferred && img.brokerAlive(preferred) && slices.Contains(p.ISR, preferred) {
+			if p.Leader != preferred && img.BrokerAlive(preferred) && slices.Contains(p.ISR, preferred) {
 				wanted = append(wanted, topicPartitionV1{Topic: t.Name, Partition: p.ID})
 			}
 		}

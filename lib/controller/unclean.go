@@ -16,7 +16,7 @@ import (
 func chooseUnclean(img *Image, p Partition, position func(id int32) (ReplicaPosition, bool), waiting func(id int32) bool) (leader int32, pos ReplicaPosition, ok bool) {
 	leader = -1
 	for _, r := range p.Replicas {
-		if !img.brokerAlive(r) {
+		if !img.BrokerAlive(r) {
 			continue
 		}
 		rp, reported := position(r)
