@@ -195,7 +195,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 		d.metrics = metrics.New(metrics.Config{
 			Source:          d,
 			PartitionSeries: s.MetricsPartitionSeries,
-			APINames:        map[int16]string{kafkaext.SkipDamagedKey: "SkipDamaged"},
+			APINames:        map[int16]string{kafkaext.SkipDamagedKey: "SkipDamaged", kafkaext.RefetchKey: "Refetch"},
 		})
 		bcfg.LogFS = log.TimedFS(log.OSFS, d.metrics.ObserveFsync)
 		scfg.Observer = d.metrics

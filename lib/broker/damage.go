@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -16,6 +17,7 @@ import (
 func (b *Broker) extensionAPIs() map[int16]api {
 	return map[int16]api{
 		kafkaext.SkipDamagedKey: {0, 0, b.handleSkipDamaged},
+		kafkaext.RefetchKey:     {0, 0, b.handleRefetch},
 	}
 }
 
@@ -78,6 +80,36 @@ func (b *Broker) skipDamaged(t *controller.Topic, partition int32, offset int64)
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// handleRefetch answers followers of partitions this node leads that
+// found damage in their logs and ask leave to cut them before it
+// (replica.Partition.GrantRefetch).
+func (b *Broker) handleRefetch(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
+	r := req.Body.(*kafkaext.RefetchRequest)
+	resp := &kafkaext.RefetchResponse{Version: req.Version, Partitions: []kafkaext.RefetchPartitionResponse{}}
+	img := b.ctrl.Image()
+	for _, rp := range r.Partitions {
+		pr := kafkaext.RefetchPartitionResponse{Topic: rp.Topic, Partition: rp.Partition}
+		var err error
+		if t := img.Topics[rp.Topic]; t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
+			err = errUnknownPartition
+		} else if h := b.data.hostedReplica(t, rp.Partition); h == nil {
+			err = errNotHostedOrLeader
+		} else if pr.Granted, err = h.GrantRefetch(r.ReplicaID, rp.LeaderEpoch, rp.Offset); err == nil {
+			level := slog.LevelDebug // refused: asked again until granted
+			if pr.Granted {
+				level = slog.LevelInfo
+			}
+			b.log.Log(ctx, level, "follower with a damaged log asks to cut it", "partition", h.String(),
+				"follower", r.ReplicaID, "offset", rp.Offset, "granted", pr.Granted)
+		}
+		if pr.ErrorCode = fetchError(err); err != nil {
+			pr.ErrorMessage = err.Error()
+		}
+		resp.Partitions = append(resp.Partitions, pr)
+	}
+	return reply(resp)
 }
 
 // damagedRange is a log.Damage as mq's tools see it.

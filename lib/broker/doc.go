@@ -11,7 +11,7 @@
 // InitProducerId), admin.go and configs.go (topics, configs,
 // DeleteRecords), groups*.go (the group APIs onto lib/group), logdirs.go
 // (DescribeLogDirs), fetchsession.go (the leader's KIP-227 fetch sessions
-// for followers), damage.go (mq's SkipDamaged, lib/kafkaext). hints.go holds the KIP-951 current-leader
+// for followers), damage.go (mq's SkipDamaged and Refetch, lib/kafkaext). hints.go holds the KIP-951 current-leader
 // hints that Produce and Fetch add to NOT_LEADER_OR_FOLLOWER and
 // FENCED_LEADER_EPOCH answers. errors.go is the one place where internal
 // errors become Kafka codes: one table per internal error domain (the

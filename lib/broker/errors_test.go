@@ -97,7 +97,6 @@ var internalErrors = map[string]error{
 	"replica.ErrNotEnoughReplicasAfterAppend":   replica.ErrNotEnoughReplicasAfterAppend,
 	"replica.ErrNotFollower":                    replica.ErrNotFollower,
 	"replica.ErrTruncationNeeded":               replica.ErrTruncationNeeded,
-	"replica.ErrDamagedInISR":                   replica.ErrDamagedInISR,
 	"replica.ErrLeaderLostRecords":              replica.ErrLeaderLostRecords,
 }
 
@@ -118,7 +117,6 @@ var uncoded = map[string]string{
 	"controller.ErrVotersMismatch":         "a configuration conflict at start-up; mqd exits",
 	"replica.ErrNotFollower":               "the replica fetcher's own calls; no client request sees it",
 	"replica.ErrTruncationNeeded":          "the replica fetcher's own sequencing; no client request sees it",
-	"replica.ErrDamagedInISR":              "the replica fetcher's own sequencing; no client request sees it",
 	"replica.ErrLeaderLostRecords":         "the replica fetcher's own refusal to cut its log; no client request sees it",
 }
 

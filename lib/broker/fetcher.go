@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/replica"
 )
@@ -356,7 +357,10 @@ func (f *fetcher) requestTimeout() time.Duration {
 // fetchOnce truncates the partitions that need it, then fetches all of the
 // others once. An error means the connection is unusable.
 func (f *fetcher) fetchOnce(ctx context.Context, conn *peerConn, rounds []round, logger *slog.Logger) error {
-	rounds, cut := f.refetchDamaged(rounds, logger)
+	rounds, cut, err := f.refetchDamaged(ctx, conn, rounds, logger)
+	if err != nil {
+		return err
+	}
 	if cut || len(rounds) == 0 {
 		return nil // positions changed, or nothing to fetch: read them again
 	}
@@ -378,35 +382,75 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peerConn, rounds []round,
 	return f.fetch(ctx, conn, fetchable, logger)
 }
 
-// refetchDamaged cuts each partition's log before its damage, if any
-// (replica.Partition.RefetchDamaged). It returns the rounds to go on
-// with and whether one was cut (positions changed). A damaged partition
-// whose replica is still in the ISR is left out, and retried after a
-// backoff: not fetching, it leaves the ISR.
-func (f *fetcher) refetchDamaged(rounds []round, logger *slog.Logger) ([]round, bool) {
-	cut := false
+// refetchDamaged repairs the partitions whose logs have a damaged range
+// (replica.Partition.Damage): it asks the leader for leave to cut each
+// log before its damage (kafkaext's Refetch, replica.GrantRefetch), and
+// cuts where it was given (replica.Partition.RefetchDamaged); the fetch
+// then gets the range again. Where the leader refuses (this replica is in
+// its ISR, or being added), the partition is left out and asked about
+// again after a backoff: meanwhile the leader takes it out of the ISR. It
+// returns the rounds to go on with and whether a log was cut (positions
+// changed); an error means the connection is unusable.
+func (f *fetcher) refetchDamaged(ctx context.Context, conn *peerConn, rounds []round, logger *slog.Logger) ([]round, bool, error) {
+	var damaged []round
+	var damage []log.Damage
 	out := rounds[:0:0]
 	for _, r := range rounds {
-		before := r.fp.h.Log().EndOffset()
-		d, ok, err := r.fp.h.RefetchDamaged(r.pos.LeaderEpoch)
+		if d, ok := r.fp.h.Damage(); ok {
+			damaged = append(damaged, r)
+			damage = append(damage, d)
+		} else {
+			out = append(out, r)
+		}
+	}
+	if len(damaged) == 0 {
+		return rounds, false, nil
+	}
+	req := &kafkaext.RefetchRequest{ReplicaID: f.b.cfg.Settings.NodeID}
+	for i, r := range damaged {
+		req.Partitions = append(req.Partitions, kafkaext.RefetchPartition{
+			Topic: r.tp.topic, Partition: r.tp.partition, LeaderEpoch: r.pos.LeaderEpoch, Offset: damage[i].From,
+		})
+	}
+	raw, err := conn.do(ctx, req, f.requestTimeout())
+	if err != nil {
+		return nil, false, err
+	}
+	answers := map[topicPartition]kafkaext.RefetchPartitionResponse{}
+	for _, p := range raw.(*kafkaext.RefetchResponse).Partitions {
+		answers[topicPartition{p.Topic, p.Partition}] = p
+	}
+	cut := false
+	for i, r := range damaged {
+		d := damage[i]
+		a, ok := answers[r.tp]
 		switch {
-		case errors.Is(err, replica.ErrDamagedInISR):
+		case !ok || a.ErrorCode != 0:
+			logger.Debug("leader refused Refetch", "partition", r.fp.h.String(), "err", kerr.ErrorForCode(a.ErrorCode))
+			f.refuse(r)
+			continue
+		case !a.Granted:
 			if r.fp.refusals == 0 {
-				logger.Warn("damaged range found: not fetching until out of the ISR, then fetching it again",
+				logger.Warn("damaged range found: not fetching until the leader has this replica out of the ISR, then fetching it again",
 					"partition", r.fp.h.String(), "damage", d.String())
 			}
 			f.refuse(r)
 			continue
+		}
+		before := r.fp.h.Log().EndOffset()
+		switch did, err := r.fp.h.RefetchDamaged(r.pos.LeaderEpoch, d.From); {
 		case err != nil:
 			logger.Warn("cut before damaged range", "partition", r.fp.h.String(), "damage", d.String(), "err", err)
-		case ok:
+			f.refuse(r)
+			continue
+		case did:
 			cut = true
 			logger.Warn("damaged range cut off: fetching it again from the leader", "partition", r.fp.h.String(),
 				"from", before, "to", d.From, "damage", d.String())
 		}
 		out = append(out, r)
 	}
-	return out, cut
+	return out, cut, nil
 }
 
 // truncate asks the leader for the end offset of each partition's last

@@ -41,6 +41,11 @@
 // broker that got one anyway would close the connection: nothing is done
 // by mistake.
 //
+// The requests, by key:
+//
+//	16384 SkipDamaged  an operator gives damaged ranges up (mqctl records skip-damaged)
+//	16385 Refetch      a follower asks its leader for leave to cut its log before a damaged range
+//
 // # Dead-letter headers
 //
 // The names of the headers on a dead-lettered record (DLQTopic, DLQError,

@@ -3,7 +3,6 @@ package replica
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/record"
@@ -119,40 +118,44 @@ func (p *Partition) TruncateFromLeader(leaderEpoch int32, endOffset int64, epoch
 	return p.afterLogChange(done, nil)
 }
 
-// RefetchDamaged cuts a follower's log before its first damaged range
-// that was not skipped (see log.Damage), so that its fetcher fetches that
-// range, and everything after it, from the leader again: damage on one
-// replica is repaired from the leader's copy instead of staying withheld,
-// and a follower's bytes below the high-water mark become the leader's
-// again. It returns the range it cut before and true, or false when the
-// log has no such range. leaderEpoch is the epoch the fetcher follows in.
+// Damage returns the log's first damaged range that was not skipped (see
+// log.Damage): a follower repairs it from its leader (RefetchDamaged).
+func (p *Partition) Damage() (log.Damage, bool) {
+	for _, d := range p.log.Damaged() {
+		if !d.Skipped { // a skipped one was given up by an operator: a gap the leader has too
+			return d, true
+		}
+	}
+	return log.Damage{}, false
+}
+
+// RefetchDamaged cuts a follower's log at offset, where a damaged range
+// starts (Damage), so that its fetcher fetches that range, and everything
+// after it, from the leader again: damage on one replica is repaired from
+// the leader's copy instead of staying withheld, and a follower's bytes
+// below the high-water mark become the leader's again. It reports whether
+// it cut anything. leaderEpoch is the epoch the fetcher follows in.
 //
-// An ISR member must have every record below the high-water mark: one
-// that cut them could be elected and lose them. So while this replica is
-// in the (committed) ISR, it cuts nothing and returns ErrDamagedInISR:
-// the fetcher stops fetching the partition, the leader drops it from the
-// ISR after replica.lag.time.max.ms, and then it cuts and fetches again,
-// rejoining once it has caught up. Other errors as for
-// TruncateFromLeader.
-func (p *Partition) RefetchDamaged(leaderEpoch int32) (log.Damage, bool, error) {
+// An ISR member must hold every record below the high-water mark: one
+// that cut them could be elected and lose them. Only the leader knows
+// whether this replica is in the ISR or about to be (it adds followers;
+// this replica's image may not show it yet), so the cut must have its
+// leave first: GrantRefetch of offset, asked in leaderEpoch, which also
+// keeps this replica out of the ISR until it fetches at or below offset.
+// Errors as for TruncateFromLeader.
+func (p *Partition) RefetchDamaged(leaderEpoch int32, offset int64) (bool, error) {
 	p.stateMu.RLock()
 	defer p.stateMu.RUnlock()
 	if err := p.checkFollowerLocked(leaderEpoch); err != nil {
-		return log.Damage{}, false, err
+		return false, err
 	}
-	for _, d := range p.log.Damaged() {
-		if d.Skipped {
-			continue // given up by an operator: a gap the leader has too
-		}
-		if slices.Contains(p.isr, p.cfg.NodeID) {
-			return d, false, ErrDamagedInISR
-		}
-		if err := p.log.TruncateTo(d.From); err != nil {
-			return d, false, p.afterLogChange(false, fmt.Errorf("replica: truncate before the damage at %d: %w", d.From, err))
-		}
-		return d, true, p.afterLogChange(false, nil)
+	if offset >= p.log.EndOffset() {
+		return false, nil
 	}
-	return log.Damage{}, false, nil
+	if err := p.log.TruncateTo(offset); err != nil {
+		return false, p.afterLogChange(false, fmt.Errorf("replica: truncate before the damage at %d: %w", offset, err))
+	}
+	return true, p.afterLogChange(false, nil)
 }
 
 // afterLogChange brings the offsets in line with the log after a follower

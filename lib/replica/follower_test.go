@@ -300,30 +300,34 @@ func damagedLog(t *testing.T) *log.Log {
 	return l
 }
 
-// TestRefetchDamagedWaitsToLeaveTheISR: a follower whose log has a
-// damaged range cuts nothing while it is in the ISR (it could be elected
-// and lose what it cut), and once out of it cuts before the damage, so
-// that it fetches the range again.
-func TestRefetchDamagedWaitsToLeaveTheISR(t *testing.T) {
+// TestRefetchDamagedCutsAtTheDamage: a follower whose log has a damaged
+// range finds it (Damage) and, with its leader's leave (GrantRefetch),
+// cuts its log there, so that it fetches the range again; only as a
+// follower in the epoch it asked in.
+func TestRefetchDamagedCutsAtTheDamage(t *testing.T) {
 	l := damagedLog(t)
 	p := New(Config{Topic: "t", NodeID: self}, l)
 	t.Cleanup(func() { p.Close() })
-	if _, _, err := p.RefetchDamaged(3); !errors.Is(err, ErrNotFollower) {
+	d, ok := p.Damage()
+	if !ok || d.From != 2 {
+		t.Fatalf("Damage: %v %v, want a range from offset 2", d, ok)
+	}
+	if _, err := p.RefetchDamaged(3, d.From); !errors.Is(err, ErrNotFollower) {
 		t.Fatalf("before it follows: %v, want ErrNotFollower", err)
 	}
-	if err := p.Become(PartitionState{Leader: 2, LeaderEpoch: 3, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
+	if err := p.Become(PartitionState{Leader: 2, LeaderEpoch: 3, Replicas: []int32{1, 2}, ISR: []int32{2}}); err != nil {
 		t.Fatal(err)
 	}
-	if d, cut, err := p.RefetchDamaged(3); !errors.Is(err, ErrDamagedInISR) || cut || d.From != 2 || l.EndOffset() != 6 {
-		t.Fatalf("in the ISR: %v, cut %v, damage %v, log end %d; want ErrDamagedInISR, nothing cut, damage from 2, log end 6", err, cut, d, l.EndOffset())
+	if _, err := p.RefetchDamaged(2, d.From); !errors.Is(err, ErrFencedLeaderEpoch) || l.EndOffset() != 6 {
+		t.Fatalf("asked in an older epoch: %v, log end %d; want ErrFencedLeaderEpoch and nothing cut", err, l.EndOffset())
 	}
-	if err := p.Become(PartitionState{Leader: 2, LeaderEpoch: 3, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{2}}); err != nil {
-		t.Fatal(err)
+	if cut, err := p.RefetchDamaged(3, d.From); err != nil || !cut || l.EndOffset() != 2 || len(l.Damaged()) != 0 {
+		t.Fatalf("cut: %v %v, log end %d, damaged %v; want the log cut to 2 and no damage left", cut, err, l.EndOffset(), l.Damaged())
 	}
-	if d, cut, err := p.RefetchDamaged(3); err != nil || !cut || d.From != 2 || l.EndOffset() != 2 || len(l.Damaged()) != 0 {
-		t.Fatalf("out of the ISR: %v, cut %v, damage %v, log end %d, damaged %v; want the log cut to 2 and no damage left", err, cut, d, l.EndOffset(), l.Damaged())
+	if _, ok := p.Damage(); ok {
+		t.Fatal("Damage after the cut: want none")
 	}
-	if _, cut, err := p.RefetchDamaged(3); err != nil || cut {
+	if cut, err := p.RefetchDamaged(3, d.From); err != nil || cut {
 		t.Fatalf("again: %v, cut %v; want nothing to do", err, cut)
 	}
 }

@@ -1,6 +1,9 @@
 package replica
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // ISRChange is an ISR the leader proposes to the controller (AlterPartition),
 // made under its leader epoch and the partition epoch it last saw: the
@@ -27,8 +30,9 @@ func (q *pendingISR) is(c ISRChange) bool {
 
 // ProposeISR computes the ISR change the leader should propose, if any, and
 // marks it pending. In one change it removes the ISR followers that have
-// not caught up with the leader's log end for replica.lag.time.max.ms and
-// adds the followers outside the ISR whose fetch offset has reached both
+// not caught up with the leader's log end for replica.lag.time.max.ms, or
+// that asked to cut a damaged log (GrantRefetch), and adds the followers
+// outside the ISR (and not cutting one) whose fetch offset has reached both
 // the high-water mark and the start of the leader's epoch (a follower that
 // has not fetched past the epoch start may still hold a divergent suffix
 // of an older leader) and that were caught up within
@@ -76,7 +80,7 @@ func (p *Partition) ProposeISR(eligible func(replica int32) bool) (ISRChange, bo
 	self := p.cfg.NodeID
 	lagging := func(r int32) bool {
 		f := p.followers[r]
-		return r != self && f != nil && now.Sub(f.lastCaughtUp) > p.cfg.ReplicaLagTime
+		return r != self && f != nil && (f.refetching || now.Sub(f.lastCaughtUp) > p.cfg.ReplicaLagTime)
 	}
 	// A follower joins only while it keeps up: one that reached the HW
 	// and then went silent (died at the log end of an idle partition) is
@@ -90,7 +94,7 @@ func (p *Partition) ProposeISR(eligible func(replica int32) bool) (ISRChange, bo
 			return true
 		}
 		f := p.followers[r]
-		return f != nil && (eligible == nil || eligible(r)) && f.fetchOffset >= 0 &&
+		return f != nil && !f.refetching && (eligible == nil || eligible(r)) && f.fetchOffset >= 0 &&
 			f.fetchOffset >= p.highWatermark && f.fetchOffset >= p.epochStart &&
 			now.Sub(f.lastCaughtUp) <= p.cfg.ReplicaLagTime
 	}
@@ -117,6 +121,44 @@ func (p *Partition) ProposeISR(eligible func(replica int32) bool) (ISRChange, bo
 	p.pending = &pendingISR{leaderEpoch: p.leaderEpoch, partitionEpoch: p.partitionEpoch, isr: isr, added: added}
 	p.setMaximalISRLocked()
 	return ISRChange{LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, ISR: slices.Clone(isr)}, true
+}
+
+// GrantRefetch answers a follower that found a damaged range in its log
+// and asks leave to cut the log at offset and fetch the rest again
+// (lib/kafkaext's Refetch). An ISR member must hold every record below
+// the high-water mark, and the follower's own image cannot tell it
+// whether it is one: this leader may have just added it, or be adding it.
+// So the leader decides. It grants the cut only when the follower is in
+// none of its ISRs: the committed one, the pending proposal's, the
+// unresolved additions. Either way, from now on the follower counts as
+// lagging (ProposeISR takes it out of the ISR at the next round) and does
+// not join, until a fetch at or below offset shows that it has cut; then
+// it rejoins as any follower does, once it has fetched up to the
+// high-water mark again. Refused, the follower asks again later.
+//
+// leaderEpoch is the epoch the follower follows in. It returns
+// ErrNotLeader on a follower, ErrFencedLeaderEpoch or
+// ErrUnknownLeaderEpoch when leaderEpoch is not this leader's, and
+// ErrNotLeader too when replica is not one of its followers.
+func (p *Partition) GrantRefetch(replica, leaderEpoch int32, offset int64) (bool, error) {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	switch {
+	case p.role != Leader:
+		return false, ErrNotLeader
+	case leaderEpoch < p.leaderEpoch:
+		return false, fmt.Errorf("%w: request in epoch %d, leader in %d", ErrFencedLeaderEpoch, leaderEpoch, p.leaderEpoch)
+	case leaderEpoch > p.leaderEpoch:
+		return false, fmt.Errorf("%w: request in epoch %d, leader in %d", ErrUnknownLeaderEpoch, leaderEpoch, p.leaderEpoch)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := p.followers[replica]
+	if f == nil || replica == p.cfg.NodeID {
+		return false, fmt.Errorf("%w: broker %d is not a follower of this partition", ErrNotLeader, replica)
+	}
+	f.refetching, f.refetchAt = true, offset
+	return !slices.Contains(p.maximalISR, replica), nil
 }
 
 // ISRProposalRefused ends the pending ISR proposal c after the controller

@@ -32,10 +32,6 @@ var (
 	// ErrTruncationNeeded: AppendFromLeader before the truncation a new
 	// leadership requires (FetchPosition.NeedsTruncation) was done.
 	ErrTruncationNeeded = errors.New("replica: truncation with OffsetForLeaderEpoch needed first")
-	// ErrDamagedInISR: a follower's log has a damaged range, and the
-	// follower is in the ISR; it must not fetch until the leader drops it
-	// (RefetchDamaged).
-	ErrDamagedInISR = errors.New("replica: damaged log while in the ISR")
 	// ErrFencedLeaderEpoch: a request carried a leader epoch older than ours.
 	ErrFencedLeaderEpoch = errors.New("replica: fenced leader epoch")
 	// ErrUnknownLeaderEpoch: a request carried a leader epoch newer than ours.
@@ -141,6 +137,11 @@ type follower struct {
 	// lastCaughtUp is the last time the follower was known to have every
 	// record the leader had.
 	lastCaughtUp time.Time
+	// refetching: the follower asked leave to cut its log at refetchAt
+	// (GrantRefetch). It counts as lagging and does not join the ISR until
+	// a fetch at or below refetchAt shows it cut.
+	refetching bool
+	refetchAt  int64
 }
 
 // Partition is one partition replica. All methods are safe for concurrent use.
@@ -522,7 +523,7 @@ func (p *Partition) keepingUp() int32 {
 	var n int32
 	for _, r := range p.isr {
 		f := p.followers[r]
-		if r == p.cfg.NodeID || f != nil && now.Sub(f.lastCaughtUp) <= p.cfg.ReplicaLagTime {
+		if r == p.cfg.NodeID || f != nil && !f.refetching && now.Sub(f.lastCaughtUp) <= p.cfg.ReplicaLagTime {
 			n++
 		}
 	}
@@ -794,6 +795,9 @@ func (p *Partition) recordFollowerFetch(replicaID int32, offset int64) bool {
 		f.lastCaughtUp = now
 	case offset >= f.leaderEndAtLastFetch && f.fetchOffset >= 0:
 		f.lastCaughtUp = f.lastFetch
+	}
+	if f.refetching && offset <= f.refetchAt {
+		f.refetching = false // it cut: from here on its fetches say what it holds
 	}
 	f.fetchOffset = offset
 	f.lastFetch = now

@@ -284,6 +284,69 @@ func TestProposeISRAddsOnlyEligibleFollowers(t *testing.T) {
 	}
 }
 
+// TestGrantRefetchOnlyOutsideTheISR: a leader lets a follower with a
+// damaged log cut it only when the follower is in none of its ISRs
+// (committed, being added, unresolved); refused, the follower leaves the
+// ISR at the next proposal however caught up it looks, and once granted
+// it stays out until a fetch at or below the cut shows that it cut. A
+// chaos row lost acknowledged records when a follower cut its log just
+// after its leader had added it to the ISR, its own image not showing it
+// yet, and was then elected.
+func TestGrantRefetchOnlyOutsideTheISR(t *testing.T) {
+	p, _ := newPartition(t, Config{ReplicaLagTime: 10 * time.Second})
+	mustBecome(t, p, 0, self, []int32{1, 2, 3}, []int32{1, 2})
+	if _, err := p.Append(batch(t, 5), 1); err != nil {
+		t.Fatal(err)
+	}
+	p.RecordFollowerFetch(2, 5)
+	p.RecordFollowerFetch(3, 5)
+	grant := func(r int32, at int64, want bool, why string) {
+		t.Helper()
+		if ok, err := p.GrantRefetch(r, 0, at); err != nil || ok != want {
+			t.Fatalf("%s: GrantRefetch(%d) = %v, %v; want %v", why, r, ok, err, want)
+		}
+	}
+	propose := func(want []int32, why string) ISRChange {
+		t.Helper()
+		c, ok := p.ProposeISR(nil)
+		if !ok || !slices.Equal(c.ISR, want) {
+			t.Fatalf("%s: proposed %+v %v, want ISR %v", why, c, ok, want)
+		}
+		return c
+	}
+	grant(2, 2, false, "2 in the committed ISR")
+	c := propose([]int32{1, 3}, "2 refused leaves though caught up; 3 joins")
+	grant(3, 3, false, "3 being added")
+	p.ISRProposalUnresolved(c)
+	grant(3, 3, false, "3 unresolved")
+	if err := p.Become(PartitionState{Leader: self, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	grant(2, 2, true, "2 out of every ISR")
+	propose([]int32{1}, "3 refused leaves; 2 granted does not join")
+	if err := p.Become(PartitionState{Leader: self, PartitionEpoch: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	p.RecordFollowerFetch(2, 5) // caught up by the look of it, but not cut yet
+	if c, ok := p.ProposeISR(nil); ok {
+		t.Fatalf("2 granted and not cut: proposed %+v, want nothing", c)
+	}
+	p.RecordFollowerFetch(2, 2) // cut
+	p.RecordFollowerFetch(2, 5) // and caught up again
+	propose([]int32{1, 2}, "2 cut and caught up rejoins")
+
+	if _, err := p.GrantRefetch(2, 1, 2); !errors.Is(err, ErrUnknownLeaderEpoch) {
+		t.Fatalf("newer epoch: %v, want ErrUnknownLeaderEpoch", err)
+	}
+	if _, err := p.GrantRefetch(9, 0, 2); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("not a replica: %v, want ErrNotLeader", err)
+	}
+	mustBecome(t, p, 1, 2, []int32{1, 2, 3}, []int32{1, 2})
+	if _, err := p.GrantRefetch(3, 1, 2); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("on a follower: %v, want ErrNotLeader", err)
+	}
+}
+
 func TestReadStopsConsumersAtHighWatermark(t *testing.T) {
 	p, _ := newPartition(t, Config{})
 	mustBecome(t, p, 0, self, []int32{1, 2}, []int32{1, 2})
