@@ -78,6 +78,19 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
 	}
+	// A cut at or past the log end removes no batch, and needs no flush:
+	// a follower whose log agrees with its new leader's (after a clean
+	// restart, thousands of partitions at once) cuts nothing, and fsyncing
+	// each of them first made its fetcher spend seconds on it.
+	l.mu.Lock()
+	if offset >= l.end {
+		defer l.mu.Unlock()
+		if err := l.writableLocked(); err != nil {
+			return err
+		}
+		return errors.Join(l.truncateLocked(offset), l.truncateCleanerLocked(l.end))
+	}
+	l.mu.Unlock()
 	// Settle the writes in flight first, so that appenders waiting for an
 	// fsync are answered before their batches may go.
 	if err := l.Flush(); err != nil {

@@ -39,3 +39,33 @@ func TestTimedFSReportsEveryFsync(t *testing.T) {
 		r.File().ReleaseFile()
 	}
 }
+
+// TestTruncateAtTheEndSyncsNothing: a cut at or past the log end removes
+// no batch and fsyncs nothing (a follower agreeing with its new leader,
+// thousands of partitions at once after a restart), while a cut that
+// removes batches still flushes the writes in flight first.
+func TestTruncateAtTheEndSyncsNothing(t *testing.T) {
+	var syncs atomic.Int64
+	fs := TimedFS(nil, func(time.Duration) { syncs.Add(1) })
+	tl := openTestLogWith(t, Config{}, Options{FS: fs})
+	tl.appendN(3, 10)
+	end := tl.EndOffset()
+	before := syncs.Load()
+	for _, at := range []int64{end, end + 5} {
+		if err := tl.TruncateTo(at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := syncs.Load() - before; n != 0 {
+		t.Errorf("truncating at and past the log end: %d fsyncs, want none", n)
+	}
+	if tl.EndOffset() != end {
+		t.Fatalf("end %d after truncating at the end, want %d", tl.EndOffset(), end)
+	}
+	if err := tl.TruncateTo(end - 1); err != nil {
+		t.Fatal(err)
+	}
+	if syncs.Load() == before {
+		t.Error("a cut that removes a batch fsynced nothing")
+	}
+}
