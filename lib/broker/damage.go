@@ -91,12 +91,11 @@ func (b *Broker) handleRefetch(ctx context.Context, c *server.ConnInfo, req *ser
 	img := b.ctrl.Image()
 	for _, rp := range r.Partitions {
 		pr := kafkaext.RefetchPartitionResponse{Topic: rp.Topic, Partition: rp.Partition}
-		var err error
-		if t := img.Topics[rp.Topic]; t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
-			err = errUnknownPartition
-		} else if h := b.data.hostedReplica(t, rp.Partition); h == nil {
-			err = errNotHostedOrLeader
-		} else if pr.Granted, err = h.GrantRefetch(r.ReplicaID, rp.LeaderEpoch, rp.Offset); err == nil {
+		h, err := b.leaderPartition(img.Topics[rp.Topic], rp.Partition)
+		if err == nil {
+			pr.Granted, err = h.GrantRefetch(r.ReplicaID, rp.LeaderEpoch, rp.Offset)
+		}
+		if err == nil {
 			level := slog.LevelDebug // refused: asked again until granted
 			if pr.Granted {
 				level = slog.LevelInfo

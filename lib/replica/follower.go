@@ -57,6 +57,14 @@ func (p *Partition) checkFollowerLocked(leaderEpoch int32) error {
 		return ErrClosed
 	case p.role != Follower || p.leader < 0:
 		return ErrNotFollower
+	}
+	return p.checkEpochLocked(leaderEpoch)
+}
+
+// checkEpochLocked checks that a request between replicas was made under
+// this replica's leader epoch. Called with stateMu held.
+func (p *Partition) checkEpochLocked(leaderEpoch int32) error {
+	switch {
 	case leaderEpoch < p.leaderEpoch:
 		return fmt.Errorf("%w: request in epoch %d, replica in %d", ErrFencedLeaderEpoch, leaderEpoch, p.leaderEpoch)
 	case leaderEpoch > p.leaderEpoch:

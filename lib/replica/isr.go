@@ -80,7 +80,7 @@ func (p *Partition) ProposeISR(eligible func(replica int32) bool) (ISRChange, bo
 	self := p.cfg.NodeID
 	lagging := func(r int32) bool {
 		f := p.followers[r]
-		return r != self && f != nil && (f.refetching || now.Sub(f.lastCaughtUp) > p.cfg.ReplicaLagTime)
+		return r != self && f != nil && !f.inSync(now, p.cfg.ReplicaLagTime)
 	}
 	// A follower joins only while it keeps up: one that reached the HW
 	// and then went silent (died at the log end of an idle partition) is
@@ -94,9 +94,9 @@ func (p *Partition) ProposeISR(eligible func(replica int32) bool) (ISRChange, bo
 			return true
 		}
 		f := p.followers[r]
-		return f != nil && !f.refetching && (eligible == nil || eligible(r)) && f.fetchOffset >= 0 &&
+		return f != nil && (eligible == nil || eligible(r)) && f.fetchOffset >= 0 &&
 			f.fetchOffset >= p.highWatermark && f.fetchOffset >= p.epochStart &&
-			now.Sub(f.lastCaughtUp) <= p.cfg.ReplicaLagTime
+			f.inSync(now, p.cfg.ReplicaLagTime)
 	}
 	// Allocate only for a change: the ISR loop calls this often.
 	if !slices.ContainsFunc(p.isr, lagging) && !slices.ContainsFunc(p.replicas, joining) && slices.Contains(p.isr, self) {
@@ -143,13 +143,11 @@ func (p *Partition) ProposeISR(eligible func(replica int32) bool) (ISRChange, bo
 func (p *Partition) GrantRefetch(replica, leaderEpoch int32, offset int64) (bool, error) {
 	p.stateMu.RLock()
 	defer p.stateMu.RUnlock()
-	switch {
-	case p.role != Leader:
+	if p.role != Leader {
 		return false, ErrNotLeader
-	case leaderEpoch < p.leaderEpoch:
-		return false, fmt.Errorf("%w: request in epoch %d, leader in %d", ErrFencedLeaderEpoch, leaderEpoch, p.leaderEpoch)
-	case leaderEpoch > p.leaderEpoch:
-		return false, fmt.Errorf("%w: request in epoch %d, leader in %d", ErrUnknownLeaderEpoch, leaderEpoch, p.leaderEpoch)
+	}
+	if err := p.checkEpochLocked(leaderEpoch); err != nil {
+		return false, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -144,6 +144,12 @@ type follower struct {
 	refetchAt  int64
 }
 
+// inSync reports whether the follower has caught up with the leader
+// within lag, and is not cutting a damaged log.
+func (f *follower) inSync(now time.Time, lag time.Duration) bool {
+	return !f.refetching && now.Sub(f.lastCaughtUp) <= lag
+}
+
 // Partition is one partition replica. All methods are safe for concurrent use.
 type Partition struct {
 	cfg   Config
@@ -523,7 +529,7 @@ func (p *Partition) keepingUp() int32 {
 	var n int32
 	for _, r := range p.isr {
 		f := p.followers[r]
-		if r == p.cfg.NodeID || f != nil && !f.refetching && now.Sub(f.lastCaughtUp) <= p.cfg.ReplicaLagTime {
+		if r == p.cfg.NodeID || f != nil && f.inSync(now, p.cfg.ReplicaLagTime) {
 			n++
 		}
 	}
