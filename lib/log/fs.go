@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -40,12 +41,24 @@ var OSFS FS = osFS{}
 
 type osFS struct{}
 
+// OpenFile opens with open(2) and wraps the descriptor with os.NewFile,
+// not with os.OpenFile: os.OpenFile offers every file it opens to the
+// runtime's poller, which refuses regular files and directories, at the
+// cost of four fcntl(2) calls and an epoll_ctl(2) each. A node opening
+// 10,000 logs at start spent an eighth of its CPU on them.
 func (osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	f, err := os.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Open(name, flag|syscall.O_CLOEXEC, uint32(perm.Perm()))
+		if err != syscall.EINTR {
+			break
+		}
 	}
-	return osFile{f}, nil
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	return osFile{os.NewFile(uintptr(fd), name)}, nil
 }
 
 func (osFS) Remove(name string) error                     { return os.Remove(name) }
