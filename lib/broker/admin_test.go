@@ -420,6 +420,16 @@ func startAdminClient(t *testing.T, b *Broker) (*kgo.Client, *kadm.Client) {
 	if _, err := b.ctrl.RegisterBroker(context.Background(), controller.Broker{ID: 1, Host: host, Port: int32(port)}); err != nil {
 		t.Fatal(err)
 	}
+	// The new registration gives every partition node 1 leads a new
+	// leader epoch. Until the data plane applies it, a produce acknowledged
+	// in the old epoch gets NOT_LEADER_OR_FOLLOWER (the epoch it waited in
+	// ended), which a test right after this would take for a failure.
+	registered := b.ctrl.Image().Version
+	eventually(t, 10*time.Second, "the registration applied", func() bool {
+		b.data.syncMu.Lock()
+		defer b.data.syncMu.Unlock()
+		return b.data.applied != nil && b.data.applied.Version >= registered
+	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
