@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -179,6 +180,7 @@ func (b *Broker) follow(changes <-chan struct{}) {
 	img := b.ctrl.Image()
 	b.openErr = b.data.openFirst(img)
 	close(b.opened)
+	synced, syncedChanges := img, b.data.changes.Load()
 	b.fetchers.sync(img)
 	b.groups.syncOwnership()
 	for {
@@ -193,9 +195,24 @@ func (b *Broker) follow(changes <-chan struct{}) {
 		if err := b.data.apply(img); err != nil {
 			b.log.Error("apply metadata image", "err", err)
 		}
-		b.fetchers.sync(img)
+		// The fetchers follow the replicas' states and the leaders'
+		// addresses: an image changing neither (another node's ISR, a
+		// group's config) leaves them as they are.
+		if n := b.data.changes.Load(); n != syncedChanges || brokersMoved(synced, img) {
+			synced, syncedChanges = img, n
+			b.fetchers.sync(img)
+		}
 		b.groups.syncOwnership()
 	}
+}
+
+// brokersMoved reports whether a broker of img has an address or a
+// fencing other than in old, or is new or gone: what the replica fetchers
+// take from the brokers (replicaFetchers.sync).
+func brokersMoved(old, img *controller.Image) bool {
+	return !maps.EqualFunc(old.Brokers, img.Brokers, func(a, b controller.Broker) bool {
+		return a.Host == b.Host && a.Port == b.Port && a.Fenced == b.Fenced
+	})
 }
 
 // mayLead reports whether this node may lead the partitions img names it

@@ -65,6 +65,10 @@ type dataPlane struct {
 	// (and image) stands while gen is the same, which fetch sessions use
 	// to keep theirs (fetch.lookup).
 	gen atomic.Uint64
+	// changes counts the applies that changed a hosted replica's state or
+	// the set hosted: the replica fetchers need syncing only after one
+	// (Broker.follow).
+	changes atomic.Uint64
 	// shared is the hosted partitions this node leads, in the image
 	// applied last, with a replica besides itself or without itself in the
 	// ISR: the only ones whose ISR or leadership the maintain loop may have
@@ -281,6 +285,9 @@ func (d *dataPlane) apply(img *controller.Image) error {
 	for _, tp := range gone {
 		d.remove(tp, true)
 	}
+	if len(gone) > 0 {
+		d.changes.Add(1)
+	}
 	hostedTopics := map[string]bool{}
 	for tp := range want {
 		hostedTopics[tp.topic] = true
@@ -329,6 +336,12 @@ type openWork struct {
 	p   controller.Partition
 	cfg config.Topic // when h is nil: the config to open it with
 	h   *hosted
+}
+
+// state is the replica state the image gives w's partition.
+func (w openWork) state() replica.PartitionState {
+	p := w.p
+	return replica.PartitionState{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, Replicas: p.Replicas, ISR: p.ISR}
 }
 
 // openWorkers bounds how many partitions are opened (or given a new
@@ -386,18 +399,25 @@ func (d *dataPlane) openAndBecome(work []openWork) []error {
 		mu.Unlock()
 	}
 	become := func(h *hosted, w openWork) {
-		p := w.p
-		if err := h.Become(replica.PartitionState{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, Replicas: p.Replicas, ISR: p.ISR}); err != nil && !errors.Is(err, replica.ErrStaleLeaderEpoch) {
-			failed(fmt.Errorf("partition %s-%d: %w", w.t.Name, p.ID, err))
+		if err := h.Become(w.state()); err != nil && !errors.Is(err, replica.ErrStaleLeaderEpoch) {
+			failed(fmt.Errorf("partition %s-%d: %w", w.t.Name, w.p.ID, err))
 		}
 	}
+	// A replica already in the image's state is left alone: an image
+	// changes a few partitions at a time (an ISR change each), and giving
+	// each of 10,000 its state again, every lock taken exclusively, was
+	// most of a broker's CPU while a restarted node rejoined the ISRs.
 	var fresh, known []openWork
 	for _, w := range work {
-		if w.h == nil {
+		switch {
+		case w.h == nil:
 			fresh = append(fresh, w)
-		} else {
+		case !w.h.InState(w.state()):
 			known = append(known, w)
 		}
+	}
+	if len(fresh) > 0 || len(known) > 0 {
+		defer d.changes.Add(1)
 	}
 	par := d.openParallelism()
 	forEachBounded(len(known), par, func(i int) { become(known[i].h, known[i]) })

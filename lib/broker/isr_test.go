@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
@@ -190,4 +191,40 @@ func TestMaintainWatchesSharedPartitionsOnly(t *testing.T) {
 		return ok
 	})
 	t.Logf("after stopping node %d:%s", leader, last)
+}
+
+// TestApplyLeavesReplicasInStateAlone checks that an image changing no
+// replica's state (a topic's config) gives no replica its state again and
+// leaves the replica fetchers as they are: with 10,000 partitions, doing
+// so for every image was most of a broker's CPU while ISRs changed.
+func TestApplyLeavesReplicasInStateAlone(t *testing.T) {
+	c := startCluster(t, 3, func(s *config.Broker) {
+		s.ReplicaLagTime = 30 * time.Second // no ISR change while the test runs
+	})
+	createReplicated(t, c, "same", 6)
+	var before [3]uint64
+	for i := range before {
+		before[i] = c.daemon(i).broker.data.changes.Load()
+	}
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	alter := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kmsg.StringPtr("3600000")}}
+	if resps, err := adm.AlterTopicConfigs(ctx, alter, "same"); err != nil || resps[0].Err != nil {
+		t.Fatalf("alter: %v %+v", err, resps)
+	}
+	eventually(t, 30*time.Second, "the new config applied on every node", func() bool {
+		for i := range before {
+			h := c.daemon(i).broker.data.partition("same", 0)
+			if h == nil || h.config().RetentionMS != 3600000 {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range before {
+		if after := c.daemon(i).broker.data.changes.Load(); after != before[i] {
+			t.Errorf("node %d: %d applies changed a replica for a config change, want none", i+1, after-before[i])
+		}
+	}
 }

@@ -389,6 +389,17 @@ func (p *Partition) Become(s PartitionState) error {
 	return nil
 }
 
+// InState reports whether the replica is in state s already: the same
+// leader, leader epoch and partition epoch, which every change of a
+// partition's state moves. Become(s) would then change nothing; a broker
+// applying an image of 10,000 partitions after a change to a few skips it
+// for the others.
+func (p *Partition) InState(s PartitionState) bool {
+	p.stateMu.RLock()
+	defer p.stateMu.RUnlock()
+	return p.leader == s.Leader && p.leaderEpoch == s.LeaderEpoch && p.partitionEpoch == s.PartitionEpoch
+}
+
 func (p *Partition) isClosed() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -260,6 +260,31 @@ func TestReplicaLagBookkeeping(t *testing.T) {
 	}
 }
 
+// TestInState: a replica is in the state it became, and not in one with
+// another leader, leader epoch or partition epoch.
+func TestInState(t *testing.T) {
+	p, _ := newPartition(t, Config{})
+	s := PartitionState{Leader: self, LeaderEpoch: 3, PartitionEpoch: 5, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
+	if p.InState(s) {
+		t.Fatal("a new replica is in a state it never became")
+	}
+	if err := p.Become(s); err != nil {
+		t.Fatal(err)
+	}
+	if !p.InState(s) {
+		t.Fatalf("not in the state it became: %+v", s)
+	}
+	for _, other := range []PartitionState{
+		{Leader: 2, LeaderEpoch: 3, PartitionEpoch: 5},
+		{Leader: self, LeaderEpoch: 4, PartitionEpoch: 5},
+		{Leader: self, LeaderEpoch: 3, PartitionEpoch: 6},
+	} {
+		if p.InState(other) {
+			t.Errorf("in state %+v after becoming %+v", other, s)
+		}
+	}
+}
+
 // TestProposeISRAddsOnlyEligibleFollowers checks that a caught-up
 // follower whose broker may not join an ISR (fenced, shutting down) is
 // not proposed, while an unresolved one still is: its refusal settles it.
