@@ -202,10 +202,23 @@ func TestApplyLeavesReplicasInStateAlone(t *testing.T) {
 		s.ReplicaLagTime = 30 * time.Second // no ISR change while the test runs
 	})
 	createReplicated(t, c, "same", 6)
+	// Every node's data plane has applied its latest image: the images
+	// the creation made may still be on their way.
 	var before [3]uint64
-	for i := range before {
-		before[i] = c.daemon(i).broker.data.changes.Load()
-	}
+	eventually(t, 30*time.Second, "every node's latest image applied", func() bool {
+		for i := range before {
+			d := c.daemon(i).broker
+			img := d.ctrl.Image()
+			d.data.syncMu.Lock()
+			applied := d.data.applied
+			d.data.syncMu.Unlock()
+			if applied == nil || applied.Version != img.Version {
+				return false
+			}
+			before[i] = d.data.changes.Load()
+		}
+		return true
+	})
 	adm := kadm.NewClient(c.client())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
