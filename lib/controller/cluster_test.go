@@ -247,6 +247,18 @@ func TestClusterOfVotersAndNonVoter(t *testing.T) {
 		if err != nil || got.PartitionEpoch != p.PartitionEpoch+1 || !slices.Equal(got.ISR, []int32{p.Leader}) {
 			t.Fatalf("AlterPartition through the non-voter = %+v, %v", got, err)
 		}
+		// Many changes in one command: each outcome comes back at its
+		// index, a refusal as its sentinel.
+		p1, p2 := leader.Image().Partition("from-follower", 1), leader.Image().Partition("from-follower", 2)
+		batch, err := follower.AlterPartitions(ctxFor(t, 10*time.Second), []AlterPartition{
+			{Topic: "from-follower", Partition: 1, Leader: p1.Leader, LeaderEpoch: p1.LeaderEpoch, PartitionEpoch: p1.PartitionEpoch, ISR: []int32{p1.Leader}},
+			{Topic: "from-follower", Partition: 2, Leader: p2.Leader, LeaderEpoch: p2.LeaderEpoch, PartitionEpoch: p2.PartitionEpoch + 1, ISR: []int32{p2.Leader}},
+			{Topic: "nope", Partition: 0, Leader: 1, ISR: []int32{1}},
+		})
+		if err != nil || len(batch) != 3 || batch[0].Err != nil || batch[0].Partition.PartitionEpoch != p1.PartitionEpoch+1 ||
+			!errors.Is(batch[1].Err, ErrInvalidUpdateVersion) || !errors.Is(batch[2].Err, ErrUnknownTopic) {
+			t.Fatalf("AlterPartitions through a follower = %+v, %v", batch, err)
+		}
 		results, err := follower.ElectLeaders(ctxFor(t, 10*time.Second), ElectPreferred, []TopicPartition{{"from-follower", 0}, {"nope", 0}})
 		if err != nil || !errors.Is(results[TopicPartition{"from-follower", 0}], ErrElectionNotNeeded) || !errors.Is(results[TopicPartition{"nope", 0}], ErrUnknownTopic) {
 			t.Fatalf("ElectLeaders through a follower = %v, %v", results, err)

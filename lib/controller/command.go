@@ -71,7 +71,7 @@ func bodyVersion(body any) byte {
 	switch body.(type) {
 	case *registerBrokerV2, *alterPartitionV2, *fenceBrokerV2, *unfenceBrokerV2, *electLeadersV2:
 		return 2
-	case *registerBrokerV3:
+	case *registerBrokerV3, *alterPartitionV3:
 		return 3
 	case *registerBrokerV4:
 		return 4
@@ -282,6 +282,15 @@ type alterPartitionV2 struct {
 	ISR            []int32 `json:"isr"`
 }
 
+// alterPartitionV3 is a leader's ISR changes of many partitions in one
+// record: each is checked and applied as version 2 applies one, in order
+// and on its own, so that a refused change leaves the others. A node
+// rejoining the ISRs of 10,000 partitions takes tens of records instead
+// of 10,000.
+type alterPartitionV3 struct {
+	Changes []alterPartitionV2 `json:"changes"`
+}
+
 // resignLeadershipV1 is a leader giving up a partition whose log it
 // cannot serve whole (a damaged range below the high-water mark): it
 // leaves the leadership and the ISR, and the first live ISR member in
@@ -345,6 +354,8 @@ func decodeCommand(data []byte) (commandType, any, error) {
 		body = new(alterPartitionV1)
 	case t == cmdAlterPartition && version == 2:
 		body = new(alterPartitionV2)
+	case t == cmdAlterPartition && version == 3:
+		body = new(alterPartitionV3)
 	case t == cmdFenceBroker && version == 1:
 		body = new(fenceBrokerV1)
 	case t == cmdFenceBroker && version == 2:

@@ -949,6 +949,49 @@ func (c *Controller) AlterPartition(ctx context.Context, p AlterPartition) (Part
 	return *res.partition, nil
 }
 
+// AlterPartitionResult is the outcome of one change of AlterPartitions:
+// the partition as it is after the command, or the change's refusal
+// (AlterPartition's errors).
+type AlterPartitionResult struct {
+	Partition Partition
+	Err       error
+}
+
+// AlterPartitions proposes many ISR changes as one command (one Raft
+// entry, one new image; at most 4096): each is checked and applied as
+// AlterPartition's is, in order and on its own, and its outcome is
+// returned at its index. The error is the command's: when it is not nil
+// no outcome is known (ErrNotController, a deadline: the changes may or
+// may not have been applied).
+func (c *Controller) AlterPartitions(ctx context.Context, ps []AlterPartition) ([]AlterPartitionResult, error) {
+	body := &alterPartitionV3{Changes: make([]alterPartitionV2, len(ps))}
+	for i, p := range ps {
+		body.Changes[i] = alterPartitionV2{
+			Topic: p.Topic, Partition: p.Partition, Leader: p.Leader,
+			LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR,
+		}
+	}
+	res, err := c.propose(ctx, cmdAlterPartition, body)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.alterations) != len(ps) {
+		return nil, fmt.Errorf("controller: AlterPartition of %d changes answered with %d outcomes", len(ps), len(res.alterations))
+	}
+	out := make([]AlterPartitionResult, len(ps))
+	for i, a := range res.alterations {
+		switch {
+		case a.err != nil:
+			out[i].Err = a.err
+		case a.partition == nil:
+			out[i].Err = fmt.Errorf("controller: AlterPartition answered change %d without a partition", i)
+		default:
+			out[i].Partition = *a.partition
+		}
+	}
+	return out, nil
+}
+
 // Resignation is a partition's leader giving the partition up: it cannot
 // serve a range of its log below the high-water mark (damaged), which
 // another ISR member holds.

@@ -149,6 +149,10 @@
 // but the current ones is refused (ErrFencedLeaderEpoch,
 // ErrInvalidUpdateVersion), so a deposed leader never overwrites a newer
 // ISR; an ISR may only add live brokers (ErrIneligibleReplica).
+// AlterPartitions carries many partitions' changes in one command, each
+// checked and applied on its own, in order, with its outcome reported at
+// its index: a leader whose follower came back changes thousands of ISRs
+// at once.
 //
 // A leader that cannot serve its log whole (a damaged range) gives the
 // partition up with ResignLeadership, under the same epochs: the first
@@ -217,8 +221,10 @@
 // today: RegisterBroker 3 (2 added the Raft address, and a registration
 // lifts the fence and a re-registration gives up leaderships; 3 never
 // elects uncleanly) and 4 when the broker names replicas that lost
-// committed records (RegisterBrokerAfterLoss), AlterPartition 2 (checked against the partition
-// epoch), FenceBroker 2 and UnfenceBroker 2 (never elect uncleanly; in
+// committed records (RegisterBrokerAfterLoss), AlterPartition 2 (checked
+// against the partition epoch) and 3 (many partitions' changes in one
+// record, each applied as 2 applies one; new, like ResignLeadership
+// below), FenceBroker 2 and UnfenceBroker 2 (never elect uncleanly; in
 // version 1 they, like RegisterBroker 2, elected the first live replica
 // when unclean elections were allowed, and old records still do),
 // ElectLeaders 1 for preferred and 2 for unclean elections (2 names the

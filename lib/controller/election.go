@@ -391,6 +391,12 @@ func leaderProposal(img *Image, topic string, partition, leader, leaderEpoch, pa
 	if !ok {
 		return nil, Partition{}, "", fmt.Errorf("%w: %q", ErrUnknownTopic, topic)
 	}
+	return checkLeaderProposal(old, partition, leader, leaderEpoch, partitionEpoch)
+}
+
+// checkLeaderProposal is leaderProposal for a partition of old.
+func checkLeaderProposal(old *Topic, partition, leader, leaderEpoch, partitionEpoch int32) (*Topic, Partition, string, error) {
+	topic := old.Name
 	if partition < 0 || int(partition) >= len(old.Partitions) {
 		return nil, Partition{}, "", fmt.Errorf("%w: %q partition %d", ErrUnknownPartition, topic, partition)
 	}
@@ -435,30 +441,99 @@ func applyResignLeadership(img *Image, c *resignLeadershipV1, res *applyResult) 
 }
 
 func applyAlterPartitionV2(img *Image, c *alterPartitionV2, res *applyResult) error {
-	old, p, where, err := leaderProposal(img, c.Topic, c.Partition, c.Leader, c.LeaderEpoch, c.PartitionEpoch)
+	old, p, changed, err := alterISR(img, img.Topics[c.Topic], c)
 	if err != nil {
 		return err
 	}
-	if err := checkPartitionState(p.Replicas, c.Leader, c.ISR); err != nil {
-		return fmt.Errorf("%s: %w", where, err)
-	}
-	for _, r := range c.ISR {
-		if !slices.Contains(p.ISR, r) && !img.BrokerAlive(r) {
-			return fmt.Errorf("%w: %s: broker %d is fenced, shutting down or not registered", ErrIneligibleReplica, where, r)
-		}
-	}
-	if slices.Equal(c.ISR, p.ISR) {
+	res.partition = &p
+	if !changed {
 		res.unchanged = true
-		res.partition = &p
 		return nil
 	}
-	p.ISR = slices.Clone(c.ISR)
-	p.PartitionEpoch = bumped(p.PartitionEpoch)
 	t := *old
 	t.Partitions = slices.Clone(old.Partitions)
 	t.Partitions[c.Partition] = p
 	replaceTopic(img, &t)
-	res.partition = &p
+	return nil
+}
+
+// alterISR checks an ISR change a leader proposes for a partition of
+// topic t (nil: unknown) and returns the topic, the partition with the
+// change made, and whether that differs from the partition now.
+func alterISR(img *Image, t *Topic, c *alterPartitionV2) (*Topic, Partition, bool, error) {
+	if t == nil {
+		return nil, Partition{}, false, fmt.Errorf("%w: %q", ErrUnknownTopic, c.Topic)
+	}
+	_, p, where, err := checkLeaderProposal(t, c.Partition, c.Leader, c.LeaderEpoch, c.PartitionEpoch)
+	if err != nil {
+		return nil, Partition{}, false, err
+	}
+	if err := checkPartitionState(p.Replicas, c.Leader, c.ISR); err != nil {
+		return nil, Partition{}, false, fmt.Errorf("%s: %w", where, err)
+	}
+	for _, r := range c.ISR {
+		if !slices.Contains(p.ISR, r) && !img.BrokerAlive(r) {
+			return nil, Partition{}, false, fmt.Errorf("%w: %s: broker %d is fenced, shutting down or not registered", ErrIneligibleReplica, where, r)
+		}
+	}
+	if slices.Equal(c.ISR, p.ISR) {
+		return t, p, false, nil
+	}
+	p.ISR = slices.Clone(c.ISR)
+	p.PartitionEpoch = bumped(p.PartitionEpoch)
+	return t, p, true, nil
+}
+
+// alteration is the outcome of one change of an AlterPartition of many
+// partitions: the partition after it, or why it was refused.
+type alteration struct {
+	partition *Partition
+	err       error
+}
+
+// maxAlterations bounds the changes of one AlterPartition record: about
+// 110 bytes of JSON each.
+const maxAlterations = 4096
+
+// applyAlterPartitionV3 applies each change as applyAlterPartitionV2
+// does, in order, each on its own: a refused change leaves the others,
+// and a later change of the same partition is checked against the
+// earlier one's epochs. A topic's partitions are copied once, however
+// many of them change. The command is refused only when malformed.
+func applyAlterPartitionV3(img *Image, c *alterPartitionV3, res *applyResult) error {
+	if len(c.Changes) == 0 || len(c.Changes) > maxAlterations {
+		return fmt.Errorf("%w: AlterPartition of %d changes, want 1..%d", ErrInvalidCommand, len(c.Changes), maxAlterations)
+	}
+	copied := map[string]*Topic{}
+	res.alterations = make([]alteration, len(c.Changes))
+	for i := range c.Changes {
+		ch := &c.Changes[i]
+		t := copied[ch.Topic]
+		if t == nil {
+			t = img.Topics[ch.Topic]
+		}
+		t, p, changed, err := alterISR(img, t, ch)
+		if err != nil {
+			res.alterations[i].err = err
+			continue
+		}
+		res.alterations[i].partition = &p
+		if !changed {
+			continue
+		}
+		if copied[ch.Topic] == nil {
+			own := *t
+			own.Partitions = slices.Clone(t.Partitions)
+			t = &own
+			copied[ch.Topic] = t
+		}
+		t.Partitions[ch.Partition] = p
+	}
+	if len(copied) == 0 {
+		res.unchanged = true
+		return nil
+	}
+	replaceTopics(img, copied)
 	return nil
 }
 

@@ -38,6 +38,9 @@ type applyResult struct {
 	brokerEpoch int64
 	// partition is the partition after an AlterPartition.
 	partition *Partition
+	// alterations are the outcomes of an AlterPartition of many
+	// partitions (version 3), in the order of its changes.
+	alterations []alteration
 	// elections are ElectLeaders' per-partition outcomes.
 	elections []electionResult
 	// unclean lists the leaders elected from outside the ISR.
@@ -149,6 +152,8 @@ func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
 		err = applyControlledShutdown(&next, c, &res)
 	case *alterPartitionV2:
 		err = applyAlterPartitionV2(&next, c, &res)
+	case *alterPartitionV3:
+		err = applyAlterPartitionV3(&next, c, &res)
 	case *resignLeadershipV1:
 		err = applyResignLeadership(&next, c, &res)
 	case *electLeadersV1:
@@ -437,10 +442,18 @@ func applyCreatePartitions(img *Image, c *createPartitionsV1) error {
 
 // replaceTopic puts t in place of the topic of the same name and ID.
 func replaceTopic(img *Image, t *Topic) {
+	replaceTopics(img, map[string]*Topic{t.Name: t})
+}
+
+// replaceTopics is replaceTopic for many topics, copying the image's maps
+// once.
+func replaceTopics(img *Image, ts map[string]*Topic) {
 	img.Topics = maps.Clone(img.Topics)
 	img.TopicsByID = maps.Clone(img.TopicsByID)
-	img.Topics[t.Name] = t
-	img.TopicsByID[t.ID] = t
+	for _, t := range ts {
+		img.Topics[t.Name] = t
+		img.TopicsByID[t.ID] = t
+	}
 }
 
 // checkConfigs refuses empty keys and a key both set and deleted.

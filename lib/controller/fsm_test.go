@@ -667,3 +667,70 @@ func TestResignLeadership(t *testing.T) {
 		}
 	})
 }
+
+// TestAlterPartitionOfManyPartitions: version 3 applies each change as
+// version 2 would, on its own and in order, in one new image; a refused
+// change leaves the others, a second change of one partition is checked
+// against the first's epochs, and a record changing nothing publishes no
+// image.
+func TestAlterPartitionOfManyPartitions(t *testing.T) {
+	tf := newTestFSM(t)
+	tf.must(cmdControllerElected, &controllerElectedV1{NodeID: 1, ClusterID: "c"})
+	for id := int32(1); id <= 3; id++ {
+		tf.must(cmdRegisterBroker, broker(id))
+	}
+	tf.must(cmdCreateTopic, createTopic("orders", 1, 3, 3))
+	tf.must(cmdCreateTopic, createTopic("audit", 2, 2, 3))
+	img := tf.f.Image()
+	shrink := func(topic string, id int32) alterPartitionV2 {
+		p := img.Partition(topic, id)
+		return alterPartitionV2{Topic: topic, Partition: id, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			PartitionEpoch: p.PartitionEpoch, ISR: []int32{p.Leader}}
+	}
+	stale := shrink("orders", 1)
+	stale.LeaderEpoch++
+	res := tf.must(cmdAlterPartition, &alterPartitionV3{Changes: []alterPartitionV2{
+		shrink("orders", 0),
+		stale,
+		shrink("audit", 0),
+		shrink("orders", 0), // again, at the epochs the first one left behind
+		{Topic: "gone", Partition: 0, Leader: 1, ISR: []int32{1}},
+		shrink("orders", 2),
+	}})
+	after := tf.f.Image()
+	if after.Version == img.Version {
+		t.Fatal("no new image")
+	}
+	wantErr := []error{nil, ErrFencedLeaderEpoch, nil, ErrInvalidUpdateVersion, ErrUnknownTopic, nil}
+	if len(res.alterations) != len(wantErr) {
+		t.Fatalf("%d outcomes, want %d", len(res.alterations), len(wantErr))
+	}
+	for i, want := range wantErr {
+		a := res.alterations[i]
+		if !errors.Is(a.err, want) || (want == nil) != (a.partition != nil) {
+			t.Errorf("change %d: %+v, want error %v", i, a, want)
+		}
+	}
+	for _, tp := range []TopicPartition{{"orders", 0}, {"audit", 0}, {"orders", 2}} {
+		before, got := img.Partition(tp.Topic, tp.Partition), after.Partition(tp.Topic, tp.Partition)
+		if len(got.ISR) != 1 || got.ISR[0] != got.Leader || got.PartitionEpoch != before.PartitionEpoch+1 {
+			t.Errorf("%v: %+v, want its ISR shrunk to its leader, one partition epoch on", tp, got)
+		}
+	}
+	if got, before := after.Partition("orders", 1), img.Partition("orders", 1); !slices.Equal(got.ISR, before.ISR) || got.PartitionEpoch != before.PartitionEpoch {
+		t.Errorf("the refused change applied: %+v", got)
+	}
+	if got := after.Partition("audit", 1); got.PartitionEpoch != img.Partition("audit", 1).PartitionEpoch {
+		t.Errorf("a partition no change named moved: %+v", got)
+	}
+
+	same := shrink("orders", 1) // its ISR as it is
+	same.ISR = after.Partition("orders", 1).ISR
+	if res := tf.must(cmdAlterPartition, &alterPartitionV3{Changes: []alterPartitionV2{same}}); tf.f.Image().Version != after.Version ||
+		len(res.alterations) != 1 || res.alterations[0].partition == nil {
+		t.Errorf("a record changing nothing: image %d (was %d), outcomes %+v", tf.f.Image().Version, after.Version, res.alterations)
+	}
+	if res := tf.do(cmdAlterPartition, &alterPartitionV3{}); !errors.Is(res.err, ErrInvalidCommand) {
+		t.Errorf("a record without changes: %v, want ErrInvalidCommand", res.err)
+	}
+}

@@ -34,6 +34,10 @@ func seedCommands(t testing.TB) [][]byte {
 		{cmdRegisterBroker, &registerBrokerV3{ID: 2, Host: "h2", Port: 9092, RaftAddr: "h2:9093"}},
 		{cmdFenceBroker, &fenceBrokerV2{ID: 2, Epoch: 3}},
 		{cmdUnfenceBroker, &unfenceBrokerV2{ID: 2, Epoch: 3}},
+		{cmdAlterPartition, &alterPartitionV3{Changes: []alterPartitionV2{
+			{Topic: "orders", Partition: 0, Leader: 1, ISR: []int32{1}},
+			{Topic: "orders", Partition: 1, Leader: 2, ISR: []int32{2, 3}, LeaderEpoch: 1, PartitionEpoch: 2},
+		}}},
 		{cmdElectLeaders, &electLeadersV2{Type: 1, Leaders: []uncleanLeaderV2{{Topic: "orders", Partition: 0, Leader: 2, LastEpoch: 3, EndOffset: 40}}, Configured: true}},
 	} {
 		data, err := encodeCommand(s.typ, s.body)

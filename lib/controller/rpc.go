@@ -71,6 +71,12 @@ type wireResult struct {
 	Partition       *Partition        `json:"partition,omitempty"`
 	Elections       []wireElection    `json:"elections,omitempty"`
 	Unclean         []uncleanElection `json:"unclean,omitempty"`
+	Alterations     []wireAlteration  `json:"alterations,omitempty"`
+}
+
+type wireAlteration struct {
+	Partition *Partition `json:"partition,omitempty"`
+	Err       *wireError `json:"err,omitempty"`
 }
 
 type wireElection struct {
@@ -87,6 +93,9 @@ func resultToWire(r applyResult) wireResult {
 	for _, e := range r.elections {
 		w.Elections = append(w.Elections, wireElection{Topic: e.Topic, Partition: e.Partition, Err: encodeError(e.err)})
 	}
+	for _, a := range r.alterations {
+		w.Alterations = append(w.Alterations, wireAlteration{Partition: a.partition, Err: encodeError(a.err)})
+	}
 	return w
 }
 
@@ -97,6 +106,9 @@ func resultFromWire(w wireResult) applyResult {
 	}
 	for _, e := range w.Elections {
 		r.elections = append(r.elections, electionResult{TopicPartition{e.Topic, e.Partition}, decodeError(e.Err)})
+	}
+	for _, a := range w.Alterations {
+		r.alterations = append(r.alterations, alteration{partition: a.Partition, err: decodeError(a.Err)})
 	}
 	return r
 }
