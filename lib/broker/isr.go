@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/replica"
 )
 
 // maxISRProposals bounds the AlterPartition proposals in flight at once:
@@ -86,50 +87,107 @@ func (b *Broker) propose(p *proposals, call func(context.Context), abandon func(
 	return true
 }
 
+// maxISRBatch bounds the ISR changes sent in one AlterPartition command.
+// A leader whose follower came back proposes thousands of changes at once
+// (every partition the follower left the ISR of); one Raft command for
+// each was 500-1,100 changes a second.
+const maxISRBatch = 1000
+
+// isrProposal is one partition's ISR change on its way to the controller.
+type isrProposal struct {
+	h      *hosted
+	change replica.ISRChange
+	before []int32 // the ISR it changes
+}
+
 // proposeISRChanges proposes the ISR change of every partition this node
-// leads whose followers fell behind or caught up. A proposal the
-// controller answered with an error ends as isrOutcome says: refused
-// (replica.Partition.ISRProposalRefused) only when the error proves
-// nothing was applied, unresolved (ISRProposalUnresolved) otherwise, and
-// left pending when the controller's image has moved past its epochs.
+// leads whose followers fell behind or caught up, up to maxISRBatch in
+// one command. A proposal the controller answered with an error ends as
+// isrOutcome says: refused (replica.Partition.ISRProposalRefused) only
+// when the error proves nothing was applied, unresolved
+// (ISRProposalUnresolved) otherwise, and left pending when the
+// controller's image has moved past its epochs.
 func (b *Broker) proposeISRChanges(props *proposals) {
 	b.isr.rounds.Add(1)
-	self := b.cfg.Settings.NodeID
 	eligible := b.ctrl.Image().BrokerAlive
+	var batch []isrProposal
 	for _, h := range b.data.leadShared() {
 		change, ok := h.ProposeISR(eligible)
 		if !ok {
 			continue
 		}
-		before := h.State().ISR
-		sent := b.propose(props, func(ctx context.Context) {
-			_, err := b.ctrl.AlterPartition(ctx, controller.AlterPartition{
-				Topic: h.Topic(), Partition: h.Partition.Partition(), Leader: self,
-				LeaderEpoch: change.LeaderEpoch, PartitionEpoch: change.PartitionEpoch, ISR: change.ISR,
-			})
-			if err != nil {
-				b.isr.unconfirmed.Add(1)
-				switch isrOutcome(err) {
-				case isrRefused:
-					h.ISRProposalRefused(change)
-				case isrSuperseded:
-					// Pending until the Become that brings the newer image.
-				default:
-					h.ISRProposalUnresolved(change)
-				}
-				if !errors.Is(err, context.Canceled) {
-					b.log.Warn("ISR change not confirmed", "partition", h.String(), "isr", change.ISR, "err", err)
-				}
+		batch = append(batch, isrProposal{h: h, change: change, before: h.State().ISR})
+		if len(batch) == maxISRBatch {
+			if !b.proposeISRBatch(props, batch) {
 				return
 			}
-			b.isr.count(before, change.ISR)
-			b.log.Info("ISR changed", "partition", h.String(), "isr", change.ISR,
-				"leader_epoch", change.LeaderEpoch, "partition_epoch", change.PartitionEpoch+1)
-		}, func() { h.ISRProposalRefused(change) }) // never sent: nothing applied
-		if !sent {
-			return
+			batch = nil
 		}
 	}
+	if len(batch) > 0 {
+		b.proposeISRBatch(props, batch)
+	}
+}
+
+// proposeISRBatch sends batch as one command (a single change as the
+// AlterPartition of one partition, which every build reads) and settles
+// each change with its outcome. At stop it reports false, the changes
+// refused (never sent: nothing applied).
+func (b *Broker) proposeISRBatch(props *proposals, batch []isrProposal) bool {
+	self := b.cfg.Settings.NodeID
+	return b.propose(props, func(ctx context.Context) {
+		b.isr.commands.Add(1)
+		reqs := make([]controller.AlterPartition, len(batch))
+		for i, pr := range batch {
+			reqs[i] = controller.AlterPartition{
+				Topic: pr.h.Topic(), Partition: pr.h.Partition.Partition(), Leader: self,
+				LeaderEpoch: pr.change.LeaderEpoch, PartitionEpoch: pr.change.PartitionEpoch, ISR: pr.change.ISR,
+			}
+		}
+		var results []controller.AlterPartitionResult
+		var err error
+		if len(reqs) == 1 {
+			var p controller.Partition
+			p, err = b.ctrl.AlterPartition(ctx, reqs[0])
+			results = []controller.AlterPartitionResult{{Partition: p, Err: err}}
+		} else {
+			results, err = b.ctrl.AlterPartitions(ctx, reqs)
+		}
+		for i, pr := range batch {
+			if err == nil {
+				b.settleISR(pr, results[i].Err)
+			} else {
+				b.settleISR(pr, err)
+			}
+		}
+	}, func() {
+		for _, pr := range batch {
+			pr.h.ISRProposalRefused(pr.change)
+		}
+	})
+}
+
+// settleISR ends one proposal with the controller's answer to it.
+func (b *Broker) settleISR(pr isrProposal, err error) {
+	h, change := pr.h, pr.change
+	if err != nil {
+		b.isr.unconfirmed.Add(1)
+		switch isrOutcome(err) {
+		case isrRefused:
+			h.ISRProposalRefused(change)
+		case isrSuperseded:
+			// Pending until the Become that brings the newer image.
+		default:
+			h.ISRProposalUnresolved(change)
+		}
+		if !errors.Is(err, context.Canceled) {
+			b.log.Warn("ISR change not confirmed", "partition", h.String(), "isr", change.ISR, "err", err)
+		}
+		return
+	}
+	b.isr.count(pr.before, change.ISR)
+	b.log.Info("ISR changed", "partition", h.String(), "isr", change.ISR,
+		"leader_epoch", change.LeaderEpoch, "partition_epoch", change.PartitionEpoch+1)
 }
 
 // What an AlterPartition that failed may have done (isrOutcome).

@@ -84,6 +84,23 @@ func TestISROutcomeFromController(t *testing.T) {
 				t.Errorf("node %d, %s: %v: outcome %d, want %d", c.nodes[i].id, tt.name, err, isrOutcome(err), tt.want)
 			}
 		}
+		// The same refusals as changes of one command of many.
+		batch := make([]controller.AlterPartition, len(tests))
+		for j, tt := range tests {
+			batch[j] = valid
+			tt.change(&batch[j])
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		results, err := d.ctrl.AlterPartitions(ctx, batch)
+		cancel()
+		if err != nil || len(results) != len(tests) {
+			t.Fatalf("node %d: AlterPartitions: %v (%d outcomes)", c.nodes[i].id, err, len(results))
+		}
+		for j, tt := range tests {
+			if err := results[j].Err; err == nil || isrOutcome(err) != tt.want {
+				t.Errorf("node %d, %s in a batch: %v: outcome %d, want %d", c.nodes[i].id, tt.name, err, isrOutcome(err), tt.want)
+			}
+		}
 	}
 	if got := c.image().Topics["isr-outcome"].Partitions[0]; got.PartitionEpoch != p.PartitionEpoch {
 		t.Errorf("partition epoch %d after refusals, want %d", got.PartitionEpoch, p.PartitionEpoch)
@@ -130,6 +147,41 @@ func TestISRLoopLeavesOutBrokersShuttingDown(t *testing.T) {
 	if after := rounds(4); after != before {
 		t.Errorf("%d ISR proposals unconfirmed in 4 rounds after node 3 shut down, want none", after-before)
 	}
+}
+
+// TestISRChangesShareCommands checks that a leader whose follower died
+// takes it out of the ISR of every partition in a few AlterPartition
+// commands, not one each: with 10,000 partitions, one Raft command per
+// change made a rejoining node wait for thousands of them.
+func TestISRChangesShareCommands(t *testing.T) {
+	c := startCluster(t, 3, func(s *config.Broker) {
+		s.ReplicaLagTime = time.Second // well before the controller fences node 3
+	})
+	createReplicated(t, c, "many", 150)
+	var before [2]struct{ shrinks, commands uint64 }
+	for i := range before {
+		isr := &c.daemon(i).broker.isr
+		before[i].shrinks, before[i].commands = isr.shrinks.Load(), isr.commands.Load()
+	}
+	c.crash(2)
+	c.waitImage("node 3 out of the ISR of every partition it does not lead", func(img *controller.Image) bool {
+		for _, p := range img.Topics["many"].Partitions {
+			if p.Leader != 3 && slices.Contains(p.ISR, 3) {
+				return false
+			}
+		}
+		return true
+	})
+	var shrinks, commands uint64
+	for i := range before {
+		isr := &c.daemon(i).broker.isr
+		shrinks += isr.shrinks.Load() - before[i].shrinks
+		commands += isr.commands.Load() - before[i].commands
+	}
+	if shrinks < 50 || commands > shrinks/10 {
+		t.Errorf("%d ISR shrinks in %d AlterPartition commands; want many shrinks, in at most a tenth as many commands", shrinks, commands)
+	}
+	t.Logf("%d ISR shrinks in %d commands", shrinks, commands)
 }
 
 // TestMaintainWatchesSharedPartitionsOnly checks which partitions the ISR

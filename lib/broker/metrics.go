@@ -68,9 +68,10 @@ func (t *trafficCounters) snapshot() []metrics.TopicTraffic {
 }
 
 // isrCounters count the ISR changes this node made as a leader, those it
-// proposed that were not confirmed, and the ISR loop's rounds (for tests).
+// proposed that were not confirmed, and the ISR loop's rounds and the
+// AlterPartition commands it sent (for tests).
 type isrCounters struct {
-	shrinks, expands, unconfirmed, rounds atomic.Uint64
+	shrinks, expands, unconfirmed, rounds, commands atomic.Uint64
 }
 
 // count records an accepted ISR change from before to after.
