@@ -11,7 +11,7 @@ PREFIX   ?= /usr/local
 VERSION  ?= $(shell git describe --tags --dirty 2>/dev/null)
 LDFLAGS  := $(if $(VERSION),-X github.com/mqproject/mq/lib/version.stamp=$(VERSION))
 
-.PHONY: all build test test-short test-mem fuzz bench perf perf-partitions chaos soak lint install uninstall run man clean cluster cluster-stop static image
+.PHONY: all build test test-short test-mem fuzz bench perf perf-partitions perf-restart chaos soak lint install uninstall run man clean cluster cluster-stop static image
 
 all: build
 
@@ -84,6 +84,15 @@ perf-partitions:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mqd ./cmd/mqbench ./cmd/mqctl
 	./lib/bench/partitions.sh $(BIN)
+
+# One step of a rolling restart (issue 19): a 3-node cluster with TOPICS
+# (default 10) topics of PARTITIONS (default 1000) partitions, RF 3; node
+# 2's SIGTERM, its start again, and the time until every ISR is full, RUNS
+# times (lib/bench/restart.sh).
+perf-restart:
+	@mkdir -p $(BIN)
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mqd ./cmd/mqbench ./cmd/mqctl
+	./lib/bench/restart.sh $(BIN)
 
 # The fault-injection rows (e2e/chaos*_test.go) long: each injects its
 # faults for DURATION on its own cluster, in a test process of its own
