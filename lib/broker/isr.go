@@ -145,19 +145,18 @@ func (b *Broker) proposeISRBatch(props *proposals, batch []isrProposal) bool {
 			}
 		}
 		var results []controller.AlterPartitionResult
-		var err error
+		var err error // the command's: every change's outcome
 		if len(reqs) == 1 {
-			var p controller.Partition
-			p, err = b.ctrl.AlterPartition(ctx, reqs[0])
-			results = []controller.AlterPartitionResult{{Partition: p, Err: err}}
+			p, perr := b.ctrl.AlterPartition(ctx, reqs[0])
+			results = []controller.AlterPartitionResult{{Partition: p, Err: perr}}
 		} else {
 			results, err = b.ctrl.AlterPartitions(ctx, reqs)
 		}
 		for i, pr := range batch {
-			if err == nil {
-				b.settleISR(pr, results[i].Err)
-			} else {
+			if err != nil {
 				b.settleISR(pr, err)
+			} else {
+				b.settleISR(pr, results[i].Err)
 			}
 		}
 	}, func() {
