@@ -927,6 +927,14 @@ type AlterPartition struct {
 	ISR []int32
 }
 
+// command is the record body of the change.
+func (p AlterPartition) command() *alterPartitionV2 {
+	return &alterPartitionV2{
+		Topic: p.Topic, Partition: p.Partition, Leader: p.Leader,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR,
+	}
+}
+
 // AlterPartition changes one partition's ISR and returns the partition as
 // it is now (its new partition epoch). Errors: ErrFencedLeaderEpoch (the
 // leader epoch is not the current one), ErrNotLeader, ErrInvalidUpdateVersion
@@ -936,10 +944,7 @@ type AlterPartition struct {
 // or unregistered broker), ErrUnknownTopic, ErrUnknownPartition. An ISR
 // equal to the current one changes nothing.
 func (c *Controller) AlterPartition(ctx context.Context, p AlterPartition) (Partition, error) {
-	res, err := c.propose(ctx, cmdAlterPartition, &alterPartitionV2{
-		Topic: p.Topic, Partition: p.Partition, Leader: p.Leader,
-		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR,
-	})
+	res, err := c.propose(ctx, cmdAlterPartition, p.command())
 	if err != nil {
 		return Partition{}, err
 	}
@@ -966,10 +971,7 @@ type AlterPartitionResult struct {
 func (c *Controller) AlterPartitions(ctx context.Context, ps []AlterPartition) ([]AlterPartitionResult, error) {
 	body := &alterPartitionV3{Changes: make([]alterPartitionV2, len(ps))}
 	for i, p := range ps {
-		body.Changes[i] = alterPartitionV2{
-			Topic: p.Topic, Partition: p.Partition, Leader: p.Leader,
-			LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR,
-		}
+		body.Changes[i] = *p.command()
 	}
 	res, err := c.propose(ctx, cmdAlterPartition, body)
 	if err != nil {

@@ -441,83 +441,58 @@ func applyResignLeadership(img *Image, c *resignLeadershipV1, res *applyResult) 
 }
 
 func applyAlterPartitionV2(img *Image, c *alterPartitionV2, res *applyResult) error {
-	old, p, changed, err := alterISR(img, img.Topics[c.Topic], c)
-	if err != nil {
-		return err
+	out, changed := applyAlterations(img, []alterPartitionV2{*c})
+	if out[0].err != nil {
+		return out[0].err
 	}
-	res.partition = &p
-	if !changed {
-		res.unchanged = true
-		return nil
-	}
-	t := *old
-	t.Partitions = slices.Clone(old.Partitions)
-	t.Partitions[c.Partition] = p
-	replaceTopic(img, &t)
+	res.partition, res.unchanged = out[0].partition, !changed
 	return nil
-}
-
-// alterISR checks an ISR change a leader proposes for a partition of
-// topic t (nil: unknown) and returns the topic, the partition with the
-// change made, and whether that differs from the partition now.
-func alterISR(img *Image, t *Topic, c *alterPartitionV2) (*Topic, Partition, bool, error) {
-	if t == nil {
-		return nil, Partition{}, false, fmt.Errorf("%w: %q", ErrUnknownTopic, c.Topic)
-	}
-	_, p, where, err := checkLeaderProposal(t, c.Partition, c.Leader, c.LeaderEpoch, c.PartitionEpoch)
-	if err != nil {
-		return nil, Partition{}, false, err
-	}
-	if err := checkPartitionState(p.Replicas, c.Leader, c.ISR); err != nil {
-		return nil, Partition{}, false, fmt.Errorf("%s: %w", where, err)
-	}
-	for _, r := range c.ISR {
-		if !slices.Contains(p.ISR, r) && !img.BrokerAlive(r) {
-			return nil, Partition{}, false, fmt.Errorf("%w: %s: broker %d is fenced, shutting down or not registered", ErrIneligibleReplica, where, r)
-		}
-	}
-	if slices.Equal(c.ISR, p.ISR) {
-		return t, p, false, nil
-	}
-	p.ISR = slices.Clone(c.ISR)
-	p.PartitionEpoch = bumped(p.PartitionEpoch)
-	return t, p, true, nil
-}
-
-// alteration is the outcome of one change of an AlterPartition of many
-// partitions: the partition after it, or why it was refused.
-type alteration struct {
-	partition *Partition
-	err       error
 }
 
 // maxAlterations bounds the changes of one AlterPartition record: about
 // 110 bytes of JSON each.
 const maxAlterations = 4096
 
-// applyAlterPartitionV3 applies each change as applyAlterPartitionV2
-// does, in order, each on its own: a refused change leaves the others,
-// and a later change of the same partition is checked against the
-// earlier one's epochs. A topic's partitions are copied once, however
-// many of them change. The command is refused only when malformed.
+// applyAlterPartitionV3 applies many changes as version 2 applies one
+// (applyAlterations). The command is refused only when malformed.
 func applyAlterPartitionV3(img *Image, c *alterPartitionV3, res *applyResult) error {
 	if len(c.Changes) == 0 || len(c.Changes) > maxAlterations {
 		return fmt.Errorf("%w: AlterPartition of %d changes, want 1..%d", ErrInvalidCommand, len(c.Changes), maxAlterations)
 	}
+	var changed bool
+	res.alterations, changed = applyAlterations(img, c.Changes)
+	res.unchanged = !changed
+	return nil
+}
+
+// alteration is the outcome of one ISR change: the partition after it,
+// or why it was refused.
+type alteration struct {
+	partition *Partition
+	err       error
+}
+
+// applyAlterations checks and applies each ISR change to img, in order,
+// each on its own: a refused change leaves img as it was and the others
+// apply, and a later change of the same partition is checked against the
+// earlier one's epochs. A topic's partitions are copied once, however
+// many of them change. It returns each change's outcome and whether img
+// changed.
+func applyAlterations(img *Image, changes []alterPartitionV2) ([]alteration, bool) {
+	out := make([]alteration, len(changes))
 	copied := map[string]*Topic{}
-	res.alterations = make([]alteration, len(c.Changes))
-	for i := range c.Changes {
-		ch := &c.Changes[i]
+	for i := range changes {
+		ch := &changes[i]
 		t := copied[ch.Topic]
 		if t == nil {
 			t = img.Topics[ch.Topic]
 		}
-		t, p, changed, err := alterISR(img, t, ch)
+		p, changed, err := alterISR(img, t, ch)
 		if err != nil {
-			res.alterations[i].err = err
+			out[i].err = err
 			continue
 		}
-		res.alterations[i].partition = &p
+		out[i].partition = &p
 		if !changed {
 			continue
 		}
@@ -529,12 +504,37 @@ func applyAlterPartitionV3(img *Image, c *alterPartitionV3, res *applyResult) er
 		}
 		t.Partitions[ch.Partition] = p
 	}
-	if len(copied) == 0 {
-		res.unchanged = true
-		return nil
+	if len(copied) > 0 {
+		replaceTopics(img, copied)
 	}
-	replaceTopics(img, copied)
-	return nil
+	return out, len(copied) > 0
+}
+
+// alterISR checks an ISR change a leader proposes for a partition of
+// topic t (nil: unknown) and returns the partition with the change made,
+// and whether that differs from the partition now.
+func alterISR(img *Image, t *Topic, c *alterPartitionV2) (Partition, bool, error) {
+	if t == nil {
+		return Partition{}, false, fmt.Errorf("%w: %q", ErrUnknownTopic, c.Topic)
+	}
+	_, p, where, err := checkLeaderProposal(t, c.Partition, c.Leader, c.LeaderEpoch, c.PartitionEpoch)
+	if err != nil {
+		return Partition{}, false, err
+	}
+	if err := checkPartitionState(p.Replicas, c.Leader, c.ISR); err != nil {
+		return Partition{}, false, fmt.Errorf("%s: %w", where, err)
+	}
+	for _, r := range c.ISR {
+		if !slices.Contains(p.ISR, r) && !img.BrokerAlive(r) {
+			return Partition{}, false, fmt.Errorf("%w: %s: broker %d is fenced, shutting down or not registered", ErrIneligibleReplica, where, r)
+		}
+	}
+	if slices.Equal(c.ISR, p.ISR) {
+		return p, false, nil
+	}
+	p.ISR = slices.Clone(c.ISR)
+	p.PartitionEpoch = bumped(p.PartitionEpoch)
+	return p, true, nil
 }
 
 // electionResult is the outcome of an election for one partition.
