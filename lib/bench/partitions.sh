@@ -55,13 +55,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-now() { date +%s.%N; }
-# since prints the seconds from $1 to $2, or to now.
-since() { echo "${2:-$(now)} $1" | awk '{printf "%.2f", $1 - $2}'; }
+# shellcheck source=lib/bench/common.sh
+. "$(dirname "$0")/common.sh"
 
 start_mqd() {
 	rm -f "$sock"
-	started=$(cat "$dir/mqd.log" 2>/dev/null | grep -c 'msg="mqd serving"' || true)
+	started=$(servings "$dir/mqd.log")
 	"$bin/mqd" --data-dir "$data" --listen "unix://$sock" 2>>"$dir/mqd.log" &
 	pid=$!
 	until [ -S "$sock" ]; do
@@ -94,10 +93,7 @@ serving() {
 # ready waits until the mqd start_mqd started logs that it is serving,
 # sets ready_at to that time, then checks that every partition answers.
 ready() {
-	until [ "$(grep -c 'msg="mqd serving"' "$dir/mqd.log")" -gt "$started" ]; do
-		kill -0 "$pid" 2>/dev/null || { echo "partitions: mqd exited:" >&2; tail -20 "$dir/mqd.log" >&2; exit 1; }
-		sleep 0.01
-	done
+	await_serving "$dir/mqd.log" "$started" "$pid" partitions
 	ready_at=$(now)
 	# shellcheck disable=SC2086 # the names are words
 	if ! out=$("$bin/mqctl" -b "unix://$sock" -o json topic describe $(names) 2>&1) ||

@@ -42,9 +42,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-now() { date +%s.%N; }
-# since prints the seconds from $1 to $2, or to now.
-since() { echo "${2:-$(now)} $1" | awk '{printf "%.2f", $1 - $2}'; }
+# shellcheck source=lib/bench/common.sh
+. "$here/common.sh"
 
 # under_replicated prints how many partitions are, or nothing when the
 # cluster cannot say.
@@ -84,16 +83,13 @@ while [ "$run" -le "$runs" ]; do
 	done
 	sigterm=$(since "$t0")
 
-	served=$(grep -c 'msg="mqd serving"' "$log" || true)
+	served=$(servings "$log")
 	t0=$(now)
 	"$bin/mqd" --node-id 2 --voters "$voters" --data-dir "$MQ_CLUSTER_DIR/node2/data" \
 		--listen "tcp://$node2" --advertise "$node2" >>"$log" 2>&1 &
 	pid=$!
 	echo "$pid" >"$MQ_CLUSTER_DIR/node2/mqd.pid"
-	until [ "$(grep -c 'msg="mqd serving"' "$log")" -gt "$served" ]; do
-		kill -0 "$pid" 2>/dev/null || { echo "restart: node 2 exited:" >&2; tail -20 "$log" >&2; exit 1; }
-		sleep 0.01
-	done
+	await_serving "$log" "$served" "$pid" "restart: node 2"
 	ready=$(since "$t0")
 	full
 	isr_full=$(since "$t0")
