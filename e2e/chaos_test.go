@@ -153,8 +153,11 @@ func (n *nemesis) killLeader(down time.Duration) {
 
 // pauseLeader SIGSTOPs a partition's leader for stopped (longer than the
 // session timeout), waits until another leads the partition, and
-// continues it.
+// continues it. It first waits for the whole ISR, as the cuts do
+// (nemesis.inSync): a leader paused as its ISR's only member leaves no
+// one to take over until it continues.
 func (n *nemesis) pauseLeader(stopped time.Duration) {
+	n.inSync()
 	part, victim := n.victim("SIGSTOP", stopped)
 	victim.pause()
 	n.hold(stopped)
