@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -233,6 +235,37 @@ func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
 }
 
 func (c *cluster) admin() *kadm.Client { return kadm.NewClient(c.client()) }
+
+// dumpStacks is for a cluster that never reached a state a test waited
+// for: SIGQUIT makes every running node's Go runtime print each
+// goroutine's stack and exit, and each node's stacks are kept in a file
+// of their own (named in the test's log), for what a stuck loop waits on.
+func (c *cluster) dumpStacks() {
+	for _, node := range c.nodes {
+		if !node.running() {
+			continue
+		}
+		node.mqdProc.cont() // a stopped process would not see SIGQUIT
+		from := len(node.stderr.String())
+		node.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-node.exited:
+		case <-time.After(10 * time.Second):
+			c.t.Logf("node %d did not exit within 10s of SIGQUIT", node.id)
+			continue
+		}
+		f, err := os.CreateTemp("", fmt.Sprintf("mq-e2e-stacks-node%d-*.txt", node.id))
+		if err == nil {
+			_, err = f.WriteString(node.stderr.String()[from:])
+			err = errors.Join(err, f.Close())
+		}
+		if err != nil {
+			c.t.Logf("node %d's stacks: %v", node.id, err)
+			continue
+		}
+		c.t.Logf("node %d's goroutine stacks: %s", node.id, f.Name())
+	}
+}
 
 // serving returns the nodes that run, are not paused and are not cut off
 // by the network.

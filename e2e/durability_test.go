@@ -242,6 +242,12 @@ func produceBatch(t *testing.T, ctx context.Context, cl *kgo.Client, version int
 // waitFor polls cond until it holds or d passes, failing with what it last said.
 func waitFor(t testing.TB, d time.Duration, cond func() (bool, string)) {
 	t.Helper()
+	waitForOr(t, d, cond, nil)
+}
+
+// waitForOr is waitFor calling timedOut, when not nil, before it fails.
+func waitForOr(t testing.TB, d time.Duration, cond func() (bool, string), timedOut func()) {
+	t.Helper()
 	deadline := time.Now().Add(d)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -251,6 +257,9 @@ func waitFor(t testing.TB, d time.Duration, cond func() (bool, string)) {
 			return
 		}
 		if time.Now().After(deadline) {
+			if timedOut != nil {
+				timedOut()
+			}
 			t.Fatalf("condition not met after %v; last: %s", d, last)
 		}
 		<-tick.C

@@ -67,7 +67,7 @@ func (c *cluster) waitPartitions(topic, what string, ok func([]partitionState) b
 func (c *cluster) waitPartitionsOn(except *clusterNode, topic, what string, ok func([]partitionState) bool) []partitionState {
 	c.t.Helper()
 	var last []partitionState
-	waitFor(c.t, clusterReadyTimeout, func() (bool, string) {
+	waitForOr(c.t, clusterReadyTimeout, func() (bool, string) {
 		for _, node := range c.serving() {
 			if node == except {
 				continue
@@ -78,7 +78,7 @@ func (c *cluster) waitPartitionsOn(except *clusterNode, topic, what string, ok f
 			}
 		}
 		return true, ""
-	})
+	}, c.dumpStacks)
 	return last
 }
 
