@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	cryptorand "crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -836,14 +837,20 @@ func (n *nemesis) fillDisk(node *clusterNode, full time.Duration) {
 // probe writes one record of 64 KiB (more than a segment's last block can
 // hold) to partition p without retries and fails the test if it is
 // acknowledged: the partition's leader has a full disk. It returns the
-// error the write got.
+// error the write got. The bytes are random and sent uncompressed: 64 KiB
+// of zeros, snappy-compressed by default, are a batch of 3 KB, which the
+// free tail of a segment's last block may hold. Random, no two probes are
+// taken for a duplicate either.
 func (n *nemesis) probe(p int) error {
 	n.t.Helper()
-	cl := n.c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(0), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite())
+	cl := n.c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(0), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DisableIdempotentWrite(), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := cl.ProduceSync(ctx, &kgo.Record{Topic: chaosTopic, Partition: int32(p), Value: make([]byte, 64<<10)}).FirstErr()
+	value := make([]byte, 64<<10)
+	cryptorand.Read(value) // not n.rng: the faults drawn after must not depend on how many probes ran
+	err := cl.ProduceSync(ctx, &kgo.Record{Topic: chaosTopic, Partition: int32(p), Value: value}).FirstErr()
 	if err == nil {
 		n.t.Errorf("a 64 KiB write to partition %d was acknowledged by a leader whose disk is full", p)
 	} else if !errors.Is(err, kerr.KafkaStorageError) && !errors.Is(err, kerr.NotLeaderForPartition) {
