@@ -1,7 +1,7 @@
 #!/bin/sh
 # A cluster of mqd nodes on this machine, for trying mq out and for
-# development: deploy/cluster.sh start|stop|status|clean (make cluster,
-# make cluster-stop).
+# development: deploy/cluster.sh start|stop|status|clean|start-node N
+# (make cluster, make cluster-stop).
 #
 #   MQ_CLUSTER_DIR    where the nodes keep data, logs and pid files
 #                     (default /tmp/mq-cluster): node1/, node2/, ...
@@ -13,7 +13,9 @@
 # start prints the bootstrap list once every node serves Metadata listing
 # every broker; stop sends SIGTERM to every node at once (a controlled
 # shutdown each) and waits for them; clean removes MQ_CLUSTER_DIR of a
-# stopped cluster.
+# stopped cluster; start-node N starts node N again (after a SIGTERM to
+# the pid in nodeN/mqd.pid, say: one step of a rolling restart) and
+# returns at once, its log saying "mqd serving" when it is ready.
 set -eu
 
 dir=${MQ_CLUSTER_DIR:-/tmp/mq-cluster}
@@ -55,18 +57,22 @@ failed() {
 	die "$1"
 }
 
+# launch N starts node N in the background, its pid in nodeN/mqd.pid.
+launch() {
+	mkdir -p "$dir/node$1"
+	"$bin/mqd" --node-id "$1" --voters "$(voters)" --data-dir "$dir/node$1/data" \
+		--listen "tcp://$(kafka_addr "$1")" --advertise "$(kafka_addr "$1")" \
+		>>"$dir/node$1/mqd.log" 2>&1 &
+	echo $! >"$dir/node$1/mqd.pid"
+}
+
 start() {
 	[ -x "$bin/mqd" ] && [ -x "$bin/mqctl" ] || die "no $bin/mqd or $bin/mqctl: run make build first (or set MQ_BIN)"
 	for i in $(ids); do
 		if pid=$(pid_of "$i"); then die "node $i is running already (pid $pid): deploy/cluster.sh stop first"; fi
 	done
-	v=$(voters)
 	for i in $(ids); do
-		mkdir -p "$dir/node$i"
-		"$bin/mqd" --node-id "$i" --voters "$v" --data-dir "$dir/node$i/data" \
-			--listen "tcp://$(kafka_addr "$i")" --advertise "$(kafka_addr "$i")" \
-			>>"$dir/node$i/mqd.log" 2>&1 &
-		echo $! >"$dir/node$i/mqd.pid"
+		launch "$i"
 	done
 	# Ready when every node lists every broker; give up after 60 s.
 	b=$(bootstrap)
@@ -131,6 +137,16 @@ status() {
 	fi
 }
 
+start_node() {
+	case "$1" in
+	'' | *[!0-9]*) usage ;;
+	esac
+	[ "$1" -ge 1 ] && [ "$1" -le "$nodes" ] || usage
+	if pid=$(pid_of "$1"); then die "node $1 is running already (pid $pid)"; fi
+	launch "$1"
+	echo "node $1 started (pid $(cat "$dir/node$1/mqd.pid")); its log: $dir/node$1/mqd.log"
+}
+
 clean() {
 	for i in $(ids); do
 		if pid=$(pid_of "$i"); then die "node $i is running (pid $pid): deploy/cluster.sh stop first"; fi
@@ -139,13 +155,16 @@ clean() {
 	echo "removed $dir"
 }
 
+usage() {
+	echo "usage: deploy/cluster.sh start|stop|status|clean|start-node N (1..$nodes)" >&2
+	exit 2
+}
+
 case "${1:-}" in
 start) start ;;
 stop) stop ;;
 status) status ;;
 clean) clean ;;
-*)
-	echo "usage: deploy/cluster.sh start|stop|status|clean" >&2
-	exit 2
-	;;
+start-node) start_node "${2:-}" ;;
+*) usage ;;
 esac

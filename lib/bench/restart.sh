@@ -29,8 +29,6 @@ export MQ_CLUSTER_PORT MQ_CLUSTER_RAFT MQ_CLUSTER_DIR MQ_BIN
 here=$(dirname "$0")
 cluster="$here/../../deploy/cluster.sh"
 bootstrap=127.0.0.1:$MQ_CLUSTER_PORT
-node2=127.0.0.1:$((MQ_CLUSTER_PORT + 1))
-voters="1@127.0.0.1:$MQ_CLUSTER_RAFT,2@127.0.0.1:$((MQ_CLUSTER_RAFT + 1)),3@127.0.0.1:$((MQ_CLUSTER_RAFT + 2))"
 pid=
 cleanup() {
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
@@ -85,10 +83,8 @@ while [ "$run" -le "$runs" ]; do
 
 	served=$(servings "$log")
 	t0=$(now)
-	"$bin/mqd" --node-id 2 --voters "$voters" --data-dir "$MQ_CLUSTER_DIR/node2/data" \
-		--listen "tcp://$node2" --advertise "$node2" >>"$log" 2>&1 &
-	pid=$!
-	echo "$pid" >"$MQ_CLUSTER_DIR/node2/mqd.pid"
+	"$cluster" start-node 2 >/dev/null
+	pid=$(cat "$MQ_CLUSTER_DIR/node2/mqd.pid")
 	await_serving "$log" "$served" "$pid" "restart: node 2"
 	ready=$(since "$t0")
 	full
