@@ -26,10 +26,11 @@ var allowed = map[string][]string{
 	"lib/controller": {},
 	"lib/log":        {"lib/clock", "lib/record"},
 	"lib/replica":    {"lib/clock", "lib/log", "lib/record"},
+	"lib/peer":       {},
 	"lib/group":      {"lib/clock", "lib/record"},
 	"lib/queue":      {},
 	"lib/metrics":    {"lib/server"},
-	"lib/broker":     {"lib/clock", "lib/record", "lib/log", "lib/replica", "lib/controller", "lib/group", "lib/queue", "lib/config", "lib/server", "lib/kafkaext", "lib/version", "lib/metrics"},
+	"lib/broker":     {"lib/clock", "lib/record", "lib/log", "lib/replica", "lib/peer", "lib/controller", "lib/group", "lib/queue", "lib/config", "lib/server", "lib/kafkaext", "lib/version", "lib/metrics"},
 	"lib/client":     {"lib/config", "lib/kafkaext"},
 	"lib/pipe":       {"lib/client", "lib/kafkaext", "lib/record"},
 	"lib/tail":       {"lib/admin", "lib/client"},
@@ -55,7 +56,7 @@ var allowedInTests = map[string][]string{
 }
 
 // serverSide are the packages that only mqd may link.
-var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/metrics"}
+var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/peer", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/metrics"}
 
 type listedPackage struct {
 	ImportPath   string

@@ -317,6 +317,7 @@ func (b *Broker) Close() error {
 	}
 	b.fetchers.close()
 	b.groups.close()
+	b.shares.store.peers.Close()
 	return b.data.close() // high-water marks checkpointed first
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/peer"
 	"github.com/mqproject/mq/lib/replica"
 )
 
@@ -223,10 +224,10 @@ func (f *fetcher) run() {
 		}
 	}()
 	logger := f.b.log.With("leader", f.key.leader, "fetcher", f.key.index)
-	var conn *peerConn
+	var conn *peer.Conn
 	defer func() {
 		if conn != nil {
-			conn.close()
+			conn.Close()
 		}
 	}()
 	failures := 0
@@ -237,7 +238,7 @@ func (f *fetcher) run() {
 			continue
 		}
 		if conn == nil {
-			c, err := dialPeer(ctx, f.addr, "mq-follower-"+strconv.Itoa(int(f.b.cfg.Settings.NodeID)))
+			c, err := peer.Dial(ctx, f.addr, "mq-follower-"+strconv.Itoa(int(f.b.cfg.Settings.NodeID)))
 			if err != nil {
 				if failures == 0 {
 					logger.Warn("cannot reach leader to replicate", "addr", f.addr, "err", err)
@@ -250,7 +251,7 @@ func (f *fetcher) run() {
 		}
 		err := f.fetchOnce(ctx, conn, rounds, logger)
 		if err != nil {
-			conn.close()
+			conn.Close()
 			conn = nil
 			f.session.reset() // a new connection starts a new session
 			if ctx.Err() != nil {
@@ -356,7 +357,7 @@ func (f *fetcher) requestTimeout() time.Duration {
 
 // fetchOnce truncates the partitions that need it, then fetches all of the
 // others once. An error means the connection is unusable.
-func (f *fetcher) fetchOnce(ctx context.Context, conn *peerConn, rounds []round, logger *slog.Logger) error {
+func (f *fetcher) fetchOnce(ctx context.Context, conn *peer.Conn, rounds []round, logger *slog.Logger) error {
 	rounds, cut, err := f.refetchDamaged(ctx, conn, rounds, logger)
 	if err != nil {
 		return err
@@ -391,7 +392,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, conn *peerConn, rounds []round,
 // again after a backoff: meanwhile the leader takes it out of the ISR. It
 // returns the rounds to go on with and whether a log was cut (positions
 // changed); an error means the connection is unusable.
-func (f *fetcher) refetchDamaged(ctx context.Context, conn *peerConn, rounds []round, logger *slog.Logger) ([]round, bool, error) {
+func (f *fetcher) refetchDamaged(ctx context.Context, conn *peer.Conn, rounds []round, logger *slog.Logger) ([]round, bool, error) {
 	var damaged []round
 	var damage []log.Damage
 	out := rounds[:0:0]
@@ -412,7 +413,7 @@ func (f *fetcher) refetchDamaged(ctx context.Context, conn *peerConn, rounds []r
 			Topic: r.tp.topic, Partition: r.tp.partition, LeaderEpoch: r.pos.LeaderEpoch, Offset: damage[i].From,
 		})
 	}
-	raw, err := conn.do(ctx, req, f.requestTimeout())
+	raw, err := conn.Do(ctx, req, f.requestTimeout())
 	if err != nil {
 		return nil, false, err
 	}
@@ -456,7 +457,7 @@ func (f *fetcher) refetchDamaged(ctx context.Context, conn *peerConn, rounds []r
 // truncate asks the leader for the end offset of each partition's last
 // fetched epoch (OffsetForLeaderEpoch) and truncates to where the logs
 // agree.
-func (f *fetcher) truncate(ctx context.Context, conn *peerConn, rounds []round, logger *slog.Logger) error {
+func (f *fetcher) truncate(ctx context.Context, conn *peer.Conn, rounds []round, logger *slog.Logger) error {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.Version = followerEpochsVersion
 	req.ReplicaID = f.b.cfg.Settings.NodeID
@@ -472,7 +473,7 @@ func (f *fetcher) truncate(ctx context.Context, conn *peerConn, rounds []round, 
 		}
 		req.Topics = append(req.Topics, t)
 	}
-	raw, err := conn.do(ctx, req, f.requestTimeout())
+	raw, err := conn.Do(ctx, req, f.requestTimeout())
 	if err != nil {
 		return err
 	}
@@ -517,7 +518,7 @@ func (f *fetcher) truncate(ctx context.Context, conn *peerConn, rounds []round, 
 // state changed, and forgets those no longer fetched; the leader answers
 // only the partitions with news, and a partition it leaves out has
 // nothing new. Without one, it is a full fetch asking for a session.
-func (f *fetcher) fetch(ctx context.Context, conn *peerConn, rounds []round, logger *slog.Logger) error {
+func (f *fetcher) fetch(ctx context.Context, conn *peer.Conn, rounds []round, logger *slog.Logger) error {
 	s := f.b.cfg.Settings
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = followerFetchVersion
@@ -578,7 +579,7 @@ func (f *fetcher) fetch(ctx context.Context, conn *peerConn, rounds []round, log
 			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, key.partition)
 		}
 	}
-	raw, err := conn.do(ctx, req, f.requestTimeout())
+	raw, err := conn.Do(ctx, req, f.requestTimeout())
 	if err != nil {
 		return err
 	}
@@ -662,7 +663,7 @@ type topicPartitionID struct {
 
 // reset handles OFFSET_OUT_OF_RANGE: it asks the leader for its log start
 // and log end offsets and moves the fetch position into them.
-func (f *fetcher) reset(ctx context.Context, conn *peerConn, rounds []round, logger *slog.Logger) error {
+func (f *fetcher) reset(ctx context.Context, conn *peer.Conn, rounds []round, logger *slog.Logger) error {
 	ask := func(ts int64) (map[topicPartition]int64, error) {
 		req := kmsg.NewPtrListOffsetsRequest()
 		req.Version = followerListOffsetsVersion
@@ -679,7 +680,7 @@ func (f *fetcher) reset(ctx context.Context, conn *peerConn, rounds []round, log
 			}
 			req.Topics = append(req.Topics, t)
 		}
-		raw, err := conn.do(ctx, req, f.requestTimeout())
+		raw, err := conn.Do(ctx, req, f.requestTimeout())
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/metrics"
+	"github.com/mqproject/mq/lib/peer"
 )
 
 // remoteLagTimeout bounds what a scrape waits for the leaders of the
@@ -74,11 +75,11 @@ func (b *Broker) fetchRemoteLag(want []remoteLag, now time.Time) []remoteLag {
 // askLeaderLag is fetchRemoteLag for the partitions one leader at addr
 // leads.
 func (b *Broker) askLeaderLag(ctx context.Context, addr string, parts []remoteLag, now time.Time) []remoteLag {
-	conn, err := dialPeer(ctx, addr, "mq-metrics-"+strconv.Itoa(int(b.cfg.Settings.NodeID)))
+	conn, err := peer.Dial(ctx, addr, "mq-metrics-"+strconv.Itoa(int(b.cfg.Settings.NodeID)))
 	if err != nil {
 		return nil
 	}
-	defer conn.close()
+	defer conn.Close()
 	at := make([]int64, len(parts))
 	for i, r := range parts {
 		at[i] = r.committed
@@ -138,7 +139,7 @@ type lagAnswer struct {
 // partition at its offset in at. A Fetch names a partition once, so where
 // several groups committed offsets for one partition it sends one Fetch
 // per offset asked of that partition.
-func lagFetch(ctx context.Context, conn *peerConn, parts []remoteLag, at []int64) ([]lagAnswer, error) {
+func lagFetch(ctx context.Context, conn *peer.Conn, parts []remoteLag, at []int64) ([]lagAnswer, error) {
 	out := make([]lagAnswer, len(parts))
 	for i := range out {
 		out[i] = lagAnswer{err: kerr.UnknownServerError.Code, hw: -1}
@@ -179,7 +180,7 @@ func lagFetch(ctx context.Context, conn *peerConn, parts []remoteLag, at []int64
 			p.PartitionMaxBytes = 1 // the first batch comes whole (KIP-74)
 			req.Topics[t].Partitions = append(req.Topics[t].Partitions, p)
 		}
-		resp, err := conn.do(ctx, req, remoteLagTimeout)
+		resp, err := conn.Do(ctx, req, remoteLagTimeout)
 		if err != nil {
 			return nil, err
 		}
@@ -196,7 +197,7 @@ func lagFetch(ctx context.Context, conn *peerConn, parts []remoteLag, at []int64
 
 // logStarts asks for the log start offset of the partitions of parts at
 // the indexes in which (ListOffsets, earliest).
-func logStarts(ctx context.Context, conn *peerConn, parts []remoteLag, which []int) (map[int]int64, error) {
+func logStarts(ctx context.Context, conn *peer.Conn, parts []remoteLag, which []int) (map[int]int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.Version = followerListOffsetsVersion
 	req.ReplicaID = -1
@@ -221,7 +222,7 @@ func logStarts(ctx context.Context, conn *peerConn, parts []remoteLag, which []i
 		p.Partition, p.Timestamp, p.CurrentLeaderEpoch = r.key.partition, -2, -1
 		req.Topics[t].Partitions = append(req.Topics[t].Partitions, p)
 	}
-	resp, err := conn.do(ctx, req, remoteLagTimeout)
+	resp, err := conn.Do(ctx, req, remoteLagTimeout)
 	if err != nil {
 		return nil, err
 	}

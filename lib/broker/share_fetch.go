@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/peer"
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/server"
 )
@@ -65,7 +67,7 @@ type sharePart struct {
 }
 
 func newSharePartitions(b *Broker) *sharePartitions {
-	return &sharePartitions{b: b, store: &shareStore{b: b}, parts: map[shareKey]*sharePart{}, sessions: map[shareSessionKey]*shareSession{}}
+	return &sharePartitions{b: b, store: &shareStore{b: b, peers: peer.NewPool("mq-share-" + strconv.Itoa(int(b.cfg.Settings.NodeID)))}, parts: map[shareKey]*sharePart{}, sessions: map[shareSessionKey]*shareSession{}}
 }
 
 func (sp *sharePartitions) part(k shareKey) *sharePart {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/kafkaext"
+	"github.com/mqproject/mq/lib/peer"
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/server"
 )
@@ -78,7 +79,7 @@ func (sp *sharePartitions) resetSharePartition(ctx context.Context, group string
 // onLeader runs change for a partition led here, or forwards req (built
 // by one) to the node that leads it and returns the partition's error code
 // from its answer.
-func (b *Broker) onShareLeader(ctx context.Context, t *controller.Topic, partition int32, fwd bool, local func() error, remote func(*peerConn) (int16, *string, error)) (int16, *string) {
+func (b *Broker) onShareLeader(ctx context.Context, t *controller.Topic, partition int32, fwd bool, local func() error, remote func(*peer.Conn) (int16, *string, error)) (int16, *string) {
 	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
 		return kerr.UnknownTopicOrPartition.Code, nil
 	}
@@ -94,7 +95,7 @@ func (b *Broker) onShareLeader(ctx context.Context, t *controller.Topic, partiti
 		return kerr.CoordinatorNotAvailable.Code, kmsg.StringPtr(err.Error())
 	}
 	code, msg, err := remote(c)
-	b.shares.store.done(c, err)
+	b.shares.store.peers.Put(c, err)
 	if err != nil {
 		return kerr.RequestTimedOut.Code, kmsg.StringPtr(err.Error())
 	}
@@ -126,14 +127,14 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, _ *server.Con
 					func() error {
 						return b.shares.resetSharePartition(ctx, r.GroupID, t, rp.Partition, rp.StartOffset, false)
 					},
-					func(c *peerConn) (int16, *string, error) {
+					func(c *peer.Conn) (int16, *string, error) {
 						f := kmsg.NewPtrAlterShareGroupOffsetsRequest()
 						f.GroupID = r.GroupID
 						f.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: rt.Topic, Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{rp}}}
 						if err := kafkaext.Set(&f.UnknownTags, kafkaext.ShareForward, kafkaext.ShareForwarded{From: b.cfg.Settings.NodeID}); err != nil {
 							return 0, nil, err
 						}
-						kresp, err := c.do(ctx, f, peerTimeout)
+						kresp, err := c.Do(ctx, f, peerTimeout)
 						if err != nil {
 							return 0, nil, err
 						}
@@ -179,7 +180,7 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, _ *server.Co
 				}
 				code, msg := b.onShareLeader(ctx, t, int32(p), fwd,
 					func() error { return b.shares.resetSharePartition(ctx, r.GroupID, t, int32(p), 0, true) },
-					func(c *peerConn) (int16, *string, error) {
+					func(c *peer.Conn) (int16, *string, error) {
 						// The leader deletes every partition of the topic
 						// it leads; those it does not lead are skipped
 						// there and done by their own leaders.
@@ -189,7 +190,7 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, _ *server.Co
 						if err := kafkaext.Set(&f.UnknownTags, kafkaext.ShareForward, kafkaext.ShareForwarded{From: b.cfg.Settings.NodeID}); err != nil {
 							return 0, nil, err
 						}
-						kresp, err := c.do(ctx, f, peerTimeout)
+						kresp, err := c.Do(ctx, f, peerTimeout)
 						if err != nil {
 							return 0, nil, err
 						}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/peer"
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/record"
 )
@@ -75,8 +76,7 @@ func indexKey(group string, topic controller.TopicID) []byte {
 type shareStore struct {
 	b        *Broker
 	createMu sync.Mutex
-	peersMu  sync.Mutex
-	peers    map[string][]*peerConn // idle connections to other nodes, by address
+	peers    *peer.Pool // connections to the other nodes
 }
 
 // topic returns __share_group_state, created (compacted, internal) on
@@ -241,39 +241,13 @@ func (w shareWait) Wait(ctx context.Context) error {
 const peerTimeout = 10 * time.Second
 
 // peer returns a connection to node, from the idle ones or new. Give it
-// back with s.done.
-func (s *shareStore) peer(ctx context.Context, node int32) (*peerConn, error) {
+// back with s.peers.Put.
+func (s *shareStore) peer(ctx context.Context, node int32) (*peer.Conn, error) {
 	br, ok := s.b.ctrl.Image().Brokers[node]
 	if !ok {
 		return nil, fmt.Errorf("%w: node %d is not registered", errShareStateElsewhere, node)
 	}
-	addr := net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
-	s.peersMu.Lock()
-	if idle := s.peers[addr]; len(idle) > 0 {
-		c := idle[len(idle)-1]
-		s.peers[addr] = idle[:len(idle)-1]
-		s.peersMu.Unlock()
-		return c, nil
-	}
-	s.peersMu.Unlock()
-	return dialPeer(ctx, addr, "mq-share-"+strconv.Itoa(int(s.b.cfg.Settings.NodeID)))
-}
-
-func (s *shareStore) done(c *peerConn, err error) {
-	if err != nil {
-		c.close()
-		return
-	}
-	s.peersMu.Lock()
-	defer s.peersMu.Unlock()
-	if s.peers == nil {
-		s.peers = map[string][]*peerConn{}
-	}
-	if len(s.peers[c.addr]) >= 4 {
-		c.close()
-		return
-	}
-	s.peers[c.addr] = append(s.peers[c.addr], c)
+	return s.peers.Get(ctx, net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port))))
 }
 
 // produceRemote appends batch to partition p of the state topic on node,
@@ -292,14 +266,14 @@ func (s *shareStore) produceRemote(ctx context.Context, node, p int32, batch []b
 	rp.Partition, rp.Records = p, batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	kresp, err := c.do(ctx, req, peerTimeout)
-	s.done(c, err)
+	kresp, err := c.Do(ctx, req, peerTimeout)
+	s.peers.Put(c, err)
 	if err != nil {
 		return err
 	}
 	resp := kresp.(*kmsg.ProduceResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return fmt.Errorf("%w: produce answer without the partition", errPeerProtocol)
+		return fmt.Errorf("%w: produce answer without the partition", peer.ErrProtocol)
 	}
 	if err := kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode); err != nil {
 		return fmt.Errorf("write %s-%d on node %d: %w", shareStateTopic, p, node, err)
@@ -325,15 +299,15 @@ func (s *shareStore) replayRemote(ctx context.Context, node, p int32, fn func(ke
 		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = p, offset, replayReadBytes, -1
 		ft.Partitions = append(ft.Partitions, fp)
 		req.Topics = append(req.Topics, ft)
-		kresp, err := c.do(ctx, req, peerTimeout)
+		kresp, err := c.Do(ctx, req, peerTimeout)
 		if err != nil {
-			s.done(c, err)
+			s.peers.Put(c, err)
 			return err
 		}
 		resp := kresp.(*kmsg.FetchResponse)
 		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			s.done(c, errPeerProtocol)
-			return fmt.Errorf("%w: fetch answer without the partition", errPeerProtocol)
+			s.peers.Put(c, peer.ErrProtocol)
+			return fmt.Errorf("%w: fetch answer without the partition", peer.ErrProtocol)
 		}
 		rp := resp.Topics[0].Partitions[0]
 		if rp.ErrorCode == kerr.OffsetOutOfRange.Code && offset < rp.LogStartOffset {
@@ -341,18 +315,18 @@ func (s *shareStore) replayRemote(ctx context.Context, node, p int32, fn func(ke
 			continue
 		}
 		if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-			s.done(c, nil)
+			s.peers.Put(c, nil)
 			return fmt.Errorf("read %s-%d on node %d: %w", shareStateTopic, p, node, err)
 		}
 		// The batches refer into the connection's buffer: parse them
 		// before the next request.
 		next, err := replayBatches(rp.RecordBatches, offset, fn)
 		if err != nil {
-			s.done(c, err)
+			s.peers.Put(c, err)
 			return err
 		}
 		if next <= offset || next >= rp.HighWatermark {
-			s.done(c, nil)
+			s.peers.Put(c, nil)
 			return nil
 		}
 		offset = next

@@ -1,4 +1,4 @@
-package broker
+package peer
 
 import (
 	"bufio"
@@ -13,18 +13,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// maxPeerResponse bounds a response from another broker, so that a
-// confused peer cannot make this one allocate without limit.
-const maxPeerResponse = 256 << 20
+// maxResponse bounds a response from another broker, so that a confused
+// peer cannot make this one allocate without limit.
+const maxResponse = 256 << 20
 
-// peerConn is a connection to another broker's Kafka listener, for the
-// requests a broker sends itself (a follower's fetches). It sends one
-// request at a time and is not safe for concurrent use.
+// Conn is a connection to another broker's Kafka listener, for the
+// requests a broker sends itself (a follower's fetches, a share-state
+// write, a scrape's lag lookup). It sends one request at a time and is
+// not safe for concurrent use.
 //
-// Its input buffer is reused: a response decoded by do refers into it
+// Its input buffer is reused: a response decoded by Do refers into it
 // (kmsg decodes byte fields as sub-slices), so the caller must be done
-// with one response before the next do.
-type peerConn struct {
+// with one response before the next Do.
+type Conn struct {
 	addr string
 	conn net.Conn
 	r    *bufio.Reader
@@ -34,8 +35,9 @@ type peerConn struct {
 	in   []byte
 }
 
-// dialPeer connects to a broker at addr (host:port).
-func dialPeer(ctx context.Context, addr, clientID string) (*peerConn, error) {
+// Dial connects to a broker at addr (host:port); clientID names this
+// node's part in the broker's logs ("mq-follower-1").
+func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -44,7 +46,7 @@ func dialPeer(ctx context.Context, addr, clientID string) (*peerConn, error) {
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	return &peerConn{
+	return &Conn{
 		addr: addr,
 		conn: conn,
 		r:    bufio.NewReaderSize(conn, 64<<10),
@@ -52,13 +54,13 @@ func dialPeer(ctx context.Context, addr, clientID string) (*peerConn, error) {
 	}, nil
 }
 
-// errPeerProtocol is a response that does not parse or does not answer
-// the request sent: the connection is unusable.
-var errPeerProtocol = errors.New("broker: bad response from peer")
+// ErrProtocol is a response that does not parse or does not answer the
+// request sent: the connection is unusable.
+var ErrProtocol = errors.New("peer: bad response")
 
-// do sends req and decodes its response. The whole exchange is bounded by
+// Do sends req and decodes its response. The whole exchange is bounded by
 // timeout and by ctx; on any error the connection must be closed.
-func (c *peerConn) do(ctx context.Context, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+func (c *Conn) Do(ctx context.Context, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
 	if err := c.conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return nil, err
 	}
@@ -75,8 +77,8 @@ func (c *peerConn) do(ctx context.Context, req kmsg.Request, timeout time.Durati
 		return nil, c.ctxErr(ctx, err)
 	}
 	n := int(int32(binary.BigEndian.Uint32(size[:])))
-	if n < 4 || n > maxPeerResponse {
-		return nil, fmt.Errorf("%w: response of %d bytes", errPeerProtocol, n)
+	if n < 4 || n > maxResponse {
+		return nil, fmt.Errorf("%w: response of %d bytes", ErrProtocol, n)
 	}
 	if cap(c.in) < n {
 		c.in = make([]byte, n)
@@ -86,7 +88,7 @@ func (c *peerConn) do(ctx context.Context, req kmsg.Request, timeout time.Durati
 		return nil, c.ctxErr(ctx, err)
 	}
 	if corr := int32(binary.BigEndian.Uint32(body)); corr != c.corr {
-		return nil, fmt.Errorf("%w: correlation id %d, sent %d", errPeerProtocol, corr, c.corr)
+		return nil, fmt.Errorf("%w: correlation id %d, sent %d", ErrProtocol, corr, c.corr)
 	}
 	body = body[4:]
 	if req.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
@@ -98,13 +100,13 @@ func (c *peerConn) do(ctx context.Context, req kmsg.Request, timeout time.Durati
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
 	if err := resp.ReadFrom(body); err != nil {
-		return nil, fmt.Errorf("%w: %v", errPeerProtocol, err)
+		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
 	}
 	return resp, nil
 }
 
 // ctxErr prefers ctx's error to the I/O error its cancellation caused.
-func (c *peerConn) ctxErr(ctx context.Context, err error) error {
+func (c *Conn) ctxErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -115,22 +117,26 @@ func (c *peerConn) ctxErr(ctx context.Context, err error) error {
 func skipTags(b []byte) ([]byte, error) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 {
-		return nil, fmt.Errorf("%w: response header tags", errPeerProtocol)
+		return nil, fmt.Errorf("%w: response header tags", ErrProtocol)
 	}
 	b = b[k:]
 	for range n {
 		_, k := binary.Uvarint(b) // tag
 		if k <= 0 {
-			return nil, fmt.Errorf("%w: response header tag", errPeerProtocol)
+			return nil, fmt.Errorf("%w: response header tag", ErrProtocol)
 		}
 		b = b[k:]
 		size, k := binary.Uvarint(b)
 		if k <= 0 || uint64(len(b)-k) < size {
-			return nil, fmt.Errorf("%w: response header tag size", errPeerProtocol)
+			return nil, fmt.Errorf("%w: response header tag size", ErrProtocol)
 		}
 		b = b[k+int(size):]
 	}
 	return b, nil
 }
 
-func (c *peerConn) close() error { return c.conn.Close() }
+// Addr is the address the connection was dialed to.
+func (c *Conn) Addr() string { return c.addr }
+
+// Close closes the connection.
+func (c *Conn) Close() error { return c.conn.Close() }
