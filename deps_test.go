@@ -26,7 +26,7 @@ var allowed = map[string][]string{
 	"lib/controller": {},
 	"lib/log":        {"lib/clock", "lib/record"},
 	"lib/replica":    {"lib/clock", "lib/log", "lib/record"},
-	"lib/peer":       {},
+	"lib/peer":       {"lib/replica", "lib/kafkaext"},
 	"lib/group":      {"lib/clock", "lib/record"},
 	"lib/queue":      {},
 	"lib/metrics":    {"lib/server"},

@@ -98,6 +98,7 @@ var internalErrors = map[string]error{
 	"replica.ErrNotFollower":                    replica.ErrNotFollower,
 	"replica.ErrTruncationNeeded":               replica.ErrTruncationNeeded,
 	"replica.ErrLeaderLostRecords":              replica.ErrLeaderLostRecords,
+	"replica.ErrOutOfLeaderRange":               replica.ErrOutOfLeaderRange,
 }
 
 // uncoded are the internal errors no table names, and why that is right:
@@ -118,6 +119,7 @@ var uncoded = map[string]string{
 	"replica.ErrNotFollower":               "the replica fetcher's own calls; no client request sees it",
 	"replica.ErrTruncationNeeded":          "the replica fetcher's own sequencing; no client request sees it",
 	"replica.ErrLeaderLostRecords":         "the replica fetcher's own refusal to cut its log; no client request sees it",
+	"replica.ErrOutOfLeaderRange":          "a leader's OFFSET_OUT_OF_RANGE as the replica fetcher sees it; no client request sees it",
 }
 
 var errorTables = map[string][]errorCode{

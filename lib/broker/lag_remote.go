@@ -199,7 +199,7 @@ func lagFetch(ctx context.Context, conn *peer.Conn, parts []remoteLag, at []int6
 // the indexes in which (ListOffsets, earliest).
 func logStarts(ctx context.Context, conn *peer.Conn, parts []remoteLag, which []int) (map[int]int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
-	req.Version = followerListOffsetsVersion
+	req.Version = 4
 	req.ReplicaID = -1
 	byTopic := map[string]int{}
 	asked := map[topicPartition]bool{}

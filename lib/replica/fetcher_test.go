@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"slices"
@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/mqproject/mq/lib/clock"
-	"github.com/mqproject/mq/lib/config"
-	"github.com/mqproject/mq/lib/replica"
 )
 
 // TestRefusedPartitionsAreAskedAgainSoonThenLessOften: a leader that
@@ -16,9 +14,8 @@ import (
 // an accepted fetch starts the count again.
 func TestRefusedPartitionsAreAskedAgainSoonThenLessOften(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1000, 0))
-	b := &Broker{cfg: Config{Settings: config.Broker{ReplicaFetchBackoff: time.Second}}, clock: clk}
-	f := newFetcher(b, fetcherKey{leader: 2}, "127.0.0.1:1")
-	r := round{fp: &followed{refusedEpoch: -1}, pos: replica.FetchPosition{Leader: 2, LeaderEpoch: 3}}
+	f := NewFetcher(FetcherConfig{Leader: 2, Backoff: time.Second, Clock: clk}, nil)
+	r := round{fp: &followed{refusedEpoch: -1}, pos: FetchPosition{Leader: 2, LeaderEpoch: 3}}
 	var got []time.Duration
 	for range 10 {
 		f.refuse(r)
