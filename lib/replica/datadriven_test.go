@@ -3,37 +3,38 @@ package replica
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/datadriven"
 
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/record"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testdata/*.txt with what the code produces")
-
 // TestDataDriven runs the scripts testdata/*.txt: the replicas of one
 // partition on several nodes, each a Partition over its own log, with a
 // manual clock, driven the way the broker drives them. A script is a
-// sequence of cases separated by blank lines:
+// sequence of cases, each one command and what it prints, separated by
+// blank lines (github.com/cockroachdb/datadriven; go test -rewrite writes
+// what the code prints as the expected output):
 //
-//	<command lines>
+//	# what the case shows
+//	<command> [key=value | key=(value,value,...) | word]...
 //	----
 //	<expected output>
 //
-// Commands ("node=" takes one node id or a list, "1,2"):
+// Commands ("node=" takes one node id or a list, "node=(1,2)"):
 //
-//	nodes 1,2,3 [lag=30s] [min-isr=2]   make the nodes (replica.lag.time.max.ms, min.insync.replicas)
-//	become node=N leader=L epoch=E pepoch=P replicas=1,2,3 isr=1,2
+//	nodes ids=(1,2,3) [lag=30s] [min-isr=2]
+//	                                    make the nodes (replica.lag.time.max.ms, min.insync.replicas)
+//	become node=N leader=L epoch=E pepoch=P replicas=(1,2,3) isr=(1,2)
 //	                                    apply an image's partition state (Become)
 //	append node=N n=K [acks=all|1]      append a batch of K records as leader
 //	wait-hw node=N offset=O [epoch=E]   acks=all for a batch appended in epoch E (default: N's
@@ -43,7 +44,9 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	                                    follower F's fetcher, once: truncation rounds with
 //	                                    OffsetForLeaderEpoch while needed, then one fetch
 //	                                    (its last C bytes cut off; none with truncate-only)
-//	consume node=N offset=O             a consumer's Read at O: bytes and HW, or the error
+//	consume node=N offset=O [any-replica]
+//	                                    a consumer's Read at O (ReadAnyReplica with
+//	                                    any-replica): bytes and HW, or the error
 //	offset-for-epoch node=N epoch=E     what N's OffsetForLeaderEpoch answers
 //	truncate-from-leader node=F epoch=E end=O found=E2
 //	reset-fetch-offset node=F epoch=E start=O end=O2
@@ -59,55 +62,11 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	                                    unresolved additions
 //	log node=N                          the leader-epoch history and the batches
 func TestDataDriven(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) { runScript(t, file) })
-	}
-}
-
-func runScript(t *testing.T, file string) {
-	content, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{t: t, clock: clock.NewManual(time.Unix(1_700_000_000, 0)), nodes: map[int32]*node{}}
-	t.Cleanup(c.close)
-	var out strings.Builder
-	blocks := strings.Split(strings.TrimSpace(string(content)), "\n\n")
-	for i, block := range blocks {
-		input, want, found := strings.Cut(block, "----\n")
-		if !found {
-			input, want, found = strings.Cut(block, "----")
-		}
-		if !found {
-			t.Fatalf("%s: case %d has no ---- line", file, i+1)
-		}
-		var got strings.Builder
-		for line := range strings.SplitSeq(strings.TrimSpace(input), "\n") {
-			if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			got.WriteString(c.run(line))
-		}
-		if *rewrite {
-			fmt.Fprintf(&out, "%s\n----\n%s\n", strings.TrimRight(input, "\n"), strings.TrimRight(got.String(), "\n"))
-			if i < len(blocks)-1 {
-				out.WriteString("\n")
-			}
-			continue
-		}
-		if strings.TrimSpace(got.String()) != strings.TrimSpace(want) {
-			t.Errorf("%s: case %d:\n%s\ngot:\n%s\nwant:\n%s", file, i+1, strings.TrimSpace(input), got.String(), want)
-		}
-	}
-	if *rewrite {
-		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		c := &cluster{t: t, clock: clock.NewManual(time.Unix(1_700_000_000, 0)), nodes: map[int32]*node{}}
+		t.Cleanup(c.close)
+		datadriven.RunTest(t, path, c.run)
+	})
 }
 
 // cluster is one partition's replicas on several nodes.
@@ -128,15 +87,17 @@ type node struct {
 	proposed []ISRChange
 }
 
-// proposal is the ISR proposal an isr-refused or isr-unresolved line
+// proposal is the ISR proposal an isr-refused or isr-unresolved command
 // reports on: n's latest, or its latest under partition epoch pepoch=P.
-func (a args) proposal(n *node) ISRChange {
-	for _, c := range slices.Backward(n.proposed) {
-		if _, ok := a.kv["pepoch"]; !ok || int64(c.PartitionEpoch) == a.int("pepoch") {
-			return c
+func (c *cluster) proposal(d *datadriven.TestData, n *node) ISRChange {
+	var pepoch int32
+	anyEpoch := !d.MaybeScanArgs(c.t, "pepoch", &pepoch)
+	for _, ch := range slices.Backward(n.proposed) {
+		if anyEpoch || ch.PartitionEpoch == pepoch {
+			return ch
 		}
 	}
-	a.c.t.Fatalf("node %d made no such ISR proposal", n.id)
+	d.Fatalf(c.t, "node %d made no such ISR proposal", n.id)
 	return ISRChange{}
 }
 
@@ -154,108 +115,70 @@ func (c *cluster) open(n *node) {
 	n.p = New(Config{Topic: "t", NodeID: n.id, MinInsyncReplicas: c.minISR, ReplicaLagTime: c.lag, Clock: c.clock}, l)
 }
 
-// args are a command line's key=value arguments and bare words.
-type args struct {
-	c     *cluster
-	kv    map[string]string
-	words []string
-}
-
-func (a args) str(key string) string {
-	v, ok := a.kv[key]
-	if !ok {
-		a.c.t.Fatalf("missing %s=", key)
-	}
-	return v
-}
-
-func (a args) int(key string) int64 {
-	n, err := strconv.ParseInt(a.str(key), 10, 64)
-	if err != nil {
-		a.c.t.Fatalf("%s=%s: %v", key, a.kv[key], err)
-	}
-	return n
-}
-
-func (a args) ids(key string) []int32 {
-	var out []int32
-	for f := range strings.SplitSeq(a.str(key), ",") {
-		if f == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(f, 10, 32)
-		if err != nil {
-			a.c.t.Fatalf("%s=%s: %v", key, a.kv[key], err)
-		}
-		out = append(out, int32(n))
-	}
-	return out
-}
-
-func (a args) nodes() []*node {
+// nodesArg returns the nodes that node= names.
+func (c *cluster) nodesArg(d *datadriven.TestData) []*node {
+	var ids []int32
+	d.ScanArgs(c.t, "node", &ids)
 	var out []*node
-	for _, id := range a.ids("node") {
-		n := a.c.nodes[id]
+	for _, id := range ids {
+		n := c.nodes[id]
 		if n == nil {
-			a.c.t.Fatalf("no node %d", id)
+			d.Fatalf(c.t, "no node %d", id)
 		}
 		out = append(out, n)
 	}
 	return out
 }
 
-func (a args) node() *node {
-	ns := a.nodes()
+// nodeArg returns the one node that node= names.
+func (c *cluster) nodeArg(d *datadriven.TestData) *node {
+	ns := c.nodesArg(d)
 	if len(ns) != 1 {
-		a.c.t.Fatalf("want one node, have %s", a.kv["node"])
+		d.Fatalf(c.t, "want one node, have %d", len(ns))
 	}
 	return ns[0]
 }
 
-func (a args) has(word string) bool { return slices.Contains(a.words, word) }
+// int64Arg returns the value of key=, which the command must have.
+func (c *cluster) int64Arg(d *datadriven.TestData, key string) int64 {
+	var v int64
+	d.ScanArgs(c.t, key, &v)
+	return v
+}
 
-func (c *cluster) run(line string) string {
-	fields := strings.Fields(line)
-	a := args{c: c, kv: map[string]string{}}
-	for _, f := range fields[1:] {
-		if k, v, ok := strings.Cut(f, "="); ok {
-			a.kv[k] = v
-		} else {
-			a.words = append(a.words, f)
-		}
-	}
+// int32Arg returns the value of key=, which the command must have.
+func (c *cluster) int32Arg(d *datadriven.TestData, key string) int32 {
+	var v int32
+	d.ScanArgs(c.t, key, &v)
+	return v
+}
+
+// run runs one command of a script and returns what it prints.
+func (c *cluster) run(t *testing.T, d *datadriven.TestData) string {
 	var b strings.Builder
 	out := func(format string, v ...any) { fmt.Fprintf(&b, format+"\n", v...) }
-	switch fields[0] {
+	switch d.Cmd {
 	case "nodes":
-		c.lag = DefaultReplicaLagTime
-		if v, ok := a.kv["lag"]; ok {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				c.t.Fatal(err)
-			}
-			c.lag = d
-		}
-		c.minISR = 1
-		if _, ok := a.kv["min-isr"]; ok {
-			c.minISR = int32(a.int("min-isr"))
-		}
-		a.kv["ids"] = a.words[0]
-		for _, id := range a.ids("ids") {
-			n := &node{id: id, dir: filepath.Join(c.t.TempDir(), fmt.Sprint(id))}
+		c.lag, c.minISR = DefaultReplicaLagTime, 1
+		d.MaybeScanArgs(t, "lag", &c.lag)
+		d.MaybeScanArgs(t, "min-isr", &c.minISR)
+		var ids []int32
+		d.ScanArgs(t, "ids", &ids)
+		for _, id := range ids {
+			n := &node{id: id, dir: filepath.Join(t.TempDir(), fmt.Sprint(id))}
 			c.open(n)
 			c.nodes[id] = n
 		}
 		out("ok")
 	case "become":
 		s := PartitionState{
-			Leader:         int32(a.int("leader")),
-			LeaderEpoch:    int32(a.int("epoch")),
-			PartitionEpoch: int32(a.int("pepoch")),
-			Replicas:       a.ids("replicas"),
-			ISR:            a.ids("isr"),
+			Leader:         c.int32Arg(d, "leader"),
+			LeaderEpoch:    c.int32Arg(d, "epoch"),
+			PartitionEpoch: c.int32Arg(d, "pepoch"),
 		}
-		for _, n := range a.nodes() {
+		d.ScanArgs(t, "replicas", &s.Replicas)
+		d.ScanArgs(t, "isr", &s.ISR)
+		for _, n := range c.nodesArg(d) {
 			if err := n.p.Become(s); err != nil {
 				out("%d: %v", n.id, err)
 			} else {
@@ -263,12 +186,12 @@ func (c *cluster) run(line string) string {
 			}
 		}
 	case "append":
-		n := a.node()
-		acks := int16(1)
-		if a.kv["acks"] == "all" {
-			acks = -1
+		n := c.nodeArg(d)
+		acks, required := "1", int16(1)
+		if d.MaybeScanArgs(t, "acks", &acks); acks == "all" {
+			required = -1
 		}
-		res, err := n.p.Append(testBatch(c.t, int(a.int("n"))), acks)
+		res, err := n.p.Append(testBatch(t, int(c.int64Arg(d, "n"))), required)
 		if err != nil {
 			out("error: %v", err)
 			break
@@ -278,12 +201,10 @@ func (c *cluster) run(line string) string {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		// In the node's leader epoch unless epoch= names the one appended in.
-		n := a.node()
+		n := c.nodeArg(d)
 		epoch := n.p.Offsets().LeaderEpoch
-		if _, ok := a.kv["epoch"]; ok {
-			epoch = int32(a.int("epoch"))
-		}
-		switch err := n.p.WaitHighWatermark(ctx, a.int("offset"), epoch); {
+		d.MaybeScanArgs(t, "epoch", &epoch)
+		switch err := n.p.WaitHighWatermark(ctx, c.int64Arg(d, "offset"), epoch); {
 		case err == nil:
 			out("ok")
 		case errors.Is(err, context.Canceled):
@@ -292,27 +213,23 @@ func (c *cluster) run(line string) string {
 			out("error: %v", err)
 		}
 	case "follower-fetch":
-		n := a.node()
-		ok := n.p.RecordFollowerFetch(int32(a.int("id")), a.int("offset"))
+		n := c.nodeArg(d)
+		ok := n.p.RecordFollowerFetch(c.int32Arg(d, "id"), c.int64Arg(d, "offset"))
 		out("recorded %v, hw %d", ok, n.p.HighWatermark())
 	case "fetch":
-		maxBytes := 1 << 20
-		if _, ok := a.kv["max-bytes"]; ok {
-			maxBytes = int(a.int("max-bytes"))
-		}
-		cut := 0
-		if _, ok := a.kv["cut"]; ok {
-			cut = int(a.int("cut"))
-		}
-		for _, n := range a.nodes() {
-			b.WriteString(c.fetch(n, fetchOptions{maxBytes: maxBytes, cut: cut, truncateOnly: a.has("truncate-only")}))
+		o := fetchOptions{maxBytes: 1 << 20, truncateOnly: d.HasArg("truncate-only")}
+		d.MaybeScanArgs(t, "max-bytes", &o.maxBytes)
+		d.MaybeScanArgs(t, "cut", &o.cut)
+		for _, n := range c.nodesArg(d) {
+			b.WriteString(c.fetch(n, o))
 		}
 	case "consume":
-		read := func(offset int64) (log.Region, ReadInfo, error) { return a.node().p.Read(offset, 1<<20, -1) }
-		if a.has("any-replica") {
-			read = func(offset int64) (log.Region, ReadInfo, error) { return a.node().p.ReadAnyReplica(offset, 1<<20) }
+		n := c.nodeArg(d)
+		read := func(offset int64) (log.Region, ReadInfo, error) { return n.p.Read(offset, 1<<20, -1) }
+		if d.HasArg("any-replica") {
+			read = func(offset int64) (log.Region, ReadInfo, error) { return n.p.ReadAnyReplica(offset, 1<<20) }
 		}
-		r, info, err := read(a.int("offset"))
+		r, info, err := read(c.int64Arg(d, "offset"))
 		if err != nil {
 			out("error: %v", err)
 		} else {
@@ -320,74 +237,77 @@ func (c *cluster) run(line string) string {
 			r.Release()
 		}
 	case "offset-for-epoch":
-		end, epoch := a.node().p.Log().EndOffsetForEpoch(int32(a.int("epoch")))
+		end, epoch := c.nodeArg(d).p.Log().EndOffsetForEpoch(c.int32Arg(d, "epoch"))
 		out("epoch %d ends at %d", epoch, end)
 	case "truncate-from-leader":
-		n := a.node()
-		err := n.p.TruncateFromLeader(int32(a.int("epoch")), a.int("end"), int32(a.int("found")))
+		n := c.nodeArg(d)
+		err := n.p.TruncateFromLeader(c.int32Arg(d, "epoch"), c.int64Arg(d, "end"), c.int32Arg(d, "found"))
 		out("%s%s", errSuffix(err), c.state(n))
 	case "reset-fetch-offset":
-		n := a.node()
-		err := n.p.ResetFetchOffset(int32(a.int("epoch")), a.int("start"), a.int("end"))
+		n := c.nodeArg(d)
+		err := n.p.ResetFetchOffset(c.int32Arg(d, "epoch"), c.int64Arg(d, "start"), c.int64Arg(d, "end"))
 		out("%s%s", errSuffix(err), c.state(n))
 	case "delete-records":
-		n := a.node()
-		start, err := n.p.DeleteRecordsBefore(a.int("before"))
+		n := c.nodeArg(d)
+		start, err := n.p.DeleteRecordsBefore(c.int64Arg(d, "before"))
 		out("%slog start %d", errSuffix(err), start)
 	case "advance-clock":
-		d, err := time.ParseDuration(a.words[0])
-		if err != nil {
-			c.t.Fatal(err)
+		if len(d.CmdArgs) != 1 {
+			d.Fatalf(t, "advance-clock takes one duration")
 		}
-		c.clock.Advance(d)
+		by, err := time.ParseDuration(d.CmdArgs[0].Key)
+		if err != nil {
+			d.Fatalf(t, "%v", err)
+		}
+		c.clock.Advance(by)
 		out("ok")
 	case "propose-isr":
-		ch, ok := a.node().p.ProposeISR(nil)
+		n := c.nodeArg(d)
+		ch, ok := n.p.ProposeISR(nil)
 		if !ok {
 			out("none")
 			break
 		}
-		n := a.node()
 		n.proposed = append(n.proposed, ch)
 		out("propose isr=%s leader-epoch=%d partition-epoch=%d", ids(ch.ISR), ch.LeaderEpoch, ch.PartitionEpoch)
 	case "isr-refused":
-		n := a.node()
-		n.p.ISRProposalRefused(a.proposal(n))
+		n := c.nodeArg(d)
+		n.p.ISRProposalRefused(c.proposal(d, n))
 		out("%s", c.state(n))
 	case "isr-unresolved":
-		n := a.node()
-		n.p.ISRProposalUnresolved(a.proposal(n))
+		n := c.nodeArg(d)
+		n.p.ISRProposalUnresolved(c.proposal(d, n))
 		out("%s", c.state(n))
 	case "checkpoint-hw":
-		n := a.node()
+		n := c.nodeArg(d)
 		hw := n.p.HighWatermarkToCheckpoint()
 		out("checkpointed %d%s", hw, errSuffix(n.p.Log().CheckpointHighWatermark(hw)))
 	case "restart":
-		for _, n := range a.nodes() {
-			if a.has("clean") {
+		for _, n := range c.nodesArg(d) {
+			if d.HasArg("clean") {
 				if err := n.p.Close(); err != nil {
-					c.t.Fatal(err)
+					t.Fatal(err)
 				}
 			} else if err := n.p.log.Close(); err != nil { // killed: no final high-water mark checkpoint
-				c.t.Fatal(err)
+				t.Fatal(err)
 			}
 			c.open(n)
 			out("%d: %s", n.id, c.state(n))
 		}
 	case "state":
-		ns := a.c.sorted()
-		if _, ok := a.kv["node"]; ok {
-			ns = a.nodes()
+		ns := c.sorted()
+		if d.HasArg("node") {
+			ns = c.nodesArg(d)
 		}
 		for _, n := range ns {
 			out("%d: %s", n.id, c.state(n))
 		}
 	case "log":
-		for _, n := range a.nodes() {
+		for _, n := range c.nodesArg(d) {
 			out("%d: %s", n.id, c.logContents(n))
 		}
 	default:
-		c.t.Fatalf("unknown command %q", line)
+		d.Fatalf(t, "unknown command %q", d.Cmd)
 	}
 	return b.String()
 }
