@@ -3,29 +3,28 @@ package group
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/datadriven"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/record"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testdata/*.txt with what the code produces")
-
 // TestDataDriven runs the scripts testdata/*.txt against a coordinator on a
-// fake clock and an in-memory store. A script is a sequence of cases
-// separated by blank lines:
+// fake clock and an in-memory store. A script is a sequence of cases, each
+// one command and what it prints, separated by blank lines
+// (github.com/cockroachdb/datadriven; go test -rewrite writes what the code
+// prints as the expected output):
 //
-//	<commands>
+//	# what the case shows
+//	<command> [key=value | key=(value,value,...) | word]...
 //	----
 //	<expected output>
 //
@@ -33,11 +32,11 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 // and generation from the answers it got, and uses them unless a command
 // says otherwise. Every answer that arrives while a command runs (joins
 // and syncs that were waiting, say, when "tick" expires a session) is
-// printed. Commands:
+// printed. Commands (a list of one value needs no parentheses):
 //
 //	join LABEL [group=G] [member=ID|none] [instance=I] [session=D] [rebalance=D]
-//	           [protocols=NAME[:META|:@TOPIC+TOPIC],...] [type=T] [v=N]
-//	sync LABEL [gen=N] [member=ID] [assign=LABEL:DATA,...]
+//	           [protocols=(NAME[:META|:@TOPIC+TOPIC],...)] [type=T] [v=N]
+//	sync LABEL [gen=N] [member=ID] [assign=(LABEL:DATA,...)]
 //	heartbeat LABEL [gen=N] [member=ID]
 //	leave LABEL|@INSTANCE|LABEL@INSTANCE ...  (one LeaveGroup for all)
 //	commit LABEL|- [gen=N] T/P@OFFSET ...   ("-": a simple commit)
@@ -57,7 +56,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	                                truncation)
 //	unload [group=G] / load [group=G] (the group's partition)
 //	append-group [group=G] v=N gen=N [protocol=P] [leader=LABEL]
-//	             [members=LABEL[:ASSIGNMENT],...]
+//	             [members=(LABEL[:ASSIGNMENT],...)]
 //	                               (append a group record of value version N
 //	                                as another writer would; each LABEL is
 //	                                its member id, session 10s, and the
@@ -69,13 +68,17 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 // return within commandDeadline: a command stuck behind a held wait (a
 // wait under the coordinator's mutex) fails the test.
 func TestDataDriven(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) { runScript(t, file) })
-	}
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		s := newScript()
+		defer func() {
+			if !s.stalled {
+				s.c.Close()
+			}
+		}()
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			return s.runWithDeadline(t, d) + s.collect()
+		})
+	})
 }
 
 type client struct {
@@ -85,7 +88,6 @@ type client struct {
 }
 
 type script struct {
-	t            *testing.T
 	initialDelay time.Duration // Config.InitialRebalanceDelay
 	alone        time.Duration // Config.InitialRebalanceAlone
 	clock        *clock.Manual
@@ -111,8 +113,8 @@ type call struct {
 // another group's wait.
 const commandDeadline = 10 * time.Second
 
-func newScript(t *testing.T) *script {
-	s := &script{t: t, initialDelay: 3 * time.Second, clock: clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), store: &MemStore{},
+func newScript() *script {
+	s := &script{initialDelay: 3 * time.Second, clock: clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), store: &MemStore{},
 		clients: map[string]*client{}, joins: map[string]<-chan JoinResult{}, syncs: map[string]<-chan SyncResult{},
 		heldIDs: map[*HeldWait]int{}}
 	s.open()
@@ -141,78 +143,6 @@ func (s *script) open() {
 	}
 }
 
-func runScript(t *testing.T, file string) {
-	content, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newScript(t)
-	defer func() {
-		if !s.stalled {
-			s.c.Close()
-		}
-	}()
-	var out strings.Builder
-	blocks := strings.Split(strings.TrimSpace(string(content)), "\n\n")
-	for i, block := range blocks {
-		input, want, found := strings.Cut(block, "----\n")
-		if !found {
-			input, want, found = strings.Cut(block, "----")
-		}
-		if !found {
-			t.Fatalf("%s: case %d has no ---- line", file, i+1)
-		}
-		var got strings.Builder
-		for line := range strings.SplitSeq(strings.TrimSpace(input), "\n") {
-			if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			got.WriteString(s.runWithDeadline(line))
-			got.WriteString(s.collect())
-		}
-		if *rewrite {
-			fmt.Fprintf(&out, "%s\n----\n%s\n", strings.TrimRight(input, "\n"), strings.TrimRight(got.String(), "\n"))
-			if i < len(blocks)-1 {
-				out.WriteString("\n")
-			}
-			continue
-		}
-		if strings.TrimSpace(got.String()) != strings.TrimSpace(want) {
-			t.Errorf("%s: case %d:\n%s\ngot:\n%s\nwant:\n%s", file, i+1, strings.TrimSpace(input), got.String(), want)
-		}
-	}
-	if *rewrite {
-		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// args splits "k=v" words from positional ones.
-func args(words []string) (map[string]string, []string) {
-	kv := map[string]string{}
-	var pos []string
-	for _, w := range words {
-		if k, v, ok := strings.Cut(w, "="); ok {
-			kv[k] = v
-		} else {
-			pos = append(pos, w)
-		}
-	}
-	return kv, pos
-}
-
-func dur(s, def string) time.Duration {
-	if s == "" {
-		s = def
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		panic(err)
-	}
-	return d
-}
-
 func (s *script) client(label string) *client {
 	cl := s.clients[label]
 	if cl == nil {
@@ -229,42 +159,56 @@ func errText(err error) string {
 	return strings.TrimPrefix(err.Error(), "group: ")
 }
 
-func (s *script) run(line string) string {
-	words := strings.Fields(line)
-	kv, pos := args(words[1:])
-	group := kv["group"]
-	if group == "" {
-		group = "g"
-	}
-	memberOf := func(cl *client) string {
-		if v, ok := kv["member"]; ok {
-			return v
+// words are a command's arguments without a value, in order: labels,
+// T/P@OFFSET, #N and the like.
+func words(d *datadriven.TestData) []string {
+	var w []string
+	for _, a := range d.CmdArgs {
+		if len(a.Vals) == 0 {
+			w = append(w, a.Key)
 		}
-		return cl.member
+	}
+	return w
+}
+
+// firstWord is the command's first argument without a value: its label,
+// duration, or the like.
+func firstWord(t testing.TB, d *datadriven.TestData) string {
+	w := words(d)
+	if len(w) == 0 {
+		d.Fatalf(t, "%s needs an argument", d.Cmd)
+	}
+	return w[0]
+}
+
+// run runs one command. It runs on a goroutine of runWithDeadline's, so t
+// must be one whose Fatal panics (offTestGoroutine).
+func (s *script) run(t testing.TB, d *datadriven.TestData) string {
+	group := "g"
+	d.MaybeScanArgs(t, "group", &group)
+	memberOf := func(cl *client) string {
+		m := cl.member
+		d.MaybeScanArgs(t, "member", &m)
+		return m
 	}
 	gen := func(cl *client) int32 {
-		if v, ok := kv["gen"]; ok {
-			n, _ := strconv.Atoi(v)
-			return int32(n)
-		}
-		return cl.generation
+		g := cl.generation
+		d.MaybeScanArgs(t, "gen", &g)
+		return g
 	}
-	switch words[0] {
+	switch d.Cmd {
 	case "join":
-		label := pos[0]
+		label := firstWord(t, d)
 		cl := s.client(label)
-		if v, ok := kv["instance"]; ok {
-			cl.instance = v
-		}
+		d.MaybeScanArgs(t, "instance", &cl.instance)
 		member := cl.member
-		if v, ok := kv["member"]; ok {
-			member = v
-			if v == "none" {
-				member = ""
-			}
+		if d.MaybeScanArgs(t, "member", &member) && member == "none" {
+			member = ""
 		}
+		names := []string{"range"}
+		d.MaybeScanArgs(t, "protocols", &names)
 		var protocols []Protocol
-		for _, p := range strings.Split(cmpOr(kv["protocols"], "range"), ",") {
+		for _, p := range names {
 			name, meta, _ := strings.Cut(p, ":")
 			md := []byte(cmpOr(meta, "m"))
 			if topics, ok := strings.CutPrefix(meta, "@"); ok {
@@ -275,11 +219,15 @@ func (s *script) run(line string) string {
 			}
 			protocols = append(protocols, Protocol{Name: name, Metadata: md})
 		}
-		v, _ := strconv.Atoi(cmpOr(kv["v"], "9"))
+		session, rebalance, protocolType, v := 10*time.Second, 30*time.Second, "consumer", 9
+		d.MaybeScanArgs(t, "session", &session)
+		d.MaybeScanArgs(t, "rebalance", &rebalance)
+		d.MaybeScanArgs(t, "type", &protocolType)
+		d.MaybeScanArgs(t, "v", &v)
 		ch := s.c.Join(JoinRequest{
 			Group: group, MemberID: member, InstanceID: cl.instance, ClientID: label, ClientHost: "/127.0.0.1",
-			SessionTimeout: dur(kv["session"], "10s"), RebalanceTimeout: dur(kv["rebalance"], "30s"),
-			ProtocolType: cmpOr(kv["type"], "consumer"), Protocols: protocols,
+			SessionTimeout: session, RebalanceTimeout: rebalance,
+			ProtocolType: protocolType, Protocols: protocols,
 			RequireKnownMemberID: v >= 4, SkipAssignmentOK: v >= 9,
 		})
 		s.joins[label] = ch
@@ -288,17 +236,16 @@ func (s *script) run(line string) string {
 		}
 		return ""
 	case "sync":
-		label := pos[0]
+		label := firstWord(t, d)
 		cl := s.client(label)
-		assign := map[string][]byte{}
-		if a := kv["assign"]; a != "" {
-			for _, p := range strings.Split(a, ",") {
+		var assign map[string][]byte
+		var assignments []string
+		if d.MaybeScanArgs(t, "assign", &assignments) {
+			assign = map[string][]byte{}
+			for _, p := range assignments {
 				l, data, _ := strings.Cut(p, ":")
 				assign[s.client(l).member] = []byte(data)
 			}
-		}
-		if kv["assign"] == "" {
-			assign = nil
 		}
 		ch := s.c.Sync(SyncRequest{Group: group, MemberID: memberOf(cl), InstanceID: cl.instance, Generation: gen(cl), Assignments: assign})
 		s.syncs[label] = ch
@@ -307,13 +254,13 @@ func (s *script) run(line string) string {
 		}
 		return ""
 	case "heartbeat":
-		label := pos[0]
+		label := firstWord(t, d)
 		cl := s.client(label)
 		return fmt.Sprintf("heartbeat %s: %s\n", label, errText(s.c.Heartbeat(group, memberOf(cl), cl.instance, gen(cl))))
 	case "leave":
 		var members []LeaveMember
-		var names []string
-		for _, w := range pos {
+		names := words(d)
+		for _, w := range names {
 			// LABEL, @INSTANCE, or LABEL@INSTANCE for both ids.
 			label, inst, _ := strings.Cut(w, "@")
 			lm := LeaveMember{InstanceID: inst}
@@ -321,7 +268,6 @@ func (s *script) run(line string) string {
 				lm.MemberID = s.client(label).member
 			}
 			members = append(members, lm)
-			names = append(names, w)
 		}
 		errs, err := s.c.Leave(group, members)
 		if err != nil {
@@ -333,6 +279,10 @@ func (s *script) run(line string) string {
 		}
 		return b.String()
 	case "commit":
+		pos := words(d)
+		if len(pos) == 0 {
+			d.Fatalf(t, "commit needs a label or -")
+		}
 		r := CommitRequest{Group: group, Generation: -1}
 		if pos[0] != "-" {
 			cl := s.client(pos[0])
@@ -340,8 +290,11 @@ func (s *script) run(line string) string {
 		}
 		for _, w := range pos[1:] {
 			tp, off, _ := strings.Cut(w, "@")
-			o, _ := strconv.ParseInt(off, 10, 64)
-			r.Offsets = append(r.Offsets, CommitOffset{TopicPartition: parseTP(tp), Offset: Offset{Offset: o, LeaderEpoch: -1}})
+			o, err := strconv.ParseInt(off, 10, 64)
+			if err != nil {
+				d.Fatalf(t, "%s: %v", w, err)
+			}
+			r.Offsets = append(r.Offsets, CommitOffset{TopicPartition: parseTP(t, d, tp), Offset: Offset{Offset: o, LeaderEpoch: -1}})
 		}
 		return s.block("commit", func() string {
 			errs, err := s.c.CommitOffsets(context.Background(), r)
@@ -369,8 +322,8 @@ func (s *script) run(line string) string {
 		return b.String()
 	case "delete-offsets":
 		var tps []TopicPartition
-		for _, w := range pos {
-			tps = append(tps, parseTP(w))
+		for _, w := range words(d) {
+			tps = append(tps, parseTP(t, d, w))
 		}
 		return s.block("delete-offsets", func() string {
 			errs, err := s.c.DeleteOffsets(context.Background(), group, tps)
@@ -388,12 +341,18 @@ func (s *script) run(line string) string {
 			return fmt.Sprintf("delete-group: %s\n", errText(s.c.DeleteGroup(context.Background(), group)))
 		})
 	case "hold":
-		s.store.Hold(pos[0] == "on")
+		s.store.Hold(firstWord(t, d) == "on")
 		return ""
 	case "release":
-		id, _ := strconv.Atoi(strings.TrimPrefix(pos[0], "#"))
+		n, ok := strings.CutPrefix(firstWord(t, d), "#")
+		id, err := strconv.Atoi(n)
+		if !ok || err != nil {
+			d.Fatalf(t, "release takes #N")
+		}
 		release := func(h *HeldWait) { h.Release(nil) }
-		switch kv["err"] {
+		var how string
+		d.MaybeScanArgs(t, "err", &how)
+		switch how {
 		case "timeout":
 			release = func(h *HeldWait) {
 				h.Release(fmt.Errorf("wait for the in-sync replicas: %w", context.DeadlineExceeded))
@@ -408,7 +367,8 @@ func (s *script) run(line string) string {
 				return ""
 			}
 		}
-		panic(fmt.Sprintf("%s: no held wait #%d", line, id))
+		d.Fatalf(t, "no held wait #%d", id)
+		return ""
 	case "unload":
 		s.c.Unload(s.c.Partition(group))
 		return ""
@@ -418,19 +378,23 @@ func (s *script) run(line string) string {
 		}
 		return ""
 	case "append-group":
-		version, _ := strconv.Atoi(kv["v"])
-		generation, _ := strconv.Atoi(kv["gen"])
-		v := groupValue{protocolType: "consumer", generation: int32(generation), protocol: kv["protocol"], leader: kv["leader"]}
-		if m := kv["members"]; m != "" {
-			for _, w := range strings.Split(m, ",") {
-				label, assignment, _ := strings.Cut(w, ":")
-				v.members = append(v.members, storedMember{id: label, clientID: label, clientHost: "/127.0.0.1",
-					rebalanceMS: 30000, sessionMS: 10000, subscription: []byte("m"), assignment: []byte(assignment)})
-				cl := s.client(label)
-				cl.member, cl.generation = label, int32(generation)
-			}
+		var version int16
+		var generation int32
+		d.ScanArgs(t, "v", &version)
+		d.ScanArgs(t, "gen", &generation)
+		v := groupValue{protocolType: "consumer", generation: generation}
+		d.MaybeScanArgs(t, "protocol", &v.protocol)
+		d.MaybeScanArgs(t, "leader", &v.leader)
+		var members []string
+		d.MaybeScanArgs(t, "members", &members)
+		for _, w := range members {
+			label, assignment, _ := strings.Cut(w, ":")
+			v.members = append(v.members, storedMember{id: label, clientID: label, clientHost: "/127.0.0.1",
+				rebalanceMS: 30000, sessionMS: 10000, subscription: []byte("m"), assignment: []byte(assignment)})
+			cl := s.client(label)
+			cl.member, cl.generation = label, generation
 		}
-		batch, err := record.Build(record.BuildOptions{}, []record.Record{{Key: groupKey(group), Value: encodeGroupValueAs(&v, int16(version))}})
+		batch, err := record.Build(record.BuildOptions{}, []record.Record{{Key: groupKey(group), Value: encodeGroupValueAs(&v, version)}})
 		if err != nil {
 			panic(err)
 		}
@@ -439,7 +403,11 @@ func (s *script) run(line string) string {
 		}
 		return ""
 	case "tick":
-		s.clock.Advance(dur(pos[0], ""))
+		by, err := time.ParseDuration(firstWord(t, d))
+		if err != nil {
+			d.Fatalf(t, "%v", err)
+		}
+		s.clock.Advance(by)
 		return ""
 	case "state":
 		return s.state(group)
@@ -458,7 +426,9 @@ func (s *script) run(line string) string {
 		s.open()
 		return fmt.Sprintf("restarted: %d records replayed\n", s.store.Records(s.c.Partition(group)))
 	case "config":
-		s.initialDelay, s.alone = dur(kv["delay"], "3s"), dur(kv["alone"], "0s")
+		s.initialDelay, s.alone = 3*time.Second, 0
+		d.MaybeScanArgs(t, "delay", &s.initialDelay)
+		d.MaybeScanArgs(t, "alone", &s.alone)
 		s.c.Close()
 		s.collect()
 		s.open()
@@ -467,7 +437,8 @@ func (s *script) run(line string) string {
 		s.c.ExpireOffsets()
 		return ""
 	}
-	panic(fmt.Sprintf("unknown command %q", line))
+	d.Fatalf(t, "unknown command %q", d.Cmd)
+	return ""
 }
 
 var errLostLeadership = errors.New("not leader any more")
@@ -475,7 +446,7 @@ var errLostLeadership = errors.New("not leader any more")
 // runWithDeadline runs a command and settles its writes, failing the test
 // if that does not end within commandDeadline.
 // run's failures are panics, which reach the test goroutine as failures.
-func (s *script) runWithDeadline(line string) string {
+func (s *script) runWithDeadline(t *testing.T, d *datadriven.TestData) string {
 	answers := make(chan string, 1)
 	failed := make(chan any, 1)
 	go func() {
@@ -484,21 +455,32 @@ func (s *script) runWithDeadline(line string) string {
 				failed <- r
 			}
 		}()
-		out := s.run(line)
+		out := s.run(offTestGoroutine{t}, d)
 		answers <- out + s.settle()
 	}()
 	select {
 	case o := <-answers:
 		return o
 	case r := <-failed:
-		s.t.Fatal(r)
+		t.Fatal(r)
 		return ""
 	case <-time.After(commandDeadline):
 		s.stalled = true
-		s.t.Fatalf("%q did not return within %s: blocked behind a held wait?", line, commandDeadline)
+		d.Fatalf(t, "%s did not return within %s: blocked behind a held wait?", d.Cmd, commandDeadline)
 		return ""
 	}
 }
+
+// offTestGoroutine is the testing.TB of run, which runs on a goroutine of
+// its own where FailNow may not be called: its fatal failures panic, and
+// runWithDeadline fails the test with what they said.
+type offTestGoroutine struct{ testing.TB }
+
+func (o offTestGoroutine) Fatal(args ...any) { panic(fmt.Sprint(args...)) }
+
+func (o offTestGoroutine) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+
+func (o offTestGoroutine) FailNow() { panic("FailNow") }
 
 // block runs f, a command that may wait for a held append. It returns f's
 // answer, or, once f waits on a held append, a line saying so: settle
@@ -626,9 +608,13 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-func parseTP(s string) TopicPartition {
+// parseTP parses TOPIC/PARTITION.
+func parseTP(t testing.TB, d *datadriven.TestData, s string) TopicPartition {
 	topic, p, _ := strings.Cut(s, "/")
-	n, _ := strconv.Atoi(p)
+	n, err := strconv.ParseInt(p, 10, 32)
+	if err != nil {
+		d.Fatalf(t, "%s: %v", s, err)
+	}
 	return TopicPartition{Topic: topic, Partition: int32(n)}
 }
 
