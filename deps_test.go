@@ -23,6 +23,7 @@ var allowed = map[string][]string{
 	"lib/version":    {},
 	"lib/clock":      {},
 	"lib/loopback":   {},
+	"lib/mqtest":     {},
 	"lib/controller": {},
 	"lib/log":        {"lib/clock", "lib/record"},
 	"lib/replica":    {"lib/clock", "lib/log", "lib/record"},
@@ -55,6 +56,10 @@ var allowedInTests = map[string][]string{
 	"e2e":            {"lib/loopback"},
 }
 
+// testOnly are the packages that only tests may import: no package of
+// ours imports them, whatever its place in the table.
+var testOnly = []string{"lib/mqtest"}
+
 // serverSide are the packages that only mqd may link.
 var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/peer", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/metrics"}
 
@@ -67,8 +72,9 @@ type listedPackage struct {
 }
 
 // TestDependencyDirection keeps the layering of docs/ARCHITECTURE.md: each
-// package and its tests import only the packages below it, and the client
-// tools never link server code, not even transitively.
+// package and its tests import only the packages below it, the client
+// tools never link server code, not even transitively, and the test-only
+// packages are imported by tests alone.
 func TestDependencyDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-json", "./...").Output()
 	if err != nil {
@@ -91,7 +97,9 @@ func TestDependencyDirection(t *testing.T) {
 		}
 		for _, imp := range p.Imports {
 			dep, ours := strings.CutPrefix(imp, module)
-			if ours && !contains(may, dep) {
+			if ours && contains(testOnly, dep) {
+				t.Errorf("%s imports %s, which only tests may import", name, dep)
+			} else if ours && !contains(may, dep) {
 				t.Errorf("%s imports %s, which is not below it", name, dep)
 			}
 		}
