@@ -54,6 +54,8 @@ var allowedInTests = map[string][]string{
 	"lib/broker":     {"lib/loopback"},
 	"lib/controller": {"lib/loopback"},
 	"e2e":            {"lib/loopback"},
+	// Test support shared by every package's tests (mqtest.WaitFor).
+	"lib/server": {"lib/mqtest"},
 }
 
 // testOnly are the packages that only tests may import: no package of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // acquireAsync starts a reservation of n bytes on b; the channel reports
@@ -24,7 +27,10 @@ func acquireAsync(b *budget, n int64, stop <-chan struct{}) <-chan bool {
 // waitWaiting waits until n reservations wait on b.
 func waitWaiting(t *testing.T, b *budget, n int) {
 	t.Helper()
-	waitFor(t, "reservations to wait", func() bool { return b.stats().waiting == n })
+	mqtest.WaitFor(t, fmt.Sprintf("%d reservations to wait", n), func() (bool, string) {
+		st := b.stats()
+		return st.waiting == n, fmt.Sprintf("%+v", st)
+	})
 }
 
 func granted(t *testing.T, what string, c <-chan bool) {
@@ -129,7 +135,10 @@ func TestBudgetWithNoBoundNeverWaits(t *testing.T) {
 // budgetUsed waits until s's budget has used bytes reserved.
 func budgetUsed(t *testing.T, s *Server, used int64) {
 	t.Helper()
-	waitFor(t, "the budget to settle", func() bool { return s.budget.stats().used == used })
+	mqtest.WaitFor(t, fmt.Sprintf("the budget to settle at %d bytes used", used), func() (bool, string) {
+		st := s.budget.stats()
+		return st.used == used, fmt.Sprintf("%+v", st)
+	})
 }
 
 // gatedProduce answers produce requests once gate is closed, recycling
@@ -204,9 +213,9 @@ func TestRequestBudgetBoundsLargeFramesAcrossConnections(t *testing.T) {
 	// 2 MiB are for small frames); every other connection waits for room
 	// for its next frame, which it leaves unread. (One may have had both its
 	// frames reserved.)
-	waitFor(t, "the large frames to fill their share of the budget", func() bool {
+	mqtest.WaitFor(t, "the large frames to fill their share of the budget", func() (bool, string) {
 		st := s.budget.stats()
-		return st.used == 3*cost && st.waiting >= conns-1
+		return st.used == 3*cost && st.waiting >= conns-1, fmt.Sprintf("%+v", st)
 	})
 
 	small := dial(t, s.Addrs()[0])
@@ -272,7 +281,10 @@ func TestStalledFrameIsCutOffAndItsBudgetGivenBack(t *testing.T) {
 	if _, err := stalled.Write(frame[:4+100]); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the stalled frame's reservation", func() bool { return s.budget.stats().used == maxFrame })
+	mqtest.WaitFor(t, "the stalled frame's reservation", func() (bool, string) {
+		st := s.budget.stats()
+		return st.used == maxFrame, fmt.Sprintf("%+v", st)
+	})
 	honest := dial(t, s.Addrs()[0])
 	go honest.Write(frame)
 	waitWaiting(t, s.budget, 1)

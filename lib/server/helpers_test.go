@@ -216,18 +216,6 @@ func checkAlive(t testing.TB, addr string) {
 	c.Close()
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func metadataRequest(version int16) *kmsg.MetadataRequest {
 	req := kmsg.NewPtrMetadataRequest()
 	req.SetVersion(version)

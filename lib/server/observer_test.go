@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // recordingObserver keeps what Answered was told.
@@ -61,7 +64,10 @@ func TestObserverSeesEveryRequestAndConnectionsAreCounted(t *testing.T) {
 	}
 	// The observer is told once a response is written: the client may have
 	// it a moment before.
-	waitFor(t, "the observer to be told of both requests", func() bool { keys, _ := obs.seen(); return len(keys) >= 2 })
+	mqtest.WaitFor(t, "the observer to be told of both requests", func() (bool, string) {
+		keys, _ := obs.seen()
+		return len(keys) >= 2, fmt.Sprintf("keys %v", keys)
+	})
 	keys, errs := obs.seen()
 	if len(keys) != 2 || keys[0] != 18 || keys[1] != 3 {
 		t.Errorf("observed keys %v, want ApiVersions (18) then Metadata (3)", keys)
@@ -73,7 +79,10 @@ func TestObserverSeesEveryRequestAndConnectionsAreCounted(t *testing.T) {
 		t.Errorf("with one client: %d open, %d accepted; want 1 and 1", s.Connections(), s.ConnectionsAccepted())
 	}
 	cl.Close()
-	waitFor(t, "the closed connection to be gone", func() bool { return s.Connections() == 0 })
+	mqtest.WaitFor(t, "the closed connection to be gone", func() (bool, string) {
+		n := s.Connections()
+		return n == 0, fmt.Sprintf("%d connections", n)
+	})
 	if s.ConnectionsAccepted() != 1 {
 		t.Errorf("after the client closed: %d accepted; want 1", s.ConnectionsAccepted())
 	}

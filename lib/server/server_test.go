@@ -21,6 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 func TestApiVersionsAnsweredAtEachVersion(t *testing.T) {
@@ -351,7 +353,10 @@ func TestReaderStopsAtMaxInFlight(t *testing.T) {
 		frames = appendRequest(frames, metadataRequest(9), i, nil)
 	}
 	go c.Write(frames)
-	waitFor(t, "the reader to fill its in-flight window", func() bool { return handled.Load() == MaxInFlight })
+	mqtest.WaitFor(t, "the reader to fill its in-flight window", func() (bool, string) {
+		n := handled.Load()
+		return n == MaxInFlight, fmt.Sprintf("%d of %d handled", n, MaxInFlight)
+	})
 	close(gate)
 	for i := range int32(n) {
 		if corr := recv(t, c, &kmsg.MetadataResponse{Version: 9}); corr != i {
@@ -757,15 +762,18 @@ func TestShutdownWaitsForInFlightReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-entered
-	waitFor(t, "all three requests to be read", func() bool { return handled.Load() == 3 })
+	mqtest.WaitFor(t, "all three requests to be read", func() (bool, string) {
+		n := handled.Load()
+		return n == 3, fmt.Sprintf("%d handled", n)
+	})
 	if replies.Load() != 0 {
 		t.Fatal("a Reply returned before the gate opened")
 	}
 	shutdown := make(chan error, 1)
 	go func() { shutdown <- s.Shutdown(context.Background()) }()
-	waitFor(t, "the socket file to be removed", func() bool {
+	mqtest.WaitFor(t, "the socket file to be removed", func() (bool, string) {
 		_, err := os.Stat(sock)
-		return errors.Is(err, fs.ErrNotExist)
+		return errors.Is(err, fs.ErrNotExist), fmt.Sprintf("stat: %v", err)
 	})
 	if _, err := net.Dial("tcp", addrs[0][len("tcp://"):]); err == nil {
 		t.Fatal("new connection accepted after Shutdown began")
@@ -818,7 +826,10 @@ func TestServeReturnsAfterShutdown(t *testing.T) {
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve() }()
-	waitFor(t, "Serve to listen", func() bool { return len(s.Addrs()) == 1 })
+	mqtest.WaitFor(t, "Serve to listen", func() (bool, string) {
+		addrs := s.Addrs()
+		return len(addrs) == 1, fmt.Sprintf("addresses %v", addrs)
+	})
 	checkAlive(t, s.Addrs()[0])
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -923,13 +934,19 @@ func TestEveryReplyIsCalledOnceEvenAfterClose(t *testing.T) {
 	if _, err := c.Write(frames); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "ten requests handled", func() bool { return handled.Load() == 10 })
+	mqtest.WaitFor(t, "ten requests handled", func() (bool, string) {
+		n := handled.Load()
+		return n == 10, fmt.Sprintf("%d handled", n)
+	})
 	c.Close()
-	waitFor(t, "every Reply called", func() bool { return called.Load() == 10 })
-	waitFor(t, "the connection to be forgotten", func() bool {
+	mqtest.WaitFor(t, "every Reply called", func() (bool, string) {
+		n := called.Load()
+		return n == 10, fmt.Sprintf("%d of 10 called", n)
+	})
+	mqtest.WaitFor(t, "the connection to be forgotten", func() (bool, string) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return len(s.conns) == 0
+		return len(s.conns) == 0, fmt.Sprintf("%d connections", len(s.conns))
 	})
 }
 
@@ -975,12 +992,18 @@ func TestDoneIsCalledAfterWriteAndAfterDrop(t *testing.T) {
 	c := dial(t, s.Addrs()[0])
 	send(t, c, metadataRequest(0), 1)
 	recv(t, c, &kmsg.MetadataResponse{Version: 0})
-	waitFor(t, "Done after write", func() bool { return written.Load() == 1 })
+	mqtest.WaitFor(t, "Done after write", func() (bool, string) {
+		n := written.Load()
+		return n == 1, fmt.Sprintf("%d Done calls after a write", n)
+	})
 
 	send(t, c, metadataRequest(0), 2)
 	c.Close()
 	close(release)
-	waitFor(t, "Done after drop", func() bool { return dropped.Load() == 1 })
+	mqtest.WaitFor(t, "Done after drop", func() (bool, string) {
+		n := dropped.Load()
+		return n == 1, fmt.Sprintf("%d Done calls after a drop", n)
+	})
 }
 
 func TestReadyAndBlockingRepliesMixedAreAnsweredInOrder(t *testing.T) {
@@ -1040,7 +1063,10 @@ func TestReadyAndBlockingRepliesMixedAreAnsweredInOrder(t *testing.T) {
 			t.Fatalf("response %d: correlation id %d, cluster id %v", i, corr, resp.ClusterID)
 		}
 	}
-	waitFor(t, "every Done hook", func() bool { return done.Load() == n })
+	mqtest.WaitFor(t, "every Done hook", func() (bool, string) {
+		d := done.Load()
+		return d == n, fmt.Sprintf("%d of %d Done hooks", d, n)
+	})
 }
 
 func TestReadyResponseAfterBlockedReplyWaitsForIt(t *testing.T) {
