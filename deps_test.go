@@ -56,6 +56,7 @@ var allowedInTests = map[string][]string{
 	"e2e":            {"lib/loopback"},
 	// Test support shared by every package's tests (mqtest.WaitFor).
 	"lib/server": {"lib/mqtest"},
+	"lib/pipe":   {"lib/mqtest"},
 }
 
 // testOnly are the packages that only tests may import: no package of

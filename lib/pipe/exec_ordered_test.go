@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // newOrderedState is an orderedSource without a client, holding
@@ -139,11 +141,14 @@ func TestOrderedSourceRevokeDropsWhatDidNotStart(t *testing.T) {
 		s.revoked(context.Background(), map[string][]int32{"t": {0}}, false)
 		close(done)
 	}()
-	waitFor(t, "the partition to be revoked", func() bool {
+	mqtest.WaitFor(t, "the partition to be revoked", func() (bool, string) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		p := s.parts[topicPartition{"t", 0}]
-		return p == nil || p.revoked
+		if p == nil || p.revoked {
+			return true, ""
+		}
+		return false, "t/0 held, not revoked"
 	})
 	if m := s.take(t); m != nil {
 		t.Fatalf("offset %d delivered after its partition was revoked", m.Offset)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // memSource is an in-memory Source: a queue of messages that are
@@ -127,18 +129,6 @@ func (s *memSource) check(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds or 20 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // runUntil runs RunExec in the background; the returned function cancels
 // its context and returns its result.
 func runExecAsync(cfg ExecConfig, src Source) (stop func() (ExecStats, error)) {
@@ -224,9 +214,15 @@ func TestExecTimeoutKillsTheProcessGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	waitFor(t, "the background sleep to be gone", func() bool {
+	mqtest.WaitFor(t, "the background sleep to be gone", func() (bool, string) {
 		p, err := os.FindProcess(pid)
-		return err == nil && p.Signal(syscall.Signal(0)) != nil
+		if err != nil {
+			return false, fmt.Sprintf("find process %d: %v", pid, err)
+		}
+		if err := p.Signal(syscall.Signal(0)); err != nil {
+			return true, ""
+		}
+		return false, fmt.Sprintf("process %d still there", pid)
 	})
 }
 
@@ -240,9 +236,9 @@ func TestExecStopLetsRunningCommandsFinishWithinGrace(t *testing.T) {
 	stop := runExecAsync(ExecConfig{
 		Command: []string{"sh", "-c", script}, Jobs: 4, Grace: 2 * time.Second, KillDelay: time.Second,
 	}, src)
-	waitFor(t, "four commands to start", func() bool {
+	mqtest.WaitFor(t, "four commands to start", func() (bool, string) {
 		m, _ := filepath.Glob(filepath.Join(dir, "started.*"))
-		return len(m) == 4
+		return len(m) == 4, fmt.Sprintf("started: %v", m)
 	})
 	// Stop while four run; the quick ones may finish now.
 	done := make(chan struct{})
@@ -443,7 +439,10 @@ func TestExecStopReleasesRetriesWaitingAtOnce(t *testing.T) {
 		RetryBackoff: time.Hour, // a stop that waited for it would time the test out
 		Stderr:       stderr,
 	}, src)
-	waitFor(t, "the retry to wait", func() bool { return strings.Contains(stderr.String(), "again in 1h0m0s") })
+	mqtest.WaitFor(t, "the retry to wait", func() (bool, string) {
+		out := stderr.String()
+		return strings.Contains(out, "again in 1h0m0s"), fmt.Sprintf("stderr %q", out)
+	})
 	st, err := stop()
 	if err != nil {
 		t.Fatal(err)
