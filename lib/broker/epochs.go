@@ -6,7 +6,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
-	"github.com/mqproject/mq/lib/replica"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -66,12 +65,5 @@ func (b *Broker) endOffsetForEpoch(t *controller.Topic, partition, currentEpoch,
 	if h == nil {
 		return -1, -1, errNotHostedOrLeader
 	}
-	if err := h.CheckLeaderEpoch(currentEpoch); err != nil {
-		return -1, -1, err
-	}
-	if !h.IsLeader() {
-		return -1, -1, replica.ErrNotLeader
-	}
-	endOffset, epoch := h.Log().EndOffsetForEpoch(leaderEpoch)
-	return endOffset, epoch, nil
+	return h.EndOffsetForEpoch(currentEpoch, leaderEpoch)
 }

@@ -41,9 +41,12 @@ import (
 //	                                    current one): ok, waiting, or the error (never blocks)
 //	follower-fetch node=N id=F offset=O the leader records follower F's fetch (no data moves)
 //	fetch node=F [max-bytes=B] [cut=C] [truncate-only]
-//	                                    follower F's fetcher, once: truncation rounds with
-//	                                    OffsetForLeaderEpoch while needed, then one fetch
-//	                                    (its last C bytes cut off; none with truncate-only)
+//	                                    rounds of follower F's Fetcher (the loop the broker
+//	                                    runs) against its leader in memory: refetch of damage
+//	                                    and truncation while needed, then one fetch (the
+//	                                    answer's last C bytes cut off; none with
+//	                                    truncate-only); a refusal ends it, and the partition
+//	                                    waits for its retry time (advance-clock)
 //	consume node=N offset=O [any-replica]
 //	                                    a consumer's Read at O (ReadAnyReplica with
 //	                                    any-replica): bytes and HW, or the error
@@ -58,6 +61,8 @@ import (
 //	isr-unresolved node=N [pepoch=P]    ISRProposalUnresolved of the same
 //	checkpoint-hw node=N                the broker's periodic high-water mark checkpoint
 //	restart node=N [clean]              kill (no final checkpoint) or close, then reopen
+//	damage node=N offset=O              a bad byte in the batch of O on disk; N restarts and
+//	                                    its scrubber finds the damaged range
 //	state [node=N]                      role, epochs, log end, HW, ISR, pending proposal,
 //	                                    unresolved additions
 //	log node=N                          the leader-epoch history and the batches
@@ -85,6 +90,8 @@ type node struct {
 	// proposed are the node's ISR proposals (propose-isr), latest last,
 	// which isr-refused and isr-unresolved report on.
 	proposed []ISRChange
+	// fetchers are the node's replica Fetchers by leader (fetch).
+	fetchers map[int32]*nodeFetcher
 }
 
 // proposal is the ISR proposal an isr-refused or isr-unresolved command
@@ -282,6 +289,15 @@ func (c *cluster) run(t *testing.T, d *datadriven.TestData) string {
 		n := c.nodeArg(d)
 		hw := n.p.HighWatermarkToCheckpoint()
 		out("checkpointed %d%s", hw, errSuffix(n.p.Log().CheckpointHighWatermark(hw)))
+	case "damage":
+		// Flip a record byte of the batch holding offset= in n's log file,
+		// as a bad disk would, restart n and let the scrubber find it.
+		n := c.nodeArg(d)
+		c.damage(n, c.int64Arg(d, "offset"))
+		for _, dr := range n.p.Log().Damaged() {
+			out("damaged %s", dr.String())
+		}
+		out("%s", c.state(n))
 	case "restart":
 		for _, n := range c.nodesArg(d) {
 			if d.HasArg("clean") {

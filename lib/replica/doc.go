@@ -30,20 +30,34 @@
 //	p.ISRProposalRefused(change)                 // refused, provably nothing applied
 //	p.ISRProposalUnresolved(change)              // timeout, broken connection: maybe applied
 //
-// On a follower, its fetcher:
+// On a follower, the Fetcher replicates from the leader (one Fetcher per
+// leader, for every partition this node follows there). It runs the
+// follower protocol against an Upstream, the leader's requests for many
+// partitions at once, which lib/peer implements over the network:
+//
+//	f := replica.NewFetcher(replica.FetcherConfig{Leader: 2, Backoff: b, Clock: c}, upstream)
+//	go f.Run()
+//	f.Set(partitions)                            // after every image; keeps the state of those kept
+//	f.Close()                                    // stops Run and waits for it
+//
+// Each round of Run does, for the partitions ready:
 //
 //	pos, ok := p.FetchPosition()                 // leader, epoch, fetch offset
-//	for pos.NeedsTruncation {                    // after every leadership change
-//	    end, epoch := <OffsetForLeaderEpoch(pos.LastFetchedEpoch) on the leader>
-//	    err = p.TruncateFromLeader(pos.LeaderEpoch, end, epoch)
-//	    pos, ok = p.FetchPosition()
-//	}
-//	<Fetch at pos.FetchOffset with replica id NodeID>
+//	<damage found: Refetch on the leader, then p.RefetchDamaged where granted>
+//	<pos.NeedsTruncation: OffsetForLeaderEpoch(pos.LastFetchedEpoch) on the leader>
+//	err = p.TruncateFromLeader(pos.LeaderEpoch, end, epoch)
+//	<else: Fetch at pos.FetchOffset with replica id NodeID>
 //	n, err := p.AppendFromLeader(pos.LeaderEpoch, records, hw, logStart)
-//	err = p.ResetFetchOffset(pos.LeaderEpoch, logStart, logEnd) // on OFFSET_OUT_OF_RANGE
+//	err = p.ResetFetchOffset(pos.LeaderEpoch, logStart, logEnd) // on ErrOutOfLeaderRange
+//
+// A partition the leader refuses is asked about again after 5 ms, the
+// delay doubling up to the backoff, and at once when its own leader
+// epoch changes; a request that fails as a whole backs off.
 //
 // Example (in example_test.go) runs the single-node case; the scripts in
-// testdata/ run several replicas through leadership changes.
+// testdata/ run several replicas through leadership changes, their
+// followers replicating with the real Fetcher against their leader's
+// Partition in memory (fetchloop_test.go).
 //
 // # Leadership changes and truncation
 //

@@ -469,6 +469,22 @@ func (p *Partition) CheckLeaderEpoch(epoch int32) error {
 	return compareLeaderEpoch(epoch, p.LeaderEpoch())
 }
 
+// EndOffsetForEpoch answers OffsetForLeaderEpoch on the leader: the end
+// offset of the latest epoch at or below epoch in its leader-epoch
+// history, and that epoch (-1 and -1 when the history holds none). The
+// requester's current leader epoch (-1: none) is checked first, as
+// CheckLeaderEpoch does, then that this replica leads (ErrNotLeader).
+func (p *Partition) EndOffsetForEpoch(currentLeaderEpoch, epoch int32) (int64, int32, error) {
+	if err := p.CheckLeaderEpoch(currentLeaderEpoch); err != nil {
+		return -1, -1, err
+	}
+	if !p.IsLeader() {
+		return -1, -1, ErrNotLeader
+	}
+	endOffset, found := p.log.EndOffsetForEpoch(epoch)
+	return endOffset, found, nil
+}
+
 // compareLeaderEpoch is CheckLeaderEpoch's rule: a requested epoch (-1:
 // none) against the current one.
 func compareLeaderEpoch(requested, current int32) error {
