@@ -24,14 +24,15 @@ var allowed = map[string][]string{
 	"lib/clock":      {},
 	"lib/loopback":   {},
 	"lib/mqtest":     {},
+	"lib/vfs":        {},
 	"lib/controller": {},
-	"lib/log":        {"lib/clock", "lib/record"},
+	"lib/log":        {"lib/clock", "lib/record", "lib/vfs"},
 	"lib/replica":    {"lib/clock", "lib/log", "lib/record"},
 	"lib/peer":       {"lib/replica", "lib/kafkaext"},
 	"lib/group":      {"lib/clock", "lib/record"},
 	"lib/queue":      {},
 	"lib/metrics":    {"lib/server"},
-	"lib/broker":     {"lib/clock", "lib/record", "lib/log", "lib/replica", "lib/peer", "lib/controller", "lib/group", "lib/queue", "lib/config", "lib/server", "lib/kafkaext", "lib/version", "lib/metrics"},
+	"lib/broker":     {"lib/clock", "lib/record", "lib/log", "lib/replica", "lib/peer", "lib/controller", "lib/group", "lib/queue", "lib/config", "lib/server", "lib/kafkaext", "lib/version", "lib/metrics", "lib/vfs"},
 	"lib/client":     {"lib/config", "lib/kafkaext"},
 	"lib/pipe":       {"lib/client", "lib/kafkaext", "lib/record"},
 	"lib/tail":       {"lib/admin", "lib/client"},
@@ -57,6 +58,8 @@ var allowedInTests = map[string][]string{
 	// Test support shared by every package's tests (mqtest.WaitFor).
 	"lib/server": {"lib/mqtest"},
 	"lib/pipe":   {"lib/mqtest"},
+	// Logs opened on a file system the test controls.
+	"lib/replica": {"lib/vfs"},
 }
 
 // testOnly are the packages that only tests may import: no package of
@@ -64,7 +67,7 @@ var allowedInTests = map[string][]string{
 var testOnly = []string{"lib/mqtest"}
 
 // serverSide are the packages that only mqd may link.
-var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/peer", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/metrics"}
+var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/peer", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/metrics", "lib/vfs"}
 
 type listedPackage struct {
 	ImportPath   string

@@ -14,9 +14,9 @@ import (
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/kafkaext"
-	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/server"
 	"github.com/mqproject/mq/lib/version"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // Config is what a Broker needs from its surroundings.
@@ -27,7 +27,7 @@ type Config struct {
 	Clock      clock.Clock            // drives the logs, replicas, fetch waits; nil = real time
 	// LogFS is the file system of the partition logs; nil is the real
 	// one. Tests pass a log.FaultFS to fail writes.
-	LogFS log.FS
+	LogFS vfs.FS
 	// AwaitRegistration keeps the node from leading any partition until
 	// its own registration is in the image (see Broker.mayLead): the
 	// Daemon sets it, and tells the Broker its broker epoch once it has

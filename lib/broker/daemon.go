@@ -18,9 +18,9 @@ import (
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/kafkaext"
-	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/metrics"
 	"github.com/mqproject/mq/lib/server"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // Daemon is one running mqd node: the data directory lock, the controller,
@@ -197,7 +197,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 			PartitionSeries: s.MetricsPartitionSeries,
 			APINames:        map[int16]string{kafkaext.SkipDamagedKey: "SkipDamaged", kafkaext.RefetchKey: "Refetch"},
 		})
-		bcfg.LogFS = log.TimedFS(log.OSFS, d.metrics.ObserveFsync)
+		bcfg.LogFS = vfs.Timed(vfs.OS, d.metrics.ObserveFsync)
 		scfg.Observer = d.metrics
 	}
 	// The server listens while the partitions open: one still opening

@@ -21,6 +21,7 @@ import (
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/replica"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // topicPartition names one partition.
@@ -499,7 +500,7 @@ func (d *dataPlane) dirExists(n int) func(name string) bool {
 	}
 	fsys := d.b.cfg.LogFS
 	if fsys == nil {
-		fsys = log.OSFS
+		fsys = vfs.OS
 	}
 	entries, err := fsys.ReadDir(dataDir)
 	if err != nil {
@@ -648,7 +649,7 @@ func (d *dataPlane) setAsideOtherTopics(dir, topicID string) error {
 		return nil
 	}
 	aside := fmt.Sprintf("%s.%s.stale", dir, owner)
-	switch err := log.MoveDir(d.b.cfg.LogFS, dir, aside); {
+	switch err := vfs.MoveDir(d.b.cfg.LogFS, dir, aside); {
 	case errors.Is(err, os.ErrNotExist):
 		d.checkpoints.Forget(name)
 		return nil

@@ -19,9 +19,9 @@ import (
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
-	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/server"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // testBroker is a Broker on a real single-voter controller in a temporary
@@ -58,14 +58,14 @@ func startBroker(t testing.TB, dir string, mod func(*config.Broker)) *testBroker
 }
 
 // startBrokerFS is startBroker with the partition logs on fsys.
-func startBrokerFS(t testing.TB, dir string, mod func(*config.Broker), fsys log.FS) *testBroker {
+func startBrokerFS(t testing.TB, dir string, mod func(*config.Broker), fsys vfs.FS) *testBroker {
 	t.Helper()
 	return startBrokerOn(t, dir, mod, fsys, nil)
 }
 
 // startBrokerOn is startBrokerFS with the broker's time from clk (nil:
 // real time).
-func startBrokerOn(t testing.TB, dir string, mod func(*config.Broker), fsys log.FS, clk clock.Clock) *testBroker {
+func startBrokerOn(t testing.TB, dir string, mod func(*config.Broker), fsys vfs.FS, clk clock.Clock) *testBroker {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()

@@ -2,11 +2,7 @@ package log
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -18,7 +14,6 @@ const (
 	leaderEpochFile   = "leader-epoch-checkpoint"
 	producerStateFile = "producer-state"
 	highWatermarkFile = "high-water-mark-checkpoint"
-	tmpSuffix         = ".tmp"
 )
 
 // Text checkpoints start with the line "mq <kind> <version>". An offset
@@ -26,102 +21,6 @@ const (
 // checkpoint holds a line with the number of entries and one
 // "<epoch> <start offset>" line per entry.
 const checkpointVersion = 1
-
-// writeFileAtomic replaces dir/name with data: it writes a temporary file,
-// fsyncs it, renames it over name and fsyncs the directory, so a crash
-// leaves either the old or the new contents.
-func writeFileAtomic(fsys FS, dir, name string, data []byte) error {
-	path := filepath.Join(dir, name)
-	tmp := path + tmpSuffix
-	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	n, err := f.WriteAt(data, 0)
-	if err == nil && n != len(data) {
-		err = io.ErrShortWrite
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(fsys, dir)
-	}
-	if err != nil {
-		_ = fsys.Remove(tmp)
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
-}
-
-// mkdirAllDurable is MkdirAll whose new directories survive a crash: it
-// fsyncs the parent of each directory it creates, and the parent of dir
-// always, since an earlier process may have created dir and died before
-// that fsync.
-func mkdirAllDurable(fsys FS, dir string) error {
-	var created []string
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := fsys.Stat(d); err == nil {
-			break
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		created = append(created, d)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if len(created) == 0 {
-		created = []string{filepath.Clean(dir)}
-	}
-	for _, d := range created {
-		if err := syncDir(fsys, filepath.Dir(d)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func syncDir(fsys FS, dir string) error {
-	d, err := fsys.OpenFile(dir, os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// readFile returns the contents of path; a missing file is an error
-// satisfying errors.Is(err, os.ErrNotExist).
-func readFile(fsys FS, path string) ([]byte, error) {
-	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, fi.Size())
-	n, err := f.ReadAt(b, 0)
-	if err != nil && !(errors.Is(err, io.EOF) && n == len(b)) {
-		return nil, err
-	}
-	return b[:n], nil
-}
 
 func checkpointHeader(kind string) string {
 	return fmt.Sprintf("mq %s %d\n", kind, checkpointVersion)

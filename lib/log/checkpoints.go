@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // Checkpoints keeps, in one file for every log of a data directory, the
@@ -46,7 +48,7 @@ import (
 // mq, takes their values, and the files are removed once a Write wrote
 // them. All methods may be called concurrently.
 type Checkpoints struct {
-	fs     FS
+	fs     vfs.FS
 	path   string
 	logger *slog.Logger
 
@@ -79,19 +81,19 @@ func (c logCheckpoint) equal(o logCheckpoint) bool {
 // checkpointsKind names the file in its header line.
 const checkpointsKind = "log-checkpoints"
 
-// OpenCheckpoints reads the checkpoints file at path (fsys nil: OSFS). A
+// OpenCheckpoints reads the checkpoints file at path (fsys nil: vfs.OS). A
 // missing file holds no log; a damaged one is logged and read as holding
 // none, so that every log is recovered from its start and every replica
 // restarts from its log start.
-func OpenCheckpoints(fsys FS, path string, logger *slog.Logger) (*Checkpoints, error) {
+func OpenCheckpoints(fsys vfs.FS, path string, logger *slog.Logger) (*Checkpoints, error) {
 	if fsys == nil {
-		fsys = OSFS
+		fsys = vfs.OS
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Checkpoints{fs: fsys, path: path, logger: logger, logs: map[string]logCheckpoint{}, durable: map[string]logCheckpoint{}, legacy: map[string][]string{}}
-	b, err := readFile(fsys, path)
+	b, err := vfs.ReadFile(fsys, path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return c, nil
@@ -187,7 +189,7 @@ func (c *Checkpoints) Write() error {
 	gen, logs, legacy := c.gen, maps.Clone(c.logs), c.legacy
 	c.legacy = map[string][]string{}
 	c.mu.Unlock()
-	if err := writeFileAtomic(c.fs, filepath.Dir(c.path), filepath.Base(c.path), encodeCheckpoints(logs)); err != nil {
+	if err := vfs.WriteFileAtomic(c.fs, c.path, encodeCheckpoints(logs), 0o644); err != nil {
 		c.mu.Lock()
 		for name, files := range legacy {
 			c.legacy[name] = append(c.legacy[name], files...)

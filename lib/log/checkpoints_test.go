@@ -9,10 +9,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // openCkptLog opens the log name under root with the checkpoints c.
-func openCkptLog(t *testing.T, fsys FS, root, name string, c *Checkpoints) *Log {
+func openCkptLog(t *testing.T, fsys vfs.FS, root, name string, c *Checkpoints) *Log {
 	t.Helper()
 	l, err := Open(filepath.Join(root, name), testConfig(), Options{FS: fsys, Checkpoints: c})
 	if err != nil {
@@ -21,7 +23,7 @@ func openCkptLog(t *testing.T, fsys FS, root, name string, c *Checkpoints) *Log 
 	return l
 }
 
-func openCkpts(t *testing.T, fsys FS, root string) *Checkpoints {
+func openCkpts(t *testing.T, fsys vfs.FS, root string) *Checkpoints {
 	t.Helper()
 	c, err := OpenCheckpoints(fsys, filepath.Join(root, "log-checkpoints"), nil)
 	if err != nil {
@@ -143,7 +145,7 @@ func TestCheckpointsLoweredAreWrittenAtOnce(t *testing.T) {
 
 // tenBatches opens the log t-0 under root with new Checkpoints and
 // appends ten batches of two records to it, offsets 0 to 19.
-func tenBatches(t *testing.T, fsys FS, root string) (*Checkpoints, *Log) {
+func tenBatches(t *testing.T, fsys vfs.FS, root string) (*Checkpoints, *Log) {
 	t.Helper()
 	c := openCkpts(t, fsys, root)
 	l := openCkptLog(t, fsys, root, "t-0", c)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // CleanOptions are the settings of a cleaning pass (log compaction), with
@@ -465,7 +466,7 @@ func (f *cleanFilter) producerNeeds(h *record.Header) bool {
 type groupOutput struct {
 	base, next          int64
 	size                int64
-	f                   File // the cleaned data file, open
+	f                   vfs.File // the cleaned data file, open
 	idx, tidx           []byte
 	removed, tombstones int64
 }
@@ -605,7 +606,7 @@ func (l *Log) removeCleaned(base int64) {
 // segWriter writes a new segment data file through a buffer and builds its
 // indexes.
 type segWriter struct {
-	f        File
+	f        vfs.File
 	pos      int64 // bytes written to f
 	buf      []byte
 	scratch  []byte
@@ -614,7 +615,7 @@ type segWriter struct {
 }
 
 // newSegWriter creates path, buffering writes in buf's capacity.
-func newSegWriter(fsys FS, path string, base int64, interval int32, buf []byte) (*segWriter, error) {
+func newSegWriter(fsys vfs.FS, path string, base int64, interval int32, buf []byte) (*segWriter, error) {
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
@@ -658,7 +659,7 @@ func (w *segWriter) finish() error {
 }
 
 // writeSynced creates path with data and fsyncs it.
-func writeSynced(fsys FS, path string, data []byte) error {
+func writeSynced(fsys vfs.FS, path string, data []byte) error {
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // kv is a record to append: a nil value is a tombstone, a nil key a record
@@ -752,7 +753,7 @@ func TestCleanFailingWriteLeavesTheLogAsItWas(t *testing.T) {
 		{Op: FaultWrite, Suffix: logExt + cleanedSuffix, Times: 1},
 		{Op: FaultSync, Suffix: logExt + cleanedSuffix, Times: 1},
 		{Op: FaultWrite, Suffix: timeIndexExt + cleanedSuffix, After: 5, Times: 1},
-		{Op: FaultWrite, Suffix: cleanerFile + tmpSuffix, Times: 1},
+		{Op: FaultWrite, Suffix: cleanerFile + vfs.TempSuffix, Times: 1},
 	} {
 		t.Run(fmt.Sprintf("%d%s", ft.Op, ft.Suffix), func(t *testing.T) {
 			ffs := NewFaultFS(nil)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // A cleaning pass replaces a group of segments [a, E) with one segment
@@ -64,7 +66,7 @@ func (l *Log) commitGroup(p *cleanPlan, g []int, out *groupOutput) (bool, error)
 		}
 	}
 	if err == nil {
-		err = syncDir(l.fs, l.dir)
+		err = vfs.SyncDir(l.fs, l.dir)
 	}
 	if err != nil {
 		// Not committed: a.log.swap may be there, but Open removes
@@ -113,7 +115,7 @@ func (l *Log) commitGroup(p *cleanPlan, g []int, out *groupOutput) (bool, error)
 		}
 	}
 	if err == nil {
-		err = syncDir(l.fs, l.dir)
+		err = vfs.SyncDir(l.fs, l.dir)
 	}
 	if err != nil {
 		l.files.retire(l.segFiles, logPath) // the name is not the file's: keep it open
@@ -220,13 +222,13 @@ func (l *Log) finishSwapLocked(base int64, names map[string]bool) error {
 	if err := l.fs.Rename(logPath+swapSuffix, logPath); err != nil {
 		return err
 	}
-	return syncDir(l.fs, l.dir)
+	return vfs.SyncDir(l.fs, l.dir)
 }
 
 // fixSealedLocked makes the sealed-segments file say that the segments in
 // [base, end) are one segment of size bytes.
 func (l *Log) fixSealedLocked(base, size, end int64) error {
-	b, err := readFile(l.fs, l.path(sealedFile))
+	b, err := vfs.ReadFile(l.fs, l.path(sealedFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -256,5 +258,5 @@ func (l *Log) fixSealedLocked(base, size, end int64) error {
 	if !added {
 		out = append(out, sealedSegment{base: base, size: size, next: end})
 	}
-	return writeFileAtomic(l.fs, l.dir, sealedFile, encodeSealed(out))
+	return vfs.WriteFileAtomic(l.fs, l.path(sealedFile), encodeSealed(out), 0o644)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mqproject/mq/lib/clock"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // FlushPolicy says when appended bytes are fsynced (mq's log.flush.policy,
@@ -128,7 +129,7 @@ func (c Config) normalized() Config {
 
 // Options are the log's environment.
 type Options struct {
-	FS FS // nil: the real file system (OSFS)
+	FS vfs.FS // nil: the real file system (vfs.OS)
 	// Files bounds the segment file descriptors this log keeps open,
 	// together with the other logs given the same value (a broker's
 	// log.max.open.files); nil: one Files shared by every log of the

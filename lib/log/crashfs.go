@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // CrashMode says what of the state not yet made durable survives a
@@ -332,10 +334,10 @@ func (c *CrashFS) unlinkLocked(nd *memNode) {
 
 // OpenFile opens a file or, read only, a directory (to Sync it). Supported
 // flags: O_RDONLY, O_WRONLY, O_RDWR, O_CREATE, O_EXCL, O_TRUNC.
-func (c *CrashFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+func (c *CrashFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	fail := func(err error) (File, error) { return nil, &os.PathError{Op: "open", Path: name, Err: err} }
+	fail := func(err error) (vfs.File, error) { return nil, &os.PathError{Op: "open", Path: name, Err: err} }
 	if flag&^(os.O_RDONLY|os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_TRUNC) != 0 {
 		return fail(syscall.EINVAL)
 	}

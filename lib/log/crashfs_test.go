@@ -13,11 +13,13 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // fsContents lists every file and directory of fsys under the root: path
 // → contents, "/" for a directory.
-func fsContents(t testing.TB, fsys FS) map[string]string {
+func fsContents(t testing.TB, fsys vfs.FS) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	var walk func(dir string)
@@ -33,7 +35,7 @@ func fsContents(t testing.TB, fsys FS) map[string]string {
 				walk(p)
 				continue
 			}
-			b, err := readFile(fsys, p)
+			b, err := vfs.ReadFile(fsys, p)
 			if err != nil {
 				t.Fatalf("read %s: %v", p, err)
 			}
@@ -80,7 +82,7 @@ func truncate(name string, size int64) fsStep {
 func fsync(name string) fsStep {
 	return func(t testing.TB, fsys *CrashFS) {
 		t.Helper()
-		if err := syncDir(fsys, name); err != nil { // any file: syncDir only opens and syncs
+		if err := vfs.SyncDir(fsys, name); err != nil { // any file: syncDir only opens and syncs
 			t.Fatal(err)
 		}
 	}
@@ -392,7 +394,7 @@ func TestCrashFSCrashDuringWrites(t *testing.T) {
 					return
 				default:
 				}
-				if err := writeFileAtomic(fsys, "/d", path.Base(name), bytes.Repeat([]byte{byte('a' + i%26)}, 100)); err != nil {
+				if err := vfs.WriteFileAtomic(fsys, name, bytes.Repeat([]byte{byte('a' + i%26)}, 100), 0o644); err != nil {
 					t.Error(err)
 					return
 				}

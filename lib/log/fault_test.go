@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mqproject/mq/lib/clock"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 func openFaultLog(t *testing.T, cfg Config) (*testLog, *FaultFS) {
@@ -154,7 +155,7 @@ func TestFailedSealedWriteStillSyncsTheRolledSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := testStart.UnixMilli()
-	fsys.FailNextWrite(sealedFile + tmpSuffix)
+	fsys.FailNextWrite(sealedFile + vfs.TempSuffix)
 	for i := 0; l.NumSegments() < 2; i++ {
 		if _, err := l.Append(simpleBatch(t, uint64(i), 1, 900, ts), 0); err != nil {
 			t.Logf("append %d: %v", i, err)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // FaultOp is the file operation a Fault applies to.
@@ -44,15 +46,15 @@ type Fault struct {
 // use. Files it opens report a nil OS(), so a Region from a log on a FaultFS
 // cannot lend an *os.File (AcquireFile fails): read it with ReadAt.
 type FaultFS struct {
-	fs     FS
+	fs     vfs.FS
 	mu     sync.Mutex
 	faults []*Fault
 }
 
-// NewFaultFS wraps fs (nil: OSFS).
-func NewFaultFS(fs FS) *FaultFS {
+// NewFaultFS wraps fs (nil: vfs.OS).
+func NewFaultFS(fs vfs.FS) *FaultFS {
 	if fs == nil {
-		fs = OSFS
+		fs = vfs.OS
 	}
 	return &FaultFS{fs: fs}
 }
@@ -173,7 +175,7 @@ func (f *FaultFS) FailOpens(suffix string, n int, err error) {
 }
 
 // OpenFile opens a file whose writes and syncs go through the faults.
-func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	if err := f.opFault(FaultOpen, name); err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
@@ -191,7 +193,7 @@ func (f *FaultFS) MkdirAll(path string, perm os.FileMode) error { return f.fs.Mk
 func (f *FaultFS) Stat(name string) (os.FileInfo, error)        { return f.fs.Stat(name) }
 
 type faultFile struct {
-	File
+	vfs.File
 	fs   *FaultFS
 	name string
 }

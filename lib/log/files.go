@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // Files bounds the descriptors of segment data files that the logs sharing
@@ -96,14 +98,14 @@ func (fs *Files) Stats() FilesStats {
 type SegmentFile struct {
 	files *Files // nil: a file outside any Files (RegionOf), never closed by it
 	set   fileSet
-	fs    FS
+	fs    vfs.FS
 	path  string
 
-	f          File // nil while closed
-	refs       int  // references; at 0 the descriptor is closed and the file forgotten
-	uses       int  // callers doing I/O with f now
-	opening    bool // an open of f is under way without Files.mu
-	retired    bool // path no longer names this file: kept open until refs is 0
+	f          vfs.File // nil while closed
+	refs       int      // references; at 0 the descriptor is closed and the file forgotten
+	uses       int      // callers doing I/O with f now
+	opening    bool     // an open of f is under way without Files.mu
+	retired    bool     // path no longer names this file: kept open until refs is 0
 	prev, next *SegmentFile
 	listed     bool // on Files.idle
 }
@@ -116,7 +118,7 @@ type fileSet map[string]*SegmentFile
 // get returns the file at path with a reference for the caller, opening it
 // when it is not open. A file of set already known (another reference
 // holds it) is shared.
-func (fs *Files) get(set fileSet, fsys FS, path string) (*SegmentFile, error) {
+func (fs *Files) get(set fileSet, fsys vfs.FS, path string) (*SegmentFile, error) {
 	fs.mu.Lock()
 	sf := set[path]
 	if sf != nil {
@@ -137,7 +139,7 @@ func (fs *Files) get(set fileSet, fsys FS, path string) (*SegmentFile, error) {
 // create opens a new file at path with open and registers it, with a
 // reference for the caller. Room is made first, so that the bound holds
 // while open runs.
-func (fs *Files) create(set fileSet, fsys FS, path string, open func() (File, error)) (*SegmentFile, error) {
+func (fs *Files) create(set fileSet, fsys vfs.FS, path string, open func() (vfs.File, error)) (*SegmentFile, error) {
 	fs.mu.Lock()
 	fs.retireLocked(set, path)
 	fs.open++
@@ -161,7 +163,7 @@ func (fs *Files) create(set fileSet, fsys FS, path string, open func() (File, er
 // adopt registers f, a file opened already that will be at path (the
 // cleaner's output), with a reference and one use for the caller: it is
 // not closed until done.
-func (fs *Files) adopt(set fileSet, fsys FS, path string, f File) *SegmentFile {
+func (fs *Files) adopt(set fileSet, fsys vfs.FS, path string, f vfs.File) *SegmentFile {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.retireLocked(set, path)
@@ -241,7 +243,7 @@ var errFileReleased = errors.New("log: segment file released")
 
 // use returns the open file for one I/O call, opening it again when Files
 // closed it; call done after.
-func (sf *SegmentFile) use() (File, error) {
+func (sf *SegmentFile) use() (vfs.File, error) {
 	fs := sf.files
 	if fs == nil {
 		return sf.f, nil

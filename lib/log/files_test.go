@@ -11,18 +11,20 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // fdCounter is an FS that counts the segment data files open through it
 // now and at most, so that a test sees real descriptors, not Files' own
 // bookkeeping.
 type fdCounter struct {
-	FS
+	vfs.FS
 	mu        sync.Mutex
 	open, max int
 }
 
-func (c *fdCounter) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+func (c *fdCounter) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	f, err := c.FS.OpenFile(name, flag, perm)
 	if err != nil || !strings.HasSuffix(name, logExt) {
 		return f, err
@@ -41,7 +43,7 @@ func (c *fdCounter) peak() int {
 }
 
 type countedFile struct {
-	File
+	vfs.File
 	c      *fdCounter
 	closed bool
 }
@@ -57,7 +59,7 @@ func (f *countedFile) Close() error {
 }
 
 // openLogs opens n logs under one directory sharing files, on fsys.
-func openLogs(t *testing.T, n int, cfg Config, fsys FS, files *Files) []*Log {
+func openLogs(t *testing.T, n int, cfg Config, fsys vfs.FS, files *Files) []*Log {
 	t.Helper()
 	root := t.TempDir()
 	logs := make([]*Log, n)
@@ -83,7 +85,7 @@ func TestFilesBoundHoldsUnderConcurrentAppendsAndReads(t *testing.T) {
 		rounds  = 300
 	)
 	seed := testSeed(t)
-	counter := &fdCounter{FS: OSFS}
+	counter := &fdCounter{FS: vfs.OS}
 	files := NewFiles(bound)
 	logs := openLogs(t, nLogs, testConfig(), counter, files)
 	var mu sync.Mutex
@@ -158,7 +160,7 @@ func TestFilesBoundHoldsUnderConcurrentAppendsAndReads(t *testing.T) {
 func TestClosedSegmentsShareTheBound(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 1000
-	counter := &fdCounter{FS: OSFS}
+	counter := &fdCounter{FS: vfs.OS}
 	files := NewFiles(3)
 	l := openLogs(t, 1, cfg, counter, files)[0]
 	tl := &testLog{Log: l, t: t, clock: nil}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // maxOpenSegments bounds how many closed segments of one log keep their
@@ -56,7 +57,7 @@ func scanBuffer(n int64) ([]byte, func()) {
 // documentation for which methods may be called concurrently.
 type Log struct {
 	dir   string
-	fs    FS
+	fs    vfs.FS
 	files *Files
 	// segFiles are the log's segment files (Files.mu guards it).
 	segFiles fileSet
@@ -176,7 +177,7 @@ type AppendResult struct {
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	l := &Log{dir: dir, fs: opts.FS, files: opts.Files, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized(), counters: opts.Counters, clean: opts.Clean, synced: opts.Synced, ckpts: opts.Checkpoints, owner: opts.Owner}
 	if l.fs == nil {
-		l.fs = OSFS
+		l.fs = vfs.OS
 	}
 	if l.files == nil {
 		l.files = defaultFiles()
@@ -224,7 +225,7 @@ func (l *Log) makeDir(durable bool) (existed bool, err error) {
 	if durable && existed {
 		return true, nil
 	}
-	return existed, mkdirAllDurable(l.fs, l.dir)
+	return existed, vfs.MkdirAllDurable(l.fs, l.dir, 0o755)
 }
 
 func (l *Log) path(name string) string { return filepath.Join(l.dir, name) }
@@ -251,7 +252,7 @@ func (l *Log) load() error {
 	defer func() { l.present, l.loaded = nil, nil }()
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasSuffix(name, tmpSuffix) {
+		if strings.HasSuffix(name, vfs.TempSuffix) {
 			_ = l.fs.Remove(l.path(name))
 			continue
 		}
@@ -492,7 +493,7 @@ func (l *Log) readCheckpointLocked(name string) ([]byte, error) {
 	if l.present != nil && !l.present[name] {
 		return nil, fmt.Errorf("%s: %w", name, os.ErrNotExist)
 	}
-	b, err := readFile(l.fs, l.path(name))
+	b, err := vfs.ReadFile(l.fs, l.path(name))
 	if err == nil && l.loaded != nil {
 		l.loaded[name] = b
 	}
@@ -506,7 +507,7 @@ func (l *Log) readIndexesLocked(indexPath, timeIndexPath string) (idx, tidx []by
 		if l.present != nil && !l.present[filepath.Base(path)] {
 			return nil
 		}
-		b, _ := readFile(l.fs, path)
+		b, _ := vfs.ReadFile(l.fs, path)
 		return b
 	}
 	return read(indexPath), read(timeIndexPath)
@@ -721,7 +722,7 @@ func readHeader(f io.ReaderAt, pos int64) (record.Header, error) {
 }
 
 // writeWholeFile replaces the contents of path with data and fsyncs it.
-func writeWholeFile(fsys FS, path string, data []byte) error {
+func writeWholeFile(fsys vfs.FS, path string, data []byte) error {
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
@@ -884,7 +885,7 @@ func (l *Log) createSegmentLocked(base int64) (*segment, error) {
 			return nil, fmt.Errorf("create segment %d: %w", base, err)
 		}
 	}
-	sf, err := l.files.create(l.segFiles, l.fs, logPath, func() (File, error) {
+	sf, err := l.files.create(l.segFiles, l.fs, logPath, func() (vfs.File, error) {
 		return l.fs.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	})
 	if err != nil {
@@ -892,7 +893,7 @@ func (l *Log) createSegmentLocked(base int64) (*segment, error) {
 	}
 	// In a batch, its Commit makes the new entries durable.
 	if !l.batched() {
-		if err := syncDir(l.fs, l.dir); err != nil {
+		if err := vfs.SyncDir(l.fs, l.dir); err != nil {
 			sf.release()
 			return nil, fmt.Errorf("create segment %d: %w", base, err)
 		}
@@ -939,8 +940,8 @@ func (l *Log) loadSegmentFiles(base, size int64, interval int32) (*SegmentFile, 
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open segment %d: %w", base, err)
 	}
-	idx, ierr := readFile(l.fs, indexPath)
-	tidx, terr := readFile(l.fs, timeIndexPath)
+	idx, ierr := vfs.ReadFile(l.fs, indexPath)
+	tidx, terr := vfs.ReadFile(l.fs, timeIndexPath)
 	var why error
 	switch {
 	case ierr != nil:

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // StartOffset returns the log start offset: the first offset a read may ask for.
@@ -127,7 +128,7 @@ func (l *Log) truncateLocked(offset int64) error {
 		// The removals must be on disk before the cut below: deleted
 		// segments coming back after a crash behind a shortened one,
 		// below the recovery point, would be a gap in the offsets.
-		if err := syncDir(l.fs, l.dir); err != nil {
+		if err := vfs.SyncDir(l.fs, l.dir); err != nil {
 			if l.failed == nil {
 				l.failed = fmt.Errorf("%w: truncate: %w", ErrFailed, err)
 				l.logger.Error("log failed", "err", l.failed)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // Tests of durability against power loss: the log runs on a CrashFS, whose
@@ -578,7 +579,7 @@ type heldSyncFS struct {
 	release chan struct{}
 }
 
-func (h heldSyncFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+func (h heldSyncFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	f, err := h.CrashFS.OpenFile(name, flag, perm)
 	if err != nil || filepath.Ext(name) != logExt {
 		return f, err
@@ -587,7 +588,7 @@ func (h heldSyncFS) OpenFile(name string, flag int, perm os.FileMode) (File, err
 }
 
 type heldSyncFile struct {
-	File
+	vfs.File
 	release chan struct{}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // Region is a byte range of a segment data file holding whole batches, for
@@ -33,7 +34,7 @@ type Region struct {
 // RegionOf returns a Region of n bytes at pos of f, a file outside any log
 // (tests, tools). Release leaves f open.
 func RegionOf(f *os.File, pos, n, baseOffset, lastOffset int64) Region {
-	return Region{Pos: pos, Len: n, BaseOffset: baseOffset, LastOffset: lastOffset, sf: &SegmentFile{f: osFile{f}}}
+	return Region{Pos: pos, Len: n, BaseOffset: baseOffset, LastOffset: lastOffset, sf: &SegmentFile{f: vfs.FileOf(f)}}
 }
 
 // File is the Region's segment file, nil for an empty Region.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // logCapture is a slog handler recording messages and attributes.
@@ -208,7 +210,7 @@ func TestCleanOpenReadsNoSegmentData(t *testing.T) {
 		for _, s := range segs[:len(segs)-1] {
 			os.Chmod(filepath.Join(tl.dir, s), 0o644)
 		}
-		counter := &openCounter{FS: OSFS}
+		counter := &openCounter{FS: vfs.OS}
 		tl.opts.FS = counter
 		tl.opts.Files = NewFiles(64) // nothing closed and opened again
 		tl.open()
@@ -225,12 +227,12 @@ func TestCleanOpenReadsNoSegmentData(t *testing.T) {
 }
 
 type openCounter struct {
-	FS
+	vfs.FS
 	mu    sync.Mutex
 	names []string
 }
 
-func (c *openCounter) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+func (c *openCounter) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	c.mu.Lock()
 	c.names = append(c.names, name)
 	c.mu.Unlock()

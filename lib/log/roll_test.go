@@ -6,17 +6,19 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // gateFS holds every fsync of a segment data file until the gate opens.
 type gateFS struct {
-	FS
+	vfs.FS
 	gate   chan struct{}
 	mu     sync.Mutex
 	synced []string
 }
 
-func (g *gateFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+func (g *gateFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	f, err := g.FS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
@@ -25,7 +27,7 @@ func (g *gateFS) OpenFile(name string, flag int, perm os.FileMode) (File, error)
 }
 
 type gateFile struct {
-	File
+	vfs.File
 	fs   *gateFS
 	name string
 }
@@ -45,7 +47,7 @@ func TestRollUnderFlushOSDoesNotWaitForFsync(t *testing.T) {
 	cfg.FlushPolicy = FlushOS
 	b := simpleBatch(t, 1, 1, 1000, 0)
 	cfg.SegmentBytes = int64(2 * len(b))
-	gfs := &gateFS{FS: OSFS, gate: make(chan struct{})}
+	gfs := &gateFS{FS: vfs.OS, gate: make(chan struct{})}
 	tl := openTestLogWith(t, cfg, Options{FS: gfs})
 
 	var want []appended
@@ -95,7 +97,7 @@ func TestCloseFsyncsRolledSegmentsStillPending(t *testing.T) {
 	cfg.FlushPolicy = FlushOS
 	b := simpleBatch(t, 1, 1, 1000, 0)
 	cfg.SegmentBytes = int64(len(b))
-	gfs := &gateFS{FS: OSFS, gate: make(chan struct{})}
+	gfs := &gateFS{FS: vfs.OS, gate: make(chan struct{})}
 	tl := openTestLogWith(t, cfg, Options{FS: gfs})
 	var want []appended
 	for i := range 4 {

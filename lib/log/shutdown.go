@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // CleanShutdown is what a Close that fsynced everything knows of the log it
@@ -278,9 +279,9 @@ const cleanShutdownKind = "clean-shutdown"
 
 // WriteCleanShutdownFile writes logs (by directory name) to path,
 // atomically and durably.
-func WriteCleanShutdownFile(fsys FS, path string, logs map[string]CleanShutdown) error {
+func WriteCleanShutdownFile(fsys vfs.FS, path string, logs map[string]CleanShutdown) error {
 	if fsys == nil {
-		fsys = OSFS
+		fsys = vfs.OS
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "mq %s 1\n", cleanShutdownKind)
@@ -294,18 +295,18 @@ func WriteCleanShutdownFile(fsys FS, path string, logs map[string]CleanShutdown)
 		c := logs[name]
 		fmt.Fprintf(&b, "%s %d %d %d\n", name, c.EndOffset, c.ActiveBase, c.ActiveSize)
 	}
-	return writeFileAtomic(fsys, filepath.Dir(path), filepath.Base(path), appendChecksum(b.Bytes()))
+	return vfs.WriteFileAtomic(fsys, path, appendChecksum(b.Bytes()), 0o644)
 }
 
 // TakeCleanShutdownFile reads the clean-shutdown file at path and removes
 // it durably before returning, so that a crash from here on leaves no
 // record to trust. A missing file is an empty map and no error; a damaged
 // one is an error (and removed too).
-func TakeCleanShutdownFile(fsys FS, path string) (map[string]CleanShutdown, error) {
+func TakeCleanShutdownFile(fsys vfs.FS, path string) (map[string]CleanShutdown, error) {
 	if fsys == nil {
-		fsys = OSFS
+		fsys = vfs.OS
 	}
-	b, err := readFile(fsys, path)
+	b, err := vfs.ReadFile(fsys, path)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]CleanShutdown{}, nil
 	}
@@ -316,7 +317,7 @@ func TakeCleanShutdownFile(fsys FS, path string) (map[string]CleanShutdown, erro
 	if rerr := fsys.Remove(path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 		return nil, rerr
 	}
-	if serr := syncDir(fsys, filepath.Dir(path)); serr != nil {
+	if serr := vfs.SyncDir(fsys, filepath.Dir(path)); serr != nil {
 		return nil, serr
 	}
 	if err != nil {
@@ -389,30 +390,17 @@ func cutLastLine(b []byte) (body []byte, last string, ok bool) {
 	return b[:i+1], string(b[i+1 : len(b)-1]), true
 }
 
-// MoveDir renames the log directory from to to (in the same parent) and
-// makes the rename durable with an fsync of the parent. A missing from is
-// an error satisfying errors.Is(err, os.ErrNotExist).
-func MoveDir(fsys FS, from, to string) error {
-	if fsys == nil {
-		fsys = OSFS
-	}
-	if err := fsys.Rename(from, to); err != nil {
-		return err
-	}
-	return syncDir(fsys, filepath.Dir(to))
-}
-
 // MakeDirs creates the directories names in parent, as the logs of
 // several new partitions, and makes their entries durable with one fsync
 // of parent; Open them with Options.DirDurable.
-func MakeDirs(fsys FS, parent string, names []string) error {
+func MakeDirs(fsys vfs.FS, parent string, names []string) error {
 	if fsys == nil {
-		fsys = OSFS
+		fsys = vfs.OS
 	}
 	if len(names) == 0 {
 		return nil
 	}
-	if err := mkdirAllDurable(fsys, parent); err != nil {
+	if err := vfs.MkdirAllDurable(fsys, parent, 0o755); err != nil {
 		return err
 	}
 	for _, name := range names {
@@ -420,5 +408,5 @@ func MakeDirs(fsys FS, parent string, names []string) error {
 			return err
 		}
 	}
-	return syncDir(fsys, parent)
+	return vfs.SyncDir(fsys, parent)
 }

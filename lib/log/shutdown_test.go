@@ -6,18 +6,20 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // tmpCounter counts the checkpoint files written (each through a
 // temporary file).
 type tmpCounter struct {
-	FS
+	vfs.FS
 	mu    sync.Mutex
 	names []string
 }
 
-func (c *tmpCounter) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	if strings.HasSuffix(name, tmpSuffix) {
+func (c *tmpCounter) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	if strings.HasSuffix(name, vfs.TempSuffix) {
 		c.mu.Lock()
 		c.names = append(c.names, filepath.Base(name))
 		c.mu.Unlock()
@@ -60,7 +62,7 @@ func TestCleanStartWalksFromTheLastIndexEntry(t *testing.T) {
 	tl := openTestLog(t, cfg)
 	want := tl.appendN(400, 1000)
 	c := closeClean(t, tl)
-	counter := &openCounter{FS: OSFS}
+	counter := &openCounter{FS: vfs.OS}
 	tl.opts.FS, tl.opts.Clean = counter, &c
 	tl.opts.Files = NewFiles(64)
 	tl.open()
@@ -79,7 +81,7 @@ func TestCleanStartWalksFromTheLastIndexEntry(t *testing.T) {
 func TestCleanShutdownLetsOpenSkipRecoveryAndCheckpoints(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 4000
-	counter := &tmpCounter{FS: OSFS}
+	counter := &tmpCounter{FS: vfs.OS}
 	tl := openTestLogWith(t, cfg, Options{FS: counter})
 	want := tl.appendN(60, 100)
 	c := closeClean(t, tl)
@@ -186,7 +188,7 @@ func appendToActive(t *testing.T, tl *testLog, b []byte) {
 
 func writeRecoveryPoint(t *testing.T, tl *testLog, rp int64) {
 	t.Helper()
-	if err := writeFileAtomic(OSFS, tl.dir, recoveryPointFile, encodeOffsetCheckpoint("recovery-point", rp)); err != nil {
+	if err := vfs.WriteFileAtomic(vfs.OS, filepath.Join(tl.dir, recoveryPointFile), encodeOffsetCheckpoint("recovery-point", rp), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -227,7 +229,7 @@ func TestCleanShutdownFileIsTakenOnce(t *testing.T) {
 // A leader that wrote nothing keeps its epoch across a clean restart, and
 // neither the open nor its BeginEpoch again writes a checkpoint.
 func TestCleanShutdownKeepsTheEpochOfAnEmptyLeader(t *testing.T) {
-	counter := &tmpCounter{FS: OSFS}
+	counter := &tmpCounter{FS: vfs.OS}
 	tl := openTestLogWith(t, testConfig(), Options{FS: counter})
 	if err := tl.BeginEpoch(3); err != nil {
 		t.Fatal(err)
@@ -250,7 +252,7 @@ func TestCleanShutdownKeepsTheEpochOfAnEmptyLeader(t *testing.T) {
 // After a crash and a syncfs (Options.Synced) Open recovers as always but
 // rewrites only the checkpoints recovery changed.
 func TestSyncedOpenRewritesOnlyChangedCheckpoints(t *testing.T) {
-	counter := &tmpCounter{FS: OSFS}
+	counter := &tmpCounter{FS: vfs.OS}
 	tl := openTestLogWith(t, testConfig(), Options{FS: counter})
 	want := tl.appendN(10, 100)
 	tl.crash()
@@ -261,7 +263,7 @@ func TestSyncedOpenRewritesOnlyChangedCheckpoints(t *testing.T) {
 		t.Fatal("open after a crash ran no recovery scan")
 	}
 	for _, name := range counter.take() {
-		if name == logStartFile+tmpSuffix || name == sealedFile+tmpSuffix {
+		if name == logStartFile+vfs.TempSuffix || name == sealedFile+vfs.TempSuffix {
 			t.Fatalf("a synced open rewrote %s, which recovery did not change", name)
 		}
 	}

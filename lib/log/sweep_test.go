@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mqproject/mq/lib/clock"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // sweepState is a log built by a sweep case's setup and what the case
@@ -16,7 +17,7 @@ import (
 type sweepState struct {
 	t        *testing.T
 	fsys     *CrashFS
-	fs       FS // the log's: fsys, or a FaultFS over it
+	fs       vfs.FS // the log's: fsys, or a FaultFS over it
 	cfg      Config
 	clock    *clock.Manual
 	l        *Log
@@ -179,7 +180,7 @@ func TestPowerLossDuringAnOperation(t *testing.T) {
 				s.fs = ffs
 				setupLog(5)(s)
 				s.l.SetConfig(func() Config { c := s.cfg; c.SegmentBytes = 1; return c }())
-				ffs.FailNextWrite(recoveryPointFile + tmpSuffix)
+				ffs.FailNextWrite(recoveryPointFile + vfs.TempSuffix)
 				end := s.l.EndOffset()
 				if _, err := s.l.Append(simpleBatch(s.t, 1, 1, 10, 0), 0); err == nil || s.l.EndOffset() != end {
 					s.t.Fatalf("append rolling with a failing checkpoint: %v, end %d → %d", err, end, s.l.EndOffset())

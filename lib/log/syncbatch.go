@@ -9,14 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-)
 
-// FileSystemSyncer is an FS that can make everything written to the file
-// system holding a path durable at once, as syncfs(2) does. OSFS is one
-// on Linux, a CrashFS always is; a SyncBatch needs one.
-type FileSystemSyncer interface {
-	SyncFileSystem(path string) error
-}
+	"github.com/mqproject/mq/lib/vfs"
+)
 
 // SyncBatch lets many logs opened together (Options.Batch) share two
 // syncs of the whole file system instead of two fsyncs of every
@@ -39,8 +34,8 @@ type FileSystemSyncer interface {
 // report them created before, and must not use them during Commit.
 // After Commit the logs write their checkpoints one by one again.
 type SyncBatch struct {
-	fs   FS
-	sync FileSystemSyncer
+	fs   vfs.FS
+	sync vfs.FileSystemSyncer
 	root string // a path on the file system to sync
 
 	mu      sync.RWMutex // writes hold it shared, Commit exclusively
@@ -50,30 +45,18 @@ type SyncBatch struct {
 	logs    []*Log
 }
 
-// NewSyncBatch returns a batch for logs on fsys (nil: OSFS) under root,
-// or nil when fsys cannot sync a whole file system: a nil batch in
-// Options.Batch is no batch.
-func NewSyncBatch(fsys FS, root string) *SyncBatch {
+// NewSyncBatch returns a batch for logs on fsys (nil: vfs.OS) under root,
+// or nil when fsys cannot sync a whole file system (is no
+// vfs.FileSystemSyncer): a nil batch in Options.Batch is no batch.
+func NewSyncBatch(fsys vfs.FS, root string) *SyncBatch {
 	if fsys == nil {
-		fsys = OSFS
+		fsys = vfs.OS
 	}
-	s, ok := syncerOf(fsys)
+	s, ok := fsys.(vfs.FileSystemSyncer)
 	if !ok {
 		return nil
 	}
 	return &SyncBatch{fs: fsys, sync: s, root: root, renames: map[string]string{}}
-}
-
-// syncerOf returns fsys as a FileSystemSyncer, if it can be one.
-func syncerOf(fsys FS) (FileSystemSyncer, bool) {
-	if t, ok := fsys.(timedFS); ok {
-		if _, ok := syncerOf(t.FS); !ok {
-			return nil, false
-		}
-		return t, true
-	}
-	s, ok := fsys.(FileSystemSyncer)
-	return s, ok
 }
 
 // Add puts an open log in the batch, as Options.Batch does at Open, so
@@ -109,7 +92,7 @@ func (b *SyncBatch) write(dir, name string, data []byte) (bool, error) {
 		return false, nil
 	}
 	path := filepath.Join(dir, name)
-	tmp := path + tmpSuffix
+	tmp := path + vfs.TempSuffix
 	f, err := b.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return true, fmt.Errorf("write %s: %w", name, err)
@@ -204,14 +187,14 @@ func (l *Log) forgetDurable() {
 
 // writeAtomic replaces the log's checkpoint name with data: through the
 // log's batch while it has one, else with its own fsyncs
-// (writeFileAtomic).
+// (vfs.WriteFileAtomic).
 func (l *Log) writeAtomic(name string, data []byte) error {
 	if b := l.batch.Load(); b != nil {
 		if ok, err := b.write(l.dir, name, data); ok {
 			return err
 		}
 	}
-	return writeFileAtomic(l.fs, l.dir, name, data)
+	return vfs.WriteFileAtomic(l.fs, l.path(name), data, 0o644)
 }
 
 // batched reports whether the log's writes wait for its batch's Commit,

@@ -4,13 +4,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // TestTimedFSReportsEveryFsync: a log on a TimedFS reports its fsyncs
 // (segment, checkpoints, directories) and still serves zero-copy reads.
 func TestTimedFSReportsEveryFsync(t *testing.T) {
 	var syncs atomic.Int64
-	fs := TimedFS(nil, func(d time.Duration) {
+	fs := vfs.Timed(nil, func(d time.Duration) {
 		if d < 0 {
 			t.Errorf("negative fsync duration %v", d)
 		}
@@ -46,7 +48,7 @@ func TestTimedFSReportsEveryFsync(t *testing.T) {
 // removes batches still flushes the writes in flight first.
 func TestTruncateAtTheEndSyncsNothing(t *testing.T) {
 	var syncs atomic.Int64
-	fs := TimedFS(nil, func(time.Duration) { syncs.Add(1) })
+	fs := vfs.Timed(nil, func(time.Duration) { syncs.Add(1) })
 	tl := openTestLogWith(t, Config{}, Options{FS: fs})
 	tl.appendN(3, 10)
 	end := tl.EndOffset()

@@ -8,7 +8,7 @@
 //   - Counters and histograms that must see every event are fed through
 //     hooks that lower packages own and this package implements:
 //     Metrics.Answered is a lib/server Observer (requests, errors,
-//     latency), and Metrics.ObserveFsync is given to lib/log's TimedFS
+//     latency), and Metrics.ObserveFsync is given to lib/vfs's Timed
 //     (fsync latency). Each costs an atomic add or a histogram
 //     observation; with no Metrics (metrics off) the hooks are nil and
 //     cost nothing.

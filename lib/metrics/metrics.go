@@ -164,7 +164,7 @@ func (m *Metrics) newSeries(key int16) *apiSeries {
 	return &apiSeries{name: name, requests: m.requests.WithLabelValues(name), duration: m.durations.WithLabelValues(name)}
 }
 
-// ObserveFsync records one fsync's duration (lib/log's TimedFS hook).
+// ObserveFsync records one fsync's duration (the hook of lib/vfs's Timed).
 func (m *Metrics) ObserveFsync(d time.Duration) { m.fsyncs.Observe(d.Seconds()) }
 
 // Handler serves the registry in Prometheus' exposition formats.

@@ -4,11 +4,12 @@ import (
 	"testing"
 
 	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // openCrashLog opens the log of dir on fsys with flush.policy=os: appends
 // reach only the page cache until a segment rolls or the log closes.
-func openCrashLog(t *testing.T, fsys log.FS) *log.Log {
+func openCrashLog(t *testing.T, fsys vfs.FS) *log.Log {
 	t.Helper()
 	cfg := log.DefaultConfig()
 	cfg.FlushPolicy = log.FlushOS

@@ -1,4 +1,4 @@
-package log
+package vfs
 
 import (
 	"os"
@@ -7,7 +7,9 @@ import (
 )
 
 // SyncFileSystem makes everything written to the file system holding
-// path durable, with one syncfs(2) (OSFS is a FileSystemSyncer on Linux).
+// path durable, with one syncfs(2). Elsewhere than on Linux OS has no such
+// method, so it is no FileSystemSyncer and SyncFileSystem(OS, path)
+// returns errors.ErrUnsupported.
 func (osFS) SyncFileSystem(path string) error {
 	f, err := os.Open(path)
 	if err != nil {

@@ -1,4 +1,4 @@
-package log
+package vfs
 
 import (
 	"errors"
@@ -10,28 +10,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestOSFSOpenFileKeepsOSOpenFileSemantics: the real file system opens
+// TestOSOpenFileKeepsOSOpenFileSemantics: the real file system opens
 // with open(2) rather than os.OpenFile, and must still answer as
 // os.OpenFile would: errors that errors.Is recognises, the path in them,
 // the permissions asked for, descriptors closed on exec (mqd's children
 // must not inherit segment files), and files and directories that read,
 // write and sync.
-func TestOSFSOpenFileKeepsOSOpenFileSemantics(t *testing.T) {
+func TestOSOpenFileKeepsOSOpenFileSemantics(t *testing.T) {
 	dir := t.TempDir()
 	name := filepath.Join(dir, "00000000000000000000.log")
 
-	_, err := OSFS.OpenFile(name, os.O_RDWR, 0)
+	_, err := OS.OpenFile(name, os.O_RDWR, 0)
 	var pe *fs.PathError
 	if !errors.Is(err, os.ErrNotExist) || !errors.As(err, &pe) || pe.Path != name || pe.Op != "open" {
 		t.Fatalf("opening a missing file: %v, want a *fs.PathError for %s that is os.ErrNotExist", err, name)
 	}
 
-	f, err := OSFS.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
+	f, err := OS.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := OSFS.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640); !errors.Is(err, os.ErrExist) {
+	if _, err := OS.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640); !errors.Is(err, os.ErrExist) {
 		t.Errorf("O_EXCL on an existing file: %v, want os.ErrExist", err)
 	}
 	if fi, err := os.Stat(name); err != nil || fi.Mode().Perm()&^0o640 != 0 || fi.Mode().Perm()&0o600 != 0o600 {
@@ -55,7 +55,7 @@ func TestOSFSOpenFileKeepsOSOpenFileSemantics(t *testing.T) {
 		t.Errorf("Stat of the open file: %v (%v)", fi, err)
 	}
 
-	d, err := OSFS.OpenFile(dir, os.O_RDONLY, 0)
+	d, err := OS.OpenFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,45 @@
+// Package vfs is the file-system seam of the server's storage: the FS
+// and File interfaces that lib/log and lib/broker write through, the real
+// file system (OS), and the few durable operations built on them. Tests
+// pass another FS to inject faults (log.FaultFS) or to cut the power
+// (log.CrashFS); production code passes nil, which every function
+// here takes for OS.
+//
+// # Use
+//
+//	fs := vfs.Timed(vfs.OS, observeFsync)              // optional: time every fsync
+//	err := vfs.MkdirAllDurable(fs, dir, 0o750)
+//	err = vfs.WriteFileAtomic(fs, filepath.Join(dir, "meta"), data, 0o640)
+//	b, err := vfs.ReadFile(fs, filepath.Join(dir, "meta"))
+//
+// # Crash semantics
+//
+// A write, truncation, file creation, rename or removal is durable only
+// once an fsync covers it: a file's Sync its contents, its directory's
+// Sync (SyncDir) its entry. The helpers make these fsyncs, and say what a
+// crash (a power loss, not a killed process, which loses nothing the
+// kernel accepted) may leave:
+//
+//   - SyncDir: every entry change made in the directory before it is
+//     durable once it returns.
+//   - WriteFileAtomic: the target holds its old contents or the new ones,
+//     never a mix, and may have a leftover path+TempSuffix beside it;
+//     once it returns nil, the new ones.
+//   - MkdirAllDurable: once it returns nil, the directory and every
+//     directory above it exist after a crash.
+//   - MoveDir: the directory is under its old name or its new one, with
+//     its contents; once it returns nil, the new one.
+//   - FileSystemSyncer.SyncFileSystem: everything written before it, in
+//     files and directories of the file system, is durable once it
+//     returns (syncfs(2) on Linux).
+//
+// After an error each still holds except for its last clause: nothing is
+// promised of what it was to make durable.
+//
+// # Concurrency
+//
+// Every FS, and every function here, is safe for concurrent use, except
+// that two WriteFileAtomic calls for the same path must not overlap: they
+// share its temporary file. A File's ReadAt, WriteAt, Sync, Truncate and
+// Stat may be called concurrently; Close once the others have returned.
+package vfs
