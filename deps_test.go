@@ -16,34 +16,36 @@ const module = "github.com/mqproject/mq/"
 // so every new one states its place, and a new edge is a change to this
 // table, made on purpose.
 var allowed = map[string][]string{
-	"lib/record":     {},
-	"lib/config":     {},
-	"lib/server":     {},
-	"lib/kafkaext":   {},
-	"lib/version":    {},
-	"lib/clock":      {},
-	"lib/loopback":   {},
-	"lib/mqtest":     {},
-	"lib/vfs":        {},
-	"lib/controller": {},
-	"lib/log":        {"lib/clock", "lib/record", "lib/vfs"},
-	"lib/replica":    {"lib/clock", "lib/log", "lib/record"},
-	"lib/peer":       {"lib/replica", "lib/kafkaext"},
-	"lib/group":      {"lib/clock", "lib/record"},
-	"lib/queue":      {},
-	"lib/metrics":    {"lib/server"},
-	"lib/broker":     {"lib/clock", "lib/record", "lib/log", "lib/replica", "lib/peer", "lib/controller", "lib/group", "lib/queue", "lib/config", "lib/server", "lib/kafkaext", "lib/version", "lib/metrics", "lib/vfs"},
-	"lib/client":     {"lib/config", "lib/kafkaext"},
-	"lib/pipe":       {"lib/client", "lib/kafkaext", "lib/record"},
-	"lib/tail":       {"lib/admin", "lib/client"},
-	"lib/bench":      {"lib/client"},
-	"lib/admin":      {"lib/client", "lib/kafkaext"},
-	"cmd/mqd":        {"lib/broker", "lib/client", "lib/config", "lib/version"},
-	"cmd/mqctl":      {"lib/client", "lib/admin", "lib/version"},
-	"cmd/mqpipe":     {"lib/client", "lib/pipe", "lib/version"},
-	"cmd/mqtail":     {"lib/client", "lib/tail", "lib/version"},
-	"cmd/mqbench":    {"lib/client", "lib/bench", "lib/version"},
-	"e2e":            {"lib/record"},
+	"lib/record":      {},
+	"lib/config":      {},
+	"lib/server":      {},
+	"lib/kafkaext":    {},
+	"lib/version":     {},
+	"lib/clock":       {},
+	"lib/loopback":    {},
+	"lib/mqtest":      {},
+	"lib/vfs":         {},
+	"lib/controller":  {},
+	"lib/log":         {"lib/clock", "lib/record", "lib/vfs"},
+	"lib/replica":     {"lib/clock", "lib/log", "lib/record"},
+	"lib/peer":        {"lib/replica", "lib/kafkaext"},
+	"lib/group":       {"lib/clock", "lib/record"},
+	"lib/queue":       {},
+	"lib/metrics":     {"lib/server"},
+	"lib/broker":      {"lib/clock", "lib/record", "lib/log", "lib/replica", "lib/peer", "lib/controller", "lib/group", "lib/queue", "lib/config", "lib/server", "lib/kafkaext", "lib/version", "lib/metrics", "lib/vfs"},
+	"lib/client":      {"lib/config", "lib/kafkaext"},
+	"lib/pipe":        {"lib/client", "lib/kafkaext", "lib/record"},
+	"lib/tail":        {"lib/admin", "lib/client"},
+	"lib/bench":       {"lib/client"},
+	"lib/admin":       {"lib/client", "lib/kafkaext"},
+	"cmd/mqd":         {"lib/broker", "lib/client", "lib/config", "lib/version"},
+	"cmd/mqctl":       {"lib/client", "lib/admin", "lib/version"},
+	"cmd/mqpipe":      {"lib/client", "lib/pipe", "lib/version"},
+	"cmd/mqtail":      {"lib/client", "lib/tail", "lib/version"},
+	"cmd/mqbench":     {"lib/client", "lib/bench", "lib/version"},
+	"e2e":             {"lib/record"},
+	"lib/vfs/faultfs": {"lib/vfs"},
+	"lib/vfs/crashfs": {"lib/vfs"},
 }
 
 // allowedInTests lists what a package's tests may import of ours beyond
@@ -51,15 +53,17 @@ var allowed = map[string][]string{
 // Tests keep the direction too.
 var allowedInTests = map[string][]string{
 	// Listener addresses below the ephemeral range, for tests that start
-	// daemons on ports of their own.
-	"lib/broker":     {"lib/loopback"},
+	// daemons on ports of their own (lib/loopback); storage on file
+	// systems that fail on command (faultfs) or lose power (crashfs).
+	"lib/broker":     {"lib/loopback", "lib/vfs/faultfs"},
 	"lib/controller": {"lib/loopback"},
 	"e2e":            {"lib/loopback"},
 	// Test support shared by every package's tests (mqtest.WaitFor).
 	"lib/server": {"lib/mqtest"},
 	"lib/pipe":   {"lib/mqtest"},
 	// Logs opened on a file system the test controls.
-	"lib/replica": {"lib/vfs"},
+	"lib/replica": {"lib/vfs", "lib/vfs/crashfs"},
+	"lib/log":     {"lib/vfs/faultfs", "lib/vfs/crashfs"},
 }
 
 // testOnly are the packages that only tests may import: no package of
@@ -67,7 +71,7 @@ var allowedInTests = map[string][]string{
 var testOnly = []string{"lib/mqtest"}
 
 // serverSide are the packages that only mqd may link.
-var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/peer", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/metrics", "lib/vfs"}
+var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/peer", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs"}
 
 type listedPackage struct {
 	ImportPath   string

@@ -26,7 +26,7 @@ type Config struct {
 	Logger     *slog.Logger           // nil = silent
 	Clock      clock.Clock            // drives the logs, replicas, fetch waits; nil = real time
 	// LogFS is the file system of the partition logs; nil is the real
-	// one. Tests pass a log.FaultFS to fail writes.
+	// one. Tests pass a faultfs.FS to fail writes.
 	LogFS vfs.FS
 	// AwaitRegistration keeps the node from leading any partition until
 	// its own registration is in the image (see Broker.mayLead): the

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/kafkaext"
-	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/vfs/faultfs"
 )
 
 // describeLogDirs sends DescribeLogDirs for topics (nil: all) at version v
@@ -41,7 +41,7 @@ func partitionSizes(dir kmsg.DescribeLogDirsResponseDir) map[string]int64 {
 }
 
 func TestFullDiskIsAStorageErrorWithHealthInDescribeLogDirs(t *testing.T) {
-	ffs := log.NewFaultFS(nil)
+	ffs := faultfs.New(nil)
 	tb := startBrokerFS(t, "", nil, ffs)
 	tb.createTopic(t, "t", 2, nil)
 	batch := func() []byte { return testBatch(t, record.BuildOptions{}, "v", 3) }
@@ -146,7 +146,7 @@ func TestFullDiskIsAStorageErrorWithHealthInDescribeLogDirs(t *testing.T) {
 }
 
 func TestDescribeLogDirsWithKadm(t *testing.T) {
-	ffs := log.NewFaultFS(nil)
+	ffs := faultfs.New(nil)
 	tb := startBrokerFS(t, "", nil, ffs)
 	tb.createTopic(t, "k", 1, nil)
 	_, adm := startAdminClient(t, tb.Broker)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mqproject/mq/lib/vfs"
+	"github.com/mqproject/mq/lib/vfs/crashfs"
 )
 
 // openCkptLog opens the log name under root with the checkpoints c.
@@ -113,7 +114,7 @@ func TestCheckpointsShareOneFile(t *testing.T) {
 // truncation) even without a Write, so that a restart never finds the
 // log below a mark the replica no longer had.
 func TestCheckpointsLoweredAreWrittenAtOnce(t *testing.T) {
-	fsys := NewCrashFS(CrashStrict, 1)
+	fsys := crashfs.New(crashfs.Strict, 1)
 	root := "/data"
 	c := openCkpts(t, fsys, root)
 	l := openCkptLog(t, fsys, root, "t-0", c)
@@ -164,7 +165,7 @@ func tenBatches(t *testing.T, fsys vfs.FS, root string) (*Checkpoints, *Log) {
 // cut as a torn tail, never recorded as damage.
 func TestCheckpointsTruncationLowersTheRecoveryPointAtOnce(t *testing.T) {
 	for seed := range uint64(12) {
-		fsys, root := NewCrashFS(CrashTorn, seed), "/data"
+		fsys, root := crashfs.New(crashfs.Torn, seed), "/data"
 		c, l := tenBatches(t, fsys, root)
 		if err := l.Flush(); err != nil {
 			t.Fatal(err)
@@ -200,7 +201,7 @@ func TestCheckpointsTruncationLowersTheRecoveryPointAtOnce(t *testing.T) {
 // power loss before the commit tore is cut, never recorded as damage.
 func TestCheckpointsOfABatchWaitForItsCommit(t *testing.T) {
 	for seed := range uint64(12) {
-		fsys, root := NewCrashFS(CrashTorn, seed), "/data"
+		fsys, root := crashfs.New(crashfs.Torn, seed), "/data"
 		c, l := tenBatches(t, fsys, root)
 		batch := NewSyncBatch(fsys, root)
 		batch.Add(l)
@@ -219,7 +220,7 @@ func TestCheckpointsOfABatchWaitForItsCommit(t *testing.T) {
 		}
 		for _, tc := range []struct {
 			name string
-			fsys *CrashFS
+			fsys *crashfs.FS
 			min  int64
 		}{{"before the commit", crashed, 0}, {"after the commit and write", fsys.Crash(), 20}} {
 			l := openCkptLog(t, tc.fsys, root, "t-0", openCkpts(t, tc.fsys, root))

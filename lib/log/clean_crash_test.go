@@ -6,16 +6,18 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/mqproject/mq/lib/vfs/crashfs"
 )
 
-// cleanCrashLog builds, on a fresh CrashFS, a closed log whose cleaning
+// cleanCrashLog builds, on a fresh crashfs.FS, a closed log whose cleaning
 // merges several groups of segments and removes superseded records and
 // expired tombstones, and returns the file system (everything synced)
 // with the model of what was appended.
-func cleanCrashLog(t *testing.T, mode CrashMode, seed uint64) (*CrashFS, *cleanModel, Config) {
+func cleanCrashLog(t *testing.T, mode crashfs.Mode, seed uint64) (*crashfs.FS, *cleanModel, Config) {
 	t.Helper()
 	cfg := cleanConfig()
-	fsys := NewCrashFS(mode, seed)
+	fsys := crashfs.New(mode, seed)
 	clk := testStart
 	l, err := Open(powerLossDir, cfg, Options{FS: fsys})
 	if err != nil {
@@ -55,7 +57,7 @@ var cleanCrashOptions = CleanOptions{Now: testStart.Add(time.Hour), SegmentBytes
 // key, records at their offsets, no damage; and that cleaning it again
 // and reopening keeps it so.
 func TestCleanCrashAtEveryStep(t *testing.T) {
-	for _, mode := range []CrashMode{CrashStrict, CrashTorn} {
+	for _, mode := range []crashfs.Mode{crashfs.Strict, crashfs.Torn} {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
 			seed := testSeed(t)

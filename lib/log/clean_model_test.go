@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/vfs/crashfs"
 )
 
 var cleanSteps = flag.Int("clean.steps", 0, "steps of the randomized cleaner test (0: a quick run)")
@@ -135,7 +136,7 @@ func TestCleanRandomizedAgainstModel(t *testing.T) {
 	cfg.SegmentBytes = int64(512 + rng.IntN(2048))
 	// An in-memory file system: the test is about the cleaner, not fsync
 	// latency.
-	tl := openTestLogWith(t, cfg, Options{FS: NewCrashFS(CrashStrict, seed)})
+	tl := openTestLogWith(t, cfg, Options{FS: crashfs.New(crashfs.Strict, seed)})
 	m := newCleanModel()
 	keys := 5 + rng.IntN(60)
 	passes := 0

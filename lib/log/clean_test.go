@@ -15,6 +15,8 @@ import (
 
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/vfs"
+	"github.com/mqproject/mq/lib/vfs/crashfs"
+	"github.com/mqproject/mq/lib/vfs/faultfs"
 )
 
 // kv is a record to append: a nil value is a tombstone, a nil key a record
@@ -653,7 +655,7 @@ func TestCleanedRangesCheckpoint(t *testing.T) {
 }
 
 func TestCleanRunsAlongsideAppendsAndReads(t *testing.T) {
-	tl := openTestLogWith(t, cleanConfig(), Options{FS: NewCrashFS(CrashStrict, 1)})
+	tl := openTestLogWith(t, cleanConfig(), Options{FS: crashfs.New(crashfs.Strict, 1)})
 	ts := testStart.UnixMilli()
 	m := newCleanModel()
 	var mmu sync.Mutex
@@ -749,14 +751,14 @@ loop:
 }
 
 func TestCleanFailingWriteLeavesTheLogAsItWas(t *testing.T) {
-	for _, ft := range []Fault{
-		{Op: FaultWrite, Suffix: logExt + cleanedSuffix, Times: 1},
-		{Op: FaultSync, Suffix: logExt + cleanedSuffix, Times: 1},
-		{Op: FaultWrite, Suffix: timeIndexExt + cleanedSuffix, After: 5, Times: 1},
-		{Op: FaultWrite, Suffix: cleanerFile + vfs.TempSuffix, Times: 1},
+	for _, ft := range []faultfs.Fault{
+		{Op: faultfs.OpWrite, Suffix: logExt + cleanedSuffix, Times: 1},
+		{Op: faultfs.OpSync, Suffix: logExt + cleanedSuffix, Times: 1},
+		{Op: faultfs.OpWrite, Suffix: timeIndexExt + cleanedSuffix, After: 5, Times: 1},
+		{Op: faultfs.OpWrite, Suffix: cleanerFile + vfs.TempSuffix, Times: 1},
 	} {
 		t.Run(fmt.Sprintf("%d%s", ft.Op, ft.Suffix), func(t *testing.T) {
-			ffs := NewFaultFS(nil)
+			ffs := faultfs.New(nil)
 			tl := openTestLogWith(t, cleanConfig(), Options{FS: ffs})
 			ts := testStart.UnixMilli()
 			m := newCleanModel()

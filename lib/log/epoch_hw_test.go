@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/mqproject/mq/lib/vfs/crashfs"
 )
 
 func TestBeginEpochAnswersForALeaderThatWroteNothing(t *testing.T) {
@@ -144,7 +146,7 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 // TestHighWatermarkCheckpointSurvivesPowerLoss: once CheckpointHighWatermark
 // returns, a power loss keeps the value.
 func TestHighWatermarkCheckpointSurvivesPowerLoss(t *testing.T) {
-	fsys := NewCrashFS(CrashStrict, 1)
+	fsys := crashfs.New(crashfs.Strict, 1)
 	cfg := testConfig()
 	l, err := Open(powerLossDir, cfg, Options{FS: fsys})
 	if err != nil {

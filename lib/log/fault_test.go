@@ -7,11 +7,13 @@ import (
 
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/vfs"
+	"github.com/mqproject/mq/lib/vfs/crashfs"
+	"github.com/mqproject/mq/lib/vfs/faultfs"
 )
 
-func openFaultLog(t *testing.T, cfg Config) (*testLog, *FaultFS) {
+func openFaultLog(t *testing.T, cfg Config) (*testLog, *faultfs.FS) {
 	t.Helper()
-	ffs := NewFaultFS(nil)
+	ffs := faultfs.New(nil)
 	clock := clock.NewManual(testStart)
 	tl := &testLog{t: t, dir: t.TempDir() + "/topic-0", cfg: cfg, clock: clock, opts: Options{Clock: clock, FS: ffs}}
 	tl.open()
@@ -27,15 +29,15 @@ func TestDiskFaultsLoseNothingAcknowledged(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		policy FlushPolicy
-		inject func(ffs *FaultFS, batch []byte)
+		inject func(ffs *faultfs.FS, batch []byte)
 		sticky bool // the fault stays until Clear
 		errIs  error
 	}{
-		{"failing write", FlushOS, func(ffs *FaultFS, _ []byte) { ffs.FailNextWrite(".log") }, false, syscall.EIO},
-		{"short write", FlushOS, func(ffs *FaultFS, b []byte) { ffs.ShortNextWrite(".log", len(b)/3) }, false, syscall.EIO},
-		{"no space in the middle of a batch", FlushOS, func(ffs *FaultFS, b []byte) { ffs.NoSpaceAfter(".log", int64(len(b)/2)) }, true, syscall.ENOSPC},
-		{"no space under flush always", FlushAlways, func(ffs *FaultFS, b []byte) { ffs.NoSpaceAfter(".log", 7) }, true, syscall.ENOSPC},
-		{"failing fsync under flush always", FlushAlways, func(ffs *FaultFS, _ []byte) { ffs.FailNextSync(".log") }, false, syscall.EIO},
+		{"failing write", FlushOS, func(ffs *faultfs.FS, _ []byte) { ffs.FailNextWrite(".log") }, false, syscall.EIO},
+		{"short write", FlushOS, func(ffs *faultfs.FS, b []byte) { ffs.ShortNextWrite(".log", len(b)/3) }, false, syscall.EIO},
+		{"no space in the middle of a batch", FlushOS, func(ffs *faultfs.FS, b []byte) { ffs.NoSpaceAfter(".log", int64(len(b)/2)) }, true, syscall.ENOSPC},
+		{"no space under flush always", FlushAlways, func(ffs *faultfs.FS, b []byte) { ffs.NoSpaceAfter(".log", 7) }, true, syscall.ENOSPC},
+		{"failing fsync under flush always", FlushAlways, func(ffs *faultfs.FS, _ []byte) { ffs.FailNextSync(".log") }, false, syscall.EIO},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig()
@@ -100,7 +102,7 @@ func TestFsyncFailureFailsEveryWaitingAppend(t *testing.T) {
 	cfg.FlushPolicy = FlushAlways
 	tl, ffs := openFaultLog(t, cfg)
 	acked := tl.appendN(3, 100)
-	ffs.Inject(Fault{Op: FaultSync, Suffix: ".log", Times: 3})
+	ffs.Inject(faultfs.Fault{Op: faultfs.OpSync, Suffix: ".log", Times: 3})
 	const n = 8
 	errs := make(chan error, n)
 	for i := range n {
@@ -148,8 +150,8 @@ func TestFsyncFailureFailsEveryWaitingAppend(t *testing.T) {
 func TestFailedSealedWriteStillSyncsTheRolledSegment(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 4096
-	crash := NewCrashFS(CrashStrict, 1)
-	fsys := NewFaultFS(crash)
+	crash := crashfs.New(crashfs.Strict, 1)
+	fsys := faultfs.New(crash)
 	l, err := Open(powerLossDir, cfg, Options{FS: fsys, Clock: clock.NewManual(testStart)})
 	if err != nil {
 		t.Fatal(err)

@@ -351,7 +351,7 @@ func (sf *SegmentFile) release() {
 // AcquireFile returns the open *os.File for one read of it (a sendfile, a
 // pread), opening it again when it was closed while idle. Call ReleaseFile
 // once done; until then it stays open. It fails when the file system has
-// no *os.File (a FaultFS) or the file cannot be opened.
+// no *os.File (a faultfs.FS) or the file cannot be opened.
 func (sf *SegmentFile) AcquireFile() (*os.File, error) {
 	f, err := sf.use()
 	if err != nil {

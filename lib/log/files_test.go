@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/mqproject/mq/lib/vfs"
+	"github.com/mqproject/mq/lib/vfs/faultfs"
 )
 
 // fdCounter is an FS that counts the segment data files open through it
@@ -263,7 +264,7 @@ func TestRegionReadsRightBytesAfterEvictionAndDeletion(t *testing.T) {
 // append, the read and the Region fail with the error, nothing panics, and
 // all is well once opening works again.
 func TestReopenFailureIsAnError(t *testing.T) {
-	ffs := NewFaultFS(nil)
+	ffs := faultfs.New(nil)
 	files := NewFiles(1)
 	logs := openLogs(t, 2, testConfig(), ffs, files)
 	a, b := logs[0], logs[1]

@@ -8,6 +8,8 @@ import (
 
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/vfs"
+	"github.com/mqproject/mq/lib/vfs/crashfs"
 )
 
 // fuzzFixture is a one-segment log, its files and the batches in it.
@@ -111,10 +113,10 @@ func fuzzRecoveryOnce(t *testing.T, fx *fuzzFixture, base string, mode byte, pos
 	fx.check(t, l, damage, mode)
 }
 
-// FuzzRecoveryPowerLoss is FuzzRecovery on a CrashFS (strict or torn, from
-// bit 1 of mode) with a power loss after crashAt file system operations
-// of the recovery; the log recovered again on the rebooted file system
-// must pass the same checks.
+// FuzzRecoveryPowerLoss is FuzzRecovery on a crashfs.FS (strict or torn,
+// from bit 1 of mode) with a power loss after crashAt file system
+// operations of the recovery; the log recovered again on the rebooted
+// file system must pass the same checks.
 func FuzzRecoveryPowerLoss(f *testing.F) {
 	fx := newFuzzFixture(f)
 	f.Add(byte(0), uint16(0), []byte{0xff}, uint16(3))
@@ -127,18 +129,18 @@ func FuzzRecoveryPowerLoss(f *testing.F) {
 		if !ok {
 			return
 		}
-		fsys := NewCrashFS(CrashMode(mode>>1&1), uint64(crashAt))
+		fsys := crashfs.New(crashfs.Mode(mode>>1&1), uint64(crashAt))
 		const dir = "/fuzz/topic-0"
-		mkdirAll(dir)(t, fsys)
+		if err := vfs.MkdirAllDurable(fsys, dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		for name, b := range fx.files {
 			if name == fx.segment {
 				b = seg
 			}
-			write(dir+"/"+name, 0, string(b))(t, fsys)
-			fsync(dir+"/"+name)(t, fsys)
-		}
-		for _, d := range []string{dir, "/fuzz", "/"} {
-			fsync(d)(t, fsys)
+			if err := vfs.WriteFileAtomic(fsys, dir+"/"+name, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		fsys.CrashAfter(int64(crashAt))
 		l, err := Open(dir, testConfig(), Options{FS: fsys, Clock: clock.NewManual(testStart)})

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mqproject/mq/lib/vfs/faultfs"
 )
 
 // logLines collects a logger's lines.
@@ -35,11 +37,11 @@ func (l *logLines) matching(s string) []string {
 	return out
 }
 
-func openHealthLog(t *testing.T, cfg Config) (*testLog, *FaultFS, *logLines, *StorageCounters) {
+func openHealthLog(t *testing.T, cfg Config) (*testLog, *faultfs.FS, *logLines, *StorageCounters) {
 	t.Helper()
 	lines := &logLines{}
 	counters := &StorageCounters{}
-	ffs := NewFaultFS(nil)
+	ffs := faultfs.New(nil)
 	logger := slog.New(slog.NewTextHandler(lines, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return openTestLogWith(t, cfg, Options{FS: ffs, Logger: logger, Counters: counters}), ffs, lines, counters
 }

@@ -20,11 +20,12 @@ import (
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/vfs"
+	"github.com/mqproject/mq/lib/vfs/crashfs"
 )
 
-// Tests of durability against power loss: the log runs on a CrashFS, whose
-// crash keeps only what was fsynced (and, in CrashTorn mode, random parts
-// of the rest). The child-process test in crash_test.go cannot see a
+// Tests of durability against power loss: the log runs on a crashfs.FS,
+// whose crash keeps only what was fsynced (and, in crashfs.Torn mode,
+// random parts of the rest). The child-process test in crash_test.go cannot see a
 // missing fsync: the page cache survives a killed process.
 
 const powerLossDir = "/data/topic-0"
@@ -180,14 +181,14 @@ func mapsKeys[V any](m map[int64]V) func(func(int64) bool) {
 	}
 }
 
-// powerLoss drives a log on a CrashFS through cycles of appends ending in a
-// power loss, a killed process or a clean close, reopening each time.
+// powerLoss drives a log on a crashfs.FS through cycles of appends ending
+// in a power loss, a killed process or a clean close, reopening each time.
 type powerLoss struct {
 	t     *testing.T
 	rng   *rand.Rand
 	cfg   Config
 	clock *clock.Manual
-	fsys  *CrashFS
+	fsys  *crashfs.FS
 
 	appended batchSet         // every batch ever appended, by offset
 	durable  map[int64][]byte // batches that must survive any crash
@@ -210,9 +211,9 @@ type powerLoss struct {
 	inFlight []byte
 }
 
-func newPowerLoss(t *testing.T, mode CrashMode, seed uint64, cfg Config) *powerLoss {
+func newPowerLoss(t *testing.T, mode crashfs.Mode, seed uint64, cfg Config) *powerLoss {
 	return &powerLoss{t: t, rng: rand.New(rand.NewPCG(seed, 2)), cfg: cfg, clock: clock.NewManual(testStart),
-		fsys: NewCrashFS(mode, seed), appended: batchSet{}, durable: map[int64][]byte{}}
+		fsys: crashfs.New(mode, seed), appended: batchSet{}, durable: map[int64][]byte{}}
 }
 
 // open opens the log, now and then with a crash at a random point of the
@@ -454,7 +455,7 @@ func abandon(l *Log) {
 
 func TestPowerLossKeepsEveryAcknowledgedAppend(t *testing.T) {
 	for _, tabled := range []bool{false, true} {
-		for _, mode := range []CrashMode{CrashStrict, CrashTorn} {
+		for _, mode := range []crashfs.Mode{crashfs.Strict, crashfs.Torn} {
 			name := mode.String()
 			if tabled {
 				name = "tabled/" + name
@@ -466,7 +467,7 @@ func TestPowerLossKeepsEveryAcknowledgedAppend(t *testing.T) {
 	}
 }
 
-func testAcknowledgedAppendsKept(t *testing.T, mode CrashMode, tabled bool) {
+func testAcknowledgedAppendsKept(t *testing.T, mode crashfs.Mode, tabled bool) {
 	powerLossRuns(t, func(t *testing.T, seed uint64) {
 		cfg := testConfig()
 		cfg.FlushPolicy = FlushAlways
@@ -493,7 +494,7 @@ func TestPowerLossKeepsEverythingBelowTheRecoveryPoint(t *testing.T) {
 	for _, variant := range []string{"", "batched/", "tabled/", "batched/tabled/"} {
 		batched, tabled := strings.Contains(variant, "batched"), strings.Contains(variant, "tabled")
 		for _, policy := range []FlushPolicy{FlushOS, FlushInterval} {
-			for _, mode := range []CrashMode{CrashStrict, CrashTorn} {
+			for _, mode := range []crashfs.Mode{crashfs.Strict, crashfs.Torn} {
 				name := variant + policy.String() + "/" + mode.String()
 				t.Run(name, func(t *testing.T) {
 					powerLossRuns(t, func(t *testing.T, seed uint64) {
@@ -526,7 +527,7 @@ func testFullDisk(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	for round := range powerLossCycles() * 4 {
 		label := fmt.Sprintf("round %d", round)
-		fsys := NewCrashFS(CrashMode(round%2), seed+uint64(round))
+		fsys := crashfs.New(crashfs.Mode(round%2), seed+uint64(round))
 		cfg := testConfig()
 		cfg.FlushPolicy = FlushAlways
 		cfg.SegmentBytes = 3000
@@ -575,12 +576,12 @@ func testFullDisk(t *testing.T, seed uint64) {
 // heldSyncFS holds every fsync of a segment data file until release is
 // closed: a rolled segment's background fsync has not happened yet.
 type heldSyncFS struct {
-	*CrashFS
+	*crashfs.FS
 	release chan struct{}
 }
 
 func (h heldSyncFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
-	f, err := h.CrashFS.OpenFile(name, flag, perm)
+	f, err := h.FS.OpenFile(name, flag, perm)
 	if err != nil || filepath.Ext(name) != logExt {
 		return f, err
 	}
@@ -604,8 +605,8 @@ func (f heldSyncFile) Sync() error {
 // fsynced whole, so a power loss before that fsync would turn its lost
 // tail into damage instead of a torn tail cut away.
 func TestFirstRollWritesTheRecoveryPoint(t *testing.T) {
-	fsys := NewCrashFS(CrashStrict, 1)
-	held := heldSyncFS{CrashFS: fsys, release: make(chan struct{})}
+	fsys := crashfs.New(crashfs.Strict, 1)
+	held := heldSyncFS{FS: fsys, release: make(chan struct{})}
 	cfg := testConfig()
 	cfg.SegmentBytes = 2000
 	l, err := Open(powerLossDir, cfg, Options{FS: held})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mqproject/mq/lib/clock"
+	"github.com/mqproject/mq/lib/vfs/crashfs"
 )
 
 // A truncation into an earlier segment leaves sealed-segments listing the
@@ -20,8 +21,8 @@ func TestTruncationRewritesSealedSegments(t *testing.T) {
 	cfg.FlushPolicy = FlushAlways
 	// prepare builds the log up to the append that rolls, and returns
 	// the file system and the log, open.
-	prepare := func() (*CrashFS, *Log, int64) {
-		fsys := NewCrashFS(CrashStrict, 1)
+	prepare := func() (*crashfs.FS, *Log, int64) {
+		fsys := crashfs.New(crashfs.Strict, 1)
 		l, err := Open(powerLossDir, cfg, Options{FS: fsys, Clock: clock.NewManual(testStart)})
 		if err != nil {
 			t.Fatal(err)
@@ -102,7 +103,7 @@ func TestCleanerCheckpointPastTheLogEndIsRewritten(t *testing.T) {
 	ts := testStart.UnixMilli()
 	t0 := testStart.Add(time.Minute)
 	retention := time.Hour
-	fsys := NewCrashFS(CrashStrict, 1)
+	fsys := crashfs.New(crashfs.Strict, 1)
 	l, err := Open(powerLossDir, cfg, Options{FS: fsys, Clock: clock.NewManual(testStart)})
 	if err != nil {
 		t.Fatal(err)

@@ -10,14 +10,16 @@ import (
 
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/vfs"
+	"github.com/mqproject/mq/lib/vfs/crashfs"
+	"github.com/mqproject/mq/lib/vfs/faultfs"
 )
 
 // sweepState is a log built by a sweep case's setup and what the case
 // remembers of it.
 type sweepState struct {
 	t        *testing.T
-	fsys     *CrashFS
-	fs       vfs.FS // the log's: fsys, or a FaultFS over it
+	fsys     *crashfs.FS
+	fs       vfs.FS // the log's: fsys, or a faultfs.FS over it
 	cfg      Config
 	clock    *clock.Manual
 	l        *Log
@@ -101,7 +103,7 @@ type sweepCase struct {
 // runSweep runs tc once per crash point: after k file system operations
 // of op for k = 0, 1, … until op returns before the crash, and once more
 // with the crash right after op returns.
-func runSweep(t *testing.T, mode CrashMode, seed uint64, tc sweepCase) {
+func runSweep(t *testing.T, mode crashfs.Mode, seed uint64, tc sweepCase) {
 	for k := int64(0); ; k++ {
 		cfg := testConfig()
 		cfg.FlushPolicy = FlushAlways
@@ -109,7 +111,7 @@ func runSweep(t *testing.T, mode CrashMode, seed uint64, tc sweepCase) {
 		if tc.cfg != nil {
 			tc.cfg(&cfg)
 		}
-		s := &sweepState{t: t, fsys: NewCrashFS(mode, seed+uint64(k)), cfg: cfg, clock: clock.NewManual(testStart), appended: batchSet{}}
+		s := &sweepState{t: t, fsys: crashfs.New(mode, seed+uint64(k)), cfg: cfg, clock: clock.NewManual(testStart), appended: batchSet{}}
 		tc.setup(s)
 		if s.l != nil {
 			s.start, s.end, s.rp = s.l.StartOffset(), s.l.EndOffset(), s.l.RecoveryPoint()
@@ -176,7 +178,7 @@ func TestPowerLossDuringAnOperation(t *testing.T) {
 		{
 			name: "append after a roll whose checkpoint failed",
 			setup: func(s *sweepState) {
-				ffs := NewFaultFS(s.fsys)
+				ffs := faultfs.New(s.fsys)
 				s.fs = ffs
 				setupLog(5)(s)
 				s.l.SetConfig(func() Config { c := s.cfg; c.SegmentBytes = 1; return c }())
@@ -373,7 +375,9 @@ func TestPowerLossDuringAnOperation(t *testing.T) {
 				if err := s.fsys.Remove(powerLossDir + "/" + recoveryPointFile); err != nil {
 					s.t.Fatal(err)
 				}
-				fsync(powerLossDir)(s.t, s.fsys)
+				if err := vfs.SyncDir(s.fsys, powerLossDir); err != nil {
+					s.t.Fatal(err)
+				}
 			},
 			op: func(s *sweepState) error {
 				l, err := Open(powerLossDir, s.cfg, Options{FS: s.fsys, Clock: s.clock})
@@ -418,7 +422,7 @@ func TestPowerLossDuringAnOperation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seed := testSeed(t)
-			for _, mode := range []CrashMode{CrashStrict, CrashTorn} {
+			for _, mode := range []crashfs.Mode{crashfs.Strict, crashfs.Torn} {
 				t.Run(mode.String(), func(t *testing.T) { runSweep(t, mode, seed, tc) })
 			}
 		})

@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	"github.com/mqproject/mq/lib/clock"
+	"github.com/mqproject/mq/lib/vfs/crashfs"
 )
 
 // A high-water mark checkpointed by a log in a batch (as a broker's
 // shutdown does) is the old one after a power loss before the batch
 // commits, and the new one after.
 func TestHighWatermarkInABatchIsDurableOnceCommitted(t *testing.T) {
-	fsys := NewCrashFS(CrashStrict, 1)
+	fsys := crashfs.New(crashfs.Strict, 1)
 	opts := Options{FS: fsys, Clock: clock.NewManual(testStart)}
 	l, err := Open(powerLossDir, testConfig(), opts)
 	if err != nil {
@@ -22,13 +23,13 @@ func TestHighWatermarkInABatchIsDurableOnceCommitted(t *testing.T) {
 	}
 	batch := NewSyncBatch(fsys, "/")
 	if batch == nil {
-		t.Fatal("no batch on a CrashFS")
+		t.Fatal("no batch on a crashfs.FS")
 	}
 	batch.Add(l)
 	if err := l.CheckpointHighWatermark(7); err != nil {
 		t.Fatal(err)
 	}
-	reopen := func(fs *CrashFS) int64 {
+	reopen := func(fs *crashfs.FS) int64 {
 		t.Helper()
 		l, err := Open(powerLossDir, testConfig(), Options{FS: fs, Clock: clock.NewManual(testStart)})
 		if err != nil {

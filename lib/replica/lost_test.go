@@ -5,6 +5,7 @@ import (
 
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/vfs"
+	"github.com/mqproject/mq/lib/vfs/crashfs"
 )
 
 // openCrashLog opens the log of dir on fsys with flush.policy=os: appends
@@ -27,7 +28,7 @@ func openCrashLog(t *testing.T, fsys vfs.FS) *log.Log {
 // counted as committed, with the evidence; a log that kept everything up
 // to its checkpoint did not lose any.
 func TestPowerLossBelowCheckpointedHighWatermarkIsLostCommitted(t *testing.T) {
-	fsys := log.NewCrashFS(log.CrashStrict, 1)
+	fsys := crashfs.New(crashfs.Strict, 1)
 	p := New(Config{Topic: "t", NodeID: self}, openCrashLog(t, fsys))
 	mustBecome(t, p, 0, self, []int32{self, 2}, []int32{self})
 	for range 3 {
@@ -55,7 +56,7 @@ func TestPowerLossBelowCheckpointedHighWatermarkIsLostCommitted(t *testing.T) {
 	}
 
 	// Closed cleanly, the log is flushed up to its checkpoint: nothing lost.
-	flushed := log.NewCrashFS(log.CrashStrict, 2)
+	flushed := crashfs.New(crashfs.Strict, 2)
 	q := New(Config{Topic: "t", NodeID: self}, openCrashLog(t, flushed))
 	mustBecome(t, q, 0, self, []int32{self}, []int32{self})
 	if _, err := q.Append(batch(t, 4), -1); err != nil {
@@ -77,7 +78,7 @@ func TestPowerLossBelowCheckpointedHighWatermarkIsLostCommitted(t *testing.T) {
 // at once, so that a power loss right after is not taken for a loss of
 // committed records.
 func TestTruncationBelowHighWatermarkIsNoLoss(t *testing.T) {
-	fsys := log.NewCrashFS(log.CrashStrict, 3)
+	fsys := crashfs.New(crashfs.Strict, 3)
 	p := New(Config{Topic: "t", NodeID: self}, openCrashLog(t, fsys))
 	if err := p.Become(PartitionState{Leader: 2, LeaderEpoch: 3, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}}); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/vfs/crashfs"
 )
 
 // fetchRound runs follower f's fetcher once against leader l, as the
@@ -61,7 +62,7 @@ func fetchRound(t *testing.T, f, l *Partition) error {
 // partition a new epoch, led by the follower, the former leader gets them
 // back.
 func TestFollowerKeepsWhatItsLeaderLostInTheSameEpoch(t *testing.T) {
-	fsys := log.NewCrashFS(log.CrashStrict, 7)
+	fsys := crashfs.New(crashfs.Strict, 7)
 	epoch0 := PartitionState{Leader: 1, LeaderEpoch: 0, PartitionEpoch: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
 	leader := New(Config{Topic: "t", NodeID: 1}, openCrashLog(t, fsys))
 	fl, err := log.Open(t.TempDir(), log.DefaultConfig(), log.Options{})

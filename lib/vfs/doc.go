@@ -1,8 +1,8 @@
 // Package vfs is the file-system seam of the server's storage: the FS
 // and File interfaces that lib/log and lib/broker write through, the real
 // file system (OS), and the few durable operations built on them. Tests
-// pass another FS to inject faults (log.FaultFS) or to cut the power
-// (log.CrashFS); production code passes nil, which every function
+// pass another FS to inject faults (lib/vfs/faultfs) or to cut the power
+// (lib/vfs/crashfs); production code passes nil, which every function
 // here takes for OS.
 //
 // # Use

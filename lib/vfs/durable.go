@@ -10,7 +10,7 @@ import (
 
 // FileSystemSyncer is an FS that can make everything written to the file
 // system holding a path durable at once, as syncfs(2) does: OS on Linux,
-// a log.CrashFS always, Timed when what it wraps is one.
+// a crashfs.FS always, Timed when what it wraps is one.
 type FileSystemSyncer interface {
 	SyncFileSystem(path string) error
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // FS is the file system the server's storage works on: what it needs and
-// no more, so that tests can inject faults (log.FaultFS) and cut the
-// power (log.CrashFS). A directory is fsynced by opening it with
+// no more, so that tests can inject faults (lib/vfs/faultfs) and cut the
+// power (lib/vfs/crashfs). A directory is fsynced by opening it with
 // os.O_RDONLY and calling Sync (SyncDir). Implementations must be safe for
 // concurrent use.
 type FS interface {

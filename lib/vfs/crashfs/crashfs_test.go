@@ -1,4 +1,4 @@
-package log
+package crashfs
 
 import (
 	"bytes"
@@ -46,11 +46,11 @@ func fsContents(t testing.TB, fsys vfs.FS) map[string]string {
 	return out
 }
 
-// fsStep is one operation of a CrashFS test script.
-type fsStep func(t testing.TB, fsys *CrashFS)
+// fsStep is one operation of a test script.
+type fsStep func(t testing.TB, fsys *FS)
 
 func write(name string, off int64, data string) fsStep {
-	return func(t testing.TB, fsys *CrashFS) {
+	return func(t testing.TB, fsys *FS) {
 		t.Helper()
 		f, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
@@ -66,7 +66,7 @@ func write(name string, off int64, data string) fsStep {
 }
 
 func truncate(name string, size int64) fsStep {
-	return func(t testing.TB, fsys *CrashFS) {
+	return func(t testing.TB, fsys *FS) {
 		t.Helper()
 		f, err := fsys.OpenFile(name, os.O_RDWR, 0)
 		if err != nil {
@@ -80,16 +80,16 @@ func truncate(name string, size int64) fsStep {
 }
 
 func fsync(name string) fsStep {
-	return func(t testing.TB, fsys *CrashFS) {
+	return func(t testing.TB, fsys *FS) {
 		t.Helper()
-		if err := vfs.SyncDir(fsys, name); err != nil { // any file: syncDir only opens and syncs
+		if err := vfs.SyncDir(fsys, name); err != nil { // any file: SyncDir only opens and syncs
 			t.Fatal(err)
 		}
 	}
 }
 
 func rename(from, to string) fsStep {
-	return func(t testing.TB, fsys *CrashFS) {
+	return func(t testing.TB, fsys *FS) {
 		t.Helper()
 		if err := fsys.Rename(from, to); err != nil {
 			t.Fatal(err)
@@ -98,7 +98,7 @@ func rename(from, to string) fsStep {
 }
 
 func remove(name string) fsStep {
-	return func(t testing.TB, fsys *CrashFS) {
+	return func(t testing.TB, fsys *FS) {
 		t.Helper()
 		if err := fsys.Remove(name); err != nil {
 			t.Fatal(err)
@@ -107,7 +107,7 @@ func remove(name string) fsStep {
 }
 
 func mkdirAll(name string) fsStep {
-	return func(t testing.TB, fsys *CrashFS) {
+	return func(t testing.TB, fsys *FS) {
 		t.Helper()
 		if err := fsys.MkdirAll(name, 0o755); err != nil {
 			t.Fatal(err)
@@ -120,7 +120,7 @@ func durableFile(name, data string) []fsStep {
 	return []fsStep{write(name, 0, data), fsync(name), fsync(path.Dir(name))}
 }
 
-func TestCrashFSKeepsOnlyWhatWasSynced(t *testing.T) {
+func TestCrashKeepsOnlyWhatWasSynced(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		steps []fsStep
@@ -160,7 +160,7 @@ func TestCrashFSKeepsOnlyWhatWasSynced(t *testing.T) {
 			rename("/d/f", "/e/f"), fsync("/e")}, map[string]string{"/d": "/", "/e": "/", "/d/f": "x", "/e/f": "x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fsys := NewCrashFS(CrashStrict, 1)
+			fsys := New(Strict, 1)
 			for _, step := range tc.steps {
 				step(t, fsys)
 			}
@@ -176,11 +176,11 @@ func TestCrashFSKeepsOnlyWhatWasSynced(t *testing.T) {
 	}
 }
 
-// TestCrashFSTornKeepsPrefixes crashes the same history under many seeds
+// TestTornCrashKeepsPrefixes crashes the same history under many seeds
 // and checks that every outcome is the synced state plus a prefix of the
 // unsynced writes, the last maybe torn, and that each kind of outcome
 // occurs.
-func TestCrashFSTornKeepsPrefixes(t *testing.T) {
+func TestTornCrashKeepsPrefixes(t *testing.T) {
 	writes := []string{"aaaa", "bbbb", "cccc"}
 	// Every file state a crash may leave: "base" plus k whole writes,
 	// then maybe part of the next one and maybe zeros after that part.
@@ -199,7 +199,7 @@ func TestCrashFSTornKeepsPrefixes(t *testing.T) {
 	legal[cur] = "all writes"
 	seen := map[string]bool{}
 	for seed := range uint64(400) {
-		fsys := NewCrashFS(CrashTorn, seed)
+		fsys := New(Torn, seed)
 		for _, step := range durableFile("/f", "base") {
 			step(t, fsys)
 		}
@@ -229,11 +229,11 @@ func TestCrashFSTornKeepsPrefixes(t *testing.T) {
 	}
 }
 
-func TestCrashFSCrashAfterOperations(t *testing.T) {
+func TestCrashAfterOperations(t *testing.T) {
 	steps := []fsStep{write("/a", 0, "1"), fsync("/a"), fsync("/"), write("/a", 1, "2"), fsync("/a")}
 	want := []string{"", "", "", "", "1", "1", "12"} // /a after a crash after k operations
 	for k := range len(want) {
-		fsys := NewCrashFS(CrashStrict, 1)
+		fsys := New(Strict, 1)
 		fsys.CrashAfter(int64(k))
 		for _, step := range steps {
 			step(t, fsys)
@@ -254,8 +254,8 @@ func TestCrashFSCrashAfterOperations(t *testing.T) {
 	}
 }
 
-func TestCrashFSBehavesLikeAFileSystem(t *testing.T) {
-	fsys := NewCrashFS(CrashStrict, 1)
+func TestBehavesLikeAFileSystem(t *testing.T) {
+	fsys := New(Strict, 1)
 	notExist := func(err error) {
 		t.Helper()
 		if !errors.Is(err, os.ErrNotExist) {
@@ -341,8 +341,8 @@ func TestCrashFSBehavesLikeAFileSystem(t *testing.T) {
 	}
 }
 
-func TestCrashFSSizeLimit(t *testing.T) {
-	fsys := NewCrashFS(CrashStrict, 1)
+func TestSizeLimit(t *testing.T) {
+	fsys := New(Strict, 1)
 	fsys.SetSizeLimit(10)
 	f, err := fsys.OpenFile("/a", os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -372,11 +372,11 @@ func TestCrashFSSizeLimit(t *testing.T) {
 	f.Close()
 }
 
-// TestCrashFSCrashDuringWrites crashes while goroutines write, sync and
+// TestCrashDuringWrites crashes while goroutines write, sync and
 // rename: every crash must see whole operations, and the crashed file
 // system goes on working.
-func TestCrashFSCrashDuringWrites(t *testing.T) {
-	fsys := NewCrashFS(CrashTorn, 7)
+func TestCrashDuringWrites(t *testing.T) {
+	fsys := New(Torn, 7)
 	if err := fsys.MkdirAll("/d", 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package log
+package faultfs
 
 import (
 	"os"
@@ -9,23 +9,23 @@ import (
 	"github.com/mqproject/mq/lib/vfs"
 )
 
-// FaultOp is the file operation a Fault applies to.
-type FaultOp int
+// Op is the file operation a Fault applies to.
+type Op int
 
 const (
-	// FaultWrite makes WriteAt fail.
-	FaultWrite FaultOp = iota + 1
-	// FaultSync makes Sync fail.
-	FaultSync
-	// FaultTruncate makes Truncate fail.
-	FaultTruncate
-	// FaultOpen makes OpenFile fail (the file is not opened).
-	FaultOpen
+	// OpWrite makes WriteAt fail.
+	OpWrite Op = iota + 1
+	// OpSync makes Sync fail.
+	OpSync
+	// OpTruncate makes Truncate fail.
+	OpTruncate
+	// OpOpen makes OpenFile fail (the file is not opened).
+	OpOpen
 )
 
 // Fault describes an injected failure. The zero Err means syscall.EIO.
 type Fault struct {
-	Op FaultOp
+	Op Op
 	// Suffix restricts the fault to files whose name ends with it (".log"
 	// for segment data, ".index", "recovery-point-offset-checkpoint.tmp"…);
 	// empty matches every file.
@@ -34,40 +34,41 @@ type Fault struct {
 	// After lets this many more bytes be written (over all matching
 	// writes) before the fault fires; the write that crosses the limit
 	// writes up to it and returns the error (a short write). 0 fails the
-	// next write with nothing written. Ignored for FaultSync.
+	// next write with nothing written. Ignored for OpSync.
 	After int64
 	// Times is how many failing calls the fault makes before it disarms;
 	// 0 keeps it armed until Clear.
 	Times int
 }
 
-// FaultFS wraps an FS and injects write and sync failures on command. It is
-// for tests (of this package and of its users); it is safe for concurrent
-// use. Files it opens report a nil OS(), so a Region from a log on a FaultFS
-// cannot lend an *os.File (AcquireFile fails): read it with ReadAt.
-type FaultFS struct {
+// FS wraps a vfs.FS and injects failures of writes, fsyncs, truncations
+// and opens on command; everything else goes to the wrapped FS. It is
+// safe for concurrent use. Files it opens report a nil OS(), so a log on
+// an FS cannot lend its segments' *os.File (SegmentFile.AcquireFile
+// fails): read them with ReadAt.
+type FS struct {
 	fs     vfs.FS
 	mu     sync.Mutex
 	faults []*Fault
 }
 
-// NewFaultFS wraps fs (nil: vfs.OS).
-func NewFaultFS(fs vfs.FS) *FaultFS {
+// New wraps fs (nil: vfs.OS).
+func New(fs vfs.FS) *FS {
 	if fs == nil {
 		fs = vfs.OS
 	}
-	return &FaultFS{fs: fs}
+	return &FS{fs: fs}
 }
 
 // Inject arms a fault.
-func (f *FaultFS) Inject(ft Fault) {
+func (f *FS) Inject(ft Fault) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.faults = append(f.faults, &ft)
 }
 
 // Clear disarms every fault.
-func (f *FaultFS) Clear() {
+func (f *FS) Clear() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.faults = nil
@@ -75,41 +76,41 @@ func (f *FaultFS) Clear() {
 
 // FailNextWrite makes the next write to a file ending in suffix fail with
 // nothing written.
-func (f *FaultFS) FailNextWrite(suffix string) {
-	f.Inject(Fault{Op: FaultWrite, Suffix: suffix, Times: 1})
+func (f *FS) FailNextWrite(suffix string) {
+	f.Inject(Fault{Op: OpWrite, Suffix: suffix, Times: 1})
 }
 
 // ShortNextWrite makes the next write to a file ending in suffix write n
 // bytes and fail.
-func (f *FaultFS) ShortNextWrite(suffix string, n int) {
-	f.Inject(Fault{Op: FaultWrite, Suffix: suffix, After: int64(n), Times: 1})
+func (f *FS) ShortNextWrite(suffix string, n int) {
+	f.Inject(Fault{Op: OpWrite, Suffix: suffix, After: int64(n), Times: 1})
 }
 
 // FailNextTruncate makes the next truncation of a file ending in suffix fail.
-func (f *FaultFS) FailNextTruncate(suffix string) {
-	f.Inject(Fault{Op: FaultTruncate, Suffix: suffix, Times: 1})
+func (f *FS) FailNextTruncate(suffix string) {
+	f.Inject(Fault{Op: OpTruncate, Suffix: suffix, Times: 1})
 }
 
 // FailNextSync makes the next fsync of a file ending in suffix fail.
-func (f *FaultFS) FailNextSync(suffix string) {
-	f.Inject(Fault{Op: FaultSync, Suffix: suffix, Times: 1})
+func (f *FS) FailNextSync(suffix string) {
+	f.Inject(Fault{Op: OpSync, Suffix: suffix, Times: 1})
 }
 
 // NoSpaceAfter makes writes to files ending in suffix fail with ENOSPC once
 // n more bytes have been written, until Clear.
-func (f *FaultFS) NoSpaceAfter(suffix string, n int64) {
-	f.Inject(Fault{Op: FaultWrite, Suffix: suffix, After: n, Err: syscall.ENOSPC})
+func (f *FS) NoSpaceAfter(suffix string, n int64) {
+	f.Inject(Fault{Op: OpWrite, Suffix: suffix, After: n, Err: syscall.ENOSPC})
 }
 
 // writeFault returns how many of want bytes may be written and the error to
 // return after them (nil: no fault).
-func (f *FaultFS) writeFault(name string, want int) (int, error) {
+func (f *FS) writeFault(name string, want int) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	allowed := want
 	var err error
 	for i, ft := range f.faults {
-		if ft == nil || ft.Op != FaultWrite || !strings.HasSuffix(name, ft.Suffix) {
+		if ft == nil || ft.Op != OpWrite || !strings.HasSuffix(name, ft.Suffix) {
 			continue
 		}
 		if ft.After >= int64(allowed) {
@@ -131,7 +132,7 @@ func (f *FaultFS) writeFault(name string, want int) (int, error) {
 }
 
 // opFault returns the error of an armed fault for op on name, if any.
-func (f *FaultFS) opFault(op FaultOp, name string) error {
+func (f *FS) opFault(op Op, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var err error
@@ -151,7 +152,7 @@ func (f *FaultFS) opFault(op FaultOp, name string) error {
 	return err
 }
 
-func (f *FaultFS) compact() {
+func (f *FS) compact() {
 	live := f.faults[:0]
 	for _, ft := range f.faults {
 		if ft != nil {
@@ -170,13 +171,13 @@ func faultErr(ft *Fault) error {
 
 // FailOpens makes the next n opens of a file ending in suffix fail with
 // err (nil: EIO).
-func (f *FaultFS) FailOpens(suffix string, n int, err error) {
-	f.Inject(Fault{Op: FaultOpen, Suffix: suffix, Times: n, Err: err})
+func (f *FS) FailOpens(suffix string, n int, err error) {
+	f.Inject(Fault{Op: OpOpen, Suffix: suffix, Times: n, Err: err})
 }
 
 // OpenFile opens a file whose writes and syncs go through the faults.
-func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
-	if err := f.opFault(FaultOpen, name); err != nil {
+func (f *FS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	if err := f.opFault(OpOpen, name); err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
 	file, err := f.fs.OpenFile(name, flag, perm)
@@ -186,15 +187,15 @@ func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, e
 	return &faultFile{File: file, fs: f, name: name}, nil
 }
 
-func (f *FaultFS) Remove(name string) error                     { return f.fs.Remove(name) }
-func (f *FaultFS) Rename(oldpath, newpath string) error         { return f.fs.Rename(oldpath, newpath) }
-func (f *FaultFS) ReadDir(name string) ([]os.DirEntry, error)   { return f.fs.ReadDir(name) }
-func (f *FaultFS) MkdirAll(path string, perm os.FileMode) error { return f.fs.MkdirAll(path, perm) }
-func (f *FaultFS) Stat(name string) (os.FileInfo, error)        { return f.fs.Stat(name) }
+func (f *FS) Remove(name string) error                     { return f.fs.Remove(name) }
+func (f *FS) Rename(oldpath, newpath string) error         { return f.fs.Rename(oldpath, newpath) }
+func (f *FS) ReadDir(name string) ([]os.DirEntry, error)   { return f.fs.ReadDir(name) }
+func (f *FS) MkdirAll(path string, perm os.FileMode) error { return f.fs.MkdirAll(path, perm) }
+func (f *FS) Stat(name string) (os.FileInfo, error)        { return f.fs.Stat(name) }
 
 type faultFile struct {
 	vfs.File
-	fs   *FaultFS
+	fs   *FS
 	name string
 }
 
@@ -215,14 +216,14 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *faultFile) Sync() error {
-	if err := f.fs.opFault(FaultSync, f.name); err != nil {
+	if err := f.fs.opFault(OpSync, f.name); err != nil {
 		return &os.PathError{Op: "sync", Path: f.name, Err: err}
 	}
 	return f.File.Sync()
 }
 
 func (f *faultFile) Truncate(size int64) error {
-	if err := f.fs.opFault(FaultTruncate, f.name); err != nil {
+	if err := f.fs.opFault(OpTruncate, f.name); err != nil {
 		return &os.PathError{Op: "truncate", Path: f.name, Err: err}
 	}
 	return f.File.Truncate(size)

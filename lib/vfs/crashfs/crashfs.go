@@ -1,4 +1,4 @@
-package log
+package crashfs
 
 import (
 	"errors"
@@ -17,34 +17,33 @@ import (
 	"github.com/mqproject/mq/lib/vfs"
 )
 
-// CrashMode says what of the state not yet made durable survives a
-// CrashFS crash.
-type CrashMode int
+// Mode says what of the state not yet made durable survives a crash.
+type Mode int
 
 const (
-	// CrashStrict loses every write, truncation and directory change that
+	// Strict loses every write, truncation and directory change that
 	// no fsync made durable.
-	CrashStrict CrashMode = iota
-	// CrashTorn keeps, of each file's and each directory's changes since
+	Strict Mode = iota
+	// Torn keeps, of each file's and each directory's changes since
 	// its last fsync, a random prefix (none, all, or some), and may tear
 	// the first write it does not keep: a random part of it reaches the
 	// file, possibly followed by zeros up to the write's end (the size
 	// reached the disk, the data did not). Each crash draws anew from the
-	// CrashFS's seed.
-	CrashTorn
+	// FS's seed.
+	Torn
 )
 
-func (m CrashMode) String() string {
+func (m Mode) String() string {
 	switch m {
-	case CrashStrict:
+	case Strict:
 		return "strict"
-	case CrashTorn:
+	case Torn:
 		return "torn"
 	}
-	return fmt.Sprintf("CrashMode(%d)", int(m))
+	return fmt.Sprintf("crashfs.Mode(%d)", int(m))
 }
 
-// CrashFS is an in-memory FS that keeps apart what is written and what is
+// FS is an in-memory vfs.FS that keeps apart what is written and what is
 // durable, as a disk behind a page cache does, so that tests can cut the
 // power: Crash returns the file system a machine would find on reboot.
 //
@@ -56,33 +55,32 @@ func (m CrashMode) String() string {
 //     file whose data is synced but whose directory entry is not is lost.
 //   - The root directory always exists.
 //
-// Every method is safe for concurrent use, Crash included: a crash while a
-// Log writes from other goroutines takes the state between two file system
-// operations, and the CrashFS goes on working (it is the dead machine's
-// page cache, which nobody will read again); the rebooted one is another
-// CrashFS. Files report a nil OS(), so Regions from a log on a CrashFS
-// carry a nil File: read them with Log.ReadBytes.
+// Every method is safe for concurrent use, Crash included: a crash while
+// other goroutines write takes the state between two file system
+// operations, and the FS goes on working (it is the dead machine's page
+// cache, which nobody will read again); the rebooted one is another FS.
+// Files report a nil OS(), so a log on an FS cannot lend its segments'
+// *os.File: read them with Log.ReadBytes.
 //
-// A CrashFS is for tests, of this package and of its users. Paths are
-// slash separated; a relative path is taken from the root.
-type CrashFS struct {
+// Paths are slash separated; a relative path is taken from the root.
+type FS struct {
 	mu      sync.Mutex
-	mode    CrashMode
+	mode    Mode
 	rng     *rand.Rand
 	root    *memNode
-	ops     int64    // mutating operations so far
-	crashAt int64    // ops count at which the armed crash happens; -1: none
-	crashed *CrashFS // the armed crash's result
-	limit   int64    // bytes of file data allowed, 0: unlimited
-	used    int64    // bytes of data in files with a name
+	ops     int64 // mutating operations so far
+	crashAt int64 // ops count at which the armed crash happens; -1: none
+	crashed *FS   // the armed crash's result
+	limit   int64 // bytes of file data allowed, 0: unlimited
+	used    int64 // bytes of data in files with a name
 }
 
-// memNode is a file or a directory. Guarded by CrashFS.mu.
+// memNode is a file or a directory. Guarded by FS.mu.
 type memNode struct {
 	dir     bool
 	perm    os.FileMode
 	modTime time.Time
-	linked  bool // has a name (counts towards CrashFS.used)
+	linked  bool // has a name (counts towards FS.used)
 
 	data    []byte   // file contents as read
 	durable []byte   // file contents after a crash
@@ -132,16 +130,16 @@ func newDir(perm os.FileMode) *memNode {
 		entries: map[string]*memNode{}, durEntries: map[string]*memNode{}}
 }
 
-// NewCrashFS returns an empty CrashFS; seed drives CrashTorn's choices.
-func NewCrashFS(mode CrashMode, seed uint64) *CrashFS {
-	return &CrashFS{mode: mode, rng: rand.New(rand.NewPCG(seed, 0x63726173)), root: newDir(0o755), crashAt: -1}
+// New returns an empty FS; seed drives Torn's choices.
+func New(mode Mode, seed uint64) *FS {
+	return &FS{mode: mode, rng: rand.New(rand.NewPCG(seed, 0x63726173)), root: newDir(0o755), crashAt: -1}
 }
 
 // Crash returns the file system after a power loss now: only what was
-// durable, or with CrashTorn some of the rest. Each call is a separate
-// crash, so in CrashStrict mode it also makes a copy of a quiescent CrashFS
+// durable, or with Torn some of the rest. Each call is a separate
+// crash, so in Strict mode it also makes a copy of a quiescent FS
 // whose files and directories are all synced.
-func (c *CrashFS) Crash() *CrashFS {
+func (c *FS) Crash() *FS {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.rebootLocked()
@@ -151,7 +149,7 @@ func (c *CrashFS) Crash() *CrashFS {
 // truncations, fsyncs, file creations, renames, removals, MkdirAll), that
 // is before the next one starts; Crashed returns its result. It replaces
 // a crash armed before, and n < 0 disarms.
-func (c *CrashFS) CrashAfter(n int64) {
+func (c *FS) CrashAfter(n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.crashed = nil
@@ -163,14 +161,14 @@ func (c *CrashFS) CrashAfter(n int64) {
 
 // Crashed returns the file system after the crash CrashAfter armed, nil
 // while it has not happened.
-func (c *CrashFS) Crashed() *CrashFS {
+func (c *FS) Crashed() *FS {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.crashed
 }
 
 // Ops returns the number of mutating operations so far.
-func (c *CrashFS) Ops() int64 {
+func (c *FS) Ops() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ops
@@ -179,7 +177,7 @@ func (c *CrashFS) Ops() int64 {
 // SetSizeLimit makes writes and truncations that would make the file data
 // of all named files exceed n bytes fail with ENOSPC (a write does what
 // fits first); 0 removes the limit. The limit survives a crash.
-func (c *CrashFS) SetSizeLimit(n int64) {
+func (c *FS) SetSizeLimit(n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.limit = n
@@ -187,22 +185,22 @@ func (c *CrashFS) SetSizeLimit(n int64) {
 
 // opLocked counts a mutating operation about to start, crashing first when
 // the armed crash is due.
-func (c *CrashFS) opLocked() {
+func (c *FS) opLocked() {
 	if c.ops == c.crashAt && c.crashed == nil {
 		c.crashed = c.rebootLocked()
 	}
 	c.ops++
 }
 
-func (c *CrashFS) rebootLocked() *CrashFS {
-	n := &CrashFS{mode: c.mode, rng: rand.New(rand.NewPCG(c.rng.Uint64(), c.rng.Uint64())), crashAt: -1, limit: c.limit}
+func (c *FS) rebootLocked() *FS {
+	n := &FS{mode: c.mode, rng: rand.New(rand.NewPCG(c.rng.Uint64(), c.rng.Uint64())), crashAt: -1, limit: c.limit}
 	n.root = c.rebootNode(c.root, n, map[*memNode]*memNode{})
 	return n
 }
 
 // keep returns how many of n unsynced changes survive a crash.
-func (c *CrashFS) keep(n int) (kept int, tear bool) {
-	if c.mode == CrashStrict || n == 0 {
+func (c *FS) keep(n int) (kept int, tear bool) {
+	if c.mode == Strict || n == 0 {
 		return 0, false
 	}
 	switch c.rng.IntN(4) {
@@ -216,7 +214,7 @@ func (c *CrashFS) keep(n int) (kept int, tear bool) {
 
 // rebootNode returns the node as found after a crash, in the rebooted
 // file system to.
-func (c *CrashFS) rebootNode(nd *memNode, to *CrashFS, done map[*memNode]*memNode) *memNode {
+func (c *FS) rebootNode(nd *memNode, to *FS, done map[*memNode]*memNode) *memNode {
 	if r := done[nd]; r != nil {
 		return r
 	}
@@ -281,7 +279,7 @@ func splitPath(name string) []string {
 }
 
 // lookupLocked returns the node at name, nil when there is none.
-func (c *CrashFS) lookupLocked(name string) (*memNode, error) {
+func (c *FS) lookupLocked(name string) (*memNode, error) {
 	nd := c.root
 	for _, part := range splitPath(name) {
 		if !nd.dir {
@@ -296,7 +294,7 @@ func (c *CrashFS) lookupLocked(name string) (*memNode, error) {
 
 // parentLocked returns the directory holding name and name's last
 // component.
-func (c *CrashFS) parentLocked(name string) (*memNode, string, error) {
+func (c *FS) parentLocked(name string) (*memNode, string, error) {
 	parts := splitPath(name)
 	if len(parts) == 0 {
 		return nil, "", syscall.EINVAL // the root
@@ -313,7 +311,7 @@ func (c *CrashFS) parentLocked(name string) (*memNode, string, error) {
 
 // changeDirLocked applies an atomic directory change; the caller accounts
 // for the nodes it links and unlinks.
-func (c *CrashFS) changeDirLocked(dir *memNode, op dirOp) {
+func (c *FS) changeDirLocked(dir *memNode, op dirOp) {
 	for _, ch := range op {
 		if ch.node == nil {
 			delete(dir.entries, ch.name)
@@ -325,7 +323,7 @@ func (c *CrashFS) changeDirLocked(dir *memNode, op dirOp) {
 	dir.modTime = time.Now()
 }
 
-func (c *CrashFS) unlinkLocked(nd *memNode) {
+func (c *FS) unlinkLocked(nd *memNode) {
 	if nd.linked {
 		nd.linked = false
 		c.used -= int64(len(nd.data))
@@ -334,7 +332,7 @@ func (c *CrashFS) unlinkLocked(nd *memNode) {
 
 // OpenFile opens a file or, read only, a directory (to Sync it). Supported
 // flags: O_RDONLY, O_WRONLY, O_RDWR, O_CREATE, O_EXCL, O_TRUNC.
-func (c *CrashFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+func (c *FS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fail := func(err error) (vfs.File, error) { return nil, &os.PathError{Op: "open", Path: name, Err: err} }
@@ -366,7 +364,7 @@ func (c *CrashFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, e
 }
 
 // Remove removes a file or an empty directory.
-func (c *CrashFS) Remove(name string) error {
+func (c *FS) Remove(name string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fail := func(err error) error { return &os.PathError{Op: "remove", Path: name, Err: err} }
@@ -388,7 +386,7 @@ func (c *CrashFS) Remove(name string) error {
 }
 
 // Rename renames a file or directory, replacing a file at newpath.
-func (c *CrashFS) Rename(oldpath, newpath string) error {
+func (c *FS) Rename(oldpath, newpath string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fail := func(err error) error { return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err} }
@@ -428,7 +426,7 @@ func (c *CrashFS) Rename(oldpath, newpath string) error {
 }
 
 // ReadDir lists a directory, sorted by name.
-func (c *CrashFS) ReadDir(name string) ([]os.DirEntry, error) {
+func (c *FS) ReadDir(name string) ([]os.DirEntry, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	nd, err := c.lookupLocked(name)
@@ -447,7 +445,7 @@ func (c *CrashFS) ReadDir(name string) ([]os.DirEntry, error) {
 }
 
 // MkdirAll creates path and the missing directories above it.
-func (c *CrashFS) MkdirAll(path string, perm os.FileMode) error {
+func (c *FS) MkdirAll(path string, perm os.FileMode) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	nd := c.root
@@ -466,7 +464,7 @@ func (c *CrashFS) MkdirAll(path string, perm os.FileMode) error {
 }
 
 // Stat describes the file or directory at name.
-func (c *CrashFS) Stat(name string) (os.FileInfo, error) {
+func (c *FS) Stat(name string) (os.FileInfo, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	nd, err := c.lookupLocked(name)
@@ -477,7 +475,7 @@ func (c *CrashFS) Stat(name string) (os.FileInfo, error) {
 }
 
 // truncateLocked sets a file's size, counting the space.
-func (c *CrashFS) truncateLocked(nd *memNode, size int64) {
+func (c *FS) truncateLocked(nd *memNode, size int64) {
 	if nd.linked {
 		c.used += size - int64(len(nd.data))
 	}
@@ -510,10 +508,10 @@ func (fi memInfo) ModTime() time.Time { return fi.modTime }
 func (fi memInfo) IsDir() bool        { return fi.mode.IsDir() }
 func (fi memInfo) Sys() any           { return nil }
 
-// memFile is an open file or directory of a CrashFS. It keeps working
+// memFile is an open file or directory of an FS. It keeps working
 // after its name is removed, like an open file descriptor.
 type memFile struct {
-	fs          *CrashFS
+	fs          *FS
 	node        *memNode
 	name        string
 	read, write bool
@@ -646,9 +644,9 @@ func (f *memFile) Close() error {
 func (f *memFile) OS() *os.File { return nil }
 
 // SyncFileSystem makes everything durable, as syncfs(2) does: every
-// file's contents and every directory's entries (CrashFS is a
-// FileSystemSyncer).
-func (c *CrashFS) SyncFileSystem(string) error {
+// file's contents and every directory's entries (FS is a
+// vfs.FileSystemSyncer).
+func (c *FS) SyncFileSystem(string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.opLocked()
