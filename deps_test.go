@@ -55,7 +55,7 @@ var allowedInTests = map[string][]string{
 	// Listener addresses below the ephemeral range, for tests that start
 	// daemons on ports of their own (lib/loopback); storage on file
 	// systems that fail on command (faultfs) or lose power (crashfs).
-	"lib/broker":     {"lib/loopback", "lib/vfs/faultfs"},
+	"lib/broker":     {"lib/loopback", "lib/vfs/faultfs", "lib/vfs/crashfs"},
 	"lib/controller": {"lib/loopback"},
 	"e2e":            {"lib/loopback"},
 	// Test support shared by every package's tests (mqtest.WaitFor).

@@ -141,13 +141,13 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 		}
 	}()
 
-	if err := createDurably(s.DataDir); err != nil {
+	if err := vfs.MkdirAllDurable(vfs.OS, s.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	if d.lock, err = lockDataDir(s.DataDir); err != nil {
 		return nil, err
 	}
-	if err := checkMeta(s.DataDir, s.NodeID, ""); err != nil {
+	if err := checkMeta(vfs.OS, s.DataDir, s.NodeID, ""); err != nil {
 		return nil, err
 	}
 	d.ctrl, err = controller.Open(controller.Config{
@@ -171,7 +171,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	if err := d.checkClusterID(); err != nil {
 		return nil, err
 	}
-	if hostsPartitions(s.DataDir) {
+	if hostsPartitions(vfs.OS, s.DataDir) {
 		// The image must hold every partition this node hosts before
 		// they open, so that the registration names those that lost
 		// committed records.
@@ -390,27 +390,6 @@ func (d *Daemon) closeParts(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// createDurably creates dir (0750) when missing and fsyncs its parent, so
-// that a power loss right after the first start does not lose the entry
-// of the directory every partition lives in.
-func createDurably(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return err
-	}
-	parent, err := os.Open(filepath.Dir(filepath.Clean(dir)))
-	if err != nil {
-		return err
-	}
-	err = parent.Sync()
-	if cerr := parent.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // dataDirLock is an exclusive flock on DataDir/.lock, held while the file

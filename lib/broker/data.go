@@ -80,6 +80,9 @@ type dataPlane struct {
 
 	producerIDs producerIDBlock // InitProducerId (metadata.go)
 
+	// fs is the data directory's file system: Config.LogFS, or vfs.OS.
+	fs vfs.FS
+
 	// files bounds the segment descriptors of every hosted log
 	// (log.max.open.files).
 	files *log.Files
@@ -123,7 +126,11 @@ func newDataPlane(b *Broker) (*dataPlane, error) {
 	d := &dataPlane{
 		b:     b,
 		parts: map[topicPartition]*hosted{},
+		fs:    b.cfg.LogFS,
 		files: log.NewFiles(int(b.cfg.Settings.LogMaxOpenFiles)),
+	}
+	if d.fs == nil {
+		d.fs = vfs.OS
 	}
 	limit := openFilesLimit()
 	b.log.Info("segment files", "log.max.open.files", d.files.Max(), "open_files_limit", limit)
@@ -134,14 +141,14 @@ func newDataPlane(b *Broker) (*dataPlane, error) {
 	if b.cfg.Settings.DataDir == "" {
 		return nil, errors.New("broker: no data directory")
 	}
-	if err := os.MkdirAll(b.cfg.Settings.DataDir, 0o750); err != nil {
+	if err := d.fs.MkdirAll(b.cfg.Settings.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("broker: data directory: %w", err)
 	}
 	clean, err := log.TakeCleanShutdownFile(b.cfg.LogFS, filepath.Join(b.cfg.Settings.DataDir, cleanShutdownFile))
 	switch {
 	case err != nil:
 		b.log.Warn("cannot read the clean-shutdown record; recovering every log", "err", err)
-	case len(clean) == 0 && hostsPartitions(b.cfg.Settings.DataDir):
+	case len(clean) == 0 && hostsPartitions(d.fs, b.cfg.Settings.DataDir):
 		b.log.Info("no clean-shutdown record: recovering every log past its recovery point")
 	}
 	d.clean = clean
@@ -149,11 +156,12 @@ func newDataPlane(b *Broker) (*dataPlane, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	if len(clean) == 0 && b.cfg.LogFS == nil && hostsPartitions(b.cfg.Settings.DataDir) {
+	if len(clean) == 0 && b.cfg.LogFS == nil && hostsPartitions(d.fs, b.cfg.Settings.DataDir) {
 		// After a crash: one syncfs makes what the files hold durable, so
 		// that the Opens rewrite only the checkpoints recovery changes
-		// (ten fsyncs a partition otherwise).
-		d.synced = syncFileSystem(b.cfg.Settings.DataDir)
+		// (ten fsyncs a partition otherwise). Without syncfs each Open
+		// fsyncs what it needs.
+		d.synced = vfs.SyncFileSystem(d.fs, b.cfg.Settings.DataDir) == nil
 	}
 	return d, nil
 }
@@ -492,17 +500,13 @@ func (d *dataPlane) makeDirs(work []openWork) bool {
 func (d *dataPlane) dirExists(n int) func(name string) bool {
 	dataDir := d.b.cfg.Settings.DataDir
 	stat := func(name string) bool {
-		_, err := os.Stat(filepath.Join(dataDir, name))
+		_, err := d.fs.Stat(filepath.Join(dataDir, name))
 		return !errors.Is(err, os.ErrNotExist)
 	}
 	if n < 64 {
 		return stat
 	}
-	fsys := d.b.cfg.LogFS
-	if fsys == nil {
-		fsys = vfs.OS
-	}
-	entries, err := fsys.ReadDir(dataDir)
+	entries, err := d.fs.ReadDir(dataDir)
 	if err != nil {
 		return stat
 	}
@@ -720,7 +724,7 @@ var partitionDirName = regexp.MustCompile(`^([a-zA-Z0-9._-]+)-([0-9]+)$`)
 // that no hosted partition uses. They are left alone: a surprise is no
 // reason to delete someone's data.
 func (d *dataPlane) reportStrayDirs(img *controller.Image) {
-	entries, err := os.ReadDir(d.b.cfg.Settings.DataDir)
+	entries, err := d.fs.ReadDir(d.b.cfg.Settings.DataDir)
 	if err != nil {
 		d.b.log.Warn("list data directory", "err", err)
 		return
@@ -760,10 +764,11 @@ func (d *dataPlane) lostCommitted() []controller.LostReplica {
 	return out
 }
 
-// hostsPartitions reports whether dir holds partition directories: a
-// restarted node's, whose logs may have lost what they had.
-func hostsPartitions(dir string) bool {
-	entries, err := os.ReadDir(dir)
+// hostsPartitions reports whether dir of fsys holds partition
+// directories: a restarted node's, whose logs may have lost what they
+// had.
+func hostsPartitions(fsys vfs.FS, dir string) bool {
+	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return false
 	}

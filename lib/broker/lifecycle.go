@@ -16,6 +16,7 @@ import (
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // ConfigError is a configuration that cannot work: voters that do not
@@ -58,12 +59,12 @@ func raftAddress(s config.Broker, voters []controller.Voter) (string, error) {
 const metaFileName = "meta.properties"
 
 // checkMeta compares the node ID and cluster ID (when known: not empty)
-// with those recorded in dir's meta.properties, records them when missing,
-// and refuses a directory of another node or cluster.
-func checkMeta(dir string, nodeID int32, clusterID string) error {
+// with those recorded in meta.properties in dir of fsys, records them
+// when missing, and refuses a directory of another node or cluster.
+func checkMeta(fsys vfs.FS, dir string, nodeID int32, clusterID string) error {
 	path := filepath.Join(dir, metaFileName)
 	props := map[string]string{}
-	b, err := os.ReadFile(path)
+	b, err := vfs.ReadFile(fsys, path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
@@ -106,40 +107,7 @@ func checkMeta(dir string, nodeID int32, clusterID string) error {
 	for _, k := range slices.Sorted(maps.Keys(props)) {
 		fmt.Fprintf(&out, "%s=%s\n", k, props[k])
 	}
-	return writeFileDurably(path, []byte(out.String()))
-}
-
-// writeFileDurably replaces path with data: a temporary file, fsync,
-// rename, fsync of the directory.
-func writeFileDurably(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return vfs.WriteFileAtomic(fsys, path, []byte(out.String()), 0o640)
 }
 
 // checkClusterID checks the data directory against the cluster ID once
@@ -149,7 +117,7 @@ func (d *Daemon) checkClusterID() error {
 	if id == "" || d.clusterIDChecked {
 		return nil
 	}
-	if err := checkMeta(d.settings.DataDir, d.settings.NodeID, id); err != nil {
+	if err := checkMeta(vfs.OS, d.settings.DataDir, d.settings.NodeID, id); err != nil {
 		return err
 	}
 	d.clusterIDChecked = true

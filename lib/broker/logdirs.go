@@ -13,6 +13,7 @@ import (
 	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/server"
+	"github.com/mqproject/mq/lib/vfs"
 )
 
 // logDirPartition is one hosted partition as its log directory describes it.
@@ -134,7 +135,7 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *server.ConnInfo, re
 	if dir.failing {
 		rd.ErrorCode = kerr.KafkaStorageError.Code
 	}
-	rd.TotalBytes, rd.UsableBytes = volumeBytes(dir.path)
+	rd.TotalBytes, rd.UsableBytes = vfs.VolumeBytes(b.data.fs, dir.path)
 	for i := range dir.partitions {
 		p := &dir.partitions[i]
 		if n := len(rd.Topics); n == 0 || rd.Topics[n-1].Topic != p.topic {

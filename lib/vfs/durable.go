@@ -15,6 +15,42 @@ type FileSystemSyncer interface {
 	SyncFileSystem(path string) error
 }
 
+// SyncFileSystem makes everything written to the file system of fs (nil:
+// OS) holding path durable, when fs is a FileSystemSyncer; otherwise it
+// returns errors.ErrUnsupported and does nothing, and the caller fsyncs
+// file by file.
+func SyncFileSystem(fs FS, path string) error {
+	if fs == nil {
+		fs = OS
+	}
+	s, ok := fs.(FileSystemSyncer)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return s.SyncFileSystem(path)
+}
+
+// VolumeSizer is an FS that can tell the size of the file system holding
+// a path: OS on Linux, macOS and FreeBSD, and the FSes wrapping one
+// (Timed, faultfs.FS).
+type VolumeSizer interface {
+	VolumeBytes(path string) (total, usable int64)
+}
+
+// VolumeBytes returns the total and the usable (by an unprivileged user)
+// size in bytes of the file system of fs (nil: OS) holding path, -1, -1
+// when unknown or when fs is no VolumeSizer.
+func VolumeBytes(fs FS, path string) (total, usable int64) {
+	if fs == nil {
+		fs = OS
+	}
+	v, ok := fs.(VolumeSizer)
+	if !ok {
+		return -1, -1
+	}
+	return v.VolumeBytes(path)
+}
+
 // TempSuffix ends the name of the temporary file WriteFileAtomic writes
 // beside its target (path + TempSuffix). A crash may leave one behind;
 // whoever owns the directory removes it.

@@ -36,7 +36,8 @@ type File interface {
 	OS() *os.File
 }
 
-// OS is the real file system. On Linux it is a FileSystemSyncer.
+// OS is the real file system. On Linux it is a FileSystemSyncer, on
+// Linux, macOS and FreeBSD a VolumeSizer.
 var OS FS = osFS{}
 
 type osFS struct{}

@@ -35,6 +35,9 @@ func (t timedFS) OpenFile(name string, flag int, perm os.FileMode) (File, error)
 	return timedFile{f, t.observe}, nil
 }
 
+// VolumeBytes asks the wrapped FS (VolumeSizer).
+func (t timedFS) VolumeBytes(path string) (total, usable int64) { return VolumeBytes(t.FS, path) }
+
 // timedSyncer is a timedFS whose FS can sync a whole file system.
 type timedSyncer struct {
 	timedFS

@@ -193,6 +193,9 @@ func (f *FS) ReadDir(name string) ([]os.DirEntry, error)   { return f.fs.ReadDir
 func (f *FS) MkdirAll(path string, perm os.FileMode) error { return f.fs.MkdirAll(path, perm) }
 func (f *FS) Stat(name string) (os.FileInfo, error)        { return f.fs.Stat(name) }
 
+// VolumeBytes asks the wrapped FS (vfs.VolumeSizer).
+func (f *FS) VolumeBytes(path string) (total, usable int64) { return vfs.VolumeBytes(f.fs, path) }
+
 type faultFile struct {
 	vfs.File
 	fs   *FS

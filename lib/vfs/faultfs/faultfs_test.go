@@ -103,4 +103,8 @@ func TestFaultsFireOnMatchingFilesAsArmed(t *testing.T) {
 	if seg.OS() != nil {
 		t.Error("a file of a faultfs.FS lends its *os.File, which would bypass the faults")
 	}
+	wantTotal, _ := vfs.VolumeBytes(nil, dir)
+	if total, _ := vfs.VolumeBytes(fs, dir); total != wantTotal {
+		t.Errorf("volume of %d bytes through the faultfs.FS, %d without", total, wantTotal)
+	}
 }
