@@ -119,13 +119,7 @@ func (f *FS) writeFault(name string, want int) (int, error) {
 		}
 		allowed = int(ft.After)
 		ft.After = 0
-		err = faultErr(ft)
-		if ft.Times > 0 {
-			ft.Times--
-			if ft.Times == 0 {
-				f.faults[i] = nil
-			}
-		}
+		err = f.fireLocked(i)
 	}
 	f.compact()
 	return allowed, err
@@ -140,16 +134,26 @@ func (f *FS) opFault(op Op, name string) error {
 		if ft == nil || ft.Op != op || !strings.HasSuffix(name, ft.Suffix) {
 			continue
 		}
-		err = faultErr(ft)
-		if ft.Times > 0 {
-			ft.Times--
-			if ft.Times == 0 {
-				f.faults[i] = nil
-			}
-		}
+		err = f.fireLocked(i)
 	}
 	f.compact()
 	return err
+}
+
+// fireLocked counts a failing call of the fault at i, disarming it after
+// its last one, and returns its error.
+func (f *FS) fireLocked(i int) error {
+	ft := f.faults[i]
+	if ft.Times > 0 {
+		ft.Times--
+		if ft.Times == 0 {
+			f.faults[i] = nil
+		}
+	}
+	if ft.Err != nil {
+		return ft.Err
+	}
+	return syscall.EIO
 }
 
 func (f *FS) compact() {
@@ -160,13 +164,6 @@ func (f *FS) compact() {
 		}
 	}
 	f.faults = live
-}
-
-func faultErr(ft *Fault) error {
-	if ft.Err != nil {
-		return ft.Err
-	}
-	return syscall.EIO
 }
 
 // FailOpens makes the next n opens of a file ending in suffix fail with
