@@ -294,11 +294,11 @@
 // failed state, since acknowledged data may be lost.
 //
 // Every file operation goes through Options.FS, a vfs.FS (nil: the real
-// file system), and the atomic replacements and directory fsyncs above
-// are lib/vfs's (vfs.WriteFileAtomic, vfs.SyncDir, vfs.MkdirAllDurable).
-// The tests run logs on a faultfs.FS to fail writes and fsyncs and on a
-// crashfs.FS to cut the power, and check the guarantees above after
-// each.
+// file system); outside a SyncBatch a checkpoint is replaced with
+// vfs.WriteFileAtomic, and directories are made and fsynced with
+// vfs.MkdirAllDurable and vfs.SyncDir. The tests run logs on a faultfs.FS
+// to fail writes and fsyncs and on a crashfs.FS to cut the power, and
+// check the guarantees above after each.
 //
 // Health tells whether appends are failing for the storage's sake (a full
 // disk, an I/O error, the failed state; not a batch refused for its

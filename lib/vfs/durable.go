@@ -52,8 +52,9 @@ func VolumeBytes(fs FS, path string) (total, usable int64) {
 }
 
 // TempSuffix ends the name of the temporary file WriteFileAtomic writes
-// beside its target (path + TempSuffix). A crash may leave one behind;
-// whoever owns the directory removes it.
+// beside its target (path + TempSuffix). A crash may leave one behind: the
+// next WriteFileAtomic of the same path overwrites it, and the owner of
+// the directory may remove it (lib/log's Open does).
 const TempSuffix = ".tmp"
 
 // SyncDir fsyncs the directory dir of fs (nil: OS), making the entries
