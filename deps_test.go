@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"lib/loopback":    {},
 	"lib/mqtest":      {},
 	"lib/vfs":         {},
-	"lib/controller":  {},
+	"lib/controller":  {"lib/clock"},
 	"lib/log":         {"lib/clock", "lib/record", "lib/vfs"},
 	"lib/replica":     {"lib/clock", "lib/log", "lib/record"},
 	"lib/peer":        {"lib/replica", "lib/kafkaext"},

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/kafkaext"
@@ -156,6 +157,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 		Voters:                       voters,
 		RaftAddr:                     raftAddr,
 		Logger:                       logger.With("component", "controller"),
+		Clock:                        clock.Real(),
 		BrokerSessionTimeout:         s.BrokerSessionTimeout,
 		UncleanLeaderElection:        s.UncleanLeaderElection,
 		BrokerHeartbeatInterval:      s.BrokerHeartbeatInterval,

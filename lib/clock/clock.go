@@ -1,14 +1,49 @@
-// Package clock is the one source of time of mq's server packages. Every
-// part that reads the time or waits for it (segment age, retention, flush
-// intervals, the scrubber's pace, fetch long-polls, group sessions and
-// rebalances, follower lag) takes a Clock, so that tests drive time with a
-// Manual clock instead of sleeping:
+// Package clock is the time source of mq's server packages for what they
+// time themselves, so that tests drive time with a Manual clock instead of
+// sleeping:
 //
 //	c := clock.NewManual(start)
 //	l, err := log.Open(dir, cfg, log.Options{Clock: c})
 //	c.Advance(8 * 24 * time.Hour) // retention now sees week-old segments
 //
-// Real is the wall clock. Implementations are safe for concurrent use.
+// A Clock is passed in (nil means Real) at:
+//
+//   - log.Options: segment roll times and age, retention, the flush
+//     interval, damage and health times; log.NewThrottle paces the
+//     scrubber on one;
+//   - replica.Config: follower lag, ISR changes, resignation retries;
+//   - group.Config: sessions, rebalances, offset expiry;
+//   - broker.Config: fetch long-polls and sessions, the follower fetchers'
+//     backoffs, ISR checks, the cleaner, share groups, and the daemon's
+//     retention runs and scrubber; the broker hands the same clock to its
+//     logs, replicas and group coordinator (lib/queue takes the time from
+//     the broker as an argument);
+//   - controller.Config: broker liveness (heartbeat times, session expiry
+//     and fencing, the wait before an unclean election), the active
+//     controller's periodic checks including the leader-imbalance check,
+//     its retry backoffs, and Open's wait for its election.
+//
+// Wall time stays where the time is not mq's to move, or is measured
+// rather than waited for:
+//
+//   - network I/O deadlines, which net.Conn takes as wall time: lib/server's
+//     idle timeouts, the brokers' peer connections, the controller's RPC and
+//     Raft connections;
+//   - hashicorp/raft's own timers (elections, heartbeats, leases), and the
+//     controller's CatchUp, which polls how far Raft has applied;
+//   - context deadlines (how long a request or command may take), which
+//     the context package keeps on wall time and which end in network I/O
+//     or in Raft;
+//   - durations measured for logs and metrics (request latency, fsync and
+//     load times);
+//   - lib/server's pause after a failed accept, which waits out the
+//     operating system (lib/server takes no clock);
+//   - broker.Daemon, which assembles a running mqd: it gives the
+//     controller Real and the Broker the default, and its own loops (the
+//     broker's heartbeats to the controller, the wait of a controlled
+//     shutdown) use the time package; its tests run whole daemons.
+//
+// Implementations are safe for concurrent use.
 package clock
 
 import (

@@ -16,6 +16,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/mqproject/mq/lib/clock"
 )
 
 const (
@@ -62,12 +64,16 @@ type Config struct {
 	RaftBind string
 	// Logger receives the controller's and Raft's logs; nil is silent.
 	Logger *slog.Logger
-	// Clock is the time source of broker liveness: heartbeat times and
-	// session timeouts; nil is time.Now. Apply never reads it: commands
-	// carry every value they need.
-	Clock func() time.Time
-	// StartTimeout bounds how long Open waits for a single voter to become
-	// the active controller; zero means 10s.
+	// Clock drives the controller's own time: broker heartbeat times and
+	// session expiry, the active controller's periodic checks (fencing,
+	// unclean elections, the leader-imbalance check), retry backoffs, and
+	// Open's wait for its election. nil is clock.Real(). Raft's own
+	// timers, what moves with them (CatchUp's poll), and the deadlines of
+	// network I/O stay on wall time (see doc.go). Apply never reads it:
+	// commands carry every value they need.
+	Clock clock.Clock
+	// StartTimeout bounds how long Open waits, on Clock, for a single
+	// voter to become the active controller; zero means 10s.
 	StartTimeout time.Duration
 	// BrokerSessionTimeout is broker.session.timeout.ms: the active
 	// controller fences a broker that has not heartbeated for this long.
@@ -125,6 +131,12 @@ type Controller struct {
 	electedOnce sync.Once
 
 	live *liveness
+	// superviseMu is held while one of the active controller's periodic
+	// checks runs (see every), so that they never overlap; it guards
+	// supervisors and superviseStopped.
+	superviseMu      sync.Mutex
+	supervisors      []clock.Timer
+	superviseStopped bool
 	// active is set while this node is the leader and has applied its
 	// election record (see isActive).
 	active atomic.Bool
@@ -157,7 +169,7 @@ func Open(cfg Config) (*Controller, error) {
 		return nil, errors.New("controller: no directory")
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+		cfg.Clock = clock.Real()
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = defaultStartTimeout
@@ -237,7 +249,7 @@ func Open(cfg Config) (*Controller, error) {
 		if bind == "" {
 			bind = self.Addr
 		}
-		c.mux, err = listenMux(bind, self.Addr, c.voterList, c.serveRPC, logger)
+		c.mux, err = listenMux(bind, self.Addr, c.voterList, c.serveRPC, cfg.Clock, logger)
 		if err != nil {
 			return nil, err
 		}
@@ -252,8 +264,9 @@ func Open(cfg Config) (*Controller, error) {
 			// rows: SIGTERM hung in raft's shutdown, replicate blocked in
 			// netPipeline.AppendEntries). The controller's log is small.
 			MaxRPCsInFlight: 1,
-			Timeout:         10 * time.Second,
-			Logger:          hlog.Named("transport"),
+			// An I/O deadline of Raft's connections: wall time.
+			Timeout: 10 * time.Second,
+			Logger:  hlog.Named("transport"),
 		})
 	}
 
@@ -287,9 +300,9 @@ func Open(cfg Config) (*Controller, error) {
 			return nil, err
 		}
 	}
-	c.wg.Add(2)
+	c.wg.Add(1)
 	go c.watchLeadership()
-	go c.superviseBrokers()
+	c.superviseBrokers()
 	if !single {
 		c.wg.Add(1)
 		if voter {
@@ -301,11 +314,11 @@ func Open(cfg Config) (*Controller, error) {
 
 	if single || (voter && len(cfg.Voters) == 1) {
 		// Only this node can win, so wait for it to.
-		timer := time.NewTimer(cfg.StartTimeout)
+		timer := cfg.Clock.NewTimer(cfg.StartTimeout)
 		defer timer.Stop()
 		select {
 		case <-c.elected:
-		case <-timer.C:
+		case <-timer.C():
 			return nil, fmt.Errorf("controller: node %d did not become the controller within %v", cfg.NodeID, cfg.StartTimeout)
 		}
 	}
@@ -362,6 +375,8 @@ func raftConfig(cfg Config, single bool, hlog *hclogAdapter) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(cfg.NodeID)
 	rc.Logger = hlog
+	// These timeouts drive hashicorp/raft's own timers, which run on wall
+	// time whatever cfg.Clock is.
 	switch {
 	case single:
 		// Nobody else can win an election: start the first one soon.
@@ -405,6 +420,7 @@ func (c *Controller) greetVoters() {
 	}
 	for len(pending) > 0 {
 		for id, address := range pending {
+			// A deadline of the RPC's connection: wall time.
 			ctx, cancel := context.WithTimeout(c.closing, 2*time.Second)
 			err := c.call(ctx, address, opHello, nil, nil)
 			cancel()
@@ -415,7 +431,7 @@ func (c *Controller) greetVoters() {
 				return
 			}
 		}
-		if !c.pause(retryBackoff * 10) {
+		if !c.pause(c.closing, retryBackoff*10) {
 			return
 		}
 	}
@@ -431,6 +447,7 @@ func (c *Controller) joinQuorum() {
 			return
 		}
 		v := c.cfg.Voters[i%len(c.cfg.Voters)]
+		// A deadline of the RPC's connection: wall time.
 		ctx, cancel := context.WithTimeout(c.closing, 5*time.Second)
 		err := c.call(ctx, v.Addr, opJoin, joinRequest{ID: c.cfg.NodeID, Addr: c.self.Addr}, nil)
 		cancel()
@@ -443,7 +460,7 @@ func (c *Controller) joinQuorum() {
 		if err == nil && c.inConfiguration() {
 			continue
 		}
-		if !c.pause(retryBackoff * 10) {
+		if !c.pause(c.closing, retryBackoff*10) {
 			return
 		}
 	}
@@ -480,13 +497,16 @@ func (c *Controller) join(ctx context.Context, j joinRequest) error {
 	})
 }
 
-// pause waits d; false when the controller is closing.
-func (c *Controller) pause(d time.Duration) bool {
-	t := time.NewTimer(d)
+// pause waits d of the controller's clock; false when the controller
+// is closing or ctx ends first.
+func (c *Controller) pause(ctx context.Context, d time.Duration) bool {
+	t := c.cfg.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return true
+	case <-ctx.Done():
+		return false
 	case <-c.done:
 		return false
 	}
@@ -512,7 +532,7 @@ func (c *Controller) watchLeadership() {
 			if !c.announceWhileLeader() {
 				continue
 			}
-			c.live.reset(c.Image(), c.cfg.Clock())
+			c.live.reset(c.Image(), c.cfg.Clock.Now())
 			c.active.Store(true)
 			c.logger.Debug("controller: active controller", "node", c.cfg.NodeID)
 			c.electedOnce.Do(func() { close(c.elected) })
@@ -529,7 +549,7 @@ func (c *Controller) announceWhileLeader() bool {
 			return true
 		}
 		c.logger.Warn("controller: election record not applied", "node", c.cfg.NodeID, "err", err)
-		if c.raft.State() != raft.Leader || !c.pause(retryBackoff) {
+		if c.raft.State() != raft.Leader || !c.pause(c.closing, retryBackoff) {
 			return false
 		}
 	}
@@ -544,7 +564,7 @@ func (c *Controller) announceElection() error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(c.closing, defaultCommandTimeout)
+	ctx, cancel := c.commandContext()
 	defer cancel()
 	res, err := c.applyLocal(ctx, data)
 	if err != nil {
@@ -559,6 +579,7 @@ func (c *Controller) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.done)
 		c.stopAll()
+		c.stopSupervising()
 		c.closeErr = c.closeResources()
 		c.wg.Wait()
 	})
@@ -633,6 +654,9 @@ func (c *Controller) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The applied index moves on Raft's goroutines, whatever Clock says,
+	// so it is polled on wall time: a clock.Manual would leave this loop
+	// waiting for a test that is itself waiting here.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for c.raft.AppliedIndex() < q.LastIndex {
@@ -657,6 +681,8 @@ func (c *Controller) onLeader(ctx context.Context, op string, in, out any, local
 		return err
 	}
 	if _, ok := ctx.Deadline(); !ok {
+		// A command's deadline is wall time, like the caller's: it
+		// becomes Raft's apply timeout and the RPC's I/O deadline.
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, defaultCommandTimeout)
 		defer cancel()
@@ -685,20 +711,28 @@ func (c *Controller) onLeader(ctx context.Context, op string, in, out any, local
 			return err
 		}
 		last = err
-		select {
-		case <-ctx.Done():
+		if !c.pause(ctx, retryBackoff) {
+			if ctx.Err() == nil {
+				return ErrClosed
+			}
 			if errors.Is(last, errRetry) {
 				return fmt.Errorf("%w: no leader within the deadline", ErrNotController)
 			}
 			return fmt.Errorf("%w: %v", ErrNotController, last)
-		case <-c.done:
-			return ErrClosed
-		case <-time.After(retryBackoff):
 		}
 	}
 }
 
-// timeoutOf is what is left of ctx's deadline, for Raft's timeouts.
+// commandContext bounds a command the controller runs on its own
+// (defaultCommandTimeout; Close ends it). The deadline is wall time: it
+// becomes Raft's apply timeout (timeoutOf), which hashicorp/raft measures
+// on its own timers.
+func (c *Controller) commandContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.closing, defaultCommandTimeout)
+}
+
+// timeoutOf is what is left of ctx's deadline, for Raft's timeouts: wall
+// time, as Raft measures them.
 func timeoutOf(ctx context.Context) time.Duration {
 	if deadline, ok := ctx.Deadline(); ok {
 		return max(time.Until(deadline), time.Millisecond)

@@ -83,7 +83,8 @@
 // node's controller. The active controller keeps each broker's last
 // heartbeat in memory; it starts every session afresh when it becomes
 // the leader, so a failover never fences a broker by itself. A broker
-// silent for BrokerSessionTimeout is fenced with a FenceBroker command:
+// silent for longer than BrokerSessionTimeout is fenced, at the active
+// controller's next session check (see Time), with a FenceBroker command:
 //
 //   - each partition it led goes to the first replica, in Replicas order,
 //     that is in the ISR and alive (neither fenced nor shutting down);
@@ -179,6 +180,47 @@
 // Quorum describes the quorum from the leader: term, last log index, and
 // every voter and non-voter with the image version and time of its
 // broker's last heartbeat.
+//
+// # Time
+//
+// Config.Clock (lib/clock; nil is clock.Real, the wall clock) is the
+// controller's own time. It drives
+//
+//   - broker liveness: the time of each heartbeat and session start,
+//     session expiry, and the wait for reports before an unclean election;
+//   - the active controller's periodic checks: of the sessions (fencing,
+//     then unclean elections) every quarter of BrokerSessionTimeout,
+//     within 10ms..1s, and of leader imbalance every
+//     LeaderImbalanceCheckInterval. Each is an AfterFunc of the clock that
+//     re-arms itself when its run ends; runs never overlap;
+//   - the retry backoffs: of a command while there is no leader, of the
+//     election record, of greeting the voters and joining as a non-voter,
+//     of the listener after a failed accept;
+//   - Open's wait for a lone voter's election (StartTimeout).
+//
+// Tests pass a clock.Manual and step it. A check falling due runs in the
+// goroutine that calls Advance, at its due time, before Advance returns,
+// so the test sees its effect at once and never sleeps:
+//
+//	m := clock.NewManual(start)
+//	c, err := controller.Open(controller.Config{NodeID: 1, Dir: dir, Clock: m, BrokerSessionTimeout: 4 * time.Second})
+//	... RegisterBroker and a Heartbeat of broker 1 ...
+//	m.Advance(4 * time.Second) // silent for exactly the timeout: not fenced
+//	m.Advance(time.Second)     // the next check fences it
+//
+// On a Manual clock the backoffs and waits above end only when the test
+// moves the time (or the context ends). What stays on wall time is not
+// the controller's to move:
+//
+//   - hashicorp/raft's own timers: heartbeat, election and leader lease
+//     timeouts, and its transport's I/O timeout; and CatchUp's poll of
+//     Raft's applied index, which moves on Raft's goroutines (on a Manual
+//     clock the poll would wait for the very caller it blocks);
+//   - network I/O deadlines (net.Conn's are wall time): an accepted
+//     connection's first byte (handshakeTimeout), dials, RPC connections;
+//   - command deadlines: a context's deadline, the caller's or
+//     defaultCommandTimeout, is wall time, and it becomes Raft's apply
+//     timeout and the RPC's I/O deadline.
 //
 // # Invariants
 //

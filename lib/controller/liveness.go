@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/mqproject/mq/lib/clock"
 )
 
 // Heartbeat is a broker's periodic sign of life
@@ -167,7 +169,7 @@ func (c *Controller) heartbeatLocal(ctx context.Context, hb Heartbeat) (Heartbea
 	if err != nil {
 		return HeartbeatResult{}, err
 	}
-	c.live.heartbeat(hb, c.cfg.Clock())
+	c.live.heartbeat(hb, c.cfg.Clock.Now())
 	var cmd any
 	var typ commandType
 	switch {
@@ -211,38 +213,73 @@ func (c *Controller) isActive() bool {
 	return c.active.Load() && c.raft.State() == raft.Leader
 }
 
-// superviseBrokers is the active controller's loop: it fences brokers
-// whose session timed out, elects unclean leaders where allowed, and
-// moves leaderships back to the preferred replicas when
-// auto.leader.rebalance.enable is on.
+// superviseBrokers arms the active controller's periodic checks on the
+// controller's clock: every sessionCheckInterval it fences brokers whose
+// session timed out and elects unclean leaders where allowed, and, when
+// auto.leader.rebalance.enable is on, every LeaderImbalanceCheckInterval
+// it moves leaderships back to the preferred replicas. Every node runs
+// them; they act only while the node is the active controller.
 func (c *Controller) superviseBrokers() {
-	defer c.wg.Done()
-	check := time.NewTicker(min(max(c.cfg.BrokerSessionTimeout/4, 10*time.Millisecond), time.Second))
-	defer check.Stop()
-	rebalance := time.NewTicker(c.cfg.LeaderImbalanceCheckInterval)
-	defer rebalance.Stop()
-	for {
-		select {
-		case <-c.done:
-			return
-		case <-check.C:
+	c.every(c.sessionCheckInterval(), func() {
+		if c.isActive() {
+			c.fenceExpired()
+		}
+		if c.isActive() {
+			c.electUnclean()
+		}
+	})
+	if c.cfg.AutoLeaderRebalance {
+		c.every(c.cfg.LeaderImbalanceCheckInterval, func() {
 			if c.isActive() {
-				c.fenceExpired()
-			}
-			if c.isActive() {
-				c.electUnclean()
-			}
-		case <-rebalance.C:
-			if c.isActive() && c.cfg.AutoLeaderRebalance {
 				c.rebalanceLeaders()
 			}
+		})
+	}
+}
+
+// sessionCheckInterval is how often the active controller looks for
+// expired sessions: a quarter of the session timeout, within 10ms..1s.
+// A broker is fenced at the first check after its session timed out.
+func (c *Controller) sessionCheckInterval() time.Duration {
+	return min(max(c.cfg.BrokerSessionTimeout/4, 10*time.Millisecond), time.Second)
+}
+
+// every runs check each d of the controller's clock, until Close: an
+// AfterFunc timer that check's run re-arms when it ends, so runs never
+// pile up, and superviseMu keeps them from overlapping each other. On a
+// clock.Manual the run falls in the goroutine that advances the time,
+// before Advance returns, so a test steps the checks one due time after
+// another without waiting for a goroutine of the controller.
+func (c *Controller) every(d time.Duration, check func()) {
+	c.superviseMu.Lock()
+	defer c.superviseMu.Unlock()
+	var t clock.Timer
+	t = c.cfg.Clock.AfterFunc(d, func() {
+		c.superviseMu.Lock()
+		defer c.superviseMu.Unlock()
+		if c.superviseStopped {
+			return
 		}
+		check()
+		t.Reset(d)
+	})
+	c.supervisors = append(c.supervisors, t)
+}
+
+// stopSupervising stops the periodic checks, waiting for a running one
+// to end (Close has ended its command's context by then).
+func (c *Controller) stopSupervising() {
+	c.superviseMu.Lock()
+	defer c.superviseMu.Unlock()
+	c.superviseStopped = true
+	for _, t := range c.supervisors {
+		t.Stop()
 	}
 }
 
 func (c *Controller) fenceExpired() {
-	for _, b := range c.live.expired(c.Image(), c.cfg.Clock(), c.cfg.BrokerSessionTimeout) {
-		ctx, cancel := context.WithTimeout(c.closing, defaultCommandTimeout)
+	for _, b := range c.live.expired(c.Image(), c.cfg.Clock.Now(), c.cfg.BrokerSessionTimeout) {
+		ctx, cancel := c.commandContext()
 		err := c.applyCommandHere(ctx, cmdFenceBroker, &fenceBrokerV2{ID: b.ID, Epoch: b.Epoch})
 		cancel()
 		if err != nil {
@@ -269,7 +306,7 @@ func (c *Controller) rebalanceLeaders() {
 	if len(wanted) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.closing, defaultCommandTimeout)
+	ctx, cancel := c.commandContext()
 	defer cancel()
 	if err := c.applyCommandHere(ctx, cmdElectLeaders, &electLeadersV1{Type: int8(ElectPreferred), Partitions: wanted}); err != nil {
 		c.logger.Warn("controller: preferred leader election", "err", err)

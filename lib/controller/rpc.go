@@ -238,6 +238,7 @@ func (c *Controller) call(ctx context.Context, address, op string, in, out any) 
 		}
 		req.Body = body
 	}
+	// The deadline is the connection's I/O deadline, so wall time.
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(defaultCommandTimeout)
@@ -313,6 +314,8 @@ func (c *Controller) handleRPC(req *rpcRequest) (any, error) {
 			return nil, errRetry
 		}
 	}
+	// What is left of the caller's deadline, on wall time like it: it
+	// bounds Raft's apply and the RPCs this request makes.
 	timeout := min(time.Duration(req.TimeoutMillis)*time.Millisecond, defaultCommandTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

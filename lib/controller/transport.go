@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/mqproject/mq/lib/clock"
 )
 
 // The first byte a dialer writes on a connection to a node's Raft port
@@ -33,7 +35,7 @@ const (
 )
 
 // handshakeTimeout bounds how long an accepted connection may take to
-// send its first byte.
+// send its first byte. It is a read deadline, so wall time.
 const handshakeTimeout = 10 * time.Second
 
 // mux is the raft.StreamLayer of a node: one TCP listener whose
@@ -48,6 +50,8 @@ type mux struct {
 	voters   string
 	logger   *slog.Logger
 	serveRPC func(net.Conn)
+	// clock times the pause after a failed Accept.
+	clock clock.Clock
 
 	raftConns chan net.Conn
 	done      chan struct{}
@@ -69,8 +73,9 @@ func (a addr) String() string  { return string(a) }
 
 // listenMux listens on bind and routes connections; advertise is the
 // address the other nodes dial, voters the voter set (ID@addr strings
-// sorted by ID) that Raft connections must carry both ways.
-func listenMux(bind, advertise string, voters []string, serveRPC func(net.Conn), logger *slog.Logger) (*mux, error) {
+// sorted by ID) that Raft connections must carry both ways, clk the
+// controller's clock.
+func listenMux(bind, advertise string, voters []string, serveRPC func(net.Conn), clk clock.Clock, logger *slog.Logger) (*mux, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("controller: raft listener on %s: %w", bind, err)
@@ -81,6 +86,7 @@ func listenMux(bind, advertise string, voters []string, serveRPC func(net.Conn),
 		voters:    strings.Join(voters, ","),
 		logger:    logger,
 		serveRPC:  serveRPC,
+		clock:     clk,
 		raftConns: make(chan net.Conn),
 		done:      make(chan struct{}),
 		conns:     map[net.Conn]struct{}{},
@@ -104,10 +110,12 @@ func (m *mux) acceptLoop() {
 				return
 			}
 			m.logger.Warn("controller: accept on raft listener", "err", err)
+			pause := m.clock.NewTimer(50 * time.Millisecond)
 			select {
 			case <-m.done:
+				pause.Stop()
 				return
-			case <-time.After(50 * time.Millisecond):
+			case <-pause.C():
 			}
 			continue
 		}
@@ -213,7 +221,8 @@ func (m *mux) Close() error {
 // Addr is the advertised address.
 func (m *mux) Addr() net.Addr { return m.advertise }
 
-// Dial implements raft.StreamLayer: a Raft connection to address.
+// Dial implements raft.StreamLayer: a Raft connection to address. Raft's
+// timeout bounds the dial and the greeting on wall time, as I/O deadlines.
 func (m *mux) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/loopback"
 )
 
@@ -23,7 +24,7 @@ func TestRaftConnectionsCarryTheVoterSet(t *testing.T) {
 		t.Fatal(perr)
 	}
 	ours := []string{"1@" + bind, "2@127.0.0.1:1", "3@127.0.0.1:2"}
-	m, err := listenMux(bind, bind, ours, func(c net.Conn) {}, slog.New(slog.DiscardHandler))
+	m, err := listenMux(bind, bind, ours, func(c net.Conn) {}, clock.Real(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func (c *Controller) uncleanLeaders(img *Image, partitions []TopicPartition, wai
 // waited for two heartbeat intervals.
 func (c *Controller) electUnclean() {
 	img := c.Image()
-	now := c.cfg.Clock()
+	now := c.cfg.Clock.Now()
 	patience := 2 * c.cfg.BrokerHeartbeatInterval
 	offline := needsUnclean(img, nil, func(t *Topic) bool { return uncleanAllowed(img, t, c.cfg.UncleanLeaderElection) })
 	c.live.sawOffline(offline, now)
@@ -146,7 +146,7 @@ func (c *Controller) electUnclean() {
 	for _, l := range leaders {
 		cmd.Partitions = append(cmd.Partitions, topicPartitionV1{Topic: l.Topic, Partition: l.Partition})
 	}
-	ctx, cancel := context.WithTimeout(c.closing, defaultCommandTimeout)
+	ctx, cancel := c.commandContext()
 	defer cancel()
 	if err := c.applyCommandHere(ctx, cmdElectLeaders, cmd); err != nil {
 		c.logger.Warn("controller: unclean leader election", "err", err)

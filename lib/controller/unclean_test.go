@@ -5,9 +5,10 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mqproject/mq/lib/clock"
 )
 
 func TestChooseUncleanPicksTheMostAdvancedLiveReplica(t *testing.T) {
@@ -52,10 +53,10 @@ func TestChooseUncleanPicksTheMostAdvancedLiveReplica(t *testing.T) {
 	}
 }
 
-// TestUncleanElectionWaitsForReports drives the active controller's
-// unclean election with a manual clock: a live replica that has not
-// reported is waited for two heartbeat intervals, then the most advanced
-// of those that reported wins.
+// TestUncleanElectionWaitsForReports steps the active controller's
+// checks with a manual clock: a live replica that has not reported is
+// waited for two heartbeat intervals, then the most advanced of those
+// that reported wins.
 func TestUncleanElectionWaitsForReports(t *testing.T) {
 	// a and b allow unclean elections (the static default); c does not,
 	// but an operator's election ignores that.
@@ -70,10 +71,10 @@ func TestUncleanElectionWaitsForReports(t *testing.T) {
 		img := c.Image()
 		return img.Partition("a", 0).Leader, img.Partition("b", 0).Leader
 	}
+	// The check that fenced 1 saw the partitions offline, at f.fencedAt.
 	if a, b := leaders(); a != -1 || b != -1 {
 		t.Fatalf("after 1 was fenced: leaders %d and %d, want none (unclean elections wait for reports)", a, b)
 	}
-	c.electUnclean() // the partitions are first seen offline now
 	electC := func() error {
 		t.Helper()
 		res, err := c.ElectLeaders(ctx, ElectUnclean, []TopicPartition{{"c", 0}})
@@ -87,7 +88,7 @@ func TestUncleanElectionWaitsForReports(t *testing.T) {
 	}
 
 	heartbeat(2, position("a", 5), position("b", 7), position("c", 4))
-	c.electUnclean()
+	advance(time.Second) // the next check
 	if a, b := leaders(); a != -1 || b != -1 {
 		t.Fatalf("with 3 not reported yet: leaders %d and %d, want none", a, b)
 	}
@@ -97,14 +98,19 @@ func TestUncleanElectionWaitsForReports(t *testing.T) {
 	if p := c.Image().Partition("c", 0); p.Leader != 2 {
 		t.Fatalf("c after the operator's election: %+v, want leader 2 at once (the only report)", p)
 	}
-	advance(time.Second)
 	heartbeat(3, position("a", 9)) // 3 reports a only
-	c.electUnclean()
+	advance(time.Second)
 	if a, b := leaders(); a != 3 || b != -1 {
 		t.Fatalf("with every report on a: leaders %d and %d, want 3 (ahead of 2) and none (3 still waited for)", a, b)
 	}
-	advance(1500 * time.Millisecond) // two intervals since b was seen offline
-	c.electUnclean()
+	advance(time.Second)
+	if _, b := leaders(); b != -1 {
+		t.Fatalf("b a check before two intervals passed: leader %d, want none (3 still waited for)", b)
+	}
+	advance(time.Second)
+	if since := f.clock.Now().Sub(f.fencedAt); since != 2*f.c.cfg.BrokerHeartbeatInterval {
+		t.Fatalf("test out of step: %v since b was seen offline, want two heartbeat intervals", since)
+	}
 	if p := c.Image().Partition("b", 0); p.Leader != 2 || len(p.ISR) != 1 || p.ISR[0] != 2 {
 		t.Fatalf("b after waiting two intervals: %+v, want leader 2 and ISR [2], the only report", p)
 	}
@@ -142,7 +148,7 @@ func TestLostReplicaLeadsOnlyAfterAnUncleanElection(t *testing.T) {
 	heartbeat(1, position("loose", 5), position("strict", 8))
 	heartbeat(2, position("loose", 7), position("strict", 7))
 	heartbeat(3, position("loose", 3), position("strict", 3))
-	c.electUnclean()
+	f.advance(time.Second) // the next check
 	if p := state("loose"); p.Leader != 2 || !slices.Equal(p.ISR, []int32{2}) {
 		t.Fatalf("loose after the controller's unclean election: %+v, want 2, the most advanced, with ISR [2]", p)
 	}
@@ -161,26 +167,28 @@ func TestLostReplicaLeadsOnlyAfterAnUncleanElection(t *testing.T) {
 // lastMemberFenced is a controller of one node on a manual clock, with
 // brokers 1-3 registered, after fenceLastMember.
 type lastMemberFenced struct {
-	t        *testing.T
-	c        *Controller
-	ctx      context.Context
-	epochs   map[int32]int64 // the brokers' registrations
-	nowNanos atomic.Int64
+	t      *testing.T
+	c      *Controller
+	clock  *clock.Manual
+	ctx    context.Context
+	epochs map[int32]int64 // the brokers' registrations
+	// fencedAt is when the check that fenced 1 ran.
+	fencedAt time.Time
 }
 
 // fenceLastMember opens the controller (unclean.leader.election.enable's
-// static default uncleanDefault), creates topics on replicas 1, 2, 3 with
-// the configs configs gives, shrinks their ISRs to 1 (2 and 3 fell out of
-// sync: 1 alone has every acknowledged record), and lets 1's session
-// expire while 2 and 3 keep heartbeating: 1 is fenced, and the partitions
-// are left without a leader.
+// static default uncleanDefault; a session timeout of 10s, so a check
+// every second; heartbeats every 2s), creates topics on replicas 1, 2, 3
+// with the configs configs gives, shrinks their ISRs to 1 (2 and 3 fell
+// out of sync: 1 alone has every acknowledged record), and lets 1's
+// session expire while 2 and 3 keep heartbeating: the controller's check
+// fences 1, and the partitions are left without a leader.
 func fenceLastMember(t *testing.T, uncleanDefault bool, topics []string, configs func(topic string) map[string]string) *lastMemberFenced {
 	t.Helper()
-	f := &lastMemberFenced{t: t, epochs: map[int32]int64{}}
-	f.nowNanos.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	f := &lastMemberFenced{t: t, clock: clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), epochs: map[int32]int64{}}
 	c, err := Open(Config{
-		NodeID: 1, Dir: t.TempDir(), Clock: func() time.Time { return time.Unix(0, f.nowNanos.Load()) },
-		BrokerSessionTimeout: 10 * time.Second, BrokerHeartbeatInterval: time.Second,
+		NodeID: 1, Dir: t.TempDir(), Clock: f.clock,
+		BrokerSessionTimeout: 10 * time.Second, BrokerHeartbeatInterval: 2 * time.Second,
 		UncleanLeaderElection: uncleanDefault,
 	})
 	if err != nil {
@@ -213,13 +221,17 @@ func fenceLastMember(t *testing.T, uncleanDefault bool, topics []string, configs
 	f.advance(6 * time.Second)
 	f.heartbeat(2)
 	f.heartbeat(3)
-	f.advance(5 * time.Second)
-	c.fenceExpired()
+	f.advance(5 * time.Second) // 1 has been silent for 11s: the check at 11s fences it
+	if !c.Image().Brokers[1].Fenced {
+		t.Fatalf("broker 1 not fenced after 11s of silence: %+v", c.Image().Brokers[1])
+	}
+	f.fencedAt = f.clock.Now()
 	return f
 }
 
-// advance moves the manual clock on by d.
-func (f *lastMemberFenced) advance(d time.Duration) { f.nowNanos.Add(int64(d)) }
+// advance moves the manual clock on by d: the controller's checks due on
+// the way run, at their due times, before it returns.
+func (f *lastMemberFenced) advance(d time.Duration) { f.clock.Advance(d) }
 
 // heartbeat sends broker id's heartbeat at its registration's epoch, with
 // the positions of its replicas without a leader.
