@@ -185,27 +185,14 @@ type lastMemberFenced struct {
 // fences 1, and the partitions are left without a leader.
 func fenceLastMember(t *testing.T, uncleanDefault bool, topics []string, configs func(topic string) map[string]string) *lastMemberFenced {
 	t.Helper()
-	f := &lastMemberFenced{t: t, clock: clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), epochs: map[int32]int64{}}
-	c, err := Open(Config{
-		NodeID: 1, Dir: t.TempDir(), Clock: f.clock,
-		BrokerSessionTimeout: 10 * time.Second, BrokerHeartbeatInterval: 2 * time.Second,
-		UncleanLeaderElection: uncleanDefault,
+	m, epochs := openOnManualClock(t, 3, func(c *Config) {
+		c.BrokerSessionTimeout, c.BrokerHeartbeatInterval = 10*time.Second, 2*time.Second
+		c.UncleanLeaderElection = uncleanDefault
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	f.c = c
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	f.ctx = ctx
+	f := &lastMemberFenced{t: t, c: m.c, clock: m.clock, ctx: m.ctx, epochs: epochs}
+	c, ctx := f.c, f.ctx
 	if err := c.CatchUp(ctx); err != nil {
 		t.Fatalf("CatchUp on the leader: %v", err)
-	}
-	for id := int32(1); id <= 3; id++ {
-		if f.epochs[id], err = c.RegisterBroker(ctx, Broker{ID: id, Host: "h", Port: 9092}); err != nil {
-			t.Fatal(err)
-		}
 	}
 	for _, topic := range topics {
 		if _, err := c.CreateTopic(ctx, CreateTopic{Name: topic, Assignments: [][]int32{{1, 2, 3}}, Configs: configs(topic)}); err != nil {
