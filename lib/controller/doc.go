@@ -70,11 +70,11 @@
 // receives the error (mqd exits on it). A Raft connection carries it too,
 // right after its first byte, since Raft's own RPCs name no cluster: one
 // with another set (a node of another cluster on a stale or reused
-// address) is closed before Raft reads from it, with a warning, and so is
-// one from a build that sent 'R' and no set. Each voter greets the others once
-// at start, so the check does not wait for a first command. A node
-// restarted with other --voters than the voters of its stored Raft
-// configuration fails Open with ErrVotersMismatch.
+// address), or without one, is closed before Raft reads from it, with a
+// warning. Each voter greets the others once at start, so the check does
+// not wait for a first command. A node restarted with other --voters than
+// the voters of its stored Raft configuration fails Open with
+// ErrVotersMismatch.
 //
 // # Broker liveness
 //
@@ -257,23 +257,30 @@
 // it; a record is never guessed at and never panics the FSM.
 //
 // A new field or a change in the meaning of a command gets a new version
-// number (and is written only once every node can read it); the decoder
-// keeps reading every version ever written, since old records stay in
-// logs and are replayed. Type numbers are never reused. Versions written
-// today: RegisterBroker 3 (2 added the Raft address, and a registration
-// lifts the fence and a re-registration gives up leaderships; 3 never
-// elects uncleanly) and 4 when the broker names replicas that lost
-// committed records (RegisterBrokerAfterLoss), AlterPartition 2 (checked
-// against the partition epoch) and 3 (many partitions' changes in one
-// record, each applied as 2 applies one; new, like ResignLeadership
-// below), FenceBroker 2 and UnfenceBroker 2 (never elect uncleanly; in
-// version 1 they, like RegisterBroker 2, elected the first live replica
-// when unclean elections were allowed, and old records still do),
-// ElectLeaders 1 for preferred and 2 for unclean elections (2 names the
-// chosen leaders; 1 elected the first live replica), every other
-// command 1 (ResignLeadership, type 14, is new: a node of an older build
-// refuses the record and its image misses the change, so every node of a
-// cluster must run a build that reads it; nothing gates it yet).
+// number; the decoder reads every version ever written, each with its own
+// meaning, since records stay in logs and are replayed. Type numbers are
+// never reused. The versions written:
+//
+//   - RegisterBroker 3, or 4 when the broker names replicas that lost
+//     committed records (RegisterBrokerAfterLoss). From version 2 a
+//     registration carries the Raft address, lifts the fence, and makes a
+//     broker registered before give up its leaderships. Version 2 also
+//     elects the first live replica from outside the ISR where
+//     unclean.leader.election.enable allows it (the record carries its
+//     proposer's static default); 3 and 4 never do.
+//   - AlterPartition 2 (a leader's change, checked against the partition
+//     epoch), 3 (many partitions' changes in one record, each applied as
+//     2 applies one), and 1 for OverridePartition (set by hand, unchecked).
+//   - FenceBroker 2 and UnfenceBroker 2, which never elect from outside
+//     the ISR; version 1 elects uncleanly as RegisterBroker 2 does.
+//   - ElectLeaders 1 for preferred and 2 for unclean elections: 2 names
+//     the chosen leaders, where 1 elects the first live replica.
+//   - Every other command 1.
+//
+// Nothing checks that every node reads a type or version before one
+// writes it (ResignLeadership, type 14, and AlterPartition 3 included): a
+// node that cannot read a record refuses it and its image misses the
+// change, so the nodes of a cluster run one build.
 //
 // Snapshots carry the whole image: "MQCI", one version byte (2; version 1,
 // without the brokers' Raft address and liveness, is still read), and a

@@ -28,8 +28,8 @@ const (
 	// reached this port (a stale address, a reused port) would have its
 	// log replicated here.
 	connRaft byte = 'V'
-	// connRaftUnchecked is what builds before the voter-set check sent;
-	// such connections are refused with a log line saying why.
+	// connRaftUnchecked is a Raft connection without a voter set: it is
+	// refused, with a log line saying why.
 	connRaftUnchecked byte = 'R'
 	connRPC           byte = 'M' // the controller RPCs (rpc.go)
 )
@@ -39,7 +39,7 @@ const (
 const handshakeTimeout = 10 * time.Second
 
 // mux is the raft.StreamLayer of a node: one TCP listener whose
-// connections are Raft's ('R') or the controller RPCs' ('M'). Raft takes
+// connections are Raft's ('V') or the controller RPCs' ('M'). Raft takes
 // its connections with Accept; RPC connections go to serveRPC.
 // All methods are safe for concurrent use.
 type mux struct {
