@@ -2,99 +2,69 @@ package controller
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/datadriven"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testdata/*.txt with what the code produces")
-
-// TestDataDriven runs the scripts testdata/*.txt against a bare FSM. A
-// script is a sequence of cases separated by blank lines:
+// TestDataDriven runs the scripts testdata/*.txt against a bare FSM, one
+// per script, with github.com/cockroachdb/datadriven: go test -rewrite
+// writes what the code prints as the expected output. A case is
 //
-//	<input lines>
+//	<command> [version=<n>]
+//	<record body>
 //	----
-//	<expected output lines>
+//	<expected output>
 //
-// An input line is "Name[@version] {json body}", a record of the command
-// named Name (commandType.String) applied at the next log index, printing
-// "ok" or the error; or "image", printing the current image.
+// where <command> names a command type (commandType.String, or its
+// number) and the body is the record's JSON: the record, at version n (1
+// when not given), is applied at the next log index, printing "ok" or the
+// error. The command "image" prints the current image. The scripts are
+// globbed rather than walked: testdata/fuzz holds the fuzz corpus.
 func TestDataDriven(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scripts: %v", err)
 	}
 	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) { runScript(t, file) })
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			tf := newTestFSM(t)
+			datadriven.RunTest(t, file, func(t *testing.T, td *datadriven.TestData) string {
+				return runCase(t, tf, td)
+			})
+		})
 	}
 }
 
-func runScript(t *testing.T, file string) {
-	content, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tf := newTestFSM(t)
-	var out strings.Builder
-	blocks := strings.Split(strings.TrimSpace(string(content)), "\n\n")
-	for i, block := range blocks {
-		input, want, found := strings.Cut(block, "----\n")
-		if !found {
-			input, want, found = strings.Cut(block, "----")
+// runCase runs one case against tf and returns what it prints.
+func runCase(t *testing.T, tf *testFSM, td *datadriven.TestData) string {
+	if td.Cmd == "image" {
+		if len(td.CmdArgs) > 0 || td.Input != "" {
+			td.Fatalf(t, "image takes no arguments and no input")
 		}
-		if !found {
-			t.Fatalf("%s: case %d has no ---- line", file, i+1)
-		}
-		var got strings.Builder
-		for line := range strings.SplitSeq(strings.TrimSpace(input), "\n") {
-			if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			got.WriteString(runLine(t, tf, line))
-		}
-		if *rewrite {
-			fmt.Fprintf(&out, "%s\n----\n%s\n", strings.TrimRight(input, "\n"), strings.TrimRight(got.String(), "\n"))
-			if i < len(blocks)-1 {
-				out.WriteString("\n")
-			}
-			continue
-		}
-		if strings.TrimSpace(got.String()) != strings.TrimSpace(want) {
-			t.Errorf("%s: case %d:\n%s\ngot:\n%s\nwant:\n%s", file, i+1, strings.TrimSpace(input), got.String(), want)
-		}
-	}
-	if *rewrite {
-		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func runLine(t *testing.T, tf *testFSM, line string) string {
-	if line == "image" {
 		return renderImage(tf.f.Image())
 	}
-	head, body, _ := strings.Cut(line, " ")
-	name, versionText, hasVersion := strings.Cut(head, "@")
-	version := 1
-	if hasVersion {
-		v, err := strconv.Atoi(versionText)
-		if err != nil {
-			t.Fatalf("bad version in %q", line)
-		}
-		version = v
-	}
-	typ, ok := commandNamed(name)
+	typ, ok := commandNamed(td.Cmd)
 	if !ok {
-		t.Fatalf("unknown command %q", name)
+		td.Fatalf(t, "unknown command %q", td.Cmd)
 	}
-	res := tf.apply(append([]byte{byte(typ), byte(version)}, body...))
+	for _, arg := range td.CmdArgs {
+		if arg.Key != "version" {
+			td.Fatalf(t, "unknown argument %q", arg.Key)
+		}
+	}
+	version := uint8(1)
+	if td.HasArg("version") {
+		td.ScanArgs(t, "version", &version)
+	}
+	body := td.Input
+	res := tf.apply(append([]byte{byte(typ), version}, body...))
 	if res.err != nil {
 		return "error: " + res.err.Error() + "\n"
 	}
