@@ -32,7 +32,8 @@ var allowed = map[string][]string{
 	"lib/group":       {"lib/clock", "lib/record"},
 	"lib/queue":       {},
 	"lib/metrics":     {"lib/server"},
-	"lib/broker":      {"lib/clock", "lib/record", "lib/log", "lib/replica", "lib/peer", "lib/controller", "lib/group", "lib/queue", "lib/config", "lib/server", "lib/kafkaext", "lib/version", "lib/metrics", "lib/vfs"},
+	"lib/partition":   {"lib/clock", "lib/config", "lib/controller", "lib/kafkaext", "lib/log", "lib/peer", "lib/replica", "lib/vfs"},
+	"lib/broker":      {"lib/clock", "lib/record", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/controller", "lib/group", "lib/queue", "lib/config", "lib/server", "lib/kafkaext", "lib/version", "lib/metrics", "lib/vfs"},
 	"lib/client":      {"lib/config", "lib/kafkaext"},
 	"lib/pipe":        {"lib/client", "lib/kafkaext", "lib/record"},
 	"lib/tail":        {"lib/admin", "lib/client"},
@@ -57,6 +58,7 @@ var allowedInTests = map[string][]string{
 	// systems that fail on command (faultfs) or lose power (crashfs).
 	"lib/broker":     {"lib/loopback", "lib/vfs/faultfs", "lib/vfs/crashfs"},
 	"lib/controller": {"lib/loopback"},
+	"lib/partition":  {"lib/loopback"},
 	"e2e":            {"lib/loopback"},
 	// Test support shared by every package's tests (mqtest.WaitFor).
 	"lib/server": {"lib/mqtest"},
@@ -71,7 +73,7 @@ var allowedInTests = map[string][]string{
 var testOnly = []string{"lib/mqtest"}
 
 // serverSide are the packages that only mqd may link.
-var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/peer", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs"}
+var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs"}
 
 type listedPackage struct {
 	ImportPath   string

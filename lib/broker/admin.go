@@ -36,13 +36,12 @@ func (b *Broker) adminAPIs() map[int16]api {
 	}
 }
 
-// syncData makes the data plane apply the controller's image now, so that
-// the answer to an admin request is only sent once its partitions are
-// open (or its deleted data gone, or its config in force) on this node.
+// syncData makes the partitions apply the controller's image now, so
+// that the answer to an admin request is only sent once its partitions
+// are open (or its deleted data gone, or its config in force) on this
+// node.
 func (b *Broker) syncData() {
-	if b.data != nil {
-		b.data.refresh()
-	}
+	b.parts.Refresh()
 }
 
 // refuse returns an adminError with a formatted message.

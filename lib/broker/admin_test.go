@@ -426,9 +426,7 @@ func startAdminClient(t *testing.T, b *Broker) (*kgo.Client, *kadm.Client) {
 	// ended), which a test right after this would take for a failure.
 	registered := b.ctrl.Image().Version
 	eventually(t, 10*time.Second, "the registration applied", func() bool {
-		b.data.syncMu.Lock()
-		defer b.data.syncMu.Unlock()
-		return b.data.applied != nil && b.data.applied.Version >= registered
+		return b.parts.Applied() >= registered
 	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {

@@ -3,10 +3,9 @@ package broker
 import (
 	"context"
 	"log/slog"
-	"maps"
 	"sort"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -14,25 +13,26 @@ import (
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/kafkaext"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/server"
 	"github.com/mqproject/mq/lib/version"
-	"github.com/mqproject/mq/lib/vfs"
 )
 
-// Config is what a Broker needs from its surroundings.
+// Config is what a Broker needs from its surroundings: the node's parts
+// it maps the Kafka APIs onto. The Broker owns none of them; whoever
+// built them (lib/node) closes them after the Broker.
 type Config struct {
-	Settings   config.Broker          // mqd settings (data dir, node id, defaults for topics…)
+	Settings   config.Broker          // mqd settings (node id, defaults for topics…)
 	Controller *controller.Controller // the cluster metadata quorum this node belongs to
+	Partitions *partition.Manager     // the partitions this node hosts
 	Logger     *slog.Logger           // nil = silent
-	Clock      clock.Clock            // drives the logs, replicas, fetch waits; nil = real time
-	// LogFS is the file system of the partition logs; nil is the real
-	// one. Tests pass a faultfs.FS to fail writes.
-	LogFS vfs.FS
-	// AwaitRegistration keeps the node from leading any partition until
-	// its own registration is in the image (see Broker.mayLead): the
-	// Daemon sets it, and tells the Broker its broker epoch once it has
-	// registered. Without it the node leads where the image says at once.
-	AwaitRegistration bool
+	Clock      clock.Clock            // drives fetch waits and group timers; nil = real time
+}
+
+// topicPartition names one partition.
+type topicPartition struct {
+	topic     string
+	partition int32
 }
 
 // handlerFunc answers one request. It runs on the connection's reader
@@ -52,73 +52,29 @@ type Broker struct {
 	log    *slog.Logger
 	clock  clock.Clock
 	ctrl   *controller.Controller
+	parts  *partition.Manager
 	apis   map[int16]api
-	data   *dataPlane        // partitions, produce, fetch, offsets (data.go)
 	groups *groupCoordinator // consumer groups and committed offsets (groups*.go)
 	// shareCoord holds the share groups this node coordinates (share.go),
 	// shares the share-partitions this node leads (share_fetch.go).
 	shareCoord *shareCoordinator
 	shares     *sharePartitions
-	// fetchers replicate the partitions this node follows (fetcher.go).
-	fetchers *replicaFetchers
 	// sessions are the fetch sessions of followers and consumers with
 	// this broker (fetchsession.go).
 	sessions *fetchSessions
+	// producerIDs hands out producer IDs (metadata.go).
+	producerIDs producerIDBlock
 
-	// isr counts the ISR changes this node made as leader, and lagTimes
-	// caches the record timestamps of group lag (metrics.go).
-	isr      isrCounters
+	// lagTimes caches the record timestamps of group lag (metrics.go).
 	lagTimes lagTimeCache
 
-	// scrubWake wakes an idle scrubber: a partition was opened, with
-	// bytes no one has checked since mqd started (scrub.go).
-	scrubWake chan struct{}
-
-	// opened is closed when the follow loop has opened the partitions of
-	// the first image, openErr (written before) what that failed to open.
-	opened  chan struct{}
-	openErr error
-
-	// regEpoch is the broker epoch of this process's first registration
-	// (0 until the Daemon registered, see registered); regWake wakes the
-	// follow loop to apply the image again once it is set, and leading is
-	// closed (leadingOnce) once an image was applied that lets this node
-	// lead.
-	regEpoch    atomic.Int64
-	regWake     chan struct{}
-	leading     chan struct{}
-	leadingOnce sync.Once
-
-	stop       chan struct{} // closed by Close: the follow and maintain loops end
-	done       chan struct{} // closed when the follow loop has ended
-	maintained chan struct{} // closed when the maintain loop has ended (isr.go)
-	closeOnce  sync.Once
+	closeOnce sync.Once
 }
 
-// New builds a Broker on an open controller. It opens the logs of every
-// partition this node hosts under cfg.Settings.DataDir and returns once
-// they are open.
-func New(cfg Config) (*Broker, error) {
-	b, err := NewOpening(cfg)
-	if err != nil {
-		return nil, err
-	}
-	<-b.opened
-	if b.openErr != nil {
-		b.Close()
-		return nil, b.openErr
-	}
-	return b, nil
-}
-
-// NewOpening is New returning at once, while the partitions open: a
-// request for one not open yet gets the retriable error of a partition
-// not hosted here yet (NOT_LEADER_OR_FOLLOWER; Metadata says
-// LEADER_NOT_AVAILABLE). Opened waits for them.
-func NewOpening(cfg Config) (*Broker, error) {
-	b := &Broker{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, ctrl: cfg.Controller,
-		sessions: newFetchSessions(), scrubWake: make(chan struct{}, 1), shareCoord: newShareCoordinator(),
-		opened: make(chan struct{}), regWake: make(chan struct{}, 1), leading: make(chan struct{})}
+// New builds a Broker on the parts of cfg.
+func New(cfg Config) *Broker {
+	b := &Broker{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, ctrl: cfg.Controller, parts: cfg.Partitions,
+		sessions: newFetchSessions(), shareCoord: newShareCoordinator()}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -141,133 +97,12 @@ func NewOpening(cfg Config) (*Broker, error) {
 	for k, a := range b.extensionAPIs() {
 		b.apis[k] = a
 	}
-	// Changes from here on are applied by follow, after the image the
-	// parts are built from.
-	changes := b.ctrl.Changes()
-	d, err := newDataPlane(b)
-	if err != nil {
-		return nil, err
-	}
-	b.data = d
 	b.groups = newGroupCoordinator(b)
 	b.shares = newSharePartitions(b)
-	b.fetchers = newReplicaFetchers(b)
-	b.stop, b.done, b.maintained = make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go b.follow(changes)
-	go b.maintain()
-	return b, nil
-}
-
-// Opened waits until the partitions of the image the Broker was built
-// on are open and returns what failed to open, or ctx's error.
-func (b *Broker) Opened(ctx context.Context) error {
-	select {
-	case <-b.opened:
-		return b.openErr
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// follow is the one loop that applies the controller's images to this
-// node, in order: first the partitions (opened, led, reconfigured,
-// deleted), then the replica fetchers (which leader each followed
-// partition is fetched from), then the group coordinator's ownership of
-// the partitions of __consumer_offsets, which needs them open. It runs
-// until Close.
-func (b *Broker) follow(changes <-chan struct{}) {
-	defer close(b.done)
-	img := b.ctrl.Image()
-	b.openErr = b.data.openFirst(img)
-	close(b.opened)
-	synced, syncedChanges := img, b.data.changes.Load()
-	b.fetchers.sync(img)
-	b.groups.syncOwnership()
-	for {
-		select {
-		case <-changes:
-		case <-b.regWake: // the same image may now let this node lead
-		case <-b.stop:
-			return
-		}
-		changes = b.ctrl.Changes()
-		img := b.ctrl.Image()
-		if err := b.data.apply(img); err != nil {
-			b.log.Error("apply metadata image", "err", err)
-		}
-		// The fetchers follow the replicas' states and the leaders'
-		// addresses: an image changing neither (another node's ISR, a
-		// group's config) leaves them as they are.
-		if n := b.data.changes.Load(); n != syncedChanges || brokersMoved(synced, img) {
-			synced, syncedChanges = img, n
-			b.fetchers.sync(img)
-		}
-		b.groups.syncOwnership()
-	}
-}
-
-// brokersMoved reports whether a broker of img has an address or a
-// fencing other than in old, or is new or gone: what the replica fetchers
-// take from the brokers (replicaFetchers.sync).
-func brokersMoved(old, img *controller.Image) bool {
-	return !maps.EqualFunc(old.Brokers, img.Brokers, func(a, b controller.Broker) bool {
-		return a.Host == b.Host && a.Port == b.Port && a.Fenced == b.Fenced
-	})
-}
-
-// mayLead reports whether this node may lead the partitions img names it
-// leader of. Without Config.AwaitRegistration, always. With it, only once
-// img holds this process's own registration (the broker epoch it was
-// given, or a later one): until then the image may be one the node
-// recovered from disk, naming it leader in the epochs of its previous
-// incarnation, whose unflushed records a crash may have taken. Leading
-// there would take produces, serve followers and acknowledge acks=all on
-// a log that lost records its followers still hold in the same epoch.
-// The registration gives every partition the old incarnation led a new
-// leader epoch (or another leader), and the followers reconcile their
-// logs with it through OffsetForLeaderEpoch. Broker epochs are Raft
-// indexes and only grow, so a later image never takes this back.
-func (b *Broker) mayLead(img *controller.Image) bool {
-	if !b.cfg.AwaitRegistration {
-		return true
-	}
-	epoch := b.regEpoch.Load()
-	if epoch <= 0 {
-		return false
-	}
-	br, ok := img.Brokers[b.cfg.Settings.NodeID]
-	return ok && br.Epoch >= epoch
-}
-
-// registered tells the Broker the broker epoch of this process's
-// registration: the follow loop applies the image again, leading where
-// it names this node once the image holds it. Only the first call counts
-// (later registrations of the same process lost nothing).
-func (b *Broker) registered(epoch int64) {
-	if epoch <= 0 || !b.regEpoch.CompareAndSwap(0, epoch) {
-		return
-	}
-	select {
-	case b.regWake <- struct{}{}:
-	default: // a wake is pending already
-	}
-}
-
-// led records that an image was applied under which this node leads
-// where it names it (mayLead).
-func (b *Broker) led() {
-	b.leadingOnce.Do(func() { close(b.leading) })
-}
-
-// awaitLeading waits until an image that lets this node lead has been
-// applied (mayLead), or ctx ends.
-func (b *Broker) awaitLeading(ctx context.Context) error {
-	select {
-	case <-b.leading:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	// The coordinator's ownership of the partitions of __consumer_offsets
+	// follows their leadership, image by image.
+	b.parts.AfterApply(b.groups.syncOwnership)
+	return b
 }
 
 // Handle implements server.Handler.
@@ -301,27 +136,41 @@ func (b *Broker) ApiVersionsTags() kmsg.Tags {
 	return t
 }
 
-// Close stops following the controller, stops the replica fetchers and the
-// group coordinator, then checkpoints the high-water marks and flushes and
-// closes every partition log. Closing twice returns nil.
-func (b *Broker) Close() error {
-	closed := false
+// Close closes the group coordinator (waiting joins and syncs are
+// answered NOT_COORDINATOR) and the share groups' connections to other
+// nodes. The partitions stay open: they are the Manager's. Closing twice
+// does nothing.
+func (b *Broker) Close() {
 	b.closeOnce.Do(func() {
-		close(b.stop)
-		<-b.done
-		<-b.maintained
-		closed = true
+		b.groups.close()
+		b.shares.store.peers.Close()
 	})
-	if !closed {
-		return nil
-	}
-	b.fetchers.close()
-	b.groups.close()
-	b.shares.store.peers.Close()
-	return b.data.close() // high-water marks checkpointed first
 }
 
 // reply wraps a ready response.
 func reply(m kmsg.Response) server.Reply {
 	return func() server.Response { return server.Response{Msg: m} }
+}
+
+// dataAPIs lists the data-plane APIs and the versions implemented.
+func (b *Broker) dataAPIs() map[int16]api {
+	return map[int16]api{
+		kmsg.Produce.Int16():        {min: 3, max: 11, handle: b.handleProduce},
+		kmsg.Fetch.Int16():          {min: 4, max: 18, handle: b.handleFetch},
+		kmsg.ListOffsets.Int16():    {min: 1, max: 8, handle: b.handleListOffsets},
+		kmsg.Metadata.Int16():       {min: 0, max: 13, handle: b.handleMetadata},
+		kmsg.DeleteRecords.Int16():  {min: 0, max: 2, handle: b.handleDeleteRecords},
+		kmsg.InitProducerID.Int16(): {min: 0, max: 4, handle: b.handleInitProducerID},
+
+		kmsg.OffsetForLeaderEpoch.Int16(): {min: 0, max: 4, handle: b.handleOffsetForLeaderEpoch}, // epochs.go
+	}
+}
+
+// waitContext bounds a wait by a request's timeout in milliseconds (<= 0:
+// no wait beyond ctx).
+func waitContext(ctx context.Context, timeoutMillis int32) (context.Context, context.CancelFunc) {
+	if timeoutMillis <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Duration(timeoutMillis)*time.Millisecond)
 }

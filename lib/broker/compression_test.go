@@ -156,7 +156,7 @@ func TestProduceRecompressedBatchesKeepIdempotence(t *testing.T) {
 	if got := produce(t, tb, "z", 0, -1, retry); got.ErrorCode != 0 || got.BaseOffset != 0 {
 		t.Fatalf("retry of the first batch: %+v, want no error and its base offset 0", got)
 	}
-	if end := tb.data.partition("z", 0).Log().EndOffset(); end != 8 {
+	if end := tb.parts.Lookup("z", 0).Log().EndOffset(); end != 8 {
 		t.Fatalf("log end %d after a duplicate, want 8", end)
 	}
 	gap, _ := codecBatch(t, record.CodecNone, 20, 1)
@@ -193,7 +193,7 @@ func TestProduceMaxMessageBytesAfterRecompression(t *testing.T) {
 	if pr.ErrorMessage == nil || !strings.Contains(*pr.ErrorMessage, "once recompressed to gzip") {
 		t.Fatalf("error message %v, want one naming the recompression", pr.ErrorMessage)
 	}
-	if end := tb.data.partition("g", 0).Log().EndOffset(); end != 0 {
+	if end := tb.parts.Lookup("g", 0).Log().EndOffset(); end != 0 {
 		t.Fatalf("refused request appended: log end %d", end)
 	}
 	// A batch over the limit as sent is refused even when it would shrink.
@@ -233,7 +233,7 @@ func TestProduceRecompressesEveryBatchOfARequest(t *testing.T) {
 	if got := produce(t, tb, "m", 0, -1, append(bytes.Clone(ok), bad...)); got.ErrorCode != kerr.CorruptMessage.Code {
 		t.Fatalf("request with an undecodable batch: %v, want CORRUPT_MESSAGE", kerr.ErrorForCode(got.ErrorCode))
 	}
-	if end := tb.data.partition("m", 0).Log().EndOffset(); end != 9 {
+	if end := tb.parts.Lookup("m", 0).Log().EndOffset(); end != 9 {
 		t.Fatalf("log end %d after a refused request, want 9", end)
 	}
 }

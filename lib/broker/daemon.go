@@ -20,6 +20,7 @@ import (
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/metrics"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/server"
 	"github.com/mqproject/mq/lib/vfs"
 )
@@ -33,6 +34,7 @@ type Daemon struct {
 	log      *slog.Logger
 	lock     *dataDirLock
 	ctrl     *controller.Controller
+	parts    *partition.Manager
 	broker   *Broker
 	server   *server.Server
 
@@ -41,13 +43,6 @@ type Daemon struct {
 	metrics     *metrics.Metrics
 	metricsAddr string
 	stopMetrics func()
-
-	stopRetention context.CancelFunc
-	retentionDone chan struct{}
-	stopScrub     context.CancelFunc
-	scrubDone     chan struct{}
-	stopCleaner   context.CancelFunc
-	cleanerDone   chan struct{}
 
 	// The broker's lifecycle with the controller (lifecycle.go).
 	brokerEpoch   atomic.Int64
@@ -111,7 +106,7 @@ func (e *DataDirInUseError) Error() string {
 //     host name), else "localhost" port 0 when there is no TCP listener;
 //     once the image holds the registration, which gave every partition
 //     this node led before a new leader epoch or another leader, the
-//     node leads where the image says (Broker.mayLead), and the group
+//     node leads where the image says (partition.Manager.MayLead), and the group
 //     coordinator loads its partitions;
 //  6. start enforcing retention every s.LogRetentionCheckInterval, and
 //     the scrubber (s.LogScrubBytesPerSec).
@@ -173,7 +168,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	if err := d.checkClusterID(); err != nil {
 		return nil, err
 	}
-	if hostsPartitions(vfs.OS, s.DataDir) {
+	if partition.HostsPartitions(vfs.OS, s.DataDir) {
 		// The image must hold every partition this node hosts before
 		// they open, so that the registration names those that lost
 		// committed records.
@@ -185,7 +180,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 		}
 	}
 	// The node leads nothing until its registration is in the image.
-	bcfg := Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker"), AwaitRegistration: true}
+	pcfg := partition.Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker"), AwaitRegistration: true}
 	scfg := server.Config{
 		Listeners:             s.Listeners,
 		MaxRequestBytes:       s.SocketRequestMaxBytes,
@@ -199,15 +194,16 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 			PartitionSeries: s.MetricsPartitionSeries,
 			APINames:        map[int16]string{kafkaext.SkipDamagedKey: "SkipDamaged", kafkaext.RefetchKey: "Refetch"},
 		})
-		bcfg.LogFS = vfs.Timed(vfs.OS, d.metrics.ObserveFsync)
+		pcfg.FS = vfs.Timed(vfs.OS, d.metrics.ObserveFsync)
 		scfg.Observer = d.metrics
 	}
 	// The server listens while the partitions open: one still opening
 	// answers with a retriable error.
-	d.broker, err = NewOpening(bcfg)
+	d.parts, err = partition.Open(pcfg)
 	if err != nil {
 		return nil, err
 	}
+	d.broker = New(Config{Settings: s, Controller: d.ctrl, Partitions: d.parts, Logger: pcfg.Logger})
 	d.server, err = server.New(scfg, d.broker)
 	if err != nil {
 		return nil, err
@@ -215,10 +211,10 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	if err := d.server.Start(); err != nil {
 		return nil, err
 	}
-	if err := d.broker.Opened(ctx); err != nil {
+	if err := d.parts.Opened(ctx); err != nil {
 		return nil, err
 	}
-	d.lost = d.broker.data.lostCommitted()
+	d.lost = d.parts.LostCommitted()
 	if d.metrics != nil {
 		// Scrapes read the broker, the server and the controller, all
 		// open from here on.
@@ -242,13 +238,11 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	if err := d.register(ctx); err != nil {
 		return nil, err
 	}
-	if err := d.broker.awaitLeading(ctx); err != nil {
+	if err := d.parts.AwaitLeading(ctx); err != nil {
 		return nil, fmt.Errorf("apply the metadata image with this broker's registration: %w", err)
 	}
 	d.startHeartbeat()
-	d.startRetention(s.LogRetentionCheckInterval)
-	d.startScrub(s.LogScrubBytesPerSec, s.LogScrubInterval)
-	d.startCleaner(s.LogCleanerThreads, s.LogCleanerDedupeBufferSize, s.LogCleanerBackoff)
+	d.parts.StartLogTasks()
 	return d, nil
 }
 
@@ -298,28 +292,6 @@ func advertisedAddress(advertise string, listeners []string) (string, int32, err
 	return host, int32(port), nil
 }
 
-func (d *Daemon) startRetention(every time.Duration) {
-	if every <= 0 {
-		every = 5 * time.Minute
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	d.stopRetention = cancel
-	d.retentionDone = make(chan struct{})
-	go func() {
-		defer close(d.retentionDone)
-		t := d.broker.clock.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C():
-				d.broker.EnforceRetention()
-			}
-		}
-	}()
-}
-
 // Addrs returns the addresses actually listened on, in the order of the
 // listeners setting, with TCP port 0 resolved: "tcp://127.0.0.1:40123",
 // "unix:///run/mq/mqd.sock".
@@ -359,26 +331,17 @@ func (d *Daemon) closeParts(ctx context.Context) error {
 		d.stopHeartbeat()
 		<-d.heartbeatDone
 	}
-	if d.stopRetention != nil {
-		d.stopRetention()
-		<-d.retentionDone
-	}
-	if d.stopCleaner != nil {
-		d.stopCleaner()
-		<-d.cleanerDone
-	}
-	if d.stopScrub != nil {
-		d.stopScrub()
-		<-d.scrubDone
-	}
 	if d.server != nil {
 		if err := d.server.Shutdown(ctx); err != nil && !errors.Is(err, server.ErrClosed) {
 			errs = append(errs, fmt.Errorf("shut down server: %w", err))
 		}
 	}
 	if d.broker != nil {
-		if err := d.broker.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close broker: %w", err))
+		d.broker.Close()
+	}
+	if d.parts != nil {
+		if err := d.parts.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close partitions: %w", err))
 		}
 	}
 	if d.ctrl != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -52,13 +53,13 @@ func (b *Broker) handleSkipDamaged(ctx context.Context, c *server.ConnInfo, req 
 
 // skipDamaged skips the damaged range of a partition holding offset, or
 // (offset < 0) every damaged range it has not skipped yet.
-func (b *Broker) skipDamaged(t *controller.Topic, partition int32, offset int64) ([]log.Damage, error) {
-	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
-		return nil, errUnknownPartition
+func (b *Broker) skipDamaged(t *controller.Topic, index int32, offset int64) ([]log.Damage, error) {
+	if t == nil || index < 0 || int(index) >= len(t.Partitions) {
+		return nil, partition.ErrUnknownPartition
 	}
-	h := b.data.hostedReplica(t, partition)
+	h := b.parts.Replica(t, index)
 	if h == nil || !h.IsLeader() {
-		return nil, errNotHostedOrLeader
+		return nil, partition.ErrNotHosted
 	}
 	l := h.Log()
 	if offset >= 0 {
@@ -91,7 +92,7 @@ func (b *Broker) handleRefetch(ctx context.Context, c *server.ConnInfo, req *ser
 	img := b.ctrl.Image()
 	for _, rp := range r.Partitions {
 		pr := kafkaext.RefetchPartitionResponse{Topic: rp.Topic, Partition: rp.Partition}
-		h, err := b.leaderPartition(img.Topics[rp.Topic], rp.Partition)
+		h, err := b.parts.Leader(img.Topics[rp.Topic], rp.Partition)
 		if err == nil {
 			pr.Granted, err = h.GrantRefetch(r.ReplicaID, rp.LeaderEpoch, rp.Offset)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/server"
 	"github.com/mqproject/mq/lib/vfs"
@@ -82,15 +83,23 @@ func startBrokerOn(t testing.TB, dir string, mod func(*config.Broker), fsys vfs.
 	if mod != nil {
 		mod(&settings)
 	}
-	b, err := New(Config{Settings: settings, Controller: ctrl, Logger: logger, LogFS: fsys, Clock: clk})
+	parts, err := partition.Open(partition.Config{Settings: settings, Controller: ctrl, Logger: logger, FS: fsys, Clock: clk})
+	if err == nil {
+		err = parts.Opened(context.Background())
+	}
 	if err != nil {
+		if parts != nil {
+			parts.Close()
+		}
 		ctrl.Close()
 		t.Fatal(err)
 	}
+	b := New(Config{Settings: settings, Controller: ctrl, Partitions: parts, Logger: logger, Clock: clk})
 	tb := &testBroker{Broker: b, ctrl: ctrl, dir: dir, logs: logs}
 	t.Cleanup(func() {
-		if err := b.Close(); err != nil {
-			t.Errorf("broker close: %v", err)
+		b.Close()
+		if err := parts.Close(); err != nil {
+			t.Errorf("partitions close: %v", err)
 		}
 		ctrl.Close()
 	})
@@ -119,7 +128,7 @@ func (tb *testBroker) createTopic(t testing.TB, name string, partitions int32, c
 	}
 	tb.waitFor(t, fmt.Sprintf("topic %s open", name), func() bool {
 		for p := range partitions {
-			if h := tb.data.partition(name, p); h == nil || !h.IsLeader() {
+			if h := tb.parts.Lookup(name, p); h == nil || !h.IsLeader() {
 				return false
 			}
 		}
@@ -139,6 +148,12 @@ func (tb *testBroker) waitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// Close closes the broker, then its partitions, as mqd does.
+func (tb *testBroker) Close() error {
+	tb.Broker.Close()
+	return tb.parts.Close()
 }
 
 var testConn = &server.ConnInfo{ID: 1, Network: "tcp"}
@@ -253,10 +268,10 @@ func TestDataPlaneOpensHostedPartitionsAndDeletesDroppedTopics(t *testing.T) {
 	}
 	tb.waitFor(t, "data of the deleted topic removed", func() bool {
 		_, err := os.Stat(dropDir)
-		return os.IsNotExist(err) && tb.data.partition("drop", 0) == nil
+		return os.IsNotExist(err) && tb.parts.Lookup("drop", 0) == nil
 	})
 	for p := range int32(2) {
-		if tb.data.partition("keep", p) == nil {
+		if tb.parts.Lookup("keep", p) == nil {
 			t.Fatalf("keep-%d not hosted", p)
 		}
 	}
@@ -289,8 +304,8 @@ func TestDataPlaneAppliesTopicConfigChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb.waitFor(t, "config applied", func() bool {
-		h := tb.data.partition("cfg", 0)
-		return h != nil && h.config().MaxMessageBytes == 2000
+		h := tb.parts.Lookup("cfg", 0)
+		return h != nil && h.Config().MaxMessageBytes == 2000
 	})
 	// The new limit applies to produce.
 	big := testBatch(t, record.BuildOptions{}, string(make([]byte, 3000)), 1)
@@ -310,7 +325,7 @@ func TestDataPlaneReopensLogsAfterRestart(t *testing.T) {
 	tb.ctrl.Close()
 
 	tb2 := startBroker(t, dir, nil)
-	h := tb2.data.partition("durable", 0)
+	h := tb2.parts.Lookup("durable", 0)
 	if h == nil {
 		t.Fatal("partition not reopened")
 	}
@@ -354,7 +369,7 @@ func TestDirectoryOfAnEarlierTopicIsSetAside(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(dir, "t-0"), os.DirFS(filepath.Join(earlier, "t-0"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := copyFile(filepath.Join(earlier, checkpointsFile), filepath.Join(dir, checkpointsFile)); err != nil {
+	if err := copyFile(filepath.Join(earlier, partition.CheckpointsFile), filepath.Join(dir, partition.CheckpointsFile)); err != nil {
 		t.Fatal(err)
 	}
 	tb := startBroker(t, dir, nil)
@@ -362,7 +377,7 @@ func TestDirectoryOfAnEarlierTopicIsSetAside(t *testing.T) {
 	if id == earlierID {
 		t.Fatal("the new topic has the earlier one's ID")
 	}
-	if end := tb.data.partition("t", 0).Log().EndOffset(); end != 0 {
+	if end := tb.parts.Lookup("t", 0).Log().EndOffset(); end != 0 {
 		t.Fatalf("the new topic's log ends at %d: it serves the earlier topic's records", end)
 	}
 	aside := filepath.Join(dir, "t-0."+earlierID.String()+".stale")

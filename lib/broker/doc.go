@@ -33,44 +33,28 @@
 //     there (on the partitions' Changed channels, up to MaxWaitMillis),
 //     JoinGroup and SyncGroup wait for the rebalance there. Replies select
 //     on the connection's context, so a closed connection ends them.
-//   - One follow goroutine (Broker.follow) applies the controller's images,
-//     in order: first the partitions (dataPlane.apply: open, Become with the
-//     leader, epoch and ISR, reconfigure, delete), then the replica
-//     fetchers' partition sets (replicaFetchers.sync), then the
-//     coordinator's ownership of the partitions of __consumer_offsets,
-//     which needs them open.
-//   - Each replica fetcher (fetcher.go) is one goroutine with one
-//     connection to a leader broker: OffsetForLeaderEpoch for partitions
-//     that must truncate first, then one Fetch for all of them (in one
-//     fetch session with that leader: incremental after the first),
-//     appended through lib/replica. Its partition set is replaced under
-//     fetcher.mu.
-//   - One maintain goroutine (isr.go) proposes the leaders' ISR changes to
-//     the controller (at most maxISRProposals at once, each in a goroutine
-//     of its own) and checkpoints the high-water marks.
+//   - lib/partition's loops apply the controller's images to the hosted
+//     partitions, run the replica fetchers, the ISR proposals and the log
+//     tasks; after each image they call the group coordinator's
+//     syncOwnership (partition.Manager.AfterApply).
 //   - The Daemon's heartbeat goroutine (lifecycle.go) heartbeats to the
 //     active controller (with the log end offset and last epoch of each
 //     hosted partition that has no leader, for unclean elections),
 //     registers again when asked, and watches for
 //     configuration conflicts (Daemon.Fatal). It is the only watcher of the controller. Handlers that need a
 //     topic they just created apply the current image themselves
-//     (dataPlane.refresh), serialized with follow by dataPlane.syncMu.
+//     (partition.Manager.Refresh).
 //   - lib/group runs its timers (sessions, rebalances, offset retention) on
 //     its Clock and replays a partition of __consumer_offsets in a goroutine
 //     of its own when this node starts leading it (LoadAsync).
-//   - The Daemon runs the retention loop (log.retention.check.interval.ms)
-//     and the scrubber (scrub.go, log.scrub.bytes.per.sec); each lib/log Log
-//     may run a flusher (flush.policy=interval) and background fsyncs of
-//     rolled segments; the controller runs hashicorp/raft's goroutines.
+//   - The controller runs hashicorp/raft's goroutines.
 //
 // # Locks, in the order they may be taken
 //
 //  1. groupCoordinator.createMu: one creation of __consumer_offsets at a
 //     time; held across the controller's CreateTopic and the refresh after.
-//  2. dataPlane.syncMu: one image applied at a time (follow, refresh);
-//     opening and closing logs happens under it.
-//  3. dataPlane.mu: the map of hosted partitions; held only to read or
-//     change the map, never across I/O.
+//  2. lib/partition's locks (Manager.syncMu, then Manager.mu): the
+//     refresh after a creation takes them.
 //
 // Below them come the locks of the parts: lib/group's coordinator mutex
 // (it appends commits to __consumer_offsets under it, through offsetsStore:

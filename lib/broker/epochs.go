@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -57,13 +58,13 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, _ *server.ConnInf
 }
 
 // endOffsetForEpoch answers one partition of OffsetForLeaderEpoch.
-func (b *Broker) endOffsetForEpoch(t *controller.Topic, partition, currentEpoch, leaderEpoch int32) (int64, int32, error) {
-	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
-		return -1, -1, errUnknownPartition
+func (b *Broker) endOffsetForEpoch(t *controller.Topic, index, currentEpoch, leaderEpoch int32) (int64, int32, error) {
+	if t == nil || index < 0 || int(index) >= len(t.Partitions) {
+		return -1, -1, partition.ErrUnknownPartition
 	}
-	h := b.data.hostedReplica(t, partition)
+	h := b.parts.Replica(t, index)
 	if h == nil {
-		return -1, -1, errNotHostedOrLeader
+		return -1, -1, partition.ErrNotHosted
 	}
 	return h.EndOffsetForEpoch(currentEpoch, leaderEpoch)
 }

@@ -40,7 +40,7 @@ func (tb *testBroker) createAssigned(t testing.TB, name string, assignments ...[
 	}
 	tb.waitFor(t, "topic "+name+" applied", func() bool {
 		for p, a := range assignments {
-			if slices.Contains(a, 1) && tb.data.partition(name, int32(p)) == nil {
+			if slices.Contains(a, 1) && tb.parts.Lookup(name, int32(p)) == nil {
 				return false
 			}
 		}
@@ -62,7 +62,7 @@ func (tb *testBroker) moveLeader(t testing.TB, topic string, partition, leader i
 		t.Fatal(err)
 	}
 	tb.waitFor(t, fmt.Sprintf("%s-%d at leader epoch %d", topic, partition, epoch), func() bool {
-		h := tb.data.partition(topic, partition)
+		h := tb.parts.Lookup(topic, partition)
 		return h == nil || h.LeaderEpoch() == epoch
 	})
 }
@@ -166,7 +166,7 @@ func TestOffsetForLeaderEpochAnswersFromTheEpochHistory(t *testing.T) {
 func TestOffsetForLeaderEpochOfAnEmptyLog(t *testing.T) {
 	tb := startBroker(t, "", nil)
 	tb.createTopic(t, "empty", 1, nil)
-	epoch := tb.data.partition("empty", 0).LeaderEpoch()
+	epoch := tb.parts.Lookup("empty", 0).LeaderEpoch()
 	got := offsetForEpoch(t, tb, 4, epochRequest("empty", 0, -1, epoch))
 	if got.ErrorCode != 0 || got.LeaderEpoch != epoch || got.EndOffset != 0 {
 		t.Fatalf("got %v epoch %d end offset %d, want no error, %d, 0", kerr.ErrorForCode(got.ErrorCode), got.LeaderEpoch, got.EndOffset, epoch)

@@ -10,6 +10,7 @@ import (
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/group"
 	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/replica"
 )
@@ -30,25 +31,21 @@ type errorCode struct {
 
 // Errors of lib/broker itself, the same for every API.
 var (
-	errEmptyRecords      = errors.New("broker: produce without a record batch")
-	errTransactional     = errors.New("broker: transactions are not supported")
-	errControlBatch      = errors.New("broker: control batches cannot be produced")
-	errMessageTooLarge   = errors.New("broker: message too large")
-	errUnknownPartition  = errors.New("broker: unknown topic or partition")
-	errInvalidAcks       = errors.New("broker: acks must be -1, 0 or 1")
-	errNotHostedOrLeader = errors.New("broker: partition not led by this node")
-	errUnknownTopicID    = errors.New("broker: unknown topic id")
-	errInvalidTimestamp  = errors.New("broker: invalid list offsets timestamp")
-	errInvalidTopicName  = errors.New("broker: invalid topic name")
-	errUnknownTopic      = errors.New("broker: unknown topic")
+	errEmptyRecords     = errors.New("broker: produce without a record batch")
+	errTransactional    = errors.New("broker: transactions are not supported")
+	errControlBatch     = errors.New("broker: control batches cannot be produced")
+	errMessageTooLarge  = errors.New("broker: message too large")
+	errInvalidAcks      = errors.New("broker: acks must be -1, 0 or 1")
+	errUnknownTopicID   = errors.New("broker: unknown topic id")
+	errInvalidTimestamp = errors.New("broker: invalid list offsets timestamp")
+	errInvalidTopicName = errors.New("broker: invalid topic name")
+	errUnknownTopic     = errors.New("broker: unknown topic")
 )
 
 var brokerCodes = []errorCode{
-	{errUnknownPartition, kerr.UnknownTopicOrPartition},
 	{errUnknownTopic, kerr.UnknownTopicOrPartition},
 	{errUnknownTopicID, kerr.UnknownTopicID},
 	{errInvalidTopicName, kerr.InvalidTopicException},
-	{errNotHostedOrLeader, kerr.NotLeaderForPartition},
 	{errInvalidAcks, kerr.InvalidRequiredAcks},
 	{errMessageTooLarge, kerr.MessageTooLarge},
 	// mq has no transaction coordinator; this is what Kafka answers a
@@ -87,6 +84,13 @@ var logCodes = []errorCode{
 	// A log closed under a request was moved or deleted: the client looks
 	// the leader up again.
 	{log.ErrClosed, kerr.NotLeaderForPartition},
+}
+
+// partitionCodes: a lookup of the partitions this node hosts. Every API
+// that reads brokerCodes reads these next.
+var partitionCodes = []errorCode{
+	{partition.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{partition.ErrNotHosted, kerr.NotLeaderForPartition},
 }
 
 // replicaCodes: a partition replica's refusals.
@@ -178,7 +182,7 @@ func kafkaCode(err error, fallback *kerr.Error, tables ...[]errorCode) int16 {
 // Anything unnamed is the disk's fault (a full disk, an I/O error), which
 // producers retry.
 func produceError(err error, version int16) int16 {
-	code := kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes, recordCodes, contextCodes)
+	code := kafkaCode(err, kerr.KafkaStorageError, brokerCodes, partitionCodes, replicaCodes, logCodes, recordCodes, contextCodes)
 	// INVALID_RECORD exists from Produce v8 (KIP-467); older clients know
 	// the same condition as CORRUPT_MESSAGE.
 	if code == kerr.InvalidRecord.Code && version < 8 {
@@ -189,18 +193,18 @@ func produceError(err error, version int16) int16 {
 
 // fetchError maps an error of the fetch path to its Kafka error code.
 func fetchError(err error) int16 {
-	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes)
+	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, partitionCodes, replicaCodes, logCodes)
 }
 
 // offsetsError maps an error of ListOffsets to its Kafka error code.
 func offsetsError(err error) int16 {
-	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes, contextCodes)
+	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, partitionCodes, replicaCodes, logCodes, contextCodes)
 }
 
 // epochsError maps an error of OffsetForLeaderEpoch to its Kafka error
 // code.
 func epochsError(err error) int16 {
-	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes)
+	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, partitionCodes, replicaCodes, logCodes)
 }
 
 // metadataCodes: Metadata creates topics on the fly (auto-create), and
@@ -216,7 +220,7 @@ var metadataCodes = []errorCode{
 // metadataError maps an error of Metadata (and InitProducerId) to its
 // Kafka error code.
 func metadataError(err error) int16 {
-	return kafkaCode(err, kerr.UnknownServerError, metadataCodes, brokerCodes, controllerCodes)
+	return kafkaCode(err, kerr.UnknownServerError, metadataCodes, brokerCodes, partitionCodes, controllerCodes)
 }
 
 // adminError is an admin refusal that carries its own Kafka error and
@@ -239,7 +243,7 @@ func kafkaError(err error) (int16, *string) {
 	if errors.As(err, &ae) {
 		return ae.code.Code, &ae.msg
 	}
-	return kafkaCode(err, kerr.UnknownServerError, brokerCodes, controllerCodes, configCodes, contextCodes), &msg
+	return kafkaCode(err, kerr.UnknownServerError, brokerCodes, partitionCodes, controllerCodes, configCodes, contextCodes), &msg
 }
 
 // groupError maps an error of the group APIs to its Kafka error code.
@@ -260,12 +264,12 @@ func groupError(err error) int16 {
 		}
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	return kafkaCode(err, kerr.UnknownServerError, groupCodes, brokerCodes)
+	return kafkaCode(err, kerr.UnknownServerError, groupCodes, brokerCodes, partitionCodes)
 }
 
 // skipDamagedError maps an error of SkipDamaged to its Kafka error code.
 func skipDamagedError(err error) int16 {
-	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes)
+	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, partitionCodes, replicaCodes, logCodes)
 }
 
 // groupErrorMessage is the ErrorMessage for a code-carrying error, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/group"
 	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/replica"
 )
@@ -26,6 +27,8 @@ import (
 // by qualified name. TestEveryInternalErrorHasItsCode finds them in the
 // sources, so a new one cannot be forgotten here.
 var internalErrors = map[string]error{
+	"partition.ErrUnknownPartition":             partition.ErrUnknownPartition,
+	"partition.ErrNotHosted":                    partition.ErrNotHosted,
 	"log.ErrOffsetOutOfRange":                   log.ErrOffsetOutOfRange,
 	"log.ErrOffsetMismatch":                     log.ErrOffsetMismatch,
 	"log.ErrNotFound":                           log.ErrNotFound,
@@ -123,13 +126,13 @@ var uncoded = map[string]string{
 }
 
 var errorTables = map[string][]errorCode{
-	"broker": brokerCodes, "record": recordCodes, "log": logCodes, "replica": replicaCodes,
+	"broker": brokerCodes, "partition": partitionCodes, "record": recordCodes, "log": logCodes, "replica": replicaCodes,
 	"controller": controllerCodes, "config": configCodes, "group": groupCodes, "context": contextCodes,
 }
 
 func TestEveryInternalErrorHasItsCode(t *testing.T) {
 	found := map[string]bool{}
-	for _, pkg := range []string{"log", "replica", "record", "controller", "config", "group"} {
+	for _, pkg := range []string{"log", "replica", "partition", "record", "controller", "config", "group"} {
 		for _, name := range sentinelErrors(t, filepath.Join("..", pkg)) {
 			q := pkg + "." + name
 			found[q] = true

@@ -14,6 +14,7 @@ import (
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/replica"
 	"github.com/mqproject/mq/lib/server"
 )
@@ -42,7 +43,7 @@ type fetchPartition struct {
 // session keeps it, and while both are the same the next lookup is this
 // one.
 type partitionLookup struct {
-	p                      *hosted
+	p                      *partition.Hosted
 	lookupErr              error
 	lookupImage, lookupGen uint64
 }
@@ -267,7 +268,7 @@ func (f *fetch) resolve(b *Broker, img *controller.Image, r *kmsg.FetchRequest) 
 // data plane gen keeps its answer: over 10,000 partitions, looking each
 // up again was a quarter of a live consumer's fetch.
 func (f *fetch) lookup(b *Broker, img *controller.Image) {
-	gen := b.data.gen.Load()
+	gen := b.parts.Gen()
 	version := img.Version
 	f.flat = f.flat[:0]
 	for i := range f.topics {
@@ -282,7 +283,7 @@ func (f *fetch) lookup(b *Broker, img *controller.Image) {
 		} else {
 			t = img.Topics[ft.name]
 			if t == nil {
-				terr = errUnknownPartition
+				terr = partition.ErrUnknownPartition
 			}
 		}
 		for j := range ft.parts {
@@ -301,17 +302,17 @@ func (f *fetch) lookup(b *Broker, img *controller.Image) {
 
 // lookupPartition finds partition of topic t (nil: unknown, terr), or the
 // error to answer for it.
-func (f *fetch) lookupPartition(b *Broker, t *controller.Topic, terr error, partition int32) (*hosted, error) {
+func (f *fetch) lookupPartition(b *Broker, t *controller.Topic, terr error, index int32) (*partition.Hosted, error) {
 	switch {
 	case terr != nil:
 		return nil, terr
-	case partition < 0 || int(partition) >= len(t.Partitions):
-		return nil, errUnknownPartition
+	case index < 0 || int(index) >= len(t.Partitions):
+		return nil, partition.ErrUnknownPartition
 	}
-	if h := b.data.hostedReplica(t, partition); h != nil {
+	if h := b.parts.Replica(t, index); h != nil {
 		return h, nil
 	}
-	return nil, errNotHostedOrLeader
+	return nil, partition.ErrNotHosted
 }
 
 // read reads every partition once, from flat[start] round, releasing
@@ -482,8 +483,8 @@ func (f *fetch) response() server.Response {
 					// Client traffic: the bytes sent, and the offsets
 					// in them from the one asked for on (the first
 					// batch may start before it).
-					fp.p.traffic.bytesOut.Add(uint64(fp.region.Len))
-					fp.p.traffic.messagesOut.Add(uint64(max(fp.region.LastOffset+1-max(fp.fetchOffset, fp.region.BaseOffset), 0)))
+					fp.p.Traffic.BytesOut.Add(uint64(fp.region.Len))
+					fp.p.Traffic.MessagesOut.Add(uint64(max(fp.region.LastOffset+1-max(fp.fetchOffset, fp.region.BaseOffset), 0)))
 				}
 			}
 			fp.region = log.Region{}

@@ -207,7 +207,7 @@ func TestFetchErrors(t *testing.T) {
 	t.Run("not leader", func(t *testing.T) {
 		tb2 := startBroker(t, "", nil)
 		id2 := tb2.createTopic(t, "moved", 1, nil)
-		h := tb2.data.partition("moved", 0)
+		h := tb2.parts.Lookup("moved", 0)
 		if err := h.Become(replica.PartitionState{Leader: 2, LeaderEpoch: h.LeaderEpoch() + 1, PartitionEpoch: h.State().PartitionEpoch, Replicas: []int32{1, 2}, ISR: []int32{2}}); err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestFetchErrors(t *testing.T) {
 		}
 	})
 	t.Run("fenced leader epoch", func(t *testing.T) {
-		h := tb.data.partition("e", 0)
+		h := tb.parts.Lookup("e", 0)
 		req := fetchRequest("e", id, 0, 0, 0)
 		req.Topics[0].Partitions[0].CurrentLeaderEpoch = h.LeaderEpoch() + 1
 		if got := fetchOne(t, tb, 12, req); got.ErrorCode != kerr.UnknownLeaderEpoch.Code {
@@ -367,7 +367,7 @@ func TestFetchMaxBytes(t *testing.T) {
 func TestFollowerFetchRecordsPosition(t *testing.T) {
 	tb := startBroker(t, "", nil)
 	id := tb.createTopic(t, "rep", 1, nil)
-	h := tb.data.partition("rep", 0)
+	h := tb.parts.Lookup("rep", 0)
 	if err := h.Become(replica.PartitionState{Leader: 1, LeaderEpoch: h.LeaderEpoch(), PartitionEpoch: h.State().PartitionEpoch, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
 		t.Fatal(err)
 	}

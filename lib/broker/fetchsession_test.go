@@ -434,7 +434,7 @@ func TestFetchSessionSkipsUnchangedPartitions(t *testing.T) {
 	if got, _ := fetch(map[int32]int64{0: 1, 1: 2}, func(req *kmsg.FetchRequest) {
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 2, 1, 1<<20
-		rp.CurrentLeaderEpoch = tb.data.partition("fskip", 2).LeaderEpoch() + 1
+		rp.CurrentLeaderEpoch = tb.parts.Lookup("fskip", 2).LeaderEpoch() + 1
 		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
 	}); got[2] != -1 {
 		t.Fatalf("a future leader epoch: answered %v, want partition 2's error", got)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/group"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -68,7 +69,7 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, _ *server.ConnInfo, req
 		rp := &resp.Topics[s.topic].Partitions[s.partition]
 		switch {
 		case s.index < 0:
-			rp.ErrorCode = groupError(errUnknownPartition)
+			rp.ErrorCode = groupError(partition.ErrUnknownPartition)
 		case err != nil:
 			rp.ErrorCode = groupError(err)
 		default:
@@ -182,7 +183,7 @@ func (b *Broker) handleOffsetDelete(ctx context.Context, _ *server.ConnInfo, req
 			rp.Partition = p.Partition
 			rp.ErrorCode = groupError(errs[i])
 			if rp.ErrorCode == 0 && !knownPartition(img, t.Topic, p.Partition) {
-				rp.ErrorCode = groupError(errUnknownPartition)
+				rp.ErrorCode = groupError(partition.ErrUnknownPartition)
 			}
 			i++
 			rt.Partitions = append(rt.Partitions, rp)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/group"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/replica"
 )
@@ -35,7 +36,8 @@ type groupCoordinator struct {
 }
 
 // newGroupCoordinator starts the coordinator and loads the partitions of
-// __consumer_offsets this node leads; Broker.follow keeps that up to date.
+// __consumer_offsets this node leads; the partitions' follow loop keeps that
+// up to date (partition.Manager.AfterApply).
 func newGroupCoordinator(b *Broker) *groupCoordinator {
 	s := b.cfg.Settings
 	n := s.OffsetsTopicNumPartitions
@@ -59,14 +61,14 @@ func newGroupCoordinator(b *Broker) *groupCoordinator {
 // syncOwnership loads the partitions of __consumer_offsets this node now
 // leads (in the background: replay can take a while, during which their
 // groups answer COORDINATOR_LOAD_IN_PROGRESS) and unloads those it no
-// longer leads. Before this node may lead (Broker.mayLead) it leads none.
+// longer leads. Before this node may lead (partition.Manager.MayLead) it leads none.
 func (gc *groupCoordinator) syncOwnership() {
 	img := gc.b.ctrl.Image()
 	self := gc.b.cfg.Settings.NodeID
 	lead := map[int32]bool{}
-	if t := img.Topics[offsetsTopic]; t != nil && gc.b.mayLead(img) {
+	if t := img.Topics[offsetsTopic]; t != nil && gc.b.parts.MayLead(img) {
 		for _, p := range t.Partitions {
-			if p.Leader == self && gc.b.data.hostedReplica(t, p.ID) != nil {
+			if p.Leader == self && gc.b.parts.Replica(t, p.ID) != nil {
 				lead[p.ID] = true
 			}
 		}
@@ -157,9 +159,9 @@ func offsetsReplicationFactor(setting int16, img *controller.Image) int16 {
 // __consumer_offsets this node leads.
 type offsetsStore struct{ b *Broker }
 
-func (s offsetsStore) partition(p int32) (*hosted, error) {
+func (s offsetsStore) partition(p int32) (*partition.Hosted, error) {
 	t := s.b.ctrl.Image().Topics[offsetsTopic]
-	return s.b.leaderPartition(t, p)
+	return s.b.parts.Leader(t, p)
 }
 
 // Append appends as an acks=all produce would (refused with
@@ -184,7 +186,7 @@ func (s offsetsStore) Append(p int32, batch []byte) (group.Pending, error) {
 // offsetsPending waits for the in-sync replicas to have a coordinator
 // batch, as an acks=all produce does.
 type offsetsPending struct {
-	h          *hosted
+	h          *partition.Hosted
 	lastOffset int64
 	epoch      int32 // the leader epoch the batch was appended in
 }
@@ -206,11 +208,11 @@ const replayReadBytes = 1 << 20
 func (s offsetsStore) Replay(p int32, fn func(key, value []byte) error) error {
 	t := s.b.ctrl.Image().Topics[offsetsTopic]
 	if t == nil || p < 0 || int(p) >= len(t.Partitions) {
-		return errUnknownPartition
+		return partition.ErrUnknownPartition
 	}
-	h := s.b.data.hostedReplica(t, p)
+	h := s.b.parts.Replica(t, p)
 	if h == nil {
-		return errNotHostedOrLeader
+		return partition.ErrNotHosted
 	}
 	l := h.Log()
 	offset, end := l.StartOffset(), l.EndOffset()
@@ -247,6 +249,6 @@ func (s offsetsStore) Replay(p int32, fn func(key, value []byte) error) error {
 
 // storeErrorIsNotLeader tells a store failure caused by lost leadership.
 func storeErrorIsNotLeader(err error) bool {
-	return errors.Is(err, replica.ErrNotLeader) || errors.Is(err, errNotHostedOrLeader) ||
-		errors.Is(err, replica.ErrClosed) || errors.Is(err, errUnknownPartition)
+	return errors.Is(err, replica.ErrNotLeader) || errors.Is(err, partition.ErrNotHosted) ||
+		errors.Is(err, replica.ErrClosed) || errors.Is(err, partition.ErrUnknownPartition)
 }

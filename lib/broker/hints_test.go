@@ -107,7 +107,7 @@ func TestNotLeaderAnswersNameTheCurrentLeader(t *testing.T) {
 	})
 
 	t.Run("fetch", func(t *testing.T) {
-		ledEpoch := tb.data.partition("led", 0).LeaderEpoch()
+		ledEpoch := tb.parts.Lookup("led", 0).LeaderEpoch()
 		fencedReq := func() *kmsg.FetchRequest {
 			req := fetchRequest("led", led, 0, 0, 0)
 			req.Topics[0].Partitions[0].CurrentLeaderEpoch = ledEpoch - 1

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -14,98 +13,6 @@ import (
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 )
-
-// TestISROutcome checks how the ISR loop reads an AlterPartition error:
-// only a refusal that proves nothing was applied may drop the followers
-// a proposal was adding from the high-water mark's set.
-func TestISROutcome(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want int
-	}{
-		{"deadline", context.DeadlineExceeded, isrUnknown},
-		{"canceled at stop", context.Canceled, isrUnknown},
-		{"raft leadership lost", fmt.Errorf("%w: leadership lost while committing command", controller.ErrNotController), isrUnknown},
-		{"connection broke", fmt.Errorf("%w: propose to 127.0.0.1:1: outcome unknown: EOF", controller.ErrNotController), isrUnknown},
-		// The text of a refusal inside an unknown outcome is not a refusal.
-		{"unknown wins", fmt.Errorf("%w: %w", controller.ErrNotController, controller.ErrInvalidPartitionState), isrUnknown},
-		{"closed", controller.ErrClosed, isrUnknown},
-		{"other", errors.New("controller: apply: something"), isrUnknown},
-		{"topic deleted", fmt.Errorf("%w: %q", controller.ErrUnknownTopic, "t"), isrUnknown},
-		{"stale partition epoch", fmt.Errorf("%w: partition epoch 3, current 4", controller.ErrInvalidUpdateVersion), isrSuperseded},
-		{"stale leader epoch", fmt.Errorf("%w: leader epoch 3, current 4", controller.ErrFencedLeaderEpoch), isrSuperseded},
-		{"invalid ISR", fmt.Errorf("%w: leader 1 is not in the isr", controller.ErrInvalidPartitionState), isrRefused},
-		{"ineligible replica", fmt.Errorf("%w: broker 3 is fenced", controller.ErrIneligibleReplica), isrRefused},
-		{"not the leader", fmt.Errorf("%w: broker 2, leader is 1", controller.ErrNotLeader), isrRefused},
-	}
-	for _, tt := range tests {
-		if got := isrOutcome(tt.err); got != tt.want {
-			t.Errorf("%s (%v): outcome %d, want %d", tt.name, tt.err, got, tt.want)
-		}
-	}
-}
-
-// TestISROutcomeFromController checks the classification against a real
-// controller's refusals, from the Raft leader and through a forward from
-// the other nodes, where the errors cross the wire.
-func TestISROutcomeFromController(t *testing.T) {
-	c := startCluster(t, 3, nil)
-	createReplicated(t, c, "isr-outcome", 1)
-	p := c.image().Topics["isr-outcome"].Partitions[0]
-	valid := controller.AlterPartition{
-		Topic: "isr-outcome", Partition: 0, Leader: p.Leader,
-		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR,
-	}
-	var other int32 = 1
-	if p.Leader == 1 {
-		other = 2
-	}
-	tests := []struct {
-		name   string
-		change func(*controller.AlterPartition)
-		want   int
-	}{
-		{"stale partition epoch", func(a *controller.AlterPartition) { a.PartitionEpoch-- }, isrSuperseded},
-		{"stale leader epoch", func(a *controller.AlterPartition) { a.LeaderEpoch-- }, isrSuperseded},
-		{"without the leader", func(a *controller.AlterPartition) { a.ISR = []int32{other} }, isrRefused},
-		{"not a replica", func(a *controller.AlterPartition) { a.ISR = append([]int32{p.Leader}, 99) }, isrRefused},
-		{"not the leader", func(a *controller.AlterPartition) { a.Leader = other }, isrRefused},
-	}
-	for i := range c.nodes {
-		d := c.daemon(i)
-		for _, tt := range tests {
-			a := valid
-			tt.change(&a)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_, err := d.ctrl.AlterPartition(ctx, a)
-			cancel()
-			if err == nil || isrOutcome(err) != tt.want {
-				t.Errorf("node %d, %s: %v: outcome %d, want %d", c.nodes[i].id, tt.name, err, isrOutcome(err), tt.want)
-			}
-		}
-		// The same refusals as changes of one command of many.
-		batch := make([]controller.AlterPartition, len(tests))
-		for j, tt := range tests {
-			batch[j] = valid
-			tt.change(&batch[j])
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		results, err := d.ctrl.AlterPartitions(ctx, batch)
-		cancel()
-		if err != nil || len(results) != len(tests) {
-			t.Fatalf("node %d: AlterPartitions: %v (%d outcomes)", c.nodes[i].id, err, len(results))
-		}
-		for j, tt := range tests {
-			if err := results[j].Err; err == nil || isrOutcome(err) != tt.want {
-				t.Errorf("node %d, %s in a batch: %v: outcome %d, want %d", c.nodes[i].id, tt.name, err, isrOutcome(err), tt.want)
-			}
-		}
-	}
-	if got := c.image().Topics["isr-outcome"].Partitions[0]; got.PartitionEpoch != p.PartitionEpoch {
-		t.Errorf("partition epoch %d after refusals, want %d", got.PartitionEpoch, p.PartitionEpoch)
-	}
-}
 
 // TestISRLoopLeavesOutBrokersShuttingDown checks that once a controlled
 // shutdown took a broker out of the ISRs, the leaders do not propose it
@@ -131,17 +38,17 @@ func TestISRLoopLeavesOutBrokersShuttingDown(t *testing.T) {
 	var from [2]uint64
 	rounds := func(n uint64) uint64 {
 		for i := range from {
-			from[i] = c.daemon(i).broker.isr.rounds.Load()
+			from[i] = c.daemon(i).parts.ISRCounts().Rounds
 		}
 		eventually(t, 30*time.Second, "ISR rounds", func() bool {
 			for i := range from {
-				if c.daemon(i).broker.isr.rounds.Load() < from[i]+n {
+				if c.daemon(i).parts.ISRCounts().Rounds < from[i]+n {
 					return false
 				}
 			}
 			return true
 		})
-		return c.daemon(0).broker.isr.unconfirmed.Load() + c.daemon(1).broker.isr.unconfirmed.Load()
+		return c.daemon(0).parts.ISRCounts().Unconfirmed + c.daemon(1).parts.ISRCounts().Unconfirmed
 	}
 	before := rounds(2) // proposals in flight at the shutdown have ended
 	if after := rounds(4); after != before {
@@ -160,8 +67,8 @@ func TestISRChangesShareCommands(t *testing.T) {
 	createReplicated(t, c, "many", 150)
 	var before [2]struct{ shrinks, commands uint64 }
 	for i := range before {
-		isr := &c.daemon(i).broker.isr
-		before[i].shrinks, before[i].commands = isr.shrinks.Load(), isr.commands.Load()
+		isr := c.daemon(i).parts.ISRCounts()
+		before[i].shrinks, before[i].commands = isr.Shrinks, isr.Commands
 	}
 	c.crash(2)
 	c.waitImage("node 3 out of the ISR of every partition it does not lead", func(img *controller.Image) bool {
@@ -174,9 +81,9 @@ func TestISRChangesShareCommands(t *testing.T) {
 	})
 	var shrinks, commands uint64
 	for i := range before {
-		isr := &c.daemon(i).broker.isr
-		shrinks += isr.shrinks.Load() - before[i].shrinks
-		commands += isr.commands.Load() - before[i].commands
+		isr := c.daemon(i).parts.ISRCounts()
+		shrinks += isr.Shrinks - before[i].shrinks
+		commands += isr.Commands - before[i].commands
 	}
 	if shrinks < 50 || commands > shrinks/10 {
 		t.Errorf("%d ISR shrinks in %d AlterPartition commands; want many shrinks, in at most a tenth as many commands", shrinks, commands)
@@ -212,7 +119,7 @@ func TestMaintainWatchesSharedPartitionsOnly(t *testing.T) {
 					want = append(want, fmt.Sprintf("shared-%d", p.ID))
 				}
 			}
-			for _, h := range d.broker.data.leadShared() {
+			for _, h := range d.parts.LeadShared() {
 				got = append(got, h.String())
 			}
 			slices.Sort(got)
@@ -259,15 +166,11 @@ func TestApplyLeavesReplicasInStateAlone(t *testing.T) {
 	var before [3]uint64
 	eventually(t, 30*time.Second, "every node's latest image applied", func() bool {
 		for i := range before {
-			d := c.daemon(i).broker
-			img := d.ctrl.Image()
-			d.data.syncMu.Lock()
-			applied := d.data.applied
-			d.data.syncMu.Unlock()
-			if applied == nil || applied.Version != img.Version {
+			d := c.daemon(i)
+			if d.parts.Applied() != d.ctrl.Image().Version {
 				return false
 			}
-			before[i] = d.data.changes.Load()
+			before[i] = d.parts.StateChanges()
 		}
 		return true
 	})
@@ -280,15 +183,15 @@ func TestApplyLeavesReplicasInStateAlone(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "the new config applied on every node", func() bool {
 		for i := range before {
-			h := c.daemon(i).broker.data.partition("same", 0)
-			if h == nil || h.config().RetentionMS != 3600000 {
+			h := c.daemon(i).parts.Lookup("same", 0)
+			if h == nil || h.Config().RetentionMS != 3600000 {
 				return false
 			}
 		}
 		return true
 	})
 	for i := range before {
-		if after := c.daemon(i).broker.data.changes.Load(); after != before[i] {
+		if after := c.daemon(i).parts.StateChanges(); after != before[i] {
 			t.Errorf("node %d: %d applies changed a replica for a config change, want none", i+1, after-before[i])
 		}
 	}

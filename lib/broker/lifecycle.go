@@ -136,8 +136,8 @@ func (d *Daemon) register(ctx context.Context) error {
 		d.lost = nil
 	}
 	d.brokerEpoch.Store(epoch)
-	if d.broker != nil {
-		d.broker.registered(epoch) // the first registration lets the node lead
+	if d.parts != nil {
+		d.parts.Registered(epoch) // the first registration lets the node lead
 	}
 	// The epoch is the Raft index of the registration: once this node's
 	// image has it, the node knows everything decided before it joined
@@ -257,14 +257,14 @@ func (d *Daemon) heartbeat(ctx context.Context, wantShutDown bool) (controller.H
 // most advanced live replica when it elects uncleanly. Nil when no hosted
 // partition is offline.
 func (d *Daemon) offlinePositions() []controller.ReplicaPosition {
-	if d.broker == nil {
+	if d.parts == nil {
 		return nil
 	}
 	img := d.ctrl.Image()
 	var out []controller.ReplicaPosition
-	for _, h := range d.broker.data.all() {
+	for _, h := range d.parts.All() {
 		t := img.Topics[h.Topic()]
-		if t == nil || t.ID != h.topicID {
+		if t == nil || t.ID != h.TopicID() {
 			continue
 		}
 		p := img.Partition(h.Topic(), h.Partition.Partition())
@@ -286,7 +286,7 @@ func (d *Daemon) offlinePositions() []controller.ReplicaPosition {
 // controlled.shutdown.timeout.ms.
 func (d *Daemon) controlledShutdown(ctx context.Context) {
 	s := d.settings
-	if !s.ControlledShutdown || d.ctrl == nil || d.broker == nil || d.stopHeartbeat == nil {
+	if !s.ControlledShutdown || d.ctrl == nil || d.parts == nil || d.stopHeartbeat == nil {
 		return
 	}
 	if len(d.ctrl.Image().Brokers) <= 1 {

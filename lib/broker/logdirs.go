@@ -2,88 +2,22 @@ package broker
 
 import (
 	"context"
-	"path/filepath"
-	"slices"
-	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/kafkaext"
-	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/server"
-	"github.com/mqproject/mq/lib/vfs"
 )
 
-// logDirPartition is one hosted partition as its log directory describes it.
-type logDirPartition struct {
-	topicPartition
-	size    int64
-	health  log.Health
-	damaged []log.Damage
-	cleaner *kafkaext.CleanerState // nil: not a compacted topic
-}
-
-// logDir is the storage state of the data directory (mq has one log
-// directory per node, log.dirs), gathered from its partitions' logs.
-type logDir struct {
-	path       string
-	partitions []logDirPartition // by topic, then partition
-	// failing is set while some partition's writes fail; since is when
-	// the earliest of those incidents began, lastErr the error of the
-	// latest failure.
-	failing     bool
-	since       time.Time
-	lastErr     error
-	lastFailure time.Time
-	// storageErrors counts the failed writes since mqd started, and
-	// damagedRanges the damaged ranges found.
-	storageErrors, damagedRanges uint64
-}
-
-// logDir describes the data directory with the hosted partitions want
-// selects (nil: all). The directory is failing while any of its
-// partitions is, whether selected or not.
-func (d *dataPlane) logDir(want func(topicPartition) bool) logDir {
-	dir := logDir{path: d.b.cfg.Settings.DataDir, storageErrors: d.storage.FailedAppends.Load(),
-		damagedRanges: d.storage.DamagedRanges.Load()}
-	if abs, err := filepath.Abs(dir.path); err == nil {
-		dir.path = abs
-	}
-	for _, h := range d.all() {
-		tp := topicPartition{h.Topic(), h.Partition.Partition()}
-		hl := h.Log().Health()
-		if hl.Failing {
-			if !dir.failing || hl.Since.Before(dir.since) {
-				dir.since = hl.Since
-			}
-			if !dir.failing || hl.LastFailure.After(dir.lastFailure) {
-				dir.lastErr, dir.lastFailure = hl.Err, hl.LastFailure
-			}
-			dir.failing = true
-		}
-		if want == nil || want(tp) {
-			dir.partitions = append(dir.partitions, logDirPartition{topicPartition: tp, size: h.Log().Size(), health: hl,
-				damaged: h.Log().Damaged(), cleaner: d.b.cleanerState(h)})
-		}
-	}
-	slices.SortFunc(dir.partitions, func(a, b logDirPartition) int {
-		if c := strings.Compare(a.topic, b.topic); c != 0 {
-			return c
-		}
-		return int(a.partition) - int(b.partition)
-	})
-	return dir
-}
-
 // dirHealth is the kafkaext.LogDir field of the directory.
-func (dir *logDir) dirHealth() kafkaext.DirHealth {
-	h := kafkaext.DirHealth{Failing: dir.failing, StorageErrors: dir.storageErrors, CorruptRanges: dir.damagedRanges}
-	if dir.failing {
-		h.FailingSinceMillis = dir.since.UnixMilli()
-		if dir.lastErr != nil {
-			h.Error = dir.lastErr.Error()
+func dirHealth(dir *partition.LogDir) kafkaext.DirHealth {
+	h := kafkaext.DirHealth{Failing: dir.Failing, StorageErrors: dir.StorageErrors, CorruptRanges: dir.DamagedRanges}
+	if dir.Failing {
+		h.FailingSinceMillis = dir.Since.UnixMilli()
+		if dir.LastErr != nil {
+			h.Error = dir.LastErr.Error()
 		}
 	}
 	return h
@@ -91,18 +25,18 @@ func (dir *logDir) dirHealth() kafkaext.DirHealth {
 
 // partitionHealth is the kafkaext.LogDirPartition field of a partition, and
 // whether it has anything to say.
-func partitionHealth(p *logDirPartition) (kafkaext.PartitionHealth, bool) {
-	if !p.health.Failing && len(p.damaged) == 0 && p.cleaner == nil {
+func partitionHealth(p *partition.LogDirPartition) (kafkaext.PartitionHealth, bool) {
+	if !p.Health.Failing && len(p.Damaged) == 0 && p.Cleaner == nil {
 		return kafkaext.PartitionHealth{}, false
 	}
-	h := kafkaext.PartitionHealth{Cleaner: p.cleaner}
-	if p.health.Failing {
-		h.FailingSinceMillis = p.health.Since.UnixMilli()
-		if p.health.Err != nil {
-			h.StorageError = p.health.Err.Error()
+	h := kafkaext.PartitionHealth{Cleaner: p.Cleaner}
+	if p.Health.Failing {
+		h.FailingSinceMillis = p.Health.Since.UnixMilli()
+		if p.Health.Err != nil {
+			h.StorageError = p.Health.Err.Error()
 		}
 	}
-	for _, d := range p.damaged {
+	for _, d := range p.Damaged {
 		h.Damaged = append(h.Damaged, damagedRange(d))
 	}
 	return h, true
@@ -118,7 +52,7 @@ func partitionHealth(p *logDirPartition) (kafkaext.PartitionHealth, bool) {
 func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-	var want func(topicPartition) bool
+	var want func(string, int32) bool
 	if r.Topics != nil {
 		set := map[topicPartition]bool{}
 		for _, rt := range r.Topics {
@@ -126,26 +60,26 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *server.ConnInfo, re
 				set[topicPartition{rt.Topic, p}] = true
 			}
 		}
-		want = func(tp topicPartition) bool { return set[tp] }
+		want = func(topic string, p int32) bool { return set[topicPartition{topic, p}] }
 	}
-	dir := b.data.logDir(want)
+	dir := b.parts.LogDir(want)
 
 	rd := kmsg.NewDescribeLogDirsResponseDir()
-	rd.Dir = dir.path
-	if dir.failing {
+	rd.Dir = dir.Path
+	if dir.Failing {
 		rd.ErrorCode = kerr.KafkaStorageError.Code
 	}
-	rd.TotalBytes, rd.UsableBytes = vfs.VolumeBytes(b.data.fs, dir.path)
-	for i := range dir.partitions {
-		p := &dir.partitions[i]
-		if n := len(rd.Topics); n == 0 || rd.Topics[n-1].Topic != p.topic {
+	rd.TotalBytes, rd.UsableBytes = dir.TotalBytes, dir.UsableBytes
+	for i := range dir.Partitions {
+		p := &dir.Partitions[i]
+		if n := len(rd.Topics); n == 0 || rd.Topics[n-1].Topic != p.Topic {
 			rt := kmsg.NewDescribeLogDirsResponseDirTopic()
-			rt.Topic = p.topic
+			rt.Topic = p.Topic
 			rd.Topics = append(rd.Topics, rt)
 		}
 		rt := &rd.Topics[len(rd.Topics)-1]
 		rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-		rp.Partition, rp.Size = p.partition, p.size
+		rp.Partition, rp.Size = p.Partition, p.Size
 		// OffsetLag is 0: a leader's high-water mark never passes its
 		// log end offset, nor a follower's, and mq has no future logs.
 		if h, ok := partitionHealth(p); ok {
@@ -155,13 +89,9 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *server.ConnInfo, re
 		}
 		rt.Partitions = append(rt.Partitions, rp)
 	}
-	if err := kafkaext.Set(&rd.UnknownTags, kafkaext.LogDir, dir.dirHealth()); err != nil {
+	if err := kafkaext.Set(&rd.UnknownTags, kafkaext.LogDir, dirHealth(&dir)); err != nil {
 		b.log.Error("describe log dirs", "err", err)
 	}
 	resp.Dirs = append(resp.Dirs, rd)
 	return reply(resp)
 }
-
-// StorageCounters are the data directory's counts of storage failures
-// since the broker started, for a metrics registry.
-func (b *Broker) StorageCounters() *log.StorageCounters { return &b.data.storage }

@@ -85,7 +85,7 @@ func TestFullDiskIsAStorageErrorWithHealthInDescribeLogDirs(t *testing.T) {
 		}
 		sizes := partitionSizes(dir)
 		for _, tp := range []topicPartition{{"t", 0}, {"t", 1}} {
-			want := tb.data.partition(tp.topic, tp.partition).Log().Size()
+			want := tb.parts.Lookup(tp.topic, tp.partition).Log().Size()
 			if got, ok := sizes[fmt.Sprintf("%s-%d", tp.topic, tp.partition)]; !ok || got != want || want == 0 {
 				t.Fatalf("v%d: %s-%d size %d (listed %v), want %d", v, tp.topic, tp.partition, got, ok, want)
 			}
@@ -140,7 +140,7 @@ func TestFullDiskIsAStorageErrorWithHealthInDescribeLogDirs(t *testing.T) {
 	if !strings.Contains(tb.logs.String(), "appends recovered") || !strings.Contains(tb.logs.String(), "failed_appends=3") {
 		t.Fatalf("no recovery line counting 3 failures in:\n%s", tb.logs.String())
 	}
-	if n := tb.StorageCounters().FailedAppends.Load(); n != 3 {
+	if n := tb.parts.Storage().FailedAppends.Load(); n != 3 {
 		t.Fatalf("storage counter %d, want 3", n)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/record"
 )
 
@@ -103,7 +104,7 @@ func TestRestartOfTheOnlyReplicaBelowItsCheckpointedHighWatermark(t *testing.T) 
 // earlier state of the file could have left it.
 func editLogCheckpoints(t *testing.T, dataDir string, edit func(fields []string) []string) {
 	t.Helper()
-	path := filepath.Join(dataDir, checkpointsFile)
+	path := filepath.Join(dataDir, partition.CheckpointsFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

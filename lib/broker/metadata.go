@@ -85,7 +85,7 @@ func (b *Broker) autoCreate(ctx context.Context, names []string) map[string]erro
 		}
 	}
 	// Open the new partitions now, so the answer can say they are ready.
-	b.data.refresh()
+	b.parts.Refresh()
 	return failed
 }
 
@@ -146,7 +146,7 @@ func (b *Broker) metadata(img *controller.Image, r *kmsg.MetadataRequest, versio
 }
 
 // topicMetadata describes one topic. A partition without a leader, or led
-// by this node and not yet open here (or not yet led: Broker.mayLead),
+// by this node and not yet open here (or not yet led: partition.Manager.MayLead),
 // answers LEADER_NOT_AVAILABLE: clients retry until it is ready.
 func (b *Broker) topicMetadata(img *controller.Image, t *controller.Topic, version int16) kmsg.MetadataResponseTopic {
 	st := kmsg.NewMetadataResponseTopic()
@@ -156,7 +156,7 @@ func (b *Broker) topicMetadata(img *controller.Image, t *controller.Topic, versi
 	st.IsInternal = t.Internal
 	st.Partitions = make([]kmsg.MetadataResponseTopicPartition, len(t.Partitions))
 	self := b.cfg.Settings.NodeID
-	lead := b.mayLead(img)
+	lead := b.parts.MayLead(img)
 	for i, p := range t.Partitions {
 		sp := &st.Partitions[i]
 		sp.Default()
@@ -175,7 +175,7 @@ func (b *Broker) topicMetadata(img *controller.Image, t *controller.Topic, versi
 		case p.Leader < 0:
 			sp.ErrorCode = kerr.LeaderNotAvailable.Code
 		case p.Leader == self:
-			if h := b.data.partition(t.Name, p.ID); h == nil || h.topicID != t.ID || !lead {
+			if h := b.parts.Lookup(t.Name, p.ID); h == nil || h.TopicID() != t.ID || !lead {
 				sp.ErrorCode = kerr.LeaderNotAvailable.Code
 			}
 		}
@@ -222,7 +222,7 @@ func (b *Broker) handleInitProducerID(ctx context.Context, c *server.ConnInfo, r
 		return reply(resp)
 	}
 	return func() server.Response {
-		id, err := b.data.producerIDs.take(ctx, b.ctrl)
+		id, err := b.producerIDs.take(ctx, b.ctrl)
 		if err != nil {
 			b.log.Warn("allocate producer id", "err", err)
 			resp.ErrorCode = metadataError(err)

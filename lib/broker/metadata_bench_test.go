@@ -24,8 +24,8 @@ func BenchmarkMetadata10kPartitions(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	tb.data.refresh()
-	if n := len(tb.data.all()); n != 10000 {
+	tb.parts.Refresh()
+	if n := len(tb.parts.All()); n != 10000 {
 		b.Fatalf("%d partitions open, want 10000", n)
 	}
 	const version = 12

@@ -3,11 +3,10 @@ package broker
 import (
 	"errors"
 	"maps"
-	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/mqproject/mq/lib/metrics"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/replica"
 )
@@ -16,75 +15,6 @@ import (
 // traffic counters (an atomic add per partition of a request, whether
 // metrics are served or not), ISR change counters, and the snapshot a
 // scrape reads, group lag included.
-
-// topicTraffic counts one topic's client traffic on this node since it
-// started, or since the topic was (re)created.
-type topicTraffic struct {
-	bytesIn, messagesIn, bytesOut, messagesOut atomic.Uint64
-}
-
-// trafficCounters holds the topicTraffic of every topic this node hosts
-// partitions of, by name. A topic's entry goes when the node hosts none
-// of its partitions any more, so a topic hosted again counts from 0 (a
-// counter reset); one deleted and re-created between two images keeps
-// counting.
-type trafficCounters struct {
-	mu     sync.Mutex
-	topics map[string]*topicTraffic
-}
-
-// of returns the counters of a topic, making them on first use.
-func (t *trafficCounters) of(topic string) *topicTraffic {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.topics == nil {
-		t.topics = map[string]*topicTraffic{}
-	}
-	c := t.topics[topic]
-	if c == nil {
-		c = new(topicTraffic)
-		t.topics[topic] = c
-	}
-	return c
-}
-
-// retain drops the counters of topics not in keep.
-func (t *trafficCounters) retain(keep map[string]bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	maps.DeleteFunc(t.topics, func(name string, _ *topicTraffic) bool { return !keep[name] })
-}
-
-func (t *trafficCounters) snapshot() []metrics.TopicTraffic {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]metrics.TopicTraffic, 0, len(t.topics))
-	for name, c := range t.topics {
-		out = append(out, metrics.TopicTraffic{Topic: name,
-			BytesIn: c.bytesIn.Load(), MessagesIn: c.messagesIn.Load(),
-			BytesOut: c.bytesOut.Load(), MessagesOut: c.messagesOut.Load()})
-	}
-	return out
-}
-
-// isrCounters count the ISR changes this node made as a leader, those it
-// proposed that were not confirmed, and the ISR loop's rounds and the
-// AlterPartition commands it sent (for tests).
-type isrCounters struct {
-	shrinks, expands, unconfirmed, rounds, commands atomic.Uint64
-}
-
-// count records an accepted ISR change from before to after.
-func (c *isrCounters) count(before, after []int32) {
-	removed := slices.ContainsFunc(before, func(id int32) bool { return !slices.Contains(after, id) })
-	added := slices.ContainsFunc(after, func(id int32) bool { return !slices.Contains(before, id) })
-	if removed {
-		c.shrinks.Add(1)
-	}
-	if added {
-		c.expands.Add(1)
-	}
-}
 
 // MetricsSnapshot implements metrics.Source for the Daemon: the broker's
 // partitions, groups and counters, the controller's Raft state and the
@@ -103,13 +33,13 @@ func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 
 // metricsSnapshot is the Broker's part of a Snapshot.
 func (b *Broker) metricsSnapshot(partitionSeries bool) metrics.Snapshot {
-	s := metrics.Snapshot{
-		Topics:         b.data.traffic.snapshot(),
-		ISRShrinks:     b.isr.shrinks.Load(),
-		ISRExpands:     b.isr.expands.Load(),
-		ISRUnconfirmed: b.isr.unconfirmed.Load(),
+	isr := b.parts.ISRCounts()
+	s := metrics.Snapshot{ISRShrinks: isr.Shrinks, ISRExpands: isr.Expands, ISRUnconfirmed: isr.Unconfirmed}
+	for _, t := range b.parts.Traffic() {
+		s.Topics = append(s.Topics, metrics.TopicTraffic{Topic: t.Topic,
+			BytesIn: t.BytesIn, MessagesIn: t.MessagesIn, BytesOut: t.BytesOut, MessagesOut: t.MessagesOut})
 	}
-	for _, h := range b.data.all() {
+	for _, h := range b.parts.All() {
 		st := h.State()
 		leader := st.Role == replica.Leader
 		if leader && len(st.ISR) < len(st.Replicas) {
@@ -124,7 +54,7 @@ func (b *Broker) metricsSnapshot(partitionSeries bool) metrics.Snapshot {
 		}
 	}
 	s.Groups = b.groupLag()
-	fs := b.data.files.Stats()
+	fs := b.parts.Files().Stats()
 	s.SegmentFilesOpen, s.SegmentFilesOpened, s.SegmentFilesEvicted = fs.Open, fs.Opens, fs.Evictions
 	return s
 }
@@ -158,7 +88,7 @@ func (b *Broker) groupLag() []metrics.Group {
 			if o.Offset.Offset < 0 {
 				continue
 			}
-			h := b.data.partition(o.Topic, o.Partition)
+			h := b.parts.Lookup(o.Topic, o.Partition)
 			if h == nil {
 				remote = append(remote, remoteLag{group: len(out), key: lagKey{g.Group, o.Topic, o.Partition}, committed: o.Offset.Offset})
 				continue
@@ -209,7 +139,7 @@ type lagTime struct {
 // timestamp returns the timestamp (ms) of the first record at or after
 // offset at in h, below maxOffset, from the cache when it was read for
 // the same offset.
-func (c *lagTimeCache) timestamp(key lagKey, h *hosted, at, maxOffset int64) (int64, bool) {
+func (c *lagTimeCache) timestamp(key lagKey, h *partition.Hosted, at, maxOffset int64) (int64, bool) {
 	c.mu.Lock()
 	e, ok := c.entries[key]
 	c.mu.Unlock()
@@ -242,7 +172,7 @@ var errRecordFound = errors.New("broker: record found")
 // recordTimestamp reads the batch holding offset at (one batch, below
 // maxOffset) and returns the timestamp of its first record at or after
 // at, as a consumer would see it.
-func recordTimestamp(h *hosted, at, maxOffset int64) (int64, bool) {
+func recordTimestamp(h *partition.Hosted, at, maxOffset int64) (int64, bool) {
 	b, err := h.Log().ReadBytes(at, maxOffset, 1)
 	if err != nil {
 		return 0, false

@@ -20,22 +20,6 @@ const (
 	listEarliestLocal = -4 // the first offset on local disk (v8+, KIP-405): the log start, without tiered storage
 )
 
-// leaderPartition returns the hosted partition of topic t, or the error to
-// answer for it.
-func (b *Broker) leaderPartition(t *controller.Topic, partition int32) (*hosted, error) {
-	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
-		return nil, errUnknownPartition
-	}
-	h := b.data.hostedReplica(t, partition)
-	if h == nil {
-		return nil, errNotHostedOrLeader
-	}
-	if !h.IsLeader() {
-		return nil, replica.ErrNotLeader
-	}
-	return h, nil
-}
-
 // handleListOffsets answers offsets by time: earliest, latest (the
 // high-water mark; for read_committed too, as there are no transactions),
 // max timestamp, or the first offset whose timestamp is at or after the one
@@ -74,8 +58,8 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *server.ConnInfo, req 
 }
 
 // listOffset answers one partition of ListOffsets.
-func (b *Broker) listOffset(t *controller.Topic, partition, currentEpoch int32, timestamp int64, replicaID int32, version int16) (offset, ts int64, epoch int32, err error) {
-	h, err := b.leaderPartition(t, partition)
+func (b *Broker) listOffset(t *controller.Topic, index, currentEpoch int32, timestamp int64, replicaID int32, version int16) (offset, ts int64, epoch int32, err error) {
+	h, err := b.parts.Leader(t, index)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -136,7 +120,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, c *server.ConnInfo, re
 			sp.Default()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
-			h, err := b.leaderPartition(t, rp.Partition)
+			h, err := b.parts.Leader(t, rp.Partition)
 			if err == nil {
 				offset := rp.Offset
 				if offset == -1 {

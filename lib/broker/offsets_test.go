@@ -30,7 +30,7 @@ func TestListOffsets(t *testing.T) {
 			t.Fatal(kerr.ErrorForCode(got.ErrorCode))
 		}
 	}
-	epoch := tb.data.partition("lo", 0).LeaderEpoch()
+	epoch := tb.parts.Lookup("lo", 0).LeaderEpoch()
 	tests := []struct {
 		name       string
 		version    int16

@@ -11,6 +11,7 @@ import (
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/server"
 )
@@ -18,7 +19,7 @@ import (
 // produceWait is one partition of an acks=all request waiting for its
 // high-water mark.
 type produceWait struct {
-	p          *hosted
+	p          *partition.Hosted
 	lastOffset int64
 	epoch      int32 // the leader epoch the batches were appended in
 	resp       *kmsg.ProduceResponseTopicPartition
@@ -141,7 +142,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 			}
 			sp.BaseOffset = res.BaseOffset
 			sp.LogStartOffset = res.LogStartOffset
-			if p.config().MessageTimestampType == "LogAppendTime" {
+			if p.Config().MessageTimestampType == "LogAppendTime" {
 				sp.LogAppendTime = res.LogAppendTime
 			}
 			if r.Acks == -1 {
@@ -175,27 +176,27 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 // pass, appends them, recompressed to the topic's codec when it names one
 // (compression.type) that a batch does not have. It returns the result of
 // the first batch with the last offset of the last one.
-func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, partition int32, records []byte, acks int16, transactional bool) (*hosted, log.AppendResult, error) {
+func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, index int32, records []byte, acks int16, transactional bool) (*partition.Hosted, log.AppendResult, error) {
 	var res log.AppendResult
 	if acks != 0 && acks != 1 && acks != -1 {
 		return nil, res, errInvalidAcks
 	}
-	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
-		return nil, res, errUnknownPartition
+	if t == nil || index < 0 || int(index) >= len(t.Partitions) {
+		return nil, res, partition.ErrUnknownPartition
 	}
-	p := b.data.hostedReplica(t, partition)
+	p := b.parts.Replica(t, index)
 	if p == nil {
-		return nil, res, errNotHostedOrLeader
+		return nil, res, partition.ErrNotHosted
 	}
 	if len(records) == 0 {
 		return nil, res, errEmptyRecords
 	}
-	cfg := p.config()
+	cfg := p.Config()
 	maxBytes := int(cfg.MaxMessageBytes)
 	codec, fixedCodec := storedCodec(cfg)
 	recompress := false
 	// Validate everything before appending anything: a request is applied
-	// to a partition whole or not at all.
+	// to a index whole or not at all.
 	for rest := records; len(rest) > 0; {
 		batch, next, h, err := record.Next(rest)
 		if err != nil {
@@ -238,13 +239,13 @@ func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, partition
 // the first with the last offset of the last. Its leader epoch stays the
 // first's: should the leadership change between two batches, waiting in
 // the first's epoch fails, as it must.
-func appendBatches(p *hosted, batches []byte, acks int16) (log.AppendResult, error) {
+func appendBatches(p *partition.Hosted, batches []byte, acks int16) (log.AppendResult, error) {
 	var res log.AppendResult
 	first := true
 	var bytesIn, messagesIn uint64
 	defer func() {
-		p.traffic.bytesIn.Add(bytesIn)
-		p.traffic.messagesIn.Add(messagesIn)
+		p.Traffic.BytesIn.Add(bytesIn)
+		p.Traffic.MessagesIn.Add(messagesIn)
 	}()
 	for rest := batches; len(rest) > 0; {
 		batch, next, _, _ := record.Next(rest)

@@ -58,7 +58,7 @@ func TestProduceAcks(t *testing.T) {
 		}
 		next += 4
 	}
-	if hw := tb.data.partition("acks", 0).HighWatermark(); hw != next {
+	if hw := tb.parts.Lookup("acks", 0).HighWatermark(); hw != next {
 		t.Fatalf("high-water mark %d, want %d", hw, next)
 	}
 }
@@ -120,7 +120,7 @@ func TestProduceRefusals(t *testing.T) {
 		})
 	}
 	for _, topic := range []string{"t", "small"} {
-		if end := tb.data.partition(topic, 0).Log().EndOffset(); end != 0 {
+		if end := tb.parts.Lookup(topic, 0).Log().EndOffset(); end != 0 {
 			t.Fatalf("%s: refused produce appended: log end %d", topic, end)
 		}
 	}
@@ -158,7 +158,7 @@ func TestProduceIdempotence(t *testing.T) {
 	if got := produce(t, tb, "idem", 0, -1, retry); got.ErrorCode != 0 || got.BaseOffset != 0 {
 		t.Fatalf("retried batch: %+v, want no error and base offset 0", got)
 	}
-	if end := tb.data.partition("idem", 0).Log().EndOffset(); end != 5 {
+	if end := tb.parts.Lookup("idem", 0).Log().EndOffset(); end != 5 {
 		t.Fatalf("log end %d after a duplicate, want 5", end)
 	}
 	// A gap in the sequence.
@@ -190,7 +190,7 @@ func TestProduceAcksAllTimesOutWithoutFollowers(t *testing.T) {
 	tb.createTopic(t, "slow", 1, nil)
 	// Pretend a second replica in the ISR that never fetches: the HW
 	// cannot pass the batch, so acks=all times out.
-	h := tb.data.partition("slow", 0)
+	h := tb.parts.Lookup("slow", 0)
 	if err := h.Become(replica.PartitionState{Leader: 1, LeaderEpoch: h.LeaderEpoch(), PartitionEpoch: h.State().PartitionEpoch, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
 		t.Fatal(err)
 	}

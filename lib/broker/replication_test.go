@@ -139,7 +139,7 @@ func TestClusterReplicatesAndSurvivesTheLossOfLeaders(t *testing.T) {
 		for p := int32(0); p < 3; p++ {
 			var ends []int64
 			for i := range c.nodes {
-				if h := c.daemon(i).broker.data.partition("orders", p); h != nil {
+				if h := c.daemon(i).broker.parts.Lookup("orders", p); h != nil {
 					ends = append(ends, h.Log().EndOffset())
 				}
 			}
@@ -275,7 +275,7 @@ func TestClusterNonVoterHoldsTheImageAndReplicas(t *testing.T) {
 	})
 	acked := produceAll(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "wide", 0, 100)
 	readBack(t, c, "wide", acked)
-	if h := c.daemon(3).broker.data.partition("wide", 0); h == nil || h.Log().EndOffset() == 0 {
+	if h := c.daemon(3).broker.parts.Lookup("wide", 0); h == nil || h.Log().EndOffset() == 0 {
 		t.Errorf("the non-voter holds no data of wide-0: %v", h)
 	}
 }

@@ -68,7 +68,7 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 				q.Leader, q.LeaderEpoch, self, p.LeaderEpoch)
 			return
 		}
-		h := d.broker.data.partition("r", 0)
+		h := d.broker.parts.Lookup("r", 0)
 		if h == nil {
 			t.Error("r-0 is not open before the registration")
 			return
@@ -101,7 +101,7 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 	d := c.daemon(i)
 	img := d.ctrl.Image()
 	after := img.Partition("r", 0)
-	h := d.broker.data.partition("r", 0)
+	h := d.broker.parts.Lookup("r", 0)
 	if h.IsLeader() && h.LeaderEpoch() <= p.LeaderEpoch {
 		t.Errorf("after registering, the node leads r-0 in epoch %d, not past its previous incarnation's %d", h.LeaderEpoch(), p.LeaderEpoch)
 	}

@@ -52,8 +52,8 @@ func TestRetentionSparesCompactOnlyTopics(t *testing.T) {
 		name = sanitizeTopic(name)
 		tb.createTopic(t, name, 1, configs)
 		fillSegments(t, tb, name, 4)
-		tb.EnforceRetention()
-		h := tb.data.partition(name, 0)
+		tb.parts.EnforceRetention()
+		h := tb.parts.Lookup(name, 0)
 		start := h.Log().StartOffset()
 		if tc.deletes && start == 0 {
 			t.Errorf("%s (cleanup.policy=%s %v): retention deleted nothing", name, tc.policy, tc.extra)
@@ -79,8 +79,8 @@ func TestRetentionAppliesOnceCompactTopicAlsoDeletes(t *testing.T) {
 	tb := startBroker(t, "", nil)
 	tb.createTopic(t, "c", 1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "100", "retention.ms": "1000"})
 	fillSegments(t, tb, "c", 3)
-	tb.EnforceRetention()
-	if start := tb.data.partition("c", 0).Log().StartOffset(); start != 0 {
+	tb.parts.EnforceRetention()
+	if start := tb.parts.Lookup("c", 0).Log().StartOffset(); start != 0 {
 		t.Fatalf("compact topic lost its head: log start %d", start)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -88,9 +88,9 @@ func TestRetentionAppliesOnceCompactTopicAlsoDeletes(t *testing.T) {
 	if err := tb.ctrl.AlterTopicConfigs(ctx, "c", map[string]string{"cleanup.policy": "compact,delete"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	tb.waitFor(t, "config applied", func() bool { return tb.data.partition("c", 0).config().CleanupPolicy == "compact,delete" })
-	tb.EnforceRetention()
-	if start := tb.data.partition("c", 0).Log().StartOffset(); start == 0 {
+	tb.waitFor(t, "config applied", func() bool { return tb.parts.Lookup("c", 0).Config().CleanupPolicy == "compact,delete" })
+	tb.parts.EnforceRetention()
+	if start := tb.parts.Lookup("c", 0).Log().StartOffset(); start == 0 {
 		t.Fatal("compact,delete topic kept segments past retention.ms")
 	}
 }
@@ -113,14 +113,14 @@ func TestRetentionKeepsConsumerOffsets(t *testing.T) {
 			t.Fatalf("commit: %v %v", err, resp.Error())
 		}
 	}
-	h := tb.data.partition(offsetsTopic, 0)
+	h := tb.parts.Lookup(offsetsTopic, 0)
 	if h == nil || h.Log().NumSegments() < 3 {
 		t.Fatalf("%s has too few segments for the test", offsetsTopic)
 	}
-	if h.config().CleanupPolicy != "compact" {
-		t.Fatalf("%s cleanup.policy %q, want compact", offsetsTopic, h.config().CleanupPolicy)
+	if h.Config().CleanupPolicy != "compact" {
+		t.Fatalf("%s cleanup.policy %q, want compact", offsetsTopic, h.Config().CleanupPolicy)
 	}
-	tb.EnforceRetention()
+	tb.parts.EnforceRetention()
 	if start := h.Log().StartOffset(); start != 0 {
 		t.Fatalf("retention deleted %s below offset %d", offsetsTopic, start)
 	}

@@ -343,7 +343,7 @@ func (b *Broker) shareOffsets(ctx context.Context, group string, t *controller.T
 // highWatermarkOf returns a partition's high-water mark when this node
 // hosts a replica of it (a follower's lags the leader's by a fetch).
 func (b *Broker) highWatermarkOf(t *controller.Topic, p int32) (int64, bool) {
-	h := b.data.hostedReplica(t, p)
+	h := b.parts.Replica(t, p)
 	if h == nil {
 		return 0, false
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/record"
 )
@@ -32,7 +33,7 @@ var errDeadLetterElsewhere = errors.New("broker: the dead-letter partition is le
 // keep their key, value, headers and timestamp. The topic is created
 // (with the broker's defaults) on first use; dead letters of source
 // partition p go to its partition p mod n, so they keep their order.
-func (b *Broker) deadLetter(ctx context.Context, img *controller.Image, group string, src *controller.Topic, h *hosted, dead []queue.DeadLetter, s shareGroupSettings) error {
+func (b *Broker) deadLetter(ctx context.Context, img *controller.Image, group string, src *controller.Topic, h *partition.Hosted, dead []queue.DeadLetter, s shareGroupSettings) error {
 	if s.deadLetterTopic == "" || len(dead) == 0 {
 		return nil
 	}
@@ -52,7 +53,7 @@ func (b *Broker) deadLetter(ctx context.Context, img *controller.Image, group st
 		}
 	}
 	p := h.Partition.Partition() % int32(len(dt.Partitions))
-	out, err := b.leaderPartition(dt, p)
+	out, err := b.parts.Leader(dt, p)
 	if err != nil {
 		if leader := dt.Partitions[p].Leader; leader >= 0 && leader != b.cfg.Settings.NodeID {
 			return errDeadLetterElsewhere
@@ -104,7 +105,7 @@ func (b *Broker) deadLetter(ctx context.Context, img *controller.Image, group st
 
 // readRecord returns a copy of the record at offset with its timestamp,
 // or nil when the log no longer has it.
-func readRecord(h *hosted, offset int64) (*record.Record, int64, error) {
+func readRecord(h *partition.Hosted, offset int64) (*record.Record, int64, error) {
 	data, _, err := readBatches(h, offset, 1)
 	if err != nil || len(data) == 0 {
 		return nil, 0, err

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/peer"
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/server"
@@ -85,7 +86,7 @@ func (sp *sharePartitions) part(k shareKey) *sharePart {
 // from __share_group_state or, for a share-partition without state, at
 // the log start (share.auto.offset.reset=earliest) or the high-water mark
 // (latest), which is written at once so that the start stays put.
-func (sp *sharePartitions) loadLocked(ctx context.Context, p *sharePart, h *hosted, s shareGroupSettings) error {
+func (sp *sharePartitions) loadLocked(ctx context.Context, p *sharePart, h *partition.Hosted, s shareGroupSettings) error {
 	epoch := h.LeaderEpoch()
 	if p.q != nil && p.leaderEpoch == epoch {
 		p.q.SetConfig(s.queue)
@@ -135,7 +136,7 @@ func shareError(err error) int16 {
 	case errors.Is(err, errShareStateElsewhere):
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, replicaCodes, logCodes, contextCodes)
+	return kafkaCode(err, kerr.KafkaStorageError, brokerCodes, partitionCodes, replicaCodes, logCodes, contextCodes)
 }
 
 // acksFrom turns a request's acknowledgement batches into queue.Acks: one
@@ -188,12 +189,12 @@ type partResult struct {
 }
 
 // resolve returns the topic and hosted leader of a partition named by ID.
-func (b *Broker) resolveShare(img *controller.Image, tp shareTP) (*controller.Topic, *hosted, error) {
+func (b *Broker) resolveShare(img *controller.Image, tp shareTP) (*controller.Topic, *partition.Hosted, error) {
 	t := img.TopicsByID[tp.id]
 	if t == nil {
 		return nil, nil, errUnknownTopicID
 	}
-	h, err := b.leaderPartition(t, tp.partition)
+	h, err := b.parts.Leader(t, tp.partition)
 	return t, h, err
 }
 
@@ -285,7 +286,7 @@ func snapshotsEqual(a, b queue.Snapshot) bool {
 // acquire reads the log from the first available offset, at most
 // maxBytes (at least one batch), and acquires for member what those
 // bytes hold. It returns the batches that overlap what was acquired.
-func (sp *sharePartitions) acquire(q *queue.Partition, h *hosted, member string, now time.Time, maxRecords, maxBytes int) ([]byte, []queue.Lease, error) {
+func (sp *sharePartitions) acquire(q *queue.Partition, h *partition.Hosted, member string, now time.Time, maxRecords, maxBytes int) ([]byte, []queue.Lease, error) {
 	info := h.Offsets()
 	if info.LogStartOffset > q.Start() {
 		q.SkipTo(info.LogStartOffset) // retention went past: those are gone
@@ -308,7 +309,7 @@ func (sp *sharePartitions) acquire(q *queue.Partition, h *hosted, member string,
 // readBatches reads whole batches from the one holding offset on, below
 // the high-water mark, up to maxBytes (the first whole, however large),
 // and returns them with the offset after the last one.
-func readBatches(h *hosted, offset int64, maxBytes int) ([]byte, int64, error) {
+func readBatches(h *partition.Hosted, offset int64, maxBytes int) ([]byte, int64, error) {
 	var buf bytes.Buffer
 	next := offset
 	for {

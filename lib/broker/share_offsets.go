@@ -47,7 +47,7 @@ func (b *Broker) checkShareGroupEmpty(group string) (int16, *string) {
 // resetSharePartition replaces a share-partition led here: a new start
 // offset (clamped to the log), or, with del, no state.
 func (sp *sharePartitions) resetSharePartition(ctx context.Context, group string, t *controller.Topic, partition int32, start int64, del bool) error {
-	h, err := sp.b.leaderPartition(t, partition)
+	h, err := sp.b.parts.Leader(t, partition)
 	if err != nil {
 		return err
 	}

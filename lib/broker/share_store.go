@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/peer"
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/record"
@@ -91,18 +92,18 @@ func (s *shareStore) topic(ctx context.Context) (*controller.Topic, error) {
 
 // leader returns the local leader replica of k's state partition, or
 // else the partition and the node that leads it.
-func (s *shareStore) leader(ctx context.Context, k shareKey) (*hosted, int32, int32, error) {
+func (s *shareStore) leader(ctx context.Context, k shareKey) (*partition.Hosted, int32, int32, error) {
 	return s.leaderFor(ctx, k.encode())
 }
 
 // leaderFor is leader for the partition of a record key.
-func (s *shareStore) leaderFor(ctx context.Context, key []byte) (*hosted, int32, int32, error) {
+func (s *shareStore) leaderFor(ctx context.Context, key []byte) (*partition.Hosted, int32, int32, error) {
 	t, err := s.topic(ctx)
 	if err != nil {
 		return nil, 0, -1, err
 	}
 	p := stateHash(key, int32(len(t.Partitions)))
-	h, err := s.b.leaderPartition(t, p)
+	h, err := s.b.parts.Leader(t, p)
 	if err != nil {
 		if leader := t.Partitions[p].Leader; leader >= 0 && leader != s.b.cfg.Settings.NodeID {
 			return nil, p, leader, nil
@@ -335,7 +336,7 @@ func (s *shareStore) replayRemote(ctx context.Context, node, p int32, fn func(ke
 
 // replayLog calls fn for every record of a hosted partition's log, from
 // its start to its end.
-func replayLog(h *hosted, fn func(key, value []byte) error) error {
+func replayLog(h *partition.Hosted, fn func(key, value []byte) error) error {
 	l := h.Log()
 	offset, end := l.StartOffset(), l.EndOffset()
 	for offset < end {

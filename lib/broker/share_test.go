@@ -271,7 +271,7 @@ func TestShareStateSurvivesARestart(t *testing.T) {
 		t.Fatal("the silent member acquired nothing")
 	}
 	cl.Close()
-	if err := tb.Broker.Close(); err != nil {
+	if err := tb.Close(); err != nil {
 		t.Fatal(err)
 	}
 	tb.ctrl.Close()
@@ -340,7 +340,7 @@ func TestShareDeadLetters(t *testing.T) {
 		c.FlushAcks(ctx)
 	}
 	recs := consume(t, addr, "q.dlq", 6)
-	if hw := tb.data.partition("q.dlq", 0).HighWatermark(); hw != 6 || len(recs) != 6 {
+	if hw := tb.parts.Lookup("q.dlq", 0).HighWatermark(); hw != 6 || len(recs) != 6 {
 		t.Fatalf("dead-letter topic holds %d records (%d read), want 6", hw, len(recs))
 	}
 	for _, r := range recs {

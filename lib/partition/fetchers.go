@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 // goroutine fetching every partition hashed to it from that leader, in one
 // Fetch request per round. Broker.follow calls sync after every image.
 type replicaFetchers struct {
-	b *Broker
+	m *Manager
 
 	mu     sync.Mutex
 	byKey  map[fetcherKey]fetcher
@@ -39,17 +39,17 @@ type fetcherKey struct {
 	index  int32
 }
 
-func newReplicaFetchers(b *Broker) *replicaFetchers {
-	return &replicaFetchers{b: b, byKey: map[fetcherKey]fetcher{}}
+func newReplicaFetchers(m *Manager) *replicaFetchers {
+	return &replicaFetchers{m: m, byKey: map[fetcherKey]fetcher{}}
 }
 
 // sync gives every hosted follower partition with a live leader to the
 // fetcher of that leader, starts the fetchers needed and stops the others.
 func (rf *replicaFetchers) sync(img *controller.Image) {
-	n := max(rf.b.cfg.Settings.NumReplicaFetchers, 1)
+	n := max(rf.m.cfg.Settings.NumReplicaFetchers, 1)
 	want := map[fetcherKey][]*replica.Partition{}
 	addrs := map[int32]string{}
-	for _, h := range rf.b.data.all() {
+	for _, h := range rf.m.All() {
 		pos, ok := h.FetchPosition()
 		if !ok {
 			continue
@@ -59,7 +59,7 @@ func (rf *replicaFetchers) sync(img *controller.Image) {
 			continue // the controller is moving the leadership; wait for it
 		}
 		addrs[pos.Leader] = net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
-		tp := topicPartition{h.Topic(), h.Partition.Partition()}
+		tp := key{h.Topic(), h.Partition.Partition()}
 		key := fetcherKey{leader: pos.Leader, index: int32(hashPartition(tp) % uint32(n))}
 		want[key] = append(want[key], h.Partition)
 	}
@@ -88,14 +88,14 @@ func (rf *replicaFetchers) sync(img *controller.Image) {
 
 // start runs a fetcher of key's partitions from the leader at addr.
 func (rf *replicaFetchers) start(key fetcherKey, addr string) fetcher {
-	s := rf.b.cfg.Settings
+	s := rf.m.cfg.Settings
 	leader := peer.NewLeader(peer.LeaderConfig{
 		NodeID: s.NodeID, Addr: addr, MaxWait: s.ReplicaFetchWait,
 		MaxBytes: s.ReplicaFetchResponseMaxBytes, PartitionMaxBytes: s.ReplicaFetchMaxBytes,
 	})
 	f := replica.NewFetcher(replica.FetcherConfig{
-		Leader: key.leader, Backoff: s.ReplicaFetchBackoff, Clock: rf.b.clock,
-		Logger: rf.b.log.With("leader", key.leader, "fetcher", key.index, "addr", addr),
+		Leader: key.leader, Backoff: s.ReplicaFetchBackoff, Clock: rf.m.clock,
+		Logger: rf.m.log.With("leader", key.leader, "fetcher", key.index, "addr", addr),
 	}, leader)
 	go func() {
 		f.Run()
@@ -116,7 +116,7 @@ func (rf *replicaFetchers) close() {
 	}
 }
 
-func hashPartition(tp topicPartition) uint32 {
+func hashPartition(tp key) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(tp.topic))
 	h.Write([]byte{byte(tp.partition >> 24), byte(tp.partition >> 16), byte(tp.partition >> 8), byte(tp.partition)})
@@ -131,18 +131,18 @@ func hashPartition(tp topicPartition) uint32 {
 // points and leader-epoch histories the logs recorded since the last
 // time. A pass stops early when the broker closes, which
 // checkpoints every one as it closes the logs (dataPlane.closeAll).
-func (b *Broker) checkpointHighWatermarks() {
-	for _, h := range b.data.all() {
+func (m *Manager) checkpointHighWatermarks() {
+	for _, h := range m.All() {
 		select {
-		case <-b.stop:
+		case <-m.stop:
 			return
 		default:
 		}
 		if err := h.Log().CheckpointHighWatermark(h.HighWatermarkToCheckpoint()); err != nil && !errors.Is(err, log.ErrClosed) {
-			b.log.Warn("checkpoint high-water mark", "partition", h.String(), "err", err)
+			m.log.Warn("checkpoint high-water mark", "partition", h.String(), "err", err)
 		}
 	}
-	if err := b.data.checkpoints.Write(); err != nil {
-		b.log.Warn("write the log checkpoints", "err", err)
+	if err := m.checkpoints.Write(); err != nil {
+		m.log.Warn("write the log checkpoints", "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"context"
@@ -28,16 +28,16 @@ func isrCheckInterval(lag time.Duration) time.Duration {
 // maintain runs the leader's periodic replication chores until stop: ISR
 // changes and hand-overs of damaged partitions (proposed to the
 // controller) and high-water mark checkpoints.
-func (b *Broker) maintain() {
-	defer close(b.maintained)
-	s := b.cfg.Settings
-	isr := b.clock.NewTicker(isrCheckInterval(s.ReplicaLagTime))
+func (m *Manager) maintain() {
+	defer close(m.maintained)
+	s := m.cfg.Settings
+	isr := m.clock.NewTicker(isrCheckInterval(s.ReplicaLagTime))
 	defer isr.Stop()
 	every := s.ReplicaHighWatermarkCheckpointInterval
 	if every <= 0 {
 		every = 5 * time.Second
 	}
-	hw := b.clock.NewTicker(every)
+	hw := m.clock.NewTicker(every)
 	defer hw.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	props := &proposals{ctx: ctx, slots: make(chan struct{}, maxISRProposals)}
@@ -47,13 +47,13 @@ func (b *Broker) maintain() {
 	defer cancel()
 	for {
 		select {
-		case <-b.stop:
+		case <-m.stop:
 			return
 		case <-hw.C():
-			b.checkpointHighWatermarks()
+			m.checkpointHighWatermarks()
 		case <-isr.C():
-			b.proposeISRChanges(props)
-			b.proposeResignations(props)
+			m.proposeISRChanges(props)
+			m.proposeResignations(props)
 		}
 	}
 }
@@ -69,10 +69,10 @@ type proposals struct {
 // propose runs call, one proposal to the controller, in a goroutine of its
 // own with a 10 s deadline once a slot is free; at stop it calls abandon
 // instead and reports false.
-func (b *Broker) propose(p *proposals, call func(context.Context), abandon func()) bool {
+func (m *Manager) propose(p *proposals, call func(context.Context), abandon func()) bool {
 	select {
 	case p.slots <- struct{}{}:
-	case <-b.stop:
+	case <-m.stop:
 		abandon()
 		return false
 	}
@@ -95,7 +95,7 @@ const maxISRBatch = 1000
 
 // isrProposal is one partition's ISR change on its way to the controller.
 type isrProposal struct {
-	h      *hosted
+	h      *Hosted
 	change replica.ISRChange
 	before []int32 // the ISR it changes
 }
@@ -107,25 +107,25 @@ type isrProposal struct {
 // when the error proves nothing was applied, unresolved
 // (ISRProposalUnresolved) otherwise, and left pending when the
 // controller's image has moved past its epochs.
-func (b *Broker) proposeISRChanges(props *proposals) {
-	b.isr.rounds.Add(1)
-	eligible := b.ctrl.Image().BrokerAlive
+func (m *Manager) proposeISRChanges(props *proposals) {
+	m.isr.rounds.Add(1)
+	eligible := m.ctrl.Image().BrokerAlive
 	var batch []isrProposal
-	for _, h := range b.data.leadShared() {
+	for _, h := range m.LeadShared() {
 		change, ok := h.ProposeISR(eligible)
 		if !ok {
 			continue
 		}
 		batch = append(batch, isrProposal{h: h, change: change, before: h.State().ISR})
 		if len(batch) == maxISRBatch {
-			if !b.proposeISRBatch(props, batch) {
+			if !m.proposeISRBatch(props, batch) {
 				return
 			}
 			batch = nil
 		}
 	}
 	if len(batch) > 0 {
-		b.proposeISRBatch(props, batch)
+		m.proposeISRBatch(props, batch)
 	}
 }
 
@@ -133,10 +133,10 @@ func (b *Broker) proposeISRChanges(props *proposals) {
 // AlterPartition of one partition, which every build reads) and settles
 // each change with its outcome. At stop it reports false, the changes
 // refused (never sent: nothing applied).
-func (b *Broker) proposeISRBatch(props *proposals, batch []isrProposal) bool {
-	self := b.cfg.Settings.NodeID
-	return b.propose(props, func(ctx context.Context) {
-		b.isr.commands.Add(1)
+func (m *Manager) proposeISRBatch(props *proposals, batch []isrProposal) bool {
+	self := m.cfg.Settings.NodeID
+	return m.propose(props, func(ctx context.Context) {
+		m.isr.commands.Add(1)
 		reqs := make([]controller.AlterPartition, len(batch))
 		for i, pr := range batch {
 			reqs[i] = controller.AlterPartition{
@@ -147,16 +147,16 @@ func (b *Broker) proposeISRBatch(props *proposals, batch []isrProposal) bool {
 		var results []controller.AlterPartitionResult
 		var err error // the command's: every change's outcome
 		if len(reqs) == 1 {
-			p, perr := b.ctrl.AlterPartition(ctx, reqs[0])
+			p, perr := m.ctrl.AlterPartition(ctx, reqs[0])
 			results = []controller.AlterPartitionResult{{Partition: p, Err: perr}}
 		} else {
-			results, err = b.ctrl.AlterPartitions(ctx, reqs)
+			results, err = m.ctrl.AlterPartitions(ctx, reqs)
 		}
 		for i, pr := range batch {
 			if err != nil {
-				b.settleISR(pr, err)
+				m.settleISR(pr, err)
 			} else {
-				b.settleISR(pr, results[i].Err)
+				m.settleISR(pr, results[i].Err)
 			}
 		}
 	}, func() {
@@ -167,10 +167,10 @@ func (b *Broker) proposeISRBatch(props *proposals, batch []isrProposal) bool {
 }
 
 // settleISR ends one proposal with the controller's answer to it.
-func (b *Broker) settleISR(pr isrProposal, err error) {
+func (m *Manager) settleISR(pr isrProposal, err error) {
 	h, change := pr.h, pr.change
 	if err != nil {
-		b.isr.unconfirmed.Add(1)
+		m.isr.unconfirmed.Add(1)
 		switch isrOutcome(err) {
 		case isrRefused:
 			h.ISRProposalRefused(change)
@@ -180,12 +180,12 @@ func (b *Broker) settleISR(pr isrProposal, err error) {
 			h.ISRProposalUnresolved(change)
 		}
 		if !errors.Is(err, context.Canceled) {
-			b.log.Warn("ISR change not confirmed", "partition", h.String(), "isr", change.ISR, "err", err)
+			m.log.Warn("ISR change not confirmed", "partition", h.String(), "isr", change.ISR, "err", err)
 		}
 		return
 	}
-	b.isr.count(pr.before, change.ISR)
-	b.log.Info("ISR changed", "partition", h.String(), "isr", change.ISR,
+	m.isr.count(pr.before, change.ISR)
+	m.log.Info("ISR changed", "partition", h.String(), "isr", change.ISR,
 		"leader_epoch", change.LeaderEpoch, "partition_epoch", change.PartitionEpoch+1)
 }
 
@@ -233,29 +233,29 @@ func isrOutcome(err error) int {
 // follows outside the ISR, cuts the range and fetches it again. Where the
 // controller refuses (no other live ISR member), it keeps the partition
 // and the range stays withheld, and tries again later.
-func (b *Broker) proposeResignations(props *proposals) {
-	self := b.cfg.Settings.NodeID
-	for _, h := range b.data.leadShared() {
+func (m *Manager) proposeResignations(props *proposals) {
+	self := m.cfg.Settings.NodeID
+	for _, h := range m.LeadShared() {
 		r, ok := h.ProposeResignation()
 		if !ok {
 			continue
 		}
 		before := h.State().ISR
-		sent := b.propose(props, func(ctx context.Context) {
-			p, err := b.ctrl.ResignLeadership(ctx, controller.Resignation{
+		sent := m.propose(props, func(ctx context.Context) {
+			p, err := m.ctrl.ResignLeadership(ctx, controller.Resignation{
 				Topic: h.Topic(), Partition: h.Partition.Partition(), Leader: self,
 				LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch,
 			})
 			if err != nil {
 				h.ResignationRefused()
 				if !errors.Is(err, context.Canceled) {
-					b.log.Warn("damaged range: leadership kept, the range stays withheld", "partition", h.String(),
+					m.log.Warn("damaged range: leadership kept, the range stays withheld", "partition", h.String(),
 						"damage", r.Damage.String(), "err", err)
 				}
 				return
 			}
-			b.isr.count(before, p.ISR)
-			b.log.Warn("damaged range: leadership handed to an ISR member that holds it; fetching it again from there",
+			m.isr.count(before, p.ISR)
+			m.log.Warn("damaged range: leadership handed to an ISR member that holds it; fetching it again from there",
 				"partition", h.String(), "damage", r.Damage.String(), "leader", p.Leader, "isr", p.ISR, "leader_epoch", p.LeaderEpoch)
 		}, h.ResignationRefused)
 		if !sent {

@@ -1,8 +1,9 @@
-package broker
+package partition
 
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/mqproject/mq/lib/log"
@@ -10,7 +11,7 @@ import (
 
 // scrubIdlePoll is how often an idle scrubber looks for new bytes to check
 // (logs recovered with parts unchecked); a partition opened wakes it at
-// once (Broker.scrubWake), so that the damage a restarted node holds is
+// once (Manager.scrubWake), so that the damage a restarted node holds is
 // found (and a follower's fetched again) within moments, not a poll later.
 const scrubIdlePoll = 10 * time.Second
 
@@ -18,9 +19,9 @@ const scrubIdlePoll = 10 * time.Second
 // partition's log that mqd has not checked since it started (see
 // log.Log.Scrub), and returns how many bytes it read. Damage found is
 // recorded and logged by the logs themselves.
-func (b *Broker) scrubPass(ctx context.Context, pace func(context.Context, int) error) int64 {
+func (m *Manager) scrubPass(ctx context.Context, pace func(context.Context, int) error) int64 {
 	var total int64
-	for _, h := range b.data.all() {
+	for _, h := range m.All() {
 		st, err := h.Log().Scrub(ctx, pace)
 		total += st.Bytes
 		switch {
@@ -28,7 +29,7 @@ func (b *Broker) scrubPass(ctx context.Context, pace func(context.Context, int) 
 		case ctx.Err() != nil:
 			return total
 		case !errors.Is(err, log.ErrClosed):
-			b.log.Error("scrub", "partition", h.String(), "err", err)
+			m.log.Error("scrub", "partition", h.String(), "err", err)
 		}
 	}
 	return total
@@ -36,40 +37,38 @@ func (b *Broker) scrubPass(ctx context.Context, pace func(context.Context, int) 
 
 // forgetChecks makes every hosted log unchecked again, for the next pass
 // of the scrubber to read everything.
-func (b *Broker) forgetChecks() {
-	for _, h := range b.data.all() {
+func (m *Manager) forgetChecks() {
+	for _, h := range m.All() {
 		h.Log().ForgetChecks()
 	}
 }
 
-// startScrub runs the scrubber: passes at bytesPerSec over every log
+// runScrubber runs the scrubber in wg until ctx ends: passes at bytesPerSec over every log
 // (log.scrub.bytes.per.sec; <= 0 turns it off) until everything mqd holds
 // is checked, then an idle wait, and every interval
 // (log.scrub.interval.ms) everything again.
-func (d *Daemon) startScrub(bytesPerSec int64, interval time.Duration) {
+func (m *Manager) runScrubber(ctx context.Context, wg *sync.WaitGroup, bytesPerSec int64, interval time.Duration) {
 	if bytesPerSec <= 0 {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	d.stopScrub = cancel
-	d.scrubDone = make(chan struct{})
+	wg.Add(1)
 	go func() {
-		defer close(d.scrubDone)
-		clk := d.broker.clock
+		defer wg.Done()
+		clk := m.clock
 		throttle := log.NewThrottle(bytesPerSec, clk)
 		idle := clk.NewTicker(scrubIdlePoll)
 		defer idle.Stop()
 		round := clk.Now()
 		for {
-			n := d.broker.scrubPass(ctx, throttle.Wait)
+			n := m.scrubPass(ctx, throttle.Wait)
 			if ctx.Err() != nil {
 				return
 			}
 			if n > 0 {
-				d.log.Debug("scrub pass done", "bytes", n)
+				m.log.Debug("scrub pass done", "bytes", n)
 			}
 			if interval > 0 && clk.Now().Sub(round) >= interval {
-				d.broker.forgetChecks()
+				m.forgetChecks()
 				round = clk.Now()
 				continue
 			}
@@ -78,7 +77,7 @@ func (d *Daemon) startScrub(bytesPerSec int64, interval time.Duration) {
 				case <-ctx.Done():
 					return
 				case <-idle.C():
-				case <-d.broker.scrubWake:
+				case <-m.scrubWake:
 				}
 			}
 		}

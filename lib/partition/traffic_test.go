@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import "testing"
 
@@ -14,15 +14,17 @@ func TestISRCountersTellShrinksFromExpands(t *testing.T) {
 }
 
 func TestTrafficCountersKeepOnlyHostedTopics(t *testing.T) {
-	var tc trafficCounters
+	tc := &trafficCounters{}
 	a := tc.of("a")
-	a.bytesIn.Add(5)
+	a.BytesIn.Add(5)
 	if tc.of("a") != a {
 		t.Fatal("a topic's counters are made twice")
 	}
-	tc.of("b").messagesOut.Add(1)
+	tc.of("b").MessagesOut.Add(1)
 	tc.retain(map[string]bool{"a": true})
-	got := tc.snapshot()
+	m := &Manager{}
+	m.traffic.topics = tc.topics
+	got := m.Traffic()
 	if len(got) != 1 || got[0].Topic != "a" || got[0].BytesIn != 5 {
 		t.Errorf("after retain(a): %+v", got)
 	}

@@ -1,0 +1,90 @@
+// Package partition holds the partitions this node hosts and keeps them
+// in step with the controller's image: the broker side of the cluster's
+// partition lifecycle. lib/broker's handlers look partitions up here;
+// lib/node builds the Manager before them and closes it after them.
+//
+//	m, err := partition.Open(partition.Config{Settings: s, Controller: ctrl, AwaitRegistration: true})
+//	err = m.Opened(ctx)             // the partitions of the first image are open
+//	m.Registered(epoch)             // this process's broker registration is in the controller
+//	err = m.AwaitLeading(ctx)       // an image that lets this node lead has been applied
+//	m.StartLogTasks()               // retention, compaction, scrubbing
+//	h := m.Replica(topic, 0)        // the hosted replica, or nil
+//	h, err := m.Leader(topic, 0)    // the replica if it leads: ErrUnknownPartition, ErrNotHosted, replica.ErrNotLeader
+//	m.AfterApply(fn)                // fn runs after every image applied (a coordinator's ownership)
+//	err = m.Close()                 // checkpoints, flushes and closes every log; records the clean shutdown
+//
+// A Hosted is one replica: a lib/replica Partition over its lib/log Log in
+// DATA_DIR/TOPIC-PARTITION/, with the topic config it was last given and
+// its topic's traffic counters.
+//
+// # Applying an image
+//
+// One loop, follow, applies the controller's images in order. For each it
+// opens the partitions the image places on this node (recovering them
+// from disk; up to openWorkers at once, up to batchMax sharing one
+// log.SyncBatch, each served once its batch committed), gives every
+// replica the leader, epochs, replica set and ISR of the image
+// (replica.Become; a replica already in that state is left alone),
+// reconfigures those whose topic config changed, and closes and deletes
+// those the image no longer places here. A directory the checkpoints
+// say another topic of the same name wrote is set aside, never deleted.
+// Then it hands each followed partition to the replica Fetcher of its
+// leader (num.replica.fetchers per leader, lib/replica over lib/peer),
+// and calls the AfterApply hooks. Refresh applies the current image at
+// once, serialized with the loop, for a handler that just created a
+// topic.
+//
+// Until Registered, with Config.AwaitRegistration, the node leads
+// nothing (MayLead): a restarted node's image may name it leader in the
+// epochs of its previous incarnation, whose unflushed records a crash may
+// have taken.
+//
+// # Leading
+//
+// The maintain loop runs, every isrCheckInterval, the leader's proposals
+// to the controller for the partitions it leads with other replicas
+// (LeadShared): ISR changes (replica.ProposeISR, up to maxISRBatch in one
+// AlterPartition command, maxISRProposals commands in flight) and
+// hand-overs of damaged partitions (replica.ProposeResignation); and
+// every replica.high.watermark.checkpoint.interval.ms it checkpoints the
+// high-water marks. An answer settles each proposal as isrOutcome reads
+// the controller's error: refused only when nothing can have been
+// applied.
+//
+// # Log tasks
+//
+// StartLogTasks runs, on the Manager's clock: retention every
+// log.retention.check.interval.ms; log.cleaner.threads compaction loops,
+// each cleaning the compacted log that most needs it up to its
+// high-water mark; and the scrubber at log.scrub.bytes.per.sec, woken
+// when a partition opens.
+//
+// # Goroutines
+//
+//   - follow: applies images, syncs the fetchers, calls the hooks.
+//   - maintain: ISR and resignation proposals, each in a goroutine of its
+//     own while in flight; high-water mark checkpoints.
+//   - one goroutine per replica Fetcher.
+//   - the log tasks, once started: one for retention, one scrubber,
+//     log.cleaner.threads cleaners.
+//   - each lib/log Log may run a flusher and background fsyncs.
+//
+// # Locks, in the order they may be taken
+//
+//  1. Manager.syncMu: one image applied at a time (follow, Refresh);
+//     opening and closing logs happens under it.
+//  2. Manager.mu: the map of hosted partitions; held only to read or
+//     change the map, never across I/O. cleanMu, hooksMu and the traffic
+//     counters' mutex are taken alone.
+//  3. replicaFetchers.mu, then a Fetcher's own (lib/replica).
+//
+// Below them come lib/replica's and lib/log's locks. No lock of this
+// package is held across a call to the controller.
+//
+// # On disk
+//
+// DATA_DIR/TOPIC-PARTITION/ per hosted partition (lib/log), the log
+// checkpoints of every partition in CheckpointsFile, and
+// CleanShutdownFile, written once every log closed cleanly and removed
+// (durably) at Open, before any log opens.
+package partition

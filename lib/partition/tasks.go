@@ -1,0 +1,55 @@
+package partition
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// StartLogTasks starts the background work on the hosted logs, each on
+// the Manager's clock, until Close:
+//
+//   - retention every log.retention.check.interval.ms (EnforceRetention);
+//   - the scrubber at log.scrub.bytes.per.sec (scrub.go);
+//   - log.cleaner.threads compaction loops (clean.go).
+//
+// mqd starts them once the node has registered. Calling it twice starts
+// nothing more.
+func (m *Manager) StartLogTasks() {
+	m.syncMu.Lock()
+	defer m.syncMu.Unlock()
+	if m.tasks != nil {
+		return
+	}
+	s := m.cfg.Settings
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	m.runRetention(ctx, &wg, s.LogRetentionCheckInterval)
+	m.runScrubber(ctx, &wg, s.LogScrubBytesPerSec, s.LogScrubInterval)
+	m.runCleaner(ctx, &wg, s.LogCleanerThreads, s.LogCleanerDedupeBufferSize, s.LogCleanerBackoff)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	m.tasks, m.tasksDone = cancel, done
+}
+
+// runRetention enforces retention every interval (default 5 minutes) in
+// wg until ctx ends.
+func (m *Manager) runRetention(ctx context.Context, wg *sync.WaitGroup, every time.Duration) {
+	if every <= 0 {
+		every = 5 * time.Minute
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := m.clock.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C():
+				m.EnforceRetention()
+			}
+		}
+	}()
+}
