@@ -33,13 +33,14 @@ var allowed = map[string][]string{
 	"lib/queue":       {},
 	"lib/metrics":     {"lib/server"},
 	"lib/partition":   {"lib/clock", "lib/config", "lib/controller", "lib/kafkaext", "lib/log", "lib/peer", "lib/replica", "lib/vfs"},
-	"lib/broker":      {"lib/clock", "lib/record", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/controller", "lib/group", "lib/queue", "lib/config", "lib/server", "lib/kafkaext", "lib/version", "lib/metrics", "lib/vfs"},
+	"lib/broker":      {"lib/clock", "lib/config", "lib/controller", "lib/group", "lib/kafkaext", "lib/log", "lib/metrics", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica", "lib/server", "lib/version"},
+	"lib/node":        {"lib/broker", "lib/clock", "lib/config", "lib/controller", "lib/kafkaext", "lib/metrics", "lib/partition", "lib/server", "lib/vfs"},
 	"lib/client":      {"lib/config", "lib/kafkaext"},
 	"lib/pipe":        {"lib/client", "lib/kafkaext", "lib/record"},
 	"lib/tail":        {"lib/admin", "lib/client"},
 	"lib/bench":       {"lib/client"},
 	"lib/admin":       {"lib/client", "lib/kafkaext"},
-	"cmd/mqd":         {"lib/broker", "lib/client", "lib/config", "lib/version"},
+	"cmd/mqd":         {"lib/node", "lib/client", "lib/config", "lib/version"},
 	"cmd/mqctl":       {"lib/client", "lib/admin", "lib/version"},
 	"cmd/mqpipe":      {"lib/client", "lib/pipe", "lib/version"},
 	"cmd/mqtail":      {"lib/client", "lib/tail", "lib/version"},
@@ -56,7 +57,8 @@ var allowedInTests = map[string][]string{
 	// Listener addresses below the ephemeral range, for tests that start
 	// daemons on ports of their own (lib/loopback); storage on file
 	// systems that fail on command (faultfs) or lose power (crashfs).
-	"lib/broker":     {"lib/loopback", "lib/vfs/faultfs", "lib/vfs/crashfs"},
+	"lib/broker":     {"lib/mqtest", "lib/vfs", "lib/vfs/faultfs"},
+	"lib/node":       {"lib/loopback", "lib/mqtest", "lib/record", "lib/replica", "lib/vfs/crashfs"},
 	"lib/controller": {"lib/loopback"},
 	"lib/partition":  {"lib/loopback"},
 	"e2e":            {"lib/loopback"},
@@ -73,7 +75,7 @@ var allowedInTests = map[string][]string{
 var testOnly = []string{"lib/mqtest"}
 
 // serverSide are the packages that only mqd may link.
-var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs"}
+var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/node", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs"}
 
 type listedPackage struct {
 	ImportPath   string

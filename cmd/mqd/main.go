@@ -1,5 +1,5 @@
 // Command mqd is the mq daemon: a Kafka-protocol message broker. This file
-// wires flags and signals to lib/config and lib/broker.Daemon.
+// wires flags and signals to lib/config and lib/node.Daemon.
 package main
 
 import (
@@ -16,9 +16,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/mqproject/mq/lib/broker"
 	"github.com/mqproject/mq/lib/client"
 	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/node"
 	"github.com/mqproject/mq/lib/version"
 )
 
@@ -244,13 +244,13 @@ func serve(c *cli.Context) error {
 		pprofURL = "http://" + bound + "/debug/pprof/"
 		logger.Info("pprof serving", "pprof", pprofURL)
 	}
-	d, err := broker.Start(ctx, settings, logger)
+	d, err := node.Start(ctx, node.Config{Settings: settings, Logger: logger})
 	if err != nil {
 		if ctx.Err() != nil {
 			logger.Info("stopped during startup")
 			return nil
 		}
-		if cerr := (*broker.ConfigError)(nil); errors.As(err, &cerr) {
+		if cerr := (*node.ConfigError)(nil); errors.As(err, &cerr) {
 			return usageError{err}
 		}
 		return err

@@ -73,8 +73,8 @@ func shortTempDir(t *testing.T) string {
 	return dir
 }
 
-// node is one mqd process.
-type node struct {
+// mqdProc is one mqd process.
+type mqdProc struct {
 	cmd     *exec.Cmd
 	dataDir string
 	mu      sync.Mutex
@@ -85,7 +85,7 @@ type node struct {
 }
 
 // runMQD starts mqd with args in env and collects its stderr lines.
-func runMQD(t *testing.T, env []string, args ...string) *node {
+func runMQD(t *testing.T, env []string, args ...string) *mqdProc {
 	t.Helper()
 	cmd := exec.Command(mqdBinary, args...)
 	cmd.Env = env
@@ -93,7 +93,7 @@ func runMQD(t *testing.T, env []string, args ...string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{cmd: cmd, newLine: make(chan struct{}), exited: make(chan struct{})}
+	n := &mqdProc{cmd: cmd, newLine: make(chan struct{}), exited: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func runMQD(t *testing.T, env []string, args ...string) *node {
 
 // startMQD starts mqd on a fresh data directory (unless args name one), a
 // Unix socket and a free TCP port, and waits until it is serving.
-func startMQD(t *testing.T, env []string, args ...string) *node {
+func startMQD(t *testing.T, env []string, args ...string) *mqdProc {
 	t.Helper()
 	dataDir := filepath.Join(t.TempDir(), "data")
 	args = append([]string{"--data-dir", dataDir,
@@ -134,7 +134,7 @@ func startMQD(t *testing.T, env []string, args ...string) *node {
 }
 
 // waitLine waits for a stderr line containing s and returns it.
-func (n *node) waitLine(t *testing.T, s string) string {
+func (n *mqdProc) waitLine(t *testing.T, s string) string {
 	t.Helper()
 	deadline := time.After(waitTimeout)
 	for seen := 0; ; {
@@ -161,14 +161,14 @@ func (n *node) waitLine(t *testing.T, s string) string {
 	}
 }
 
-func (n *node) stderr() string {
+func (n *mqdProc) stderr() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return strings.Join(n.lines, "\n")
 }
 
 // wait waits for mqd to exit and returns its exit code.
-func (n *node) wait(t *testing.T) int {
+func (n *mqdProc) wait(t *testing.T) int {
 	t.Helper()
 	select {
 	case <-n.exited:
@@ -185,7 +185,7 @@ func (n *node) wait(t *testing.T) int {
 	return 0
 }
 
-func (n *node) signal(t *testing.T, sig os.Signal) {
+func (n *mqdProc) signal(t *testing.T, sig os.Signal) {
 	t.Helper()
 	if err := n.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)

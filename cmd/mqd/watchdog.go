@@ -15,8 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/mqproject/mq/lib/broker"
 	"github.com/mqproject/mq/lib/client"
+	"github.com/mqproject/mq/lib/node"
 )
 
 // This file keeps systemd's watchdog (WatchdogSec=) fed. A keep-alive is
@@ -62,7 +62,7 @@ func watchdogInterval(getenv func(string) string, pid int) (every time.Duration,
 // ($WATCHDOG_USEC) and returns what stops them (before STOPPING=1: a
 // draining daemon no longer answers itself, and the stop has its own
 // timeout).
-func startWatchdog(d *broker.Daemon, logger *slog.Logger) (stop func()) {
+func startWatchdog(d *node.Daemon, logger *slog.Logger) (stop func()) {
 	every, ok, err := watchdogInterval(os.Getenv, os.Getpid())
 	if err != nil {
 		logger.Warn("ignoring the systemd watchdog", "err", err)

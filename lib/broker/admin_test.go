@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net"
 	"slices"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/mqtest"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -425,8 +427,9 @@ func startAdminClient(t *testing.T, b *Broker) (*kgo.Client, *kadm.Client) {
 	// in the old epoch gets NOT_LEADER_OR_FOLLOWER (the epoch it waited in
 	// ended), which a test right after this would take for a failure.
 	registered := b.ctrl.Image().Version
-	eventually(t, 10*time.Second, "the registration applied", func() bool {
-		return b.parts.Applied() >= registered
+	mqtest.WaitFor(t, "the registration applied", func() (bool, string) {
+		applied := b.parts.Applied()
+		return applied >= registered, fmt.Sprintf("image %d applied, registration %d", applied, registered)
 	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {

@@ -1,8 +1,6 @@
-// Package broker answers the Kafka APIs for one mq node, and composes the
-// node: Daemon (daemon.go) locks the data directory, opens the controller,
-// the Broker and the lib/server Server, and runs the background loops; cmd/mqd
-// is flag wiring around Start and Shutdown. docs/ARCHITECTURE.md puts it in
-// the whole.
+// Package broker answers the Kafka APIs for one mq node, on the parts
+// lib/node gives it in a Config: the controller and the hosted partitions
+// (lib/partition). docs/ARCHITECTURE.md puts it in the whole.
 //
 // The Broker is a thin mapping from Kafka requests onto the parts below
 // it, one file per API family: produce.go, fetch.go, offsets.go
@@ -37,13 +35,8 @@
 //     partitions, run the replica fetchers, the ISR proposals and the log
 //     tasks; after each image they call the group coordinator's
 //     syncOwnership (partition.Manager.AfterApply).
-//   - The Daemon's heartbeat goroutine (lifecycle.go) heartbeats to the
-//     active controller (with the log end offset and last epoch of each
-//     hosted partition that has no leader, for unclean elections),
-//     registers again when asked, and watches for
-//     configuration conflicts (Daemon.Fatal). It is the only watcher of the controller. Handlers that need a
-//     topic they just created apply the current image themselves
-//     (partition.Manager.Refresh).
+//   - Handlers that need a topic they just created apply the current
+//     image themselves (partition.Manager.Refresh).
 //   - lib/group runs its timers (sessions, rebalances, offset retention) on
 //     its Clock and replays a partition of __consumer_offsets in a goroutine
 //     of its own when this node starts leading it (LoadAsync).

@@ -91,6 +91,26 @@ type sessionCounts struct {
 	full, incremental, incrementalPartitions, declined, skipped atomic.Int64
 }
 
+// SessionCounts are counts of fetch requests served through fetch
+// sessions since the broker started: full fetches (a session created or
+// not), incremental ones and the partitions those named, full fetches
+// that asked for a session and got none, and partitions a read skipped
+// as unchanged.
+type SessionCounts struct {
+	Full, Incremental, IncrementalPartitions, Declined, Skipped int64
+}
+
+func (c *sessionCounts) read() SessionCounts {
+	return SessionCounts{Full: c.full.Load(), Incremental: c.incremental.Load(),
+		IncrementalPartitions: c.incrementalPartitions.Load(), Declined: c.declined.Load(), Skipped: c.skipped.Load()}
+}
+
+// FetchSessionCounts returns the counts of the followers' fetches and
+// of the consumers'.
+func (b *Broker) FetchSessionCounts() (followers, consumers SessionCounts) {
+	return b.sessions.followers.read(), b.sessions.consumers.read()
+}
+
 // counts are the counts of replica's requests (-1: a consumer).
 func (c *fetchSessions) counts(replica int32) *sessionCounts {
 	if replica >= 0 {

@@ -91,6 +91,10 @@ func (gc *groupCoordinator) syncOwnership() {
 	}
 }
 
+// CoordinatedPartitions returns the partitions of __consumer_offsets
+// whose groups this node coordinates (loaded or loading).
+func (b *Broker) CoordinatedPartitions() []int32 { return b.groups.c.Owned() }
+
 // close stops following the image and closes the coordinator (waiting
 // joins and syncs are answered NOT_COORDINATOR).
 func (gc *groupCoordinator) close() {

@@ -16,23 +16,10 @@ import (
 // metrics are served or not), ISR change counters, and the snapshot a
 // scrape reads, group lag included.
 
-// MetricsSnapshot implements metrics.Source for the Daemon: the broker's
-// partitions, groups and counters, the controller's Raft state and the
-// server's connections.
-func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
-	s := d.broker.metricsSnapshot(partitionSeries)
-	s.ControllerLeaderID = d.ctrl.LeaderID()
-	s.RaftState = d.ctrl.RaftState()
-	if s.RaftState == "leader" {
-		s.Offline = d.ctrl.Image().OfflinePartitions()
-	}
-	s.Connections = d.server.Connections()
-	s.ConnectionsAccepted = d.server.ConnectionsAccepted()
-	return s
-}
-
-// metricsSnapshot is the Broker's part of a Snapshot.
-func (b *Broker) metricsSnapshot(partitionSeries bool) metrics.Snapshot {
+// MetricsSnapshot is the Broker's part of a metrics Snapshot: the hosted
+// partitions, the groups it coordinates with their lag, the traffic and
+// ISR counters. lib/node adds the controller's and the server's parts.
+func (b *Broker) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 	isr := b.parts.ISRCounts()
 	s := metrics.Snapshot{ISRShrinks: isr.Shrinks, ISRExpands: isr.Expands, ISRUnconfirmed: isr.Unconfirmed}
 	for _, t := range b.parts.Traffic() {

@@ -1,8 +1,9 @@
-package broker
+package node
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,7 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // testSettings are settings for a daemon on a fresh data directory, a
@@ -35,7 +38,7 @@ func startDaemon(t *testing.T, s config.Broker) *Daemon {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := Start(ctx, s, nil)
+	d, err := Start(ctx, Config{Settings: s})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -85,7 +88,7 @@ func TestSecondDaemonOnDataDirFails(t *testing.T) {
 	startDaemon(t, s)
 	s2 := testSettings(t)
 	s2.DataDir = s.DataDir
-	_, err := Start(context.Background(), s2, nil)
+	_, err := Start(context.Background(), Config{Settings: s2})
 	var inUse *DataDirInUseError
 	if !errors.As(err, &inUse) {
 		t.Fatalf("second Start: %v, want a DataDirInUseError", err)
@@ -115,7 +118,7 @@ func TestShutdownReleasesDataDir(t *testing.T) {
 func TestFailedStartReleasesDataDir(t *testing.T) {
 	s := testSettings(t)
 	s.Listeners = []string{"unix://relative.sock"}
-	if _, err := Start(context.Background(), s, nil); err == nil {
+	if _, err := Start(context.Background(), Config{Settings: s}); err == nil {
 		t.Fatal("Start with a bad listener succeeded")
 	}
 	startDaemon(t, testSettingsIn(t, s.DataDir))
@@ -148,4 +151,48 @@ func TestAdvertisedAddress(t *testing.T) {
 			t.Errorf("advertisedAddress(%q, %q) = %s, %d, %v; want %s, %d", tc.advertise, tc.listeners, host, port, err, tc.host, tc.port)
 		}
 	}
+}
+
+// TestHeartbeatsGoOnTheNodesClock: a node started on a manual clock
+// heartbeats when its clock passes broker.heartbeat.interval.ms, and not
+// before, so that tests can step liveness instead of waiting for it. The
+// interval is an hour: on the wall clock no heartbeat would come while
+// the test waits.
+func TestHeartbeatsGoOnTheNodesClock(t *testing.T) {
+	s := testSettings(t)
+	s.BrokerHeartbeatInterval = time.Hour
+	s.BrokerSessionTimeout = 3 * time.Hour
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := Start(ctx, Config{Settings: s, Clock: clk})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { d.Shutdown(context.Background()) })
+	lastHeartbeat := func() time.Time {
+		q, err := d.ctrl.Quorum(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range q.Members {
+			if m.ID == s.NodeID {
+				return m.LastHeartbeat
+			}
+		}
+		return time.Time{}
+	}
+	if got := lastHeartbeat(); !got.IsZero() {
+		t.Fatalf("a heartbeat at %v before the clock moved", got)
+	}
+	clk.Advance(30 * time.Minute)
+	if got := lastHeartbeat(); !got.IsZero() {
+		t.Fatalf("a heartbeat at %v, half an interval in", got)
+	}
+	clk.Advance(30 * time.Minute)
+	want := clk.Now()
+	mqtest.WaitFor(t, "a heartbeat at the interval", func() (bool, string) {
+		got := lastHeartbeat()
+		return got.Equal(want), fmt.Sprintf("last heartbeat %v, want %v", got, want)
+	})
 }

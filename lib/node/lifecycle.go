@@ -1,4 +1,4 @@
-package broker
+package node
 
 import (
 	"bufio"
@@ -173,9 +173,11 @@ func (d *Daemon) startHeartbeat() {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.stopHeartbeat = cancel
 	d.heartbeatDone = make(chan struct{})
+	// Made before the loop starts, so that the first heartbeat is due an
+	// interval after Start returns, whenever the goroutine runs.
+	t := d.clock.NewTicker(d.heartbeatInterval())
 	go func() {
 		defer close(d.heartbeatDone)
-		t := time.NewTicker(d.heartbeatInterval())
 		defer t.Stop()
 		failing, metaFailing := false, false
 		for {
@@ -185,7 +187,7 @@ func (d *Daemon) startHeartbeat() {
 			case err := <-d.ctrl.Fatal():
 				d.fail(&ConfigError{err})
 				return
-			case <-t.C:
+			case <-t.C():
 			}
 			// Only a conflict ends the node: a meta.properties that cannot
 			// be written (a full disk) is tried again at the next tick.
@@ -298,9 +300,9 @@ func (d *Daemon) controlledShutdown(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	start := time.Now()
+	start := d.clock.Now()
 	d.log.Info("controlled shutdown: moving leaderships to other in-sync replicas", "led", d.movableLeaderships())
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := d.clock.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	// With no controller to answer for a whole session timeout (the
 	// quorum is gone: the other nodes are stopping too), nothing can move.
@@ -312,15 +314,15 @@ func (d *Daemon) controlledShutdown(ctx context.Context) {
 	for {
 		res, err := d.heartbeat(ctx, true)
 		if err == nil && res.ShouldShutDown && d.movableLeaderships() == 0 {
-			d.log.Info("controlled shutdown: leaderships moved", "took", time.Since(start).Round(time.Millisecond))
+			d.log.Info("controlled shutdown: leaderships moved", "took", d.clock.Now().Sub(start).Round(time.Millisecond))
 			return
 		}
 		switch {
 		case err == nil:
 			failingSince = time.Time{}
 		case failingSince.IsZero():
-			failingSince = time.Now()
-		case time.Since(failingSince) > patience:
+			failingSince = d.clock.Now()
+		case d.clock.Now().Sub(failingSince) > patience:
 			d.log.Warn("controlled shutdown: no controller answers; stopping without moving leaderships", "err", err)
 			return
 		}
@@ -328,7 +330,7 @@ func (d *Daemon) controlledShutdown(ctx context.Context) {
 		case <-ctx.Done():
 			d.log.Warn("controlled shutdown did not finish: stopping anyway", "still_led", d.movableLeaderships(), "err", err)
 			return
-		case <-tick.C:
+		case <-tick.C():
 		}
 	}
 }

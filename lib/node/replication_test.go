@@ -1,4 +1,4 @@
-package broker
+package node
 
 import (
 	"context"
@@ -139,7 +139,7 @@ func TestClusterReplicatesAndSurvivesTheLossOfLeaders(t *testing.T) {
 		for p := int32(0); p < 3; p++ {
 			var ends []int64
 			for i := range c.nodes {
-				if h := c.daemon(i).broker.parts.Lookup("orders", p); h != nil {
+				if h := c.daemon(i).parts.Lookup("orders", p); h != nil {
 					ends = append(ends, h.Log().EndOffset())
 				}
 			}
@@ -275,7 +275,7 @@ func TestClusterNonVoterHoldsTheImageAndReplicas(t *testing.T) {
 	})
 	acked := produceAll(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "wide", 0, 100)
 	readBack(t, c, "wide", acked)
-	if h := c.daemon(3).broker.parts.Lookup("wide", 0); h == nil || h.Log().EndOffset() == 0 {
+	if h := c.daemon(3).parts.Lookup("wide", 0); h == nil || h.Log().EndOffset() == 0 {
 		t.Errorf("the non-voter holds no data of wide-0: %v", h)
 	}
 }
@@ -298,7 +298,7 @@ func TestClusterConfigurationErrors(t *testing.T) {
 			tc.mod(&s)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			d, err := Start(ctx, s, nil)
+			d, err := Start(ctx, Config{Settings: s})
 			if err == nil {
 				d.Shutdown(context.Background())
 				t.Fatal("started")
@@ -323,7 +323,7 @@ func TestDataDirectoryOfAnotherNodeIsRefused(t *testing.T) {
 	s.NodeID = 7
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := Start(ctx, s, nil)
+	_, err := Start(ctx, Config{Settings: s})
 	var cerr *ConfigError
 	if !errors.As(err, &cerr) || !strings.Contains(err.Error(), "belongs to node 1") {
 		t.Fatalf("Start as node 7 on node 1's directory: %v, want a ConfigError naming node 1", err)
@@ -452,8 +452,8 @@ func TestClusterFollowersFetchIncrementally(t *testing.T) {
 	type counts struct{ full, incremental, partitions int64 }
 	snapshot := func() (out []counts) {
 		for i := range c.nodes {
-			s := &c.daemon(i).broker.sessions.followers
-			out = append(out, counts{s.full.Load(), s.incremental.Load(), s.incrementalPartitions.Load()})
+			s, _ := c.daemon(i).broker.FetchSessionCounts()
+			out = append(out, counts{s.Full, s.Incremental, s.IncrementalPartitions})
 		}
 		return out
 	}

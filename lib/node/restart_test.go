@@ -1,13 +1,16 @@
-package broker
+package node
 
 import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
@@ -33,17 +36,17 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// Created through a node that may see it in its image a moment later.
+	adm := kadm.NewClient(c.client())
 	eventually(t, 30*time.Second, "__consumer_offsets created", func() bool {
-		_, err := c.daemon(0).broker.groups.ensureTopic(ctx)
-		return err == nil
+		return adm.FindGroupCoordinators(ctx, "g").Error() == nil
 	})
 	before := c.waitImage("__consumer_offsets led", func(img *controller.Image) bool {
-		return fullyInSync(img, offsetsTopic) && fullyInSync(img, "r")
+		return fullyInSync(img, "__consumer_offsets") && fullyInSync(img, "r")
 	})
 	p := *before.Partition("r", 0)
 	self := p.Leader
 	var offsetsLed []int32 // the __consumer_offsets partitions self leads
-	for _, op := range before.Topics[offsetsTopic].Partitions {
+	for _, op := range before.Topics["__consumer_offsets"].Partitions {
 		if op.Leader == self {
 			offsetsLed = append(offsetsLed, op.ID)
 		}
@@ -68,7 +71,7 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 				q.Leader, q.LeaderEpoch, self, p.LeaderEpoch)
 			return
 		}
-		h := d.broker.parts.Lookup("r", 0)
+		h := d.parts.Lookup("r", 0)
 		if h == nil {
 			t.Error("r-0 is not open before the registration")
 			return
@@ -76,14 +79,17 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 		if h.IsLeader() {
 			t.Errorf("before registering, the restarted node leads r-0 in epoch %d, its previous incarnation's", h.LeaderEpoch())
 		}
-		if res, err := h.Append(testBatch(t, record.BuildOptions{}, "x", 3), -1); !errors.Is(err, replica.ErrNotLeader) {
+		batch, err := record.Build(record.BuildOptions{BaseTimestamp: time.Now().UnixMilli()}, []record.Record{{Value: []byte("x")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := h.Append(batch, -1); !errors.Is(err, replica.ErrNotLeader) {
 			t.Errorf("append to r-0 before registering: %+v, %v; want replica.ErrNotLeader", res, err)
 		}
-		meta := d.broker.topicMetadata(img, img.Topics["r"], 12)
-		if code := meta.Partitions[0].ErrorCode; code == 0 {
+		if code := metadataOf(t, d, "r"); code == 0 {
 			t.Errorf("Metadata before registering: r-0 has no error, want LEADER_NOT_AVAILABLE")
 		}
-		if owned := d.broker.groups.c.Owned(); len(owned) > 0 {
+		if owned := d.broker.CoordinatedPartitions(); len(owned) > 0 {
 			t.Errorf("before registering, the group coordinator owns __consumer_offsets partitions %v (led before: %v)", owned, offsetsLed)
 		}
 	}
@@ -101,7 +107,7 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 	d := c.daemon(i)
 	img := d.ctrl.Image()
 	after := img.Partition("r", 0)
-	h := d.broker.parts.Lookup("r", 0)
+	h := d.parts.Lookup("r", 0)
 	if h.IsLeader() && h.LeaderEpoch() <= p.LeaderEpoch {
 		t.Errorf("after registering, the node leads r-0 in epoch %d, not past its previous incarnation's %d", h.LeaderEpoch(), p.LeaderEpoch)
 	}
@@ -113,8 +119,8 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 	}
 	// The node coordinates the groups of what it leads once more.
 	eventually(t, 10*time.Second, "the group coordinator owns what the node leads", func() bool {
-		owned := d.broker.groups.c.Owned()
-		for _, op := range d.ctrl.Image().Topics[offsetsTopic].Partitions {
+		owned := d.broker.CoordinatedPartitions()
+		for _, op := range d.ctrl.Image().Topics["__consumer_offsets"].Partitions {
 			if op.Leader == self && !slices.Contains(owned, op.ID) {
 				return false
 			}
@@ -122,4 +128,35 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 		return true
 	})
 	produceAll(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "r", 20, 20)
+}
+
+// metadataOf asks node d itself, over its TCP listener, for the Metadata
+// of topic's partition 0 and returns its error code.
+func metadataOf(t *testing.T, d *Daemon, topic string) int16 {
+	t.Helper()
+	var addr string
+	for _, a := range d.Addrs() {
+		if strings.HasPrefix(a, "tcp://") {
+			addr = strings.TrimPrefix(a, "tcp://")
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("metadata from node %d: %v", d.settings.NodeID, err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) == 0 {
+		t.Fatalf("metadata from node %d: no partitions of %s: %+v", d.settings.NodeID, topic, resp.Topics)
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
 }

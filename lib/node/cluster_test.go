@@ -1,4 +1,4 @@
-package broker
+package node
 
 import (
 	"context"
@@ -126,7 +126,7 @@ func (c *testCluster) startNode(i int) error {
 	n := c.nodes[i]
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	d, err := Start(ctx, n.s, clusterLogger(n.id))
+	d, err := Start(ctx, Config{Settings: n.s, Logger: clusterLogger(n.id)})
 	if err != nil {
 		return fmt.Errorf("node %d: %w", n.id, err)
 	}

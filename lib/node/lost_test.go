@@ -1,4 +1,4 @@
-package broker
+package node
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package broker
+package node
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mqproject/mq/lib/broker"
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
@@ -26,16 +27,16 @@ import (
 )
 
 // Daemon is one running mqd node: the data directory lock, the controller,
-// the Broker and the Server listening for it, and the retention loop.
-// cmd/mqd is flag wiring around Start and Shutdown. Its methods are safe
-// for concurrent use.
+// the partitions, the Broker and the Server listening for it. Its methods
+// are safe for concurrent use.
 type Daemon struct {
 	settings config.Broker
 	log      *slog.Logger
+	clock    clock.Clock
 	lock     *dataDirLock
 	ctrl     *controller.Controller
 	parts    *partition.Manager
-	broker   *Broker
+	broker   *broker.Broker
 	server   *server.Server
 
 	// metrics is nil unless s.MetricsListen is set; metricsAddr is where
@@ -88,15 +89,28 @@ func (e *DataDirInUseError) Error() string {
 	return fmt.Sprintf("data directory %s is in use by another mqd (%s)", e.Dir, pid)
 }
 
-// Start brings up a node with settings s and returns once it is serving:
+// Config is what a node is started with.
+type Config struct {
+	Settings config.Broker // mqd's settings: flags, environment, config file, defaults
+	Logger   *slog.Logger  // nil = silent
+	// Clock is the time of everything the node times itself: the
+	// controller's broker liveness, the partitions' logs, replicas and
+	// tasks, the broker's waits and group timers, the heartbeats and the
+	// controlled shutdown. nil = real time; tests step a clock.Manual.
+	Clock clock.Clock
+}
+
+// Start brings up a node with cfg.Settings s and returns once it is
+// serving:
 //
 //  1. create s.DataDir (0750) and lock it (DataDir/.lock, flock, holding
 //     our pid): a second mqd on the same directory gets a
 //     *DataDirInUseError;
 //  2. open the controller in DataDir/__controller with the voters of
 //     s.Voters;
-//  3. open the Broker, whose follow loop opens the logs of the
-//     partitions this node hosts, leading none of them yet;
+//  3. open the partitions (lib/partition), whose follow loop opens the
+//     logs of those this node hosts, leading none of them yet, and the
+//     Broker on them;
 //  4. start the Server on s.Listeners, and wait for those logs (a
 //     request for one still opening gets a retriable error, and so does
 //     a produce or fetch for one the image names this node leader of);
@@ -108,16 +122,21 @@ func (e *DataDirInUseError) Error() string {
 //     this node led before a new leader epoch or another leader, the
 //     node leads where the image says (partition.Manager.MayLead), and the group
 //     coordinator loads its partitions;
-//  6. start enforcing retention every s.LogRetentionCheckInterval, and
-//     the scrubber (s.LogScrubBytesPerSec).
+//  6. start the heartbeats, and the partitions' log tasks: retention
+//     every s.LogRetentionCheckInterval, the cleaner and the scrubber
+//     (partition.Manager.StartLogTasks).
 //
 // The server starts before the registration because the advertised port
 // is only known once the TCP listener is open; a Metadata request in
 // between sees no broker for this node yet. ctx bounds the registration.
-// On error, whatever was started is stopped again. logger nil is silent.
-func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon, err error) {
+// On error, whatever was started is stopped again.
+func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
+	s, logger, clk := cfg.Settings, cfg.Logger, cfg.Clock
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if clk == nil {
+		clk = clock.Real()
 	}
 	if s.DataDir == "" {
 		return nil, errors.New("no data directory")
@@ -130,7 +149,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{settings: s, log: logger, fatal: make(chan error, 1)}
+	d := &Daemon{settings: s, log: logger, clock: clk, fatal: make(chan error, 1)}
 	defer func() {
 		if err != nil {
 			d.closeParts(context.Background())
@@ -152,7 +171,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 		Voters:                       voters,
 		RaftAddr:                     raftAddr,
 		Logger:                       logger.With("component", "controller"),
-		Clock:                        clock.Real(),
+		Clock:                        clk,
 		BrokerSessionTimeout:         s.BrokerSessionTimeout,
 		UncleanLeaderElection:        s.UncleanLeaderElection,
 		BrokerHeartbeatInterval:      s.BrokerHeartbeatInterval,
@@ -180,7 +199,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 		}
 	}
 	// The node leads nothing until its registration is in the image.
-	pcfg := partition.Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker"), AwaitRegistration: true}
+	pcfg := partition.Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker"), Clock: clk, AwaitRegistration: true}
 	scfg := server.Config{
 		Listeners:             s.Listeners,
 		MaxRequestBytes:       s.SocketRequestMaxBytes,
@@ -203,7 +222,7 @@ func Start(ctx context.Context, s config.Broker, logger *slog.Logger) (_ *Daemon
 	if err != nil {
 		return nil, err
 	}
-	d.broker = New(Config{Settings: s, Controller: d.ctrl, Partitions: d.parts, Logger: pcfg.Logger})
+	d.broker = broker.New(broker.Config{Settings: s, Controller: d.ctrl, Partitions: d.parts, Logger: pcfg.Logger, Clock: clk})
 	d.server, err = server.New(scfg, d.broker)
 	if err != nil {
 		return nil, err
@@ -290,6 +309,21 @@ func advertisedAddress(advertise string, listeners []string) (string, int32, err
 		}
 	}
 	return host, int32(port), nil
+}
+
+// MetricsSnapshot implements metrics.Source for the Daemon: the broker's
+// partitions, groups and counters, the controller's Raft state and the
+// server's connections.
+func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
+	s := d.broker.MetricsSnapshot(partitionSeries)
+	s.ControllerLeaderID = d.ctrl.LeaderID()
+	s.RaftState = d.ctrl.RaftState()
+	if s.RaftState == "leader" {
+		s.Offline = d.ctrl.Image().OfflinePartitions()
+	}
+	s.Connections = d.server.Connections()
+	s.ConnectionsAccepted = d.server.ConnectionsAccepted()
+	return s
 }
 
 // Addrs returns the addresses actually listened on, in the order of the

@@ -1,0 +1,44 @@
+// Package node is mq's composition root: it builds one mqd node from its
+// settings and runs it. cmd/mqd is flag wiring around Start and Shutdown.
+//
+//	d, err := node.Start(ctx, node.Config{Settings: s}) // serving when it returns
+//	<-d.Fatal()                                 // a configuration conflict found while running
+//	err = d.Shutdown(ctx)                       // controlled shutdown, drain, close
+//
+// Start, in order:
+//
+//  1. creates the data directory durably (lib/vfs) and locks it
+//     (DATA_DIR/.lock, flock, holding the pid): a second mqd on the same
+//     directory gets a *DataDirInUseError;
+//  2. checks meta.properties (node id, then cluster id once known) and
+//     opens the controller (lib/controller) in DATA_DIR/__controller;
+//  3. opens the partitions (lib/partition), which start recovering, and
+//     builds the Broker (lib/broker) on them;
+//  4. starts the Server (lib/server) on the listeners, with the metrics
+//     endpoint (lib/metrics) when metrics.listen is set, and waits for
+//     the partitions to open;
+//  5. registers the broker with the controller under its advertised
+//     address and waits for an image holding the registration, from which
+//     on the node may lead (partition.Manager.MayLead);
+//  6. starts the heartbeat loop and the partitions' log tasks.
+//
+// Shutdown reverses it: a controlled shutdown first (the controller moves
+// this broker's leaderships to other in-sync replicas while it still
+// serves), then the server drains, the broker and the partitions close
+// (the logs flushed, the clean shutdown recorded), the controller closes
+// and the lock is released. Whatever Start got to is stopped the same way
+// when it fails.
+//
+// # Goroutines
+//
+//   - the heartbeat loop (lifecycle.go): every broker.heartbeat.interval.ms
+//     a BrokerHeartbeat to the active controller, carrying how far this
+//     node applied the image and where its offline partitions' logs end
+//     (for unclean elections); a stale broker epoch registers again. It
+//     also watches the controller's and the data directory's
+//     configuration conflicts (Fatal).
+//   - the parts' own: lib/server's per connection, lib/partition's loops,
+//     lib/group's timers, hashicorp/raft's.
+//
+// A Daemon's methods are safe for concurrent use.
+package node
