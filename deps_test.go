@@ -30,11 +30,12 @@ var allowed = map[string][]string{
 	"lib/replica":     {"lib/clock", "lib/log", "lib/record"},
 	"lib/peer":        {"lib/replica", "lib/kafkaext"},
 	"lib/group":       {"lib/clock", "lib/record"},
-	"lib/queue":       {},
+	"lib/queue":       {"lib/clock", "lib/record"},
+	"lib/coordinator": {"lib/controller", "lib/group", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica"},
 	"lib/metrics":     {"lib/server"},
 	"lib/partition":   {"lib/clock", "lib/config", "lib/controller", "lib/kafkaext", "lib/log", "lib/peer", "lib/replica", "lib/vfs"},
-	"lib/broker":      {"lib/clock", "lib/config", "lib/controller", "lib/group", "lib/kafkaext", "lib/log", "lib/metrics", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica", "lib/server", "lib/version"},
-	"lib/node":        {"lib/broker", "lib/clock", "lib/config", "lib/controller", "lib/kafkaext", "lib/metrics", "lib/partition", "lib/server", "lib/vfs"},
+	"lib/broker":      {"lib/clock", "lib/config", "lib/controller", "lib/coordinator", "lib/group", "lib/kafkaext", "lib/log", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica", "lib/server", "lib/version"},
+	"lib/node":        {"lib/broker", "lib/clock", "lib/config", "lib/controller", "lib/kafkaext", "lib/metrics", "lib/partition", "lib/peer", "lib/record", "lib/replica", "lib/server", "lib/vfs"},
 	"lib/client":      {"lib/config", "lib/kafkaext"},
 	"lib/pipe":        {"lib/client", "lib/kafkaext", "lib/record"},
 	"lib/tail":        {"lib/admin", "lib/client"},
@@ -57,11 +58,12 @@ var allowedInTests = map[string][]string{
 	// Listener addresses below the ephemeral range, for tests that start
 	// daemons on ports of their own (lib/loopback); storage on file
 	// systems that fail on command (faultfs) or lose power (crashfs).
-	"lib/broker":     {"lib/mqtest", "lib/vfs", "lib/vfs/faultfs"},
-	"lib/node":       {"lib/loopback", "lib/mqtest", "lib/record", "lib/replica", "lib/vfs/crashfs"},
-	"lib/controller": {"lib/loopback"},
-	"lib/partition":  {"lib/loopback"},
-	"e2e":            {"lib/loopback"},
+	"lib/broker":      {"lib/mqtest", "lib/vfs", "lib/vfs/faultfs"},
+	"lib/node":        {"lib/loopback", "lib/mqtest", "lib/record", "lib/replica", "lib/vfs/crashfs"},
+	"lib/controller":  {"lib/loopback"},
+	"lib/partition":   {"lib/loopback"},
+	"lib/coordinator": {"lib/config"},
+	"e2e":             {"lib/loopback"},
 	// Test support shared by every package's tests (mqtest.WaitFor).
 	"lib/server": {"lib/mqtest"},
 	"lib/pipe":   {"lib/mqtest"},
@@ -75,7 +77,7 @@ var allowedInTests = map[string][]string{
 var testOnly = []string{"lib/mqtest"}
 
 // serverSide are the packages that only mqd may link.
-var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/node", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs"}
+var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/coordinator", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/node", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs"}
 
 type listedPackage struct {
 	ImportPath   string

@@ -2,8 +2,11 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -12,8 +15,11 @@ import (
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/coordinator"
 	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/partition"
+	"github.com/mqproject/mq/lib/peer"
+	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/server"
 	"github.com/mqproject/mq/lib/version"
 )
@@ -25,8 +31,12 @@ type Config struct {
 	Settings   config.Broker          // mqd settings (node id, defaults for topics…)
 	Controller *controller.Controller // the cluster metadata quorum this node belongs to
 	Partitions *partition.Manager     // the partitions this node hosts
-	Logger     *slog.Logger           // nil = silent
-	Clock      clock.Clock            // drives fetch waits and group timers; nil = real time
+	// Peers are the connections to other brokers, for the coordinators'
+	// state kept on other nodes and share requests forwarded there; nil:
+	// the Broker keeps its own.
+	Peers  *peer.Pool
+	Logger *slog.Logger // nil = silent
+	Clock  clock.Clock  // drives fetch waits and group timers; nil = real time
 }
 
 // topicPartition names one partition.
@@ -48,25 +58,27 @@ type api struct {
 
 // Broker answers the Kafka APIs for one node. It implements server.Handler.
 type Broker struct {
-	cfg    Config
-	log    *slog.Logger
-	clock  clock.Clock
-	ctrl   *controller.Controller
-	parts  *partition.Manager
-	apis   map[int16]api
-	groups *groupCoordinator // consumer groups and committed offsets (groups*.go)
-	// shareCoord holds the share groups this node coordinates (share.go),
-	// shares the share-partitions this node leads (share_fetch.go).
-	shareCoord *shareCoordinator
-	shares     *sharePartitions
+	cfg   Config
+	log   *slog.Logger
+	clock clock.Clock
+	ctrl  *controller.Controller
+	parts *partition.Manager
+	apis  map[int16]api
+	peers *peer.Pool
+	// ownPeers: peers is the Broker's own, closed with it.
+	ownPeers bool
+	groups   *groupCoordinator // consumer groups and committed offsets (groups*.go)
+	// shareGroups are the share groups this node coordinates (share.go),
+	// shares the share-partitions this node leads (share_fetch.go), with
+	// their state in shareState (__share_group_state).
+	shareGroups *queue.Groups
+	shares      *queue.Leader
+	shareState  *coordinator.Topic
 	// sessions are the fetch sessions of followers and consumers with
 	// this broker (fetchsession.go).
 	sessions *fetchSessions
 	// producerIDs hands out producer IDs (metadata.go).
 	producerIDs producerIDBlock
-
-	// lagTimes caches the record timestamps of group lag (metrics.go).
-	lagTimes lagTimeCache
 
 	closeOnce sync.Once
 }
@@ -74,12 +86,15 @@ type Broker struct {
 // New builds a Broker on the parts of cfg.
 func New(cfg Config) *Broker {
 	b := &Broker{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, ctrl: cfg.Controller, parts: cfg.Partitions,
-		sessions: newFetchSessions(), shareCoord: newShareCoordinator()}
+		peers: cfg.Peers, sessions: newFetchSessions(), shareGroups: queue.NewGroups()}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
 	if b.clock == nil {
 		b.clock = clock.Real()
+	}
+	if b.peers == nil {
+		b.peers, b.ownPeers = peer.NewPool("mq-broker-"+strconv.Itoa(int(cfg.Settings.NodeID))), true
 	}
 	b.apis = make(map[int16]api)
 	for k, a := range b.dataAPIs() {
@@ -98,10 +113,19 @@ func New(cfg Config) *Broker {
 		b.apis[k] = a
 	}
 	b.groups = newGroupCoordinator(b)
-	b.shares = newSharePartitions(b)
-	// The coordinator's ownership of the partitions of __consumer_offsets
-	// follows their leadership, image by image.
-	b.parts.AfterApply(b.groups.syncOwnership)
+	s := cfg.Settings
+	stateParts := s.ShareStateTopicPartitions
+	if stateParts <= 0 {
+		stateParts = 50
+	}
+	b.shareState = coordinator.New(coordinator.Config{
+		Name: shareStateTopic, Partitions: stateParts, ReplicationFactor: s.OffsetsTopicReplicationFactor,
+		NodeID: s.NodeID, Controller: b.ctrl, Hosted: b.parts, Peers: b.peers, Logger: b.log,
+	})
+	dlq := &deadLetters{nodeID: s.NodeID, ctrl: b.ctrl, parts: b.parts, settings: b.effectiveSettings, log: b.log}
+	b.shares = queue.NewLeader(queue.LeaderConfig{
+		Store: b.shareState, Resolve: b.resolveShare, DeadLetter: dlq.write, Clock: b.clock, Logger: b.log,
+	})
 	return b
 }
 
@@ -143,8 +167,27 @@ func (b *Broker) ApiVersionsTags() kmsg.Tags {
 func (b *Broker) Close() {
 	b.closeOnce.Do(func() {
 		b.groups.close()
-		b.shares.store.peers.Close()
+		b.shareState.Close()
+		if b.ownPeers {
+			b.peers.Close()
+		}
 	})
+}
+
+// shareStateTopic is where share-partitions keep their state: one record
+// per change, keyed by group, topic ID and partition, valued with the
+// share-partition's encoded queue.Snapshot (lib/queue). It is compacted,
+// so the latest state of each share-partition is what stays.
+const shareStateTopic = "__share_group_state"
+
+// peer returns a connection to node from the pool; give it back with
+// b.peers.Put.
+func (b *Broker) peer(ctx context.Context, node int32) (*peer.Conn, error) {
+	br, ok := b.ctrl.Image().Brokers[node]
+	if !ok {
+		return nil, fmt.Errorf("%w: node %d is not registered", coordinator.ErrLeaderUnknown, node)
+	}
+	return b.peers.Get(ctx, net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port))))
 }
 
 // reply wraps a ready response.

@@ -1,25 +1,41 @@
-// Package broker answers the Kafka APIs for one mq node, on the parts
-// lib/node gives it in a Config: the controller and the hosted partitions
-// (lib/partition). docs/ARCHITECTURE.md puts it in the whole.
+// Package broker answers the Kafka APIs of one mq node: it maps each
+// request onto the parts lib/node gives it in a Config (the controller,
+// the hosted partitions of lib/partition, the connections to the other
+// brokers) and onto the coordinators it runs on them. docs/ARCHITECTURE.md
+// puts it in the whole.
 //
-// The Broker is a thin mapping from Kafka requests onto the parts below
-// it, one file per API family: produce.go, fetch.go, offsets.go
-// (ListOffsets), epochs.go (OffsetForLeaderEpoch, for followers and for
-// consumers' truncation detection), metadata.go (Metadata,
-// InitProducerId), admin.go and configs.go (topics, configs,
-// DeleteRecords), groups*.go (the group APIs onto lib/group), logdirs.go
-// (DescribeLogDirs), fetchsession.go (the leader's KIP-227 fetch sessions
-// for followers), damage.go (mq's SkipDamaged and Refetch, lib/kafkaext). hints.go holds the KIP-951 current-leader
-// hints that Produce and Fetch add to NOT_LEADER_OR_FOLLOWER and
-// FENCED_LEADER_EPOCH answers. errors.go is the one place where internal
-// errors become Kafka codes: one table per internal error domain (the
-// broker's own, lib/record, lib/log, lib/replica, lib/controller,
-// lib/config, lib/group, context), and per API family a list of those
-// tables with its own rows first (produceError, fetchError, …). A test
-// finds every sentinel error of the packages below in their sources and
-// fails on one no table names.
+// One file per API family:
+//
+//   - produce.go (Produce), fetch.go (Fetch, with fetchsession.go's
+//     KIP-227 sessions for followers and consumers), offsets.go
+//     (ListOffsets, DeleteRecords), epochs.go (OffsetForLeaderEpoch),
+//     metadata.go (Metadata, InitProducerId), hints.go (KIP-951 leader
+//     hints on NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH);
+//   - admin.go (CreateTopics, DeleteTopics, CreatePartitions), configs.go
+//     (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs),
+//     elect.go (ElectLeaders, DescribeQuorum), cluster.go
+//     (DescribeCluster), logdirs.go (DescribeLogDirs);
+//   - groups.go, groups_offsets.go (the classic group and offset APIs
+//     onto lib/group's Coordinator; groups_store.go keeps its records in
+//     __consumer_offsets through lib/coordinator);
+//   - share.go, share_fetch.go, share_offsets.go (KIP-932 share groups
+//     onto lib/queue's Groups and Leader, with their state in
+//     __share_group_state through lib/coordinator; share_config.go the
+//     group configs, share_dlq.go the dead letters);
+//   - damage.go (mq's SkipDamaged and Refetch, lib/kafkaext).
+//
+// broker.go registers every family's APIs and versions, which ApiVersions
+// lists. errors.go is the one place where internal errors become Kafka
+// codes: one table per internal error domain (the broker's own,
+// lib/partition, lib/record, lib/log, lib/replica, lib/controller,
+// lib/config, lib/group, lib/queue, lib/coordinator, context), and per API
+// family a list of those tables with its own rows first (produceError,
+// fetchError, shareError, …). A test finds every sentinel error of the
+// packages below in their sources and fails on one no table names.
 //
 // # Goroutines
+//
+// The Broker has none of its own beyond request handling:
 //
 //   - A connection's reader goroutine (lib/server) calls Handle, one request
 //     at a time, in order. Whatever must happen in request order happens
@@ -29,34 +45,23 @@
 //   - The connection's writer goroutine calls the Reply a handler returns:
 //     acks=all waits for the high-water mark there, a fetch long-polls
 //     there (on the partitions' Changed channels, up to MaxWaitMillis),
-//     JoinGroup and SyncGroup wait for the rebalance there. Replies select
-//     on the connection's context, so a closed connection ends them.
-//   - lib/partition's loops apply the controller's images to the hosted
-//     partitions, run the replica fetchers, the ISR proposals and the log
-//     tasks; after each image they call the group coordinator's
-//     syncOwnership (partition.Manager.AfterApply).
-//   - Handlers that need a topic they just created apply the current
-//     image themselves (partition.Manager.Refresh).
-//   - lib/group runs its timers (sessions, rebalances, offset retention) on
-//     its Clock and replays a partition of __consumer_offsets in a goroutine
-//     of its own when this node starts leading it (LoadAsync).
-//   - The controller runs hashicorp/raft's goroutines.
+//     JoinGroup and SyncGroup wait for the rebalance, a ShareFetch for
+//     records and for its state writes. Replies select on the connection's
+//     context, so a closed connection ends them.
 //
-// # Locks, in the order they may be taken
+// The parts run their own: lib/partition's loops (which call the group
+// coordinator's ownership sync after each image: coordinator.Topic's
+// FollowLeadership), lib/group's timers, lib/coordinator's remote-write
+// senders. Handlers that need a topic they just created apply the current
+// image themselves (partition.Manager.Refresh).
 //
-//  1. groupCoordinator.createMu: one creation of __consumer_offsets at a
-//     time; held across the controller's CreateTopic and the refresh after.
-//  2. lib/partition's locks (Manager.syncMu, then Manager.mu): the
-//     refresh after a creation takes them.
+// # Locks
 //
-// Below them come the locks of the parts: lib/group's coordinator mutex
-// (it appends commits to __consumer_offsets under it, through offsetsStore:
-// replica and log locks after it; the wait for the in-sync replicas
-// happens without it), lib/replica's stateMu then mu, and
-// lib/log's (see Log.mu). producerIDBlock.mu is taken alone, across a Raft
-// round trip for a new block of producer IDs. fetchSessions.mu, then a
-// fetchSession's mu, are taken with no other lock held and never across
-// I/O.
+// The Broker holds none across calls into its parts; each part's doc
+// gives its own order. fetchSessions.mu, then a fetchSession's mu, are
+// taken with no other lock held and never across I/O. producerIDBlock.mu
+// is taken alone, across a Raft round trip for a new block of producer
+// IDs.
 //
 // # Pooled state
 //

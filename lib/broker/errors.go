@@ -8,9 +8,11 @@ import (
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/coordinator"
 	"github.com/mqproject/mq/lib/group"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/partition"
+	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/replica"
 )
@@ -155,6 +157,25 @@ var groupCodes = []errorCode{
 	{group.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 }
 
+// queueCodes: share groups (KIP-932): membership, share sessions and
+// acknowledgements.
+var queueCodes = []errorCode{
+	{queue.ErrUnknownMember, kerr.UnknownMemberID},
+	{queue.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
+	{queue.ErrInvalidHeartbeat, kerr.InvalidRequest},
+	{queue.ErrInvalidRecordState, kerr.InvalidRecordState},
+	{queue.ErrInvalidAck, kerr.InvalidRequest},
+	{queue.ErrSessionNotFound, kerr.ShareSessionNotFound},
+	{queue.ErrInvalidSessionEpoch, kerr.InvalidShareSessionEpoch},
+}
+
+// coordinatorCodes: state kept in an internal topic on another node that
+// cannot be reached; clients retry.
+var coordinatorCodes = []errorCode{
+	{coordinator.ErrLeaderUnknown, kerr.CoordinatorNotAvailable},
+	{coordinator.ErrClosed, kerr.CoordinatorNotAvailable},
+}
+
 // contextCodes: a request that ran out of time, or whose connection went.
 var contextCodes = []errorCode{
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
@@ -246,6 +267,12 @@ func kafkaError(err error) (int16, *string) {
 	return kafkaCode(err, kerr.UnknownServerError, brokerCodes, partitionCodes, controllerCodes, configCodes, contextCodes), &msg
 }
 
+// shareError maps an error of the share-partition APIs (ShareFetch,
+// ShareAcknowledge, the share group offsets) to its Kafka code.
+func shareError(err error) int16 {
+	return kafkaCode(err, kerr.KafkaStorageError, queueCodes, coordinatorCodes, brokerCodes, partitionCodes, replicaCodes, logCodes, contextCodes)
+}
+
 // groupError maps an error of the group APIs to its Kafka error code.
 //
 // A failure to write __consumer_offsets is NOT_COORDINATOR when this node
@@ -256,7 +283,7 @@ func kafkaError(err error) (int16, *string) {
 func groupError(err error) int16 {
 	var se *group.StoreError
 	if errors.As(err, &se) {
-		if storeErrorIsNotLeader(se.Err) {
+		if coordinator.IsNotLeader(se.Err) {
 			return kerr.NotCoordinator.Code
 		}
 		if errors.Is(se.Err, context.DeadlineExceeded) {
@@ -264,7 +291,7 @@ func groupError(err error) int16 {
 		}
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	return kafkaCode(err, kerr.UnknownServerError, groupCodes, brokerCodes, partitionCodes)
+	return kafkaCode(err, kerr.UnknownServerError, groupCodes, queueCodes, brokerCodes, partitionCodes)
 }
 
 // skipDamagedError maps an error of SkipDamaged to its Kafka error code.

@@ -16,9 +16,11 @@ import (
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/coordinator"
 	"github.com/mqproject/mq/lib/group"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/partition"
+	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/replica"
 )
@@ -27,6 +29,16 @@ import (
 // by qualified name. TestEveryInternalErrorHasItsCode finds them in the
 // sources, so a new one cannot be forgotten here.
 var internalErrors = map[string]error{
+	"queue.ErrUnknownMember":                    queue.ErrUnknownMember,
+	"queue.ErrFencedMemberEpoch":                queue.ErrFencedMemberEpoch,
+	"queue.ErrInvalidHeartbeat":                 queue.ErrInvalidHeartbeat,
+	"queue.ErrInvalidRecordState":               queue.ErrInvalidRecordState,
+	"queue.ErrInvalidAck":                       queue.ErrInvalidAck,
+	"queue.ErrSessionNotFound":                  queue.ErrSessionNotFound,
+	"queue.ErrInvalidSessionEpoch":              queue.ErrInvalidSessionEpoch,
+	"queue.ErrBadSnapshot":                      queue.ErrBadSnapshot,
+	"coordinator.ErrLeaderUnknown":              coordinator.ErrLeaderUnknown,
+	"coordinator.ErrClosed":                     coordinator.ErrClosed,
 	"partition.ErrUnknownPartition":             partition.ErrUnknownPartition,
 	"partition.ErrNotHosted":                    partition.ErrNotHosted,
 	"log.ErrOffsetOutOfRange":                   log.ErrOffsetOutOfRange,
@@ -107,6 +119,7 @@ var internalErrors = map[string]error{
 // uncoded are the internal errors no table names, and why that is right:
 // they never reach a handler, or the API's fallback is their code.
 var uncoded = map[string]string{
+	"queue.ErrBadSnapshot":                 "a share-partition state record that does not decode: the fallback, KAFKA_STORAGE_ERROR",
 	"log.ErrOffsetMismatch":                "a follower's append; no client request sees it",
 	"log.ErrNotFound":                      "ListOffsets answers offset -1 for it, as Kafka does",
 	"log.ErrFailed":                        "a storage failure: the fallback, KAFKA_STORAGE_ERROR",
@@ -126,13 +139,13 @@ var uncoded = map[string]string{
 }
 
 var errorTables = map[string][]errorCode{
-	"broker": brokerCodes, "partition": partitionCodes, "record": recordCodes, "log": logCodes, "replica": replicaCodes,
+	"broker": brokerCodes, "partition": partitionCodes, "queue": queueCodes, "coordinator": coordinatorCodes, "record": recordCodes, "log": logCodes, "replica": replicaCodes,
 	"controller": controllerCodes, "config": configCodes, "group": groupCodes, "context": contextCodes,
 }
 
 func TestEveryInternalErrorHasItsCode(t *testing.T) {
 	found := map[string]bool{}
-	for _, pkg := range []string{"log", "replica", "partition", "record", "controller", "config", "group"} {
+	for _, pkg := range []string{"log", "replica", "partition", "coordinator", "record", "controller", "config", "group", "queue"} {
 		for _, name := range sentinelErrors(t, filepath.Join("..", pkg)) {
 			q := pkg + "." + name
 			found[q] = true

@@ -299,13 +299,12 @@ func (b *Broker) handleListGroups(_ context.Context, _ *server.ConnInfo, req *se
 		return len(r.TypesFilter) == 0 || slices.ContainsFunc(r.TypesFilter, func(t string) bool { return strings.EqualFold(t, typ) })
 	}
 	if wants(groupTypeShare) {
-		ids, states := b.listShareGroups()
-		for i, id := range ids {
-			if len(r.StatesFilter) > 0 && !slices.ContainsFunc(r.StatesFilter, func(s string) bool { return strings.EqualFold(s, states[i]) }) {
+		for _, sg := range b.listShareGroups() {
+			if len(r.StatesFilter) > 0 && !slices.ContainsFunc(r.StatesFilter, func(s string) bool { return strings.EqualFold(s, sg.State) }) {
 				continue
 			}
 			g := kmsg.NewListGroupsResponseGroup()
-			g.Group, g.ProtocolType, g.GroupState, g.GroupType = id, "share", states[i], groupTypeShare
+			g.Group, g.ProtocolType, g.GroupState, g.GroupType = sg.ID, "share", sg.State, groupTypeShare
 			resp.Groups = append(resp.Groups, g)
 		}
 	}

@@ -3,9 +3,9 @@ package broker
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sort"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -46,16 +46,6 @@ func (b *Broker) shareAPIs() map[int16]api {
 // groupTypeShare is the type ListGroups (v5+) gives share groups.
 const groupTypeShare = "share"
 
-// shareCoordinator holds the share groups this node coordinates.
-type shareCoordinator struct {
-	mu     sync.Mutex
-	groups map[string]*queue.Group
-}
-
-func newShareCoordinator() *shareCoordinator {
-	return &shareCoordinator{groups: map[string]*queue.Group{}}
-}
-
 // topicCounts counts the partitions of the topics share groups may read
 // (internal topics are not among them).
 func topicCounts(img *controller.Image) queue.PartitionCounts {
@@ -66,21 +56,6 @@ func topicCounts(img *controller.Image) queue.PartitionCounts {
 		}
 		return int32(len(t.Partitions))
 	}
-}
-
-// shareGroupError maps a membership error to its Kafka code.
-func shareGroupError(err error) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, queue.ErrUnknownMember):
-		return kerr.UnknownMemberID.Code
-	case errors.Is(err, queue.ErrFencedMemberEpoch):
-		return kerr.FencedMemberEpoch.Code
-	case errors.Is(err, queue.ErrInvalidHeartbeat):
-		return kerr.InvalidRequest.Code
-	}
-	return groupError(err)
 }
 
 // handleShareGroupHeartbeat joins, keeps or leaves a member, and sends it
@@ -103,27 +78,19 @@ func (b *Broker) handleShareGroupHeartbeat(_ context.Context, c *server.ConnInfo
 	}
 	img := b.ctrl.Image()
 	s := b.shareSettings(img, r.GroupID)
-	sc := b.shareCoord
-	sc.mu.Lock()
-	g := sc.groups[r.GroupID]
-	if g == nil {
-		g = queue.NewGroup(r.GroupID)
-		sc.groups[r.GroupID] = g
-	}
-	res, err := g.Heartbeat(queue.Heartbeat{
+	res, err := b.shareGroups.Heartbeat(r.GroupID, queue.Heartbeat{
 		MemberID: r.MemberID, MemberEpoch: r.MemberEpoch, Topics: r.SubscribedTopicNames,
 		Rack: r.RackID, ClientID: clientID(req), ClientHost: clientHost(c),
 	}, b.clock.Now(), s.sessionTimeout, topicCounts(img))
-	sc.mu.Unlock()
 	if err != nil {
-		return fail(shareGroupError(err), err)
+		return fail(groupError(err), err)
 	}
 	resp.MemberID = &r.MemberID
 	resp.MemberEpoch = res.MemberEpoch
 	resp.HeartbeatIntervalMillis = int32(s.heartbeat.Milliseconds())
 	if res.Assignment != nil {
 		a := &kmsg.ShareGroupHeartbeatResponseAssignment{}
-		for _, name := range slices.Sorted(mapKeys(res.Assignment)) {
+		for _, name := range slices.Sorted(maps.Keys(res.Assignment)) {
 			t := img.Topics[name]
 			if t == nil {
 				continue
@@ -135,16 +102,6 @@ func (b *Broker) handleShareGroupHeartbeat(_ context.Context, c *server.ConnInfo
 		resp.Assignment = a
 	}
 	return reply(resp)
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // handleShareGroupDescribe describes share groups: their members and
@@ -161,7 +118,7 @@ func (b *Broker) handleShareGroupDescribe(_ context.Context, _ *server.ConnInfo,
 			resp.Groups = append(resp.Groups, g)
 			continue
 		}
-		members, epoch, ok := b.shareCoord.describe(id, img, b)
+		members, epoch, ok := b.describeShareGroup(id, img)
 		if !ok {
 			g.ErrorCode = kerr.GroupIDNotFound.Code
 			resp.Groups = append(resp.Groups, g)
@@ -178,7 +135,7 @@ func (b *Broker) handleShareGroupDescribe(_ context.Context, _ *server.ConnInfo,
 			rm := kmsg.NewShareGroupDescribeResponseGroupMember()
 			rm.MemberID, rm.RackID, rm.MemberEpoch = m.ID, m.Rack, m.Epoch
 			rm.ClientID, rm.ClientHost, rm.SubscribedTopicNames = m.ClientID, m.ClientHost, m.Topics
-			for _, name := range slices.Sorted(mapKeys(m.Assignment)) {
+			for _, name := range slices.Sorted(maps.Keys(m.Assignment)) {
 				t := img.Topics[name]
 				if t == nil {
 					continue
@@ -193,45 +150,17 @@ func (b *Broker) handleShareGroupDescribe(_ context.Context, _ *server.ConnInfo,
 	return reply(resp)
 }
 
-// describe returns a group's members (after expiring the silent ones)
-// and epoch; false when there is no such share group.
-func (sc *shareCoordinator) describe(id string, img *controller.Image, b *Broker) ([]queue.Member, int32, bool) {
+// describeShareGroup returns a share group's members (after expiring the
+// silent ones) and epoch; false when there is no such share group.
+func (b *Broker) describeShareGroup(id string, img *controller.Image) ([]queue.Member, int32, bool) {
 	s := b.shareSettings(img, id)
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	g := sc.groups[id]
-	if g == nil {
-		return nil, 0, false
-	}
-	g.Expire(b.clock.Now(), s.sessionTimeout, topicCounts(img))
-	return g.Members(), g.Epoch, true
+	return b.shareGroups.Describe(id, b.clock.Now(), s.sessionTimeout, topicCounts(img))
 }
 
-// list returns the share groups this node coordinates, with their states.
-func (b *Broker) listShareGroups() (ids, states []string) {
-	sc := b.shareCoord
-	sc.mu.Lock()
-	for id, g := range sc.groups {
-		if b.groups.c.Check(id) != nil {
-			continue
-		}
-		st := "Empty"
-		if !g.Empty() {
-			st = "Stable"
-		}
-		ids, states = append(ids, id), append(states, st)
-	}
-	sc.mu.Unlock()
-	idx := make([]int, len(ids))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.Slice(idx, func(i, j int) bool { return ids[idx[i]] < ids[idx[j]] })
-	outIDs, outStates := make([]string, len(ids)), make([]string, len(ids))
-	for i, k := range idx {
-		outIDs[i], outStates[i] = ids[k], states[k]
-	}
-	return outIDs, outStates
+// listShareGroups returns the share groups this node coordinates, with
+// their states.
+func (b *Broker) listShareGroups() []queue.GroupState {
+	return b.shareGroups.List(func(id string) bool { return b.groups.c.Check(id) == nil })
 }
 
 // handleDescribeShareGroupOffsets answers each share-partition's start
@@ -257,14 +186,14 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, _ *server.
 			topics := rg.Topics
 			if topics == nil {
 				// Every topic the group has state for.
-				ids, err := b.shares.store.indexed(ctx, rg.GroupID)
+				ids, err := b.shares.Indexed(ctx, rg.GroupID)
 				if err != nil {
 					g.ErrorCode, g.ErrorMessage = shareError(err), kmsg.StringPtr(err.Error())
 					resp.Groups = append(resp.Groups, g)
 					continue
 				}
 				for _, id := range ids {
-					if t := img.TopicsByID[id]; t != nil {
+					if t := img.TopicsByID[controller.TopicID(id)]; t != nil {
 						topics = append(topics, kmsg.DescribeShareGroupOffsetsRequestGroupTopic{Topic: t.Name})
 					}
 				}
@@ -302,7 +231,7 @@ func (b *Broker) shareOffsets(ctx context.Context, group string, t *controller.T
 		return rp
 	}
 	rp.LeaderEpoch = t.Partitions[p].LeaderEpoch
-	snap, found, err := b.shares.store.load(ctx, shareKey{group: group, topicID: t.ID, partition: p})
+	snap, found, err := b.shares.Load(ctx, queue.Key{Group: group, TopicID: t.ID, Partition: p})
 	if err != nil {
 		rp.ErrorCode, rp.ErrorMessage = shareError(err), kmsg.StringPtr(err.Error())
 		return rp

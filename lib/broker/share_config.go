@@ -137,13 +137,12 @@ func (b *Broker) alterGroupConfigs(ctx context.Context, img *controller.Image, g
 	return nil
 }
 
-// shareGroupSettings are a share group's configs, resolved.
+// shareGroupSettings are a share group's configs, resolved: what its
+// share-partitions use, and its members' session.
 type shareGroupSettings struct {
-	queue           queue.Config
-	earliest        bool // share.auto.offset.reset=earliest
-	sessionTimeout  time.Duration
-	heartbeat       time.Duration
-	deadLetterTopic string
+	queue          queue.Settings
+	sessionTimeout time.Duration
+	heartbeat      time.Duration
 }
 
 func (b *Broker) shareSettings(img *controller.Image, group string) shareGroupSettings {
@@ -158,14 +157,16 @@ func (b *Broker) shareSettings(img *controller.Image, group string) shareGroupSe
 	limit, _ := strconv.Atoi(v["share.delivery.count.limit"])
 	settings := b.effectiveSettings(img)
 	return shareGroupSettings{
-		queue: queue.Config{
-			LockDuration:         ms("share.record.lock.duration.ms"),
-			DeliveryAttemptLimit: limit,
-			MaxRecordLocks:       int(settings.SharePartitionMaxLocks),
+		queue: queue.Settings{
+			Queue: queue.Config{
+				LockDuration:         ms("share.record.lock.duration.ms"),
+				DeliveryAttemptLimit: limit,
+				MaxRecordLocks:       int(settings.SharePartitionMaxLocks),
+			},
+			Earliest:        v["share.auto.offset.reset"] == "earliest",
+			DeadLetterTopic: v["errors.deadletterqueue.topic.name"],
 		},
-		earliest:        v["share.auto.offset.reset"] == "earliest",
-		sessionTimeout:  ms("share.session.timeout.ms"),
-		heartbeat:       ms("share.heartbeat.interval.ms"),
-		deadLetterTopic: v["errors.deadletterqueue.topic.name"],
+		sessionTimeout: ms("share.session.timeout.ms"),
+		heartbeat:      ms("share.heartbeat.interval.ms"),
 	}
 }

@@ -1,12 +1,16 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 
+	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/coordinator"
 	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/record"
@@ -27,45 +31,57 @@ const (
 // errDeadLetterElsewhere is a dead-letter partition led by another node.
 var errDeadLetterElsewhere = errors.New("broker: the dead-letter partition is led by another node")
 
-// deadLetter appends the dead letters of a share-partition to the group's
-// dead-letter topic (errors.deadletterqueue.topic.name), waiting until the
-// in-sync replicas have them; without one it does nothing. The records
-// keep their key, value, headers and timestamp. The topic is created
-// (with the broker's defaults) on first use; dead letters of source
-// partition p go to its partition p mod n, so they keep their order.
-func (b *Broker) deadLetter(ctx context.Context, img *controller.Image, group string, src *controller.Topic, h *partition.Hosted, dead []queue.DeadLetter, s shareGroupSettings) error {
-	if s.deadLetterTopic == "" || len(dead) == 0 {
-		return nil
+// deadLetters writes share groups' dead letters to their dead-letter
+// topics (errors.deadletterqueue.topic.name): lib/queue's
+// LeaderConfig.DeadLetter.
+type deadLetters struct {
+	nodeID   int32
+	ctrl     *controller.Controller
+	parts    *partition.Manager
+	settings func(*controller.Image) config.Broker // the broker's, with its dynamic configs
+	log      *slog.Logger
+}
+
+// write appends the dead letters of group's share-partition on tp to
+// topic, waiting until the in-sync replicas have them. The records keep
+// their key, value, headers and timestamp. The topic is created (with
+// the broker's defaults) on first use; dead letters of source partition
+// p go to its partition p mod n, so they keep their order.
+func (d *deadLetters) write(ctx context.Context, group string, tp queue.TP, src queue.Source, dead []queue.DeadLetter, topic string) error {
+	img := d.ctrl.Image()
+	srcTopic := img.TopicsByID[controller.TopicID(tp.TopicID)]
+	if srcTopic == nil {
+		return errUnknownTopicID
 	}
-	dt := img.Topics[s.deadLetterTopic]
+	dt := img.Topics[topic]
 	if dt == nil {
-		settings := b.effectiveSettings(img)
-		_, err := b.ctrl.CreateTopic(ctx, controller.CreateTopic{
-			Name: s.deadLetterTopic, Partitions: settings.NumPartitions,
-			ReplicationFactor: offsetsReplicationFactor(settings.DefaultReplicationFactor, img),
+		settings := d.settings(img)
+		_, err := d.ctrl.CreateTopic(ctx, controller.CreateTopic{
+			Name: topic, Partitions: settings.NumPartitions,
+			ReplicationFactor: coordinator.ReplicationFactor(settings.DefaultReplicationFactor, img),
 		})
 		if err != nil && !errors.Is(err, controller.ErrTopicExists) {
-			return fmt.Errorf("create dead-letter topic %s: %w", s.deadLetterTopic, err)
+			return fmt.Errorf("create dead-letter topic %s: %w", topic, err)
 		}
-		b.syncData()
-		if dt = b.ctrl.Image().Topics[s.deadLetterTopic]; dt == nil {
-			return fmt.Errorf("dead-letter topic %s: not in the image after creation", s.deadLetterTopic)
+		d.parts.Refresh()
+		if dt = d.ctrl.Image().Topics[topic]; dt == nil {
+			return fmt.Errorf("dead-letter topic %s: not in the image after creation", topic)
 		}
 	}
-	p := h.Partition.Partition() % int32(len(dt.Partitions))
-	out, err := b.parts.Leader(dt, p)
+	p := tp.Partition % int32(len(dt.Partitions))
+	out, err := d.parts.Leader(dt, p)
 	if err != nil {
-		if leader := dt.Partitions[p].Leader; leader >= 0 && leader != b.cfg.Settings.NodeID {
+		if leader := dt.Partitions[p].Leader; leader >= 0 && leader != d.nodeID {
 			return errDeadLetterElsewhere
 		}
 		return err
 	}
 	var recs []record.Record
 	var baseTS int64 = -1
-	for _, d := range dead {
-		r, ts, err := readRecord(h, d.Offset)
+	for _, dl := range dead {
+		r, ts, err := readRecord(src, dl.Offset)
 		if err != nil {
-			return fmt.Errorf("read %s at %d: %w", h, d.Offset, err)
+			return fmt.Errorf("read %s at %d: %w", src, dl.Offset, err)
 		}
 		if r == nil {
 			continue // compacted away or deleted by retention since
@@ -75,12 +91,12 @@ func (b *Broker) deadLetter(ctx context.Context, img *controller.Image, group st
 		}
 		r.TimestampDelta = ts - baseTS
 		r.Headers = append(r.Headers,
-			record.RecordHeader{Key: dlqHeaderTopic, Value: []byte(src.Name)},
-			record.RecordHeader{Key: dlqHeaderPartition, Value: []byte(strconv.Itoa(int(h.Partition.Partition())))},
-			record.RecordHeader{Key: dlqHeaderOffset, Value: []byte(strconv.FormatInt(d.Offset, 10))},
-			record.RecordHeader{Key: dlqHeaderDeliveries, Value: []byte(strconv.Itoa(int(d.Deliveries)))},
+			record.RecordHeader{Key: dlqHeaderTopic, Value: []byte(srcTopic.Name)},
+			record.RecordHeader{Key: dlqHeaderPartition, Value: []byte(strconv.Itoa(int(tp.Partition)))},
+			record.RecordHeader{Key: dlqHeaderOffset, Value: []byte(strconv.FormatInt(dl.Offset, 10))},
+			record.RecordHeader{Key: dlqHeaderDeliveries, Value: []byte(strconv.Itoa(int(dl.Deliveries)))},
 			record.RecordHeader{Key: dlqHeaderGroup, Value: []byte(group)},
-			record.RecordHeader{Key: dlqHeaderError, Value: []byte(d.Reason)},
+			record.RecordHeader{Key: dlqHeaderError, Value: []byte(dl.Reason)},
 		)
 		recs = append(recs, *r)
 	}
@@ -95,18 +111,19 @@ func (b *Broker) deadLetter(ctx context.Context, img *controller.Image, group st
 	if err != nil {
 		return err
 	}
-	w := offsetsPending{out, res.LastOffset, res.LeaderEpoch}
-	if err := w.Wait(ctx); err != nil {
+	wctx, cancel := context.WithTimeout(ctx, coordinator.DefaultCommitTimeout)
+	defer cancel()
+	if err := out.WaitHighWatermark(wctx, res.LastOffset, res.LeaderEpoch); err != nil {
 		return err
 	}
-	b.log.Info("dead-lettered records", "group", group, "partition", h.String(), "records", len(recs), "topic", s.deadLetterTopic)
+	d.log.Info("dead-lettered records", "group", group, "partition", src.String(), "records", len(recs), "topic", topic)
 	return nil
 }
 
 // readRecord returns a copy of the record at offset with its timestamp,
 // or nil when the log no longer has it.
-func readRecord(h *partition.Hosted, offset int64) (*record.Record, int64, error) {
-	data, _, err := readBatches(h, offset, 1)
+func readRecord(src queue.Source, offset int64) (*record.Record, int64, error) {
+	data, _, err := src.ReadBatches(offset, 1)
 	if err != nil || len(data) == 0 {
 		return nil, 0, err
 	}
@@ -121,9 +138,9 @@ func readRecord(h *partition.Hosted, offset int64) (*record.Record, int64, error
 			if r.Offset(&hdr) != offset {
 				return nil
 			}
-			c := record.Record{Key: clone(r.Key), Value: clone(r.Value)}
+			c := record.Record{Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)}
 			for _, hd := range r.Headers {
-				c.Headers = append(c.Headers, record.RecordHeader{Key: hd.Key, Value: clone(hd.Value)})
+				c.Headers = append(c.Headers, record.RecordHeader{Key: hd.Key, Value: bytes.Clone(hd.Value)})
 			}
 			found, ts = &c, r.Timestamp(&hdr)
 			return nil
@@ -134,11 +151,4 @@ func readRecord(h *partition.Hosted, offset int64) (*record.Record, int64, error
 		rest = next
 	}
 	return found, ts, nil
-}
-
-func clone(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte{}, b...)
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,7 +38,7 @@ func (b *Broker) checkShareGroupEmpty(group string) (int16, *string) {
 	if err := b.groups.c.Check(group); err != nil {
 		return groupError(err), groupErrorMessage(err)
 	}
-	members, _, _ := b.shareCoord.describe(group, b.ctrl.Image(), b)
+	members, _, _ := b.describeShareGroup(group, b.ctrl.Image())
 	if len(members) > 0 {
 		return kerr.NonEmptyGroup.Code, kmsg.StringPtr(errShareGroupNotEmpty.Error())
 	}
@@ -46,35 +47,13 @@ func (b *Broker) checkShareGroupEmpty(group string) (int16, *string) {
 
 // resetSharePartition replaces a share-partition led here: a new start
 // offset (clamped to the log), or, with del, no state.
-func (sp *sharePartitions) resetSharePartition(ctx context.Context, group string, t *controller.Topic, partition int32, start int64, del bool) error {
-	h, err := sp.b.parts.Leader(t, partition)
-	if err != nil {
-		return err
-	}
-	s := sp.b.shareSettings(sp.b.ctrl.Image(), group)
-	p := sp.part(shareKey{group: group, topicID: t.ID, partition: partition})
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.q = nil // whatever happens, the next use reloads what is durable
-	if del {
-		return sp.store.remove(ctx, p.key)
-	}
-	if err := sp.store.index(ctx, group, t.ID, true); err != nil {
-		return err
-	}
-	info := h.Offsets()
-	start = min(max(start, info.LogStartOffset), info.HighWatermark)
-	q := queue.New(s.queue, start)
-	w, err := sp.store.write(ctx, p.key, q.Snapshot())
-	if err != nil {
-		return err
-	}
-	if err := w.Wait(ctx); err != nil {
-		return err
-	}
-	p.q, p.leaderEpoch = q, h.LeaderEpoch()
-	return nil
+func (b *Broker) resetSharePartition(ctx context.Context, group string, t *controller.Topic, partition int32, start int64, del bool) error {
+	s := b.shareSettings(b.ctrl.Image(), group)
+	return b.shares.Reset(ctx, group, queue.TP{TopicID: t.ID, Partition: partition}, start, del, s.queue)
 }
+
+// shareForwardTimeout bounds a request forwarded to another node.
+const shareForwardTimeout = 10 * time.Second
 
 // onLeader runs change for a partition led here, or forwards req (built
 // by one) to the node that leads it and returns the partition's error code
@@ -90,12 +69,12 @@ func (b *Broker) onShareLeader(ctx context.Context, t *controller.Topic, partiti
 		}
 		return 0, nil
 	}
-	c, err := b.shares.store.peer(ctx, leader)
+	c, err := b.peer(ctx, leader)
 	if err != nil {
 		return kerr.CoordinatorNotAvailable.Code, kmsg.StringPtr(err.Error())
 	}
 	code, msg, err := remote(c)
-	b.shares.store.peers.Put(c, err)
+	b.peers.Put(c, err)
 	if err != nil {
 		return kerr.RequestTimedOut.Code, kmsg.StringPtr(err.Error())
 	}
@@ -125,7 +104,7 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, _ *server.Con
 				sp.Partition = rp.Partition
 				sp.ErrorCode, sp.ErrorMessage = b.onShareLeader(ctx, t, rp.Partition, fwd,
 					func() error {
-						return b.shares.resetSharePartition(ctx, r.GroupID, t, rp.Partition, rp.StartOffset, false)
+						return b.resetSharePartition(ctx, r.GroupID, t, rp.Partition, rp.StartOffset, false)
 					},
 					func(c *peer.Conn) (int16, *string, error) {
 						f := kmsg.NewPtrAlterShareGroupOffsetsRequest()
@@ -134,7 +113,7 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, _ *server.Con
 						if err := kafkaext.Set(&f.UnknownTags, kafkaext.ShareForward, kafkaext.ShareForwarded{From: b.cfg.Settings.NodeID}); err != nil {
 							return 0, nil, err
 						}
-						kresp, err := c.Do(ctx, f, peerTimeout)
+						kresp, err := c.Do(ctx, f, shareForwardTimeout)
 						if err != nil {
 							return 0, nil, err
 						}
@@ -179,7 +158,7 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, _ *server.Co
 					continue // its own leader gets the request too
 				}
 				code, msg := b.onShareLeader(ctx, t, int32(p), fwd,
-					func() error { return b.shares.resetSharePartition(ctx, r.GroupID, t, int32(p), 0, true) },
+					func() error { return b.resetSharePartition(ctx, r.GroupID, t, int32(p), 0, true) },
 					func(c *peer.Conn) (int16, *string, error) {
 						// The leader deletes every partition of the topic
 						// it leads; those it does not lead are skipped
@@ -190,7 +169,7 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, _ *server.Co
 						if err := kafkaext.Set(&f.UnknownTags, kafkaext.ShareForward, kafkaext.ShareForwarded{From: b.cfg.Settings.NodeID}); err != nil {
 							return 0, nil, err
 						}
-						kresp, err := c.Do(ctx, f, peerTimeout)
+						kresp, err := c.Do(ctx, f, shareForwardTimeout)
 						if err != nil {
 							return 0, nil, err
 						}
@@ -205,7 +184,7 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, _ *server.Co
 				}
 			}
 			if !fwd && st.ErrorCode == 0 {
-				if err := b.shares.store.index(ctx, r.GroupID, t.ID, false); err != nil {
+				if err := b.shares.Unindex(ctx, r.GroupID, t.ID); err != nil {
 					st.ErrorCode, st.ErrorMessage = shareError(err), kmsg.StringPtr(err.Error())
 				}
 			}

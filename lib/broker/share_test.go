@@ -17,6 +17,7 @@ import (
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -162,11 +163,22 @@ func TestShareGroupConsumersShareAPartition(t *testing.T) {
 	}
 	// The share-partition's start moved past everything acknowledged.
 	tb.waitFor(t, "start offset at the end", func() bool {
-		p := tb.shares.part(shareKey{group: "g", topicID: tb.ctrl.Image().Topics["q"].ID, partition: 0})
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.q != nil && p.q.Start() == n
+		return shareStart(t, tb, queue.Key{Group: "g", TopicID: tb.ctrl.Image().Topics["q"].ID, Partition: 0}) == n
 	})
+}
+
+// shareStart is the start offset of a share-partition's durable state,
+// -1 when it has none.
+func shareStart(t *testing.T, tb *testBroker, k queue.Key) int64 {
+	t.Helper()
+	snap, found, err := tb.shares.Load(ctxTimeout(t, 10*time.Second), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !found {
+		return -1
+	}
+	return snap.Start
 }
 
 // rawShareFetch acquires records for member through a ShareFetch of its
@@ -313,13 +325,9 @@ func TestShareDeadLetters(t *testing.T) {
 	// run out of attempts), the rest accepted.
 	c := newClient(t, addr, kgo.ShareGroup("g"), kgo.ConsumeTopics("q"))
 	ctx := ctxTimeout(t, 30*time.Second)
-	key := shareKey{group: "g", topicID: id, partition: 0}
+	key := queue.Key{Group: "g", TopicID: id, Partition: 0}
 	for {
-		p := tb.shares.part(key)
-		p.mu.Lock()
-		finished := p.q != nil && p.q.Start() == n
-		p.mu.Unlock()
-		if finished {
+		if shareStart(t, tb, key) == n {
 			break
 		}
 		fs := c.PollFetches(ctxTimeout(t, time.Second))

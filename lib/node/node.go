@@ -22,6 +22,7 @@ import (
 	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/metrics"
 	"github.com/mqproject/mq/lib/partition"
+	"github.com/mqproject/mq/lib/peer"
 	"github.com/mqproject/mq/lib/server"
 	"github.com/mqproject/mq/lib/vfs"
 )
@@ -36,8 +37,12 @@ type Daemon struct {
 	lock     *dataDirLock
 	ctrl     *controller.Controller
 	parts    *partition.Manager
+	peers    *peer.Pool // connections to the other brokers, for the broker's coordinators
 	broker   *broker.Broker
 	server   *server.Server
+
+	// lagTimes caches the record timestamps of group lag (metrics.go).
+	lagTimes lagTimeCache
 
 	// metrics is nil unless s.MetricsListen is set; metricsAddr is where
 	// it is served and stopMetrics stops serving it.
@@ -222,7 +227,8 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.broker = broker.New(broker.Config{Settings: s, Controller: d.ctrl, Partitions: d.parts, Logger: pcfg.Logger, Clock: clk})
+	d.peers = peer.NewPool("mq-broker-" + strconv.Itoa(int(s.NodeID)))
+	d.broker = broker.New(broker.Config{Settings: s, Controller: d.ctrl, Partitions: d.parts, Peers: d.peers, Logger: pcfg.Logger, Clock: clk})
 	d.server, err = server.New(scfg, d.broker)
 	if err != nil {
 		return nil, err
@@ -311,21 +317,6 @@ func advertisedAddress(advertise string, listeners []string) (string, int32, err
 	return host, int32(port), nil
 }
 
-// MetricsSnapshot implements metrics.Source for the Daemon: the broker's
-// partitions, groups and counters, the controller's Raft state and the
-// server's connections.
-func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
-	s := d.broker.MetricsSnapshot(partitionSeries)
-	s.ControllerLeaderID = d.ctrl.LeaderID()
-	s.RaftState = d.ctrl.RaftState()
-	if s.RaftState == "leader" {
-		s.Offline = d.ctrl.Image().OfflinePartitions()
-	}
-	s.Connections = d.server.Connections()
-	s.ConnectionsAccepted = d.server.ConnectionsAccepted()
-	return s
-}
-
 // Addrs returns the addresses actually listened on, in the order of the
 // listeners setting, with TCP port 0 resolved: "tcp://127.0.0.1:40123",
 // "unix:///run/mq/mqd.sock".
@@ -372,6 +363,9 @@ func (d *Daemon) closeParts(ctx context.Context) error {
 	}
 	if d.broker != nil {
 		d.broker.Close()
+	}
+	if d.peers != nil {
+		d.peers.Close()
 	}
 	if d.parts != nil {
 		if err := d.parts.Close(); err != nil {

@@ -89,7 +89,7 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 		if code := metadataOf(t, d, "r"); code == 0 {
 			t.Errorf("Metadata before registering: r-0 has no error, want LEADER_NOT_AVAILABLE")
 		}
-		if owned := d.broker.CoordinatedPartitions(); len(owned) > 0 {
+		if owned := d.broker.Groups().Owned(); len(owned) > 0 {
 			t.Errorf("before registering, the group coordinator owns __consumer_offsets partitions %v (led before: %v)", owned, offsetsLed)
 		}
 	}
@@ -119,7 +119,7 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 	}
 	// The node coordinates the groups of what it leads once more.
 	eventually(t, 10*time.Second, "the group coordinator owns what the node leads", func() bool {
-		owned := d.broker.CoordinatedPartitions()
+		owned := d.broker.Groups().Owned()
 		for _, op := range d.ctrl.Image().Topics["__consumer_offsets"].Partitions {
 			if op.Leader == self && !slices.Contains(owned, op.ID) {
 				return false

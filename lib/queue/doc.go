@@ -1,12 +1,31 @@
-// Package queue is the share-partition of KIP-932 share groups: one
-// group's view of one topic partition, consumed as a queue. Many members
-// may read a partition at once; each record is acquired by one member at
-// a time, under a lock, and acknowledged one by one.
+// Package queue is KIP-932's share groups: topic partitions consumed as
+// queues. Many members may read a partition at once; each record is
+// acquired by one member at a time, under a lock, and acknowledged one by
+// one. Two pure state machines, with the time passed in, and the two
+// roles of a node built on them:
 //
-// A Partition is a pure, deterministic state machine. It never reads the
-// log or the clock: the broker passes the high-water mark and the time
-// into every call (lib/broker's share.go owns the locking, the log reads
-// and the persistence). Its state is
+//   - Partition, one group's share-partition of one topic partition;
+//   - Group, a share group's membership, member epochs and assignment;
+//   - Groups, the share groups this node coordinates (the node
+//     coordinating the group's partition of __consumer_offsets), in
+//     memory: ShareGroupHeartbeat and ShareGroupDescribe;
+//   - Leader, the share-partitions of the topic partitions this node
+//     leads, with the members' share sessions: ShareFetch (Fetch),
+//     ShareAcknowledge (Acknowledge), resets of an empty group (Reset).
+//     It reads the log through a Source, keeps each share-partition's
+//     state in a Store (lib/coordinator, __share_group_state) and writes
+//     dead letters through its LeaderConfig; its lock rule is
+//     lib/coordinator's: state written under the share-partition's
+//     mutex, waited for without it (Leader's doc says where the
+//     exceptions are and why).
+//
+// lib/broker maps the Kafka requests onto Groups and Leader and their
+// errors onto Kafka codes.
+//
+// # The share-partition
+//
+// A Partition never reads the log or the clock: the high-water mark and
+// the time come into every call. Its state is
 //
 //   - the start offset (SPSO): every offset below it is done with;
 //   - the end offset: every offset at or past it was never acquired;

@@ -96,8 +96,8 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// record is one in-flight offset.
-type record struct {
+// inflight is one in-flight offset.
+type inflight struct {
 	state      State
 	deliveries int16     // times acquired
 	member     string    // holder while Acquired
@@ -139,7 +139,7 @@ type DeadLetter struct {
 type Partition struct {
 	cfg      Config
 	start    int64
-	inflight []record // offsets start … start+len-1; End = start+len
+	inflight []inflight // offsets start … start+len-1; End = start+len
 	dead     []DeadLetter
 }
 
@@ -164,7 +164,7 @@ func (p *Partition) Start() int64 { return p.start }
 // End is the share-partition end offset: the first offset never acquired.
 func (p *Partition) End() int64 { return p.start + int64(len(p.inflight)) }
 
-func (p *Partition) at(offset int64) *record { return &p.inflight[offset-p.start] }
+func (p *Partition) at(offset int64) *inflight { return &p.inflight[offset-p.start] }
 
 // Expire makes the records whose lock passed by now available again (or
 // archived, at the attempt limit).
@@ -194,7 +194,7 @@ func (p *Partition) NextDeadline() (time.Time, bool) {
 
 // release gives an acquired record back: available, or archived at the
 // attempt limit (a dead letter).
-func (p *Partition) release(offset int64, r *record, reason string) {
+func (p *Partition) release(offset int64, r *inflight, reason string) {
 	r.member, r.deadline = "", time.Time{}
 	if int(r.deliveries) >= p.cfg.DeliveryAttemptLimit {
 		r.state = Archived
@@ -229,7 +229,7 @@ func (p *Partition) Acquire(member string, now time.Time, logEnd int64, maxRecor
 	}
 	var out []Lease
 	deadline := now.Add(p.cfg.LockDuration)
-	take := func(offset int64, r *record) {
+	take := func(offset int64, r *inflight) {
 		r.state, r.member, r.deadline = Acquired, member, deadline
 		r.deliveries++
 		if n := len(out); n > 0 && out[n-1].Last == offset-1 && out[n-1].Deliveries == r.deliveries {
@@ -251,7 +251,7 @@ func (p *Partition) Acquire(member string, now time.Time, logEnd int64, maxRecor
 	}
 	for got < maxRecords && len(p.inflight) < p.cfg.MaxRecordLocks && p.End() < logEnd {
 		offset := p.End()
-		p.inflight = append(p.inflight, record{})
+		p.inflight = append(p.inflight, inflight{})
 		take(offset, &p.inflight[len(p.inflight)-1])
 		got++
 	}

@@ -47,14 +47,14 @@ func Restore(cfg Config, s Snapshot) (*Partition, error) {
 		return nil, err
 	}
 	p := New(cfg, s.Start)
-	p.inflight = make([]record, 0, s.End-s.Start)
+	p.inflight = make([]inflight, 0, s.End-s.Start)
 	for _, run := range s.Runs {
 		st := run.State
 		if st == Acquired {
 			st = Available
 		}
 		for o := run.First; o <= run.Last; o++ {
-			p.inflight = append(p.inflight, record{state: st, deliveries: run.Deliveries})
+			p.inflight = append(p.inflight, inflight{state: st, deliveries: run.Deliveries})
 		}
 	}
 	// A record out of attempts (acquired for the last time when the

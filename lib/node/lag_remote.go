@@ -1,4 +1,4 @@
-package broker
+package node
 
 import (
 	"context"
@@ -35,11 +35,11 @@ type remoteLag struct {
 // log start (ListOffsets earliest, then a second Fetch), as mqctl does. A
 // leader that cannot be reached within remoteLagTimeout leaves its
 // partitions out of this scrape.
-func (b *Broker) fetchRemoteLag(want []remoteLag, now time.Time) []remoteLag {
+func (d *Daemon) fetchRemoteLag(want []remoteLag, now time.Time) []remoteLag {
 	if len(want) == 0 {
 		return nil
 	}
-	img := b.ctrl.Image()
+	img := d.ctrl.Image()
 	byLeader := map[string][]remoteLag{}
 	for _, r := range want {
 		p := img.Partition(r.key.topic, r.key.partition)
@@ -62,7 +62,7 @@ func (b *Broker) fetchRemoteLag(want []remoteLag, now time.Time) []remoteLag {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got := b.askLeaderLag(ctx, addr, parts, now)
+			got := d.askLeaderLag(ctx, addr, parts, now)
 			mu.Lock()
 			out = append(out, got...)
 			mu.Unlock()
@@ -74,8 +74,8 @@ func (b *Broker) fetchRemoteLag(want []remoteLag, now time.Time) []remoteLag {
 
 // askLeaderLag is fetchRemoteLag for the partitions one leader at addr
 // leads.
-func (b *Broker) askLeaderLag(ctx context.Context, addr string, parts []remoteLag, now time.Time) []remoteLag {
-	conn, err := peer.Dial(ctx, addr, "mq-metrics-"+strconv.Itoa(int(b.cfg.Settings.NodeID)))
+func (d *Daemon) askLeaderLag(ctx context.Context, addr string, parts []remoteLag, now time.Time) []remoteLag {
+	conn, err := peer.Dial(ctx, addr, "mq-metrics-"+strconv.Itoa(int(d.settings.NodeID)))
 	if err != nil {
 		return nil
 	}
@@ -240,4 +240,10 @@ func logStarts(ctx context.Context, conn *peer.Conn, parts []remoteLag, which []
 		}
 	}
 	return out, nil
+}
+
+// topicPartition names one partition.
+type topicPartition struct {
+	topic     string
+	partition int32
 }

@@ -1,4 +1,4 @@
-package broker
+package node
 
 import (
 	"errors"
@@ -11,22 +11,22 @@ import (
 	"github.com/mqproject/mq/lib/replica"
 )
 
-// This file is what the broker keeps and reads for lib/metrics: per-topic
-// traffic counters (an atomic add per partition of a request, whether
-// metrics are served or not), ISR change counters, and the snapshot a
-// scrape reads, group lag included.
+// This file is what a scrape of lib/metrics reads of the node: the
+// partitions' counters (lib/partition counts the traffic and ISR changes
+// as they happen), and the lag of the groups this node coordinates.
 
-// MetricsSnapshot is the Broker's part of a metrics Snapshot: the hosted
-// partitions, the groups it coordinates with their lag, the traffic and
-// ISR counters. lib/node adds the controller's and the server's parts.
-func (b *Broker) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
-	isr := b.parts.ISRCounts()
+// MetricsSnapshot implements metrics.Source for the Daemon: the hosted
+// partitions with their traffic and ISR counters, the groups this node
+// coordinates with their lag, the controller's Raft state and the
+// server's connections.
+func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
+	isr := d.parts.ISRCounts()
 	s := metrics.Snapshot{ISRShrinks: isr.Shrinks, ISRExpands: isr.Expands, ISRUnconfirmed: isr.Unconfirmed}
-	for _, t := range b.parts.Traffic() {
+	for _, t := range d.parts.Traffic() {
 		s.Topics = append(s.Topics, metrics.TopicTraffic{Topic: t.Topic,
 			BytesIn: t.BytesIn, MessagesIn: t.MessagesIn, BytesOut: t.BytesOut, MessagesOut: t.MessagesOut})
 	}
-	for _, h := range b.parts.All() {
+	for _, h := range d.parts.All() {
 		st := h.State()
 		leader := st.Role == replica.Leader
 		if leader && len(st.ISR) < len(st.Replicas) {
@@ -40,9 +40,16 @@ func (b *Broker) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 			})
 		}
 	}
-	s.Groups = b.groupLag()
-	fs := b.parts.Files().Stats()
+	s.Groups = d.groupLag()
+	fs := d.parts.Files().Stats()
 	s.SegmentFilesOpen, s.SegmentFilesOpened, s.SegmentFilesEvicted = fs.Open, fs.Opens, fs.Evictions
+	s.ControllerLeaderID = d.ctrl.LeaderID()
+	s.RaftState = d.ctrl.RaftState()
+	if s.RaftState == "leader" {
+		s.Offline = d.ctrl.Image().OfflinePartitions()
+	}
+	s.Connections = d.server.Connections()
+	s.ConnectionsAccepted = d.server.ConnectionsAccepted()
 	return s
 }
 
@@ -58,15 +65,15 @@ func (b *Broker) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 // without lag. Timestamps are cached per group partition and committed
 // offset, so a scrape reads one batch only for a commit that moved since
 // the last one.
-func (b *Broker) groupLag() []metrics.Group {
-	now := b.clock.Now()
-	listed := b.groups.c.ListGroups(nil)
+func (d *Daemon) groupLag() []metrics.Group {
+	now := d.clock.Now()
+	listed := d.broker.Groups().ListGroups(nil)
 	out := make([]metrics.Group, 0, len(listed))
 	seen := map[lagKey]bool{}
 	var remote []remoteLag // group partitions hosted on other nodes
 	for _, g := range listed {
 		mg := metrics.Group{Group: g.Group, State: g.State.String()}
-		offsets, err := b.groups.c.FetchOffsets(g.Group, nil)
+		offsets, err := d.broker.Groups().FetchOffsets(g.Group, nil)
 		if err != nil {
 			out = append(out, mg)
 			continue
@@ -75,7 +82,7 @@ func (b *Broker) groupLag() []metrics.Group {
 			if o.Offset.Offset < 0 {
 				continue
 			}
-			h := b.parts.Lookup(o.Topic, o.Partition)
+			h := d.parts.Lookup(o.Topic, o.Partition)
 			if h == nil {
 				remote = append(remote, remoteLag{group: len(out), key: lagKey{g.Group, o.Topic, o.Partition}, committed: o.Offset.Offset})
 				continue
@@ -87,7 +94,7 @@ func (b *Broker) groupLag() []metrics.Group {
 				key := lagKey{g.Group, o.Topic, o.Partition}
 				seen[key] = true
 				at := max(committed, h.Log().StartOffset())
-				ts, ok := b.lagTimes.timestamp(key, h, at, hw)
+				ts, ok := d.lagTimes.timestamp(key, h, at, hw)
 				if !ok {
 					continue // no record to date: no lag series, as mqctl shows none
 				}
@@ -97,11 +104,11 @@ func (b *Broker) groupLag() []metrics.Group {
 		}
 		out = append(out, mg)
 	}
-	for _, r := range b.fetchRemoteLag(remote, now) {
+	for _, r := range d.fetchRemoteLag(remote, now) {
 		out[r.group].Lag = append(out[r.group].Lag, r.lag)
 		seen[r.key] = true
 	}
-	b.lagTimes.retain(seen)
+	d.lagTimes.retain(seen)
 	return out
 }
 

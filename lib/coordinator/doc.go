@@ -1,0 +1,39 @@
+// Package coordinator is the runtime of the coordinators whose state
+// lives in compacted internal topics: lib/group's classic group
+// coordinator on __consumer_offsets, lib/queue's share-partitions on
+// __share_group_state. One Topic per internal topic:
+//
+//	t := coordinator.New(coordinator.Config{Name: "__consumer_offsets", Partitions: 50, ...})
+//	ct, err := t.Ensure(ctx)          // created (compacted, internal) on first use
+//	t.FollowLeadership(groupCoord)    // load what this node leads, unload what it no longer does
+//	w, err := t.Append(p, batch)      // under the caller's mutex: no wait for the followers
+//	err = w.Wait(ctx)                 // without it: until the in-sync replicas have the batch
+//	err = t.Replay(p, fn)             // every record of a partition led here, in offset order
+//	w, err = t.Write(ctx, p, batch)   // any partition: here, or queued to its leader
+//	err = t.Read(ctx, p, fn)          // any partition: here, or fetched from its leader
+//
+// Topic implements group.Store (Append, Replay) and queue.Store
+// (PartitionCount, Write, Read).
+//
+// # The lock rule
+//
+// A coordinator changes its state under its own mutex and appends the
+// record of the change before letting the mutex go, so that the records
+// are in the order of the changes; it waits for the record to be durable
+// without the mutex, and answers its client after. Append and Write never
+// block on another node or on the followers for that reason: a local
+// append returns a Pending that waits for the high-water mark; a write to
+// a partition led elsewhere is queued to that partition's sender, which
+// sends the writes in order, one acks=all Produce at a time, and
+// completes each one's Pending with its answer. A write carries whole
+// values (a group's offsets, a share-partition's whole state), so each is
+// sent whatever became of the one before it.
+//
+// # Goroutines and locks
+//
+// A sender goroutine runs per partition while remote writes wait; Topic.mu
+// guards the senders, each sender's mu its queue, createMu one creation of
+// the topic at a time (held across the controller's CreateTopic). None is
+// held across I/O other than createMu. Read and Replay run on the caller's
+// goroutine.
+package coordinator
