@@ -13,11 +13,16 @@
 //     scrubber on one;
 //   - replica.Config: follower lag, ISR changes, resignation retries;
 //   - group.Config: sessions, rebalances, offset expiry;
-//   - broker.Config: fetch long-polls and sessions, the follower fetchers'
-//     backoffs, ISR checks, the cleaner, share groups, and the daemon's
-//     retention runs and scrubber; the broker hands the same clock to its
-//     logs, replicas and group coordinator (lib/queue takes the time from
-//     the broker as an argument);
+//   - node.Config: one clock for the whole node, which it gives to the
+//     controller, the partitions and the broker, and its own heartbeats and
+//     controlled shutdown run on;
+//   - partition.Config: the logs and replicas it opens (segment age,
+//     retention, flushes, follower lag), the replica fetchers' backoffs,
+//     the ISR checks, high-water mark checkpoints, and the log tasks
+//     (retention runs, the cleaner, the scrubber's pace);
+//   - broker.Config: fetch long-polls and sessions, and the coordinators
+//     it runs: the group coordinator, the share-partitions (lib/queue's
+//     Leader; its pure state machines take the time as an argument);
 //   - controller.Config: broker liveness (heartbeat times, session expiry
 //     and fencing, the wait before an unclean election), the active
 //     controller's periodic checks including the leader-imbalance check,
@@ -38,10 +43,6 @@
 //     load times);
 //   - lib/server's pause after a failed accept, which waits out the
 //     operating system (lib/server takes no clock);
-//   - broker.Daemon, which assembles a running mqd: it gives the
-//     controller Real and the Broker the default, and its own loops (the
-//     broker's heartbeats to the controller, the wait of a controlled
-//     shutdown) use the time package; its tests run whole daemons.
 //
 // Implementations are safe for concurrent use.
 package clock

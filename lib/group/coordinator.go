@@ -224,7 +224,7 @@ func (c *Coordinator) own(partition int32) (*ownedPartition, bool) {
 
 // load replays an owned partition and installs its groups.
 func (c *Coordinator) load(partition int32, op *ownedPartition) {
-	start := time.Now()
+	start := c.clock.Now()
 	loaded, records, err := c.replay(partition)
 
 	c.mu.Lock()
@@ -250,7 +250,7 @@ func (c *Coordinator) load(partition int32, op *ownedPartition) {
 		}
 	}
 	c.log.Debug("group partition loaded", "partition", partition, "groups", len(loaded),
-		"records", records, "took", time.Since(start).Round(time.Millisecond))
+		"records", records, "took", c.clock.Now().Sub(start).Round(time.Millisecond))
 }
 
 // WaitLoaded waits until the partition of group g is loaded, or done is

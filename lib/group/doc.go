@@ -47,8 +47,8 @@
 // ErrNotCoordinator. records.go
 // documents the formats (Kafka's own layouts). Load replays a partition
 // from its start: the last record of a key wins and tombstones delete, so
-// replay is correct whether or not the log was compacted (lib/log does not
-// compact yet; compaction will only make replay shorter). A replayed group
+// replay is correct whether or not the log was compacted (compaction only
+// makes replay shorter). A replayed group
 // has its offsets, protocol type and generation, and, as in Kafka, the
 // members its last group record holds: that is how a coordinator that
 // takes over after a failover keeps a group going. A record with members

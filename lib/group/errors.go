@@ -3,7 +3,7 @@ package group
 import "errors"
 
 // Errors of the coordinator. Each stands for one Kafka error code; the
-// broker maps them (lib/broker/groups_errors.go).
+// broker maps them (lib/broker/errors.go).
 var (
 	ErrNotCoordinator         = errors.New("group: this node is not the coordinator of the group")
 	ErrLoadInProgress         = errors.New("group: the coordinator is loading the group's partition")

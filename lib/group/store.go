@@ -10,7 +10,8 @@ import (
 )
 
 // Store is where the coordinator keeps its records: the partitions of
-// __consumer_offsets. lib/broker implements it over the hosted partitions;
+// __consumer_offsets. lib/coordinator's Topic implements it over the
+// hosted partitions;
 // MemStore is an in-memory one for tests. Methods may be called
 // concurrently, for different partitions or the same one, and Wait of
 // one Pending concurrently with Append.

@@ -26,6 +26,8 @@
 //	10001 LogDirPartition  DescribeLogDirsResponseTopicPartition (v2+)  PartitionHealth
 //	10002 ApiVersions      ApiVersionsResponse (v3+)                    Software
 //	10003 DescribeClusterBroker DescribeClusterResponseBroker (v0+)     ClusterBroker
+//	10004 SharePartition   DescribeShareGroupOffsetsResponseGroupTopicPartition  SharePartitionState
+//	10005 ShareForward     AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest  ShareForwarded
 //
 // The fields exist only in the flexible versions of a message (where Kafka
 // has tagged fields at all); a request at an older version gets none.
@@ -48,6 +50,8 @@
 //
 // # Dead-letter headers
 //
-// The names of the headers on a dead-lettered record (DLQTopic, DLQError,
-// ...) are here too, so mqpipe exec and the broker write the same ones.
+// The names of the headers mqpipe exec puts on a record it dead-letters
+// (DLQTopic, DLQError, ...) are here too. The broker's share-group dead
+// letters carry names of their own (mq.dlq.source.*, lib/broker's
+// share_dlq.go).
 package kafkaext

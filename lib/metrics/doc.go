@@ -12,10 +12,11 @@
 //     (fsync latency). Each costs an atomic add or a histogram
 //     observation; with no Metrics (metrics off) the hooks are nil and
 //     cost nothing.
-//   - Everything else is read at scrape time from a Source (lib/broker's
+//   - Everything else is read at scrape time from a Source (lib/node's
 //     Daemon): partition offsets and sizes, leadership, the controller's
 //     Raft state, groups and their lag, connections, and per-topic traffic
-//     counters that the broker keeps as plain atomics. A scrape costs in
+//     counters that lib/partition keeps as plain atomics (the broker adds
+//     to them). A scrape costs in
 //     proportion to the partitions and group partitions the node hosts;
 //     Config.PartitionSeries false keeps the output small (no series with
 //     a partition label) when that is large.

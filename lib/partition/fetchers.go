@@ -16,7 +16,7 @@ import (
 // replicaFetchers runs this node's follower side of replication: for each
 // leader broker, num.replica.fetchers fetchers, each one connection and one
 // goroutine fetching every partition hashed to it from that leader, in one
-// Fetch request per round. Broker.follow calls sync after every image.
+// Fetch request per round. The follow loop calls sync after every image.
 type replicaFetchers struct {
 	m *Manager
 
@@ -130,7 +130,7 @@ func hashPartition(tp key) uint32 {
 // them, in memory, and they are one file, written once, with the recovery
 // points and leader-epoch histories the logs recorded since the last
 // time. A pass stops early when the broker closes, which
-// checkpoints every one as it closes the logs (dataPlane.closeAll).
+// checkpoints every one as it closes the logs (Manager.closeAll).
 func (m *Manager) checkpointHighWatermarks() {
 	for _, h := range m.All() {
 		select {

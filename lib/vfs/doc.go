@@ -1,7 +1,7 @@
 // Package vfs is the file-system seam of the server's storage: the FS and
-// File interfaces that lib/log and lib/broker do their file I/O through,
-// the real file system (OS), and the few durable operations built on
-// them. Tests pass another FS to inject faults (lib/vfs/faultfs) or to cut
+// File interfaces that lib/log, lib/partition and lib/node do their file
+// I/O through, the real file system (OS), and the few durable operations
+// built on them. Tests pass another FS to inject faults (lib/vfs/faultfs) or to cut
 // the power (lib/vfs/crashfs). Every function here takes a nil FS for OS.
 //
 // # Use
