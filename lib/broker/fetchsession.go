@@ -32,9 +32,9 @@ import (
 // channel stays open — no append, high-water mark, role or epoch change —
 // and the consumer asks the same offset in the same epoch, the next
 // fetches answer from what that read found, without taking the partition's
-// locks. A live consumer of 10,000 partitions is woken by each produce to
-// one of them; reading all 10,000 each time was most of mqd's CPU, and
-// added 14 ms to each message's way (mqbench e2e). A change the channel
+// locks. A live consumer of many partitions is woken by each produce to
+// one of them, and reading them all each time would cost in proportion
+// to the partitions, on every message's way. A change the channel
 // does not tell (the log start moved by retention or DeleteRecords) is
 // found by the next whole read, one a second at most (sessionRescan).
 // Followers' sessions read everything each time: their reads are what

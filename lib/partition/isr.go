@@ -13,9 +13,8 @@ import (
 // maxISRProposals bounds the AlterPartition proposals in flight at once:
 // when a follower dies, every partition it followed shrinks together, and
 // when it comes back every one grows again. Each is a Raft command, and
-// Raft commits those waiting together: in a 3-node cluster with 10,000
-// partitions each leader confirmed about 200 changes a second with 16 in
-// flight, 500 to 1,100 with 128.
+// Raft commits those waiting together, so more in flight confirm more a
+// second.
 const maxISRProposals = 128
 
 // isrCheckInterval is how often the leaders check their followers: often
@@ -89,8 +88,8 @@ func (m *Manager) propose(p *proposals, call func(context.Context), abandon func
 
 // maxISRBatch bounds the ISR changes sent in one AlterPartition command.
 // A leader whose follower came back proposes thousands of changes at once
-// (every partition the follower left the ISR of); one Raft command for
-// each was 500-1,100 changes a second.
+// (every partition the follower left the ISR of): one command for many
+// of them rather than one Raft command each.
 const maxISRBatch = 1000
 
 // isrProposal is one partition's ISR change on its way to the controller.

@@ -613,8 +613,8 @@ func (w openWork) state() replica.PartitionState {
 // openWorkers bounds how many partitions are opened (or given a new
 // state) at once. Opening a log and becoming its leader are mostly
 // fsyncs of small files, which the file system commits together when
-// many are waiting: creating 10,000 partitions one at a time took 25
-// ms each here, almost all of it waiting for the disk.
+// many are waiting: one at a time, the opens would mostly wait for the
+// disk.
 const openWorkers = 128
 
 // batchMin is how many partitions to open at least for them to share a
@@ -671,8 +671,8 @@ func (m *Manager) openAndBecome(work []openWork) []error {
 	}
 	// A replica already in the image's state is left alone: an image
 	// changes a few partitions at a time (an ISR change each), and giving
-	// each of 10,000 its state again, every lock taken exclusively, was
-	// most of a broker's CPU while a restarted node rejoined the ISRs.
+	// every hosted replica its state again takes each one's locks
+	// exclusively, for every image.
 	var fresh, known []openWork
 	for _, w := range work {
 		switch {
