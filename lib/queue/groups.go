@@ -2,6 +2,7 @@ package queue
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -64,14 +65,6 @@ func (gs *Groups) List(keep func(id string) bool) []GroupState {
 		out = append(out, GroupState{ID: id, State: st})
 	}
 	gs.mu.Unlock()
-	slices.SortFunc(out, func(a, b GroupState) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b GroupState) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }

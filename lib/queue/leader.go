@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -543,10 +544,7 @@ func (l *Leader) waitChange(ctx context.Context, parts []TP, deadline time.Time)
 	}
 	until := deadline
 	l.mu.Lock()
-	locks := make([]*sharePart, 0, len(l.parts))
-	for _, p := range l.parts {
-		locks = append(locks, p)
-	}
+	locks := slices.Collect(maps.Values(l.parts))
 	l.mu.Unlock()
 	for _, p := range locks {
 		p.mu.Lock()
