@@ -23,4 +23,11 @@
 // Where a test can wait on a channel or on the code's own change
 // notification instead (a clock.Manual, a Changed channel), it should:
 // WaitFor is for state that only polling can see.
+//
+// Twenty seconds is long for a goroutine and short for a cluster of mqd
+// processes: a wait that needs longer says so, and may name what to do
+// when the state never comes (here, have every process print its
+// goroutines' stacks):
+//
+//	mqtest.Wait{Timeout: time.Minute, OnTimeout: c.dumpStacks}.For(t, "a leader", cond)
 package mqtest

@@ -29,11 +29,31 @@ const (
 // t.Fatalf, so it must be called from the goroutine running the test.
 func WaitFor(t testing.TB, what string, cond func() (ok bool, last string)) {
 	t.Helper()
-	waitFor(t, what, cond, waitTimeout)
+	Wait{}.For(t, what, cond)
 }
 
-func waitFor(t testing.TB, what string, cond func() (bool, string), timeout time.Duration) {
+// Wait is WaitFor for the waits that need more: a state that whole
+// processes reach (an election among mqd processes, a cluster's start)
+// may take longer than 20 seconds, and when it never comes the failure
+// may need more than a line (the stacks of the processes that were stuck).
+// The zero Wait is WaitFor.
+type Wait struct {
+	// Timeout bounds the wait; zero means WaitFor's 20 seconds.
+	Timeout time.Duration
+	// OnTimeout, when not nil, is called once the deadline has passed,
+	// before t fails: to record what a failure message cannot hold.
+	OnTimeout func()
+}
+
+// For is WaitFor with w's deadline and timeout action: it returns once
+// cond reports ok, and otherwise, when w.Timeout has passed, calls
+// w.OnTimeout and fails t with what and cond's last report.
+func (w Wait) For(t testing.TB, what string, cond func() (ok bool, last string)) {
 	t.Helper()
+	timeout := w.Timeout
+	if timeout == 0 {
+		timeout = waitTimeout
+	}
 	deadline := time.Now().Add(timeout)
 	for pause := firstPause; ; pause = min(2*pause, maxPause) {
 		ok, last := cond()
@@ -41,6 +61,9 @@ func waitFor(t testing.TB, what string, cond func() (bool, string), timeout time
 			return
 		}
 		if time.Now().After(deadline) {
+			if w.OnTimeout != nil {
+				w.OnTimeout()
+			}
 			t.Fatalf("timed out after %v waiting for %s; last seen: %s", timeout, what, last)
 			return
 		}

@@ -55,11 +55,11 @@ func TestWaitForFailsWithWhatAndTheLastStateSeen(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		waitFor(r, "the answer", func() (bool, string) {
+		Wait{Timeout: 30 * time.Millisecond}.For(r, "the answer", func() (bool, string) {
 			calls++
 			return false, fmt.Sprintf("call %d", calls)
-		}, 30*time.Millisecond)
-		t.Error("waitFor returned although the condition never held")
+		})
+		t.Error("Wait.For returned although the condition never held")
 	}()
 	<-done
 	want := fmt.Sprintf("timed out after 30ms waiting for the answer; last seen: call %d", calls)
@@ -69,4 +69,33 @@ func TestWaitForFailsWithWhatAndTheLastStateSeen(t *testing.T) {
 	if calls < 2 {
 		t.Fatalf("cond called %d times in 30ms; want it polled", calls)
 	}
+}
+
+func TestWaitCallsOnTimeoutBeforeItFails(t *testing.T) {
+	r := &fatalRecorder{TB: t}
+	timedOut, beforeTheFailure := 0, false
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w := Wait{Timeout: 10 * time.Millisecond, OnTimeout: func() {
+			timedOut++
+			beforeTheFailure = r.failure == ""
+		}}
+		w.For(r, "nothing", func() (bool, string) { return false, "no" })
+	}()
+	<-done
+	if timedOut != 1 || !beforeTheFailure {
+		t.Fatalf("OnTimeout called %d times (before the failure: %v), want once before it", timedOut, beforeTheFailure)
+	}
+	if want := "timed out after 10ms waiting for nothing; last seen: no"; r.failure != want {
+		t.Fatalf("failure %q, want %q", r.failure, want)
+	}
+}
+
+func TestWaitDoesNotCallOnTimeoutWhenTheConditionHolds(t *testing.T) {
+	n := 0
+	Wait{Timeout: time.Second, OnTimeout: func() { t.Error("OnTimeout called") }}.For(t, "the third call", func() (bool, string) {
+		n++
+		return n == 3, fmt.Sprintf("call %d", n)
+	})
 }
