@@ -60,7 +60,7 @@ var allowedInTests = map[string][]string{
 	// systems that fail on command (faultfs) or lose power (crashfs).
 	"lib/broker":      {"lib/mqtest", "lib/vfs", "lib/vfs/faultfs"},
 	"lib/node":        {"lib/loopback", "lib/mqtest", "lib/record", "lib/replica", "lib/vfs/crashfs"},
-	"lib/controller":  {"lib/loopback"},
+	"lib/controller":  {"lib/loopback", "lib/mqtest"},
 	"lib/partition":   {"lib/loopback"},
 	"lib/coordinator": {"lib/config"},
 	"e2e":             {"lib/loopback"},

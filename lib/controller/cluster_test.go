@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // testCluster runs controllers in-process on loopback ports: voters
@@ -96,16 +98,16 @@ func (tc *testCluster) kill(id int32) {
 func (tc *testCluster) leader() *Controller {
 	tc.t.Helper()
 	var leader *Controller
-	waitFor(tc.t, 20*time.Second, func() string {
+	mqtest.WaitFor(tc.t, "an active controller", func() (bool, string) {
 		tc.mu.Lock()
 		defer tc.mu.Unlock()
 		for _, c := range tc.nodes {
 			if c.isActive() {
 				leader = c
-				return ""
+				return true, ""
 			}
 		}
-		return "no active controller"
+		return false, "no active controller"
 	})
 	return leader
 }
@@ -121,12 +123,9 @@ func (tc *testCluster) converged(want *Controller) {
 	}
 	tc.mu.Unlock()
 	for _, c := range nodes {
-		waitFor(tc.t, 10*time.Second, func() string {
+		mqtest.WaitFor(tc.t, fmt.Sprintf("node %d's image to be node %d's", c.cfg.NodeID, want.cfg.NodeID), func() (bool, string) {
 			w, got := content(tc.t, want.Image()), content(tc.t, c.Image())
-			if got != w {
-				return fmt.Sprintf("node %d image:\n%s\nwant\n%s", c.cfg.NodeID, got, w)
-			}
-			return ""
+			return got == w, fmt.Sprintf("node %d image:\n%s\nwant\n%s", c.cfg.NodeID, got, w)
 		})
 	}
 }
@@ -265,10 +264,10 @@ func TestClusterOfVotersAndNonVoter(t *testing.T) {
 	})
 
 	t.Run("quorum", func(t *testing.T) {
-		waitFor(t, 10*time.Second, func() string {
+		mqtest.WaitFor(t, "the quorum as the non-voter describes it", func() (bool, string) {
 			q, err := nonVoter.Quorum(ctxFor(t, 5*time.Second))
 			if err != nil {
-				return err.Error()
+				return false, err.Error()
 			}
 			var parts []string
 			for _, m := range q.Members {
@@ -277,10 +276,8 @@ func TestClusterOfVotersAndNonVoter(t *testing.T) {
 			got := strings.Join(parts, " ")
 			want := fmt.Sprintf("1@%s voter=true beat=true 2@%s voter=true beat=true 3@%s voter=true beat=true 4@%s voter=false beat=true",
 				tc.addrs[1], tc.addrs[2], tc.addrs[3], tc.addrs[4])
-			if q.LeaderID != leader.cfg.NodeID || q.Term == 0 || q.LastIndex < leader.Image().Version || got != want {
-				return fmt.Sprintf("quorum leader=%d term=%d last=%d members %s, want leader %d members %s", q.LeaderID, q.Term, q.LastIndex, got, leader.cfg.NodeID, want)
-			}
-			return ""
+			ok := q.LeaderID == leader.cfg.NodeID && q.Term != 0 && q.LastIndex >= leader.Image().Version && got == want
+			return ok, fmt.Sprintf("quorum leader=%d term=%d last=%d members %s, want leader %d members %s", q.LeaderID, q.Term, q.LastIndex, got, leader.cfg.NodeID, want)
 		})
 	})
 
@@ -291,16 +288,13 @@ func TestClusterOfVotersAndNonVoter(t *testing.T) {
 			t.Fatal(err)
 		}
 		var res HeartbeatResult
-		waitFor(t, 10*time.Second, func() string {
+		mqtest.WaitFor(t, "broker 4 to be told to shut down", func() (bool, string) {
 			var err error
 			res, err = nonVoter.Heartbeat(ctx, Heartbeat{BrokerID: 4, BrokerEpoch: epochs[4], AppliedVersion: nonVoter.Image().Version, WantShutDown: true})
 			if err != nil {
-				return err.Error()
+				return false, err.Error()
 			}
-			if !res.ShouldShutDown {
-				return fmt.Sprintf("heartbeat result %+v", res)
-			}
-			return ""
+			return res.ShouldShutDown, fmt.Sprintf("heartbeat result %+v", res)
 		})
 		img := leader.Image()
 		if !img.Brokers[4].InControlledShutdown {
@@ -350,11 +344,9 @@ func TestClusterOfVotersAndNonVoter(t *testing.T) {
 			}
 		}
 		// The old leader's broker stops heartbeating with it: fenced.
-		waitFor(t, 10*session, func() string {
-			if !leader.Image().Brokers[old].Fenced {
-				return fmt.Sprintf("broker %d (closed) not fenced", old)
-			}
-			return ""
+		mqtest.WaitFor(t, fmt.Sprintf("broker %d (closed) to be fenced", old), func() (bool, string) {
+			b := leader.Image().Brokers[old]
+			return b.Fenced, fmt.Sprintf("broker %d: %+v", old, b)
 		})
 		tc.converged(leader)
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mqproject/mq/lib/loopback"
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // openController opens a single-voter controller in dir and closes it when
@@ -26,23 +27,6 @@ func openController(t *testing.T, dir string) *Controller {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-// waitFor polls cond until it returns "" or the deadline passes, and then
-// fails with the last thing it reported.
-func waitFor(t *testing.T, timeout time.Duration, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		last := cond()
-		if last == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v: %s", timeout, last)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // content renders the parts of an image that must survive a restart (the
@@ -319,11 +303,9 @@ func TestConcurrentCommandsAndReaders(t *testing.T) {
 			}
 		}
 	})
-	waitFor(t, 20*time.Second, func() string {
-		if n := len(c.Image().Topics); n != 20 {
-			return fmt.Sprintf("%d topics", n)
-		}
-		return ""
+	mqtest.WaitFor(t, "20 topics", func() (bool, string) {
+		n := len(c.Image().Topics)
+		return n == 20, fmt.Sprintf("%d topics", n)
 	})
 	close(done)
 	wg.Wait()
@@ -445,14 +427,14 @@ func TestThreeVotersElectOneControllerAndReplicate(t *testing.T) {
 		nodes = append(nodes, c)
 	}
 	var leader *Controller
-	waitFor(t, 20*time.Second, func() string {
+	mqtest.WaitFor(t, "a controller elected", func() (bool, string) {
 		for _, c := range nodes {
 			if c.IsLeader() && c.Image().ControllerID == c.cfg.NodeID {
 				leader = c
-				return ""
+				return true, ""
 			}
 		}
-		return "no controller elected"
+		return false, "no controller elected"
 	})
 	ctx := context.Background()
 	for _, c := range nodes {
@@ -461,11 +443,9 @@ func TestThreeVotersElectOneControllerAndReplicate(t *testing.T) {
 		}
 		if c.LeaderID() != leader.cfg.NodeID {
 			// Followers learn the leader with its first heartbeat.
-			waitFor(t, 5*time.Second, func() string {
-				if c.LeaderID() != leader.cfg.NodeID {
-					return fmt.Sprintf("node %d sees leader %d", c.cfg.NodeID, c.LeaderID())
-				}
-				return ""
+			mqtest.WaitFor(t, fmt.Sprintf("node %d to learn leader %d", c.cfg.NodeID, leader.cfg.NodeID), func() (bool, string) {
+				id := c.LeaderID()
+				return id == leader.cfg.NodeID, fmt.Sprintf("node %d sees leader %d", c.cfg.NodeID, id)
 			})
 		}
 	}
@@ -480,11 +460,9 @@ func TestThreeVotersElectOneControllerAndReplicate(t *testing.T) {
 	}
 	want := content(t, leader.Image())
 	for _, c := range nodes {
-		waitFor(t, 10*time.Second, func() string {
-			if got := content(t, c.Image()); got != want {
-				return fmt.Sprintf("node %d image:\n%s\nwant\n%s", c.cfg.NodeID, got, want)
-			}
-			return ""
+		mqtest.WaitFor(t, fmt.Sprintf("node %d's image to be the leader's", c.cfg.NodeID), func() (bool, string) {
+			got := content(t, c.Image())
+			return got == want, fmt.Sprintf("node %d image:\n%s\nwant\n%s", c.cfg.NodeID, got, want)
 		})
 	}
 }
