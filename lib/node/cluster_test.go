@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/loopback"
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // testCluster is a cluster of in-process nodes on loopback ports: each a
@@ -237,21 +240,52 @@ func (c *testCluster) image() *controller.Image {
 	return nil
 }
 
-// waitImage waits until every running node's image satisfies cond.
+// clusterWait bounds the waits for a state the whole cluster reaches (an
+// election, an ISR change, a topic on every node): these take Raft rounds
+// and replication rounds, and get 30 s rather than mqtest.WaitFor's 20.
+var clusterWait = mqtest.Wait{Timeout: 30 * time.Second}
+
+// waitImage waits until every running node's image satisfies cond, and
+// returns the last node's. It fails with the image of the first node
+// whose image did not (describeImage).
 func (c *testCluster) waitImage(what string, cond func(*controller.Image) bool) *controller.Image {
 	c.t.Helper()
 	var last *controller.Image
-	eventually(c.t, 30*time.Second, what, func() bool {
-		ok := true
+	clusterWait.For(c.t, what, func() (bool, string) {
 		for i := range c.nodes {
 			if d := c.daemon(i); d != nil {
 				last = d.ctrl.Image()
-				ok = ok && cond(last)
+				if !cond(last) {
+					return false, fmt.Sprintf("node %d's image: %s", c.nodes[i].id, describeImage(last))
+				}
 			}
 		}
-		return ok
+		return true, ""
 	})
 	return last
+}
+
+// describeImage renders what the cluster tests wait for in an image: its
+// version, the brokers (fenced, shutting down), and each partition as
+// id:leader[ISR].
+func describeImage(img *controller.Image) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "version %d; brokers", img.Version)
+	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
+		fmt.Fprintf(&b, " %d", id)
+		if br := img.Brokers[id]; br.Fenced {
+			b.WriteString(" (fenced)")
+		} else if br.InControlledShutdown {
+			b.WriteString(" (shutting down)")
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
+		fmt.Fprintf(&b, "; %s", name)
+		for _, p := range img.Topics[name].Partitions {
+			fmt.Fprintf(&b, " %d:%d%v", p.ID, p.Leader, p.ISR)
+		}
+	}
+	return b.String()
 }
 
 // index returns the position in nodes of the node with id.
@@ -263,16 +297,4 @@ func (c *testCluster) index(id int32) int {
 	}
 	c.t.Fatalf("no node %d", id)
 	return -1
-}
-
-// eventually polls cond until it holds or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for wait := time.Millisecond; !cond(); wait = min(2*wait, 50*time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		<-time.After(wait)
-	}
 }

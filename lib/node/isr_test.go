@@ -40,13 +40,14 @@ func TestISRLoopLeavesOutBrokersShuttingDown(t *testing.T) {
 		for i := range from {
 			from[i] = c.daemon(i).parts.ISRCounts().Rounds
 		}
-		eventually(t, 30*time.Second, "ISR rounds", func() bool {
+		clusterWait.For(t, fmt.Sprintf("%d ISR rounds on nodes 1 and 2", n), func() (bool, string) {
+			ok, seen := true, "rounds since:"
 			for i := range from {
-				if c.daemon(i).parts.ISRCounts().Rounds < from[i]+n {
-					return false
-				}
+				done := c.daemon(i).parts.ISRCounts().Rounds - from[i]
+				ok = ok && done >= n
+				seen += fmt.Sprintf(" node %d %d", i+1, done)
 			}
-			return true
+			return ok, seen
 		})
 		return c.daemon(0).parts.ISRCounts().Unconfirmed + c.daemon(1).parts.ISRCounts().Unconfirmed
 	}
@@ -164,15 +165,15 @@ func TestApplyLeavesReplicasInStateAlone(t *testing.T) {
 	// Every node's data plane has applied its latest image: the images
 	// the creation made may still be on their way.
 	var before [3]uint64
-	eventually(t, 30*time.Second, "every node's latest image applied", func() bool {
+	clusterWait.For(t, "every node's latest image applied", func() (bool, string) {
 		for i := range before {
 			d := c.daemon(i)
-			if d.parts.Applied() != d.ctrl.Image().Version {
-				return false
+			if applied, latest := d.parts.Applied(), d.ctrl.Image().Version; applied != latest {
+				return false, fmt.Sprintf("node %d applied image %d of %d", i+1, applied, latest)
 			}
 			before[i] = d.parts.StateChanges()
 		}
-		return true
+		return true, ""
 	})
 	adm := kadm.NewClient(c.client())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -181,14 +182,17 @@ func TestApplyLeavesReplicasInStateAlone(t *testing.T) {
 	if resps, err := adm.AlterTopicConfigs(ctx, alter, "same"); err != nil || resps[0].Err != nil {
 		t.Fatalf("alter: %v %+v", err, resps)
 	}
-	eventually(t, 30*time.Second, "the new config applied on every node", func() bool {
+	clusterWait.For(t, "the new config applied on every node", func() (bool, string) {
 		for i := range before {
 			h := c.daemon(i).parts.Lookup("same", 0)
-			if h == nil || h.Config().RetentionMS != 3600000 {
-				return false
+			if h == nil {
+				return false, fmt.Sprintf("node %d does not host same-0", i+1)
+			}
+			if ms := h.Config().RetentionMS; ms != 3600000 {
+				return false, fmt.Sprintf("node %d has retention.ms %d for same-0", i+1, ms)
 			}
 		}
-		return true
+		return true, ""
 	})
 	for i := range before {
 		if after := c.daemon(i).parts.StateChanges(); after != before[i] {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // createReplicated creates topic with partitions partitions of three
@@ -198,11 +199,11 @@ func TestClusterRefusesAcksAllWithoutEnoughInSyncReplicas(t *testing.T) {
 	// once the followers have not kept up for replica.lag.time.max.ms.
 	c.crash(followers[1])
 	var err error
-	eventually(t, 30*time.Second, "NOT_ENOUGH_REPLICAS", func() bool {
+	clusterWait.For(t, "acks=all produce refused with NOT_ENOUGH_REPLICAS", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		err = cl.ProduceSync(ctx, &kgo.Record{Topic: "strict", Value: []byte("refused")}).FirstErr()
-		return errors.Is(err, kerr.NotEnoughReplicas)
+		return errors.Is(err, kerr.NotEnoughReplicas), fmt.Sprintf("produce: %v", err)
 	})
 	c.restart(followers[0])
 	c.waitImage("ISR of 2 again", func(img *controller.Image) bool { return isrSize(img, "strict") >= 2 })
@@ -418,13 +419,14 @@ func TestClusterUncleanElection(t *testing.T) {
 	// Both replicas of advanced hold their logs, offline in their images.
 	for id, want := range map[int32]int64{5: 10, 4: 20} {
 		d := c.daemon(c.index(id))
-		eventually(t, 10*time.Second, fmt.Sprintf("broker %d reports advanced at offset %d", id, want), func() bool {
-			for _, pos := range d.offlinePositions() {
+		mqtest.WaitFor(t, fmt.Sprintf("broker %d to report advanced at offset %d", id, want), func() (bool, string) {
+			positions := d.offlinePositions()
+			for _, pos := range positions {
 				if pos.Topic == "advanced" && pos.EndOffset == want {
-					return true
+					return true, ""
 				}
 			}
-			return false
+			return false, fmt.Sprintf("offline positions %+v", positions)
 		})
 	}
 	if err := c.daemon(0).ctrl.AlterTopicConfigs(ctx, "advanced", map[string]string{"unclean.leader.election.enable": "true"}, nil); err != nil {

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/mqtest"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/replica"
 )
@@ -37,8 +39,9 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 	defer cancel()
 	// Created through a node that may see it in its image a moment later.
 	adm := kadm.NewClient(c.client())
-	eventually(t, 30*time.Second, "__consumer_offsets created", func() bool {
-		return adm.FindGroupCoordinators(ctx, "g").Error() == nil
+	clusterWait.For(t, "__consumer_offsets created", func() (bool, string) {
+		err := adm.FindGroupCoordinators(ctx, "g").Error()
+		return err == nil, fmt.Sprintf("FindCoordinator: %v", err)
 	})
 	before := c.waitImage("__consumer_offsets led", func(img *controller.Image) bool {
 		return fullyInSync(img, "__consumer_offsets") && fullyInSync(img, "r")
@@ -118,14 +121,14 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 		t.Errorf("the registration left r-0 in leader epoch %d (leader %d): want a new epoch", after.LeaderEpoch, after.Leader)
 	}
 	// The node coordinates the groups of what it leads once more.
-	eventually(t, 10*time.Second, "the group coordinator owns what the node leads", func() bool {
+	mqtest.WaitFor(t, "the group coordinator to own what the node leads", func() (bool, string) {
 		owned := d.broker.Groups().Owned()
 		for _, op := range d.ctrl.Image().Topics["__consumer_offsets"].Partitions {
 			if op.Leader == self && !slices.Contains(owned, op.ID) {
-				return false
+				return false, fmt.Sprintf("node %d leads __consumer_offsets-%d, coordinates %v", self, op.ID, owned)
 			}
 		}
-		return true
+		return true, ""
 	})
 	produceAll(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "r", 20, 20)
 }
