@@ -69,7 +69,7 @@ var allowedInTests = map[string][]string{
 	"lib/pipe":   {"lib/mqtest"},
 	// Logs opened on a file system the test controls.
 	"lib/replica": {"lib/vfs", "lib/vfs/crashfs"},
-	"lib/log":     {"lib/vfs/faultfs", "lib/vfs/crashfs"},
+	"lib/log":     {"lib/mqtest", "lib/vfs/faultfs", "lib/vfs/crashfs"},
 }
 
 // testOnly are the packages that only tests may import: no package of

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 func TestAppendAssignsDenseOffsetsAndReadsBackIdentical(t *testing.T) {
@@ -581,8 +583,9 @@ func TestIntervalFlushAdvancesTheRecoveryPoint(t *testing.T) {
 	}
 	end := tl.EndOffset()
 	tl.clock.Advance(time.Second)
-	waitFor(t, func() bool { return tl.RecoveryPoint() == end }, func() string {
-		return "recovery point " + itoa(tl.RecoveryPoint())
+	mqtest.WaitFor(t, "the recovery point to reach the end offset "+itoa(end), func() (bool, string) {
+		rp := tl.RecoveryPoint()
+		return rp == end, "recovery point " + itoa(rp)
 	})
 	b, err := os.ReadFile(filepath.Join(tl.dir, recoveryPointFile))
 	if err != nil {
@@ -679,17 +682,5 @@ func TestParseFlushPolicy(t *testing.T) {
 	}
 	if _, err := ParseFlushPolicy("sometimes"); err == nil {
 		t.Fatal("no error for an unknown policy")
-	}
-}
-
-// waitFor waits for cond with a deadline, failing with what was last seen.
-func waitFor(t testing.TB, cond func() bool, seen func() string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out; last seen: %s", seen())
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
