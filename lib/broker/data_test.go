@@ -19,6 +19,7 @@ import (
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/mqtest"
 	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/server"
@@ -137,17 +138,11 @@ func (tb *testBroker) createTopic(t testing.TB, name string, partitions int32, c
 	return id
 }
 
-// waitFor polls cond (a state change made by another goroutine) until it
-// holds or 10s pass.
+// waitFor waits for cond, a state change made by another goroutine, as
+// waitUntil does.
 func (tb *testBroker) waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitUntil(t, what, cond)
 }
 
 // Close closes the broker, then its partitions, as mqd does.
@@ -334,18 +329,12 @@ func TestDataPlaneReopensLogsAfterRestart(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond until it holds, failing after 10 s with what.
+// waitUntil waits with mqtest.WaitFor for cond to hold. cond says nothing
+// of what it saw: a new wait should call mqtest.WaitFor with a condition
+// that does.
 func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		<-tick.C
-	}
+	mqtest.WaitFor(t, what, func() (bool, string) { return cond(), "not yet" })
 }
 
 // TestDirectoryOfAnEarlierTopicIsSetAside: a data directory holding the
