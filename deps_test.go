@@ -63,7 +63,7 @@ var allowedInTests = map[string][]string{
 	"lib/controller":  {"lib/loopback", "lib/mqtest"},
 	"lib/partition":   {"lib/loopback"},
 	"lib/coordinator": {"lib/config"},
-	"e2e":             {"lib/loopback"},
+	"e2e":             {"lib/loopback", "lib/mqtest"},
 	// Test support shared by every package's tests (mqtest.WaitFor).
 	"lib/server": {"lib/mqtest"},
 	"lib/pipe":   {"lib/mqtest"},

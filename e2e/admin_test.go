@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 func TestKadmTopicLifecycle(t *testing.T) {
@@ -84,7 +86,7 @@ func TestKadmTopicLifecycle(t *testing.T) {
 	if err != nil || del["life"].Err != nil {
 		t.Fatalf("delete: %v %v", err, del["life"].Err)
 	}
-	waitFor(t, 10*time.Second, func() (bool, string) {
+	mqtest.WaitFor(t, "the deleted topic gone from the listing", func() (bool, string) {
 		td, err := adm.ListTopics(ctx)
 		if err != nil {
 			return false, err.Error()

@@ -50,7 +50,7 @@ func TestChaosControllerChurn(t *testing.T) {
 func (c *cluster) quorumLeader() int32 {
 	c.t.Helper()
 	var leader int32 = -1
-	waitFor(c.t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(c.t, "a node to name the quorum's leader", func() (bool, string) {
 		for _, node := range c.serving() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			leader = node.quorumLeader(ctx)
@@ -537,7 +537,8 @@ func (d *corruption) inject(n *nemesis) {
 		role = "leader"
 	}
 	dir := filepath.Join(victim.dataDir, fmt.Sprintf("%s-%d", chaosTopic, part))
-	waitFor(n.t, clusterReadyTimeout, func() (bool, string) { // a sealed segment in the middle to damage
+	// A sealed segment in the middle to damage.
+	clusterWait.For(n.t, fmt.Sprintf("node %d's partition %d to have 3 segments", victim.id, part), func() (bool, string) {
 		files, err := segmentFiles(dir)
 		return len(files) >= 3, fmt.Sprintf("node %d's partition %d has segments %v (%v)", victim.id, part, files, err)
 	})
@@ -602,7 +603,7 @@ func (c *cluster) electPreferred(t *testing.T, part int, want int32) []partition
 	t.Helper()
 	adm := c.admin()
 	var ps []partitionState
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, fmt.Sprintf("node %d to lead partition %d", want, part), func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if _, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{chaosTopic: {int32(part): {}}}); err != nil {
@@ -627,7 +628,7 @@ func (d *corruption) readThrough(n *nemesis, part int, leader *clusterNode) {
 	defer cancel()
 	var hw kadm.ListedOffset
 	adm := n.c.admin()
-	waitFor(n.t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(n.t, fmt.Sprintf("the high-water mark of partition %d", part), func() (bool, string) {
 		ends, err := adm.ListEndOffsets(ctx, chaosTopic)
 		if err != nil {
 			return false, err.Error()

@@ -62,7 +62,7 @@ func (c *cluster) endOffsets(topic string, partitions int) []int64 {
 	c.t.Helper()
 	adm := c.admin()
 	out := make([]int64, partitions)
-	waitFor(c.t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(c.t, "the end offsets of "+topic, func() (bool, string) {
 		ends, err := adm.ListEndOffsets(context.Background(), topic)
 		if err != nil {
 			return false, err.Error()
@@ -526,7 +526,7 @@ func TestChaosLastReplicaStanding(t *testing.T) {
 		}
 		return true, ""
 	}
-	waitFor(t, clusterReadyTimeout, leaderless)
+	clusterWait.For(t, "every partition without a leader", leaderless)
 	acksBefore := a.count()
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); <-time.After(100 * time.Millisecond) {
 		if ok, why := leaderless(); !ok {
@@ -654,7 +654,7 @@ func lostCommitted(t *testing.T, c *cluster, node *clusterNode) []int32 {
 	t.Helper()
 	var lost []int32
 	var evidence []string
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, fmt.Sprintf("the partitions node %d lost leaderless, and those it kept led by it", node.id), func() (bool, string) {
 		// Read again each time: a partition opened late reports late.
 		lost, evidence = nil, nil
 		for _, m := range lostLine.FindAllStringSubmatch(node.stderr.String(), -1) {
@@ -738,7 +738,7 @@ func electUnclean(t *testing.T, c *cluster, topic string, lost []int32) map[int3
 	// logs, and waits only two heartbeats for reports: on a loaded machine
 	// it may answer ELIGIBLE_LEADERS_NOT_AVAILABLE first, and an operator
 	// asks again.
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, "an unclean election of the lost partitions", func() (bool, string) {
 		res, err := c.admin().ElectLeaders(ctxFor(t, time.Minute), kadm.ElectLiveReplica, set)
 		if err != nil {
 			t.Fatalf("unclean ElectLeaders: %v", err)
@@ -813,7 +813,7 @@ func (n *nemesis) fillDisk(node *clusterNode, full time.Duration) {
 	shrunk := time.Now()
 	ps = n.c.waitPartitionsOn(node, chaosTopic, "partitions led", func(ps []partitionState) bool { return len(ps) == 3 })
 	n.logf("node %d left the ISRs it followed in; ISRs %v", node.id, isrsOf(ps))
-	waitFor(n.t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(n.t, fmt.Sprintf("an acks=all write acknowledged by every partition node %d does not lead", node.id), func() (bool, string) {
 		for p, st := range ps {
 			if st.leader != node.id && !n.acked.sentSince(int32(p), shrunk) {
 				return false, fmt.Sprintf("no acks=all write to partition %d (led by node %d) acknowledged since node %d left its ISR", p, st.leader, node.id)

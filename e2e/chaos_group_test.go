@@ -447,7 +447,7 @@ func coordinator(ctx context.Context, cl *kgo.Client) (int32, error) {
 // down for down and starts it again.
 func (n *groupNemesis) killCoordinator(down time.Duration) {
 	var id int32
-	waitFor(n.t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(n.t, "the group's coordinator", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		var err error
@@ -670,7 +670,7 @@ func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis)) {
 	polled := make(chan struct{})
 	go func() { defer close(polled); poller.run(ctx) }()
 	defer func() { stopPolling(); <-polled }()
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, "100 records printed by the group", func() (bool, string) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		return d.count >= 100, fmt.Sprintf("the group printed %d records", d.count)

@@ -310,7 +310,7 @@ func settle(t *testing.T, c *cluster) ([]int64, [][][]batchInfo) {
 	adm := c.admin()
 	hws := make([]int64, 3)
 	logs := make([][][]batchInfo, len(c.nodes)) // node index → partition → batches
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, "every replica's log to end at the high-water mark", func() (bool, string) {
 		ends, err := adm.ListEndOffsets(context.Background(), chaosTopic)
 		if err != nil {
 			return false, err.Error()

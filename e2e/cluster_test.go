@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // clusterOpts configures startCluster.
@@ -72,6 +74,11 @@ type clusterNode struct {
 // clusterReadyTimeout bounds a cluster's start: processes up, a
 // controller elected, every broker registered and seen by every node.
 const clusterReadyTimeout = 60 * time.Second
+
+// clusterWait waits for a state of the cluster (an election, a leader
+// moved, a record acknowledged through a failover) as long as a cluster's
+// start may take.
+var clusterWait = mqtest.Wait{Timeout: clusterReadyTimeout}
 
 // startCluster starts n nodes at once (a quorum needs a majority of its
 // voters up before any node can register, so they cannot start one by
@@ -287,7 +294,7 @@ func (c *cluster) waitMetadata() {
 	for i := range want {
 		want[i] = int32(i + 1)
 	}
-	waitFor(c.t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(c.t, "every node to list every broker", func() (bool, string) {
 		for _, node := range c.serving() {
 			m, err := node.metadata(context.Background())
 			if err != nil {
@@ -482,7 +489,7 @@ func TestClusterTopicsCreatedOnAnyNodeAreServed(t *testing.T) {
 		}
 	}
 	led := map[int32]int{}
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, "every partition led, on every node", func() (bool, string) {
 		clear(led)
 		for _, node := range c.nodes {
 			m, err := node.metadata(ctx)
@@ -546,7 +553,7 @@ func TestKcatListsEveryBrokerOfTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	var meta string
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, "kcat to list kc3 with its 3 partitions led", func() (bool, string) {
 		meta = kcatAt(t, c.bootstrapList(), "", "-L", "-t", "kc3")
 		return strings.Contains(meta, `topic "kc3" with 3 partitions:`) && !strings.Contains(meta, "leader -1"), meta
 	})

@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // compactedView is what a consumer reads of a compacted topic's one
@@ -144,7 +146,7 @@ func TestCompactedTopicKeepsTheLatestValuePerKey(t *testing.T) {
 		return true, ""
 	}
 	for topic := range retention {
-		waitFor(t, 30*time.Second, func() (bool, string) { return compactedAsWanted(topic) })
+		mqtest.Wait{Timeout: 30 * time.Second}.For(t, topic+" compacted", func() (bool, string) { return compactedAsWanted(topic) })
 	}
 	if !strings.Contains(b.stderr.String(), "msg=compacted") {
 		t.Fatalf("mqd did not log its compaction passes:\n%s", b.stderr.String())
@@ -229,9 +231,9 @@ func TestCompactionOnEveryReplica(t *testing.T) {
 		}
 		return true, ""
 	}
-	waitFor(t, 30*time.Second, latest)
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "the latest value of every key", latest)
 	// Every replica compacts its own log.
-	waitFor(t, 30*time.Second, func() (bool, string) {
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "every replica to compact table-0", func() (bool, string) {
 		for _, n := range c.nodes {
 			if !compactionLogged.MatchString(n.stderr.String()) {
 				return false, fmt.Sprintf("node %d logged no compaction of table-0", n.id)
@@ -244,7 +246,7 @@ func TestCompactionOnEveryReplica(t *testing.T) {
 	// Once the new leader's high-water mark is known (it may answer
 	// NOT_LEADER for a moment), it serves the same latest values: a view
 	// read without error must be right the first time.
-	waitFor(t, 30*time.Second, func() (bool, string) {
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "the new leader to serve table", func() (bool, string) {
 		if _, err := compactedView(t, c.client, "table"); err != nil {
 			return false, err.Error()
 		}
@@ -284,7 +286,7 @@ func TestGroupOffsetsSurviveCompactedOffsetsTopic(t *testing.T) {
 		commit("a", at)
 		commit("b", at/2)
 	}
-	waitFor(t, 30*time.Second, func() (bool, string) {
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "__consumer_offsets-0 compacted", func() (bool, string) {
 		return regexp.MustCompile(`msg=compacted .*partition=__consumer_offsets-0 `).MatchString(b.stderr.String()), "no compaction of __consumer_offsets-0 logged"
 	})
 	check := func(when string) {
@@ -322,7 +324,7 @@ func TestFollowerCatchesUpFromACompactedLeader(t *testing.T) {
 		return len(ps) == 1 && ps[0].leader == 2 && !slices.Contains(ps[0].isr, 4)
 	})
 	writeTable(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "table", false)
-	waitFor(t, 30*time.Second, func() (bool, string) {
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "node 2 to compact table-0", func() (bool, string) {
 		return compactionLogged.MatchString(c.node(2).stderr.String()), "the leader, node 2, logged no compaction of table-0"
 	})
 	late.start()
@@ -332,7 +334,7 @@ func TestFollowerCatchesUpFromACompactedLeader(t *testing.T) {
 	c.node(2).kill()
 	c.node(3).kill()
 	c.waitPartitions("table", "node 4 leads", func(ps []partitionState) bool { return len(ps) == 1 && ps[0].leader == 4 })
-	waitFor(t, 30*time.Second, func() (bool, string) {
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "node 4 to serve table", func() (bool, string) {
 		view, err := compactedView(t, c.client, "table")
 		if err != nil {
 			return false, err.Error()
@@ -400,7 +402,7 @@ func TestCompactDeleteTopicExpiresAndCompacts(t *testing.T) {
 		t.Fatalf("alter cleanup.policy: %v %v", err, res)
 	}
 	adm := b.admin()
-	waitFor(t, time.Minute, func() (bool, string) {
+	mqtest.Wait{Timeout: time.Minute}.For(t, "the log start past the old records", func() (bool, string) {
 		starts, err := adm.ListStartOffsets(ctx, topic)
 		if err != nil {
 			return false, err.Error()
@@ -418,7 +420,7 @@ func TestCompactDeleteTopicExpiresAndCompacts(t *testing.T) {
 		key := fmt.Sprintf("n%d", k)
 		want[key] = []string{fmt.Sprintf("%s-9-%s", key, filler)}
 	}
-	waitFor(t, time.Minute, func() (bool, string) {
+	mqtest.Wait{Timeout: time.Minute}.For(t, "only the latest value of each key", func() (bool, string) {
 		view, err := compactedView(t, b.client, topic)
 		if err != nil {
 			return false, err.Error()

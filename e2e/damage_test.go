@@ -14,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // damageFixture is a one-partition topic of small segments holding the
@@ -219,7 +221,7 @@ func TestScrubberFindsDamageNobodyRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.b.start()
-	waitFor(t, 30*time.Second, func() (bool, string) {
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "the damaged range described", func() (bool, string) {
 		d := f.describedDamage(t)
 		return len(d) == 1, fmt.Sprintf("damage %+v; mqd log:\n%s", d, f.b.stderr.String())
 	})

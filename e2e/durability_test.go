@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 func adminFor(t testing.TB, cl *kgo.Client) *kadm.Client {
@@ -134,7 +136,7 @@ func TestSIGKILLLosesNothingAcknowledged(t *testing.T) {
 			})
 		}
 	}()
-	waitFor(t, 2*time.Minute, func() (bool, string) {
+	mqtest.Wait{Timeout: 2 * time.Minute}.For(t, "20000 records acknowledged", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(acked) >= 20000, strconv.Itoa(len(acked)) + " acknowledged"
@@ -237,31 +239,4 @@ func produceBatch(t *testing.T, ctx context.Context, cl *kgo.Client, version int
 		t.Fatal(err)
 	}
 	return resp.Topics[0].Partitions[0]
-}
-
-// waitFor polls cond until it holds or d passes, failing with what it last said.
-func waitFor(t testing.TB, d time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	waitForOr(t, d, cond, nil)
-}
-
-// waitForOr is waitFor calling timedOut, when not nil, before it fails.
-func waitForOr(t testing.TB, d time.Duration, cond func() (bool, string), timedOut func()) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			if timedOut != nil {
-				timedOut()
-			}
-			t.Fatalf("condition not met after %v; last: %s", d, last)
-		}
-		<-tick.C
-	}
 }

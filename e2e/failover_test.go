@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // fastFailover are settings that make a cluster notice a lost broker in
@@ -67,18 +69,20 @@ func (c *cluster) waitPartitions(topic, what string, ok func([]partitionState) b
 func (c *cluster) waitPartitionsOn(except *clusterNode, topic, what string, ok func([]partitionState) bool) []partitionState {
 	c.t.Helper()
 	var last []partitionState
-	waitForOr(c.t, clusterReadyTimeout, func() (bool, string) {
+	// A cluster that never gets there is stuck: its stacks say where.
+	wait := mqtest.Wait{Timeout: clusterReadyTimeout, OnTimeout: c.dumpStacks}
+	wait.For(c.t, what, func() (bool, string) {
 		for _, node := range c.serving() {
 			if node == except {
 				continue
 			}
 			last = node.partitions(topic)
 			if last == nil || !ok(last) {
-				return false, fmt.Sprintf("%s: node %d shows %+v", what, node.id, last)
+				return false, fmt.Sprintf("node %d shows %s as %+v", node.id, topic, last)
 			}
 		}
 		return true, ""
-	}, c.dumpStacks)
+	})
 	return last
 }
 
@@ -239,7 +243,7 @@ func (a *acked) since(p int32, t time.Time) []string {
 func (a *acked) waitMore(t *testing.T, n int) {
 	t.Helper()
 	want := a.count() + n
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, fmt.Sprintf("%d more records acknowledged", n), func() (bool, string) {
 		got := a.count()
 		return got >= want, fmt.Sprintf("%d of %d acknowledged", got, want)
 	})
@@ -306,7 +310,7 @@ func TestClusterLeadersKilledInTurnLoseNothingAcknowledged(t *testing.T) {
 		victim := c.node(ps[part].leader)
 		killed := time.Now()
 		victim.kill()
-		waitFor(t, clusterReadyTimeout, func() (bool, string) {
+		clusterWait.For(t, "a record produced since the kill acknowledged", func() (bool, string) {
 			return a.sentSince(int32(part), killed), "no record of the partition produced since the kill acknowledged"
 		})
 		t.Logf("failover: partition %d's leader %d SIGKILLed; a record produced after it was acknowledged %v later",
@@ -417,7 +421,7 @@ func TestClusterPausedFollowersLeaveTheISR(t *testing.T) {
 	followers[1].pause()
 	var refused []string
 	attempt := 0
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, "3 records refused with NOT_ENOUGH_REPLICAS", func() (bool, string) {
 		attempt++
 		v := "one of three #" + strconv.Itoa(attempt)
 		err := produce(v)
@@ -460,7 +464,7 @@ func TestClusterPausedFollowersLeaveTheISR(t *testing.T) {
 func (c *cluster) raftLeader(t *testing.T) int32 {
 	t.Helper()
 	var leader int32 = -1
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, "a node to name the Raft leader", func() (bool, string) {
 		for _, node := range c.serving() {
 			req := kmsg.NewPtrDescribeQuorumRequest()
 			rt := kmsg.NewDescribeQuorumRequestTopic()
@@ -522,7 +526,7 @@ func TestClusterControllerKilledDuringTopicCreation(t *testing.T) {
 		t.Fatalf("node %d still leads the quorum after SIGKILL", next)
 	}
 	leader.start()
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, "every node to know every topic created", func() (bool, string) {
 		for _, node := range c.nodes {
 			m, err := node.metadata(ctx)
 			if err != nil {
@@ -590,7 +594,7 @@ func TestClusterGroupSurvivesItsCoordinatorsLoss(t *testing.T) {
 	// reads only what comes after them. (The new coordinator restores the
 	// members from the group's record; a commit it refuses while it is
 	// still loading is tried again.)
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, "the group's offsets committed", func() (bool, string) {
 		err := consumer.CommitUncommittedOffsets(ctx)
 		if err != nil {
 			consumer.PollFetches(ctxFor(t, 100*time.Millisecond))

@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // groupProps are the broker settings of the group tests: no initial
@@ -246,25 +248,6 @@ func (gc *groupConsumer) kill() {
 	}
 }
 
-// waitFor polls cond until it holds or d passes, failing with what was
-// last seen.
-func waitForCond(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s; last seen: %s", d, what, seen)
-		}
-		<-tick.C
-	}
-}
-
 // assignments describes the group: member client id → partitions.
 func assignments(ctx context.Context, adm *kadm.Client, groupID string) (string, map[string][]int32, error) {
 	gs, err := adm.DescribeGroups(ctx, groupID)
@@ -295,7 +278,7 @@ func assignments(ctx context.Context, adm *kadm.Client, groupID string) (string,
 func waitBalanced(t *testing.T, adm *kadm.Client, groupID string, members []string, want int) map[string][]int32 {
 	t.Helper()
 	var got map[string][]int32
-	waitForCond(t, 45*time.Second, fmt.Sprintf("%v to own %d partitions each", members, want), func() (bool, string) {
+	mqtest.Wait{Timeout: 45 * time.Second}.For(t, fmt.Sprintf("%v to own %d partitions each", members, want), func() (bool, string) {
 		state, a, err := assignments(context.Background(), adm, groupID)
 		if err != nil {
 			return false, err.Error()
@@ -366,7 +349,7 @@ func TestGroupMembersJoinAndLeaveWhileProducing(t *testing.T) {
 				produceErr <- first
 			}()
 			progress := func(n int) {
-				waitForCond(t, 45*time.Second, fmt.Sprintf("%d records processed", n), func() (bool, string) {
+				mqtest.Wait{Timeout: 45 * time.Second}.For(t, fmt.Sprintf("%d records processed", n), func() (bool, string) {
 					c := l.count()
 					return c >= n, strconv.Itoa(c)
 				})
@@ -385,7 +368,7 @@ func TestGroupMembersJoinAndLeaveWhileProducing(t *testing.T) {
 				t.Fatalf("produce: %v", err)
 			}
 			polls, group := 0, ""
-			waitForCond(t, 60*time.Second, "every record processed", func() (bool, string) {
+			mqtest.Wait{Timeout: 60 * time.Second}.For(t, "every record processed", func() (bool, string) {
 				c := l.count()
 				if c == total {
 					return true, ""
@@ -527,7 +510,7 @@ func TestGroupStaticMemberRestartKeepsPartitions(t *testing.T) {
 	// assignment, and returns the callback count then.
 	settled := func(want map[string][]int32) int {
 		var n int
-		waitForCond(t, 30*time.Second, "members to see their assignment", func() (bool, string) {
+		mqtest.Wait{Timeout: 30 * time.Second}.For(t, "members to see their assignment", func() (bool, string) {
 			mu.Lock()
 			defer mu.Unlock()
 			n = rebalances
@@ -618,7 +601,7 @@ func TestGroupCommittedOffsetsSurviveKill(t *testing.T) {
 
 	adm = kadm.NewClient(b.client())
 	var after kadm.OffsetResponses
-	waitForCond(t, 30*time.Second, "offsets after restart", func() (bool, string) {
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "offsets after restart", func() (bool, string) {
 		after, err = adm.FetchOffsets(ctx, "durable-g")
 		if err == nil {
 			err = after.Error()
@@ -683,7 +666,7 @@ func TestKcatBalancedConsumer(t *testing.T) {
 		t.Fatalf("kcat printed %d lines, want 100:\n%s\n%s", len(lines), out, stderr.String())
 	}
 	// kcat commits what it consumed when it leaves.
-	waitForCond(t, 20*time.Second, "kcat's commits", func() (bool, string) {
+	mqtest.WaitFor(t, "kcat's commits", func() (bool, string) {
 		offs, err := adm.FetchOffsets(ctx, "kcat-group")
 		if err != nil {
 			return false, err.Error()

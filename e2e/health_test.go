@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // healthReport is mqctl cluster health -o json.
@@ -72,7 +74,7 @@ func TestClusterHealthReportsAKilledBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := c.bootstrapList()
-	waitFor(t, 30*time.Second, func() (bool, string) {
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "the cluster healthy", func() (bool, string) {
 		h, res := clusterHealth(t, all)
 		return res.code == 0 && h.Healthy, res.stdout + res.stderr
 	})
@@ -82,7 +84,7 @@ func TestClusterHealthReportsAKilledBroker(t *testing.T) {
 	// Node 3 is fenced once its session times out, and both partitions,
 	// replicated on every node, are under-replicated once it leaves their
 	// ISR; the controller keeps its quorum (2 of 3 voters).
-	waitFor(t, 30*time.Second, func() (bool, string) {
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "node 3 fenced and both partitions under-replicated", func() (bool, string) {
 		h, res := clusterHealth(t, survivors)
 		if res.code != 1 {
 			return false, fmt.Sprintf("exit %d: %s%s", res.code, res.stdout, res.stderr)

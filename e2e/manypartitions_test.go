@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // TestManyPartitionsSurviveSIGKILLMidProduce creates 500 partitions in
@@ -57,7 +59,7 @@ func TestManyPartitionsSurviveSIGKILLMidProduce(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, time.Minute, func() (bool, string) {
+	mqtest.Wait{Timeout: time.Minute}.For(t, fmt.Sprintf("%d records acknowledged", 2*partitions), func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
 		return total >= 2*partitions, fmt.Sprintf("%d acknowledged", total)
@@ -106,7 +108,7 @@ func checkAllPresentIn(t *testing.T, b *broker, topic string, partitions int32, 
 		}
 		return -1, 0
 	}
-	waitFor(t, time.Minute, func() (bool, string) {
+	mqtest.Wait{Timeout: time.Minute}.For(t, "every acknowledged record read back", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got[r.Partition] = append(got[r.Partition], string(r.Value)) })

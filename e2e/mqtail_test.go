@@ -15,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // tmuxServer is a tmux server of one test's own (its own socket name and
@@ -67,9 +69,9 @@ func (s *tmuxServer) pane(session, format string) string {
 func (s *tmuxServer) waitScreen(session, what string, ok func(screen string) bool) string {
 	s.t.Helper()
 	var last string
-	waitFor(s.t, 20*time.Second, func() (bool, string) {
+	mqtest.WaitFor(s.t, what, func() (bool, string) {
 		last = s.screen(session)
-		return ok(last), what + "; the screen:\n" + last
+		return ok(last), "the screen:\n" + last
 	})
 	return last
 }
@@ -83,7 +85,7 @@ func (s *tmuxServer) waitExit(session string, status int) {
 	// own pane_dead_status was seen wrong (1, or empty) for a program
 	// that exited 130.
 	want := strconv.Itoa(status)
-	waitFor(s.t, 10*time.Second, func() (bool, string) {
+	mqtest.WaitFor(s.t, session+" to exit with status "+want, func() (bool, string) {
 		b, _ := os.ReadFile(s.statusFile(session))
 		got := strings.TrimSpace(string(b))
 		return got == want && s.pane(session, "#{pane_dead}") == "1", "exit status " + strconv.Quote(got) + ", want " + want

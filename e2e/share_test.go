@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // shareHolderEnv makes this test binary a share consumer that acquires
@@ -334,7 +336,7 @@ func TestShareStateSurvivesLeaderFailover(t *testing.T) {
 	warm.waitDistinct(t, 1, 60*time.Second)
 	stop()
 	var stateLeader int32 = -1
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, "a leader of __share_group_state", func() (bool, string) {
 		ps := c.nodes[0].partitions("__share_group_state")
 		if len(ps) != 1 || ps[0].leader < 0 {
 			return false, fmt.Sprintf("state topic partitions %v", ps)
@@ -357,7 +359,7 @@ func TestShareStateSurvivesLeaderFailover(t *testing.T) {
 	first.waitDistinct(t, n/3, 60*time.Second)
 	stop()
 	c.node(others[0]).kill()
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, fmt.Sprintf("node %d to lead jobs", others[1]), func() (bool, string) {
 		ps := c.node(others[1]).partitions("jobs")
 		return len(ps) == 1 && ps[0].leader == others[1], fmt.Sprintf("jobs partitions %v", ps)
 	})
@@ -417,7 +419,7 @@ func TestShareDeadLettersAndReplay(t *testing.T) {
 		Members         []any  `json:"members"`
 	}
 	var last string
-	waitFor(t, 60*time.Second, func() (bool, string) {
+	mqtest.Wait{Timeout: 60 * time.Second}.For(t, "the queue described with its dead letters", func() (bool, string) {
 		r := runTool(t, 30*time.Second, "", "mqctl", "-b", b.addr, "queue", "describe", "-o", "json", "workers")
 		last = r.stdout + r.stderr
 		var ds []described
@@ -502,7 +504,7 @@ func TestShareDeadLettersAndReplay(t *testing.T) {
 			OldestMillis int64 `json:"oldest_unacked_ms"`
 		} `json:"partitions"`
 	}
-	waitFor(t, 30*time.Second, func() (bool, string) {
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "the replayed records available at the start", func() (bool, string) {
 		asked := time.Now()
 		r := runTool(t, 30*time.Second, "", "mqctl", "-b", b.addr, "queue", "describe", "-o", "json", "workers")
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &q) != nil || len(q) != 1 || len(q[0].Partitions) != 1 {
@@ -534,7 +536,7 @@ func TestShareGroupOffsetsAcrossNodes(t *testing.T) {
 	adm := c.admin()
 	setShareConfigs(t, cl, "workers", "share.auto.offset.reset", "earliest")
 	var coord int32 = -1
-	waitFor(t, clusterReadyTimeout, func() (bool, string) {
+	clusterWait.For(t, "the coordinator of workers", func() (bool, string) {
 		r, ok := adm.FindGroupCoordinators(ctxFor(t, 10*time.Second), "workers")["workers"]
 		if !ok || r.Err != nil {
 			return false, fmt.Sprint(r)
@@ -562,7 +564,7 @@ func TestShareGroupOffsetsAcrossNodes(t *testing.T) {
 	consumeAll(n)
 	ctx := ctxFor(t, 30*time.Second)
 	var lastErr error
-	waitFor(t, 30*time.Second, func() (bool, string) { // the consumer's leave reaches the coordinator
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "the share group's offsets altered", func() (bool, string) { // the consumer's leave reaches the coordinator
 		res, err := adm.AlterShareGroupOffsets(ctx, "workers", kadm.Offsets{"jobs": {0: {Topic: "jobs", Partition: 0, At: 12}}})
 		if err == nil {
 			err = res.Error()
@@ -576,7 +578,7 @@ func TestShareGroupOffsetsAcrossNodes(t *testing.T) {
 			t.Errorf("after the alter record %d accepted %d times, want %d", i, got, want)
 		}
 	}
-	waitFor(t, 30*time.Second, func() (bool, string) {
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "the share group's offsets deleted", func() (bool, string) {
 		res, err := adm.DeleteShareGroupOffsets(ctx, "workers", "jobs")
 		if err == nil {
 			err = res.Error()

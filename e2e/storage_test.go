@@ -19,6 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // mountTmpfs mounts a tmpfs of size (mount's notation: "20m") on a new
@@ -317,7 +319,7 @@ func TestCompactTopicKeepsItsHeadDespiteRetention(t *testing.T) {
 	waitStartPast := func(topic string, past int64) int64 {
 		t.Helper()
 		var s int64
-		waitFor(t, time.Minute, func() (bool, string) {
+		mqtest.Wait{Timeout: time.Minute}.For(t, fmt.Sprintf("the log start of %s past %d", topic, past), func() (bool, string) {
 			s = startOf(topic)
 			return s > past, fmt.Sprintf("%s: log start %d", topic, s)
 		})
