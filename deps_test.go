@@ -23,7 +23,7 @@ var allowed = map[string][]string{
 	"lib/version":     {},
 	"lib/clock":       {},
 	"lib/loopback":    {},
-	"lib/mqtest":      {},
+	"lib/mqtest":      {"lib/loopback"},
 	"lib/vfs":         {},
 	"lib/controller":  {"lib/clock"},
 	"lib/log":         {"lib/clock", "lib/record", "lib/vfs"},

@@ -1,6 +1,6 @@
 // Package mqtest holds what the tests of several mq packages share. Only
 // tests import it: no package of the programs links it (deps_test.go
-// checks), and it imports nothing of ours.
+// checks), and of ours it imports lib/loopback alone, test-only too.
 //
 // # Waiting for a condition
 //
@@ -30,4 +30,38 @@
 // goroutines' stacks):
 //
 //	mqtest.Wait{Timeout: time.Minute, OnTimeout: c.dumpStacks}.For(t, "a leader", cond)
+//
+// # A cluster in the test's process
+//
+// Cluster runs the members of one controller quorum in the test's process,
+// each on loopback addresses of its own: the controllers of lib/controller
+// and lib/partition's tests, the whole nodes of lib/node's. It owns what
+// every such test needs: the members' addresses (a Raft one and a Kafka
+// one, from lib/loopback) and data directories, the voters list, starting
+// members together, stopping, crashing and restarting one, and crashing
+// those still running when the test ends. What a member is, it leaves to
+// the caller, who gives the functions that start and stop one:
+//
+//	var voters []controller.Voter // the cluster's, once it is made
+//	c := mqtest.NewCluster(t, 3, mqtest.Lifecycle[*controller.Controller]{
+//		Start: func(m mqtest.Member) (*controller.Controller, error) {
+//			return controller.Open(controller.Config{NodeID: m.ID, Dir: m.Dir, Voters: voters, RaftAddr: m.RaftAddr})
+//		},
+//		Stop: (*controller.Controller).Close,
+//	})
+//	voters, _ = controller.ParseVoters(c.Voters())
+//	c.StartAll()
+//	c.Crash(2)
+//	mqtest.WaitFor(t, "broker 2 fenced", c.Each(func(id int32, ctrl *controller.Controller) (bool, string) {
+//		b := ctrl.Image().Brokers[2]
+//		return b.Fenced, fmt.Sprintf("broker 2 %+v", b)
+//	}))
+//	c.Start(2) // on the same addresses and directory
+//
+// A member is known by its node ID, 1 to n for the voters and the next
+// ones for the non-voters added after them. Its addresses and directory
+// are its own for the life of the test, so a member that restarts finds
+// its data and its peers find it. The domain's helpers (wait until every
+// image holds a topic, a Kafka client of the nodes) stay in the packages
+// whose tests use them, written on the Cluster.
 package mqtest
