@@ -15,83 +15,43 @@ import (
 	"github.com/mqproject/mq/lib/mqtest"
 )
 
-// testCluster runs controllers in-process on loopback ports: voters
-// 1..n and non-voters after them.
+// testCluster runs controllers in-process on loopback ports (an
+// mqtest.Cluster): voters 1..n and non-voters after them.
 type testCluster struct {
+	*mqtest.Cluster[*Controller]
 	t      *testing.T
 	voters []Voter
-	addrs  map[int32]string
-	dirs   map[int32]string
 	tweak  func(*Config)
-
-	mu    sync.Mutex
-	nodes map[int32]*Controller
 }
 
 // testRaftTimeout makes elections quick but not so quick that a busy
 // machine under -race keeps electing.
 const testRaftTimeout = 500 * time.Millisecond
 
+// startCluster starts voters voters and nonVoters non-voters, each
+// configured by tweak (may be nil).
 func startCluster(t *testing.T, voters, nonVoters int, tweak func(*Config)) *testCluster {
 	t.Helper()
-	addrs := freeAddrs(t, voters+nonVoters)
-	tc := &testCluster{t: t, addrs: map[int32]string{}, dirs: map[int32]string{}, nodes: map[int32]*Controller{}, tweak: tweak}
-	for i, a := range addrs {
-		id := int32(i + 1)
-		tc.addrs[id] = a
-		tc.dirs[id] = t.TempDir()
-		if i < voters {
-			tc.voters = append(tc.voters, Voter{ID: id, Addr: a})
-		}
+	tc := &testCluster{t: t, tweak: tweak}
+	tc.Cluster = mqtest.NewCluster(t, voters, mqtest.Lifecycle[*Controller]{Start: tc.open, Stop: (*Controller).Close})
+	for range nonVoters {
+		tc.AddNonVoter()
 	}
-	for id := range int32(voters + nonVoters) {
-		tc.open(id + 1)
+	vs, err := ParseVoters(tc.Voters())
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		tc.mu.Lock()
-		defer tc.mu.Unlock()
-		for _, c := range tc.nodes {
-			c.Close()
-		}
-	})
+	tc.voters = vs
+	tc.StartAll()
 	return tc
 }
 
-func (tc *testCluster) config(id int32) Config {
-	cfg := Config{NodeID: id, Dir: tc.dirs[id], Voters: tc.voters, RaftAddr: tc.addrs[id], raftTimeout: testRaftTimeout}
+func (tc *testCluster) open(m mqtest.Member) (*Controller, error) {
+	cfg := Config{NodeID: m.ID, Dir: m.Dir, Voters: tc.voters, RaftAddr: m.RaftAddr, raftTimeout: testRaftTimeout}
 	if tc.tweak != nil {
 		tc.tweak(&cfg)
 	}
-	return cfg
-}
-
-func (tc *testCluster) open(id int32) *Controller {
-	tc.t.Helper()
-	c, err := Open(tc.config(id))
-	if err != nil {
-		tc.t.Fatalf("open node %d: %v", id, err)
-	}
-	tc.mu.Lock()
-	tc.nodes[id] = c
-	tc.mu.Unlock()
-	return c
-}
-
-func (tc *testCluster) node(id int32) *Controller {
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	return tc.nodes[id]
-}
-
-// kill closes node id.
-func (tc *testCluster) kill(id int32) {
-	tc.mu.Lock()
-	c := tc.nodes[id]
-	delete(tc.nodes, id)
-	tc.mu.Unlock()
-	if err := c.Close(); err != nil {
-		tc.t.Errorf("close node %d: %v", id, err)
-	}
+	return Open(cfg)
 }
 
 // leader waits for an active controller among the running nodes.
@@ -99,9 +59,7 @@ func (tc *testCluster) leader() *Controller {
 	tc.t.Helper()
 	var leader *Controller
 	mqtest.WaitFor(tc.t, "an active controller", func() (bool, string) {
-		tc.mu.Lock()
-		defer tc.mu.Unlock()
-		for _, c := range tc.nodes {
+		for _, c := range tc.Running() {
 			if c.isActive() {
 				leader = c
 				return true, ""
@@ -116,18 +74,10 @@ func (tc *testCluster) leader() *Controller {
 // want's.
 func (tc *testCluster) converged(want *Controller) {
 	tc.t.Helper()
-	tc.mu.Lock()
-	nodes := make([]*Controller, 0, len(tc.nodes))
-	for _, c := range tc.nodes {
-		nodes = append(nodes, c)
-	}
-	tc.mu.Unlock()
-	for _, c := range nodes {
-		mqtest.WaitFor(tc.t, fmt.Sprintf("node %d's image to be node %d's", c.cfg.NodeID, want.cfg.NodeID), func() (bool, string) {
-			w, got := content(tc.t, want.Image()), content(tc.t, c.Image())
-			return got == w, fmt.Sprintf("node %d image:\n%s\nwant\n%s", c.cfg.NodeID, got, w)
-		})
-	}
+	mqtest.WaitFor(tc.t, fmt.Sprintf("every image to be node %d's", want.cfg.NodeID), tc.Each(func(_ int32, c *Controller) (bool, string) {
+		w, got := content(tc.t, want.Image()), content(tc.t, c.Image())
+		return got == w, fmt.Sprintf("image\n%s\nwant\n%s", got, w)
+	}))
 }
 
 // heartbeats sends broker id's heartbeats through its own node every
@@ -139,7 +89,7 @@ func (tc *testCluster) heartbeats(id int32, epoch int64, interval time.Duration)
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
-			c := tc.node(id)
+			c := tc.Get(id)
 			if c == nil {
 				return
 			}
@@ -169,7 +119,7 @@ func TestRaftTransportDoesNotPipeline(t *testing.T) {
 	tc := startCluster(t, 3, 0, nil)
 	tc.leader()
 	for id := int32(1); id <= 3; id++ {
-		_, err := tc.node(id).transport.AppendEntriesPipeline("peer", "127.0.0.1:1")
+		_, err := tc.Get(id).transport.AppendEntriesPipeline("peer", "127.0.0.1:1")
 		if !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
 			t.Errorf("node %d: AppendEntriesPipeline: %v, want %v", id, err, raft.ErrPipelineReplicationNotSupported)
 		}
@@ -194,7 +144,7 @@ func TestClusterOfVotersAndNonVoter(t *testing.T) {
 	epochs := map[int32]int64{}
 	stops := map[int32]func(){}
 	for id := int32(1); id <= 4; id++ {
-		epoch, err := tc.node(id).RegisterBroker(ctxFor(t, 20*time.Second), Broker{ID: id, Host: "127.0.0.1", Port: 9090 + id})
+		epoch, err := tc.Get(id).RegisterBroker(ctxFor(t, 20*time.Second), Broker{ID: id, Host: "127.0.0.1", Port: 9090 + id})
 		if err != nil {
 			t.Fatalf("register broker %d through its node: %v", id, err)
 		}
@@ -206,18 +156,18 @@ func TestClusterOfVotersAndNonVoter(t *testing.T) {
 			stop()
 		}
 	}()
-	if b := leader.Image().Brokers[4]; b.Epoch != epochs[4] || b.RaftAddr != tc.addrs[4] {
+	if b := leader.Image().Brokers[4]; b.Epoch != epochs[4] || b.RaftAddr != tc.Member(4).RaftAddr {
 		t.Fatalf("broker 4 in the image: %+v, registered with epoch %d", b, epochs[4])
 	}
 
 	var follower *Controller
 	for id := int32(1); id <= 3; id++ {
-		if c := tc.node(id); c != leader {
+		if c := tc.Get(id); c != leader {
 			follower = c
 			break
 		}
 	}
-	nonVoter := tc.node(4)
+	nonVoter := tc.Get(4)
 	t.Run("forwarding", func(t *testing.T) {
 		if _, err := follower.CreateTopic(ctxFor(t, 10*time.Second), CreateTopic{Name: "from-follower", Partitions: 4, ReplicationFactor: 3}); err != nil {
 			t.Fatal(err)
@@ -275,7 +225,7 @@ func TestClusterOfVotersAndNonVoter(t *testing.T) {
 			}
 			got := strings.Join(parts, " ")
 			want := fmt.Sprintf("1@%s voter=true beat=true 2@%s voter=true beat=true 3@%s voter=true beat=true 4@%s voter=false beat=true",
-				tc.addrs[1], tc.addrs[2], tc.addrs[3], tc.addrs[4])
+				tc.Member(1).RaftAddr, tc.Member(2).RaftAddr, tc.Member(3).RaftAddr, tc.Member(4).RaftAddr)
 			ok := q.LeaderID == leader.cfg.NodeID && q.Term != 0 && q.LastIndex >= leader.Image().Version && got == want
 			return ok, fmt.Sprintf("quorum leader=%d term=%d last=%d members %s, want leader %d members %s", q.LeaderID, q.Term, q.LastIndex, got, leader.cfg.NodeID, want)
 		})
@@ -319,7 +269,7 @@ func TestClusterOfVotersAndNonVoter(t *testing.T) {
 	t.Run("leader loss", func(t *testing.T) {
 		old := leader.cfg.NodeID
 		before := content(t, leader.Image())
-		tc.kill(old)
+		tc.Stop(old)
 		leader = tc.leader()
 		if leader.cfg.NodeID == old {
 			t.Fatal("closed node still leader")
@@ -331,7 +281,7 @@ func TestClusterOfVotersAndNonVoter(t *testing.T) {
 		}
 		// Commands keep working through every node left.
 		for _, id := range []int32{1, 2, 3, 4} {
-			c := tc.node(id)
+			c := tc.Get(id)
 			if c == nil {
 				continue
 			}
@@ -352,10 +302,10 @@ func TestClusterOfVotersAndNonVoter(t *testing.T) {
 
 		// The old leader comes back as a follower, the non-voter restarts:
 		// both catch up with the image.
-		tc.open(old)
-		tc.kill(4)
-		tc.open(4)
-		if _, err := tc.node(4).CreateTopic(ctxFor(t, 20*time.Second), CreateTopic{Name: "after-restarts", Partitions: 1, ReplicationFactor: 1}); err != nil {
+		tc.Start(old)
+		tc.Stop(4)
+		tc.Start(4)
+		if _, err := tc.Get(4).CreateTopic(ctxFor(t, 20*time.Second), CreateTopic{Name: "after-restarts", Partitions: 1, ReplicationFactor: 1}); err != nil {
 			t.Fatal(err)
 		}
 		tc.converged(leader)
