@@ -2,15 +2,13 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,21 +20,15 @@ import (
 	"github.com/mqproject/mq/lib/mqtest"
 )
 
-// testCluster is a cluster of in-process nodes on loopback ports: each a
-// whole Daemon (controller member, broker, server) with its own data
-// directory, the voters talking Raft over TCP. Tests stop, crash and
-// restart nodes and watch the images.
+// testCluster is a cluster of in-process nodes on loopback ports (an
+// mqtest.Cluster): each a whole Daemon (controller member, broker,
+// server) with its own data directory, the voters talking Raft over TCP.
+// Tests stop, crash and restart nodes and watch the images.
 type testCluster struct {
-	t      *testing.T
-	voters string
-	nodes  []*clusterNode
-}
-
-type clusterNode struct {
-	id int32
-	s  config.Broker
-	mu sync.Mutex
-	d  *Daemon // nil while stopped
+	*mqtest.Cluster[*Daemon]
+	t       *testing.T
+	mod     func(*config.Broker) // changes every node's settings; may be nil
+	sockets string               // the nodes' Unix sockets: a short path, as socket paths must be
 }
 
 // clusterLogger logs node id's messages to stderr when MQ_TEST_LOG is set
@@ -62,13 +54,56 @@ func freePort(t *testing.T) int {
 	return port
 }
 
-// clusterSettings are quick timeouts for tests: liveness in about a second,
-// replication rounds of tens of milliseconds.
-func clusterSettings(t *testing.T, id int32, voters string, kafkaPort int) config.Broker {
-	s := testSettings(t)
-	s.NodeID = id
-	s.Voters = voters
-	s.Listeners = []string{s.Listeners[0], "tcp://127.0.0.1:" + strconv.Itoa(kafkaPort)}
+// startCluster starts n voters, each changed by mod (may be nil), and
+// waits until every node's image lists every broker.
+func startCluster(t *testing.T, n int, mod func(*config.Broker)) *testCluster {
+	t.Helper()
+	sockets, err := os.MkdirTemp("", "mqd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockets) })
+	c := &testCluster{t: t, mod: mod, sockets: sockets}
+	c.Cluster = mqtest.NewCluster(t, n, mqtest.Lifecycle[*Daemon]{
+		Start: c.start,
+		Stop:  func(d *Daemon) error { return d.Shutdown(context.Background()) },
+		Crash: func(d *Daemon) {
+			d.settings.ControlledShutdown = false
+			d.Shutdown(context.Background())
+		},
+	})
+	c.StartAll()
+	c.waitImage("every broker registered", func(img *controller.Image) bool { return len(img.Brokers) == n })
+	return c
+}
+
+// addNonVoter starts another node, a broker and a non-voter of the
+// quorum, and returns its ID.
+func (c *testCluster) addNonVoter() int32 {
+	c.t.Helper()
+	id := c.AddNonVoter().ID
+	c.Start(id)
+	return id
+}
+
+func (c *testCluster) start(m mqtest.Member) (*Daemon, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return Start(ctx, Config{Settings: c.settings(m), Logger: clusterLogger(m.ID)})
+}
+
+// settings are member m's: quick timeouts for tests, liveness in about a
+// second, replication rounds of tens of milliseconds; then the cluster's
+// mod.
+func (c *testCluster) settings(m mqtest.Member) config.Broker {
+	s := config.Defaults()
+	s.NodeID = m.ID
+	s.DataDir = m.Dir
+	s.Voters = c.Voters()
+	if !m.Voter {
+		s.RaftAddress = m.RaftAddr
+	}
+	s.Listeners = []string{"unix://" + filepath.Join(c.sockets, fmt.Sprintf("%d.sock", m.ID)), "tcp://" + m.KafkaAddr}
 	s.BrokerHeartbeatInterval = 100 * time.Millisecond
 	s.BrokerSessionTimeout = 1500 * time.Millisecond
 	s.ReplicaLagTime = 1500 * time.Millisecond
@@ -77,142 +112,17 @@ func clusterSettings(t *testing.T, id int32, voters string, kafkaPort int) confi
 	s.ReplicaHighWatermarkCheckpointInterval = 200 * time.Millisecond
 	s.ControlledShutdownTimeout = 10 * time.Second
 	s.GroupInitialRebalanceDelay = 0
+	if c.mod != nil {
+		c.mod(&s)
+	}
 	return s
-}
-
-// startCluster starts n voters, each changed by mod (may be nil), and
-// waits until every node's image lists every broker.
-func startCluster(t *testing.T, n int, mod func(*config.Broker)) *testCluster {
-	t.Helper()
-	var vs []string
-	for i := 1; i <= n; i++ {
-		vs = append(vs, fmt.Sprintf("%d@127.0.0.1:%d", i, freePort(t)))
-	}
-	c := &testCluster{t: t, voters: strings.Join(vs, ",")}
-	for i := 1; i <= n; i++ {
-		s := clusterSettings(t, int32(i), c.voters, freePort(t))
-		if mod != nil {
-			mod(&s)
-		}
-		c.nodes = append(c.nodes, &clusterNode{id: int32(i), s: s})
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range c.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = c.startNode(i)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.stopAll)
-	c.waitImage("every broker registered", func(img *controller.Image) bool { return len(img.Brokers) == n })
-	return c
-}
-
-// addNode starts another node with settings s (a non-voter when its ID is
-// not among the voters).
-func (c *testCluster) addNode(s config.Broker) *clusterNode {
-	c.t.Helper()
-	c.nodes = append(c.nodes, &clusterNode{id: s.NodeID, s: s})
-	if err := c.startNode(len(c.nodes) - 1); err != nil {
-		c.t.Fatal(err)
-	}
-	return c.nodes[len(c.nodes)-1]
-}
-
-func (c *testCluster) startNode(i int) error {
-	n := c.nodes[i]
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	d, err := Start(ctx, Config{Settings: n.s, Logger: clusterLogger(n.id)})
-	if err != nil {
-		return fmt.Errorf("node %d: %w", n.id, err)
-	}
-	n.mu.Lock()
-	n.d = d
-	n.mu.Unlock()
-	return nil
-}
-
-// daemon returns node i's running daemon (index into nodes), or nil.
-func (c *testCluster) daemon(i int) *Daemon {
-	n := c.nodes[i]
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.d
-}
-
-// stop shuts node i down the way SIGTERM does (controlled shutdown first).
-func (c *testCluster) stop(i int) {
-	c.t.Helper()
-	d := c.take(i)
-	if d == nil {
-		return
-	}
-	if err := d.Shutdown(context.Background()); err != nil {
-		c.t.Errorf("node %d shutdown: %v", c.nodes[i].id, err)
-	}
-}
-
-// crash stops node i without a controlled shutdown: to the cluster it
-// just goes silent, as after SIGKILL (its data stays as written).
-func (c *testCluster) crash(i int) {
-	c.t.Helper()
-	d := c.take(i)
-	if d == nil {
-		return
-	}
-	d.settings.ControlledShutdown = false
-	d.Shutdown(context.Background())
-}
-
-func (c *testCluster) take(i int) *Daemon {
-	n := c.nodes[i]
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	d := n.d
-	n.d = nil
-	return d
-}
-
-// restart starts a stopped node again on the same directory and ports.
-func (c *testCluster) restart(i int) {
-	c.t.Helper()
-	if err := c.startNode(i); err != nil {
-		c.t.Fatal(err)
-	}
-}
-
-func (c *testCluster) stopAll() {
-	var wg sync.WaitGroup
-	for i := range c.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if d := c.take(i); d != nil {
-				d.settings.ControlledShutdown = false
-				d.Shutdown(context.Background())
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// addr is node i's Kafka address.
-func (c *testCluster) addr(i int) string {
-	return strings.TrimPrefix(c.nodes[i].s.Listeners[1], "tcp://")
 }
 
 // seeds lists the Kafka addresses of every node.
 func (c *testCluster) seeds() []string {
 	var out []string
-	for i := range c.nodes {
-		out = append(out, c.addr(i))
+	for _, m := range c.Members() {
+		out = append(out, m.KafkaAddr)
 	}
 	return out
 }
@@ -232,10 +142,8 @@ func (c *testCluster) client(opts ...kgo.Opt) *kgo.Client {
 
 // image returns the image of any running node (the first found).
 func (c *testCluster) image() *controller.Image {
-	for i := range c.nodes {
-		if d := c.daemon(i); d != nil {
-			return d.ctrl.Image()
-		}
+	for _, d := range c.Running() {
+		return d.ctrl.Image()
 	}
 	return nil
 }
@@ -251,17 +159,10 @@ var clusterWait = mqtest.Wait{Timeout: 30 * time.Second}
 func (c *testCluster) waitImage(what string, cond func(*controller.Image) bool) *controller.Image {
 	c.t.Helper()
 	var last *controller.Image
-	clusterWait.For(c.t, what, func() (bool, string) {
-		for i := range c.nodes {
-			if d := c.daemon(i); d != nil {
-				last = d.ctrl.Image()
-				if !cond(last) {
-					return false, fmt.Sprintf("node %d's image: %s", c.nodes[i].id, describeImage(last))
-				}
-			}
-		}
-		return true, ""
-	})
+	clusterWait.For(c.t, what, c.Each(func(_ int32, d *Daemon) (bool, string) {
+		last = d.ctrl.Image()
+		return cond(last), "image " + describeImage(last)
+	}))
 	return last
 }
 
@@ -286,15 +187,4 @@ func describeImage(img *controller.Image) string {
 		}
 	}
 	return b.String()
-}
-
-// index returns the position in nodes of the node with id.
-func (c *testCluster) index(id int32) int {
-	for i, n := range c.nodes {
-		if n.id == id {
-			return i
-		}
-	}
-	c.t.Fatalf("no node %d", id)
-	return -1
 }

@@ -24,7 +24,7 @@ func TestISRLoopLeavesOutBrokersShuttingDown(t *testing.T) {
 		s.ReplicaLagTime = 30 * time.Second // the stopped follower looks caught up throughout
 	})
 	createReplicated(t, c, "down", 12)
-	c.stop(2)
+	c.Stop(3)
 	c.waitImage("node 3 out of every ISR", func(img *controller.Image) bool {
 		for _, p := range img.Topics["down"].Partitions {
 			if p.Leader < 0 || slices.Contains(p.ISR, 3) {
@@ -35,21 +35,19 @@ func TestISRLoopLeavesOutBrokersShuttingDown(t *testing.T) {
 	})
 	// rounds waits until nodes 1 and 2 have each run n more ISR rounds
 	// and returns how many proposals were not confirmed.
-	var from [2]uint64
-	rounds := func(n uint64) uint64 {
-		for i := range from {
-			from[i] = c.daemon(i).parts.ISRCounts().Rounds
+	from := map[int32]uint64{}
+	rounds := func(n uint64) (unconfirmed uint64) {
+		for id, d := range c.Running() {
+			from[id] = d.parts.ISRCounts().Rounds
 		}
-		clusterWait.For(t, fmt.Sprintf("%d ISR rounds on nodes 1 and 2", n), func() (bool, string) {
-			ok, seen := true, "rounds since:"
-			for i := range from {
-				done := c.daemon(i).parts.ISRCounts().Rounds - from[i]
-				ok = ok && done >= n
-				seen += fmt.Sprintf(" node %d %d", i+1, done)
-			}
-			return ok, seen
-		})
-		return c.daemon(0).parts.ISRCounts().Unconfirmed + c.daemon(1).parts.ISRCounts().Unconfirmed
+		clusterWait.For(t, fmt.Sprintf("%d ISR rounds on nodes 1 and 2", n), c.Each(func(id int32, d *Daemon) (bool, string) {
+			done := d.parts.ISRCounts().Rounds - from[id]
+			return done >= n, fmt.Sprintf("%d rounds", done)
+		}))
+		for _, d := range c.Running() {
+			unconfirmed += d.parts.ISRCounts().Unconfirmed
+		}
+		return unconfirmed
 	}
 	before := rounds(2) // proposals in flight at the shutdown have ended
 	if after := rounds(4); after != before {
@@ -68,10 +66,10 @@ func TestISRChangesShareCommands(t *testing.T) {
 	createReplicated(t, c, "many", 150)
 	var before [2]struct{ shrinks, commands uint64 }
 	for i := range before {
-		isr := c.daemon(i).parts.ISRCounts()
+		isr := c.Get(int32(i + 1)).parts.ISRCounts()
 		before[i].shrinks, before[i].commands = isr.Shrinks, isr.Commands
 	}
-	c.crash(2)
+	c.Crash(3)
 	c.waitImage("node 3 out of the ISR of every partition it does not lead", func(img *controller.Image) bool {
 		for _, p := range img.Topics["many"].Partitions {
 			if p.Leader != 3 && slices.Contains(p.ISR, 3) {
@@ -82,7 +80,7 @@ func TestISRChangesShareCommands(t *testing.T) {
 	})
 	var shrinks, commands uint64
 	for i := range before {
-		isr := c.daemon(i).parts.ISRCounts()
+		isr := c.Get(int32(i + 1)).parts.ISRCounts()
 		shrinks += isr.Shrinks - before[i].shrinks
 		commands += isr.Commands - before[i].commands
 	}
@@ -109,14 +107,10 @@ func TestMaintainWatchesSharedPartitionsOnly(t *testing.T) {
 	// leads of "shared", and describes the sets.
 	watched := func(img *controller.Image) (bool, string) {
 		ok, desc := true, ""
-		for i, n := range c.nodes {
-			d := c.daemon(i)
-			if d == nil {
-				continue
-			}
+		for id, d := range c.Running() {
 			var want, got []string
 			for _, p := range img.Topics["shared"].Partitions {
-				if p.Leader == n.id {
+				if p.Leader == id {
 					want = append(want, fmt.Sprintf("shared-%d", p.ID))
 				}
 			}
@@ -125,7 +119,7 @@ func TestMaintainWatchesSharedPartitionsOnly(t *testing.T) {
 			}
 			slices.Sort(got)
 			ok = ok && slices.Equal(got, want)
-			desc += fmt.Sprintf(" node %d: %v, want %v;", n.id, got, want)
+			desc += fmt.Sprintf(" node %d: %v, want %v;", id, got, want)
 		}
 		return ok, desc
 	}
@@ -141,7 +135,7 @@ func TestMaintainWatchesSharedPartitionsOnly(t *testing.T) {
 	t.Logf("watched:%s", last)
 
 	leader := img.Topics["shared"].Partitions[0].Leader
-	c.stop(c.index(leader))
+	c.Stop(leader)
 	c.waitImage("the shared partitions watched by their new leaders", func(img *controller.Image) bool {
 		if img.Topics["shared"].Partitions[0].Leader == leader {
 			return false
@@ -164,17 +158,12 @@ func TestApplyLeavesReplicasInStateAlone(t *testing.T) {
 	createReplicated(t, c, "same", 6)
 	// Every node's data plane has applied its latest image: the images
 	// the creation made may still be on their way.
-	var before [3]uint64
-	clusterWait.For(t, "every node's latest image applied", func() (bool, string) {
-		for i := range before {
-			d := c.daemon(i)
-			if applied, latest := d.parts.Applied(), d.ctrl.Image().Version; applied != latest {
-				return false, fmt.Sprintf("node %d applied image %d of %d", i+1, applied, latest)
-			}
-			before[i] = d.parts.StateChanges()
-		}
-		return true, ""
-	})
+	before := map[int32]uint64{}
+	clusterWait.For(t, "every node's latest image applied", c.Each(func(id int32, d *Daemon) (bool, string) {
+		applied, latest := d.parts.Applied(), d.ctrl.Image().Version
+		before[id] = d.parts.StateChanges()
+		return applied == latest, fmt.Sprintf("applied image %d of %d", applied, latest)
+	}))
 	adm := kadm.NewClient(c.client())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -182,21 +171,17 @@ func TestApplyLeavesReplicasInStateAlone(t *testing.T) {
 	if resps, err := adm.AlterTopicConfigs(ctx, alter, "same"); err != nil || resps[0].Err != nil {
 		t.Fatalf("alter: %v %+v", err, resps)
 	}
-	clusterWait.For(t, "the new config applied on every node", func() (bool, string) {
-		for i := range before {
-			h := c.daemon(i).parts.Lookup("same", 0)
-			if h == nil {
-				return false, fmt.Sprintf("node %d does not host same-0", i+1)
-			}
-			if ms := h.Config().RetentionMS; ms != 3600000 {
-				return false, fmt.Sprintf("node %d has retention.ms %d for same-0", i+1, ms)
-			}
+	clusterWait.For(t, "the new config applied on every node", c.Each(func(_ int32, d *Daemon) (bool, string) {
+		h := d.parts.Lookup("same", 0)
+		if h == nil {
+			return false, "same-0 not hosted"
 		}
-		return true, ""
-	})
-	for i := range before {
-		if after := c.daemon(i).parts.StateChanges(); after != before[i] {
-			t.Errorf("node %d: %d applies changed a replica for a config change, want none", i+1, after-before[i])
+		ms := h.Config().RetentionMS
+		return ms == 3600000, fmt.Sprintf("same-0 has retention.ms %d", ms)
+	}))
+	for id, d := range c.Running() {
+		if after := d.parts.StateChanges(); after != before[id] {
+			t.Errorf("node %d: %d applies changed a replica for a config change, want none", id, after-before[id])
 		}
 	}
 }

@@ -139,8 +139,8 @@ func TestClusterReplicatesAndSurvivesTheLossOfLeaders(t *testing.T) {
 	c.waitImage("logs equal", func(*controller.Image) bool {
 		for p := int32(0); p < 3; p++ {
 			var ends []int64
-			for i := range c.nodes {
-				if h := c.daemon(i).parts.Lookup("orders", p); h != nil {
+			for _, d := range c.Running() {
+				if h := d.parts.Lookup("orders", p); h != nil {
 					ends = append(ends, h.Log().EndOffset())
 				}
 			}
@@ -154,8 +154,8 @@ func TestClusterReplicatesAndSurvivesTheLossOfLeaders(t *testing.T) {
 	// Crash the leader of partition 0; another ISR member takes over with
 	// a new epoch, and producing goes on.
 	before := c.image().Partition("orders", 0)
-	dead := c.index(before.Leader)
-	c.crash(dead)
+	dead := before.Leader
+	c.Crash(dead)
 	after := c.waitImage("new leader", func(img *controller.Image) bool {
 		p := img.Partition("orders", 0)
 		return p != nil && p.Leader >= 0 && p.Leader != before.Leader
@@ -166,7 +166,7 @@ func TestClusterReplicatesAndSurvivesTheLossOfLeaders(t *testing.T) {
 	for k, v := range produceAll(t, cl, "orders", 300, 300) {
 		acked[k] = v
 	}
-	c.restart(dead)
+	c.Start(dead)
 	readBack(t, c, "orders", acked)
 	// The crashed node catches up and rejoins every ISR.
 	c.waitImage("whole ISR again", func(img *controller.Image) bool { return fullyInSync(img, "orders") })
@@ -176,10 +176,10 @@ func TestClusterRefusesAcksAllWithoutEnoughInSyncReplicas(t *testing.T) {
 	c := startCluster(t, 3, nil)
 	createReplicated(t, c, "strict", 1)
 	p := c.image().Partition("strict", 0)
-	var followers []int
+	var followers []int32
 	for _, r := range p.Replicas {
 		if r != p.Leader {
-			followers = append(followers, c.index(r))
+			followers = append(followers, r)
 		}
 	}
 	// The first records go with retries: the image names the leader a
@@ -190,14 +190,14 @@ func TestClusterRefusesAcksAllWithoutEnoughInSyncReplicas(t *testing.T) {
 		kgo.ProduceRequestTimeout(2*time.Second))
 	produceAll(t, cl, "strict", 10, 1) // now led: the strict client's records are answered
 
-	c.crash(followers[0])
+	c.Crash(followers[0])
 	c.waitImage("ISR of 2", func(img *controller.Image) bool { return isrSize(img, "strict") == 2 })
 	produceAll(t, cl, "strict", 11, 10) // 2 of 3 is enough
 
 	// With both followers gone the controller has lost its quorum too, so
 	// the ISR cannot shrink in the image; the leader refuses acks=all
 	// once the followers have not kept up for replica.lag.time.max.ms.
-	c.crash(followers[1])
+	c.Crash(followers[1])
 	var err error
 	clusterWait.For(t, "acks=all produce refused with NOT_ENOUGH_REPLICAS", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -205,7 +205,7 @@ func TestClusterRefusesAcksAllWithoutEnoughInSyncReplicas(t *testing.T) {
 		err = cl.ProduceSync(ctx, &kgo.Record{Topic: "strict", Value: []byte("refused")}).FirstErr()
 		return errors.Is(err, kerr.NotEnoughReplicas), fmt.Sprintf("produce: %v", err)
 	})
-	c.restart(followers[0])
+	c.Start(followers[0])
 	c.waitImage("ISR of 2 again", func(img *controller.Image) bool { return isrSize(img, "strict") >= 2 })
 	produceAll(t, cl, "strict", 21, 10)
 }
@@ -240,10 +240,10 @@ func TestClusterRollingRestartLosesNoAcknowledgedProduce(t *testing.T) {
 			}
 		}
 	}()
-	for i := range c.nodes {
-		c.stop(i)
-		c.restart(i)
-		c.waitImage("whole ISR after restarting node "+strconv.Itoa(i+1), func(img *controller.Image) bool { return fullyInSync(img, "rolling") })
+	for _, m := range c.Members() {
+		c.Stop(m.ID)
+		c.Start(m.ID)
+		c.waitImage(fmt.Sprintf("whole ISR after restarting node %d", m.ID), func(img *controller.Image) bool { return fullyInSync(img, "rolling") })
 	}
 	cancel()
 	<-done
@@ -259,9 +259,7 @@ func TestClusterRollingRestartLosesNoAcknowledgedProduce(t *testing.T) {
 
 func TestClusterNonVoterHoldsTheImageAndReplicas(t *testing.T) {
 	c := startCluster(t, 3, nil)
-	s := clusterSettings(t, 4, c.voters, freePort(t))
-	s.RaftAddress = "127.0.0.1:" + strconv.Itoa(freePort(t))
-	c.addNode(s)
+	c.addNonVoter()
 	c.waitImage("4 brokers", func(img *controller.Image) bool { return len(img.Brokers) == 4 })
 	adm := kadm.NewClient(c.client())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -276,7 +274,7 @@ func TestClusterNonVoterHoldsTheImageAndReplicas(t *testing.T) {
 	})
 	acked := produceAll(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "wide", 0, 100)
 	readBack(t, c, "wide", acked)
-	if h := c.daemon(3).parts.Lookup("wide", 0); h == nil || h.Log().EndOffset() == 0 {
+	if h := c.Get(4).parts.Lookup("wide", 0); h == nil || h.Log().EndOffset() == 0 {
 		t.Errorf("the non-voter holds no data of wide-0: %v", h)
 	}
 }
@@ -341,11 +339,8 @@ func TestClusterUncleanElection(t *testing.T) {
 	// waits two intervals for every live replica's report of its log.
 	slower := func(s *config.Broker) { s.BrokerHeartbeatInterval = 250 * time.Millisecond }
 	c := startCluster(t, 3, slower)
-	for id := int32(4); id <= 5; id++ { // brokers that are not voters: the quorum outlives them
-		s := clusterSettings(t, id, c.voters, freePort(t))
-		s.RaftAddress = "127.0.0.1:" + strconv.Itoa(freePort(t))
-		slower(&s)
-		c.addNode(s)
+	for range 2 { // brokers 4 and 5, not voters: the quorum outlives them
+		c.addNonVoter()
 	}
 	c.waitImage("5 brokers", func(img *controller.Image) bool { return len(img.Brokers) == 5 })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -357,7 +352,7 @@ func TestClusterUncleanElection(t *testing.T) {
 		name, unclean string
 		replicas      []int32
 	}{{"clean", "false", []int32{4, 5}}, {"unclean", "true", []int32{4, 5}}, {"advanced", "false", []int32{3, 5, 4}}} {
-		_, err := c.daemon(0).ctrl.CreateTopic(ctx, controller.CreateTopic{
+		_, err := c.Get(1).ctrl.CreateTopic(ctx, controller.CreateTopic{
 			Name: topic.name, Assignments: [][]int32{topic.replicas},
 			Configs: map[string]string{"unclean.leader.election.enable": topic.unclean},
 		})
@@ -383,23 +378,23 @@ func TestClusterUncleanElection(t *testing.T) {
 	for _, topic := range all {
 		produceAll(t, cl, topic, 0, 10)
 	}
-	c.crash(c.index(5))
+	c.Crash(5)
 	c.waitImage("ISR {4} and {3 4}", inSync(1))
 	for _, topic := range all {
 		produceAll(t, cl, topic, 10, 10) // acknowledged without 5: 5 lacks them
 	}
-	c.crash(c.index(4))
+	c.Crash(4)
 	c.waitImage("no leader, advanced ISR {3}", func(img *controller.Image) bool {
 		a, b, adv := img.Partition("clean", 0), img.Partition("unclean", 0), img.Partition("advanced", 0)
 		return a != nil && b != nil && a.Leader == -1 && b.Leader == -1 && slices.Equal(adv.ISR, []int32{3})
 	})
 	produceAll(t, cl, "advanced", 20, 10) // acknowledged by 3 alone
-	c.crash(c.index(3))
+	c.Crash(3)
 	c.waitImage("advanced has no leader", func(img *controller.Image) bool {
 		p := img.Partition("advanced", 0)
 		return p != nil && p.Leader == -1
 	})
-	c.restart(c.index(5))
+	c.Start(5)
 	img := c.waitImage("5 leads unclean", func(img *controller.Image) bool {
 		p := img.Partition("unclean", 0)
 		return p != nil && p.Leader == 5
@@ -411,14 +406,14 @@ func TestClusterUncleanElection(t *testing.T) {
 		t.Errorf("unclean after the election: %+v, want ISR [5]", p)
 	}
 
-	c.restart(c.index(4))
+	c.Start(4)
 	c.waitImage("4 leads clean", func(img *controller.Image) bool {
 		p := img.Partition("clean", 0)
 		return p != nil && p.Leader == 4
 	})
 	// Both replicas of advanced hold their logs, offline in their images.
 	for id, want := range map[int32]int64{5: 10, 4: 20} {
-		d := c.daemon(c.index(id))
+		d := c.Get(id)
 		mqtest.WaitFor(t, fmt.Sprintf("broker %d to report advanced at offset %d", id, want), func() (bool, string) {
 			positions := d.offlinePositions()
 			for _, pos := range positions {
@@ -429,7 +424,7 @@ func TestClusterUncleanElection(t *testing.T) {
 			return false, fmt.Sprintf("offline positions %+v", positions)
 		})
 	}
-	if err := c.daemon(0).ctrl.AlterTopicConfigs(ctx, "advanced", map[string]string{"unclean.leader.election.enable": "true"}, nil); err != nil {
+	if err := c.Get(1).ctrl.AlterTopicConfigs(ctx, "advanced", map[string]string{"unclean.leader.election.enable": "true"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	img = c.waitImage("advanced has a leader", func(img *controller.Image) bool {
@@ -453,8 +448,8 @@ func TestClusterFollowersFetchIncrementally(t *testing.T) {
 
 	type counts struct{ full, incremental, partitions int64 }
 	snapshot := func() (out []counts) {
-		for i := range c.nodes {
-			s, _ := c.daemon(i).broker.FetchSessionCounts()
+		for _, d := range c.Running() {
+			s, _ := d.broker.FetchSessionCounts()
 			out = append(out, counts{s.Full, s.Incremental, s.IncrementalPartitions})
 		}
 		return out

@@ -57,8 +57,7 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 	if len(offsetsLed) == 0 {
 		t.Fatalf("setup: node %d leads no partition of __consumer_offsets", self)
 	}
-	i := c.index(self)
-	c.crash(i)
+	c.Crash(self)
 
 	checked := false
 	testHookBeforeRegister = func(d *Daemon) {
@@ -97,7 +96,7 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { testHookBeforeRegister = nil })
-	c.restart(i)
+	c.Start(self)
 	testHookBeforeRegister = nil
 	if !checked {
 		t.Fatal("Start did not call the hook before its registration")
@@ -107,7 +106,7 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 	}
 
 	// Start returned: the registration is applied.
-	d := c.daemon(i)
+	d := c.Get(self)
 	img := d.ctrl.Image()
 	after := img.Partition("r", 0)
 	h := d.parts.Lookup("r", 0)
