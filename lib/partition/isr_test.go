@@ -4,34 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/mqproject/mq/lib/controller"
-	"github.com/mqproject/mq/lib/loopback"
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // startControllers opens n controllers in-process, the voters of one
-// quorum on loopback ports, with brokers 1..n registered.
+// quorum on loopback ports (an mqtest.Cluster), with brokers 1..n
+// registered, and returns them in node ID order.
 func startControllers(t *testing.T, n int) []*controller.Controller {
 	t.Helper()
 	var voters []controller.Voter
-	for i := range n {
-		addr, err := loopback.FreeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		voters = append(voters, controller.Voter{ID: int32(i + 1), Addr: addr})
+	c := mqtest.NewCluster(t, n, mqtest.Lifecycle[*controller.Controller]{
+		Start: func(m mqtest.Member) (*controller.Controller, error) {
+			return controller.Open(controller.Config{NodeID: m.ID, Dir: m.Dir, Voters: voters, RaftAddr: m.RaftAddr})
+		},
+		Stop: (*controller.Controller).Close,
+	})
+	voters, err := controller.ParseVoters(c.Voters())
+	if err != nil {
+		t.Fatal(err)
 	}
-	ctrls := make([]*controller.Controller, n)
-	for i, v := range voters {
-		c, err := controller.Open(controller.Config{NodeID: v.ID, Dir: filepath.Join(t.TempDir(), "ctrl"), Voters: voters, RaftAddr: v.Addr})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		ctrls[i] = c
+	c.StartAll()
+	var ctrls []*controller.Controller
+	for _, ctrl := range c.Running() {
+		ctrls = append(ctrls, ctrl)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
