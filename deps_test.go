@@ -67,6 +67,11 @@ var allowedInTests = map[string][]string{
 	// Test support shared by every package's tests (mqtest.WaitFor).
 	"lib/server": {"lib/mqtest"},
 	"lib/pipe":   {"lib/mqtest"},
+	// Test support shared by every package's tests (lib/mqtest: WaitFor,
+	// the in-process Cluster); listener addresses below the ephemeral
+	// range, for tests that start daemons on ports of their own
+	// (lib/loopback); storage on file systems that fail on command
+	// (faultfs) or lose power (crashfs).
 	// Logs opened on a file system the test controls.
 	"lib/replica": {"lib/vfs", "lib/vfs/crashfs"},
 	"lib/log":     {"lib/mqtest", "lib/vfs/faultfs", "lib/vfs/crashfs"},
