@@ -35,10 +35,9 @@ var errDeadLetterElsewhere = errors.New("broker: the dead-letter partition is le
 // topics (errors.deadletterqueue.topic.name): lib/queue's
 // LeaderConfig.DeadLetter.
 type deadLetters struct {
-	nodeID   int32
+	settings config.Broker // this node's; a topic's defaults are these with the image's dynamic configs
 	ctrl     *controller.Controller
 	parts    *partition.Manager
-	settings func(*controller.Image) config.Broker // the broker's, with its dynamic configs
 	log      *slog.Logger
 }
 
@@ -55,8 +54,11 @@ func (d *deadLetters) write(ctx context.Context, group string, tp queue.TP, src 
 	}
 	dt := img.Topics[topic]
 	if dt == nil {
-		settings := d.settings(img)
-		_, err := d.ctrl.CreateTopic(ctx, controller.CreateTopic{
+		settings, err := d.settings.WithDynamic(img.BrokerConfigs[clusterDefaultBroker], img.BrokerConfigs[d.settings.NodeID])
+		if err != nil {
+			d.log.Warn("ignoring dynamic broker configs", "err", err)
+		}
+		_, err = d.ctrl.CreateTopic(ctx, controller.CreateTopic{
 			Name: topic, Partitions: settings.NumPartitions,
 			ReplicationFactor: coordinator.ReplicationFactor(settings.DefaultReplicationFactor, img),
 		})
@@ -71,7 +73,7 @@ func (d *deadLetters) write(ctx context.Context, group string, tp queue.TP, src 
 	p := tp.Partition % int32(len(dt.Partitions))
 	out, err := d.parts.Leader(dt, p)
 	if err != nil {
-		if leader := dt.Partitions[p].Leader; leader >= 0 && leader != d.nodeID {
+		if leader := dt.Partitions[p].Leader; leader >= 0 && leader != d.settings.NodeID {
 			return errDeadLetterElsewhere
 		}
 		return err

@@ -30,17 +30,20 @@ func (s shareSource) ReadBatches(offset int64, maxBytes int) ([]byte, int64, err
 	return readBatches(s.Hosted, offset, maxBytes)
 }
 
-// resolveShare returns the hosted leader of a partition named by ID.
-func (b *Broker) resolveShare(tp queue.TP) (queue.Source, error) {
-	t := b.ctrl.Image().TopicsByID[controller.TopicID(tp.TopicID)]
-	if t == nil {
-		return nil, errUnknownTopicID
+// shareSources returns lib/queue's lookup of the hosted leader of a
+// partition named by topic ID, in ctrl's current image.
+func shareSources(ctrl *controller.Controller, parts *partition.Manager) func(queue.TP) (queue.Source, error) {
+	return func(tp queue.TP) (queue.Source, error) {
+		t := ctrl.Image().TopicsByID[controller.TopicID(tp.TopicID)]
+		if t == nil {
+			return nil, errUnknownTopicID
+		}
+		h, err := parts.Leader(t, tp.Partition)
+		if err != nil {
+			return nil, err
+		}
+		return shareSource{h}, nil
 	}
-	h, err := b.parts.Leader(t, tp.Partition)
-	if err != nil {
-		return nil, err
-	}
-	return shareSource{h}, nil
 }
 
 // readBatches reads whole batches from the one holding offset on, below
