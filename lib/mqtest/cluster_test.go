@@ -20,10 +20,24 @@ type fakeMember struct {
 }
 
 // fakeLife starts fakeMembers, writing a file in each one's directory,
-// and keeps every one it started.
+// and keeps every one it started, in the order they started (StartAll
+// starts members at once: in any order).
 type fakeLife struct {
 	mu      sync.Mutex
 	started []*fakeMember
+}
+
+// byID returns the members started with id, in the order they started.
+func (l *fakeLife) byID(id int32) []*fakeMember {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []*fakeMember
+	for _, fm := range l.started {
+		if fm.m.ID == id {
+			out = append(out, fm)
+		}
+	}
+	return out
 }
 
 func (l *fakeLife) lifecycle() Lifecycle[*fakeMember] {
@@ -163,8 +177,12 @@ func TestClusterCrashesTheRunningMembersWhenTheTestEnds(t *testing.T) {
 			dirs = append(dirs, m.Dir)
 		}
 	})
-	if len(l.started) != 2 || l.started[0].ended != "stopped" || l.started[1].ended != "crashed" {
-		t.Fatalf("members ended %q and %q, want stopped (by the test) and crashed (at its end)", l.started[0].ended, l.started[1].ended)
+	one, two := l.byID(1), l.byID(2)
+	if len(one) != 1 || len(two) != 1 {
+		t.Fatalf("members 1 and 2 started %d and %d times, want once each", len(one), len(two))
+	}
+	if one[0].ended != "stopped" || two[0].ended != "crashed" {
+		t.Fatalf("members ended %q and %q, want stopped (by the test) and crashed (at its end)", one[0].ended, two[0].ended)
 	}
 	for _, dir := range dirs {
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
