@@ -216,12 +216,22 @@ func consumeMode(direct bool) string {
 // so that a consumer does not allocate per record.
 //
 // kgo asks for one slice per record batch, exactly as long as the batch,
-// and a fetch spread over thousands of partitions holds thousands of short
-// ones at once until they are consumed. So slices come in power-of-two
-// size classes (a batch of 3 records takes a slice of 4, not of 256), and
-// each class keeps up to poolRecordsPerClass records' worth of free
-// slices: enough for every partition's batch of a many-partition fetch,
-// bounded in memory whatever the batch sizes.
+// and a fetch holds its batches' slices at once until they are consumed:
+// thousands of short ones for a fetch spread over thousands of partitions,
+// a few long ones (a 1 MB batch of 100-byte records is 8,000 of them) for
+// a fetch of one partition. So slices come in size classes, and each
+// class keeps up to poolRecordsPerClass records' worth of free slices, or
+// poolSlicesPerClass slices, whichever is more: enough for every
+// partition's batch of a many-partition fetch, and for every batch of a
+// 16 MiB fetch of one partition and the fetch buffered behind it. A class
+// never holds more free slices than were in use at once, so its bound
+// only caps what a burst of odd sizes leaves behind.
+//
+// Classes are powers of two up to poolSlabRecords records (a batch of 3
+// records takes a slice of 4, not of 256), then poolSubClasses steps per
+// power of two (a batch of 8,196 takes 9,216, not 16,384): kgo.Record
+// holds pointers, so every garbage collection scans a slice in use or
+// free whole, and a new one is zeroed whole.
 //
 // New slices of the classes under poolSlabRecords are cut from slabs of
 // poolSlabRecords records, a slab per class: the first fetch over 10,000
@@ -231,34 +241,49 @@ func consumeMode(direct bool) string {
 // more is held than the slices in use and free.
 type recordPool struct {
 	mu   sync.Mutex
-	free [poolClasses][][]kgo.Record // free[c]: slices of cap 1<<c
+	free [poolClasses][][]kgo.Record // free[c]: slices of class c's size
 	slab [poolClasses][]kgo.Record   // slab[c]: what is left to cut slices of class c from
 }
 
 const (
-	poolClasses         = 32
+	poolSlabBits        = 10
+	poolSlabRecords     = 1 << poolSlabBits
+	poolSubBits         = 3
+	poolSubClasses      = 1 << poolSubBits
+	poolMaxBits         = 30 // larger slices are not pooled
+	poolClasses         = poolSlabBits + 1 + (poolMaxBits-poolSlabBits)*poolSubClasses
 	poolRecordsPerClass = 1 << 16
-	poolSlabRecords     = 1 << 10
+	poolSlicesPerClass  = 64
 )
 
 func newRecordPool() *recordPool { return &recordPool{} }
 
-// poolClass is the size class of a slice of n records: the smallest c
-// with 1<<c >= n.
-func poolClass(n int) int {
-	if n <= 1 {
-		return 0
+// poolClass is the size class of a slice of n records and that class's
+// size, the smallest class size >= n; c is -1 for a slice too large to
+// pool.
+func poolClass(n int) (c, size int) {
+	if n <= poolSlabRecords {
+		if n <= 1 {
+			return 0, 1
+		}
+		c = bits.Len(uint(n - 1))
+		return c, 1 << c
 	}
-	return bits.Len(uint(n - 1))
+	e := bits.Len(uint(n-1)) - 1 // 1<<e < n <= 1<<(e+1)
+	if e >= poolMaxBits {
+		return -1, n
+	}
+	step := 1 << (e - poolSubBits)
+	k := (n - 1<<e + step - 1) / step // 1..poolSubClasses
+	return poolSlabBits + 1 + (e-poolSlabBits)*poolSubClasses + k - 1, 1<<e + k*step
 }
 
 // GetRecords implements kgo.PoolRecords.
 func (p *recordPool) GetRecords(n int) []kgo.Record {
-	c := poolClass(n)
-	if c >= poolClasses {
+	c, size := poolClass(n)
+	if c < 0 {
 		return make([]kgo.Record, n)
 	}
-	size := 1 << c
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if free := p.free[c]; len(free) > 0 {
@@ -279,14 +304,14 @@ func (p *recordPool) GetRecords(n int) []kgo.Record {
 }
 
 // PutRecords implements kgo.PoolRecords. A slice whose capacity is not
-// one of the pool's classes (not one it made) is dropped.
+// one of the pool's class sizes (not one it made) is dropped.
 func (p *recordPool) PutRecords(s []kgo.Record) {
-	c := poolClass(cap(s))
-	if c >= poolClasses || cap(s) != 1<<c {
+	c, size := poolClass(cap(s))
+	if c < 0 || cap(s) != size {
 		return
 	}
 	p.mu.Lock()
-	if (len(p.free[c])+1)<<c <= max(poolRecordsPerClass, 1<<c) {
+	if len(p.free[c]) < max(poolRecordsPerClass/size, poolSlicesPerClass) {
 		p.free[c] = append(p.free[c], s[:0])
 	}
 	p.mu.Unlock()
