@@ -52,7 +52,11 @@
 //
 // A partition the leader refuses is asked about again after 5 ms, the
 // delay doubling up to the backoff, and at once when its own leader
-// epoch changes; a request that fails as a whole backs off.
+// epoch changes; a request that fails as a whole backs off. Run is one
+// goroutine, the only caller of the Upstream; Set may be called from any
+// goroutine. The Fetcher's mutex guards its partition set and their
+// refusals; it is taken before a Partition's locks (reading positions)
+// and never held across a request to the Upstream.
 //
 // Example (in example_test.go) runs the single-node case; the scripts in
 // testdata/ run several replicas through leadership changes, their
