@@ -22,8 +22,11 @@ func clusterCommand() *cli.Command {
 				UsageText: doc("mqctl cluster describe [--apis]", `Shows the cluster id and controller, then one row per broker: BROKER HOST
 PORT RACK STATE LEADS CONTROLLER VERSION PROTOCOL. STATE is "alive",
 "fenced" (the controller stopped hearing from it; it leads nothing and
-clients do not see it in Metadata) or "shutting down" (SIGTERM: its
-leaderships are moving to other in-sync replicas before it stops). LEADS
+clients do not see it in Metadata), "shutting down" (SIGTERM: its
+leaderships are moving to other in-sync replicas before it stops) or
+"unreachable" (the controller still counts it alive, but it does not
+answer mqctl: killed, stopped or cut off and not fenced yet; every broker
+is asked directly, so this shows at once). LEADS
 counts the partitions it leads. VERSION is what the broker runs: mq
 and its release for mqd, which says so ("mq v0.4.0"); for another broker
 the Apache Kafka release whose protocol its API versions match best
@@ -37,7 +40,9 @@ or "non-voter" (a broker that holds the metadata without voting), LAG how
 many records its metadata log is behind the leader's, LAST-FETCH when it
 last fetched from the leader; "quorum: unavailable" when the brokers do
 not describe it. Then one row per log directory of
-each broker: BROKER LOG-DIR USABLE TOTAL STATE, with the free and total
+each broker, every broker asked in turn: BROKER LOG-DIR USABLE TOTAL
+STATE (a broker that does not answer gets one row saying why, "?" for
+its directory), with the free and total
 bytes of the directory's volume, and STATE "ok", or "failing since TIME:
 ERROR" while writes to it fail (a full disk, an I/O error; producers get
 KAFKA_STORAGE_ERROR until a write succeeds). With --apis, the Kafka APIs
@@ -45,7 +50,7 @@ each broker answers and their version ranges.
 
 JSON: {"cluster_id": string, "controller": int, "brokers": [{"id": int,
  "host": string, "port": int, "rack": string|null, "controller": bool,
- "state": "alive"|"fenced"|"shutting down", "partitions_led": int,
+ "state": "alive"|"fenced"|"shutting down"|"unreachable", "partitions_led": int,
  "version": string, "software": {"name": string, "version": string}|null,
  "kafka_protocol": string, "apis": [{"key": int, "name": string, "min":
  int, "max": int}], "error": string, "log_dirs": [{"path": string,
@@ -59,7 +64,10 @@ JSON: {"cluster_id": string, "controller": int, "brokers": [{"id": int,
  software null when the broker does not name it, kafka_protocol "" when
  unknown, bytes are -1 when unknown, storage_errors counts the failed
  writes since the broker started, damaged_ranges the damaged ranges of
- partition logs it found (mqctl topic describe lists them); quorum is
+ partition logs it found (mqctl topic describe lists them);
+ log_dirs_error says why a broker's directories are not listed
+ ("unreachable: connection refused", "no answer within 5s", "not asked:
+ the broker is fenced"); error why its API versions are not; quorum is
  null when the brokers do not describe it (quorum_error says why,
  "unavailable" for brokers without DescribeQuorum), members lists the
  voters then the non-voters, each by id, with -1 for what is unknown.`),

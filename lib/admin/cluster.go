@@ -3,6 +3,7 @@ package admin
 import (
 	"cmp"
 	"context"
+	"errors"
 	"io"
 	"slices"
 	"time"
@@ -14,6 +15,17 @@ import (
 	"github.com/mqproject/mq/lib/client"
 	"github.com/mqproject/mq/lib/kafkaext"
 )
+
+// brokerWait bounds how long cluster describe waits for one broker's
+// answer: a broker that is stopped or cut off accepts the connection and
+// never answers.
+const brokerWait = 5 * time.Second
+
+// unanswered reports whether err means a broker gave no answer: it could
+// not be reached, or did not answer in time.
+func unanswered(err error) bool {
+	return client.IsUnreachable(err) || errors.Is(err, context.DeadlineExceeded)
+}
 
 // APIVersion is one Kafka API a broker answers and its version range.
 type APIVersion struct {
@@ -31,8 +43,10 @@ type BrokerDescription struct {
 	Rack       *string `json:"rack"` // null: none
 	Controller bool    `json:"controller"`
 	// State is "alive", "fenced" (the controller stopped hearing from it:
-	// it leads nothing) or "shutting down" (controlled shutdown: its
-	// leaderships are moving away).
+	// it leads nothing), "shutting down" (controlled shutdown: its
+	// leaderships are moving away) or "unreachable" (the controller still
+	// counts it alive, but it does not answer us: killed, stopped or cut
+	// off, and not yet fenced; Error says why).
 	State string `json:"state"`
 	// PartitionsLed counts the partitions it leads, internal topics too.
 	PartitionsLed int `json:"partitions_led"`
@@ -189,11 +203,16 @@ func (a *Admin) DescribeCluster(ctx context.Context, showAPIs bool) (*ClusterDes
 			}
 		}
 	}
-	versions, err := a.adm.ApiVersions(ctx)
+	// Each broker is asked for its API versions directly, which is also
+	// how a broker the controller still counts alive (a kill -9 goes
+	// unnoticed for a session timeout) is found unreachable at once.
+	vctx, vwait, cancel := boundedWait(ctx, brokerWait)
+	versions, err := a.adm.ApiVersions(vctx)
+	cancel()
 	if err != nil {
 		return nil, requestError("cluster describe: api versions", err)
 	}
-	dirs := a.describeLogDirs(ctx, nil)
+	dirs := a.describeLogDirs(ctx, md.Brokers.NodeIDs(), nil)
 	d := ClusterDescription{ClusterID: md.Cluster, Controller: md.Controller, Brokers: []BrokerDescription{}, showAPIs: showAPIs, now: a.now()}
 	d.Quorum, d.QuorumError = a.describeQuorum(ctx)
 	for _, b := range append(slices.Clone(md.Brokers), fenced...) {
@@ -203,9 +222,15 @@ func (a *Admin) DescribeCluster(ctx context.Context, showAPIs bool) (*ClusterDes
 		if bd.LogDirs == nil {
 			bd.LogDirs = []LogDirDescription{}
 		}
+		if bd.State == BrokerFenced && bd.LogDirsError == "" {
+			bd.LogDirsError = "not asked: the broker is fenced"
+		}
 		if v, ok := versions[b.NodeID]; ok {
 			if v.Err != nil {
-				bd.Error = errText(v.Err, "")
+				bd.Error = brokerErrText(v.Err, vwait)
+				if unanswered(v.Err) && bd.State != BrokerFenced {
+					bd.State = BrokerUnreachable
+				}
 			} else {
 				bd.Version = v.VersionGuess()
 				var sw kafkaext.Software

@@ -2,15 +2,20 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"net"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/client"
 	"github.com/mqproject/mq/lib/kafkaext"
 )
 
@@ -90,12 +95,15 @@ type logDirs struct {
 // never answers, and must not hang a describe of the rest.
 const logDirsWait = 5 * time.Second
 
-// describeLogDirs asks every broker about its log directories and the
-// given topics' replicas in them (none when topics is empty). A broker
-// that cannot answer, or not within logDirsWait, gets an entry in errs; it
-// fails nothing else.
-func (a *Admin) describeLogDirs(ctx context.Context, topics map[string][]int32) logDirs {
-	ctx, cancel := context.WithTimeout(ctx, logDirsWait)
+// describeLogDirs asks each of brokers about its log directories and the
+// given topics' replicas in them (none when topics is empty). The request
+// goes to each broker by id: franz-go sends a DescribeLogDirs that names
+// topics to the replicas' brokers only, and one with an empty topic list
+// to a single broker, so neither would reach every broker. A broker that
+// cannot answer, or not within logDirsWait, gets an entry in errs; it fails
+// nothing else.
+func (a *Admin) describeLogDirs(ctx context.Context, brokers []int32, topics map[string][]int32) logDirs {
+	ctx, wait, cancel := boundedWait(ctx, logDirsWait)
 	defer cancel()
 	req := kmsg.NewPtrDescribeLogDirsRequest()
 	req.Topics = []kmsg.DescribeLogDirsRequestTopic{} // not null: null asks for every partition
@@ -106,13 +114,29 @@ func (a *Admin) describeLogDirs(ctx context.Context, topics map[string][]int32) 
 	}
 	out := logDirs{dirs: map[int32][]LogDirDescription{}, failing: map[string]map[int32][]ReplicaStorageError{},
 		damaged: map[string]map[int32][]ReplicaDamage{}, cleaner: map[string]map[int32][]ReplicaCleaner{}, errs: map[int32]string{}}
-	for _, shard := range a.cl.RequestSharded(ctx, req) {
-		node := shard.Meta.NodeID
-		if shard.Err != nil {
-			out.errs[node] = errText(shard.Err, "")
+	type answer struct {
+		node int32
+		resp kmsg.Response
+		err  error
+	}
+	answers := make([]answer, len(brokers))
+	var wg sync.WaitGroup
+	for i, node := range brokers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := a.cl.Broker(int(node)).Request(ctx, req)
+			answers[i] = answer{node, resp, err}
+		}()
+	}
+	wg.Wait()
+	for _, ans := range answers {
+		node := ans.node
+		if ans.err != nil {
+			out.errs[node] = brokerErrText(ans.err, wait)
 			continue
 		}
-		resp := shard.Resp.(*kmsg.DescribeLogDirsResponse)
+		resp := ans.resp.(*kmsg.DescribeLogDirsResponse)
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 			out.errs[node] = errText(err, "")
 			continue
@@ -229,4 +253,41 @@ func sizeText(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f%ciB", v, "KMGTP"[exp])
+}
+
+// boundedWait is ctx bounded by d, and how long that leaves: d, or less
+// when ctx ends sooner (cluster health's --timeout).
+func boundedWait(ctx context.Context, d time.Duration) (context.Context, time.Duration, context.CancelFunc) {
+	if deadline, ok := ctx.Deadline(); ok {
+		d = min(d, max(time.Until(deadline), 0).Round(time.Millisecond))
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, d, cancel
+}
+
+// brokerErrText says why a request to one broker got no answer:
+// "unreachable: connection refused", "no answer within 5s", else the
+// error's text.
+func brokerErrText(err error, wait time.Duration) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer within " + wait.String()
+	case client.IsUnreachable(err):
+		return "unreachable: " + netCause(err)
+	}
+	return errText(err, "")
+}
+
+// netCause is the part of a connection error a person needs: "connection
+// refused" from "dial tcp 127.0.0.1:9092: connect: connection refused".
+func netCause(err error) string {
+	var sys *os.SyscallError
+	if errors.As(err, &sys) {
+		return sys.Err.Error()
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err.Error()
+	}
+	return err.Error()
 }

@@ -20,6 +20,7 @@ const (
 	BrokerAlive        = "alive"
 	BrokerFenced       = "fenced"        // stopped heartbeating: leads nothing, serves nothing
 	BrokerShuttingDown = "shutting down" // moving its leaderships away before it stops
+	BrokerUnreachable  = "unreachable"   // counted alive by the controller, but it does not answer
 )
 
 // QuorumDescription is the controller quorum in cluster describe, as

@@ -297,12 +297,19 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string, f Partition
 			return nil, requestError("topic describe: list end offsets", err)
 		}
 		parts := map[string][]int32{}
+		var replicas []int32
 		for _, name := range known {
 			for _, p := range details[name].Partitions.Sorted() {
 				parts[name] = append(parts[name], p.Partition)
+				for _, r := range p.Replicas {
+					if !slices.Contains(replicas, r) {
+						replicas = append(replicas, r)
+					}
+				}
 			}
 		}
-		dirs := a.describeLogDirs(ctx, parts)
+		slices.Sort(replicas)
+		dirs := a.describeLogDirs(ctx, replicas, parts)
 		slices.Sort(known)
 		for _, name := range known {
 			td := describe(details[name], starts, ends, dirs.failing[name])
