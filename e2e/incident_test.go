@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // startSlowFencing starts n nodes with slowFencing. The nodes left
@@ -29,6 +32,96 @@ func startSlowFencing(t *testing.T, n int) *cluster {
 // in the first seconds after a kill -9 under the default session timeout,
 // or for good once the quorum is lost.
 var slowFencing = []string{"broker.session.timeout.ms=600000"}
+
+// topicDescription is mqctl topic describe -o json, the fields checked.
+type topicDescription []struct {
+	Topic      string `json:"topic"`
+	Partitions []struct {
+		Partition      int32  `json:"partition"`
+		Leader         int32  `json:"leader"`
+		LogStartOffset int64  `json:"log_start_offset"`
+		HighWatermark  int64  `json:"high_watermark"`
+		Error          string `json:"error"`
+	} `json:"partitions"`
+}
+
+// describeTopic runs mqctl topic describe -o json against brokers.
+func describeTopic(t *testing.T, brokers, topic string) (topicDescription, toolResult) {
+	t.Helper()
+	res := runTool(t, 60*time.Second, "", "mqctl", "topic", "describe", "-b", brokers, topic, "-o", "json")
+	var d topicDescription
+	if res.code == 0 || res.code == 1 {
+		if err := json.Unmarshal([]byte(res.stdout), &d); err != nil {
+			t.Fatalf("topic describe -o json (exit %d): %v\n%s\n%s", res.code, err, res.stdout, res.stderr)
+		}
+	}
+	return d, res
+}
+
+// startIncidentCluster starts three nodes that fence a dead node only
+// after the test, with topic "orders": partition p has one replica, on
+// node p+1, and three records.
+func startIncidentCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := startSlowFencing(t, 3)
+	c.createTopicOn("orders", [][]int32{{1}, {2}, {3}}, nil)
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	defer cl.Close()
+	ctx := ctxFor(t, time.Minute)
+	for p := range int32(3) {
+		for i := range 3 {
+			r := &kgo.Record{Topic: "orders", Partition: p, Value: []byte(fmt.Sprint(i))}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("produce to orders/%d: %v", p, err)
+			}
+		}
+	}
+	return c
+}
+
+// TestTopicDescribeDescribesTheLiveLeadersWhileOthersAreDown: a leader
+// that does not answer leaves its partitions' offsets unknown, with the
+// reason, and the partitions of the live leaders are described; with one
+// node down and with the quorum lost.
+func TestTopicDescribeDescribesTheLiveLeadersWhileOthersAreDown(t *testing.T) {
+	c := startIncidentCluster(t)
+	check := func(brokers string, down ...int32) {
+		t.Helper()
+		d, res := describeTopic(t, brokers, "orders")
+		if res.code != 0 || len(d) != 1 || len(d[0].Partitions) != 3 {
+			t.Fatalf("topic describe with %v down: exit %d\nstdout: %s\nstderr: %s", down, res.code, res.stdout, res.stderr)
+		}
+		for _, p := range d[0].Partitions {
+			isDown := false
+			for _, id := range down {
+				isDown = isDown || p.Leader == id
+			}
+			want := fmt.Sprintf("leader %d unreachable", p.Leader)
+			switch {
+			case isDown && (p.HighWatermark != -1 || p.LogStartOffset != -1 || !strings.Contains(p.Error, want)):
+				t.Errorf("orders/%d, leader %d down: %+v, want unknown offsets and %q", p.Partition, p.Leader, p, want)
+			case !isDown && (p.HighWatermark != 3 || p.LogStartOffset != 0 || p.Error != ""):
+				t.Errorf("orders/%d, leader %d alive: %+v, want offsets 0 and 3, no error", p.Partition, p.Leader, p)
+			}
+		}
+		table := runTool(t, 60*time.Second, "", "mqctl", "topic", "describe", "-b", brokers, "orders")
+		t.Logf("mqctl topic describe orders, %v down: exit %d\n%s%s", down, table.code, table.stdout, table.stderr)
+		if table.code != 0 || !strings.Contains(table.stdout, "ERROR") || !strings.Contains(table.stdout, fmt.Sprintf("leader %d unreachable", down[0])) {
+			t.Errorf("topic describe table: exit %d\nstdout: %s\nstderr: %s", table.code, table.stdout, table.stderr)
+		}
+	}
+
+	c.node(3).kill()
+	check(c.node(1).addr+","+c.node(2).addr, 3)
+	c.node(2).kill() // the quorum is lost: no leader moves any more
+	check(c.node(1).addr, 2, 3)
+
+	// No broker at all is unreachable, exit 3.
+	c.node(1).kill()
+	if res := runTool(t, 60*time.Second, "", "mqctl", "topic", "describe", "-b", c.node(1).addr, "orders"); res.code != 3 {
+		t.Errorf("every node down: exit %d, stderr %q; want 3", res.code, res.stderr)
+	}
+}
 
 // clusterDescription is mqctl cluster describe -o json, the fields checked.
 type clusterDescription struct {

@@ -108,7 +108,14 @@ an I/O error): "ok", or "failing on BROKER (CAUSE)", and a DAMAGED column
 when some partition's log has damaged ranges (bytes that failed their
 CRC, or were lost from a segment; mqd does not serve them, consumers that
 reach them get an error): "offsets FROM-TO on BROKER", "skipped FROM-TO"
-once given up with mqctl records skip-damaged. JSON: an array of
+once given up with mqctl records skip-damaged, and an ERROR column when
+some partition could not be described whole: no leader, or a leader that
+does not answer ("leader 3 unreachable: connection refused"). Each
+leader is asked for its partitions' offsets once, by itself: during an
+incident (a node killed and not yet fenced, a quorum lost) the partitions
+of the leaders that answer are described and the others shown with
+unknown offsets ("?"); the exit status is 3 only when no broker answers.
+JSON: an array of
 {"topic": string, "id": string, "internal": bool,
  "partitions": [{"partition": int, "leader": int, "leader_epoch": int,
  "replicas": [int], "isr": [int], "offline_replicas": [int],

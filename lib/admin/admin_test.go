@@ -158,9 +158,9 @@ func TestResultsRender(t *testing.T) {
 				{Partition: 0, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}, OfflineReplicas: []int32{2}, LogStartOffset: 5, HighWatermark: 9},
 				{Partition: 1, Leader: -1, Replicas: []int32{2}, ISR: []int32{}, OfflineReplicas: []int32{}, LogStartOffset: -1, HighWatermark: -1, Error: "LEADER_NOT_AVAILABLE"},
 			}}},
-			table: "TOPIC  PARTITION  LEADER  REPLICAS  ISR  OFFLINE  LOG-START  HIGH-WATERMARK\n" +
-				"t      0          1       1,2       1    2        5          9\n" +
-				"t      1          none    2         -    -        ?          ?\n",
+			table: "TOPIC  PARTITION  LEADER  REPLICAS  ISR  OFFLINE  LOG-START  HIGH-WATERMARK  ERROR\n" +
+				"t      0          1       1,2       1    2        5          9               -\n" +
+				"t      1          none    2         -    -        ?          ?               LEADER_NOT_AVAILABLE\n",
 			jsonShape: `[{"topic":"t","id":"AAAA","internal":false,"partitions":[` +
 				`{"partition":0,"leader":1,"leader_epoch":0,"replicas":[1,2],"isr":[1],"offline_replicas":[2],"log_start_offset":5,"high_watermark":9},` +
 				`{"partition":1,"leader":-1,"leader_epoch":0,"replicas":[2],"isr":[],"offline_replicas":[],"log_start_offset":-1,"high_watermark":-1,"error":"LEADER_NOT_AVAILABLE"}]}]`,

@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/client"
 )
 
 // TopicSummary is one row of topic list.
@@ -109,11 +113,13 @@ type TopicDescriptions []TopicDescription
 // writes fail, a WRITES column says which replicas fail and why; when some
 // partition has damaged ranges, a DAMAGED column lists them; for a
 // compacted topic a CLEANER column says what the cleaner did on the
-// leader's replica.
+// leader's replica; when some partition could not be fully described (no
+// leader, a leader that does not answer), an ERROR column says why.
 func (ds TopicDescriptions) Table() ([]string, [][]string) {
-	failing, damaged, cleaned := false, false, false
+	failing, damaged, cleaned, errs := false, false, false, false
 	for _, d := range ds {
 		for _, p := range d.Partitions {
+			errs = errs || p.Error != ""
 			failing = failing || len(p.StorageErrors) > 0
 			damaged = damaged || len(p.Damaged) > 0
 			cleaned = cleaned || len(p.Cleaner) > 0
@@ -135,6 +141,9 @@ func (ds TopicDescriptions) Table() ([]string, [][]string) {
 			if cleaned {
 				row = append(row, cleanerState(p))
 			}
+			if errs {
+				row = append(row, orDash(p.Error))
+			}
 			rows = append(rows, row)
 		}
 	}
@@ -147,6 +156,9 @@ func (ds TopicDescriptions) Table() ([]string, [][]string) {
 	}
 	if cleaned {
 		header = append(header, "CLEANER")
+	}
+	if errs {
+		header = append(header, "ERROR")
 	}
 	return header, rows
 }
@@ -286,16 +298,6 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string, f Partition
 	}
 	out := TopicDescriptions{}
 	if len(known) > 0 {
-		// A partition without a leader (offline) fails its shard of the
-		// offsets requests: it is still described, its offsets unknown.
-		starts, err := a.adm.ListStartOffsets(ctx, known...)
-		if err != nil && !isShardErr(err) {
-			return nil, requestError("topic describe: list start offsets", err)
-		}
-		ends, err := a.adm.ListEndOffsets(ctx, known...)
-		if err != nil && !isShardErr(err) {
-			return nil, requestError("topic describe: list end offsets", err)
-		}
 		parts := map[string][]int32{}
 		var replicas []int32
 		for _, name := range known {
@@ -309,10 +311,11 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string, f Partition
 			}
 		}
 		slices.Sort(replicas)
+		offsets := a.leaderOffsets(ctx, details, known)
 		dirs := a.describeLogDirs(ctx, replicas, parts)
 		slices.Sort(known)
 		for _, name := range known {
-			td := describe(details[name], starts, ends, dirs.failing[name])
+			td := describe(details[name], offsets, dirs.failing[name])
 			for i := range td.Partitions {
 				td.Partitions[i].Damaged = dirs.damaged[name][td.Partitions[i].Partition]
 				td.Partitions[i].Cleaner = dirs.cleaner[name][td.Partitions[i].Partition]
@@ -323,7 +326,7 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string, f Partition
 	return out.filter(f), failures("topic describe", failed)
 }
 
-func describe(d kadm.TopicDetail, starts, ends kadm.ListedOffsets, failing map[int32][]ReplicaStorageError) TopicDescription {
+func describe(d kadm.TopicDetail, offsets map[tp]leaderOffsets, failing map[int32][]ReplicaStorageError) TopicDescription {
 	td := TopicDescription{Topic: d.Topic, Internal: d.IsInternal, Partitions: []PartitionDescription{}}
 	if d.ID != (kadm.TopicID{}) {
 		td.ID = TopicIDString(d.ID)
@@ -343,18 +346,10 @@ func describe(d kadm.TopicDetail, starts, ends kadm.ListedOffsets, failing map[i
 		if p.Err != nil {
 			errs = append(errs, errText(p.Err, ""))
 		}
-		if o, ok := starts.Lookup(d.Topic, p.Partition); ok {
-			if o.Err != nil {
-				errs = append(errs, "log start offset: "+errText(o.Err, ""))
-			} else {
-				pd.LogStartOffset = o.Offset
-			}
-		}
-		if o, ok := ends.Lookup(d.Topic, p.Partition); ok {
-			if o.Err != nil {
-				errs = append(errs, "high-water mark: "+errText(o.Err, ""))
-			} else {
-				pd.HighWatermark = o.Offset
+		if o, ok := offsets[tp{d.Topic, p.Partition}]; ok {
+			pd.LogStartOffset, pd.HighWatermark = o.start, o.end
+			if o.err != "" {
+				errs = append(errs, o.err)
 			}
 		}
 		pd.Error = strings.Join(errs, "; ")
@@ -362,6 +357,115 @@ func describe(d kadm.TopicDetail, starts, ends kadm.ListedOffsets, failing map[i
 		td.Partitions = append(td.Partitions, pd)
 	}
 	return td
+}
+
+// leaderOffsets are one partition's log start offset and high-water mark
+// as its leader gave them (-1: unknown), and why one is unknown.
+type leaderOffsets struct {
+	start, end int64
+	err        string
+}
+
+// offsetsWait bounds how long topic describe waits for a leader's
+// offsets: a leader that is stopped or cut off accepts the connection and
+// never answers.
+const offsetsWait = 5 * time.Second
+
+// leaderOffsets asks each leader of the topics' partitions for their log
+// start offsets and high-water marks, one ListOffsets request per leader
+// and kind, sent to that broker and not retried. A leader that does not
+// answer leaves its partitions' offsets unknown ("leader 3 unreachable:
+// connection refused") and fails nothing else: during an incident (a node
+// killed and not yet fenced, or a quorum lost so that leaders cannot
+// move) the partitions of the live leaders are still described.
+// Partitions without a leader are not asked about.
+func (a *Admin) leaderOffsets(ctx context.Context, details kadm.TopicDetails, topics []string) map[tp]leaderOffsets {
+	ctx, wait, cancel := boundedWait(ctx, offsetsWait)
+	defer cancel()
+	out := map[tp]leaderOffsets{}
+	byLeader := map[int32][]tp{}
+	for _, name := range topics {
+		for _, p := range details[name].Partitions.Sorted() {
+			if p.Leader < 0 || p.Err != nil {
+				continue
+			}
+			byLeader[p.Leader] = append(byLeader[p.Leader], tp{name, p.Partition})
+			out[tp{name, p.Partition}] = leaderOffsets{start: -1, end: -1}
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for leader, parts := range byLeader {
+		for _, kind := range []int64{-2, -1} { // earliest: the log start offset; latest: the high-water mark
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := kmsg.NewPtrListOffsetsRequest()
+				for _, t := range parts {
+					if len(req.Topics) == 0 || req.Topics[len(req.Topics)-1].Topic != t.topic {
+						rt := kmsg.NewListOffsetsRequestTopic()
+						rt.Topic = t.topic
+						req.Topics = append(req.Topics, rt)
+					}
+					rp := kmsg.NewListOffsetsRequestTopicPartition()
+					rp.Partition, rp.Timestamp = t.partition, kind
+					rt := &req.Topics[len(req.Topics)-1]
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				kresp, err := a.cl.Broker(int(leader)).Request(ctx, req)
+				mu.Lock()
+				defer mu.Unlock()
+				set := func(t tp, offset int64, why string) {
+					o := out[t]
+					if why != "" {
+						if o.err == "" {
+							o.err = why
+						} else if o.err != why {
+							o.err += "; " + why
+						}
+					} else if kind == -2 {
+						o.start = offset
+					} else {
+						o.end = offset
+					}
+					out[t] = o
+				}
+				if err != nil {
+					why := fmt.Sprintf("leader %d: %s", leader, brokerErrText(err, wait))
+					if client.IsUnreachable(err) {
+						why = fmt.Sprintf("leader %d %s", leader, brokerErrText(err, wait))
+					}
+					for _, t := range parts {
+						set(t, -1, why)
+					}
+					return
+				}
+				what := map[int64]string{-2: "log start offset", -1: "high-water mark"}[kind]
+				answered := map[tp]bool{}
+				for _, rt := range kresp.(*kmsg.ListOffsetsResponse).Topics {
+					for _, rp := range rt.Partitions {
+						t := tp{rt.Topic, rp.Partition}
+						if _, asked := out[t]; !asked {
+							continue
+						}
+						answered[t] = true
+						if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+							set(t, -1, what+": "+errText(err, ""))
+							continue
+						}
+						set(t, rp.Offset, "")
+					}
+				}
+				for _, t := range parts {
+					if !answered[t] {
+						set(t, -1, fmt.Sprintf("%s: no answer for this partition from leader %d", what, leader))
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return out
 }
 
 // TopicResult is the outcome for one topic of topic create, alter or
