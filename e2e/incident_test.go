@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,4 +183,63 @@ func TestClusterDescribeShowsEveryBrokersLogDirs(t *testing.T) {
 	if table.code != 0 || !strings.Contains(table.stdout, "unreachable") {
 		t.Errorf("cluster describe table: exit %d\nstdout: %s\nstderr: %s", table.code, table.stdout, table.stderr)
 	}
+}
+
+// TestClusterHealthReportsAnIncidentAtOnceAndQuorumLossWithinItsTimeout:
+// a killed node is reported by the first check, before the controller
+// fences it, as one line that counts the partitions it affects; with a
+// majority of the voters down, the check reports the lost quorum, within
+// its --timeout.
+func TestClusterHealthReportsAnIncidentAtOnceAndQuorumLossWithinItsTimeout(t *testing.T) {
+	c := startSlowFencing(t, 3)
+	c.createTopicOn("orders", [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}, nil)
+	if h, res := clusterHealth(t, c.bootstrapList()); res.code != 0 || !h.Healthy {
+		t.Fatalf("cluster health before the kill: exit %d: %s%s", res.code, res.stdout, res.stderr)
+	}
+	// The victims are the voters that do not lead the quorum, so that the
+	// first kill leaves the quorum as it was.
+	leader := c.raftLeader(t)
+	var victims []*clusterNode
+	for _, n := range c.nodes {
+		if n.id != leader {
+			victims = append(victims, n)
+		}
+	}
+
+	victims[0].kill()
+	h, res := clusterHealth(t, c.node(leader).addr+","+victims[1].addr)
+	if res.code != 1 || len(h.Problems) != 1 {
+		t.Fatalf("cluster health, node %d killed: exit %d, want 1 problem\nstdout: %s\nstderr: %s", victims[0].id, res.code, res.stdout, res.stderr)
+	}
+	p := h.Problems[0]
+	var user []string
+	for _, part := range p.Partitions {
+		if !part.Internal {
+			user = append(user, fmt.Sprintf("%s/%d offline=%v", part.Topic, part.Partition, part.Offline))
+		}
+	}
+	// Node victims[0] holds a replica of every partition and leads one.
+	led := int(victims[0].id - 1)
+	if p.Kind != "unreachable_broker" || p.Broker != victims[0].id || len(user) != 3 || !strings.Contains(user[led], "offline=true") ||
+		!strings.Contains(p.Detail, fmt.Sprintf("broker %d unreachable", victims[0].id)) {
+		t.Errorf("problem %+v (user partitions %v), want broker %d unreachable with the 3 partitions of orders, orders/%d offline", p, user, victims[0].id, led)
+	}
+	table := runTool(t, 60*time.Second, "", "mqctl", "cluster", "health", "-b", c.node(leader).addr)
+	t.Logf("mqctl cluster health, node %d killed: exit %d\n%s%s", victims[0].id, table.code, table.stdout, table.stderr)
+	if table.code != 1 || strings.Count(table.stdout, "\n") != 1 || !strings.Contains(table.stdout, "partitions under-replicated, 2 user") {
+		t.Errorf("cluster health table, node %d killed: exit %d, want one line\nstdout: %s\nstderr: %s", victims[0].id, table.code, table.stdout, table.stderr)
+	}
+
+	victims[1].kill()
+	h, res = clusterHealth(t, c.node(leader).addr, "--timeout", "3s")
+	var kinds []string
+	for _, p := range h.Problems {
+		kinds = append(kinds, p.Kind)
+	}
+	if res.code != 1 || !slices.Contains(kinds, "controller_no_quorum") {
+		t.Errorf("cluster health, nodes %d and %d killed: exit %d, problems %v, want controller_no_quorum\nstdout: %s\nstderr: %s",
+			victims[0].id, victims[1].id, res.code, kinds, res.stdout, res.stderr)
+	}
+	table = runTool(t, 60*time.Second, "", "mqctl", "cluster", "health", "-b", c.node(leader).addr, "--timeout", "3s")
+	t.Logf("mqctl cluster health --timeout 3s, nodes %d and %d killed: exit %d\n%s%s", victims[0].id, victims[1].id, table.code, table.stdout, table.stderr)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -92,44 +91,69 @@ JSON: {"cluster_id": string, "controller": int, "brokers": [{"id": int,
 				Name:      "health",
 				Usage:     "check the cluster for cron and monitoring: exit 0 when healthy, 1 when degraded",
 				ArgsUsage: " ",
-				UsageText: doc("mqctl cluster health [--max-lag DURATION]", `Checks the cluster and prints one line per problem, or one line saying it
-is healthy. Problems: an offline partition (no leader), an
-under-replicated partition (fewer in-sync replicas than replicas), a
-fenced broker (the controller stopped hearing from it), a log directory
-whose writes fail, a controller without quorum (no active controller, or
-the leader in contact with no majority of the voters: itself and the
-voters that are not fenced) and, with --max-lag, each partition on which
-a consumer group's lag in time (as group describe reports it) exceeds
-DURATION (30s, 5m, 1h30m, 2d). Internal topics are checked too.
+				UsageText: doc("mqctl cluster health [--max-lag DURATION] [--group GROUP]... [--timeout DURATION]", `Checks the cluster and prints one line per cause of trouble, or one line
+saying it is healthy. Problems: a broker that does not answer (every
+broker is asked directly, so a node killed or cut off shows at once,
+before the controller fences it) or that the controller fenced, each with
+the partitions it leaves under-replicated or without a live leader,
+counted on its one line ("broker 1 unreachable (HOST:PORT, connection
+refused): 56 partitions under-replicated, 6 user, 50 internal"); an
+offline partition (no leader) or an under-replicated partition (fewer
+in-sync replicas than replicas) that no such broker explains; a log
+directory whose writes fail; a controller without quorum (no active
+controller: the broker asked answers NOT_CONTROLLER or nothing within the
+timeout, or the leader is in contact with no majority of the voters:
+itself and the voters neither fenced nor unreachable) and, with
+--max-lag, each partition on which a consumer group's lag in time (as
+group describe reports it) exceeds DURATION (30s, 5m, 1h30m, 2d). Groups
+without members (state Empty: their consumers are gone) are not judged
+unless named with --group, which limits the check to the groups named.
+Internal topics are checked too. --timeout bounds the whole check
+(default 5s).
 
 Exit status: 0 healthy; 1 degraded (the problems on stdout, their count
-on stderr); 2 a bad flag; 3 the broker cannot be reached.
+on stderr); 2 a bad flag; 3 no broker can be reached.
 
-JSON: {"healthy": bool, "problems": [{"kind": "offline_partition"|
- "under_replicated"|"fenced_broker"|"failing_log_dir"|
- "controller_no_quorum"|"controller_quorum_unknown"|"lagging_group",
- "topic": string, "partition": int, "broker": int, "group": string,
- "lag_time_ms": int, "detail": string}]}; fields that do not apply to a
- kind are "" or -1; broker is the fenced broker, the broker of the log
- directory, the leader of an under-replicated partition or of the
- quorum; detail is the line the table prints.`),
+JSON: {"healthy": bool, "problems": [{"kind": "unreachable_broker"|
+ "fenced_broker"|"offline_partition"|"under_replicated"|
+ "failing_log_dir"|"controller_no_quorum"|"controller_quorum_unknown"|
+ "lagging_group"|"group_lag_unknown", "topic": string, "partition": int,
+ "broker": int, "group": string, "lag_time_ms": int, "detail": string,
+ "partitions": [{"topic": string, "partition": int, "internal": bool,
+ "leader": int, "replicas": [int], "isr": [int], "offline": bool}]}]};
+ fields that do not apply to a kind are "" or -1; broker is the broker
+ that does not answer or is fenced, the broker of the log directory, the
+ leader of an under-replicated partition or of the quorum; partitions are
+ the partitions an unreachable or fenced broker affects (offline: no live
+ leader), [] for the other kinds; detail is the line the table prints.`),
 				Flags: append(commandFlags(),
 					&cli.StringFlag{Name: "max-lag", Usage: "report groups whose lag in time on a partition exceeds `DURATION` (30s, 5m, 1h30m, 2d)", DefaultText: "lag not checked"},
+					&cli.StringSliceFlag{Name: "group", Aliases: []string{"g"}, Usage: "check the lag of `GROUP` only, even without members (repeatable; with --max-lag)", DefaultText: "every group with members"},
+					&cli.StringFlag{Name: "timeout", Usage: "give up on brokers that have not answered after `DURATION`", Value: admin.HealthTimeout.String()},
 				),
 				Action: action(func(c *cli.Context) (job, error) {
 					if err := noArgs(c); err != nil {
 						return nil, err
 					}
-					var maxLag time.Duration
+					var check admin.HealthCheck
 					if s := c.String("max-lag"); s != "" {
 						d, err := client.ParseDuration(s)
 						if err != nil {
 							return nil, client.Usagef("--max-lag: %v", err)
 						}
-						maxLag = d
+						check.MaxLag = d
 					}
+					check.Groups = c.StringSlice("group")
+					if len(check.Groups) > 0 && check.MaxLag == 0 {
+						return nil, client.Usagef("--group: give --max-lag too (the groups' lag is checked only against a maximum)")
+					}
+					d, err := client.ParseDuration(c.String("timeout"))
+					if err != nil || d <= 0 {
+						return nil, client.Usagef("--timeout: want a duration above zero (5s, 1m), got %q", c.String("timeout"))
+					}
+					check.Timeout = d
 					return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
-						h, err := a.ClusterHealth(ctx, maxLag)
+						h, err := a.ClusterHealth(ctx, check)
 						if h == nil {
 							return nil, err
 						}

@@ -81,6 +81,9 @@ type ClusterDescription struct {
 	Quorum      *QuorumDescription `json:"quorum"`
 	QuorumError string             `json:"quorum_error,omitempty"`
 
+	// noQuorum: asked about the quorum, the broker said there is no
+	// active controller (NOT_CONTROLLER), or did not answer in time.
+	noQuorum bool
 	showAPIs bool      // the table lists every broker's APIs too
 	now      time.Time // what the table's times are relative to
 }
@@ -173,9 +176,15 @@ func (d ClusterDescription) logDirTable() ([]string, [][]string) {
 // directories with their free space and storage state. With showAPIs the
 // table form lists the APIs too (JSON always has them).
 func (a *Admin) DescribeCluster(ctx context.Context, showAPIs bool) (*ClusterDescription, error) {
+	d, _, err := a.describeCluster(ctx, showAPIs)
+	return d, err
+}
+
+// describeCluster is DescribeCluster, and the Metadata it was built from.
+func (a *Admin) describeCluster(ctx context.Context, showAPIs bool) (*ClusterDescription, kadm.Metadata, error) {
 	md, err := a.adm.Metadata(ctx)
 	if err != nil {
-		return nil, requestError("cluster describe", err)
+		return nil, md, requestError("cluster describe", err)
 	}
 	led := map[int32]int{}
 	for _, t := range md.Topics {
@@ -191,7 +200,10 @@ func (a *Admin) DescribeCluster(ctx context.Context, showAPIs bool) (*ClusterDes
 	var fenced []kadm.BrokerDetail
 	dc := kmsg.NewPtrDescribeClusterRequest()
 	dc.IncludeFencedBrokers = true
-	if resp, err := dc.RequestWith(ctx, a.cl); err == nil && resp.ErrorCode == 0 {
+	dctx, _, cancel := boundedWait(ctx, brokerWait)
+	resp, err := dc.RequestWith(dctx, a.cl)
+	cancel()
+	if err == nil && resp.ErrorCode == 0 {
 		listed := map[int32]bool{}
 		for _, b := range md.Brokers {
 			listed[b.NodeID] = true
@@ -210,11 +222,29 @@ func (a *Admin) DescribeCluster(ctx context.Context, showAPIs bool) (*ClusterDes
 	versions, err := a.adm.ApiVersions(vctx)
 	cancel()
 	if err != nil {
-		return nil, requestError("cluster describe: api versions", err)
+		return nil, md, requestError("cluster describe: api versions", err)
 	}
 	dirs := a.describeLogDirs(ctx, md.Brokers.NodeIDs(), nil)
 	d := ClusterDescription{ClusterID: md.Cluster, Controller: md.Controller, Brokers: []BrokerDescription{}, showAPIs: showAPIs, now: a.now()}
-	d.Quorum, d.QuorumError = a.describeQuorum(ctx)
+	// The quorum is asked of a broker that answered, which asks its
+	// controller: the controller Metadata names may be the node that is
+	// down, and franz-go would retry it until its own timeout.
+	via, describes := int32(-1), false
+	for _, id := range md.Brokers.NodeIDs() {
+		if v, ok := versions[id]; ok && v.Err == nil {
+			via = id
+			describes = slices.ContainsFunc(v.Raw().ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == kmsg.DescribeQuorum.Int16() })
+			break
+		}
+	}
+	switch {
+	case via < 0:
+		d.QuorumError = "not asked: no broker answered"
+	case !describes:
+		d.QuorumError = quorumUnavailable
+	default:
+		d.Quorum, d.QuorumError, d.noQuorum = a.describeQuorum(ctx, via)
+	}
 	for _, b := range append(slices.Clone(md.Brokers), fenced...) {
 		bd := BrokerDescription{ID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack, Controller: b.NodeID == md.Controller,
 			State: cmp.Or(states[b.NodeID], BrokerAlive), PartitionsLed: led[b.NodeID],
@@ -247,7 +277,7 @@ func (a *Admin) DescribeCluster(ctx context.Context, showAPIs bool) (*ClusterDes
 		d.Brokers = append(d.Brokers, bd)
 	}
 	slices.SortFunc(d.Brokers, func(x, y BrokerDescription) int { return int(x.ID) - int(y.ID) })
-	return &d, nil
+	return &d, md, nil
 }
 
 // kafkaReleases are the Apache Kafka releases protocolLevel measures a

@@ -3,6 +3,7 @@ package admin
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ func healthyCluster() healthFacts {
 }
 
 func TestHealthFindsEachKindOfProblem(t *testing.T) {
+	orders0 := []HealthPartition{{Topic: "orders", Partition: 0}}
 	for _, tc := range []struct {
 		name   string
 		change func(*healthFacts)
@@ -41,7 +43,23 @@ func TestHealthFindsEachKindOfProblem(t *testing.T) {
 		{name: "fenced broker and what it leaves under-replicated", change: func(f *healthFacts) {
 			f.cluster.Brokers[2].State = BrokerFenced
 			f.partitions[0].ISR = []int32{1, 2}
-		}, want: []HealthProblem{{Kind: ProblemFencedBroker, Partition: -1, Broker: 3}, {Kind: ProblemUnderReplicated, Topic: "orders", Partition: 0, Broker: 1}}},
+		}, want: []HealthProblem{{Kind: ProblemFencedBroker, Partition: -1, Broker: 3, Partitions: []HealthPartition{{Topic: "orders", Partition: 0}}}}},
+		{name: "unreachable broker, not fenced yet, with the partitions it leads and follows", change: func(f *healthFacts) {
+			f.cluster.Brokers[0].State, f.cluster.Brokers[0].Error = BrokerUnreachable, "unreachable: connection refused"
+			f.cluster.Quorum.Leader = 2
+			f.partitions = append(f.partitions, healthPartition{Topic: "__consumer_offsets", Partition: 3, Internal: true, Leader: 2, Replicas: []int32{2, 1}, ISR: []int32{2, 1}},
+				healthPartition{Topic: "orders", Partition: 1, Leader: 3, Replicas: []int32{3}, ISR: []int32{3}})
+		}, want: []HealthProblem{{Kind: ProblemUnreachable, Partition: -1, Broker: 1, Partitions: []HealthPartition{
+			{Topic: "orders", Partition: 0, Offline: true}, {Topic: "__consumer_offsets", Partition: 3}}}}},
+		{name: "the quorum asked, no active controller answered", change: func(f *healthFacts) {
+			f.cluster.Quorum, f.cluster.QuorumError, f.cluster.noQuorum = nil, "no active controller answered within 5s (asked through broker 1)", true
+		}, want: []HealthProblem{{Kind: ProblemNoQuorum, Partition: -1, Broker: -1}}},
+		{name: "unreachable voters are out of contact", change: func(f *healthFacts) {
+			f.cluster.Brokers[1].State = BrokerUnreachable
+			f.cluster.Brokers[2].State = BrokerUnreachable
+			f.partitions = nil
+		}, want: []HealthProblem{{Kind: ProblemUnreachable, Partition: -1, Broker: 2}, {Kind: ProblemUnreachable, Partition: -1, Broker: 3},
+			{Kind: ProblemNoQuorum, Partition: -1, Broker: 1}}},
 		{name: "a broker shutting down is no problem", change: func(f *healthFacts) {
 			f.cluster.Brokers[1].State = BrokerShuttingDown
 		}},
@@ -54,11 +72,11 @@ func TestHealthFindsEachKindOfProblem(t *testing.T) {
 		{name: "leader in contact with a minority", change: func(f *healthFacts) {
 			f.cluster.Brokers[1].State = BrokerFenced
 			f.cluster.Brokers[2].State = BrokerFenced
-		}, want: []HealthProblem{{Kind: ProblemFencedBroker, Partition: -1, Broker: 2}, {Kind: ProblemFencedBroker, Partition: -1, Broker: 3},
+		}, want: []HealthProblem{{Kind: ProblemFencedBroker, Partition: -1, Broker: 2, Partitions: orders0}, {Kind: ProblemFencedBroker, Partition: -1, Broker: 3, Partitions: orders0},
 			{Kind: ProblemNoQuorum, Partition: -1, Broker: 1}}},
 		{name: "one voter of three lost keeps the quorum", change: func(f *healthFacts) {
 			f.cluster.Brokers[2].State = BrokerFenced
-		}, want: []HealthProblem{{Kind: ProblemFencedBroker, Partition: -1, Broker: 3}}},
+		}, want: []HealthProblem{{Kind: ProblemFencedBroker, Partition: -1, Broker: 3, Partitions: orders0}}},
 		{name: "non-voters do not count", change: func(f *healthFacts) {
 			f.cluster.Quorum.Members = []QuorumMember{{ID: 1, Voter: true}, {ID: 2}, {ID: 3}}
 		}},
@@ -75,6 +93,16 @@ func TestHealthFindsEachKindOfProblem(t *testing.T) {
 				{Topic: "orders", Partition: 2, Lag: -1, LagTimeMillis: -1},    // unknown: not judged
 			}}}
 		}, want: []HealthProblem{{Kind: ProblemLaggingGroup, Topic: "orders", Partition: 0, Broker: -1, Group: "billing", LagTimeMillis: 61_000}}},
+		{name: "a group without members is not judged unless named", maxLag: time.Minute, change: func(f *healthFacts) {
+			f.groups = GroupDescriptions{{Group: "gone", State: "Empty", Partitions: []GroupPartition{{Topic: "orders", Lag: 7, LagTimeMillis: 3_600_000}}}}
+		}},
+		{name: "a group without members named with --group", maxLag: time.Minute, change: func(f *healthFacts) {
+			f.groups = GroupDescriptions{{Group: "gone", State: "Empty", Partitions: []GroupPartition{{Topic: "orders", Lag: 7, LagTimeMillis: 3_600_000}}}}
+			f.namedGroups = true
+		}, want: []HealthProblem{{Kind: ProblemLaggingGroup, Topic: "orders", Partition: 0, Broker: -1, Group: "gone", LagTimeMillis: 3_600_000}}},
+		{name: "lag that could not be read", maxLag: time.Minute, change: func(f *healthFacts) {
+			f.groupsErr = "no answer within the timeout"
+		}, want: []HealthProblem{{Kind: ProblemUnknownLag, Partition: -1, Broker: -1}}},
 		{name: "lag not checked without --max-lag", change: func(f *healthFacts) {
 			f.groups = GroupDescriptions{{Group: "billing", Partitions: []GroupPartition{{Topic: "orders", Lag: 7, LagTimeMillis: 3_600_000}}}}
 		}},
@@ -94,9 +122,21 @@ func TestHealthFindsEachKindOfProblem(t *testing.T) {
 				if want.LagTimeMillis == 0 {
 					want.LagTimeMillis = -1
 				}
-				detail := got.Detail
-				got.Detail = ""
-				if got != want {
+				detail, parts := got.Detail, got.Partitions
+				got.Detail, got.Partitions = "", nil
+				if want.Partitions == nil {
+					want.Partitions = []HealthPartition{}
+				}
+				if len(parts) != len(want.Partitions) {
+					t.Errorf("problem %d: partitions %+v, want %+v", i, parts, want.Partitions)
+				}
+				for j := range min(len(parts), len(want.Partitions)) {
+					if parts[j].Topic != want.Partitions[j].Topic || parts[j].Partition != want.Partitions[j].Partition || parts[j].Offline != want.Partitions[j].Offline {
+						t.Errorf("problem %d: partition %d %+v, want %+v", i, j, parts[j], want.Partitions[j])
+					}
+				}
+				want.Partitions = nil
+				if !reflect.DeepEqual(got, want) {
 					t.Errorf("problem %d: %+v, want %+v", i, got, want)
 				}
 				if detail == "" || (want.Topic != "" && !strings.Contains(detail, want.Topic)) || (want.Group != "" && !strings.Contains(detail, want.Group)) {
@@ -123,8 +163,16 @@ func TestHealthPrintsOneLinePerProblemOrOneSayingHealthy(t *testing.T) {
 	if err := h.WriteTable(&out); err != nil {
 		t.Fatal(err)
 	}
-	want := "fenced broker 3 (h3:9092): the controller stopped hearing from it\n" +
-		"under-replicated partition orders/0: in sync 1,2 of replicas 1,2,3 (leader 1)\n"
+	f.partitions = append(f.partitions, healthPartition{Topic: "__consumer_offsets", Partition: 0, Internal: true, Leader: 3, Replicas: []int32{3, 1}, ISR: []int32{3, 1}},
+		healthPartition{Topic: "audit", Partition: 0, Leader: 2, Replicas: []int32{2, 1}, ISR: []int32{2}})
+	h = assessHealth(f, 0)
+	out.Reset()
+	if err := h.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	want := "fenced broker 3 (h3:9092): the controller stopped hearing from it: 1 partition under-replicated, 1 user, 0 internal; " +
+		"1 partition without a live leader, 0 user, 1 internal\n" +
+		"under-replicated partition audit/0: in sync 2 of replicas 2,1 (leader 2)\n"
 	if got := out.String(); got != want {
 		t.Errorf("degraded table:\n%s\nwant:\n%s", got, want)
 	}
@@ -143,8 +191,24 @@ func TestHealthJSONKeepsItsShape(t *testing.T) {
 	f := healthyCluster()
 	f.partitions[0].Leader = -1
 	b, _ = json.Marshal(assessHealth(f, 0))
-	want := `{"healthy":false,"problems":[{"kind":"offline_partition","topic":"orders","partition":0,"broker":-1,"group":"","lag_time_ms":-1,"detail":"offline partition orders/0: no leader (replicas 1,2,3, in sync 1,2,3)"}]}`
+	want := `{"healthy":false,"problems":[{"kind":"offline_partition","topic":"orders","partition":0,"broker":-1,"group":"","lag_time_ms":-1,"detail":"offline partition orders/0: no leader (replicas 1,2,3, in sync 1,2,3)","partitions":[]}]}`
 	if string(b) != want {
 		t.Errorf("degraded JSON\n%s\nwant\n%s", b, want)
+	}
+}
+
+func TestClusterDescriptionSaysWhenTheQuorumIsLost(t *testing.T) {
+	c := healthyCluster().cluster
+	if c.NoQuorum() {
+		t.Error("a quorum led by 1 with every voter alive: NoQuorum")
+	}
+	c.Brokers[1].State, c.Brokers[2].State = BrokerUnreachable, BrokerFenced
+	if !c.NoQuorum() {
+		t.Error("the leader with no voter in contact: not NoQuorum")
+	}
+	c = healthyCluster().cluster
+	c.Quorum, c.QuorumError, c.noQuorum = nil, "NOT_CONTROLLER: no leader within the deadline", true
+	if !c.NoQuorum() {
+		t.Error("NOT_CONTROLLER: not NoQuorum")
 	}
 }

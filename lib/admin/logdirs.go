@@ -259,7 +259,7 @@ func sizeText(n int64) string {
 // when ctx ends sooner (cluster health's --timeout).
 func boundedWait(ctx context.Context, d time.Duration) (context.Context, time.Duration, context.CancelFunc) {
 	if deadline, ok := ctx.Deadline(); ok {
-		d = min(d, max(time.Until(deadline), 0).Round(time.Millisecond))
+		d = min(d, max(time.Until(deadline), 0).Round(100*time.Millisecond))
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	return ctx, d, cancel

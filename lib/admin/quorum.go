@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -56,28 +58,34 @@ const quorumTopic = "__cluster_metadata"
 // brokers do not describe (a broker without DescribeQuorum).
 const quorumUnavailable = "unavailable"
 
-// describeQuorum asks the controller to describe the quorum. A broker
-// that does not answer DescribeQuorum (or answers UNSUPPORTED_VERSION)
-// gives (nil, "unavailable"); another failure (nil, its text).
-func (a *Admin) describeQuorum(ctx context.Context) (*QuorumDescription, string) {
-	ok, err := a.supports(ctx, kmsg.DescribeQuorum)
-	if err != nil {
-		return nil, errText(err, "")
-	}
-	if !ok {
-		return nil, quorumUnavailable
-	}
+// quorumWait bounds how long describeQuorum waits: a node without a
+// quorum looks for an active controller for longer (10 s) before it
+// answers NOT_CONTROLLER.
+const quorumWait = 5 * time.Second
+
+// describeQuorum asks broker via, which asks its controller, to describe
+// the quorum. A broker that answers UNSUPPORTED_VERSION gives (nil,
+// "unavailable"); another failure (nil, its text). noQuorum is set when
+// there is no active controller: the answer is NOT_CONTROLLER, or none
+// came within quorumWait.
+func (a *Admin) describeQuorum(ctx context.Context, via int32) (q *QuorumDescription, failure string, noQuorum bool) {
+	ctx, wait, cancel := boundedWait(ctx, quorumWait)
+	defer cancel()
 	req := kmsg.NewPtrDescribeQuorumRequest()
 	rt := kmsg.NewDescribeQuorumRequestTopic()
 	rt.Topic = quorumTopic
 	rp := kmsg.NewDescribeQuorumRequestTopicPartition()
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, a.cl)
-	if err != nil {
-		return nil, errText(err, "")
+	resp, err := req.RequestWith(ctx, a.cl.Broker(int(via)))
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Sprintf("no active controller answered within %s (asked through broker %d)", wait, via), true
 	}
-	return quorumFrom(resp)
+	if err != nil {
+		return nil, brokerErrText(err, wait), false
+	}
+	q, failure = quorumFrom(resp)
+	return q, failure, q == nil && strings.HasPrefix(failure, kerr.NotController.Message)
 }
 
 // quorumFrom reads a DescribeQuorum answer.
