@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // startSlowFencing starts n nodes with slowFencing. The nodes left
@@ -242,4 +245,82 @@ func TestClusterHealthReportsAnIncidentAtOnceAndQuorumLossWithinItsTimeout(t *te
 	}
 	table = runTool(t, 60*time.Second, "", "mqctl", "cluster", "health", "-b", c.node(leader).addr, "--timeout", "3s")
 	t.Logf("mqctl cluster health --timeout 3s, nodes %d and %d killed: exit %d\n%s%s", victims[0].id, victims[1].id, table.code, table.stdout, table.stderr)
+}
+
+// groupDescription is mqctl group describe -o json, the fields checked.
+type groupDescription []struct {
+	Group      string `json:"group"`
+	Partitions []struct {
+		Topic        string `json:"topic"`
+		Partition    int32  `json:"partition"`
+		Committed    int64  `json:"committed"`
+		LogEndOffset int64  `json:"log_end_offset"`
+		Lag          int64  `json:"lag"`
+		Error        string `json:"error"`
+	} `json:"partitions"`
+}
+
+// TestGroupDescribeShowsTheLagOnTheLiveLeadersWhileOneIsDown: a leader
+// that does not answer leaves its partition's lag unknown, with the
+// reason; the group's other partitions are described, and cluster health
+// --max-lag still judges them.
+func TestGroupDescribeShowsTheLagOnTheLiveLeadersWhileOneIsDown(t *testing.T) {
+	c := startIncidentCluster(t)
+	ctx := ctxFor(t, time.Minute)
+	adm := c.admin()
+	var commit kadm.Offsets
+	for p := range int32(3) {
+		commit.AddOffset("orders", p, 1, -1)
+	}
+	if resp, err := adm.CommitOffsets(ctx, "billing", commit); err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKey = "billing"
+	resp, err := req.RequestWith(ctx, c.client())
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("find coordinator: %v %v", err, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	// The victim leads one partition of orders and is not the group's
+	// coordinator.
+	victim := c.node(1 + resp.NodeID%3)
+	victim.kill()
+	var live []string
+	for _, n := range c.nodes {
+		if n != victim {
+			live = append(live, n.addr)
+		}
+	}
+	res := runTool(t, 60*time.Second, "", "mqctl", "group", "describe", "billing", "-b", strings.Join(live, ","), "-o", "json")
+	var d groupDescription
+	if res.code != 0 {
+		t.Fatalf("group describe, node %d down: exit %d\nstdout: %s\nstderr: %s", victim.id, res.code, res.stdout, res.stderr)
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &d); err != nil || len(d) != 1 || len(d[0].Partitions) != 3 {
+		t.Fatalf("group describe -o json: %v\n%s", err, res.stdout)
+	}
+	for _, p := range d[0].Partitions {
+		down := p.Partition == victim.id-1
+		switch {
+		case down && (p.Lag != -1 || !strings.Contains(p.Error, fmt.Sprintf("leader %d unreachable", victim.id))):
+			t.Errorf("orders/%d, its leader %d down: %+v, want an unknown lag and why", p.Partition, victim.id, p)
+		case !down && (p.Lag != 2 || p.Error != ""):
+			t.Errorf("orders/%d: %+v, want a lag of 2", p.Partition, p)
+		}
+	}
+	h, res := clusterHealth(t, strings.Join(live, ","), "--max-lag", "1ms", "--group", "billing")
+	lagging := 0
+	for _, p := range h.Problems {
+		switch {
+		case p.Kind == "lagging_group" && p.Group == "billing" && p.Partition != victim.id-1:
+			lagging++
+		case p.Kind == "unreachable_broker" && p.Broker == victim.id:
+		default:
+			t.Errorf("cluster health --max-lag: unexpected problem %+v", p)
+		}
+	}
+	if res.code != 1 || lagging != 2 {
+		t.Errorf("cluster health --max-lag 1ms --group billing, node %d down: exit %d, want the 2 live partitions lagging\nstdout: %s\nstderr: %s",
+			victim.id, res.code, res.stdout, res.stderr)
+	}
 }

@@ -76,9 +76,11 @@ LAG LAG-TIME. JSON: an array of {"group": string, "state": string,
 members sorted by member_id, partitions by topic and partition;
 member_id, client_id and host are "" when no member owns the partition;
 committed is -1 when the group has committed no offset; offsets, lag and
-lag_time_ms are -1 when unknown (error says why); instance_id and error
-only when set. An unknown GROUP is a failure (exit 1); the other groups
-are still described.`),
+lag_time_ms are -1 when unknown (error says why: "leader 3 unreachable:
+connection refused" for a partition whose leader does not answer, the
+group's other partitions still described); instance_id and error only
+when set. An unknown GROUP is a failure (exit 1); the other groups are
+still described.`),
 				Flags: append(commandFlags(),
 					&cli.GenericFlag{Name: "group", Aliases: []string{"g"}, Value: &listValue{}, Usage: "the `GROUP` (repeatable)"},
 				),

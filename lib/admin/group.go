@@ -430,14 +430,16 @@ func (a *Admin) partitionFacts(ctx context.Context, topics []string) (map[tp]par
 	if err != nil {
 		return nil, err
 	}
-	starts, err := a.adm.ListStartOffsets(ctx, topics...)
-	if err != nil && !isShardErr(err) {
-		return nil, err
+	// Each leader is asked by itself: one that does not answer leaves its
+	// partitions' offsets, and so their lag, unknown, and the others are
+	// still described.
+	var known []string
+	for _, t := range topics {
+		if d, ok := details[t]; ok && d.Err == nil {
+			known = append(known, t)
+		}
 	}
-	ends, err := a.adm.ListEndOffsets(ctx, topics...)
-	if err != nil && !isShardErr(err) {
-		return nil, err
-	}
+	offsets := a.leaderOffsets(ctx, details, known)
 	for _, t := range topics {
 		d, ok := details[t]
 		if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
@@ -450,22 +452,12 @@ func (a *Admin) partitionFacts(ctx context.Context, topics []string) (map[tp]par
 		}
 		for _, p := range d.Partitions {
 			f := partitionFact{logStart: -1, logEnd: -1, leader: p.Leader, topicID: d.ID}
-			var errs []string
-			if o, ok := starts.Lookup(t, p.Partition); ok {
-				if o.Err != nil {
-					errs = append(errs, "log start offset: "+errText(o.Err, ""))
-				} else {
-					f.logStart = o.Offset
-				}
+			if p.Err != nil {
+				f.err = errText(p.Err, "")
 			}
-			if o, ok := ends.Lookup(t, p.Partition); ok {
-				if o.Err != nil {
-					errs = append(errs, "log end offset: "+errText(o.Err, ""))
-				} else {
-					f.logEnd = o.Offset
-				}
+			if o, ok := offsets[tp{t, p.Partition}]; ok {
+				f.logStart, f.logEnd, f.err = o.start, o.end, o.err
 			}
-			f.err = strings.Join(errs, "; ")
 			facts[tp{t, p.Partition}] = f
 		}
 	}
