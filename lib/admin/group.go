@@ -254,6 +254,25 @@ func FormatLagTime(d time.Duration) string {
 // coordinators (awaitCoordinators).
 const coordinatorWait = 10 * time.Second
 
+// dialAttempts is how many times retryDial runs a group request.
+const dialAttempts = 4
+
+// retryDial runs a group request again, up to dialAttempts times in all,
+// while it fails to dial a broker. franz-go finds a group's coordinator
+// with one FindCoordinator sent to any broker, not retried: a broker that
+// is down but still in the metadata (killed, not yet fenced) fails the
+// whole request, and the next attempt goes to another broker. A
+// coordinator that is itself down fails every attempt, quickly.
+func retryDial(ctx context.Context, op func() error) error {
+	var err error
+	for range dialAttempts {
+		if err = op(); err == nil || !client.IsUnreachable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
 // awaitCoordinators waits until the broker can name the coordinator of
 // every group, for up to coordinatorWait. A broker answers
 // COORDINATOR_NOT_AVAILABLE while it creates or loads __consumer_offsets
@@ -306,9 +325,19 @@ type tp struct {
 // unknown group is a failure; the others are still described.
 func (a *Admin) DescribeGroups(ctx context.Context, groups []string) (GroupDescriptions, error) {
 	const what = "group describe"
+	var failed []string
 	if len(groups) == 0 {
+		// ListGroups goes to every broker: one that does not answer
+		// hides the groups it coordinates (a failure, named), not the
+		// others'.
 		listed, err := a.adm.ListGroups(ctx)
-		if err != nil {
+		var se *kadm.ShardErrors
+		switch {
+		case err != nil && errors.As(err, &se) && !se.AllFailed:
+			for _, e := range se.Errs {
+				failed = append(failed, fmt.Sprintf("the groups of broker %d not listed: %s", e.Broker.NodeID, brokerErrText(e.Err, 0)))
+			}
+		case err != nil:
 			return nil, requestError(what, err)
 		}
 		groups = groups[:0]
@@ -318,15 +347,18 @@ func (a *Admin) DescribeGroups(ctx context.Context, groups []string) (GroupDescr
 			}
 		}
 		if len(groups) == 0 {
-			return GroupDescriptions{}, nil
+			return GroupDescriptions{}, failures(what, failed)
 		}
 	}
 	a.awaitCoordinators(ctx, groups)
-	described, err := a.adm.DescribeGroups(ctx, groups...)
+	var described kadm.DescribedGroups
+	err := retryDial(ctx, func() (err error) {
+		described, err = a.adm.DescribeGroups(ctx, groups...)
+		return err
+	})
 	if err != nil {
 		return nil, requestError(what, err)
 	}
-	var failed []string
 	var descs []GroupDescription
 	committed := map[string]map[tp]int64{}
 	topicSet := map[string]bool{}
@@ -340,7 +372,11 @@ func (a *Admin) DescribeGroups(ctx context.Context, groups []string) (GroupDescr
 			failed = append(failed, fmt.Sprintf("%s: %s", name, errText(d.Err, d.ErrMessage)))
 			continue
 		}
-		offsets, err := a.adm.FetchOffsets(ctx, name)
+		var offsets kadm.OffsetResponses
+		err := retryDial(ctx, func() (err error) {
+			offsets, err = a.adm.FetchOffsets(ctx, name)
+			return err
+		})
 		if err != nil {
 			if client.IsUnreachable(err) {
 				return nil, requestError(what, err)

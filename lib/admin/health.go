@@ -182,9 +182,6 @@ func errorLine(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "no answer within the timeout"
 	}
-	if client.IsUnreachable(err) {
-		return "unreachable: " + netCause(err)
-	}
 	return err.Error()
 }
 

@@ -266,12 +266,14 @@ func boundedWait(ctx context.Context, d time.Duration) (context.Context, time.Du
 }
 
 // brokerErrText says why a request to one broker got no answer:
-// "unreachable: connection refused", "no answer within 5s", else the
-// error's text.
+// "unreachable: connection refused", "no answer within 5s" (wait; "no
+// answer in time" when wait is 0: not known), else the error's text.
 func brokerErrText(err error, wait time.Duration) string {
 	switch {
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded) && wait > 0:
 		return "no answer within " + wait.String()
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer in time"
 	case client.IsUnreachable(err):
 		return "unreachable: " + netCause(err)
 	}
