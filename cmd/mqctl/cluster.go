@@ -38,7 +38,10 @@ row per member: NODE ROLE LOG-END LAG LAST-FETCH, ROLE "leader", "voter"
 or "non-voter" (a broker that holds the metadata without voting), LAG how
 many records its metadata log is behind the leader's, LAST-FETCH when it
 last fetched from the leader; "quorum: unavailable" when the brokers do
-not describe it. Then one row per log directory of
+not describe it, "quorum: no active controller answered within 5s (asked
+through broker 1)" or "quorum: NOT_CONTROLLER: ..." when the controller
+has lost its quorum (the quorum is asked of a broker that answered, which
+asks its controller). Then one row per log directory of
 each broker, every broker asked in turn: BROKER LOG-DIR USABLE TOTAL
 STATE (a broker that does not answer gets one row saying why, "?" for
 its directory), with the free and total
