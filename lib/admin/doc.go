@@ -16,4 +16,13 @@
 // status is still 1. ClusterHealth works the same way: a degraded cluster
 // is its Health (printed) with a client.Failf error (exit 1); the judgement
 // itself is assessHealth, a pure function of what the broker said.
+//
+// The describes keep working while part of the cluster is down: what
+// belongs to one broker (a leader's offsets, a broker's log directories
+// and API versions) is asked of that broker by itself, within a bound
+// (5 s), so a broker that does not answer costs its own part, said in
+// words ("leader 3 unreachable: connection refused", STATE
+// "unreachable"), and not the command. Only when no broker answers does a
+// command end with exit 3. ClusterDescription.NoQuorum and the
+// "unreachable" state are how mqtail shows the same judgement.
 package admin
