@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/mqproject/mq/lib/record"
@@ -261,10 +262,39 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 	for n < len(p.segs) && p.segs[n].base < cleanedTo {
 		n++
 	}
-	for _, g := range groupSegments(p, n) {
+	// Each group's output is committed once the next group's is known: a
+	// group left without any record (all its keys written again later)
+	// joins the group before it, or the one after it when it is the
+	// first, so that its offsets are covered by a batch with records.
+	var held []int // the last group cleaned, its output not committed
+	var heldOut *groupOutput
+	defer func() { l.discardCleaned(heldOut) }()
+	commit := func() (bool, error) {
+		out := heldOut
+		heldOut = nil
+		if out.same {
+			return true, nil
+		}
+		committed, err := l.commitGroup(p, held, out)
+		if err != nil || !committed {
+			return false, err
+		}
+		for _, i := range held {
+			res.BytesBefore += p.sizes[i]
+		}
+		res.BytesAfter += out.size
+		res.SegmentsBefore += len(held)
+		res.SegmentsAfter++
+		res.RecordsRemoved += out.removed
+		res.TombstonesRemoved += out.tombstones
+		return true, nil
+	}
+	groups := groupSegments(p, n)
+	for k := 0; k < len(groups); k++ {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
+		g := groups[k]
 		out, err := l.cleanGroup(p, g, f)
 		if errors.Is(err, errSegmentGone) {
 			return res, nil
@@ -272,21 +302,37 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 		if err != nil {
 			return res, err
 		}
-		if out == nil {
-			continue // nothing to gain
+		if out.bare {
+			switch {
+			case heldOut != nil && joinable(p, held, g):
+				l.discardCleaned(out)
+				l.discardCleaned(heldOut)
+				g, held, heldOut = slices.Concat(held, g), nil, nil
+				out, err = l.cleanGroup(p, g, f)
+				if errors.Is(err, errSegmentGone) {
+					return res, nil
+				}
+				if err != nil {
+					return res, err
+				}
+			case k+1 < len(groups) && joinable(p, g, groups[k+1]):
+				l.discardCleaned(out)
+				groups[k+1] = slices.Concat(g, groups[k+1])
+				continue
+			}
 		}
-		committed, err := l.commitGroup(p, g, out)
-		if err != nil || !committed {
+		if heldOut != nil {
+			if ok, err := commit(); err != nil || !ok {
+				l.discardCleaned(out)
+				return res, err
+			}
+		}
+		held, heldOut = g, out
+	}
+	if heldOut != nil {
+		if ok, err := commit(); err != nil || !ok {
 			return res, err
 		}
-		for _, i := range g {
-			res.BytesBefore += p.sizes[i]
-		}
-		res.BytesAfter += out.size
-		res.SegmentsBefore += len(g)
-		res.SegmentsAfter++
-		res.RecordsRemoved += out.removed
-		res.TombstonesRemoved += out.tombstones
 	}
 
 	l.mu.Lock()
@@ -427,6 +473,13 @@ func groupSegments(p *cleanPlan, n int) [][]int {
 	return groups
 }
 
+// joinable reports whether the groups a and b, consecutive, can be
+// rewritten as one segment: its offsets must fit an index's 32-bit
+// relative offsets.
+func joinable(p *cleanPlan, a, b []int) bool {
+	return p.next[b[len(b)-1]]-1-p.segs[a[0]].base <= math.MaxUint32
+}
+
 // cleanFilter decides which records a pass keeps.
 type cleanFilter struct {
 	m         *offsetMap
@@ -466,13 +519,28 @@ func (f *cleanFilter) producerNeeds(h *record.Header) bool {
 type groupOutput struct {
 	base, next          int64
 	size                int64
-	f                   vfs.File // the cleaned data file, open
+	f                   vfs.File // the cleaned data file, open; nil when same
 	idx, tidx           []byte
 	removed, tombstones int64
+	// same: the result is the group's one segment as it was, and no file
+	// was kept. bare: no batch of the result holds a record.
+	same, bare bool
 }
 
-// cleanGroup writes the cleaned segment replacing the segments g of p. It
-// returns nil when the result would be the same single segment.
+// discardCleaned closes and removes the files of a group's output that is
+// not committed; nil does nothing.
+func (l *Log) discardCleaned(out *groupOutput) {
+	if out == nil || out.f == nil {
+		return
+	}
+	_ = out.f.Close()
+	out.f = nil
+	l.removeCleaned(out.base)
+}
+
+// cleanGroup writes the cleaned segment replacing the segments g of p.
+// When the result would be the same single segment it keeps no file and
+// reports same.
 func (l *Log) cleanGroup(p *cleanPlan, g []int, f *cleanFilter) (out *groupOutput, err error) {
 	base := p.segs[g[0]].base
 	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, base)
@@ -480,13 +548,15 @@ func (l *Log) cleanGroup(p *cleanPlan, g []int, f *cleanFilter) (out *groupOutpu
 	if err != nil {
 		return nil, fmt.Errorf("log: clean: %w", err)
 	}
+	o := &groupOutput{base: base, next: p.next[g[len(g)-1]], f: w.f}
 	defer func() {
-		if err != nil || out == nil {
+		if err != nil || o.same {
 			_ = w.f.Close()
 			l.removeCleaned(base)
+			o.f = nil
 		}
 	}()
-	out = &groupOutput{base: base, next: p.next[g[len(g)-1]], f: w.f}
+	out = o
 	var inSize int64
 	bb := newBatchBuilder()
 	kept := newRecordBuf()
@@ -581,8 +651,10 @@ func (l *Log) cleanGroup(p *cleanPlan, g []int, f *cleanFilter) (out *groupOutpu
 	}
 	out.size = w.pos
 	out.idx, out.tidx = w.seg.idx, w.seg.tidx
+	out.bare = w.withRecords == 0
 	if len(g) == 1 && out.removed == 0 && out.size == inSize {
-		return nil, nil
+		out.same = true
+		return out, nil
 	}
 	if err := writeSynced(l.fs, indexPath+cleanedSuffix, out.idx); err != nil {
 		return nil, fmt.Errorf("log: clean: %w", err)
@@ -612,6 +684,8 @@ type segWriter struct {
 	scratch  []byte
 	seg      *segment
 	interval int32
+	// withRecords counts the batches written that hold records.
+	withRecords int
 }
 
 // newSegWriter creates path, buffering writes in buf's capacity.
@@ -635,6 +709,9 @@ func (w *segWriter) write(b []byte) error {
 	}
 	w.seg.indexBatch(&h, w.pos+int64(len(w.buf)), w.interval)
 	w.buf = append(w.buf, b...)
+	if h.NumRecords > 0 {
+		w.withRecords++
+	}
 	return nil
 }
 
@@ -757,7 +834,7 @@ func (b *batchBuilder) fits(h *record.Header, withRecords bool) bool {
 	}
 	return h.PartitionLeaderEpoch == b.epoch &&
 		(!withRecords || !b.hasCodec || h.Codec() == b.codec) &&
-		b.buf.size() < cleanedBatchBytes &&
+		(!withRecords || b.buf.size() < cleanedBatchBytes) &&
 		h.LastOffset()-b.base <= math.MaxInt32
 }
 

@@ -238,12 +238,22 @@
 //     batches of up to 64 KiB (before compression), in the codec of their
 //     first batch (batches of other codecs start a new batch), timestamps
 //     and headers as they were. The offsets of a batch left with nothing
-//     join such a batch, or a batch without records (record count 0, the
-//     last offset delta covering them) when its neighbours keep their
-//     headers; a batch without records carries the leader epoch of the
-//     offsets it covers, so a leader-epoch history rebuilt from the log is
-//     unchanged, and as its timestamp the largest of the batches it
-//     replaced, so retention.ms ages it as it aged them.
+//     join such a batch (whatever its size), or a batch without records
+//     (record count 0, the last offset delta covering them) where no such
+//     batch of their leader epoch is next to them in the segment; a batch
+//     without records carries the leader epoch of the offsets it covers,
+//     so a leader-epoch history rebuilt from the log is unchanged, and as
+//     its timestamp the largest of the batches it replaced, so
+//     retention.ms ages it as it aged them.
+//   - A group whose result would hold no record at all is rewritten
+//     together with the group before it, or the one after it when it is
+//     the first: a read returns batches of one segment, and a consumer
+//     that moves on by the records it reads (kafka-go's reader) would
+//     fetch a segment of record-less batches forever. Kafka drops such
+//     batches and leaves a gap; batches here tile the offsets, so a batch
+//     without records is left only where no merged batch can take its
+//     offsets: between batches that keep their headers, at a leader epoch
+//     change, and a producer's newest batch (below).
 //   - Batches of an idempotent producer, and those stamped with the log
 //     append time, keep their header (base offset, last offset delta,
 //     producer id, epoch, base sequence, timestamps) and codec; their
