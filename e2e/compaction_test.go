@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -437,4 +439,85 @@ func TestCompactDeleteTopicExpiresAndCompacts(t *testing.T) {
 		}
 		return true, ""
 	})
+}
+
+// TestKafkaGoReaderReadsACompactedTopic is the scenario of kafka-go's
+// TestReaderReadCompactedMessage, with its Writer and Reader: a compacted
+// topic of 200-byte segments gets batches of three records from a
+// producer without a producer id, many of them holding only values of a
+// key written again later ("dup_"), then ten end markers so that the
+// duplicates end up in sealed segments. Once the cleaner has been over
+// them, a Reader with 200-byte fetches reads every key exactly once. A
+// segment left holding only batches without records (record count 0)
+// makes the Reader fetch it forever: its offset moves by the records it
+// reads.
+func TestKafkaGoReaderReadsACompactedTopic(t *testing.T) {
+	b := startBroker(t, brokerOpts{props: []string{"log.cleaner.backoff.ms=50"}})
+	ctx := ctxFor(t, 2*time.Minute)
+	const topic = "compacted"
+	cfg := map[string]*string{}
+	for k, v := range map[string]string{"cleanup.policy": "compact", "segment.bytes": "200", "min.cleanable.dirty.ratio": "0.01"} {
+		cfg[k] = &v
+	}
+	if _, err := b.admin().CreateTopic(ctx, 1, 1, cfg, topic); err != nil {
+		t.Fatal(err)
+	}
+	// Keys and values of four bytes, so that the batches' sizes are close
+	// to the segments'. A unique key n goes with 0 to 4 duplicates, each
+	// pattern thirty times, so that every layout of segments comes up.
+	var msgs []kafka.Message
+	keys := map[string]bool{}
+	add := func(k string) {
+		msgs = append(msgs, kafka.Message{Key: []byte(k), Value: []byte(k)})
+		keys[k] = true
+	}
+	n := 0
+	for dups := range 5 {
+		for range 30 {
+			add(fmt.Sprintf("%04d", n))
+			n++
+			for range dups {
+				add("dup_")
+			}
+		}
+	}
+	for i := range 10 {
+		add(fmt.Sprintf("e-%02d", i))
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(b.addr), Topic: topic, Balancer: &kafka.Hash{}, BatchSize: 3,
+		RequiredAcks: kafka.RequireAll, MaxAttempts: 2}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mqtest.Wait{Timeout: time.Minute}.For(t, "the compaction of compacted-0", func() (bool, string) {
+		return regexp.MustCompile(`msg=compacted .*partition=compacted-0 `).MatchString(b.stderr.String()), "no compaction logged"
+	})
+
+	// readOnce reads with a new Reader until it has seen every key, and
+	// reports whether it saw each once.
+	readOnce := func() (bool, string) {
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.addr}, Topic: topic, Partition: 0,
+			MinBytes: 200, MaxBytes: 200, MaxWait: 100 * time.Millisecond})
+		defer r.Close()
+		seen := map[string]int{}
+		for len(seen) < len(keys) {
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			m, err := r.ReadMessage(rctx)
+			cancel()
+			if err != nil {
+				return false, fmt.Sprintf("the reader is stuck at offset %d after %d keys: %v", r.Offset(), len(seen), err)
+			}
+			seen[string(m.Key)]++
+		}
+		for k, times := range seen {
+			if !keys[k] || times != 1 {
+				return false, fmt.Sprintf("key %q read %d times", k, times)
+			}
+		}
+		return true, ""
+	}
+	mqtest.Wait{Timeout: time.Minute}.For(t, "kafka-go's reader to read every key once", readOnce)
 }
