@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os/exec"
@@ -14,9 +15,12 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/mqtest"
+	"github.com/mqproject/mq/lib/record"
 )
 
 // compactedView is what a consumer reads of a compacted topic's one
@@ -520,4 +524,68 @@ func TestKafkaGoReaderReadsACompactedTopic(t *testing.T) {
 		return true, ""
 	}
 	mqtest.Wait{Timeout: time.Minute}.For(t, "kafka-go's reader to read every key once", readOnce)
+}
+
+// TestCompactedTopicRefusesRecordsWithoutKey: a compacted topic refuses a
+// record without a key with INVALID_RECORD, naming the record (KIP-467's
+// per-record errors), as Kafka does: the cleaner could never remove it.
+// A topic that only deletes takes such records until compact is added to
+// its cleanup.policy. mqpipe says why it failed.
+func TestCompactedTopicRefusesRecordsWithoutKey(t *testing.T) {
+	b := startBroker(t, brokerOpts{})
+	ctx := ctxFor(t, time.Minute)
+	adm := b.admin()
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "table"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "stream"); err != nil {
+		t.Fatal(err)
+	}
+	cl := b.client(kgo.RecordRetries(0))
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "table", Value: []byte("v")}).FirstErr(); !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("a record without a key to a compacted topic: %v, want INVALID_RECORD", err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "table", Key: []byte("k"), Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("a keyed record to a compacted topic: %v", err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "stream", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("a record without a key to a topic that deletes: %v", err)
+	}
+
+	// The raw answer: the message and the index of each keyless record.
+	batch, err := record.Build(record.BuildOptions{BaseTimestamp: time.Now().UnixMilli()},
+		[]record.Record{{Key: []byte("a"), Value: []byte("1")}, {Value: []byte("2")}, {Value: []byte("3")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "table", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: batch}}}}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.Topics[0].Partitions[0]
+	var refused []int32
+	for _, r := range p.ErrorRecords {
+		refused = append(refused, r.RelativeOffset)
+	}
+	if p.ErrorCode != kerr.InvalidRecord.Code || p.ErrorMessage == nil || !strings.Contains(*p.ErrorMessage, "without a key") || !slices.Equal(refused, []int32{1, 2}) {
+		t.Fatalf("produce v%d of keyless records: %v %v, record errors at %v; want INVALID_RECORD at [1 2]",
+			req.Version, kerr.ErrorForCode(p.ErrorCode), p.ErrorMessage, refused)
+	}
+
+	// Once stream compacts too, it refuses them.
+	if res, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kadm.StringPtr("compact,delete")}}, "stream"); err != nil || res[0].Err != nil {
+		t.Fatalf("alter cleanup.policy: %v %v", err, res)
+	}
+	mqtest.WaitFor(t, "stream to refuse records without a key", func() (bool, string) {
+		err := cl.ProduceSync(ctx, &kgo.Record{Topic: "stream", Value: []byte("v")}).FirstErr()
+		return errors.Is(err, kerr.InvalidRecord), fmt.Sprint(err)
+	})
+	res := runTool(t, 30*time.Second, "line\n", "mqpipe", "-b", b.addr, "produce", "-t", "table")
+	if res.code == 0 || !strings.Contains(res.stderr, "INVALID_RECORD") {
+		t.Fatalf("mqpipe produce of lines without a key to a compacted topic: exit %d\n%s", res.code, res.stderr)
+	}
+	t.Logf("mqpipe: exit %d: %s", res.code, res.stderr)
 }

@@ -33,6 +33,11 @@
 // fetchError, shareError, …). A test finds every sentinel error of the
 // packages below in their sources and fails on one no table names.
 //
+// Produce checks each batch's structure and CRC without decoding its
+// records, except for a compacted topic (cleanup.policy with compact),
+// whose batches are decoded to refuse records without a key, as Kafka
+// does: INVALID_RECORD, with KIP-467's per-record errors from Produce v8.
+//
 // # Goroutines
 //
 // The Broker has none of its own beyond request handling:

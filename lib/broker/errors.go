@@ -42,6 +42,7 @@ var (
 	errInvalidTimestamp = errors.New("broker: invalid list offsets timestamp")
 	errInvalidTopicName = errors.New("broker: invalid topic name")
 	errUnknownTopic     = errors.New("broker: unknown topic")
+	errKeyless          = errors.New("broker: a record without a key in a compacted topic")
 )
 
 var brokerCodes = []errorCode{
@@ -56,6 +57,7 @@ var brokerCodes = []errorCode{
 	{errTransactional, kerr.TransactionalIDAuthorizationFailed},
 	{errEmptyRecords, kerr.InvalidRecord},
 	{errControlBatch, kerr.InvalidRecord},
+	{errKeyless, kerr.InvalidRecord},
 	{errInvalidTimestamp, kerr.InvalidRequest},
 }
 

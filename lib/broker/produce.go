@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -132,6 +133,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 				if req.Version >= 8 {
 					msg := err.Error()
 					sp.ErrorMessage = &msg
+					sp.ErrorRecords = recordErrors(err)
 				}
 				if req.Version >= 10 && wantsLeaderHint(sp.ErrorCode) {
 					pr.leaderHint(img, t, sp)
@@ -214,6 +216,11 @@ func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, index int
 		if h.Control() {
 			return nil, res, errControlBatch
 		}
+		if compacts(cfg) {
+			if err := checkKeys(batch, p); err != nil {
+				return nil, res, err
+			}
+		}
 		recompress = recompress || fixedCodec && h.Codec() != codec
 		rest = next
 	}
@@ -267,6 +274,70 @@ func appendBatches(p *partition.Hosted, batches []byte, acks int16) (log.AppendR
 	}
 	return res, nil
 }
+
+// compacts reports whether a topic's cleanup.policy (compact, delete or
+// compact,delete) compacts its log.
+func compacts(cfg *config.Topic) bool {
+	return cfg.CleanupPolicy != "" && cfg.CleanupPolicy != "delete"
+}
+
+// keylessError refuses records without a key in a compacted topic, as
+// Kafka does (INVALID_RECORD): the cleaner keeps the latest record per key,
+// and a record without one replaces nothing and can never be removed.
+// Records are the indexes, within their batch, of the records refused:
+// the per-record errors of KIP-467 (Produce v8+).
+type keylessError struct {
+	partition string
+	records   []int32
+}
+
+func (e *keylessError) Error() string {
+	return fmt.Sprintf("broker: compacted topic partition %s cannot accept a record without a key (%d in the batch)", e.partition, len(e.records))
+}
+
+func (e *keylessError) Is(target error) bool { return target == errKeyless }
+
+// recordErrors are the per-record errors of a produce refused with err, nil
+// when it refuses no record in particular.
+func recordErrors(err error) []kmsg.ProduceResponseTopicPartitionErrorRecord {
+	var ke *keylessError
+	if !errors.As(err, &ke) {
+		return nil
+	}
+	out := make([]kmsg.ProduceResponseTopicPartitionErrorRecord, len(ke.records))
+	for i, r := range ke.records {
+		msg := "a compacted topic cannot accept a record without a key"
+		out[i] = kmsg.ProduceResponseTopicPartitionErrorRecord{RelativeOffset: r, ErrorMessage: &msg}
+	}
+	return out
+}
+
+// checkKeys refuses a batch for a compacted topic holding a record
+// without a key. It decodes the records, decompressing them, which only
+// compacted topics pay for; the iterator comes from a pool.
+func checkKeys(batch []byte, p *partition.Hosted) error {
+	it := iters.Get().(*record.Iter)
+	defer iters.Put(it)
+	defer it.Close()
+	if err := it.Reset(batch, 0); err != nil {
+		return err
+	}
+	var keyless []int32
+	for i := int32(0); it.Next(); i++ {
+		if it.Record().Key == nil {
+			keyless = append(keyless, i)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if keyless != nil {
+		return &keylessError{partition: p.String(), records: keyless}
+	}
+	return nil
+}
+
+var iters = sync.Pool{New: func() any { return new(record.Iter) }}
 
 // storedCodec is the codec a topic stores its batches in, and false when
 // its compression.type is producer (each batch keeps the producer's).

@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,4 +258,67 @@ func TestProduceStateKeepsNoRequestFrame(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the request's frame is still referenced after its response was done with")
 	}
+}
+
+// TestProduceToCompactedTopicNeedsKeys: a compacted topic refuses a batch
+// holding records without a key, whole, with INVALID_RECORD (CORRUPT_MESSAGE
+// before Produce v8), the message and, per KIP-467, the index of each
+// keyless record in its batch; compressed batches are checked too. A topic
+// whose cleanup.policy becomes compact refuses them from then on; one that
+// only deletes takes them.
+func TestProduceToCompactedTopicNeedsKeys(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	tb.createTopic(t, "table", 1, map[string]string{"cleanup.policy": "compact"})
+	tb.createTopic(t, "stream", 1, nil)
+	batch := func(codec record.Codec, keys ...string) []byte {
+		recs := make([]record.Record, len(keys))
+		for i, k := range keys {
+			if k != "" {
+				recs[i].Key = []byte(k)
+			}
+			recs[i].Value = []byte("v")
+		}
+		b, err := record.Build(record.BuildOptions{Codec: codec, BaseTimestamp: time.Now().UnixMilli()}, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	refused := func(topic string, version int16, b []byte, want int16, indexes ...int32) {
+		t.Helper()
+		resp := tb.do(t, version, produceRequest(topic, 0, 1, b)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		if resp.ErrorCode != want || resp.BaseOffset != -1 {
+			t.Fatalf("%s v%d: error %v, base offset %d; want %v", topic, version, kerr.ErrorForCode(resp.ErrorCode), resp.BaseOffset, kerr.ErrorForCode(want))
+		}
+		if version < 8 {
+			return
+		}
+		var got []int32
+		for _, r := range resp.ErrorRecords {
+			if r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "without a key") {
+				t.Fatalf("%s: record error %+v", topic, r)
+			}
+			got = append(got, r.RelativeOffset)
+		}
+		if resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, "compacted topic partition "+topic+"-0") || !slices.Equal(got, indexes) {
+			t.Fatalf("%s: error message %v, record errors at %v; want them at %v", topic, resp.ErrorMessage, got, indexes)
+		}
+	}
+	refused("table", produceVersion, batch(record.CodecNone, "a", "", "b", ""), kerr.InvalidRecord.Code, 1, 3)
+	refused("table", produceVersion, batch(record.CodecZstd, ""), kerr.InvalidRecord.Code, 0)
+	refused("table", 7, batch(record.CodecNone, ""), kerr.CorruptMessage.Code)
+	if got := produce(t, tb, "table", 0, 1, batch(record.CodecLZ4, "a", "b")); got.ErrorCode != 0 || got.BaseOffset != 0 {
+		t.Fatalf("keyed records to a compacted topic: %v at %d", kerr.ErrorForCode(got.ErrorCode), got.BaseOffset)
+	}
+	if got := produce(t, tb, "stream", 0, 1, batch(record.CodecNone, "", "")); got.ErrorCode != 0 {
+		t.Fatalf("records without a key to a deleting topic: %v", kerr.ErrorForCode(got.ErrorCode))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tb.ctrl.AlterTopicConfigs(ctx, "stream", map[string]string{"cleanup.policy": "compact,delete"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tb.waitFor(t, "cleanup.policy applied", func() bool { return tb.parts.Lookup("stream", 0).Config().CleanupPolicy == "compact,delete" })
+	refused("stream", produceVersion, batch(record.CodecNone, "k", ""), kerr.InvalidRecord.Code, 1)
 }

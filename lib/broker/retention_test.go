@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,8 +18,14 @@ import (
 func fillSegments(t *testing.T, tb *testBroker, topic string, n int) {
 	t.Helper()
 	old := time.Now().Add(-time.Hour).UnixMilli()
-	for range n {
-		if got := produce(t, tb, topic, 0, -1, testBatch(t, record.BuildOptions{BaseTimestamp: old}, "v", 2)); got.ErrorCode != 0 {
+	for i := range n {
+		// Keyed: compacted topics refuse records without a key.
+		b, err := record.Build(record.BuildOptions{BaseTimestamp: old}, []record.Record{
+			{Key: fmt.Appendf(nil, "k%d", 2*i), Value: []byte("v")}, {Key: fmt.Appendf(nil, "k%d", 2*i+1), Value: []byte("v")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := produce(t, tb, topic, 0, -1, b); got.ErrorCode != 0 {
 			t.Fatalf("produce to %s: %+v", topic, got)
 		}
 	}

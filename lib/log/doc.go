@@ -226,8 +226,9 @@
 //     DeleteRetention ago (cleaner-offset-checkpoint keeps, per offset
 //     range, the time of the first pass that cleaned it; a pass records
 //     its dirty range with its own time). Records without a key always
-//     stay: Kafka refuses them in compacted topics, mq keeps them, since
-//     the cleaner cannot know what they replace.
+//     stay, since the cleaner cannot know what they replace: a broker
+//     refuses them in compacted topics, as Kafka does, but a log may hold
+//     some written before its topic compacted.
 //   - Offsets never change, and batches still tile the offsets: each
 //     batch starts right after the one before, so reads, indexes,
 //     recovery and the scrubber see a log like any other. The records
