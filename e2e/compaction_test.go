@@ -589,3 +589,64 @@ func TestCompactedTopicRefusesRecordsWithoutKey(t *testing.T) {
 	}
 	t.Logf("mqpipe: exit %d: %s", res.code, res.stderr)
 }
+
+// TestTombstonesExpireOnAQuietTopic: a compacted topic with
+// delete.retention.ms=1000 gets 200 keys written 20 times, tombstones for
+// 10 of them, and one last record that seals the tombstones' segment;
+// then nothing more. The cleaner compacts, keeping the tombstones for
+// their delete retention, and once that has passed removes them with no
+// new write to make the log dirty: the deleted keys leave the log (a
+// GDPR delete on a quiet changelog).
+func TestTombstonesExpireOnAQuietTopic(t *testing.T) {
+	b := startBroker(t, brokerOpts{props: []string{"log.cleaner.backoff.ms=50"}})
+	ctx := ctxFor(t, 2*time.Minute)
+	const topic = "quiet"
+	cfg := map[string]*string{}
+	for k, v := range map[string]string{"cleanup.policy": "compact", "segment.bytes": "16384", "min.cleanable.dirty.ratio": "0.01",
+		"delete.retention.ms": "1000"} {
+		cfg[k] = &v
+	}
+	if _, err := b.admin().CreateTopic(ctx, 1, 1, cfg, topic); err != nil {
+		t.Fatal(err)
+	}
+	cl := b.client(kgo.ProducerBatchCompression(kgo.NoCompression()))
+	const keys, versions, deleted = 200, 20, 10
+	for v := range versions {
+		var recs []*kgo.Record
+		for k := range keys {
+			recs = append(recs, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%03d", k), Value: fmt.Appendf(nil, "k%03d-%d", k, v)})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tombs []*kgo.Record
+	for k := range deleted {
+		tombs = append(tombs, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%03d", k)})
+	}
+	if err := cl.ProduceSync(ctx, tombs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// Larger than a segment: it starts the active segment, and the
+	// tombstones' segment is sealed, so cleanable. The last write.
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("last"), Value: []byte(strings.Repeat("x", 20000))}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	mqtest.Wait{Timeout: time.Minute}.For(t, "the tombstones and deleted keys to leave the log", func() (bool, string) {
+		view, err := compactedView(t, b.client, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		for k := range keys {
+			key := fmt.Sprintf("k%03d", k)
+			var want []string
+			if k >= deleted {
+				want = []string{fmt.Sprintf("%s-%d", key, versions-1)}
+			}
+			if !slices.Equal(view[key], want) {
+				return false, fmt.Sprintf("key %s reads %v, want %v", key, view[key], want)
+			}
+		}
+		return true, ""
+	})
+}

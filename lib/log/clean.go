@@ -76,6 +76,11 @@ type Cleanable struct {
 	// MustClean reports dirty bytes older than the maximum compaction
 	// lag: the log must be cleaned whatever its dirty ratio.
 	MustClean bool
+	// TombstonesDue reports cleaned offsets that may hold tombstones whose
+	// delete retention (CleanOptions.DeleteRetention) has passed: a pass
+	// would remove them, dirty bytes or not. Without it a log nobody
+	// writes to would keep its deleted keys forever.
+	TombstonesDue bool
 	// LastCleaned is when the last pass that cleaned something ran, zero
 	// if none did.
 	LastCleaned time.Time
@@ -200,6 +205,7 @@ func (l *Log) CleanableState(o CleanOptions) (Cleanable, error) {
 	for _, r := range l.cleaner.ranges {
 		c.LastCleaned = maxTime(c.LastCleaned, time.UnixMilli(r.at))
 	}
+	c.TombstonesDue = l.cleaner.tombstonesDue(p.end, p.now, o.DeleteRetention.Milliseconds())
 	return c, nil
 }
 
@@ -238,7 +244,8 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 		return CleanResult{}, err
 	}
 	res := CleanResult{FirstDirtyOffset: p.firstDirty, CleanedTo: p.firstDirty}
-	if p.firstDirty >= p.end {
+	retention := o.DeleteRetention.Milliseconds()
+	if p.firstDirty >= p.end && !p.state.tombstonesDue(p.end, p.now, retention) {
 		return res, nil
 	}
 	p.readBuf, p.writeBuf = make([]byte, 1<<20), make([]byte, 0, 1<<20)
@@ -255,8 +262,8 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 		return res, err
 	}
 	p.state.add(p.firstDirty, cleanedTo, p.now)
-	retention := o.DeleteRetention.Milliseconds()
-	f := &cleanFilter{m: m, state: &p.state, cleanedTo: cleanedTo, now: p.now, retention: retention, newest: p.newest}
+	f := &cleanFilter{m: m, state: &p.state, cleanedTo: cleanedTo, now: p.now, retention: retention, newest: p.newest,
+		kept: make([]bool, len(p.state.ranges))}
 
 	n := 0 // segments to rewrite: those holding offsets below cleanedTo
 	for n < len(p.segs) && p.segs[n].base < cleanedTo {
@@ -342,6 +349,13 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 	}
 	l.cleaner.firstDirty = max(l.cleaner.firstDirty, cleanedTo)
 	l.cleaner.add(p.firstDirty, cleanedTo, p.now)
+	// The pass read every record below cleanedTo: a range there holds
+	// tombstones to remove later only if the pass kept some in it.
+	for i := range l.cleaner.ranges {
+		if r := &l.cleaner.ranges[i]; r.to <= cleanedTo {
+			r.tombstones = f.keptIn(r.from, r.to)
+		}
+	}
 	l.cleaner.prune(l.logStart, l.end)
 	res.CleanedTo = cleanedTo
 	return res, l.checkpointCleanerLocked()
@@ -488,6 +502,7 @@ type cleanFilter struct {
 	now       int64
 	retention int64
 	newest    map[int64]int64
+	kept      []bool // by range of state: a tombstone was kept in it
 }
 
 // keep reports whether the record at offset with key and value (nil: a
@@ -500,11 +515,25 @@ func (f *cleanFilter) keep(offset int64, key, value []byte) bool {
 		return false
 	}
 	if value == nil {
-		if at, ok := f.state.cleanedAt(offset); ok && at+f.retention <= f.now {
+		i, ok := f.state.rangeOf(offset)
+		if ok && f.state.ranges[i].at+f.retention <= f.now {
 			return false
+		}
+		if ok {
+			f.kept[i] = true
 		}
 	}
 	return true
+}
+
+// keptIn reports whether the pass kept a tombstone in [from, to).
+func (f *cleanFilter) keptIn(from, to int64) bool {
+	for i, r := range f.state.ranges {
+		if f.kept[i] && r.from < to && r.to > from {
+			return true
+		}
+	}
+	return false
 }
 
 // producerNeeds reports whether h is the newest batch of a producer the

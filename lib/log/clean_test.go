@@ -616,24 +616,39 @@ func TestCleanStopsWhereTheDedupeBufferFills(t *testing.T) {
 	}
 }
 
+// cleanedAt returns when offset was first cleaned, ok false when never.
+func cleanedAt(s *cleanerState, offset int64) (int64, bool) {
+	i, ok := s.rangeOf(offset)
+	if !ok {
+		return 0, false
+	}
+	return s.ranges[i].at, true
+}
+
 func TestCleanedRangesCheckpoint(t *testing.T) {
 	var s cleanerState
 	s.add(0, 10, 100)
 	s.add(5, 20, 200)
 	s.add(30, 40, 300)
-	if at, ok := s.cleanedAt(7); !ok || at != 100 {
+	if at, ok := cleanedAt(&s, 7); !ok || at != 100 {
 		t.Fatalf("7: %d %v", at, ok)
 	}
-	if at, ok := s.cleanedAt(15); !ok || at != 200 {
+	if at, ok := cleanedAt(&s, 15); !ok || at != 200 {
 		t.Fatalf("15: %d %v", at, ok)
 	}
-	if _, ok := s.cleanedAt(25); ok {
+	if _, ok := cleanedAt(&s, 25); ok {
 		t.Fatal("25 was never cleaned")
 	}
 	s.firstDirty = 40
+	s.ranges[1].tombstones = false
 	got, err := decodeCleanerState(encodeCleanerState(s))
 	if err != nil || got.firstDirty != 40 || !slices.Equal(got.ranges, s.ranges) {
 		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	// A line without the tombstones field may hold some.
+	old, err := decodeCleanerState([]byte("mq cleaner-offset 1\n40\n1\n0 10 100\n"))
+	if err != nil || !slices.Equal(old.ranges, []cleanedRange{{from: 0, to: 10, at: 100, tombstones: true}}) {
+		t.Fatalf("a line of three fields: %+v %v", old, err)
 	}
 	for i := range 200 {
 		s.add(int64(100+i), int64(101+i), int64(1000+i))
@@ -644,12 +659,12 @@ func TestCleanedRangesCheckpoint(t *testing.T) {
 	}
 	// Joining only ever makes tombstones stay longer.
 	for i := range 200 {
-		if at, ok := s.cleanedAt(int64(100 + i)); !ok || at < int64(1000+i) {
+		if at, ok := cleanedAt(&s, int64(100+i)); !ok || at < int64(1000+i) {
 			t.Fatalf("offset %d: cleaned at %d, was %d", 100+i, at, 1000+i)
 		}
 	}
 	s.prune(0, 15)
-	if _, ok := s.cleanedAt(15); ok || s.firstDirty != 15 {
+	if _, ok := cleanedAt(&s, 15); ok || s.firstDirty != 15 {
 		t.Fatalf("truncated state: %+v", s)
 	}
 }
@@ -941,5 +956,65 @@ func TestCleanLeavesNoBatchWithoutRecords(t *testing.T) {
 		if got := latestView(readAll(t, tl.Log, 1)); !equalViews(got, want) {
 			t.Fatalf("pass %d: latest view %v, want %v", pass, got, want)
 		}
+	}
+}
+
+// TestCleanRemovesDueTombstonesWithoutNewWrites: once the pass that first
+// cleaned a tombstone is a delete retention old, CleanableState reports
+// TombstonesDue and a pass removes the tombstone, though nothing was
+// written since (no dirty bytes): a quiet log does not keep deleted keys
+// forever. A log whose passes kept no tombstone reports none due, so it is
+// not read again for nothing; both survive a reopen.
+func TestCleanRemovesDueTombstonesWithoutNewWrites(t *testing.T) {
+	tl := openTestLog(t, cleanConfig())
+	ts := testStart.UnixMilli()
+	for i := range 100 {
+		tl.append(kvBatch(t, ts, put(fmt.Sprintf("k%d", i%10), fmt.Sprint(i))), 0)
+	}
+	tl.append(kvBatch(t, ts, tomb("k1"), tomb("k2")), 0)
+	for i := range 40 { // push the tombstones out of the active segment
+		tl.append(kvBatch(t, ts, put(fmt.Sprintf("x%d", i), "value")), 0)
+	}
+	mustFlush(t, tl.Log)
+	retention := time.Hour
+	now := testStart.Add(time.Minute)
+	state := func(at time.Time) Cleanable {
+		t.Helper()
+		c, err := tl.CleanableState(CleanOptions{Now: at, DeleteRetention: retention})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if res := mustClean(t, tl.Log, CleanOptions{Now: now, DeleteRetention: retention}); res.TombstonesRemoved != 0 || res.RecordsRemoved == 0 {
+		t.Fatalf("first pass: %+v", res)
+	}
+	if c := state(now.Add(retention - time.Millisecond)); c.TombstonesDue || c.DirtyBytes != 0 {
+		t.Fatalf("within the retention: %+v", c)
+	}
+	tl.reopen() // what the pass kept is checkpointed
+	due := now.Add(retention)
+	if c := state(due); !c.TombstonesDue || c.DirtyBytes != 0 {
+		t.Fatalf("after the retention, nothing written: %+v, want tombstones due", c)
+	}
+	if res := mustClean(t, tl.Log, CleanOptions{Now: due, DeleteRetention: retention}); res.TombstonesRemoved != 2 {
+		t.Fatalf("pass after the retention removed %d tombstones, want 2 (%+v)", res.TombstonesRemoved, res)
+	}
+	recs := readAll(t, tl.Log, 1<<20)
+	for _, k := range []string{"k1", "k2"} {
+		if offs := offsetsOf(recs, k); len(offs) != 0 {
+			t.Fatalf("key %s still at %v", k, offs)
+		}
+	}
+	if v := latestView(recs); v["k0"].value != "90" || v["k9"].value != "99" {
+		t.Fatalf("other keys lost: %v", v)
+	}
+	later := due.Add(24 * time.Hour)
+	if c := state(later); c.TombstonesDue {
+		t.Fatalf("no tombstone left, yet %+v", c)
+	}
+	tl.reopen()
+	if c := state(later); c.TombstonesDue {
+		t.Fatalf("after a reopen, no tombstone left, yet %+v", c)
 	}
 }

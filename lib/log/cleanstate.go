@@ -16,11 +16,16 @@ import (
 //	mq cleaner-offset 1
 //	<first dirty offset>
 //	<count>
-//	<from> <to> <cleaned at, unix ms>    one per range, by offset
+//	<from> <to> <cleaned at, unix ms> <tombstones>    one per range, by offset
 //
 // A range [from, to) was first cleaned at the time given: a tombstone in it
 // is removed by a pass at or after that time plus the delete retention.
 // Offsets no range covers were never cleaned, and their tombstones stay.
+// <tombstones> is 1 when the range may hold tombstones that a later pass
+// will remove, 0 when the last pass over it kept none: a log whose
+// tombstones have passed their delete retention is cleaned again even when
+// nothing new was written to it (CleanableState's TombstonesDue). A line
+// without the field (an older file) counts as 1.
 const cleanerFile = "cleaner-offset-checkpoint"
 
 // maxCleanedRanges bounds the ranges the checkpoint keeps. Past it the two
@@ -32,6 +37,9 @@ const maxCleanedRanges = 64
 type cleanedRange struct {
 	from, to int64 // offsets, to exclusive
 	at       int64 // unix ms of the first pass that cleaned them
+	// tombstones: the range may hold tombstones a pass will remove once
+	// at plus the delete retention has passed.
+	tombstones bool
 }
 
 // cleanerState is what the cleaner keeps between passes. Guarded by Log.mu.
@@ -40,8 +48,9 @@ type cleanerState struct {
 	ranges     []cleanedRange
 }
 
-// cleanedAt returns when offset was first cleaned, ok false when never.
-func (s *cleanerState) cleanedAt(offset int64) (int64, bool) {
+// rangeOf returns the index of the range holding offset, ok false when
+// offset was never cleaned.
+func (s *cleanerState) rangeOf(offset int64) (int, bool) {
 	i, found := slices.BinarySearchFunc(s.ranges, offset, func(r cleanedRange, o int64) int {
 		switch {
 		case r.to <= o:
@@ -51,14 +60,25 @@ func (s *cleanerState) cleanedAt(offset int64) (int64, bool) {
 		}
 		return 0
 	})
-	if !found {
-		return 0, false
+	return i, found
+}
+
+// tombstonesDue reports whether a range below end (where a pass may clean
+// now) may hold tombstones whose delete retention (ms) has passed at now.
+// A range reaching past end waits: a pass could not read all of it, nor
+// tell that it was left without tombstones.
+func (s *cleanerState) tombstonesDue(end, now, retention int64) bool {
+	for _, r := range s.ranges {
+		if r.to <= end && r.tombstones && r.at+retention <= now {
+			return true
+		}
 	}
-	return s.ranges[i].at, true
+	return false
 }
 
 // add records that [from, to) was cleaned at ms; the offsets already
-// covered keep their earlier time.
+// covered keep their earlier time. The new ranges may hold tombstones
+// until a pass says otherwise.
 func (s *cleanerState) add(from, to, at int64) {
 	var out []cleanedRange
 	pos := from
@@ -68,13 +88,13 @@ func (s *cleanerState) add(from, to, at int64) {
 			continue
 		}
 		if r.from > pos {
-			out = append(out, cleanedRange{from: pos, to: r.from, at: at})
+			out = append(out, cleanedRange{from: pos, to: r.from, at: at, tombstones: true})
 		}
 		out = append(out, r)
 		pos = max(pos, r.to)
 	}
 	if pos < to {
-		out = append(out, cleanedRange{from: pos, to: to, at: at})
+		out = append(out, cleanedRange{from: pos, to: to, at: at, tombstones: true})
 	}
 	slices.SortFunc(out, func(a, b cleanedRange) int { return cmpInt64(a.from, b.from) })
 	s.ranges = out
@@ -103,7 +123,7 @@ func (s *cleanerState) prune(start, end int64) {
 			}
 		}
 		a, b := s.ranges[best], s.ranges[best+1]
-		s.ranges[best] = cleanedRange{from: a.from, to: b.to, at: max(a.at, b.at)}
+		s.ranges[best] = cleanedRange{from: a.from, to: b.to, at: max(a.at, b.at), tombstones: a.tombstones || b.tombstones}
 		s.ranges = slices.Delete(s.ranges, best+1, best+2)
 	}
 }
@@ -120,7 +140,11 @@ func encodeCleanerState(s cleanerState) []byte {
 	b.WriteString(checkpointHeader("cleaner-offset"))
 	fmt.Fprintf(&b, "%d\n%d\n", max(s.firstDirty, 0), len(s.ranges))
 	for _, r := range s.ranges {
-		fmt.Fprintf(&b, "%d %d %d\n", r.from, r.to, r.at)
+		t := 0
+		if r.tombstones {
+			t = 1
+		}
+		fmt.Fprintf(&b, "%d %d %d %d\n", r.from, r.to, r.at, t)
 	}
 	return []byte(b.String())
 }
@@ -144,16 +168,16 @@ func decodeCleanerState(b []byte) (cleanerState, error) {
 	s := cleanerState{firstDirty: first}
 	for _, line := range lines[2:] {
 		f := strings.Fields(line)
-		if len(f) != 3 {
+		if len(f) != 3 && len(f) != 4 {
 			return cleanerState{}, fmt.Errorf("cleaner-offset checkpoint: bad line %q", line)
 		}
-		var v [3]int64
+		v := [4]int64{3: 1}
 		for i := range f {
-			if v[i], err = strconv.ParseInt(f[i], 10, 64); err != nil || v[i] < 0 {
+			if v[i], err = strconv.ParseInt(f[i], 10, 64); err != nil || v[i] < 0 || i == 3 && v[i] > 1 {
 				return cleanerState{}, fmt.Errorf("cleaner-offset checkpoint: bad line %q", line)
 			}
 		}
-		r := cleanedRange{from: v[0], to: v[1], at: v[2]}
+		r := cleanedRange{from: v[0], to: v[1], at: v[2], tombstones: v[3] == 1}
 		if r.to <= r.from || len(s.ranges) > 0 && r.from < s.ranges[len(s.ranges)-1].to {
 			return cleanerState{}, fmt.Errorf("cleaner-offset checkpoint: line %q out of order", line)
 		}

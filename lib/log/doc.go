@@ -92,8 +92,9 @@
 // on every roll; damaged-ranges is "mq damaged-ranges 1", the count, and
 // one line per range (see damage.go). The cleaner checkpoint is
 // "mq cleaner-offset 1", the first dirty offset, the count, and one
-// "<from> <to> <unix ms>" line per offset range telling when a pass first
-// cleaned it (see cleanstate.go). The producer-state snapshot is binary (see
+// "<from> <to> <unix ms> <tombstones>" line per offset range telling when
+// a pass first cleaned it and whether it may still hold tombstones (see
+// cleanstate.go). The producer-state snapshot is binary (see
 // producer.go): "MQPS", version byte 1, the log end offset it is valid at,
 // the producers with their epoch and last five batches (first and last
 // sequence, base and last offset), and a CRC32C; Close writes it only when
@@ -201,11 +202,12 @@
 //
 // Clean runs one cleaning pass (Kafka's log cleaner, cleanup.policy
 // compact); the caller decides when, from CleanableState (the dirty
-// ratio, and MustClean for max.compaction.lag.ms), and passes the topic's
+// ratio, MustClean for max.compaction.lag.ms, and TombstonesDue for
+// tombstones past their delete retention), and passes the topic's
 // settings in CleanOptions:
 //
 //	c, err := l.CleanableState(log.CleanOptions{Now: now, MinCompactionLag: lag, MaxOffset: hw})
-//	if c.DirtyRatio >= minCleanableRatio || c.MustClean {
+//	if c.DirtyRatio >= minCleanableRatio || c.MustClean || c.TombstonesDue {
 //		res, err := l.Clean(ctx, log.CleanOptions{Now: now, DeleteRetention: ..., MaxOffset: hw, ...})
 //	}
 //
@@ -225,10 +227,16 @@
 //     is a tombstone (null value) whose offset was first cleaned at least
 //     DeleteRetention ago (cleaner-offset-checkpoint keeps, per offset
 //     range, the time of the first pass that cleaned it; a pass records
-//     its dirty range with its own time). Records without a key always
-//     stay, since the cleaner cannot know what they replace: a broker
-//     refuses them in compacted topics, as Kafka does, but a log may hold
-//     some written before its topic compacted.
+//     its dirty range with its own time). The checkpoint also tells, per
+//     range, whether the last pass over it kept a tombstone there; once
+//     such a range is DeleteRetention old, CleanableState reports
+//     TombstonesDue and a pass removes them even when nothing was written
+//     since (no dirty bytes): such a pass has no new key in its map and
+//     drops only those tombstones. Kafka keeps that horizon in the batch
+//     header (KIP-534) instead. Records without a key always stay, since
+//     the cleaner cannot know what they replace: a broker refuses them in
+//     compacted topics, as Kafka does, but a log may hold some written
+//     before its topic compacted.
 //   - Offsets never change, and batches still tile the offsets: each
 //     batch starts right after the one before, so reads, indexes,
 //     recovery and the scrubber see a log like any other. The records

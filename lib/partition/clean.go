@@ -42,8 +42,9 @@ type cleaning struct {
 
 // pickCleanable returns the hosted compacted partition that most needs a
 // pass and is not being cleaned (marked busy now), or nil: one whose
-// oldest dirty records passed max.compaction.lag.ms first, else the
-// highest dirty ratio at or above its min.cleanable.dirty.ratio.
+// oldest dirty records passed max.compaction.lag.ms, or whose tombstones
+// passed delete.retention.ms (written to or not), first, else the highest
+// dirty ratio at or above its min.cleanable.dirty.ratio.
 func (m *Manager) pickCleanable(c *cleaning, dedupe int64) (*Hosted, log.CleanOptions) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -57,10 +58,11 @@ func (m *Manager) pickCleanable(c *cleaning, dedupe int64) (*Hosted, log.CleanOp
 		}
 		o := m.cleanOptions(h, cfg, dedupe)
 		st, err := h.Log().CleanableState(o)
-		if err != nil || st.DirtyBytes <= 0 || !st.MustClean && st.DirtyRatio < cfg.MinCleanableDirtyRatio {
+		if err != nil || !st.TombstonesDue && (st.DirtyBytes <= 0 || !st.MustClean && st.DirtyRatio < cfg.MinCleanableDirtyRatio) {
 			continue
 		}
-		if best == nil || st.MustClean && !bestState.MustClean || st.MustClean == bestState.MustClean && st.DirtyRatio > bestState.DirtyRatio {
+		urgent, bestUrgent := st.MustClean || st.TombstonesDue, bestState.MustClean || bestState.TombstonesDue
+		if best == nil || urgent && !bestUrgent || urgent == bestUrgent && st.DirtyRatio > bestState.DirtyRatio {
 			best, bestOpts, bestState = h, o, st
 		}
 	}

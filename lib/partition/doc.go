@@ -56,8 +56,11 @@
 // StartLogTasks runs, on the Manager's clock: retention every
 // log.retention.check.interval.ms; log.cleaner.threads compaction loops,
 // each cleaning the compacted log that most needs it up to its
-// high-water mark; and the scrubber at log.scrub.bytes.per.sec, woken
-// when a partition opens.
+// high-water mark (dirty past min.cleanable.dirty.ratio or
+// max.compaction.lag.ms, or holding tombstones past delete.retention.ms,
+// which a log nobody writes to must lose too), looking again every
+// log.cleaner.backoff.ms when none does; and the scrubber at
+// log.scrub.bytes.per.sec, woken when a partition opens.
 //
 // # Goroutines
 //
