@@ -647,6 +647,18 @@ func (l *Log) cleanGroup(p *cleanPlan, g []int, f *cleanFilter) (out *groupOutpu
 				}
 				bb.take(h, kept)
 				return nil
+			case h.ProducerID < 0:
+				// Stamped with the log append time, without a producer:
+				// its records stay a batch of their own, with its
+				// append time, which may take the offsets of the
+				// record-less batches around it.
+				if !bb.fits(h, true) {
+					if err := bb.flush(w); err != nil {
+						return err
+					}
+				}
+				bb.take(h, kept)
+				return nil
 			case removed == 0:
 				if err := bb.flush(w); err != nil {
 					return err
@@ -837,7 +849,10 @@ func (b *recordBuf) records(base, baseTS int64) []record.Record {
 // a producer id, with CreateTime timestamps and the same leader epoch, into
 // one batch covering all their offsets, and covers the offsets of
 // batches left with nothing the same way (a batch without records when no
-// record survives near them).
+// record survives near them). The records of a batch without a producer
+// id stamped with the log append time are never merged with others: they
+// make a batch of their own, with its append time, which takes the offsets
+// of record-less batches next to it.
 type batchBuilder struct {
 	open     bool
 	epoch    int32
@@ -850,6 +865,9 @@ type batchBuilder struct {
 	// a segment's largest timestamp) ages a segment the cleaner emptied as
 	// it would have aged the segment before, not from the time of the pass.
 	maxTS int64
+	// lat: the records are a LogAppendTime batch's, stamped latTS.
+	lat   bool
+	latTS int64
 	buf   *recordBuf
 	out   []byte
 }
@@ -861,6 +879,9 @@ func (b *batchBuilder) fits(h *record.Header, withRecords bool) bool {
 	if !b.open {
 		return true
 	}
+	if withRecords && (b.lat || h.LogAppendTime() && len(b.buf.recs) > 0) {
+		return false
+	}
 	return h.PartitionLeaderEpoch == b.epoch &&
 		(!withRecords || !b.hasCodec || h.Codec() == b.codec) &&
 		(!withRecords || b.buf.size() < cleanedBatchBytes) &&
@@ -870,7 +891,10 @@ func (b *batchBuilder) fits(h *record.Header, withRecords bool) bool {
 // take adds the batch with header h and surviving records kept.
 func (b *batchBuilder) take(h *record.Header, kept *recordBuf) {
 	if !b.open {
-		b.open, b.epoch, b.base, b.hasCodec, b.maxTS = true, h.PartitionLeaderEpoch, h.BaseOffset, false, -1
+		b.open, b.epoch, b.base, b.hasCodec, b.maxTS, b.lat = true, h.PartitionLeaderEpoch, h.BaseOffset, false, -1, false
+	}
+	if len(kept.recs) > 0 && h.LogAppendTime() {
+		b.lat, b.latTS = true, h.MaxTimestamp
 	}
 	b.last = h.LastOffset()
 	b.maxTS = max(b.maxTS, h.MaxTimestamp)
@@ -897,10 +921,14 @@ func (b *batchBuilder) flush(w *segWriter) error {
 		BaseTimestamp:        baseTS,
 		KeepOffsetDeltas:     true,
 		LastOffsetDelta:      int32(b.last - b.base),
+		LogAppendTime:        b.lat,
 	}
 	out, err := record.AppendBatch(b.out[:0], opts, b.buf.records(b.base, baseTS))
 	if err != nil {
 		return fmt.Errorf("log: clean: build batch at %d: %w", b.base, err)
+	}
+	if b.lat {
+		record.SetLogAppendTime(out, b.latTS)
 	}
 	b.out = out
 	b.open = false

@@ -909,8 +909,17 @@ func TestCleanedSegmentsAgeByTheirTimestamps(t *testing.T) {
 // The offsets of the batches that lost everything are covered by their
 // neighbours, so a read at any of them moves on.
 func TestCleanLeavesNoBatchWithoutRecords(t *testing.T) {
+	for _, logAppendTime := range []bool{false, true} {
+		t.Run(fmt.Sprintf("LogAppendTime=%v", logAppendTime), func(t *testing.T) {
+			testCleanLeavesNoBatchWithoutRecords(t, logAppendTime)
+		})
+	}
+}
+
+func testCleanLeavesNoBatchWithoutRecords(t *testing.T, logAppendTime bool) {
 	cfg := cleanConfig()
 	cfg.SegmentBytes = 200
+	cfg.LogAppendTime = logAppendTime
 	tl := openTestLog(t, cfg)
 	ts := testStart.UnixMilli()
 	var recs []kv
@@ -933,7 +942,12 @@ func TestCleanLeavesNoBatchWithoutRecords(t *testing.T) {
 		recs = recs[k:]
 	}
 	mustFlush(t, tl.Log)
-	want := latestView(readAll(t, tl.Log, 1<<20))
+	before := readAll(t, tl.Log, 1<<20)
+	want := latestView(before)
+	stamped := map[int64]int64{} // offset → timestamp, as read
+	for _, r := range before {
+		stamped[r.offset] = r.ts
+	}
 	for pass := range 2 {
 		mustClean(t, tl.Log, CleanOptions{SegmentBytes: 200})
 		tl.mu.RLock()
@@ -953,8 +967,14 @@ func TestCleanLeavesNoBatchWithoutRecords(t *testing.T) {
 			}
 			off = h.LastOffset() + 1
 		}
-		if got := latestView(readAll(t, tl.Log, 1)); !equalViews(got, want) {
+		after := readAll(t, tl.Log, 1)
+		if got := latestView(after); !equalViews(got, want) {
 			t.Fatalf("pass %d: latest view %v, want %v", pass, got, want)
+		}
+		for _, r := range after {
+			if r.ts != stamped[r.offset] {
+				t.Fatalf("pass %d: record at %d has timestamp %d, was %d", pass, r.offset, r.ts, stamped[r.offset])
+			}
 		}
 	}
 }

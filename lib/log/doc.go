@@ -246,32 +246,32 @@
 //     leader epoch, are merged: their surviving records are written into
 //     batches of up to 64 KiB (before compression), in the codec of their
 //     first batch (batches of other codecs start a new batch), timestamps
-//     and headers as they were. The offsets of a batch left with nothing
-//     join such a batch (whatever its size), or a batch without records
-//     (record count 0, the last offset delta covering them) where no such
-//     batch of their leader epoch is next to them in the segment; a batch
-//     without records carries the leader epoch of the offsets it covers,
-//     so a leader-epoch history rebuilt from the log is unchanged, and as
-//     its timestamp the largest of the batches it replaced, so
-//     retention.ms ages it as it aged them.
+//     and headers as they were. The surviving records of a batch without
+//     a producer id stamped with the log append time make a batch of their
+//     own, with that time. The offsets of a batch left with nothing join
+//     such a batch next to them (whatever its size), or else a batch
+//     without records (record count 0, the last offset delta covering
+//     them); a batch without records carries the leader epoch of the
+//     offsets it covers, so a leader-epoch history rebuilt from the log is
+//     unchanged, and as its timestamp the largest of the batches it
+//     replaced, so retention.ms ages it as it aged them.
 //   - A group whose result would hold no record at all is rewritten
 //     together with the group before it, or the one after it when it is
 //     the first: a read returns batches of one segment, and a consumer
 //     that moves on by the records it reads (kafka-go's reader) would
 //     fetch a segment of record-less batches forever. Kafka drops such
 //     batches and leaves a gap; batches here tile the offsets, so a batch
-//     without records is left only where no merged batch can take its
-//     offsets: between batches that keep their headers, at a leader epoch
-//     change, and a producer's newest batch (below).
-//   - Batches of an idempotent producer, and those stamped with the log
-//     append time, keep their header (base offset, last offset delta,
-//     producer id, epoch, base sequence, timestamps) and codec; their
-//     surviving records are written again, CRC recomputed. A producer's
-//     newest batch stays, without records if none is left, so that a
-//     producer state rebuilt from the log still knows its last sequence;
-//     the others go when they are left with nothing. The producer state in
-//     memory and in its snapshot is not touched: duplicates and sequence
-//     gaps are detected as before.
+//     without records is left only where no batch of the two kinds above
+//     can take its offsets: between batches of idempotent producers, at a
+//     leader epoch change, and a producer's newest batch (below).
+//   - Batches of an idempotent producer keep their header (base offset,
+//     last offset delta, producer id, epoch, base sequence, timestamps, the
+//     log append time) and codec; their surviving records are written
+//     again, CRC recomputed. A producer's newest batch stays, without
+//     records if none is left, so that a producer state rebuilt from the
+//     log still knows its last sequence; the others go when they are left
+//     with nothing. The producer state in memory and in its snapshot is
+//     not touched: duplicates and sequence gaps are detected as before.
 //   - Control and transactional batches are copied as they are (mq has no
 //     transactions yet), and so are the batches at or after CleanedTo.
 //
