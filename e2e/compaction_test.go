@@ -454,7 +454,9 @@ func TestCompactDeleteTopicExpiresAndCompacts(t *testing.T) {
 // them, a Reader with 200-byte fetches reads every key exactly once. A
 // segment left holding only batches without records (record count 0)
 // makes the Reader fetch it forever: its offset moves by the records it
-// reads.
+// reads. Raw fetches at every offset, inside the batches that lost all
+// their records included, get the batch covering it and none without
+// records.
 func TestKafkaGoReaderReadsACompactedTopic(t *testing.T) {
 	b := startBroker(t, brokerOpts{props: []string{"log.cleaner.backoff.ms=50"}})
 	ctx := ctxFor(t, 2*time.Minute)
@@ -524,6 +526,48 @@ func TestKafkaGoReaderReadsACompactedTopic(t *testing.T) {
 		return true, ""
 	}
 	mqtest.Wait{Timeout: time.Minute}.For(t, "kafka-go's reader to read every key once", readOnce)
+
+	// A fetch at any offset of the cleaned log, one inside a batch that
+	// lost every record included, gets the batch covering it, and no
+	// batch without records.
+	cl := b.client()
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup(topic, 0)
+	details, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for offset := int64(0); offset < end.Offset; offset++ {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxBytes = -1, 200
+		req.Topics = []kmsg.FetchRequestTopic{{Topic: topic, TopicID: details[topic].ID, Partitions: []kmsg.FetchRequestTopicPartition{
+			{Partition: 0, FetchOffset: offset, PartitionMaxBytes: 200, CurrentLeaderEpoch: -1, LogStartOffset: -1}}}}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp := resp.Topics[0].Partitions[0]
+		if fp.ErrorCode != 0 || len(fp.RecordBatches) == 0 {
+			t.Fatalf("fetch at %d: %v, %d bytes", offset, kerr.ErrorForCode(fp.ErrorCode), len(fp.RecordBatches))
+		}
+		for i, rest := 0, fp.RecordBatches; len(rest) > 0; i++ {
+			_, next, h, err := record.Next(rest)
+			if err != nil {
+				break // a batch cut by the fetch's size limit
+			}
+			if i == 0 && (h.BaseOffset > offset || h.LastOffset() < offset) {
+				t.Fatalf("fetch at %d starts with the batch [%d, %d]", offset, h.BaseOffset, h.LastOffset())
+			}
+			if h.NumRecords == 0 {
+				t.Fatalf("fetch at %d: the batch [%d, %d] has no records", offset, h.BaseOffset, h.LastOffset())
+			}
+			rest = next
+		}
+	}
 }
 
 // TestCompactedTopicRefusesRecordsWithoutKey: a compacted topic refuses a
