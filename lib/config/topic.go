@@ -45,7 +45,7 @@ type topicProperty struct {
 // topicProperties is every topic config mq knows, sorted by name.
 var topicProperties = func() []topicProperty {
 	ps := []topicProperty{
-		{name: "cleanup.policy", kind: cleanupPolicy, broker: "log.cleanup.policy", doc: "Delete old segments, compact by key (keep the latest value of every key), or both; compact alone keeps every key's latest record forever.",
+		{name: "cleanup.policy", kind: cleanupPolicy, broker: "log.cleanup.policy", doc: "Delete old segments, compact by key (keep the latest value of every key), or both; compact alone keeps every key's latest record forever. A compacted topic refuses records without a key (INVALID_RECORD).",
 			set: func(t *Topic, v string) { t.CleanupPolicy = v }},
 		{name: "segment.bytes", kind: integer(TypeInt, 32, 14, maxInt32), broker: "log.segment.bytes", doc: "Roll a new segment at this size.",
 			set: func(t *Topic, v string) { t.SegmentBytes = i64(v) }},
