@@ -269,11 +269,16 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 	for n < len(p.segs) && p.segs[n].base < cleanedTo {
 		n++
 	}
-	// Each group's output is committed once the next group's is known: a
-	// group left without any record (all its keys written again later)
-	// joins the group before it, or the one after it when it is the
-	// first, so that its offsets are covered by a batch with records.
-	var held []int // the last group cleaned, its output not committed
+	// A group left without any record (all its keys written again later)
+	// is rewritten with the group after it, its offsets leading that
+	// group's first batch, or, at the end of the pass, with the group
+	// before it; so its offsets are covered by a batch with records.
+	// Each group is cleaned alone first, and a run of such groups waits
+	// (carry) for the next group instead of being cleaned again with each,
+	// so a pass reads a segment at most three times. A group's output is
+	// committed once the next one's is known.
+	var carry []int // groups left without records, waiting for the next
+	var held []int  // the last group cleaned, its output not committed
 	var heldOut *groupOutput
 	defer func() { l.discardCleaned(heldOut) }()
 	commit := func() (bool, error) {
@@ -303,30 +308,33 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 		}
 		g := groups[k]
 		out, err := l.cleanGroup(p, g, f)
+		if err == nil && out.bare {
+			first := g
+			if carry != nil {
+				first = carry
+			}
+			if k+1 < len(groups) && joinable(p, first, groups[k+1]) {
+				l.discardCleaned(out)
+				carry = slices.Concat(carry, g)
+				continue
+			}
+		}
+		if carry != nil && err == nil {
+			l.discardCleaned(out)
+			g, carry = slices.Concat(carry, g), nil
+			out, err = l.cleanGroup(p, g, f)
+		}
+		if err == nil && out.bare && heldOut != nil && joinable(p, held, g) {
+			l.discardCleaned(out)
+			l.discardCleaned(heldOut)
+			g, heldOut = slices.Concat(held, g), nil
+			out, err = l.cleanGroup(p, g, f)
+		}
 		if errors.Is(err, errSegmentGone) {
 			return res, nil
 		}
 		if err != nil {
 			return res, err
-		}
-		if out.bare {
-			switch {
-			case heldOut != nil && joinable(p, held, g):
-				l.discardCleaned(out)
-				l.discardCleaned(heldOut)
-				g, held, heldOut = slices.Concat(held, g), nil, nil
-				out, err = l.cleanGroup(p, g, f)
-				if errors.Is(err, errSegmentGone) {
-					return res, nil
-				}
-				if err != nil {
-					return res, err
-				}
-			case k+1 < len(groups) && joinable(p, g, groups[k+1]):
-				l.discardCleaned(out)
-				groups[k+1] = slices.Concat(g, groups[k+1])
-				continue
-			}
 		}
 		if heldOut != nil {
 			if ok, err := commit(); err != nil || !ok {

@@ -909,33 +909,46 @@ func TestCleanedSegmentsAgeByTheirTimestamps(t *testing.T) {
 // The offsets of the batches that lost everything are covered by their
 // neighbours, so a read at any of them moves on.
 func TestCleanLeavesNoBatchWithoutRecords(t *testing.T) {
-	for _, logAppendTime := range []bool{false, true} {
-		t.Run(fmt.Sprintf("LogAppendTime=%v", logAppendTime), func(t *testing.T) {
-			testCleanLeavesNoBatchWithoutRecords(t, logAppendTime)
-		})
+	// kafka-go's layout: a unique key with 0 to 4 duplicates after it,
+	// each pattern thirty times, then ten end markers.
+	var dupsLayout []kv
+	n := 0
+	for dups := range 5 {
+		for range 30 {
+			dupsLayout = append(dupsLayout, put(fmt.Sprintf("%04d", n), fmt.Sprintf("%04d", n)))
+			n++
+			for range dups {
+				dupsLayout = append(dupsLayout, put("dup_", "dup_"))
+			}
+		}
+	}
+	for i := range 10 {
+		dupsLayout = append(dupsLayout, put(fmt.Sprintf("e-%02d", i), fmt.Sprintf("e-%02d", i)))
+	}
+	// One key written over and over: every segment but the last one it
+	// is in loses everything, a long run of groups left without records.
+	var oneKey []kv
+	for i := range 300 {
+		oneKey = append(oneKey, put("k", fmt.Sprint(i)))
+	}
+	for i := range 10 {
+		oneKey = append(oneKey, put(fmt.Sprintf("e-%02d", i), "end"))
+	}
+	for name, layout := range map[string][]kv{"dups": dupsLayout, "one key": oneKey} {
+		for _, logAppendTime := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, LogAppendTime=%v", name, logAppendTime), func(t *testing.T) {
+				testCleanLeavesNoBatchWithoutRecords(t, slices.Clone(layout), logAppendTime)
+			})
+		}
 	}
 }
 
-func testCleanLeavesNoBatchWithoutRecords(t *testing.T, logAppendTime bool) {
+func testCleanLeavesNoBatchWithoutRecords(t *testing.T, recs []kv, logAppendTime bool) {
 	cfg := cleanConfig()
 	cfg.SegmentBytes = 200
 	cfg.LogAppendTime = logAppendTime
 	tl := openTestLog(t, cfg)
 	ts := testStart.UnixMilli()
-	var recs []kv
-	n := 0
-	for dups := range 5 {
-		for range 30 {
-			recs = append(recs, put(fmt.Sprintf("%04d", n), fmt.Sprintf("%04d", n)))
-			n++
-			for range dups {
-				recs = append(recs, put("dup_", "dup_"))
-			}
-		}
-	}
-	for i := range 10 {
-		recs = append(recs, put(fmt.Sprintf("e-%02d", i), fmt.Sprintf("e-%02d", i)))
-	}
 	for len(recs) > 0 {
 		k := min(3, len(recs))
 		tl.append(kvBatch(t, ts, recs[:k]...), 0)
