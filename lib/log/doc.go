@@ -256,14 +256,16 @@
 //     unchanged, and as its timestamp the largest of the batches it
 //     replaced, so retention.ms ages it as it aged them.
 //   - A group whose result would hold no record at all is rewritten
-//     together with the group before it, or the one after it when it is
-//     the first: a read returns batches of one segment, and a consumer
-//     that moves on by the records it reads (kafka-go's reader) would
-//     fetch a segment of record-less batches forever. Kafka drops such
-//     batches and leaves a gap; batches here tile the offsets, so a batch
-//     without records is left only where no batch of the two kinds above
-//     can take its offsets: between batches of idempotent producers, at a
-//     leader epoch change, and a producer's newest batch (below).
+//     together with the next group that keeps one, its offsets leading
+//     that group's first batch, or with the group before it when no such
+//     group follows in the pass: a read returns batches of one segment,
+//     and a consumer that moves on by the records it reads (kafka-go's
+//     reader) would fetch a segment of record-less batches forever. Kafka
+//     drops such batches and leaves a gap; batches here tile the offsets,
+//     so a batch without records is left only where no batch of the two
+//     kinds above can take its offsets: between batches of idempotent
+//     producers, at a leader epoch change, and a producer's newest batch
+//     (below).
 //   - Batches of an idempotent producer keep their header (base offset,
 //     last offset delta, producer id, epoch, base sequence, timestamps, the
 //     log append time) and codec; their surviving records are written
