@@ -2,17 +2,19 @@ package main
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/mqproject/mq/lib/admin"
+	"github.com/mqproject/mq/lib/client"
 )
 
 func queueCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "queue",
-		Usage: "list and describe share groups (queues), replay their dead letters",
+		Usage: "create, configure, list and describe share groups (queues), replay their dead letters",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "list",
@@ -69,6 +71,124 @@ JSON: an array of {"group": string, "state": string,
 					}
 					return func(ctx context.Context, g *admin.Admin) (admin.Result, error) {
 						r, err := g.DescribeQueues(ctx, groups)
+						if r == nil {
+							return nil, err
+						}
+						return r, err
+					}, nil
+				}),
+			},
+			{
+				Name:      "create",
+				Usage:     "prepare a share group before its first member: where it starts, its configs",
+				ArgsUsage: "GROUP [KEY=VALUE...]",
+				UsageText: doc("mqctl queue create GROUP [--start earliest|latest] [KEY=VALUE...]", `A share group comes into being when its first member joins; where it
+then starts reading each partition is its share.auto.offset.reset. queue
+create gives a new GROUP (no member and no state yet) without a
+share.auto.offset.reset of its own the one of --start: earliest (the
+default: the members get every record already queued) or latest (only
+those produced after they join). It also sets each KEY=VALUE, as queue
+config does. A group already used keeps where it is.
+
+Prints GROUP STATE START (STATE: new or existing). JSON: {"group": string,
+ "new": bool, "start": string, "set": {name: value}}.`),
+				Flags: append(commandFlags(),
+					&cli.StringFlag{Name: "start", Value: "earliest", Usage: "where a new group starts: `earliest` or latest"},
+				),
+				Action: action(func(c *cli.Context) (job, error) {
+					if c.NArg() == 0 {
+						return nil, client.Usagef("queue create: missing GROUP")
+					}
+					group := c.Args().First()
+					if err := admin.CheckGroupNames("queue create", []string{group}); err != nil {
+						return nil, err
+					}
+					start := c.String("start")
+					if start != "earliest" && start != "latest" {
+						return nil, client.Usagef("queue create: --start %q: want earliest or latest", start)
+					}
+					set, err := admin.ParseConfigs("queue create", c.Args().Tail())
+					if err != nil {
+						return nil, err
+					}
+					return func(ctx context.Context, g *admin.Admin) (admin.Result, error) {
+						r, err := g.CreateQueue(ctx, group, start, set)
+						if r == nil {
+							return nil, err
+						}
+						return r, err
+					}, nil
+				}),
+			},
+			{
+				Name:      "config",
+				Usage:     "show or change a share group's configs (start, lock duration, delivery limit, dead-letter topic)",
+				ArgsUsage: "GROUP [NAME...|KEY=VALUE...]",
+				UsageText: doc("mqctl queue config GROUP [NAME...] [--docs]\nmqctl queue config GROUP KEY=VALUE... [-d KEY]...", `Shows or changes the configs of share GROUP (Kafka's group config
+resource; the group need not exist yet):
+
+    share.auto.offset.reset            where the group starts a partition it has no state for: earliest or latest
+    share.record.lock.duration.ms      how long a member holds the records it acquired
+    share.delivery.count.limit         deliveries before a record is archived (and dead-lettered)
+    share.session.timeout.ms           a silent member leaves after this long
+    share.heartbeat.interval.ms        how often members heartbeat
+    errors.deadletterqueue.topic.name  the dead-letter topic (mq); empty: none
+
+With no KEY=VALUE and no --delete it shows every config, or the NAMEs
+given, with its value and its source: GROUP_CONFIG (the group's own) or
+DEFAULT_CONFIG (the broker's group.share.* setting). Prints NAME VALUE
+SOURCE, and with --docs DOC. JSON: {"resource": "group", "name": string,
+ "configs": [{"name": string, "value": string, "source": string,
+ "sensitive": false, "doc": string}]}.
+
+With KEY=VALUE it sets each KEY and resets each --delete KEY to its
+default, leaving the others (incremental). Prints NAME ACTION VALUE.
+JSON: {"resource": "group", "name": string, "set": {name: value},
+ "deleted": [name]}. An unknown config or a bad value is a failure
+(exit 1).`),
+				Flags: append(commandFlags(),
+					&cli.StringSliceFlag{Name: "delete", Aliases: []string{"d"}, Usage: "reset config `KEY` to its default (repeatable)"},
+					&cli.BoolFlag{Name: "docs", Usage: "add a DOC column: what each config means"},
+				),
+				Action: action(func(c *cli.Context) (job, error) {
+					if c.NArg() == 0 {
+						return nil, client.Usagef("queue config: missing GROUP")
+					}
+					group, rest := c.Args().First(), c.Args().Tail()
+					if err := admin.CheckGroupNames("queue config", []string{group}); err != nil {
+						return nil, err
+					}
+					var names, kvs []string
+					for _, a := range rest {
+						if strings.Contains(a, "=") {
+							kvs = append(kvs, a)
+						} else {
+							names = append(names, a)
+						}
+					}
+					deleted := c.StringSlice("delete")
+					if len(kvs)+len(deleted) == 0 {
+						docs := c.Bool("docs")
+						return func(ctx context.Context, g *admin.Admin) (admin.Result, error) {
+							r, err := g.QueueConfigs(ctx, group, names, docs)
+							if r == nil {
+								return nil, err
+							}
+							return r, err
+						}, nil
+					}
+					if len(names) > 0 {
+						return nil, client.Usagef("queue config: want KEY=VALUE, got %q (names show configs; they do not mix with changes)", names[0])
+					}
+					set, err := admin.ParseConfigs("queue config", kvs)
+					if err != nil {
+						return nil, err
+					}
+					if err := admin.CheckConfigChange("queue config", set, deleted); err != nil {
+						return nil, err
+					}
+					return func(ctx context.Context, g *admin.Admin) (admin.Result, error) {
+						r, err := g.SetQueueConfigs(ctx, group, set, deleted)
 						if r == nil {
 							return nil, err
 						}

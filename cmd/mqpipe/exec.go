@@ -37,11 +37,12 @@ failing to start) is a failed attempt: the message is delivered again
 after --retry-backoff, doubled after each attempt (up to 32 times
 --retry-backoff), and after --attempts deliveries it goes to the
 dead-letter topic of --dlq: the same key, value, headers and timestamp,
-and the headers mq.dlq.topic, mq.dlq.partition, mq.dlq.offset,
-mq.dlq.delivery.count, mq.dlq.group and mq.dlq.error, the last being how
-the command ended and the tail of its stderr (up to 1 KiB), as in
-"exit status 3: no such user". Each failed attempt is reported on stderr
-in one line.
+and the headers mq.dlq.source.topic, mq.dlq.source.partition,
+mq.dlq.source.offset, mq.dlq.delivery.count, mq.dlq.group and
+mq.dlq.error, the last being how the command ended and the tail of its
+stderr (up to 1 KiB), as in "exit status 3: no such user": the headers
+the broker's own dead letters carry (docs/queues.md). Each failed attempt
+is reported on stderr in one line.
 
 -j N runs up to N commands at once. --timeout kills a command that runs
 longer (a failed attempt): each command runs in a process group of its
@@ -60,9 +61,18 @@ Without --ordered the worker is a member of the share group GROUP
 (KIP-932): the broker hands each message to one member at a time, so any
 number of workers share the topics, but messages run in no particular
 order. Without --dlq the broker archives a message that failed its last
-attempt (or dead-letters it, if the group is set up to). The broker also
-counts deliveries, and where a new share group starts is its
-share.auto.offset.reset. mqpipe polls for more messages only once every
+attempt (or dead-letters it, if the group is set up to). With --dlq,
+a group without a dead-letter topic of its own gets TOPIC as its
+errors.deadletterqueue.topic.name: mqctl queue describe counts its dead
+letters and mqctl queue dlq replay finds them. The broker also counts
+deliveries.
+
+A new share group (no member and no state yet) starts at the earliest
+offset: it gets every message queued before its first worker, as a work
+queue should. --start latest makes it skip those. mqpipe sets the
+group's share.auto.offset.reset before joining and says so on stderr; a
+group already used, or whose share.auto.offset.reset an operator set
+(mqctl queue config), keeps its own. mqpipe polls for more messages only once every
 message of the last poll was acknowledged, so a slow command holds its
 batch (of up to -j messages) back. A command must finish within the
 broker's acquisition lock (group.share.record.lock.duration.ms), else the
@@ -93,6 +103,7 @@ func execCommand() *cli.Command {
 			&cli.IntFlag{Name: "attempts", Value: pipe.DefaultAttempts, Usage: "give a message up after `N` failed attempts (to --dlq)"},
 			&cli.DurationFlag{Name: "retry-backoff", Value: pipe.DefaultRetryBackoff, Usage: "wait `DURATION` before the first retry, doubling for each next one"},
 			&cli.StringFlag{Name: "dlq", Usage: "copy messages given up to the dead-letter topic `TOPIC`"},
+			&cli.StringFlag{Name: "start", Usage: "where a new share group starts: `earliest` (every message queued) or latest", DefaultText: "earliest"},
 			&cli.DurationFlag{Name: "exit-when-idle", Usage: "exit 0 once no message came for `DURATION` and every command finished", DefaultText: "never"},
 			&cli.DurationFlag{Name: "grace", Value: pipe.DefaultGrace, Usage: "on SIGTERM, let running commands finish for up to `DURATION`"},
 			&cli.BoolFlag{Name: "ordered", Usage: "use a consumer group and keep the order of each key: one command at a time per key"},
@@ -105,6 +116,7 @@ func execCommand() *cli.Command {
 				Group:          c.String("group"),
 				Ordered:        c.Bool("ordered"),
 				DLQ:            c.String("dlq"),
+				Start:          c.String("start"),
 				SessionTimeout: c.Duration("session-timeout"),
 				Run: pipe.ExecConfig{
 					Command:      c.Args().Slice(),

@@ -52,6 +52,16 @@
 // flag or argument that takes one, asked with a one-second timeout and
 // nothing when the broker does not answer.
 //
+// # Share groups
+//
+// GroupConfigs and AlterGroupConfigs read and change a group's configs
+// (Kafka's GROUP config resource). StartShareGroup is what mqpipe exec and
+// mqctl queue create do before a share group's first member joins: a new
+// group (ShareGroupIsNew: no coordinator knows it and it has no
+// share-partition state) without a share.auto.offset.reset of its own
+// gets the start asked for, earliest by default, so that a work queue
+// delivers what was queued before its first worker.
+//
 // # Output
 //
 // Data goes to stdout, diagnostics to stderr. WriteTable aligns columns for

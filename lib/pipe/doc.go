@@ -37,6 +37,9 @@
 // share group (shareSource) and, with --ordered, a consumer group that
 // keeps per-key order and commits contiguous prefixes (orderedSource);
 // both dead-letter with DeadLetter, whose headers are kafkaext's DLQ*.
+// Before a share group's worker joins, prepareShareGroup starts a new
+// group at the earliest offset (client.StartShareGroup; --start) and
+// makes --dlq the group's dead-letter topic when it has none.
 //
 // Errors meant for the user are *client.Error values carrying the exit
 // status (client.Usagef, client.Failf); a cancelled context is an

@@ -3,6 +3,7 @@ package pipe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"time"
@@ -19,11 +20,14 @@ const joinWait = 15 * time.Second
 
 // ExecOptions is one run of `mqpipe exec`.
 type ExecOptions struct {
-	Broker         string        // the -b value; empty: $MQ_BROKER, then the defaults
-	Topics         []string      // -t: topic names
-	Group          string        // -g: the share group, or with Ordered the consumer group
-	Ordered        bool          // --ordered: a consumer group, one command at a time per key
-	DLQ            string        // --dlq: the dead-letter topic; empty: none
+	Broker  string   // the -b value; empty: $MQ_BROKER, then the defaults
+	Topics  []string // -t: topic names
+	Group   string   // -g: the share group, or with Ordered the consumer group
+	Ordered bool     // --ordered: a consumer group, one command at a time per key
+	DLQ     string   // --dlq: the dead-letter topic; empty: none
+	// Start is where a new share group starts (--start): earliest or
+	// latest; empty: earliest. Not with Ordered.
+	Start          string
 	SessionTimeout time.Duration // --session-timeout, with Ordered; 0: DefaultSessionTimeout
 	Run            ExecConfig    // the command and how to run it
 }
@@ -45,6 +49,10 @@ func (o *ExecOptions) check() error {
 		return client.Usagef("exec: durations may not be negative")
 	case !o.Ordered && o.SessionTimeout != 0:
 		return client.Usagef("exec: --session-timeout needs --ordered (a share group has the broker's)")
+	case o.Ordered && o.Start != "":
+		return client.Usagef("exec: --start is for share groups (a new --ordered group starts at the beginning)")
+	case o.Start != "" && o.Start != "earliest" && o.Start != "latest":
+		return client.Usagef("exec: --start %q: want earliest or latest", o.Start)
 	}
 	for _, t := range o.Topics {
 		if t == "" || strings.HasPrefix(t, "^") {
@@ -104,6 +112,12 @@ func Exec(ctx context.Context, o ExecOptions) error {
 			}
 		}
 	} else {
+		if err := prepareShareGroup(ctx, admCl, o); err != nil {
+			if client.IsUnreachable(err) {
+				return client.Unreachable(addrs, err)
+			}
+			return err
+		}
 		src, err = newShareSource(newClient, o.Topics, o.Group, o.DLQ, o.Run.Jobs, o.Run.Stderr)
 	}
 	if err != nil {
@@ -115,6 +129,45 @@ func Exec(ctx context.Context, o ExecOptions) error {
 			return client.Unreachable(addrs, err)
 		}
 		return client.Failf("exec: %v", err)
+	}
+	return nil
+}
+
+// prepareShareGroup sets a new share group to start at o.Start (default
+// earliest), saying so on stderr, and makes --dlq the group's dead-letter
+// topic when it has none, so that mqctl queue describe counts the dead
+// letters and the broker dead-letters there the records it gives up
+// itself (an acquisition lock that ran out at the delivery limit).
+func prepareShareGroup(ctx context.Context, cl *kgo.Client, o ExecOptions) error {
+	start := o.Start
+	if start == "" {
+		start = "earliest"
+	}
+	st, err := client.StartShareGroup(ctx, cl, o.Group, start)
+	if err != nil {
+		return fmt.Errorf("share group %s: %w", o.Group, err)
+	}
+	if st.New {
+		fmt.Fprintf(o.Run.Stderr, "mqpipe: %s\n", st.Describe(o.Group))
+	}
+	if o.DLQ == "" {
+		return nil
+	}
+	cs, err := client.GroupConfigs(ctx, cl, o.Group, client.ShareDeadLetterTopic)
+	if err != nil {
+		return fmt.Errorf("share group %s: %w", o.Group, err)
+	}
+	for _, c := range cs {
+		switch {
+		case c.Name != client.ShareDeadLetterTopic, c.Value == o.DLQ:
+		case c.Value != "":
+			fmt.Fprintf(o.Run.Stderr, "mqpipe: %s: the group's own dead-letter topic is %s (%s); the broker dead-letters there, mqpipe to --dlq %s\n",
+				o.Group, c.Value, client.ShareDeadLetterTopic, o.DLQ)
+		default:
+			if err := client.AlterGroupConfigs(ctx, cl, o.Group, map[string]string{client.ShareDeadLetterTopic: o.DLQ}, nil); err != nil {
+				return fmt.Errorf("share group %s: %w", o.Group, err)
+			}
+		}
 	}
 	return nil
 }

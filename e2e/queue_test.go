@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestExecNewShareGroupGetsQueuedJobs: the cron example of docs/mqpipe.md
+// processes the jobs sent before its first worker; --start latest skips
+// them.
+func TestExecNewShareGroupGetsQueuedJobs(t *testing.T) {
+	b := startBroker(t, brokerOpts{props: shareProps})
+	if r := runTool(t, 30*time.Second, "m1\nm2\nm3\n", "mqpipe", "produce", "-b", b.addr, "-t", "mail"); r.code != 0 {
+		t.Fatalf("produce: %d %s", r.code, r.stderr)
+	}
+	r := runTool(t, 60*time.Second, "", "mqpipe", "exec", "-b", b.addr, "-t", "mail", "-g", "cron", "--exit-when-idle", "2s", "--", "sh", "-c", "echo sent $(cat)")
+	if r.code != 0 || r.stdout != "sent m1\nsent m2\nsent m3\n" {
+		t.Fatalf("exec of a new group: exit %d\nstdout: %q\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if want := "mqpipe: share group cron is new: it starts at the earliest offset"; !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("stderr %q, want it to start %q", r.stderr, want)
+	}
+	// Not new any more: nothing said, nothing run again.
+	r = runTool(t, 60*time.Second, "", "mqpipe", "exec", "-b", b.addr, "-t", "mail", "-g", "cron", "--exit-when-idle", "2s", "--", "sh", "-c", "echo sent $(cat)")
+	if r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Fatalf("exec of the group again: exit %d\nstdout: %q\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	// --start latest: only what comes after.
+	r = runTool(t, 60*time.Second, "", "mqpipe", "exec", "-b", b.addr, "-t", "mail", "-g", "late", "--start", "latest", "--exit-when-idle", "2s", "--", "sh", "-c", "echo sent $(cat)")
+	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "starts at the latest offset") {
+		t.Fatalf("exec --start latest: exit %d\nstdout: %q\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	r = runTool(t, 10*time.Second, "", "mqpipe", "exec", "-b", b.addr, "-t", "mail", "-g", "x", "--start", "soon", "--", "true")
+	if r.code != 2 || !strings.Contains(r.stderr, "want earliest or latest") {
+		t.Fatalf("exec --start soon: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestQueueConfigFromTheShell: a share group's configs are read and set
+// with mqctl, before the group exists; queue create starts a new group at
+// the earliest offset.
+func TestQueueConfigFromTheShell(t *testing.T) {
+	b := startBroker(t, brokerOpts{props: shareProps})
+	mqctl := func(args ...string) toolResult {
+		return runTool(t, 30*time.Second, "", "mqctl", append([]string{"-b", b.addr}, args...)...)
+	}
+	r := mqctl("queue", "config", "workers", "share.delivery.count.limit=3", "errors.deadletterqueue.topic.name=jobs.dlq", "share.record.lock.duration.ms=15000")
+	if r.code != 0 {
+		t.Fatalf("queue config set: %d %s", r.code, r.stderr)
+	}
+	r = mqctl("queue", "config", "workers", "-o", "json")
+	var d struct {
+		Resource string `json:"resource"`
+		Configs  []struct {
+			Name, Value, Source string
+		} `json:"configs"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &d) != nil {
+		t.Fatalf("queue config: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	got := map[string]string{}
+	for _, c := range d.Configs {
+		got[c.Name] = c.Value + " " + c.Source
+	}
+	want := map[string]string{
+		"share.delivery.count.limit":        "3 GROUP_CONFIG",
+		"errors.deadletterqueue.topic.name": "jobs.dlq GROUP_CONFIG",
+		"share.record.lock.duration.ms":     "15000 GROUP_CONFIG",
+		"share.auto.offset.reset":           "latest DEFAULT_CONFIG",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	r = mqctl("queue", "config", "workers", "-d", "share.record.lock.duration.ms")
+	if r.code != 0 {
+		t.Fatalf("queue config -d: %d %s", r.code, r.stderr)
+	}
+	r = mqctl("queue", "config", "workers", "share.record.lock.duration.ms")
+	if r.code != 0 || !strings.Contains(r.stdout, "DEFAULT_CONFIG") {
+		t.Fatalf("lock duration after -d: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	r = mqctl("queue", "config", "workers", "share.delivery.count.limit=0")
+	if r.code != 1 || !strings.Contains(r.stderr, "share.delivery.count.limit") || strings.Count(r.stderr, "\n") != 1 {
+		t.Fatalf("a bad value: %d %q", r.code, r.stderr)
+	}
+	r = mqctl("queue", "config", "workers", "share.delivery.count.limit", "share.delivery.count.limit=2")
+	if r.code != 2 {
+		t.Fatalf("names mixed with changes: %d %q", r.code, r.stderr)
+	}
+
+	r = mqctl("queue", "create", "workers", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"new":true`) || !strings.Contains(r.stdout, `"start":"earliest"`) {
+		t.Fatalf("queue create: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	r = mqctl("queue", "config", "workers", "share.auto.offset.reset")
+	if r.code != 0 || !strings.Contains(r.stdout, "earliest") || !strings.Contains(r.stdout, "GROUP_CONFIG") {
+		t.Fatalf("start after queue create: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}
