@@ -2,9 +2,15 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestExecNewShareGroupGetsQueuedJobs: the cron example of docs/mqpipe.md
@@ -99,5 +105,72 @@ func TestQueueConfigFromTheShell(t *testing.T) {
 	r = mqctl("queue", "config", "workers", "share.auto.offset.reset")
 	if r.code != 0 || !strings.Contains(r.stdout, "earliest") || !strings.Contains(r.stdout, "GROUP_CONFIG") {
 		t.Fatalf("start after queue create: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestGroupResetOffsetsRefusesAShareGroup: a share group's id is not a
+// consumer group's: mqctl group reset-offsets and a plain OffsetCommit are
+// refused and make no consumer group; mqctl queue reset moves the share
+// group's start instead.
+func TestGroupResetOffsetsRefusesAShareGroup(t *testing.T) {
+	b := startBroker(t, brokerOpts{props: shareProps})
+	if _, err := b.admin().CreateTopic(ctxFor(t, 10*time.Second), 1, 1, nil, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	cl := b.client()
+	setShareConfigs(t, cl, "W", "share.auto.offset.reset", "earliest")
+	const n = 10
+	produceValues(t, cl, "jobs", 0, n)
+	tally := newShareTally()
+	stop := tally.consumers(t, b, "W", "jobs", 1)
+	tally.waitDistinct(t, n, 60*time.Second)
+	stop()
+
+	mqctl := func(args ...string) toolResult {
+		return runTool(t, 30*time.Second, "", "mqctl", append([]string{"-b", b.addr}, args...)...)
+	}
+	r := mqctl("group", "reset-offsets", "-g", "W", "-t", "jobs", "--to-earliest", "--execute")
+	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, `"W" is a share group`) || !strings.Contains(r.stderr, "mqctl queue reset") {
+		t.Fatalf("group reset-offsets of a share group: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	// The broker refuses it too, whatever the client.
+	resps, err := b.admin().CommitOffsets(ctxFor(t, 10*time.Second), "W", kadm.OffsetsFromRecords(kgo.Record{Topic: "jobs", Partition: 0, Offset: -1}))
+	if err == nil {
+		o, _ := resps.Lookup("jobs", 0)
+		err = o.Err
+	}
+	if !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Errorf("OffsetCommit for share group W: %v, want GROUP_ID_NOT_FOUND", err)
+	}
+	r = mqctl("group", "list", "-o", "json")
+	if r.code != 0 || strings.Contains(r.stdout, `"W"`) {
+		t.Fatalf("group list after the refused resets: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+
+	r = mqctl("queue", "reset", "-g", "W", "-t", "jobs", "--to-offset", "4")
+	if r.code != 0 || !strings.Contains(r.stdout, "planned") || !strings.Contains(r.stderr, "dry run") {
+		t.Fatalf("queue reset (dry run): %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	r = mqctl("queue", "reset", "-g", "W", "-t", "jobs", "--to-offset", "4", "--execute", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"current":10,"new":4,"result":"committed"`) {
+		t.Fatalf("queue reset --execute: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	again := newShareTally()
+	again.consumers(t, b, "W", "jobs", 1)
+	again.waitDistinct(t, n-4, 60*time.Second)
+	again.mu.Lock()
+	for v := range again.accepted {
+		if i, _ := strconv.Atoi(v); i < 4 {
+			t.Errorf("record %s delivered again after a reset to 4", v)
+		}
+	}
+	again.mu.Unlock()
+	r = mqctl("queue", "reset", "-g", "W", "-t", "jobs", "--to-earliest", "--execute")
+	if r.code != 1 || !strings.Contains(r.stderr, "has 1 member") {
+		t.Fatalf("queue reset of a group with a member: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	r = mqctl("queue", "reset", "-g", "W", "-t", "jobs", "--shift-by", "1")
+	if r.code != 2 {
+		t.Fatalf("queue reset --shift-by: %d %s", r.code, r.stderr)
 	}
 }

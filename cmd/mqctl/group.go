@@ -120,7 +120,10 @@ offset cannot be shifted). It is always kept within the log start and
 end offsets.
 
 Offsets can only be reset while the group has no members: with a live
-consumer the command fails (exit 1) and changes nothing. When some
+consumer the command fails (exit 1) and changes nothing. A share group
+is refused (exit 2): its progress is not committed offsets, and
+committing some would make a consumer group of the same name; mqctl
+queue reset moves a share group's start. When some
 partition cannot be planned nothing is committed.
 
 Prints GROUP TOPIC PARTITION LOG-START LOG-END CURRENT NEW RESULT. JSON:
@@ -162,7 +165,7 @@ why).`),
 						}
 						req.Topics = append(req.Topics, t)
 					}
-					spec, err := resetSpec(c)
+					spec, err := resetSpec(c, what)
 					if err != nil {
 						return nil, err
 					}
@@ -223,8 +226,7 @@ group is a failure unless --if-exists is given (then it is "missing").`),
 }
 
 // resetSpec reads the one reset mode flag of group reset-offsets.
-func resetSpec(c *cli.Context) (admin.ResetSpec, error) {
-	const what = "group reset-offsets"
+func resetSpec(c *cli.Context, what string) (admin.ResetSpec, error) {
 	var specs []admin.ResetSpec
 	if c.Bool("to-earliest") {
 		specs = append(specs, admin.ResetSpec{Mode: admin.ResetToEarliest})

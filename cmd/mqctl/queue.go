@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 func queueCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "queue",
-		Usage: "create, configure, list and describe share groups (queues), replay their dead letters",
+		Usage: "create, configure, list, describe and reset share groups (queues), replay their dead letters",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "list",
@@ -191,6 +192,80 @@ JSON: {"resource": "group", "name": string, "set": {name: value},
 						r, err := g.SetQueueConfigs(ctx, group, set, deleted)
 						if r == nil {
 							return nil, err
+						}
+						return r, err
+					}, nil
+				}),
+			},
+			{
+				Name:      "reset",
+				Usage:     "move a share group's start offsets (a dry run unless --execute)",
+				ArgsUsage: "[GROUP]",
+				UsageText: doc("mqctl queue reset -g GROUP (-t TOPIC[:PARTITIONS]...|--all-topics) (--to-earliest|--to-latest|--to-offset N|--to-time TIME) [--dry-run|--execute]", `Plans a new start offset for each share-partition of share GROUP given
+with -t (TOPIC: all its partitions; TOPIC:0,2 or TOPIC:1-3: those;
+repeatable) or, with --all-topics, for every partition the group has
+state for, and prints the plan. Nothing changes unless --execute is
+given. With --execute each share-partition starts again at its new
+offset: the records before it are done with, those from it on are
+available again (delivery counts start over), nothing is in flight.
+
+The new offset is the log start offset (--to-earliest), the log end
+offset (--to-latest: skip the backlog), N (--to-offset) or the first
+record at or after TIME (--to-time; RFC 3339, epoch milliseconds or a
+time ago: -30m, -2d), kept within the log start and end offsets.
+
+A share group's start can only be reset while it has no members: with a
+member the command fails (exit 1) and changes nothing.
+
+Prints GROUP TOPIC PARTITION LOG-START LOG-END CURRENT NEW RESULT, CURRENT
+being the share-partition's start offset (- without state). JSON: as
+group reset-offsets.`),
+				Flags: append(commandFlags(),
+					&cli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "the share `GROUP`"},
+					&cli.GenericFlag{Name: "topic", Aliases: []string{"t"}, Value: &listValue{}, Usage: "reset `TOPIC[:PARTITIONS]` (repeatable), e.g. -t jobs or -t jobs:0,2-3"},
+					&cli.BoolFlag{Name: "all-topics", Usage: "reset every partition the group has state for"},
+					&cli.BoolFlag{Name: "to-earliest", Usage: "to the log start offset (deliver everything again)"},
+					&cli.BoolFlag{Name: "to-latest", Usage: "to the log end offset (skip the backlog)"},
+					&cli.StringFlag{Name: "to-offset", Usage: "to offset `N`"},
+					&cli.StringFlag{Name: "to-time", Usage: "to the first record at or after `TIME` (RFC 3339, epoch milliseconds, or a time ago: -30m, -2d)"},
+					&cli.BoolFlag{Name: "dry-run", Usage: "only print the plan, which is also what happens without --execute"},
+					&cli.BoolFlag{Name: "execute", Usage: "set the new start offsets"},
+				),
+				Action: action(func(c *cli.Context) (job, error) {
+					const what = "queue reset"
+					req := admin.ResetOffsets{Group: c.String("group"), AllTopics: c.Bool("all-topics")}
+					switch {
+					case c.NArg() > 1:
+						return nil, client.Usagef("%s: unexpected argument %q", what, c.Args().Get(1))
+					case c.NArg() == 1 && req.Group != "" && req.Group != c.Args().First():
+						return nil, client.Usagef("%s: two groups given: %q and %q", what, req.Group, c.Args().First())
+					case c.NArg() == 1:
+						req.Group = c.Args().First()
+					}
+					for _, s := range listFlag(c, "topic") {
+						t, err := admin.ParseTopicPartitions(what+": --topic", s)
+						if err != nil {
+							return nil, err
+						}
+						req.Topics = append(req.Topics, t)
+					}
+					spec, err := resetSpec(c, what)
+					if err != nil {
+						return nil, err
+					}
+					req.Spec = spec
+					if c.Bool("execute") && c.Bool("dry-run") {
+						return nil, client.Usagef("%s: --execute and --dry-run exclude each other", what)
+					}
+					req.Execute = c.Bool("execute")
+					implicitDryRun := !c.IsSet("execute") && !c.IsSet("dry-run")
+					return func(ctx context.Context, g *admin.Admin) (admin.Result, error) {
+						r, err := g.ResetQueue(ctx, req)
+						if r == nil {
+							return nil, err
+						}
+						if err == nil && implicitDryRun {
+							fmt.Fprintf(c.App.ErrWriter, "%s: dry run, nothing changed: add --execute to set the new start offsets\n", c.App.Name)
 						}
 						return r, err
 					}, nil

@@ -149,11 +149,22 @@ type ResetOffsets struct {
 	AllTopics bool              // instead of Topics: every partition the group has committed
 	Spec      ResetSpec
 	Execute   bool // commit the plan; else only print it
+
+	share bool // a share group's reset (ResetQueue)
+}
+
+// offsetsNoun names what the reset moves, in messages.
+func (r ResetOffsets) offsetsNoun() string {
+	if r.share {
+		return "share-partition state"
+	}
+	return "committed offsets"
 }
 
 // Check refuses a reset that cannot be right (a usage error).
-func (r ResetOffsets) Check() error {
-	const what = "group reset-offsets"
+func (r ResetOffsets) Check() error { return r.check("group reset-offsets") }
+
+func (r ResetOffsets) check(what string) error {
 	if r.Group == "" {
 		return usagef("%s: missing --group", what)
 	}
@@ -271,6 +282,15 @@ func (a *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 		return nil, err
 	}
 	a.awaitCoordinators(ctx, []string{req.Group})
+	// One group id is one group: committing offsets for a share group's
+	// id would make a consumer group beside the queue.
+	isNew, err := client.ShareGroupIsNew(ctx, a.cl, req.Group)
+	if err != nil {
+		return nil, requestError(what, err)
+	}
+	if !isNew {
+		return nil, usagef("%s: %q is a share group (a queue), not a consumer group: reset it with mqctl queue reset -g %s", what, req.Group, req.Group)
+	}
 	described, err := a.adm.DescribeGroups(ctx, req.Group)
 	if err != nil {
 		return nil, requestError(what, err)
@@ -296,6 +316,45 @@ func (a *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 			committed[tp{o.Topic, o.Partition}] = o.At
 		}
 	})
+	plan, failed, err := a.planReset(ctx, what, req, committed)
+	if err != nil {
+		return nil, err
+	}
+	if len(failed) > 0 || !req.Execute {
+		return plan, failures(what, failed)
+	}
+	var offsets kadm.Offsets
+	for _, r := range plan.Partitions {
+		offsets.Add(kadm.Offset{Topic: r.Topic, Partition: r.Partition, At: r.New, LeaderEpoch: -1})
+	}
+	resps, err := a.adm.CommitOffsets(ctx, req.Group, offsets)
+	if err != nil {
+		return nil, requestError(what, err)
+	}
+	plan.Executed = true
+	for i := range plan.Partitions {
+		r := &plan.Partitions[i]
+		o, ok := resps.Lookup(r.Topic, r.Partition)
+		switch {
+		case !ok:
+			r.Result, r.Error = ResultFailed, "no answer for this partition"
+		case o.Err != nil:
+			r.Result, r.Error = ResultFailed, errText(o.Err, "")
+		default:
+			r.Result = ResultCommitted
+		}
+		if r.Result == ResultFailed {
+			failed = append(failed, fmt.Sprintf("%s[%d]: %s", r.Topic, r.Partition, r.Error))
+		}
+	}
+	return plan, failures(what, failed)
+}
+
+// planReset plans the new offsets of req's partitions (with AllTopics,
+// those in current) from their current offsets (-1 or missing: none).
+// failed lists the partitions that could not be planned.
+func (a *Admin) planReset(ctx context.Context, what string, req ResetOffsets, current map[tp]int64) (*ResetPlan, []string, error) {
+	committed := current
 	topics := mergeTopics(req.Topics)
 	if req.AllTopics {
 		byTopic := map[string][]int32{}
@@ -303,7 +362,7 @@ func (a *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 			byTopic[k.topic] = append(byTopic[k.topic], k.partition)
 		}
 		if len(byTopic) == 0 {
-			return nil, client.Failf("%s: group %q has no committed offsets (name the topics with --topic)", what, req.Group)
+			return nil, nil, client.Failf("%s: group %q has no %s (name the topics with --topic)", what, req.Group, req.offsetsNoun())
 		}
 		for _, t := range slices.Sorted(maps.Keys(byTopic)) {
 			ps := byTopic[t]
@@ -317,16 +376,16 @@ func (a *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 	}
 	details, err := a.adm.ListTopics(ctx, names...)
 	if err != nil {
-		return nil, requestError(what, err)
+		return nil, nil, requestError(what, err)
 	}
 	var targets []tp
 	for _, t := range topics {
 		d, ok := details[t.Topic]
 		if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-			return nil, client.Failf("%s: unknown topic %q", what, t.Topic)
+			return nil, nil, client.Failf("%s: unknown topic %q", what, t.Topic)
 		}
 		if d.Err != nil {
-			return nil, client.Failf("%s: %s: %s", what, t.Topic, errText(d.Err, ""))
+			return nil, nil, client.Failf("%s: %s: %s", what, t.Topic, errText(d.Err, ""))
 		}
 		ps := t.Partitions
 		if ps == nil {
@@ -335,7 +394,7 @@ func (a *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 		}
 		for _, p := range ps {
 			if _, ok := d.Partitions[p]; !ok {
-				return nil, client.Failf("%s: topic %q has no partition %d (it has %d)", what, t.Topic, p, len(d.Partitions))
+				return nil, nil, client.Failf("%s: topic %q has no partition %d (it has %d)", what, t.Topic, p, len(d.Partitions))
 			}
 			targets = append(targets, tp{t.Topic, p})
 		}
@@ -343,13 +402,13 @@ func (a *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 	slices.SortFunc(targets, compareTP)
 	facts, err := a.partitionFacts(ctx, slices.Sorted(slices.Values(names)))
 	if err != nil {
-		return nil, requestError(what, err)
+		return nil, nil, requestError(what, err)
 	}
 	var atTime kadm.ListedOffsets
 	if req.Spec.Mode == ResetToTime {
 		atTime, err = a.adm.ListOffsetsAfterMilli(ctx, req.Spec.Time.UnixMilli(), names...)
 		if err != nil && !isShardErr(err) {
-			return nil, requestError(what, err)
+			return nil, nil, requestError(what, err)
 		}
 	}
 	plan := &ResetPlan{Group: req.Group, Partitions: []ResetPartition{}}
@@ -386,34 +445,7 @@ func (a *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 		}
 		plan.Partitions = append(plan.Partitions, row)
 	}
-	if len(failed) > 0 || !req.Execute {
-		return plan, failures(what, failed)
-	}
-	var offsets kadm.Offsets
-	for _, r := range plan.Partitions {
-		offsets.Add(kadm.Offset{Topic: r.Topic, Partition: r.Partition, At: r.New, LeaderEpoch: -1})
-	}
-	resps, err := a.adm.CommitOffsets(ctx, req.Group, offsets)
-	if err != nil {
-		return nil, requestError(what, err)
-	}
-	plan.Executed = true
-	for i := range plan.Partitions {
-		r := &plan.Partitions[i]
-		o, ok := resps.Lookup(r.Topic, r.Partition)
-		switch {
-		case !ok:
-			r.Result, r.Error = ResultFailed, "no answer for this partition"
-		case o.Err != nil:
-			r.Result, r.Error = ResultFailed, errText(o.Err, "")
-		default:
-			r.Result = ResultCommitted
-		}
-		if r.Result == ResultFailed {
-			failed = append(failed, fmt.Sprintf("%s[%d]: %s", r.Topic, r.Partition, r.Error))
-		}
-	}
-	return plan, failures(what, failed)
+	return plan, failed, nil
 }
 
 func compareTP(a, b tp) int {

@@ -17,7 +17,8 @@
 //     (DescribeCluster), logdirs.go (DescribeLogDirs);
 //   - groups.go, groups_offsets.go (the classic group and offset APIs
 //     onto lib/group's Coordinator; groups_store.go keeps its records in
-//     __consumer_offsets through lib/coordinator);
+//     __consumer_offsets through lib/coordinator; a group id that is a
+//     share group here is refused to JoinGroup and OffsetCommit);
 //   - share.go, share_fetch.go, share_offsets.go (KIP-932 share groups
 //     onto lib/queue's Groups and Leader, with their state in
 //     __share_group_state through lib/coordinator; share_config.go the

@@ -43,9 +43,13 @@ var (
 	errInvalidTopicName = errors.New("broker: invalid topic name")
 	errUnknownTopic     = errors.New("broker: unknown topic")
 	errKeyless          = errors.New("broker: a record without a key in a compacted topic")
+	// errShareGroupID is a consumer group's request for the id of a
+	// share group.
+	errShareGroupID = errors.New("broker: the group is a share group, not a consumer group")
 )
 
 var brokerCodes = []errorCode{
+	{errShareGroupID, kerr.GroupIDNotFound},
 	{errUnknownTopic, kerr.UnknownTopicOrPartition},
 	{errUnknownTopicID, kerr.UnknownTopicID},
 	{errInvalidTopicName, kerr.InvalidTopicException},

@@ -175,6 +175,13 @@ func (b *Broker) handleJoinGroup(ctx context.Context, c *server.ConnInfo, req *s
 	for _, p := range r.Protocols {
 		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
 	}
+	// One id is one group, of one type, as in Kafka: a consumer group
+	// never shadows a queue.
+	if b.shareGroups.Has(r.Group) {
+		resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation = kerr.InconsistentGroupProtocol.Code, -1
+		return reply(resp)
+	}
 	ch := b.groups.c.Join(jr)
 	return func() server.Response {
 		var res group.JoinResult

@@ -52,7 +52,12 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, _ *server.ConnInfo, req
 	}
 	var errs []error
 	var err error
-	if len(cr.Offsets) > 0 {
+	switch {
+	case b.shareGroups.Has(r.Group):
+		// A share group's progress is its share-partitions' state, not
+		// committed offsets.
+		err = errShareGroupID
+	case len(cr.Offsets) > 0:
 		errs, err = b.groups.c.CommitOffsets(ctx, cr)
 	}
 	resp.Topics = make([]kmsg.OffsetCommitResponseTopic, len(r.Topics))

@@ -45,6 +45,13 @@ func (gs *Groups) Describe(id string, now time.Time, sessionTimeout time.Duratio
 	return g.Members(), g.Epoch, true
 }
 
+// Has says whether group id is a share group this node coordinates.
+func (gs *Groups) Has(id string) bool {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	return gs.groups[id] != nil
+}
+
 // GroupState is a group's id and state: Empty or Stable.
 type GroupState struct {
 	ID, State string
