@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // TestExecNewShareGroupGetsQueuedJobs: the cron example of docs/mqpipe.md
@@ -172,5 +174,117 @@ func TestGroupResetOffsetsRefusesAShareGroup(t *testing.T) {
 	r = mqctl("queue", "reset", "-g", "W", "-t", "jobs", "--shift-by", "1")
 	if r.code != 2 {
 		t.Fatalf("queue reset --shift-by: %d %s", r.code, r.stderr)
+	}
+}
+
+// TestDeadLettersOneSchemaReplayedFromBothWriters: mqpipe exec --dlq and
+// the broker's share-group dead-lettering write the same headers to the
+// same topic; queue describe counts them and dlq replay puts every one
+// back, the older header names included.
+func TestDeadLettersOneSchemaReplayedFromBothWriters(t *testing.T) {
+	b := startBroker(t, brokerOpts{props: shareProps})
+	adm := b.admin()
+	for _, topic := range []string{"jobs", "jobs.dead", "again"} {
+		if _, err := adm.CreateTopic(ctxFor(t, 10*time.Second), 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := b.client()
+	mqctl := func(args ...string) toolResult {
+		return runTool(t, 30*time.Second, "", "mqctl", append([]string{"-b", b.addr}, args...)...)
+	}
+	// mqpipe exec gives up bad-1 and bad-2 (offsets 0 and 2).
+	if r := runTool(t, 30*time.Second, "bad-1\nok-1\nbad-2\n", "mqpipe", "produce", "-b", b.addr, "-t", "jobs"); r.code != 0 {
+		t.Fatalf("produce: %d %s", r.code, r.stderr)
+	}
+	r := runTool(t, 60*time.Second, "", "mqpipe", "exec", "-b", b.addr, "-t", "jobs", "-g", "workers", "--attempts", "1", "--dlq", "jobs.dead",
+		"--exit-when-idle", "2s", "--", "sh", "-c", `case "$(cat)" in bad*) echo no way >&2; exit 3;; esac`)
+	if r.code != 0 {
+		t.Fatalf("exec: %d %s", r.code, r.stderr)
+	}
+	// The broker dead-letters rej-1 (offset 3), rejected by a consumer
+	// of the same group.
+	if err := cl.ProduceSync(ctxFor(t, 10*time.Second), &kgo.Record{Topic: "jobs", Value: []byte("rej-1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	consumer := b.client(kgo.ShareGroup("workers"), kgo.ConsumeTopics("jobs"))
+	rejected := false
+	cctx := ctxFor(t, 30*time.Second)
+	for !rejected {
+		fs := consumer.PollFetches(cctx)
+		if cctx.Err() != nil {
+			t.Fatal("rej-1 never delivered")
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			r.Ack(kgo.AckReject)
+			rejected = rejected || string(r.Value) == "rej-1"
+		})
+	}
+	consumer.FlushAcks(ctxFor(t, 10*time.Second))
+	consumer.Close()
+	// A dead letter with the header names older mqpipe releases wrote.
+	old := &kgo.Record{Topic: "jobs.dead", Value: []byte("old-1"), Headers: []kgo.RecordHeader{
+		{Key: "mq.dlq.topic", Value: []byte("jobs")}, {Key: "mq.dlq.partition", Value: []byte("0")}, {Key: "mq.dlq.offset", Value: []byte("9")}}}
+	if err := cl.ProduceSync(ctxFor(t, 10*time.Second), old).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	var last string
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "queue describe counting the 4 dead letters", func() (bool, string) {
+		r := mqctl("queue", "describe", "workers")
+		last = r.stdout + r.stderr
+		return r.code == 0 && strings.Contains(r.stdout, "dead letters: jobs.dead (4 records)"), last
+	})
+
+	// One schema, whoever wrote it.
+	dl := b.client(kgo.ConsumeTopics("jobs.dead"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	headers := map[string]map[string]string{}
+	dctx := ctxFor(t, 30*time.Second)
+	for len(headers) < 4 {
+		fs := dl.PollFetches(dctx)
+		if dctx.Err() != nil {
+			t.Fatalf("read %d dead letters of 4", len(headers))
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			h := map[string]string{}
+			for _, hd := range r.Headers {
+				h[hd.Key] = string(hd.Value)
+			}
+			headers[string(r.Value)] = h
+		})
+	}
+	for v, offset := range map[string]string{"bad-1": "0", "bad-2": "2", "rej-1": "3"} {
+		h := headers[v]
+		if h["mq.dlq.source.topic"] != "jobs" || h["mq.dlq.source.partition"] != "0" || h["mq.dlq.source.offset"] != offset ||
+			h["mq.dlq.group"] != "workers" || h["mq.dlq.delivery.count"] != "1" || h["mq.dlq.error"] == "" || h["mq.dlq.topic"] != "" {
+			t.Errorf("dead letter %s: headers %v", v, h)
+		}
+	}
+
+	r = mqctl("queue", "dlq", "replay", "--group", "workers", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"replayed":4`) {
+		t.Fatalf("dlq replay --group: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	back := b.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"jobs": {0: kgo.NewOffset().At(4)}}))
+	replayed := map[string]int{}
+	bctx := ctxFor(t, 30*time.Second)
+	for len(replayed) < 4 {
+		fs := back.PollFetches(bctx)
+		if bctx.Err() != nil {
+			t.Fatalf("replayed back on jobs: %v", replayed)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			replayed[string(r.Value)] += 1 + len(r.Headers)
+		})
+	}
+	for _, v := range []string{"bad-1", "bad-2", "rej-1", "old-1"} {
+		if replayed[v] != 1 {
+			t.Errorf("%s replayed %d times (+ headers): %v", v, replayed[v], replayed)
+		}
+	}
+	// --from names the topic itself: no group needed.
+	r = mqctl("queue", "dlq", "replay", "--from", "jobs.dead", "--to", "again", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"replayed":4`) {
+		t.Fatalf("dlq replay --from: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -279,19 +279,25 @@ group reset-offsets.`),
 						Name:      "replay",
 						Usage:     "put dead letters back on their topic for another try",
 						ArgsUsage: " ",
-						UsageText: doc("mqctl queue dlq replay --group GROUP [--to TOPIC] [--since TIME]", `Reads the dead-letter topic of share group GROUP (its
-errors.deadletterqueue.topic.name) up to its current end and produces
-each dead letter again: on the topic and partition it came from, or on
-TOPIC with --to (partitioned by key), with its key, value, headers and
-timestamp, without the mq.dlq.* headers. With --since only the dead
-letters whose record time is at or after TIME (RFC 3339, epoch
+						UsageText: doc("mqctl queue dlq replay (--group GROUP | --from TOPIC) [--to TOPIC] [--since TIME]", `Reads a dead-letter topic up to its current end and produces each dead
+letter again: on the topic and partition it came from, or on TOPIC with
+--to (partitioned by key), with its key, value, headers and timestamp,
+without the mq.dlq.* headers. The dead-letter topic is the one of share
+group GROUP (its errors.deadletterqueue.topic.name, which mqpipe exec
+--dlq sets for a group without one), or TOPIC with --from (the --dlq of
+mqpipe exec --ordered, say). Dead letters of the broker and of mqpipe
+exec carry the same headers (mq.dlq.source.topic,
+mq.dlq.source.partition, ...); those of older mqpipe releases
+(mq.dlq.topic, mq.dlq.partition) are read too. With --since only the
+dead letters whose record time is at or after TIME (RFC 3339, epoch
 milliseconds, or a time ago: -30m, -2d). The dead-letter topic keeps its
 records.
 
 Prints GROUP DEAD-LETTER-TOPIC REPLAYED SKIPPED. JSON: {"group": string,
  "from": string, "replayed": int, "skipped": int}.`),
 						Flags: append(commandFlags(),
-							&cli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "the share `GROUP`"},
+							&cli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "replay the dead letters of share `GROUP`"},
+							&cli.StringFlag{Name: "from", Usage: "replay the dead-letter topic `TOPIC`"},
 							&cli.StringFlag{Name: "to", Usage: "replay to `TOPIC` instead of each record's source topic"},
 							&cli.StringFlag{Name: "since", Usage: "only dead letters from `TIME` on (RFC 3339, epoch milliseconds, or -30m, -2d)"},
 						),
@@ -299,9 +305,14 @@ Prints GROUP DEAD-LETTER-TOPIC REPLAYED SKIPPED. JSON: {"group": string,
 							if err := noArgs(c); err != nil {
 								return nil, err
 							}
-							group := c.String("group")
-							if err := admin.CheckGroupNames("queue dlq replay: --group", []string{group}); err != nil {
-								return nil, err
+							group, from := c.String("group"), c.String("from")
+							switch {
+							case group != "" && from != "":
+								return nil, client.Usagef("queue dlq replay: --group and --from exclude each other")
+							case from == "":
+								if err := admin.CheckGroupNames("queue dlq replay: --group", []string{group}); err != nil {
+									return nil, err
+								}
 							}
 							var since time.Time
 							if c.IsSet("since") {
@@ -313,7 +324,7 @@ Prints GROUP DEAD-LETTER-TOPIC REPLAYED SKIPPED. JSON: {"group": string,
 							}
 							to := c.String("to")
 							return func(ctx context.Context, g *admin.Admin) (admin.Result, error) {
-								r, err := g.ReplayDeadLetters(ctx, group, to, since)
+								r, err := g.ReplayDeadLetters(ctx, group, from, to, since)
 								if r == nil {
 									return nil, err
 								}

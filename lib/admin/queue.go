@@ -425,24 +425,28 @@ type ReplayResult struct {
 // Table implements Result.
 func (r *ReplayResult) Table() ([]string, [][]string) {
 	return []string{"GROUP", "DEAD-LETTER-TOPIC", "REPLAYED", "SKIPPED"},
-		[][]string{{r.Group, r.From, strconv.Itoa(r.Replayed), strconv.Itoa(r.Skipped)}}
+		[][]string{{orDash(r.Group), r.From, strconv.Itoa(r.Replayed), strconv.Itoa(r.Skipped)}}
 }
 
-// dlqHeaderPrefix starts the headers mq adds to a dead letter.
-const dlqHeaderPrefix = "mq.dlq."
-
-// ReplayDeadLetters puts the dead letters of group's dead-letter topic,
-// from since on (zero: all), back on their source topic and partition,
-// or on topic to (partitioned by key) when it is not empty: key, value,
-// headers and timestamp as they were, without mq's dead-letter headers.
-// It reads the dead-letter topic up to its end when it starts.
-func (a *Admin) ReplayDeadLetters(ctx context.Context, group, to string, since time.Time) (*ReplayResult, error) {
-	dlq, err := a.groupConfig(ctx, group, "errors.deadletterqueue.topic.name")
-	if err != nil {
-		return nil, err
-	}
+// ReplayDeadLetters puts the dead letters of a dead-letter topic, from
+// since on (zero: all), back on their source topic and partition, or on
+// topic to (partitioned by key) when it is not empty: key, value,
+// headers and timestamp as they were, without mq's dead-letter headers
+// (kafkaext.DLQPrefix). The topic is from, else group's
+// errors.deadletterqueue.topic.name. Each dead letter's source is read
+// from kafkaext's DLQTopic and DLQPartition headers, or their older
+// names; one without a source is skipped when to is empty. It reads the
+// dead-letter topic up to its end when it starts.
+func (a *Admin) ReplayDeadLetters(ctx context.Context, group, from, to string, since time.Time) (*ReplayResult, error) {
+	dlq := from
 	if dlq == "" {
-		return nil, usagef("queue dlq replay: share group %q has no dead-letter topic (errors.deadletterqueue.topic.name)", group)
+		var err error
+		if dlq, err = a.groupConfig(ctx, group, "errors.deadletterqueue.topic.name"); err != nil {
+			return nil, err
+		}
+		if dlq == "" {
+			return nil, usagef("queue dlq replay: share group %q has no dead-letter topic (errors.deadletterqueue.topic.name; set it with mqctl queue config, or name the topic with --from)", group)
+		}
 	}
 	res := &ReplayResult{Group: group, From: dlq}
 	facts, err := a.partitionFacts(ctx, []string{dlq})
@@ -496,13 +500,13 @@ func (a *Admin) ReplayDeadLetters(ctx context.Context, group, to string, since t
 			srcPartition := int32(-1)
 			for _, h := range r.Headers {
 				switch {
-				case h.Key == dlqHeaderPrefix+"source.topic" && to == "":
+				case (h.Key == kafkaext.DLQTopic || h.Key == kafkaext.DLQTopicOld) && to == "":
 					rec.Topic = string(h.Value)
-				case h.Key == dlqHeaderPrefix+"source.partition":
+				case h.Key == kafkaext.DLQPartition || h.Key == kafkaext.DLQPartitionOld:
 					if p, err := strconv.Atoi(string(h.Value)); err == nil {
 						srcPartition = int32(p)
 					}
-				case strings.HasPrefix(h.Key, dlqHeaderPrefix):
+				case strings.HasPrefix(h.Key, kafkaext.DLQPrefix):
 				default:
 					rec.Headers = append(rec.Headers, h)
 				}

@@ -11,21 +11,10 @@ import (
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/coordinator"
+	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/record"
-)
-
-// Dead-letter headers: added to each dead letter, after the record's own
-// headers. docs/queues.md documents them; mqctl queue dlq replay reads
-// them.
-const (
-	dlqHeaderTopic      = "mq.dlq.source.topic"
-	dlqHeaderPartition  = "mq.dlq.source.partition"
-	dlqHeaderOffset     = "mq.dlq.source.offset"
-	dlqHeaderDeliveries = "mq.dlq.delivery.count"
-	dlqHeaderGroup      = "mq.dlq.group"
-	dlqHeaderError      = "mq.dlq.error"
 )
 
 // errDeadLetterElsewhere is a dead-letter partition led by another node.
@@ -42,7 +31,7 @@ type deadLetters struct {
 }
 
 // write appends the dead letters of group's share-partition on tp to
-// topic, waiting until the in-sync replicas have them. The records keep
+// topic, with kafkaext's dead-letter headers (the ones mqpipe exec writes), waiting until the in-sync replicas have them. The records keep
 // their key, value, headers and timestamp. The topic is created (with
 // the broker's defaults) on first use; dead letters of source partition
 // p go to its partition p mod n, so they keep their order.
@@ -93,12 +82,12 @@ func (d *deadLetters) write(ctx context.Context, group string, tp queue.TP, src 
 		}
 		r.TimestampDelta = ts - baseTS
 		r.Headers = append(r.Headers,
-			record.RecordHeader{Key: dlqHeaderTopic, Value: []byte(srcTopic.Name)},
-			record.RecordHeader{Key: dlqHeaderPartition, Value: []byte(strconv.Itoa(int(tp.Partition)))},
-			record.RecordHeader{Key: dlqHeaderOffset, Value: []byte(strconv.FormatInt(dl.Offset, 10))},
-			record.RecordHeader{Key: dlqHeaderDeliveries, Value: []byte(strconv.Itoa(int(dl.Deliveries)))},
-			record.RecordHeader{Key: dlqHeaderGroup, Value: []byte(group)},
-			record.RecordHeader{Key: dlqHeaderError, Value: []byte(dl.Reason)},
+			record.RecordHeader{Key: kafkaext.DLQTopic, Value: []byte(srcTopic.Name)},
+			record.RecordHeader{Key: kafkaext.DLQPartition, Value: []byte(strconv.Itoa(int(tp.Partition)))},
+			record.RecordHeader{Key: kafkaext.DLQOffset, Value: []byte(strconv.FormatInt(dl.Offset, 10))},
+			record.RecordHeader{Key: kafkaext.DLQDeliveryCount, Value: []byte(strconv.Itoa(int(dl.Deliveries)))},
+			record.RecordHeader{Key: kafkaext.DLQGroup, Value: []byte(group)},
+			record.RecordHeader{Key: kafkaext.DLQError, Value: []byte(dl.Reason)},
 		)
 		recs = append(recs, *r)
 	}

@@ -361,8 +361,8 @@ func TestShareDeadLetters(t *testing.T) {
 		if v%10 == 1 {
 			wantCount, wantErr = "2", "released at the delivery attempt limit"
 		}
-		if v%10 > 1 || h[dlqHeaderTopic] != "q" || h[dlqHeaderPartition] != "0" || h[dlqHeaderOffset] != string(r.Value) ||
-			h[dlqHeaderGroup] != "g" || h[dlqHeaderDeliveries] != wantCount || h[dlqHeaderError] != wantErr {
+		if v%10 > 1 || h["mq.dlq.source.topic"] != "q" || h["mq.dlq.source.partition"] != "0" || h["mq.dlq.source.offset"] != string(r.Value) ||
+			h["mq.dlq.group"] != "g" || h["mq.dlq.delivery.count"] != wantCount || h["mq.dlq.error"] != wantErr {
 			t.Errorf("dead letter %s: headers %v", r.Value, h)
 		}
 	}

@@ -50,8 +50,7 @@
 //
 // # Dead-letter headers
 //
-// The names of the headers mqpipe exec puts on a record it dead-letters
-// (DLQTopic, DLQError, ...) are here too. The broker's share-group dead
-// letters carry names of their own (mq.dlq.source.*, lib/broker's
-// share_dlq.go).
+// The names of the headers a dead letter carries (DLQTopic, DLQError,
+// ...) are here too: mqpipe exec and the broker's share-group
+// dead-lettering (lib/broker's share_dlq.go) both write them.
 package kafkaext

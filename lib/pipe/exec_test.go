@@ -425,7 +425,7 @@ func TestDeadLetterKeepsTheRecordAndSaysWhy(t *testing.T) {
 	for _, h := range r.Headers {
 		got = append(got, h.Key+"="+string(h.Value))
 	}
-	want := "h=x mq.dlq.topic=jobs mq.dlq.partition=2 mq.dlq.offset=77 mq.dlq.delivery.count=5 mq.dlq.group=workers mq.dlq.error=exit status 3: no"
+	want := "h=x mq.dlq.source.topic=jobs mq.dlq.source.partition=2 mq.dlq.source.offset=77 mq.dlq.delivery.count=5 mq.dlq.group=workers mq.dlq.error=exit status 3: no"
 	if strings.Join(got, " ") != want || r.Topic != "jobs.dead" || string(r.Key) != "k" || string(r.Value) != "v" || !r.Timestamp.Equal(m.Timestamp) {
 		t.Errorf("dead letter %s %q=%q %v %s; want %s", r.Topic, r.Key, r.Value, r.Timestamp, strings.Join(got, " "), want)
 	}
