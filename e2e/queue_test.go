@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -287,4 +288,85 @@ func TestDeadLettersOneSchemaReplayedFromBothWriters(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `"replayed":4`) {
 		t.Fatalf("dlq replay --from: %d %s %s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// TestMetricsShowShareGroups: a share group's window, its oldest
+// unacknowledged record and its dead letters are in the metrics, as mqctl
+// queue describe counts them.
+func TestMetricsShowShareGroups(t *testing.T) {
+	b, metricsAddr := startMetricsBroker(t, shareProps...)
+	if _, err := b.admin().CreateTopic(ctxFor(t, 10*time.Second), 1, 1, nil, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	cl := b.client()
+	setShareConfigs(t, cl, "workers", "share.auto.offset.reset", "earliest")
+	hourAgo := time.Now().Add(-time.Hour)
+	for _, from := range []int{0, 5} { // two batches of five
+		var recs []*kgo.Record
+		for i := from; i < from+5; i++ {
+			recs = append(recs, &kgo.Record{Topic: "jobs", Value: []byte(strconv.Itoa(i)), Timestamp: hourAgo})
+		}
+		if err := cl.ProduceSync(ctxFor(t, 10*time.Second), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 0 rejected, 1-4 accepted, 5-9 held.
+	consumer := b.client(kgo.ShareGroup("workers"), kgo.ConsumeTopics("jobs"), kgo.ShareMaxRecords(5), kgo.ShareMaxRecordsStrict())
+	defer consumer.Close()
+	ctx := ctxFor(t, 30*time.Second)
+	held := 0
+	for held < 5 {
+		fs := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("held %d records of 5", held)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			switch v, _ := strconv.Atoi(string(r.Value)); {
+			case v == 0:
+				r.Ack(kgo.AckReject)
+			case v < 5:
+				r.Ack(kgo.AckAccept)
+			default:
+				held++
+			}
+		})
+		if held == 0 {
+			consumer.FlushAcks(ctx)
+		}
+	}
+	labels := []string{"group=workers", "topic=jobs", "partition=0"}
+	want := map[string]float64{
+		"mq_share_group_in_flight_records":  5,
+		"mq_share_group_available_records":  0,
+		"mq_share_group_acquired_records":   5,
+		"mq_share_group_archived_records":   0,
+		"mq_share_group_dead_letters_total": 1,
+	}
+	var last string
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "the share group's window in the metrics", func() (bool, string) {
+		families := scrape(t, metricsAddr)
+		last = ""
+		ok := true
+		for name, typ := range shareMetrics {
+			if mf := families[name]; mf == nil || mf.GetType() != typ {
+				ok = false
+				last += fmt.Sprintf("%s: not served as a %v; ", name, typ)
+			}
+		}
+		for name, v := range want {
+			if got, present := sample(families, name, labels...); !present || got != v {
+				ok = false
+				last += fmt.Sprintf("%s = %v (present %v), want %v; ", name, got, present, v)
+			}
+		}
+		if got, _ := sample(families, "mq_share_group_oldest_unacked_seconds", labels...); got < 3500 {
+			ok = false
+			last += fmt.Sprintf("oldest unacked %vs, want about an hour; ", got)
+		}
+		if got, _ := sample(families, "mq_share_groups", "state=Stable"); got != 1 {
+			ok = false
+			last += fmt.Sprintf("mq_share_groups{state=Stable} = %v; ", got)
+		}
+		return ok, last
+	})
 }

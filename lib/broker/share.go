@@ -278,3 +278,12 @@ func (b *Broker) highWatermarkOf(t *controller.Topic, p int32) (int64, bool) {
 	}
 	return h.HighWatermark(), true
 }
+
+// ShareGroups lists the share groups this node coordinates, with their
+// states (Empty or Stable): for the metrics.
+func (b *Broker) ShareGroups() []queue.GroupState { return b.listShareGroups() }
+
+// ShareStats reports the share-partitions this node has served as their
+// partition's leader since it started (queue.Leader.Stats): for the
+// metrics.
+func (b *Broker) ShareStats() []queue.PartitionStats { return b.shares.Stats() }

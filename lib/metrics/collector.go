@@ -22,6 +22,8 @@ type stateCollector struct {
 
 	groups, lagMessages, lagSeconds *prometheus.Desc
 
+	shareGroups, shareInFlight, shareAvailable, shareAcquired, shareArchived, shareOldest, shareDeadLetters *prometheus.Desc
+
 	connections, connectionsAccepted *prometheus.Desc
 
 	segmentFilesOpen, segmentFilesOpened, segmentFilesEvicted *prometheus.Desc
@@ -63,6 +65,14 @@ func newStateCollector(source Source, partitionSeries bool) *stateCollector {
 		lagMessages: d("mq_group_lag_messages", "Records between the group's committed offset and the high-water mark.", lag, nil),
 		lagSeconds:  d("mq_group_lag_seconds", "Age of the first record the group has not consumed; 0 when it has consumed everything.", lag, nil),
 
+		shareGroups:      d("mq_share_groups", "Share groups (queues) this node coordinates, by state.", []string{"state"}, nil),
+		shareInFlight:    d("mq_share_group_in_flight_records", "Records in the share-partition's in-flight window, from its start offset to the first offset never acquired.", lag, nil),
+		shareAvailable:   d("mq_share_group_available_records", "Records waiting for a consumer: available in the window, or never acquired up to the high-water mark.", lag, nil),
+		shareAcquired:    d("mq_share_group_acquired_records", "Records acquired by a consumer and not yet acknowledged.", lag, nil),
+		shareArchived:    d("mq_share_group_archived_records", "Records in the in-flight window archived (rejected or out of delivery attempts).", lag, nil),
+		shareOldest:      d("mq_share_group_oldest_unacked_seconds", "Age of the oldest record the share group has not acknowledged; 0 when there is none.", lag, nil),
+		shareDeadLetters: d("mq_share_group_dead_letters_total", "Records the share group gave up (rejected, or out of delivery attempts) on this node: dead-lettered, or archived without a dead-letter topic.", lag, nil),
+
 		connections:         d("mq_connections", "Open client connections.", nil, nil),
 		connectionsAccepted: d("mq_connections_accepted_total", "Client connections accepted since the node started.", nil, nil),
 
@@ -83,6 +93,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.underReplicated, c.offline, c.isrShrinks, c.isrExpands,
 		c.controllerLeaderID, c.raftState, c.controllerIsLeader,
 		c.groups, c.lagMessages, c.lagSeconds,
+		c.shareGroups, c.shareInFlight, c.shareAvailable, c.shareAcquired, c.shareArchived, c.shareOldest, c.shareDeadLetters,
 		c.connections, c.connectionsAccepted,
 		c.segmentFilesOpen, c.segmentFilesOpened, c.segmentFilesEvicted,
 	} {
@@ -161,6 +172,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.lagSeconds, seconds, g.Group)
 	}
 
+	c.collectShareGroups(s, gauge, counter)
+
 	gauge(c.connections, float64(s.Connections))
 	counter(c.connectionsAccepted, s.ConnectionsAccepted)
 
@@ -174,4 +187,50 @@ func bool01(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// collectShareGroups adds the share-group series: per share-partition,
+// or with no partition series per group (counts summed, the oldest age
+// the largest).
+func (c *stateCollector) collectShareGroups(s Snapshot, gauge func(*prometheus.Desc, float64, ...string), counter func(*prometheus.Desc, uint64, ...string)) {
+	byState := map[string]int{"Empty": 0, "Stable": 0}
+	for _, g := range s.ShareGroups {
+		byState[g.State]++
+	}
+	for st, n := range byState {
+		gauge(c.shareGroups, float64(n), st)
+	}
+	emit := func(p SharePartition, labels ...string) {
+		gauge(c.shareInFlight, float64(p.InFlight), labels...)
+		gauge(c.shareAvailable, float64(p.Available), labels...)
+		gauge(c.shareAcquired, float64(p.Acquired), labels...)
+		gauge(c.shareArchived, float64(p.Archived), labels...)
+		gauge(c.shareOldest, p.OldestUnackedSeconds, labels...)
+		counter(c.shareDeadLetters, p.DeadLetters, labels...)
+	}
+	if c.partitionSeries {
+		for _, p := range s.ShareGroupPartitions {
+			emit(p, p.Group, p.Topic, strconv.Itoa(int(p.Partition)))
+		}
+		return
+	}
+	var groups []string
+	sums := map[string]*SharePartition{}
+	for _, p := range s.ShareGroupPartitions {
+		sum := sums[p.Group]
+		if sum == nil {
+			sum = &SharePartition{Group: p.Group}
+			sums[p.Group] = sum
+			groups = append(groups, p.Group)
+		}
+		sum.InFlight += p.InFlight
+		sum.Available += p.Available
+		sum.Acquired += p.Acquired
+		sum.Archived += p.Archived
+		sum.OldestUnackedSeconds = max(sum.OldestUnackedSeconds, p.OldestUnackedSeconds)
+		sum.DeadLetters += p.DeadLetters
+	}
+	for _, g := range groups {
+		emit(*sums[g], g)
+	}
 }

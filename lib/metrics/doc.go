@@ -14,7 +14,8 @@
 //     cost nothing.
 //   - Everything else is read at scrape time from a Source (lib/node's
 //     Daemon): partition offsets and sizes, leadership, the controller's
-//     Raft state, groups and their lag, connections, and per-topic traffic
+//     Raft state, groups and their lag, share groups and their
+//     share-partitions' windows, connections, and per-topic traffic
 //     counters that lib/partition keeps as plain atomics (the broker adds
 //     to them). A scrape costs in
 //     proportion to the partitions and group partitions the node hosts;

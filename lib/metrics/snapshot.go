@@ -28,6 +28,11 @@ type Snapshot struct {
 
 	// Groups are the consumer groups this node coordinates.
 	Groups []Group
+	// ShareGroups are the share groups this node coordinates, and
+	// ShareGroupPartitions the share-partitions of the topic partitions
+	// it leads.
+	ShareGroups          []ShareGroup
+	ShareGroupPartitions []SharePartition
 
 	// Connections is the number of open client connections, and
 	// ConnectionsAccepted the connections accepted since the node started.
@@ -86,4 +91,28 @@ type GroupLag struct {
 	Partition int32
 	Messages  int64
 	Seconds   float64
+}
+
+// ShareGroup is one share group (a queue) and its state: Empty or Stable.
+type ShareGroup struct {
+	Group, State string
+}
+
+// SharePartition is one share group's share-partition of a topic
+// partition this node leads, as mqctl queue describe shows it: InFlight
+// is the window from the start offset to the first offset never
+// acquired, Available its available records plus those never acquired
+// up to the high-water mark, Acquired and Archived its records in those
+// states; OldestUnackedSeconds the age of the record at the start offset
+// when one is there (0 otherwise), in whole milliseconds; DeadLetters
+// the records given up (rejected, or out of delivery attempts) since the
+// node started.
+type SharePartition struct {
+	Group                string
+	Topic                string
+	Partition            int32
+	InFlight, Available  int64
+	Acquired, Archived   int64
+	OldestUnackedSeconds float64
+	DeadLetters          uint64
 }

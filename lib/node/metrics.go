@@ -5,6 +5,7 @@ import (
 	"maps"
 	"sync"
 
+	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/metrics"
 	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/record"
@@ -40,7 +41,10 @@ func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 			})
 		}
 	}
-	s.Groups = d.groupLag()
+	seen := map[lagKey]bool{}
+	s.Groups = d.groupLag(seen)
+	s.ShareGroups, s.ShareGroupPartitions = d.shareGroups(seen)
+	d.lagTimes.retain(seen)
 	fs := d.parts.Files().Stats()
 	s.SegmentFilesOpen, s.SegmentFilesOpened, s.SegmentFilesEvicted = fs.Open, fs.Opens, fs.Evictions
 	s.ControllerLeaderID = d.ctrl.LeaderID()
@@ -65,11 +69,10 @@ func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 // without lag. Timestamps are cached per group partition and committed
 // offset, so a scrape reads one batch only for a commit that moved since
 // the last one.
-func (d *Daemon) groupLag() []metrics.Group {
+func (d *Daemon) groupLag(seen map[lagKey]bool) []metrics.Group {
 	now := d.clock.Now()
 	listed := d.broker.Groups().ListGroups(nil)
 	out := make([]metrics.Group, 0, len(listed))
-	seen := map[lagKey]bool{}
 	var remote []remoteLag // group partitions hosted on other nodes
 	for _, g := range listed {
 		mg := metrics.Group{Group: g.Group, State: g.State.String()}
@@ -84,14 +87,14 @@ func (d *Daemon) groupLag() []metrics.Group {
 			}
 			h := d.parts.Lookup(o.Topic, o.Partition)
 			if h == nil {
-				remote = append(remote, remoteLag{group: len(out), key: lagKey{g.Group, o.Topic, o.Partition}, committed: o.Offset.Offset})
+				remote = append(remote, remoteLag{group: len(out), key: lagKey{group: g.Group, topic: o.Topic, partition: o.Partition}, committed: o.Offset.Offset})
 				continue
 			}
 			committed := o.Offset.Offset
 			hw := h.HighWatermark()
 			lag := metrics.GroupLag{Topic: o.Topic, Partition: o.Partition, Messages: max(hw-committed, 0)}
 			if lag.Messages > 0 {
-				key := lagKey{g.Group, o.Topic, o.Partition}
+				key := lagKey{group: g.Group, topic: o.Topic, partition: o.Partition}
 				seen[key] = true
 				at := max(committed, h.Log().StartOffset())
 				ts, ok := d.lagTimes.timestamp(key, h, at, hw)
@@ -108,14 +111,54 @@ func (d *Daemon) groupLag() []metrics.Group {
 		out[r.group].Lag = append(out[r.group].Lag, r.lag)
 		seen[r.key] = true
 	}
-	d.lagTimes.retain(seen)
 	return out
 }
 
-// lagKey is one group partition.
+// shareGroups lists the share groups this node coordinates and the
+// share-partitions of the partitions it leads, with their windows, as
+// mqctl queue describe counts them, the age of the record at each start
+// offset (cached as the groups' lag times are) and their dead letters.
+func (d *Daemon) shareGroups(seen map[lagKey]bool) ([]metrics.ShareGroup, []metrics.SharePartition) {
+	var groups []metrics.ShareGroup
+	for _, g := range d.broker.ShareGroups() {
+		groups = append(groups, metrics.ShareGroup{Group: g.ID, State: g.State})
+	}
+	now := d.clock.Now()
+	img := d.ctrl.Image()
+	var parts []metrics.SharePartition
+	for _, st := range d.broker.ShareStats() {
+		t := img.TopicsByID[controller.TopicID(st.TopicID)]
+		if t == nil {
+			continue
+		}
+		h := d.parts.Lookup(t.Name, st.Partition)
+		if h == nil || h.State().Role != replica.Leader {
+			continue // led elsewhere now: its leader reports it
+		}
+		p := metrics.SharePartition{Group: st.Group, Topic: t.Name, Partition: st.Partition, DeadLetters: st.DeadLetters}
+		if st.Loaded {
+			hw := h.HighWatermark()
+			p.InFlight = st.End - st.Start
+			p.Available = int64(st.Available) + max(hw-st.End, 0)
+			p.Acquired, p.Archived = int64(st.Acquired), int64(st.Archived)
+			if hw > st.Start {
+				key := lagKey{group: st.Group, topic: t.Name, partition: st.Partition, share: true}
+				seen[key] = true
+				if ts, ok := d.lagTimes.timestamp(key, h, max(st.Start, h.Log().StartOffset()), hw); ok {
+					p.OldestUnackedSeconds = float64(max(now.UnixMilli()-ts, 0)) / 1000
+				}
+			}
+		}
+		parts = append(parts, p)
+	}
+	return groups, parts
+}
+
+// lagKey is one group partition; share, of a share group.
 type lagKey struct {
 	group, topic string
 	partition    int32
+	share        bool
 }
 
 // lagTimeCache remembers, per group partition, the timestamp of the

@@ -1,12 +1,14 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,6 +128,9 @@ type sharePart struct {
 	// another leader may have changed it since, so it is loaded again.
 	q           *Partition
 	leaderEpoch int32
+	// deadLetters counts the records given up (dead-lettered, or only
+	// archived without a dead-letter topic) since this node started.
+	deadLetters uint64
 }
 
 // NewLeader returns a Leader with no share-partitions loaded.
@@ -259,7 +264,7 @@ func (l *Leader) apply(ctx context.Context, group, member string, tp TP, acks *A
 		res.Records, res.Leases, res.Err = l.acquire(p.q, src, member, now, maxRecords, maxBytes)
 	}
 	p.q.Expire(now)
-	if err := l.deadLetter(ctx, group, tp, src, p.q, s); err != nil {
+	if err := l.deadLetter(ctx, p, tp, src, s); err != nil {
 		l.log.Warn("dead-letter records", "group", group, "partition", src.String(), "err", err)
 		p.q = nil // not archived: reload the durable state
 		res.fail(err)
@@ -279,15 +284,21 @@ func (l *Leader) apply(ctx context.Context, group, member string, tp TP, acks *A
 	return res
 }
 
-// deadLetter writes q's new dead letters (archived records) to the
+// deadLetter writes p's new dead letters (archived records) to the
 // group's dead-letter topic, when it names one, before their archive is
-// written.
-func (l *Leader) deadLetter(ctx context.Context, group string, tp TP, src Source, q *Partition, s Settings) error {
-	dead := q.TakeDeadLetters()
-	if len(dead) == 0 || s.DeadLetterTopic == "" || l.cfg.DeadLetter == nil {
+// written, and counts them. Called with p.mu held.
+func (l *Leader) deadLetter(ctx context.Context, p *sharePart, tp TP, src Source, s Settings) error {
+	dead := p.q.TakeDeadLetters()
+	if len(dead) == 0 {
 		return nil
 	}
-	return l.cfg.DeadLetter(ctx, group, tp, src, dead, s.DeadLetterTopic)
+	if s.DeadLetterTopic != "" && l.cfg.DeadLetter != nil {
+		if err := l.cfg.DeadLetter(ctx, p.key.Group, tp, src, dead, s.DeadLetterTopic); err != nil {
+			return err
+		}
+	}
+	p.deadLetters += uint64(len(dead))
+	return nil
 }
 
 func snapshotsEqual(a, b Snapshot) bool {
@@ -354,7 +365,7 @@ func (l *Leader) releaseMember(ctx context.Context, group, member string, parts 
 		res := Result{TP: tp, part: p, pending: loaded}
 		before := p.q.Snapshot()
 		p.q.ReleaseMember(member)
-		if err := l.deadLetter(ctx, group, tp, src, p.q, s); err != nil {
+		if err := l.deadLetter(ctx, p, tp, src, s); err != nil {
 			p.q = nil
 			p.mu.Unlock()
 			results = append(results, res)
@@ -696,3 +707,48 @@ func trimBatches(data []byte, last int64) []byte {
 
 // String names a share-partition in logs.
 func (k Key) String() string { return fmt.Sprintf("%s/%x/%d", k.Group, k.TopicID[:], k.Partition) }
+
+// PartitionStats is what Stats reports of one share-partition led here.
+type PartitionStats struct {
+	Key
+	// Loaded: the state is in memory; the fields below are zero when not.
+	Loaded     bool
+	Start, End int64
+	Counts
+	// DeadLetters counts the records given up since this node started:
+	// rejected, or out of delivery attempts.
+	DeadLetters uint64
+}
+
+// Stats reports the share-partitions this node has served since it
+// started, by key: their windows as last loaded, and their dead
+// letters. It takes each share-partition's mutex in turn, as a fetch
+// does, and never waits for a write.
+func (l *Leader) Stats() []PartitionStats {
+	l.mu.Lock()
+	parts := make([]*sharePart, 0, len(l.parts))
+	for _, p := range l.parts {
+		parts = append(parts, p)
+	}
+	l.mu.Unlock()
+	out := make([]PartitionStats, 0, len(parts))
+	for _, p := range parts {
+		p.mu.Lock()
+		st := PartitionStats{Key: p.key, DeadLetters: p.deadLetters}
+		if p.q != nil {
+			st.Loaded, st.Start, st.End, st.Counts = true, p.q.Start(), p.q.End(), p.q.Counts()
+		}
+		p.mu.Unlock()
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b PartitionStats) int {
+		if c := strings.Compare(a.Group, b.Group); c != 0 {
+			return c
+		}
+		if c := bytes.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out
+}
