@@ -370,3 +370,68 @@ func TestMetricsShowShareGroups(t *testing.T) {
 		return ok, last
 	})
 }
+
+// TestMqtailOnceShowsQueues: mqtail shows share groups in their own list,
+// with their window and dead letters, and not among the consumer groups.
+func TestMqtailOnceShowsQueues(t *testing.T) {
+	b := startBroker(t, brokerOpts{props: shareProps})
+	if _, err := b.admin().CreateTopic(ctxFor(t, 10*time.Second), 1, 1, nil, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	cl := b.client()
+	setShareConfigs(t, cl, "workers", "share.auto.offset.reset", "earliest", "errors.deadletterqueue.topic.name", "jobs.dead")
+	produceValues(t, cl, "jobs", 0, 5)
+	// The member rejects 0 and holds the rest.
+	consumer := b.client(kgo.ShareGroup("workers"), kgo.ConsumeTopics("jobs"))
+	defer consumer.Close()
+	ctx := ctxFor(t, 30*time.Second)
+	for got := 0; got < 5; {
+		fs := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("acquired %d records of 5", got)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got++
+			if string(r.Value) == "0" {
+				r.Ack(kgo.AckReject)
+			}
+		})
+	}
+	consumer.FlushAcks(ctx)
+	type queue struct {
+		Group           string `json:"group"`
+		State           string `json:"state"`
+		Members         int    `json:"members"`
+		DeadLetterTopic string `json:"dead_letter_topic"`
+		DeadLetters     int64  `json:"dead_letters"`
+		Acquired        int64  `json:"acquired"`
+		Partitions      []struct {
+			Topic       string `json:"topic"`
+			StartOffset int64  `json:"start_offset"`
+		} `json:"partitions"`
+	}
+	var doc struct {
+		Groups []struct {
+			Group string `json:"group"`
+		} `json:"groups"`
+		Queues []queue `json:"queues"`
+	}
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "mqtail --once showing the queue", func() (bool, string) {
+		r := runTool(t, 30*time.Second, "", "mqtail", "-b", b.addr, "--once", "-o", "json", "--interval", "100ms")
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &doc) != nil || len(doc.Queues) != 1 {
+			return false, r.stdout + r.stderr
+		}
+		q := doc.Queues[0]
+		return q.Group == "workers" && q.State == "Stable" && q.Members == 1 && q.DeadLetterTopic == "jobs.dead" && q.DeadLetters == 1 &&
+			q.Acquired == 4 && len(q.Partitions) == 1 && q.Partitions[0].StartOffset == 1, r.stdout
+	})
+	for _, g := range doc.Groups {
+		if g.Group == "workers" {
+			t.Errorf("share group workers listed among the consumer groups: %+v", doc.Groups)
+		}
+	}
+	r := runTool(t, 30*time.Second, "", "mqtail", "-b", b.addr, "--once", "--interval", "100ms")
+	if r.code != 0 || !strings.Contains(r.stdout, "QUEUE") || !strings.Contains(r.stdout, "1 in jobs.dead") {
+		t.Fatalf("mqtail --once: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}

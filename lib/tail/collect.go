@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -15,8 +16,8 @@ import (
 )
 
 // Collector reads samples from a cluster through one kgo client: the
-// brokers, topics and groups as lib/admin describes them (mqctl's cluster,
-// topic and group describe), the replicas' log sizes (DescribeLogDirs)
+// brokers, topics, consumer groups and share groups as lib/admin
+// describes them (mqctl's cluster, topic, group and queue describe), the replicas' log sizes (DescribeLogDirs)
 // and the metrics endpoints' counters. It is not safe for concurrent use.
 type Collector struct {
 	adm     *admin.Admin
@@ -30,6 +31,7 @@ type Collector struct {
 	lastTopics admin.TopicDescriptions
 	lastSizes  map[int32]map[string]map[int32]int64
 	lastGroups admin.GroupDescriptions
+	lastQueues admin.QueueDescriptions
 }
 
 // NewCollector returns a Collector on cl, which the caller closes, also
@@ -69,6 +71,13 @@ func (c *Collector) Collect(ctx context.Context) (Sample, error) {
 		s.Groups, s.GroupsStale = c.lastGroups, true
 	} else {
 		s.Groups, c.lastGroups = groups, groups
+	}
+	queues, err := c.adm.DescribeQueues(ctx, nil)
+	if err != nil {
+		s.Errors = append(s.Errors, "queues: "+err.Error())
+		s.Queues = c.lastQueues
+	} else {
+		s.Queues, c.lastQueues = queues, queues
 	}
 	if s.TopicsStale {
 		c.finish(ctx, &s)
@@ -120,6 +129,8 @@ func (c *Collector) finish(ctx context.Context, s *Sample) {
 // described.
 func (c *Collector) groups(ctx context.Context) (admin.GroupDescriptions, error) {
 	listed, listErr := c.kadm.ListGroups(ctx)
+	// Share groups are the queues view's (DescribeQueues).
+	maps.DeleteFunc(listed, func(_ string, g kadm.ListedGroup) bool { return g.GroupType == "share" })
 	names := listed.Groups()
 	slices.Sort(names)
 	if len(names) == 0 {

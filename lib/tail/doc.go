@@ -5,7 +5,8 @@
 // A refresh goes Collector.Collect → Tracker.Observe → Model. The
 // Collector reads one Sample through a kgo client: lib/admin's cluster,
 // topic and group descriptions (the same ones mqctl prints, so lag in
-// records and in time is computed in one place), the replicas' log sizes
+// records and in time is computed in one place), the share groups as
+// mqctl queue describe describes them (the queues view), the replicas' log sizes
 // from DescribeLogDirs, and mq_topic_bytes_out_total from the brokers'
 // Prometheus endpoints (--metrics; ParseText reads the text format). The
 // Tracker keeps the previous sample and each group partition's lag

@@ -24,10 +24,11 @@ const (
 	viewTopics view = iota
 	viewGroups
 	viewBrokers
+	viewQueues
 	viewDetail // one topic or group
 )
 
-var viewNames = []string{"topics", "groups", "brokers"}
+var viewNames = []string{"topics", "groups", "brokers", "queues"}
 
 // Options configure a Model.
 type Options struct {
@@ -65,8 +66,8 @@ type Model struct {
 	// viewGroups.
 	detailOf  view
 	detailTop int
-	cursor    [3]int
-	sortBy    [3]int
+	cursor    [4]int
+	sortBy    [4]int
 
 	filter    textinput.Model
 	filtering bool
@@ -85,7 +86,7 @@ type (
 )
 
 type keyMap struct {
-	quit, topics, groups, brokers, next, prev, up, down, pageUp, pageDown, enter, back, filter, sort key.Binding
+	quit, topics, groups, brokers, queues, next, prev, up, down, pageUp, pageDown, enter, back, filter, sort key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -94,6 +95,7 @@ func newKeyMap() keyMap {
 		topics:   key.NewBinding(key.WithKeys("1", "t"), key.WithHelp("1/t", "topics")),
 		groups:   key.NewBinding(key.WithKeys("2", "g"), key.WithHelp("2/g", "groups")),
 		brokers:  key.NewBinding(key.WithKeys("3", "b"), key.WithHelp("3/b", "brokers")),
+		queues:   key.NewBinding(key.WithKeys("4", "u"), key.WithHelp("4/u", "queues")),
 		next:     key.NewBinding(key.WithKeys("tab", "right", "l"), key.WithHelp("tab", "next view")),
 		prev:     key.NewBinding(key.WithKeys("shift+tab", "left", "h")),
 		up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
@@ -110,9 +112,9 @@ func newKeyMap() keyMap {
 // helpLine is the bindings the bottom line shows, for each kind of view.
 func (k keyMap) helpLine(detail bool) []key.Binding {
 	if detail {
-		return []key.Binding{k.back, k.up, k.down, k.topics, k.groups, k.brokers, k.quit}
+		return []key.Binding{k.back, k.up, k.down, k.topics, k.groups, k.brokers, k.queues, k.quit}
 	}
-	return []key.Binding{k.topics, k.groups, k.brokers, k.up, k.down, k.enter, k.filter, k.sort, k.quit}
+	return []key.Binding{k.topics, k.groups, k.brokers, k.queues, k.up, k.down, k.enter, k.filter, k.sort, k.quit}
 }
 
 // NewModel returns a Model showing the topics view, connecting.
@@ -206,7 +208,7 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 		var cmd tea.Cmd
 		m.filter, cmd = m.filter.Update(msg)
-		m.cursor = [3]int{}
+		m.cursor = [4]int{}
 		return m, cmd
 	}
 	k := m.keys
@@ -219,10 +221,12 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.view = viewGroups
 	case key.Matches(msg, k.brokers):
 		m.view = viewBrokers
+	case key.Matches(msg, k.queues):
+		m.view = viewQueues
 	case key.Matches(msg, k.next):
-		m.view = (m.listView() + 1) % 3
+		m.view = (m.listView() + 1) % view(len(viewNames))
 	case key.Matches(msg, k.prev):
-		m.view = (m.listView() + 2) % 3
+		m.view = (m.listView() + view(len(viewNames)) - 1) % view(len(viewNames))
 	case key.Matches(msg, k.up):
 		m.move(-1)
 	case key.Matches(msg, k.down):
@@ -271,7 +275,7 @@ func (m *Model) move(d int) {
 }
 
 func (m *Model) clampCursors() {
-	for v := viewTopics; v <= viewBrokers; v++ {
+	for v := viewTopics; v <= viewQueues; v++ {
 		n := len(m.table(v).rows)
 		m.cursor[v] = max(0, min(m.cursor[v], n-1))
 	}
@@ -309,6 +313,8 @@ func (m Model) table(v view) table {
 			}
 		}
 		return brokerTable(brokers, m.sortBy[v])
+	case viewQueues:
+		return queueTable(m.snap, f, m.sortBy[v])
 	}
 	return table{}
 }

@@ -125,7 +125,10 @@ func TestViewsSwitchWithTheirKeysAndTheHelpLineNamesThem(t *testing.T) {
 		{[]string{"1"}, []string{"[1 topics]"}},
 		{[]string{"tab"}, []string{"[2 groups]"}},
 		{[]string{"tab", "tab"}, []string{"[3 brokers]"}},
-		{[]string{"tab", "tab", "tab"}, []string{"[1 topics]"}},
+		{[]string{"4"}, []string{"[4 queues]"}},
+		{[]string{"u"}, []string{"[4 queues]"}},
+		{[]string{"tab", "tab", "tab"}, []string{"[4 queues]"}},
+		{[]string{"tab", "tab", "tab", "tab"}, []string{"[1 topics]"}},
 	} {
 		got := screen(keys(t, m, c.keys...))
 		for _, want := range c.want {
@@ -133,6 +136,49 @@ func TestViewsSwitchWithTheirKeysAndTheHelpLineNamesThem(t *testing.T) {
 				t.Errorf("after %v the screen lacks %q:\n%s", c.keys, want, got)
 			}
 		}
+	}
+}
+
+// TestQueuesViewShowsShareGroups: the queues view has a row per
+// share-partition with its window, oldest unacknowledged age and dead
+// letters, sorted as asked.
+func TestQueuesViewShowsShareGroups(t *testing.T) {
+	snap := fixture()
+	snap.Queues = queues(admin.QueueDescriptions{
+		{Group: "mail", State: "Stable", Members: []admin.QueueMember{{MemberID: "w-1"}}, DeadLetterTopic: "mail.dead", DeadLetters: 3,
+			Partitions: []admin.QueuePartition{
+				{Topic: "outbox", Partition: 0, StartOffset: 40, LogEndOffset: 90, InFlight: 10, Available: 45, Acquired: 5, OldestUnackedMillis: 125_000},
+				{Topic: "outbox", Partition: 1, StartOffset: 7, LogEndOffset: 7},
+			}},
+		{Group: "cron", State: "Empty", Members: []admin.QueueMember{}, Partitions: []admin.QueuePartition{
+			{Topic: "jobs", Partition: 0, StartOffset: 0, LogEndOffset: 3, Available: 3, Archived: 1, OldestUnackedMillis: 9_000},
+		}},
+	})
+	m := update(t, newTestModel(t, termenv.Ascii), snapshotMsg{snap: snap})
+	m = keys(t, m, "4")
+	s := screen(m)
+	for _, want := range []string{"[4 queues]", "QUEUE", "OLDEST-UNACKED", "DEAD-LETTERS", "3 in mail.dead", "2m5s", "outbox"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("queues view lacks %q:\n%s", want, s)
+		}
+	}
+	if l := selected(t, m); !strings.Contains(l, "cron") {
+		t.Errorf("by name, first row %q, want cron", l)
+	}
+	m = keys(t, m, "s") // available
+	if l := selected(t, m); !strings.Contains(l, "mail") || !strings.Contains(l, "45") {
+		t.Errorf("by available, first row %q, want mail/outbox-0", l)
+	}
+	m = keys(t, m, "s") // oldest
+	if l := selected(t, m); !strings.Contains(l, "2m5s") {
+		t.Errorf("by oldest, first row %q, want the one 2m5s old", l)
+	}
+	if q := snap.Queues[1]; q.Group != "mail" || q.Available != 45 || q.Acquired != 5 || q.OldestUnackedMillis != 125_000 {
+		t.Errorf("queue totals: %+v", q)
+	}
+	m = keys(t, m, "/", "z", "z", "z", "enter")
+	if s := screen(m); !strings.Contains(s, "no queues match the filter") {
+		t.Errorf("filtered out:\n%s", s)
 	}
 }
 

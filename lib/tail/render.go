@@ -310,7 +310,7 @@ func stalledCell(stalled bool) cell {
 
 // WriteTable writes snap as plain aligned tables (mqtail --once -o
 // table): the brokers, every topic's partitions, every group's
-// partitions.
+// partitions and, when there are share groups, their share-partitions.
 func WriteTable(w io.Writer, snap Snapshot) error {
 	controller := "none"
 	if snap.Controller >= 0 {
@@ -320,7 +320,11 @@ func WriteTable(w io.Writer, snap Snapshot) error {
 		time.UnixMilli(snap.TimeMillis).UTC().Format(time.RFC3339)); err != nil {
 		return err
 	}
-	for i, t := range []table{brokerTable(snap, 0), topicTable(snap, "", 0, ""), groupTable(snap, "", 0, sparkWidth)} {
+	tables := []table{brokerTable(snap, 0), topicTable(snap, "", 0, ""), groupTable(snap, "", 0, sparkWidth)}
+	if len(snap.Queues) > 0 {
+		tables = append(tables, queueTable(snap, "", 0))
+	}
+	for i, t := range tables {
 		if i > 0 {
 			if _, err := io.WriteString(w, "\n"); err != nil {
 				return err

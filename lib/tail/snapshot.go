@@ -22,6 +22,7 @@ type Snapshot struct {
 	Brokers        []Broker  `json:"brokers"`
 	Topics         []Topic   `json:"topics"`
 	Groups         []Group   `json:"groups"`
+	Queues         []Queue   `json:"queues"`
 	Errors         []string  `json:"errors"` // parts that could not be read this time
 	time           time.Time // TimeMillis as a time, for the views
 }
@@ -124,6 +125,47 @@ type GroupPartition struct {
 	Error      string  `json:"error,omitempty"`
 }
 
+// Queue is one share group (a queue), as mqctl queue describe shows it:
+// its members, its dead letters and each share-partition's window.
+// Available, Acquired, Archived and InFlight sum its partitions';
+// OldestUnackedMillis is the largest of their oldest unacknowledged ages.
+type Queue struct {
+	Group               string                 `json:"group"`
+	State               string                 `json:"state"`
+	Members             int                    `json:"members"`
+	DeadLetterTopic     string                 `json:"dead_letter_topic"`
+	DeadLetters         int64                  `json:"dead_letters"`
+	InFlight            int64                  `json:"in_flight"`
+	Available           int64                  `json:"available"`
+	Acquired            int64                  `json:"acquired"`
+	Archived            int64                  `json:"archived"`
+	OldestUnackedMillis int64                  `json:"oldest_unacked_ms"`
+	Partitions          []admin.QueuePartition `json:"partitions"`
+	Error               string                 `json:"error,omitempty"`
+}
+
+// queues turns queue describe's result into the snapshot's queues.
+func queues(ds admin.QueueDescriptions) []Queue {
+	out := []Queue{}
+	for _, d := range ds {
+		q := Queue{Group: d.Group, State: d.State, Members: len(d.Members), DeadLetterTopic: d.DeadLetterTopic,
+			DeadLetters: d.DeadLetters, Partitions: d.Partitions, Error: d.Error}
+		if q.Partitions == nil {
+			q.Partitions = []admin.QueuePartition{}
+		}
+		for _, p := range d.Partitions {
+			q.InFlight += p.InFlight
+			q.Available += p.Available
+			q.Acquired += p.Acquired
+			q.Archived += p.Archived
+			q.OldestUnackedMillis = max(q.OldestUnackedMillis, p.OldestUnackedMillis)
+		}
+		out = append(out, q)
+	}
+	slices.SortFunc(out, func(a, b Queue) int { return strings.Compare(a.Group, b.Group) })
+	return out
+}
+
 // Sample is what one collection read from the cluster, before the
 // Tracker derives rates and history from it.
 type Sample struct {
@@ -131,6 +173,7 @@ type Sample struct {
 	Cluster admin.ClusterDescription
 	Topics  admin.TopicDescriptions
 	Groups  admin.GroupDescriptions
+	Queues  admin.QueueDescriptions
 	// LogSizes are the replicas' log sizes: broker → topic → partition.
 	LogSizes map[int32]map[string]map[int32]int64
 	// Metrics are the scraped counters of each --metrics endpoint, in
@@ -190,7 +233,7 @@ func NewTracker(window time.Duration) *Tracker {
 func (tr *Tracker) Observe(s Sample) Snapshot {
 	snap := Snapshot{
 		TimeMillis: s.Time.UnixMilli(), ClusterID: s.Cluster.ClusterID, Controller: s.Cluster.Controller,
-		Brokers: []Broker{}, Topics: []Topic{}, Groups: []Group{}, Errors: append([]string{}, s.Errors...), time: s.Time,
+		Brokers: []Broker{}, Topics: []Topic{}, Groups: []Group{}, Queues: queues(s.Queues), Errors: append([]string{}, s.Errors...), time: s.Time,
 	}
 	if !tr.prevAt.IsZero() {
 		snap.IntervalMillis = s.Time.Sub(tr.prevAt).Milliseconds()

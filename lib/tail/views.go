@@ -2,9 +2,12 @@ package tail
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mqproject/mq/lib/admin"
 )
 
 // sparkWidth is the width of the groups view's lag sparkline.
@@ -15,6 +18,7 @@ var sortOrders = map[view][]string{
 	viewTopics:  {"name", "msg/s", "bytes/s", "state"},
 	viewGroups:  {"name", "lag", "lag-time"},
 	viewBrokers: {"id", "leads", "bytes-in"},
+	viewQueues:  {"name", "available", "oldest"},
 }
 
 func matches(filter string, fields ...string) bool {
@@ -242,6 +246,82 @@ func groupPartitions(g Group, spark int) table {
 		t.rows = append(t.rows, row{cells: []cell{txt(p.Topic), num(p.Partition), txt(orDash(p.MemberID)), offsetCell(p.Committed),
 			offsetCell(p.HighWatermark), offsetCell(p.Lag), lagTimeCell(p.LagTimeMillis), txt(Sparkline(p.LagHistory, spark)),
 			stalledCell(p.Stalled), errCell}})
+	}
+	return t
+}
+
+// queueTable is one row per share-partition of the share groups that
+// match filter (by group or topic name), a group without partitions one
+// row alone, in sort order.
+func queueTable(snap Snapshot, filter string, sort int) table {
+	type entry struct {
+		q Queue
+		p *admin.QueuePartition
+	}
+	var es []entry
+	for _, q := range snap.Queues {
+		if len(q.Partitions) == 0 {
+			if matches(filter, q.Group) {
+				es = append(es, entry{q, nil})
+			}
+			continue
+		}
+		for i := range q.Partitions {
+			if matches(filter, q.Group, q.Partitions[i].Topic) {
+				es = append(es, entry{q, &q.Partitions[i]})
+			}
+		}
+	}
+	field := func(e entry, f func(*admin.QueuePartition) int64) int64 {
+		if e.p == nil {
+			return -1
+		}
+		return f(e.p)
+	}
+	byName := func(a, b entry) int {
+		c := strings.Compare(a.q.Group, b.q.Group)
+		if c != 0 || a.p == nil || b.p == nil {
+			return c
+		}
+		return cmp.Or(strings.Compare(a.p.Topic, b.p.Topic), cmp.Compare(a.p.Partition, b.p.Partition))
+	}
+	available := func(p *admin.QueuePartition) int64 { return p.Available }
+	oldest := func(p *admin.QueuePartition) int64 { return p.OldestUnackedMillis }
+	slices.SortStableFunc(es, func(a, b entry) int {
+		switch sortOrders[viewQueues][sort] {
+		case "available":
+			return cmp.Or(cmp.Compare(field(b, available), field(a, available)), byName(a, b))
+		case "oldest":
+			return cmp.Or(cmp.Compare(field(b, oldest), field(a, oldest)), byName(a, b))
+		}
+		return byName(a, b)
+	})
+	t := table{
+		header: []string{"QUEUE", "STATE", "MEMBERS", "TOPIC", "PART", "START", "END", "AVAILABLE", "ACQUIRED", "ARCHIVED", "OLDEST-UNACKED", "DEAD-LETTERS"},
+		right:  []bool{false, false, true, false, true, true, true, true, true, true, true, false},
+	}
+	for _, e := range es {
+		dead := cell{text: "-", kind: dim}
+		if e.q.DeadLetterTopic != "" {
+			dead = txt(fmt.Sprintf("%d in %s", e.q.DeadLetters, e.q.DeadLetterTopic))
+			if e.q.DeadLetters > 0 {
+				dead.kind = bad
+			}
+		}
+		cells := []cell{txt(e.q.Group), txt(orDash(e.q.State)), num(e.q.Members)}
+		if e.p == nil {
+			d := cell{text: "-", kind: dim}
+			cells = append(cells, d, d, d, d, d, d, d, d)
+		} else {
+			p := e.p
+			age := cell{text: "-", kind: dim}
+			if p.OldestUnackedMillis > 0 {
+				age = lagTimeCell(p.OldestUnackedMillis)
+			}
+			cells = append(cells, txt(p.Topic), num(p.Partition), offsetCell(p.StartOffset), offsetCell(p.LogEndOffset),
+				txt(strconv.FormatInt(p.Available, 10)), txt(strconv.FormatInt(p.Acquired, 10)), txt(strconv.FormatInt(p.Archived, 10)), age)
+		}
+		t.rows = append(t.rows, row{key: e.q.Group, cells: append(cells, dead)})
 	}
 	return t
 }
