@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/mqtest"
 )
@@ -433,5 +434,36 @@ func TestMqtailOnceShowsQueues(t *testing.T) {
 	r := runTool(t, 30*time.Second, "", "mqtail", "-b", b.addr, "--once", "--interval", "100ms")
 	if r.code != 0 || !strings.Contains(r.stdout, "QUEUE") || !strings.Contains(r.stdout, "1 in jobs.dead") {
 		t.Fatalf("mqtail --once: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestShareGroupRefusedForAConsumerGroupID: the other way round, a share
+// member is refused the id of a consumer group, by mqpipe exec (with how
+// to join it) and by the broker.
+func TestShareGroupRefusedForAConsumerGroupID(t *testing.T) {
+	b := startBroker(t, brokerOpts{props: shareProps})
+	if _, err := b.admin().CreateTopic(ctxFor(t, 10*time.Second), 1, 1, nil, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	resps, err := b.admin().CommitOffsets(ctxFor(t, 10*time.Second), "C", kadm.OffsetsFromRecords(kgo.Record{Topic: "jobs", Partition: 0, Offset: -1}))
+	if err != nil || resps.Error() != nil {
+		t.Fatalf("commit for consumer group C: %v %v", err, resps.Error())
+	}
+	r := runTool(t, 30*time.Second, "", "mqpipe", "exec", "-b", b.addr, "-t", "jobs", "-g", "C", "--exit-when-idle", "1s", "--", "true")
+	if r.code != 2 || !strings.Contains(r.stderr, "C is a consumer group") || strings.Count(r.stderr, "\n") != 1 {
+		t.Fatalf("mqpipe exec -g C: exit %d, stderr %q", r.code, r.stderr)
+	}
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = "C", "m-1", 0, []string{"jobs"}
+	resp, err := req.RequestWith(ctxFor(t, 10*time.Second), b.client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Errorf("ShareGroupHeartbeat for consumer group C: %v, want GROUP_ID_NOT_FOUND", err)
+	}
+	r = runTool(t, 30*time.Second, "", "mqctl", "-b", b.addr, "queue", "list")
+	if r.code != 0 || strings.Contains(r.stdout, "C ") {
+		t.Errorf("queue list after the refusals: %d %q", r.code, r.stdout)
 	}
 }

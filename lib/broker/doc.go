@@ -20,7 +20,8 @@
 //     __consumer_offsets through lib/coordinator; a group id that is a
 //     share group here is refused to JoinGroup and OffsetCommit);
 //   - share.go, share_fetch.go, share_offsets.go (KIP-932 share groups
-//     onto lib/queue's Groups and Leader, with their state in
+//     onto lib/queue's Groups and Leader (a consumer group's id is
+//     refused to ShareGroupHeartbeat), with their state in
 //     __share_group_state through lib/coordinator; share_config.go the
 //     group configs, share_dlq.go the dead letters);
 //   - damage.go (mq's SkipDamaged and Refetch, lib/kafkaext).

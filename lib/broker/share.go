@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/group"
 	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/server"
@@ -75,6 +77,13 @@ func (b *Broker) handleShareGroupHeartbeat(_ context.Context, c *server.ConnInfo
 	}
 	if err := b.groups.c.Check(r.GroupID); err != nil {
 		return fail(groupError(err), err)
+	}
+	// One id is one group, of one type, as in Kafka: a queue never
+	// shadows a consumer group (or its committed offsets).
+	if !b.shareGroups.Has(r.GroupID) {
+		if d, err := b.groups.c.DescribeGroup(r.GroupID); err == nil && d.State != group.Dead {
+			return fail(kerr.GroupIDNotFound.Code, fmt.Errorf("group %s is a consumer group, not a share group", r.GroupID))
+		}
 	}
 	img := b.ctrl.Image()
 	s := b.shareSettings(img, r.GroupID)

@@ -193,3 +193,25 @@ func StartShareGroup(ctx context.Context, cl *kgo.Client, group, reset string) (
 	st.Reset, st.Chosen = reset, true
 	return st, nil
 }
+
+// IsConsumerGroup says whether group is a consumer (classic) group: one
+// with members or committed offsets, which its coordinator describes in a
+// state other than Dead.
+func IsConsumerGroup(ctx context.Context, cl *kgo.Client, group string) (bool, error) {
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return false, err
+	}
+	for _, g := range resp.Groups {
+		switch err := kerr.ErrorForCode(g.ErrorCode); {
+		case err == kerr.GroupIDNotFound:
+		case err != nil:
+			return false, brokerError("describe group "+group, err, g.ErrorMessage)
+		case g.State != "" && g.State != "Dead":
+			return true, nil
+		}
+	}
+	return false, nil
+}

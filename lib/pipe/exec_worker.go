@@ -143,6 +143,15 @@ func prepareShareGroup(ctx context.Context, cl *kgo.Client, o ExecOptions) error
 	if start == "" {
 		start = "earliest"
 	}
+	// One id is one group: the broker refuses a share member for a
+	// consumer group's id, so say how to join it instead.
+	classic, err := client.IsConsumerGroup(ctx, cl, o.Group)
+	if err != nil {
+		return fmt.Errorf("group %s: %w", o.Group, err)
+	}
+	if classic {
+		return client.Usagef("exec: %s is a consumer group: join it with --ordered, or name a share group with -g", o.Group)
+	}
 	st, err := client.StartShareGroup(ctx, cl, o.Group, start)
 	if err != nil {
 		return fmt.Errorf("share group %s: %w", o.Group, err)
