@@ -64,7 +64,9 @@ func TestParseConfigTarget(t *testing.T) {
 		{[]string{"broker", "-1"}, ConfigTarget{}, "", client.ExitUsage},
 		{[]string{"topic"}, ConfigTarget{}, "", client.ExitUsage},
 		{[]string{}, ConfigTarget{}, "", client.ExitUsage},
-		{[]string{"group", "g"}, ConfigTarget{}, "", client.ExitUsage},
+		{[]string{"group", "g", "share.auto.offset.reset=earliest"}, ConfigTarget{ResourceGroup, "g"}, "[share.auto.offset.reset=earliest]", 0},
+		{[]string{"group"}, ConfigTarget{}, "", client.ExitUsage},
+		{[]string{"consumer", "g"}, ConfigTarget{}, "", client.ExitUsage},
 	} {
 		got, rest, err := ParseConfigTarget("test", tc.args)
 		if client.ExitCode(err) != tc.code {

@@ -27,18 +27,18 @@ const ClusterDefault = "default"
 // ConfigTarget is the resource whose configs config get and set read or
 // change.
 type ConfigTarget struct {
-	Resource string // ResourceTopic or ResourceBroker
+	Resource string // ResourceTopic, ResourceBroker or ResourceGroup
 	// Name is the topic; for a broker its id, ClusterDefault, or ""
 	// (get: the only broker of the cluster; set: ClusterDefault).
 	Name string
 }
 
 // ParseConfigTarget reads the leading arguments of config get and set,
-// "topic NAME" or "broker [ID|default]", and returns the arguments after
+// "topic NAME", "broker [ID|default]" or "group NAME", and returns the arguments after
 // them (config names, or key=value pairs).
 func ParseConfigTarget(what string, args []string) (ConfigTarget, []string, error) {
 	if len(args) == 0 {
-		return ConfigTarget{}, nil, client.Usagef("%s: missing topic NAME or broker [ID]", what)
+		return ConfigTarget{}, nil, client.Usagef("%s: missing topic NAME, broker [ID] or group NAME", what)
 	}
 	switch args[0] {
 	case ResourceTopic, "topics":
@@ -46,6 +46,11 @@ func ParseConfigTarget(what string, args []string) (ConfigTarget, []string, erro
 			return ConfigTarget{}, nil, client.Usagef("%s: missing topic name", what)
 		}
 		return ConfigTarget{Resource: ResourceTopic, Name: args[1]}, args[2:], nil
+	case ResourceGroup, "groups":
+		if len(args) < 2 || args[1] == "" {
+			return ConfigTarget{}, nil, client.Usagef("%s: missing group name", what)
+		}
+		return ConfigTarget{Resource: ResourceGroup, Name: args[1]}, args[2:], nil
 	case ResourceBroker, "brokers":
 		t := ConfigTarget{Resource: ResourceBroker}
 		rest := args[1:]
@@ -61,7 +66,7 @@ func ParseConfigTarget(what string, args []string) (ConfigTarget, []string, erro
 		}
 		return t, rest, nil
 	}
-	return ConfigTarget{}, nil, client.Usagef("%s: unknown resource %q (want topic or broker)", what, args[0])
+	return ConfigTarget{}, nil, client.Usagef("%s: unknown resource %q (want topic, broker or group)", what, args[0])
 }
 
 // String names the target in messages: topic "orders", broker 1, the
@@ -70,6 +75,8 @@ func (t ConfigTarget) String() string {
 	switch {
 	case t.Resource == ResourceTopic:
 		return fmt.Sprintf("topic %q", t.Name)
+	case t.Resource == ResourceGroup:
+		return fmt.Sprintf("group %q", t.Name)
 	case t.Name == ClusterDefault:
 		return "cluster-wide broker defaults"
 	case t.Name == "":
@@ -161,6 +168,13 @@ func (a *Admin) brokerID(ctx context.Context, what string, t ConfigTarget) (id i
 // is a failure.
 func (a *Admin) GetConfigs(ctx context.Context, t ConfigTarget, names []string, showDocs bool) (*ConfigDescription, error) {
 	const what = "config get"
+	if t.Resource == ResourceGroup {
+		d, err := a.groupConfigs(ctx, what, t.Name, names, showDocs)
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
 	d := ConfigDescription{Resource: t.Resource, Name: t.Name, Configs: []ConfigEntry{}, showDocs: showDocs}
 	typ, resource := kmsg.ConfigResourceTypeTopic, t.Name
 	if t.Resource == ResourceBroker {
@@ -271,6 +285,9 @@ func (c ConfigChange) Table() ([]string, [][]string) {
 // defaults.
 func (a *Admin) SetConfigs(ctx context.Context, t ConfigTarget, set map[string]string, deleted []string) (*ConfigChange, error) {
 	const what = "config set"
+	if t.Resource == ResourceGroup {
+		return a.setGroupConfigs(ctx, what, t.Name, set, deleted)
+	}
 	c := ConfigChange{Resource: t.Resource, Name: t.Name, Set: set, Deleted: slices.Sorted(slices.Values(deleted))}
 	if c.Set == nil {
 		c.Set = map[string]string{}

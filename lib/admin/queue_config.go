@@ -8,7 +8,7 @@ import (
 )
 
 // ResourceGroup is the group config resource (Kafka's GROUP, type 32) of
-// queue config: a share group's settings.
+// queue config and config get|set group: a share group's settings.
 const ResourceGroup = "group"
 
 // Sources of a group config in queue config.
@@ -21,7 +21,10 @@ const (
 // or those named (an unknown one is a failure). The group need not exist:
 // configs set before its first member apply from its start.
 func (a *Admin) QueueConfigs(ctx context.Context, group string, names []string, showDocs bool) (*ConfigDescription, error) {
-	const what = "queue config"
+	return a.groupConfigs(ctx, "queue config", group, names, showDocs)
+}
+
+func (a *Admin) groupConfigs(ctx context.Context, what, group string, names []string, showDocs bool) (*ConfigDescription, error) {
 	cs, err := client.GroupConfigs(ctx, a.cl, group)
 	if err != nil {
 		return nil, requestError(what, err)
@@ -58,7 +61,10 @@ func (a *Admin) QueueConfigs(ctx context.Context, group string, names []string, 
 // incrementally: those in set get their values, those in deleted go back
 // to the broker's defaults.
 func (a *Admin) SetQueueConfigs(ctx context.Context, group string, set map[string]string, deleted []string) (*ConfigChange, error) {
-	const what = "queue config"
+	return a.setGroupConfigs(ctx, "queue config", group, set, deleted)
+}
+
+func (a *Admin) setGroupConfigs(ctx context.Context, what, group string, set map[string]string, deleted []string) (*ConfigChange, error) {
 	if err := CheckConfigChange(what, set, deleted); err != nil {
 		return nil, err
 	}
