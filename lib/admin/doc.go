@@ -1,5 +1,5 @@
 // Package admin is the logic of mqctl: each command (topics, configs,
-// records, cluster, groups) is a method of Admin
+// records, cluster, groups, queues) is a method of Admin
 // that talks to the broker through kadm and returns a result value, and
 // each result knows how to print itself as an aligned table (for people)
 // or as JSON (for scripts). cmd/mqctl only wires flags to these methods.
@@ -25,4 +25,8 @@
 // "unreachable"), and not the command. Only when no broker answers does a
 // command end with exit 3. ClusterDescription.NoQuorum and the
 // "unreachable" state are how mqtail shows the same judgement.
+//
+// One group id names one group of one type: ResetOffsets refuses a share
+// group (one its coordinator knows or with share-partition state), whose
+// start offsets ResetQueue moves instead; both plan with planReset.
 package admin
