@@ -102,6 +102,11 @@ func TestQueueConfigFromTheShell(t *testing.T) {
 		t.Fatalf("names mixed with changes: %d %q", r.code, r.stderr)
 	}
 
+	// jobs.dlq does not exist yet: no dead letters to replay.
+	r = mqctl("queue", "dlq", "replay", "--group", "workers", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"from":"jobs.dlq","replayed":0`) {
+		t.Fatalf("replay before the first dead letter: %d %s %s", r.code, r.stdout, r.stderr)
+	}
 	r = mqctl("queue", "create", "workers", "-o", "json")
 	if r.code != 0 || !strings.Contains(r.stdout, `"new":true`) || !strings.Contains(r.stdout, `"start":"earliest"`) {
 		t.Fatalf("queue create: %d %s %s", r.code, r.stdout, r.stderr)

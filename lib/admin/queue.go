@@ -456,6 +456,11 @@ func (a *Admin) ReplayDeadLetters(ctx context.Context, group, from, to string, s
 	ends := map[int32]int64{}
 	starts := map[int32]kgo.Offset{}
 	for k, f := range facts {
+		if k.partition < 0 && f.err == "unknown topic" {
+			// The broker creates a group's dead-letter topic with its
+			// first dead letter: none yet.
+			return res, nil
+		}
 		if k.partition < 0 {
 			return nil, fmt.Errorf("queue dlq replay: %s: %s", dlq, f.err)
 		}
