@@ -172,6 +172,46 @@ func TestWithoutPartitionSeriesGroupLagIsPerGroup(t *testing.T) {
 	}
 }
 
+func TestShareGroupSeriesPerPartitionOrPerGroup(t *testing.T) {
+	snap := fixed
+	snap.ShareGroups = []ShareGroup{{Group: "q", State: "Stable"}, {Group: "r", State: "Empty"}, {Group: "s", State: "Empty"}}
+	snap.ShareGroupPartitions = []SharePartition{
+		{Group: "q", Topic: "t", Partition: 0, InFlight: 10, Available: 7, Acquired: 2, Archived: 1, OldestUnackedSeconds: 4.5, DeadLetters: 3},
+		{Group: "q", Topic: "t", Partition: 1, InFlight: 1, Available: 5, Acquired: 1, OldestUnackedSeconds: 9, DeadLetters: 1},
+	}
+	got, types := gather(t, New(Config{Source: &fixedSource{snap: snap}, PartitionSeries: true}))
+	for k, v := range map[string]float64{
+		"mq_share_groups{state=Stable}":                                      1,
+		"mq_share_groups{state=Empty}":                                       2,
+		"mq_share_group_in_flight_records{group=q,partition=0,topic=t}":      10,
+		"mq_share_group_available_records{group=q,partition=1,topic=t}":      5,
+		"mq_share_group_acquired_records{group=q,partition=0,topic=t}":       2,
+		"mq_share_group_archived_records{group=q,partition=0,topic=t}":       1,
+		"mq_share_group_oldest_unacked_seconds{group=q,partition=1,topic=t}": 9,
+		"mq_share_group_dead_letters_total{group=q,partition=0,topic=t}":     3,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	if types["mq_share_group_dead_letters_total"] != dto.MetricType_COUNTER || types["mq_share_group_in_flight_records"] != dto.MetricType_GAUGE {
+		t.Errorf("types: %v", types)
+	}
+	got, _ = gather(t, New(Config{Source: &fixedSource{snap: snap}, PartitionSeries: false}))
+	for k, v := range map[string]float64{
+		"mq_share_group_in_flight_records{group=q}":      11, // summed
+		"mq_share_group_available_records{group=q}":      12,
+		"mq_share_group_acquired_records{group=q}":       3,
+		"mq_share_group_archived_records{group=q}":       1,
+		"mq_share_group_oldest_unacked_seconds{group=q}": 9, // the largest
+		"mq_share_group_dead_letters_total{group=q}":     4,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("without partition series: %s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+}
+
 func TestAnsweredCountsRequestsLatencyAndErrors(t *testing.T) {
 	m := New(Config{APINames: map[int16]string{16384: "SkipDamaged"}})
 	produce := kmsg.NewPtrProduceResponse()
