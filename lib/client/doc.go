@@ -16,6 +16,12 @@
 // Ping checks that the broker answers and turns "cannot connect" into an
 // *Error with ExitUnreachable.
 //
+// Retry asks again while the broker's answer is retriable (Retriable:
+// LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, COORDINATOR_LOAD_IN_PROGRESS,
+// …, as every Kafka client does), for up to RetryTimeout: a tool run
+// while mqd restarts and opens its partitions, or while a cluster elects
+// new leaders, waits for them instead of failing.
+//
 // # Exit codes
 //
 // Run runs a urfave/cli app and turns its error into the exit status every
