@@ -48,6 +48,11 @@ With -e, mqpipe notes each partition's high-water mark when it starts and
 exits once it has printed every record below them, however busy the topic;
 empty partitions are done at once.
 
+A partition without a leader yet (mqd restarting and still opening its
+logs, an election after a broker left) is asked again, as any Kafka
+client does: mqpipe says once on stderr what it waits for and gives up
+after 30 seconds with exit status 1.
+
 -f prints each record with kcat's tokens: %t topic, %p partition, %o
 offset, %T timestamp (ms since the epoch), %k key, %K key length (-1 for
 null), %s value, %S value length (-1 for null), %h headers as

@@ -196,7 +196,7 @@ func consume(ctx context.Context, cfg ConsumeConfig) error {
 		}
 		return consumeGroup(ctx, cfg, addrs, adm, spec)
 	}
-	starts, ends, err := startOffsets(ctx, adm, parts, cfg.Offset)
+	starts, ends, err := startOffsets(ctx, adm, parts, cfg.Offset, waitNotice(cfg.Stderr))
 	if err != nil {
 		return err
 	}
@@ -387,33 +387,28 @@ func sessionMends(err error) bool {
 
 // startOffsets lists each partition's log start offset and high-water
 // mark (and, for @TIME, the offset at that time) and returns where to
-// start reading and the high-water marks.
-func startOffsets(ctx context.Context, adm *kadm.Client, parts partitionSet, spec OffsetSpec) (starts, ends map[string]map[int32]int64, err error) {
+// start reading and the high-water marks. A partition whose leader is not
+// available yet (a restarted mqd opening its logs, an election) is asked
+// again (listOffsets); waiting, when not nil, is told once.
+func startOffsets(ctx context.Context, adm *kadm.Client, parts partitionSet, spec OffsetSpec, waiting func(error)) (starts, ends map[string]map[int32]int64, err error) {
 	if len(parts) == 0 {
 		return map[string]map[int32]int64{}, map[string]map[int32]int64{}, nil // listing no topic would list them all
 	}
 	topics := parts.names()
-	list := func(what string, f func() (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
-		l, err := f()
-		if err == nil {
-			err = l.Error()
-		}
-		if err != nil {
-			return nil, client.Failf("list %s offsets: %v", what, err)
-		}
-		return l, nil
+	list := func(what string, f func(context.Context) (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
+		return listOffsets(ctx, what, f, waiting)
 	}
-	logStarts, err := list("start", func() (kadm.ListedOffsets, error) { return adm.ListStartOffsets(ctx, topics...) })
+	logStarts, err := list("start", func(ctx context.Context) (kadm.ListedOffsets, error) { return adm.ListStartOffsets(ctx, topics...) })
 	if err != nil {
 		return nil, nil, err
 	}
-	hwms, err := list("end", func() (kadm.ListedOffsets, error) { return adm.ListEndOffsets(ctx, topics...) })
+	hwms, err := list("end", func(ctx context.Context) (kadm.ListedOffsets, error) { return adm.ListEndOffsets(ctx, topics...) })
 	if err != nil {
 		return nil, nil, err
 	}
 	var atTime kadm.ListedOffsets
 	if spec.Kind == OffsetTime {
-		atTime, err = list("time", func() (kadm.ListedOffsets, error) {
+		atTime, err = list("time", func(ctx context.Context) (kadm.ListedOffsets, error) {
 			return adm.ListOffsetsAfterMilli(ctx, spec.Time.UnixMilli(), topics...)
 		})
 		if err != nil {
@@ -438,4 +433,50 @@ func startOffsets(ctx context.Context, adm *kadm.Client, parts partitionSet, spe
 		}
 	}
 	return starts, ends, nil
+}
+
+// listOffsets calls list until it answers for every partition, asking
+// again while the answer is retriable (client.Retry: LEADER_NOT_AVAILABLE,
+// NOT_LEADER_OR_FOLLOWER…) for up to client.RetryTimeout; waiting, when
+// not nil, is told of the first retriable answer. what names the offsets
+// ("start", "end", "time") in the error.
+func listOffsets(ctx context.Context, what string, list func(context.Context) (kadm.ListedOffsets, error), waiting func(error)) (kadm.ListedOffsets, error) {
+	var listed kadm.ListedOffsets
+	err := client.Retry(ctx, 0, func(ctx context.Context) error {
+		var err error
+		if listed, err = list(ctx); err != nil {
+			return err
+		}
+		return partitionError(listed)
+	}, waiting)
+	if err != nil {
+		return nil, client.Failf("list %s offsets: %v", what, err)
+	}
+	return listed, nil
+}
+
+// partitionError is the error of the first partition, by topic and
+// number, that a listing has no offset for.
+func partitionError(listed kadm.ListedOffsets) error {
+	var first *kadm.ListedOffset
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil && (first == nil || o.Topic < first.Topic || o.Topic == first.Topic && o.Partition < first.Partition) {
+			first = &o
+		}
+	})
+	if first == nil {
+		return nil
+	}
+	return fmt.Errorf("topic %s partition %d: %w", first.Topic, first.Partition, first.Err)
+}
+
+// waitNotice returns the waiting function of startOffsets that says on w,
+// once, what the tool waits for.
+func waitNotice(w io.Writer) func(error) {
+	if w == nil {
+		return nil
+	}
+	return func(err error) {
+		fmt.Fprintf(w, "mqpipe: waiting up to %v: %v\n", client.RetryTimeout, oneLine(err.Error()))
+	}
 }

@@ -41,6 +41,11 @@
 // group at the earliest offset (client.StartShareGroup; --start) and
 // makes --dlq the group's dead-letter topic when it has none.
 //
+// Every lookup a command makes before it reads or writes (topics,
+// offsets, a group's committed offsets) asks again while the broker's
+// answer is retriable (client.Retry), so a command run while mqd
+// restarts or a cluster elects leaders waits instead of failing.
+//
 // Errors meant for the user are *client.Error values carrying the exit
 // status (client.Usagef, client.Failf); a cancelled context is an
 // interruption.

@@ -104,14 +104,17 @@ func (a *assignment) add(ctx context.Context, adm *kadm.Client, cfg *ConsumeConf
 // groupTargets lists the high-water marks of partitions, where -o would
 // start them, and the group's committed offsets.
 func groupTargets(ctx context.Context, adm *kadm.Client, cfg *ConsumeConfig, m map[string][]int32) (targets, starts map[string]map[int32]int64, committed kadm.OffsetResponses, err error) {
-	starts, targets, err = startOffsets(ctx, adm, partitionSet(m), cfg.Offset)
+	starts, targets, err = startOffsets(ctx, adm, partitionSet(m), cfg.Offset, waitNotice(cfg.Stderr))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	committed, err = adm.FetchOffsets(ctx, cfg.Group)
-	if err == nil {
-		err = committed.Error()
-	}
+	err = client.Retry(ctx, 0, func(ctx context.Context) error {
+		var err error
+		if committed, err = adm.FetchOffsets(ctx, cfg.Group); err == nil {
+			err = committed.Error()
+		}
+		return err
+	}, waitNotice(cfg.Stderr))
 	if err != nil {
 		return nil, nil, nil, client.Failf("fetch offsets of group %s: %v", cfg.Group, err)
 	}

@@ -375,7 +375,7 @@ func topicLimits(ctx context.Context, addrs []client.Addr, topic string, p int32
 		return 0, err
 	}
 	adm := kadm.NewClient(cl)
-	details, err := adm.ListTopics(ctx, topic)
+	details, err := listTopics(ctx, adm, topic)
 	if err != nil {
 		return 0, client.Failf("describe topic %s: %v", topic, err)
 	}

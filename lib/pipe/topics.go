@@ -71,7 +71,7 @@ func (s topicSpec) regexes() []string {
 func topicPartitions(ctx context.Context, adm *kadm.Client, spec topicSpec, only []int32) (partitionSet, error) {
 	parts := partitionSet{}
 	if len(spec.names) > 0 {
-		details, err := adm.ListTopics(ctx, spec.names...)
+		details, err := listTopics(ctx, adm, spec.names...)
 		if err != nil {
 			return nil, client.Failf("describe topics: %v", err)
 		}
@@ -111,6 +111,29 @@ func topicPartitions(ctx context.Context, adm *kadm.Client, spec topicSpec, only
 		}
 	}
 	return parts, nil
+}
+
+// listTopics describes the topics, asking again (client.Retry) while one
+// of them answers a retriable error (LEADER_NOT_AVAILABLE right after it
+// was created, or while mqd restarts).
+func listTopics(ctx context.Context, adm *kadm.Client, topics ...string) (kadm.TopicDetails, error) {
+	var details kadm.TopicDetails
+	var listErr error
+	client.Retry(ctx, 0, func(ctx context.Context) error {
+		if details, listErr = adm.ListTopics(ctx, topics...); listErr != nil {
+			return listErr
+		}
+		for _, t := range topics {
+			if td, ok := details[t]; ok && client.Retriable(td.Err) {
+				return td.Err // the caller sees it in details when it stays
+			}
+		}
+		return nil
+	}, nil)
+	if listErr != nil {
+		return nil, listErr
+	}
+	return details, nil
 }
 
 // matchingTopics returns the partitions (all, or those of -p) of the
@@ -179,7 +202,7 @@ func followTopics(ctx context.Context, cl *kgo.Client, cfg *ConsumeConfig, spec 
 		if len(matched) == 0 {
 			continue
 		}
-		starts, _, err := startOffsets(ctx, adm, matched, from)
+		starts, _, err := startOffsets(ctx, adm, matched, from, nil)
 		if err != nil {
 			continue
 		}
