@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/mqtest"
 )
@@ -43,29 +44,23 @@ func TestConsumeWaitsForAPartitionWithoutALeader(t *testing.T) {
 	}
 	gone := c.node(topicLeaders(m, topic)[0])
 	var survivors []string
-	var ask *clusterNode
 	for _, n := range c.nodes {
 		if n != gone {
 			survivors = append(survivors, n.addr)
-			ask = n
 		}
 	}
 	gone.kill()
-	clusterWait.For(t, "partition 0 without a leader", func() (bool, string) {
-		m, err := ask.metadata(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, tm := range m.Topics {
-			if tm.Topic != nil && *tm.Topic == topic {
-				for _, p := range tm.Partitions {
-					if p.Partition == 0 {
-						return p.ErrorCode == kerr.LeaderNotAvailable.Code, fmt.Sprintf("partition 0: leader %d, error %d", p.Leader, p.ErrorCode)
-					}
-				}
+	clusterWait.For(t, "partition 0 without a leader on every node left", func() (bool, string) {
+		for _, n := range c.serving() {
+			m, err := n.metadata(ctx)
+			if err != nil {
+				return false, fmt.Sprintf("node %d: %v", n.id, err)
+			}
+			if code := partitionError(m, topic, 0); code != kerr.LeaderNotAvailable.Code {
+				return false, fmt.Sprintf("node %d: partition 0 error %d", n.id, code)
 			}
 		}
-		return false, "no partition 0 in the metadata"
+		return true, ""
 	})
 
 	cmd := exec.Command(filepath.Join(binDir, "mqpipe"), "consume", "-b", strings.Join(survivors, ","), "-t", topic, "-o", "beginning", "-e")
@@ -109,4 +104,19 @@ func TestConsumeWaitsForAPartitionWithoutALeader(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("mqpipe consume printed %q, want %q", got, want)
 	}
+}
+
+// partitionError is the error code a Metadata answer gives partition p
+// of topic; -1 when it does not list it.
+func partitionError(m *kmsg.MetadataResponse, topic string, p int32) int16 {
+	for _, tm := range m.Topics {
+		if tm.Topic != nil && *tm.Topic == topic {
+			for _, pm := range tm.Partitions {
+				if pm.Partition == p {
+					return pm.ErrorCode
+				}
+			}
+		}
+	}
+	return -1
 }

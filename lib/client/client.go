@@ -129,12 +129,12 @@ func Ping(ctx context.Context, cl *kgo.Client, addrs []Addr) error {
 // taken from err: "cannot reach mqd at tcp://127.0.0.1:9092: connection
 // refused — is mqd running?".
 func Unreachable(addrs []Addr, err error) *Error {
-	return &Error{Code: ExitUnreachable, Err: fmt.Errorf("cannot reach mqd at %s: %s — is mqd running?", joinAddrs(addrs), reason(err))}
+	return &Error{Code: ExitUnreachable, Err: fmt.Errorf("cannot reach mqd at %s: %s — is mqd running?", joinAddrs(addrs), Reason(err))}
 }
 
-// reason is the part of a connection error a person needs: "connection
+// Reason is the part of a connection error a person needs: "connection
 // refused", "no such file or directory", "i/o timeout".
-func reason(err error) string {
+func Reason(err error) string {
 	var sys *os.SyscallError
 	if errors.As(err, &sys) {
 		return sys.Err.Error()

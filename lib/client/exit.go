@@ -80,7 +80,7 @@ func classify(err error) (int, string) {
 		return ExitInterrupted, "interrupted"
 	}
 	if IsUnreachable(err) {
-		return ExitUnreachable, "cannot reach mqd: " + reason(err) + " — is mqd running?"
+		return ExitUnreachable, "cannot reach mqd: " + Reason(err) + " — is mqd running?"
 	}
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) && ec.ExitCode() != 0 {

@@ -26,10 +26,12 @@ const (
 // the way any Kafka client does: a retriable Kafka error
 // (LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, COORDINATOR_LOAD_IN_PROGRESS,
 // NOT_COORDINATOR, …), alone, wrapped, or as every shard error of a kadm
-// request. Three errors Kafka calls retriable are not: an unknown topic
-// or partition (a typo does not mend), a corrupt message and a storage
-// error (a broker that cannot read its log will not read it on the next
-// try).
+// request. A shard that could not reach its broker is retriable too: the
+// other brokers answered, and a leader that is gone is replaced once the
+// controller fences it. Three errors Kafka calls retriable are not: an
+// unknown topic or partition (a typo does not mend), a corrupt message
+// and a storage error (a broker that cannot read its log will not read it
+// on the next try).
 func Retriable(err error) bool {
 	if err == nil {
 		return false
@@ -37,7 +39,7 @@ func Retriable(err error) bool {
 	var se *kadm.ShardErrors
 	if errors.As(err, &se) {
 		for _, e := range se.Errs {
-			if !Retriable(e.Err) {
+			if !Retriable(e.Err) && !IsUnreachable(e.Err) {
 				return false
 			}
 		}

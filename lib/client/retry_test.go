@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +29,8 @@ func TestRetriableIsKafkasRetriableButForErrorsThatDoNotMend(t *testing.T) {
 		{&kadm.ShardErrors{Errs: []kadm.ShardError{{Err: kerr.LeaderNotAvailable}, {Err: kerr.NotLeaderForPartition}}}, true},
 		{&kadm.ShardErrors{Errs: []kadm.ShardError{{Err: kerr.LeaderNotAvailable}, {Err: kerr.InvalidRequest}}}, false},
 		{&kadm.ShardErrors{}, false},
+		{&kadm.ShardErrors{Errs: []kadm.ShardError{{Err: kerr.LeaderNotAvailable}, {Err: fmt.Errorf("unable to dial: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED})}}}, true},
+		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false},
 	} {
 		if got := Retriable(tc.err); got != tc.want {
 			t.Errorf("Retriable(%v) = %v, want %v", tc.err, got, tc.want)

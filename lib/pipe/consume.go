@@ -471,12 +471,20 @@ func partitionError(listed kadm.ListedOffsets) error {
 }
 
 // waitNotice returns the waiting function of startOffsets that says on w,
-// once, what the tool waits for.
+// once, what the tool waits for: the first error of a request that
+// failed as a whole, or the partition's.
 func waitNotice(w io.Writer) func(error) {
 	if w == nil {
 		return nil
 	}
 	return func(err error) {
+		var se *kadm.ShardErrors // "request ListOffsets has 1 separate shard errors, first: …"
+		if errors.As(err, &se) && len(se.Errs) > 0 {
+			err = se.Errs[0].Err
+			if b := se.Errs[0].Broker; client.IsUnreachable(err) && b.NodeID >= 0 {
+				err = fmt.Errorf("broker %d (%s:%d) unreachable: %s", b.NodeID, b.Host, b.Port, client.Reason(err))
+			}
+		}
 		fmt.Fprintf(w, "mqpipe: waiting up to %v: %v\n", client.RetryTimeout, oneLine(err.Error()))
 	}
 }
