@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -387,12 +388,12 @@ func (m Model) statusLine() string {
 func (m Model) tabLine() string {
 	var parts []string
 	cur := m.listView()
+	// The tabs are names only: a number beside a name reads as a count
+	// ("2 groups"); the keys that select them are on the bottom line.
 	for i, name := range viewNames {
-		label := fmt.Sprintf(" %d %s ", i+1, name)
+		label := " " + name + " "
 		if view(i) == cur {
-			label = m.st.tabOn.Render("[" + label[1:len(label)-1] + "]")
-		} else {
-			label = " " + label[1:len(label)-1] + " "
+			label = m.st.tabOn.Render("[" + name + "]")
 		}
 		parts = append(parts, label)
 	}
@@ -410,12 +411,24 @@ func (m Model) bottomLine() string {
 	if m.filtering {
 		return m.filter.View() + m.st.dim.Render("   enter keep · esc clear")
 	}
-	var parts []string
-	for _, b := range m.keys.helpLine(m.view == viewDetail) {
-		h := b.Help()
-		parts = append(parts, h.Key+" "+h.Desc)
+	bindings := m.keys.helpLine(m.view == viewDetail)
+	line := func() string {
+		var parts []string
+		for _, b := range bindings {
+			h := b.Help()
+			parts = append(parts, h.Key+" "+h.Desc)
+		}
+		return strings.Join(parts, " · ")
 	}
-	return m.st.dim.Render(strings.Join(parts, " · "))
+	// A narrow terminal loses the hints a user finds without them
+	// first: moving, then enter, sort and filter; the views and q stay.
+	for _, k := range []key.Binding{m.keys.up, m.keys.down, m.keys.enter, m.keys.sort, m.keys.filter} {
+		if m.width <= 0 || ansi.StringWidth(line()) <= m.width {
+			break
+		}
+		bindings = slices.DeleteFunc(bindings, func(b key.Binding) bool { return b.Help() == k.Help() })
+	}
+	return m.st.dim.Render(line())
 }
 
 func (m Model) body() []string {
@@ -436,7 +449,7 @@ func (m Model) body() []string {
 		if m.filter.Value() != "" {
 			empty += " match the filter"
 		}
-		return append(t.render(m.st, 0, 0, -1), m.st.dim.Render(empty))
+		return append(t.fit(m.width).render(m.st, 0, 0, -1), m.st.dim.Render(empty))
 	}
 	n := m.bodyHeight() - 1 // the header
 	cur := m.cursor[m.view]
@@ -444,7 +457,7 @@ func (m Model) body() []string {
 	if cur >= n {
 		start = cur - n + 1
 	}
-	return t.render(m.st, start, n, cur)
+	return t.fit(m.width).render(m.st, start, n, cur)
 }
 
 func (m Model) detailLines() []string {
@@ -458,22 +471,24 @@ func (m Model) detailLines() []string {
 		if t == nil {
 			return []string{fmt.Sprintf("topic %s: not in the last snapshot", m.detail)}
 		}
-		head := fmt.Sprintf("topic %s  partitions %d  in %s msg/s  %s  out %s", t.Topic, len(t.Partitions),
-			rateCell(t.MessagesInPerSec).text, bytesRateCell(t.BytesInPerSec).text, bytesRateCell(t.BytesOutPerSec).text)
+		// Trouble comes first, where a narrow terminal does not cut it.
+		head := "topic " + t.Topic
 		if t.UnderReplicated > 0 {
 			head += "  " + m.st.bad.Render(fmt.Sprintf("%d under-replicated", t.UnderReplicated))
 		}
 		if t.Offline > 0 {
 			head += "  " + m.st.bad.Render(fmt.Sprintf("%d offline", t.Offline))
 		}
+		head += fmt.Sprintf("  partitions %d  in %s msg/s  %s  out %s", len(t.Partitions),
+			rateCell(t.MessagesInPerSec).text, bytesRateCell(t.BytesInPerSec).text, bytesRateCell(t.BytesOutPerSec).text)
 		lines := []string{m.st.title.Render(head), ""}
-		lines = append(lines, topicTable(m.snap, "", 0, t.Topic).render(m.st, 0, len(t.Partitions), -1)...)
+		lines = append(lines, topicTable(m.snap, "", 0, t.Topic).fit(m.width).render(m.st, 0, len(t.Partitions), -1)...)
 		readers := topicReaders(m.snap, t.Topic, 2*sparkWidth)
 		lines = append(lines, "", m.st.title.Render("groups reading "+t.Topic))
 		if len(readers.rows) == 0 {
 			return append(lines, m.st.dim.Render("none"))
 		}
-		return append(lines, readers.render(m.st, 0, len(readers.rows), -1)...)
+		return append(lines, readers.fit(m.width).render(m.st, 0, len(readers.rows), -1)...)
 	}
 	var g *Group
 	for i := range m.snap.Groups {
@@ -484,18 +499,19 @@ func (m Model) detailLines() []string {
 	if g == nil {
 		return []string{fmt.Sprintf("group %s: not in the last snapshot", m.detail)}
 	}
-	head := fmt.Sprintf("group %s  state %s  protocol %s  members %d  lag %d  lag time %s", g.Group, orDash(g.State),
-		orDash(g.Protocol), len(g.Members), g.Lag, lagTimeCell(g.LagTimeMillis).text)
+	head := "group " + g.Group
 	if g.Stalled {
 		head += "  " + m.st.bad.Render("STALLED")
 	}
+	head += fmt.Sprintf("  lag %d  lag time %s  state %s  members %d  protocol %s", g.Lag, lagTimeCell(g.LagTimeMillis).text,
+		orDash(g.State), len(g.Members), orDash(g.Protocol))
 	lines := []string{m.st.title.Render(head), ""}
 	if len(g.Members) > 0 {
 		mt := groupMembers(*g)
 		lines = append(append(lines, mt.render(m.st, 0, len(mt.rows), -1)...), "")
 	}
 	pt := groupPartitions(*g, 2*sparkWidth)
-	return append(lines, pt.render(m.st, 0, len(pt.rows), -1)...)
+	return append(lines, pt.fit(m.width).render(m.st, 0, len(pt.rows), -1)...)
 }
 
 // timeOf is the snapshot's time.

@@ -109,7 +109,7 @@ func selected(t *testing.T, m Model) string {
 func TestViewsSwitchWithTheirKeysAndTheHelpLineNamesThem(t *testing.T) {
 	m := newTestModel(t, termenv.Ascii)
 	s := screen(m)
-	for _, want := range []string{"[1 topics]", "HIGH-WATERMARK", "orders", "under-replicated", "q quit", "/ filter", "s sort", "enter detail"} {
+	for _, want := range []string{"[topics]", "HIGH-WATERMARK", "orders", "under-replicated", "q quit", "/ filter", "s sort", "enter detail"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("topics view lacks %q:\n%s", want, s)
 		}
@@ -118,17 +118,17 @@ func TestViewsSwitchWithTheirKeysAndTheHelpLineNamesThem(t *testing.T) {
 		keys []string
 		want []string
 	}{
-		{[]string{"2"}, []string{"[2 groups]", "billing", "STALLED", "LAG-TIME", "1m30s", "▄▆▇█"}},
-		{[]string{"g"}, []string{"[2 groups]"}},
-		{[]string{"3"}, []string{"[3 brokers]", "fenced", "leader", "2.0KiB/s"}},
-		{[]string{"b"}, []string{"[3 brokers]"}},
-		{[]string{"1"}, []string{"[1 topics]"}},
-		{[]string{"tab"}, []string{"[2 groups]"}},
-		{[]string{"tab", "tab"}, []string{"[3 brokers]"}},
-		{[]string{"4"}, []string{"[4 queues]"}},
-		{[]string{"u"}, []string{"[4 queues]"}},
-		{[]string{"tab", "tab", "tab"}, []string{"[4 queues]"}},
-		{[]string{"tab", "tab", "tab", "tab"}, []string{"[1 topics]"}},
+		{[]string{"2"}, []string{"[groups]", "billing", "STALLED", "LAG-TIME", "1m30s", "▄▆▇█"}},
+		{[]string{"g"}, []string{"[groups]"}},
+		{[]string{"3"}, []string{"[brokers]", "fenced", "leader", "2.0KiB/s"}},
+		{[]string{"b"}, []string{"[brokers]"}},
+		{[]string{"1"}, []string{"[topics]"}},
+		{[]string{"tab"}, []string{"[groups]"}},
+		{[]string{"tab", "tab"}, []string{"[brokers]"}},
+		{[]string{"4"}, []string{"[queues]"}},
+		{[]string{"u"}, []string{"[queues]"}},
+		{[]string{"tab", "tab", "tab"}, []string{"[queues]"}},
+		{[]string{"tab", "tab", "tab", "tab"}, []string{"[topics]"}},
 	} {
 		got := screen(keys(t, m, c.keys...))
 		for _, want := range c.want {
@@ -199,17 +199,17 @@ func TestCursorMovesWithArrowsAndJKAndEnterOpensTheDetail(t *testing.T) {
 	}
 	m = keys(t, m, "j", "enter")
 	s := screen(m)
-	if !strings.Contains(s, "topic orders  partitions 2") || !strings.Contains(s, "1 under-replicated") ||
+	if !strings.Contains(s, "topic orders  1 under-replicated  partitions 2") || !strings.Contains(s, "1 under-replicated") ||
 		!strings.Contains(s, "groups reading orders") || !strings.Contains(s, "billing") || !strings.Contains(s, "esc back") {
 		t.Errorf("topic detail:\n%s", s)
 	}
 	m = keys(t, m, "esc")
-	if !strings.Contains(screen(m), "[1 topics]") || !strings.Contains(selected(t, m), "orders") {
+	if !strings.Contains(screen(m), "[topics]") || !strings.Contains(selected(t, m), "orders") {
 		t.Errorf("esc did not go back to the topics list at the same row:\n%s", screen(m))
 	}
 	m = keys(t, m, "2", "enter")
 	s = screen(m)
-	for _, want := range []string{"group billing  state Stable", "members 1", "lag 250", "STALLED", "biller", "m-1"} {
+	for _, want := range []string{"group billing  STALLED  lag 250", "state Stable", "members 1", "lag 250", "STALLED", "biller", "m-1"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("group detail lacks %q:\n%s", want, s)
 		}
@@ -242,7 +242,7 @@ func TestFilterKeepsMatchingRowsAndEscClearsIt(t *testing.T) {
 	}
 	// Keys typed into the filter are text, not commands.
 	m = keys(t, m, "/", "q", "2", "esc")
-	if s := screen(m); !strings.Contains(s, "[1 topics]") || !strings.Contains(s, "orders") {
+	if s := screen(m); !strings.Contains(s, "[topics]") || !strings.Contains(s, "orders") {
 		t.Errorf("q and 2 typed in the filter acted:\n%s", s)
 	}
 }
@@ -403,5 +403,49 @@ func TestWriteTableOnce(t *testing.T) {
 	}
 	if strings.Contains(s, "\x1b[") || strings.Contains(s, "> ") {
 		t.Errorf("--once table has escapes or a cursor:\n%s", s)
+	}
+}
+
+func TestTabsAreNamesNotCounts(t *testing.T) {
+	m := newTestModel(t, termenv.Ascii)
+	tabs := strings.Split(screen(m), "\n")[1]
+	if !strings.HasPrefix(tabs, "[topics]  groups   brokers ") {
+		t.Errorf("tab line %q, want the views' names alone, the current one in brackets", tabs)
+	}
+	if m = keys(t, m, "2"); !strings.HasPrefix(strings.Split(screen(m), "\n")[1], " topics  [groups]  brokers ") {
+		t.Errorf("tab line after 2: %q", strings.Split(screen(m), "\n")[1])
+	}
+}
+
+func TestANarrowTerminalDropsTheLeastUsefulColumnsFirst(t *testing.T) {
+	m := newTestModel(t, termenv.Ascii)
+	m = update(t, m, tea.WindowSizeMsg{Width: 80, Height: 30})
+	for _, tc := range []struct {
+		keys       []string
+		want, gone []string
+	}{
+		{[]string{"1"}, []string{"TOPIC", "PART", "STATE", "MSG/S", "under-replicated", "50/s"}, []string{"LOG-START"}},
+		{[]string{"2"}, []string{"GROUP", "TOPIC", "LAG ", "LAG-TIME", "LAG-TREND", "STALLED", "1m30s", "▄▆▇█"}, []string{"HIGH-WATERMARK", "COMMITTED"}},
+		{[]string{"3"}, []string{"BROKER", "STATE", "fenced", "CONTROLLER"}, nil},
+		{[]string{"2", "enter"}, []string{"LAG-TIME", "LAG-TREND", "STALLED"}, nil},
+	} {
+		s := screen(keys(t, m, tc.keys...))
+		for _, l := range strings.Split(s, "\n") {
+			// A detail view's first line may lose its end (the least
+			// useful facts); no table line and no help line is cut.
+			if ansi.StringWidth(l) > 80 || strings.HasSuffix(l, "…") && !strings.HasPrefix(l, "group ") {
+				t.Errorf("keys %v: a line cut at 80 columns: %q", tc.keys, l)
+			}
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(s, w) {
+				t.Errorf("keys %v: %q not on an 80-column screen:\n%s", tc.keys, w, s)
+			}
+		}
+		for _, g := range tc.gone {
+			if strings.Contains(s, g) {
+				t.Errorf("keys %v: %q still on an 80-column screen, before more useful columns:\n%s", tc.keys, g, s)
+			}
+		}
 	}
 }

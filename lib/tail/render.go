@@ -39,7 +39,58 @@ type row struct {
 type table struct {
 	header []string
 	right  []bool // right-aligned columns (numbers)
-	rows   []row
+	// drop is each column's rank when the terminal is too narrow for the
+	// whole table: the column with the highest rank goes first (the
+	// rightmost of equals), 0 never; nil keeps every column.
+	drop []int
+	rows []row
+}
+
+// fit returns t without the columns it has to drop, by rank, for its
+// lines (the two-column marker, the columns, two spaces between them)
+// to fit in width; a width of 0 or less keeps every column. What is
+// still too wide is cut at the edge by the view.
+func (t table) fit(width int) table {
+	if width <= 0 || t.drop == nil {
+		return t
+	}
+	w := t.widths()
+	keep := make([]bool, len(t.header))
+	total := 0
+	for i := range keep {
+		keep[i] = true
+		total += w[i] + 2 // the marker, or the gap before the column
+	}
+	for total > width {
+		victim := -1
+		for i, k := range keep {
+			if k && t.drop[i] > 0 && (victim < 0 || t.drop[i] >= t.drop[victim]) {
+				victim = i
+			}
+		}
+		if victim < 0 {
+			break
+		}
+		keep[victim] = false
+		total -= w[victim] + 2
+	}
+	out := table{drop: t.drop}
+	for i, k := range keep {
+		if k {
+			out.header = append(out.header, t.header[i])
+			out.right = append(out.right, t.right[i])
+		}
+	}
+	for _, r := range t.rows {
+		nr := row{key: r.key}
+		for i, c := range r.cells {
+			if i < len(keep) && keep[i] {
+				nr.cells = append(nr.cells, c)
+			}
+		}
+		out.rows = append(out.rows, nr)
+	}
+	return out
 }
 
 // styles are the looks of a renderer's colour profile; with the Ascii

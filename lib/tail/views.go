@@ -83,6 +83,7 @@ func topicTable(snap Snapshot, filter string, sort int, only string) table {
 	t := table{
 		header: []string{"TOPIC", "PART", "LEADER", "REPLICAS", "ISR", "STATE", "LOG-START", "HIGH-WATERMARK", "MSG/S", "BYTES/S", "SIZE"},
 		right:  []bool{false, true, true, false, false, false, true, true, true, true, true},
+		drop:   []int{0, 0, 2, 5, 3, 0, 7, 4, 1, 3, 6},
 	}
 	for _, e := range es {
 		leader := txt(strconv.Itoa(int(e.p.Leader)))
@@ -150,6 +151,7 @@ func groupTable(snap Snapshot, filter string, sort int, spark int) table {
 	t := table{
 		header: []string{"GROUP", "STATE", "MEMBERS", "TOPIC", "PART", "COMMITTED", "HIGH-WATERMARK", "LAG", "LAG-TIME", "LAG-TREND", "STALLED"},
 		right:  []bool{false, false, true, false, true, true, true, true, true, false, false},
+		drop:   []int{0, 4, 5, 0, 0, 6, 7, 0, 1, 2, 1},
 	}
 	for _, e := range es {
 		cells := []cell{txt(e.g.Group), txt(orDash(e.g.State)), num(len(e.g.Members))}
@@ -185,6 +187,7 @@ func brokerTable(snap Snapshot, sort int) table {
 	t := table{
 		header: []string{"BROKER", "ADDRESS", "STATE", "CONTROLLER", "LEADS", "BYTES-IN/S", "BYTES-OUT/S"},
 		right:  []bool{true, false, false, false, true, true, true},
+		drop:   []int{0, 3, 0, 1, 2, 4, 4},
 	}
 	for _, b := range bs {
 		ctrl := cell{text: "-", kind: dim}
@@ -204,6 +207,7 @@ func topicReaders(snap Snapshot, topic string, spark int) table {
 	t := table{
 		header: []string{"GROUP", "PART", "COMMITTED", "LAG", "LAG-TIME", "LAG-TREND", "STALLED"},
 		right:  []bool{false, true, true, true, true, false, false},
+		drop:   []int{0, 0, 3, 0, 1, 2, 1},
 	}
 	for _, g := range snap.Groups {
 		for _, p := range g.Partitions {
@@ -237,6 +241,7 @@ func groupPartitions(g Group, spark int) table {
 	t := table{
 		header: []string{"TOPIC", "PART", "MEMBER", "COMMITTED", "HIGH-WATERMARK", "LAG", "LAG-TIME", "LAG-TREND", "STALLED", "ERROR"},
 		right:  []bool{false, true, false, true, true, true, true, false, false, false},
+		drop:   []int{0, 0, 4, 3, 5, 0, 1, 2, 1, 0},
 	}
 	for _, p := range g.Partitions {
 		errCell := cell{text: "-", kind: dim}
