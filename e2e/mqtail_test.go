@@ -226,8 +226,11 @@ type onceSnapshot struct {
 			UnderReplicated bool    `json:"under_replicated"`
 			Offline         bool    `json:"offline"`
 			HighWatermark   int64   `json:"high_watermark"`
+			Error           string  `json:"error"`
 		} `json:"partitions"`
 	} `json:"topics"`
+	QuorumLost bool     `json:"quorum_lost"`
+	Errors     []string `json:"errors"`
 }
 
 // TestMqtailOnceShowsAnUnderReplicatedPartition: on a 3-node cluster
@@ -297,6 +300,97 @@ func TestMqtailOnceShowsAnUnderReplicatedPartition(t *testing.T) {
 			t.Errorf("killed broker %d: state %q, want fenced", b.ID, b.State)
 		}
 	}
+}
+
+// TestMqtailOnceDuringAnIncident: a broker killed and not fenced yet (a
+// long session timeout keeps it so, as for the first seconds of an
+// incident, or for good once the quorum is lost) is "unreachable", said
+// in one line, and the partitions it leads are described without their
+// offsets ("leader 3 unreachable") while the others are read as usual;
+// with two of three voters gone the quorum is lost, and said so. Neither
+// is a lost connection: a node answers.
+func TestMqtailOnceDuringAnIncident(t *testing.T) {
+	c := startCluster(t, 3, clusterOpts{props: []string{"broker.session.timeout.ms=300000"}})
+	c.createTopicOn("spread", [][]int32{{1}, {2}, {3}}, nil)
+	ctx := ctxFor(t, time.Minute)
+	prod := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := range int32(3) {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "spread", Partition: p, Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatalf("produce to spread/%d: %v", p, err)
+		}
+	}
+	once := func(addrs string) onceSnapshot {
+		t.Helper()
+		res := runTool(t, time.Minute, "", "mqtail", "-b", addrs, "--once", "-o", "json", "--interval", "200ms")
+		if res.code != 0 || res.stderr != "" {
+			t.Fatalf("mqtail --once -b %s: exit %d\nstdout: %s\nstderr: %s", addrs, res.code, res.stdout, res.stderr)
+		}
+		var snap onceSnapshot
+		if err := json.Unmarshal([]byte(res.stdout), &snap); err != nil {
+			t.Fatalf("mqtail --once -o json: %v\n%s", err, res.stdout)
+		}
+		for _, e := range snap.Errors {
+			if strings.Contains(e, "shard errors") || strings.Contains(e, "unable to dial") {
+				t.Errorf("an error in franz-go's words: %q", e)
+			}
+		}
+		return snap
+	}
+	check := func(snap onceSnapshot, down []int32, quorumLost bool) {
+		t.Helper()
+		for _, b := range snap.Brokers {
+			want := "alive"
+			if slices.Contains(down, b.ID) {
+				want = "unreachable"
+			}
+			if b.State != want {
+				t.Errorf("broker %d: state %q, want %q", b.ID, b.State, want)
+			}
+		}
+		var want []string
+		for _, id := range down {
+			want = append(want, fmt.Sprintf("broker %d unreachable (%s): connection refused", id, c.node(id).addr))
+		}
+		if quorumLost {
+			want = append(want, "controller without quorum: ")
+		}
+		if len(snap.Errors) != len(want) {
+			t.Errorf("errors %q, want one a cause: %q", snap.Errors, want)
+		}
+		for i := range min(len(want), len(snap.Errors)) {
+			if !strings.HasPrefix(snap.Errors[i], want[i]) {
+				t.Errorf("error %d: %q, want %q", i, snap.Errors[i], want[i])
+			}
+		}
+		if snap.QuorumLost != quorumLost {
+			t.Errorf("quorum_lost %v, want %v", snap.QuorumLost, quorumLost)
+		}
+		if len(snap.Topics) != 1 || len(snap.Topics[0].Partitions) != 3 {
+			t.Fatalf("topics %+v, want spread and its 3 partitions", snap.Topics)
+		}
+		for _, p := range snap.Topics[0].Partitions {
+			if slices.Contains(down, p.Leader) {
+				if wantErr := fmt.Sprintf("leader %d unreachable", p.Leader); p.Error != wantErr || p.HighWatermark != -1 {
+					t.Errorf("spread/%d, led by a broker that is down: %+v, want high-water mark -1 and %q", p.Partition, p, wantErr)
+				}
+			} else if p.Error != "" || p.HighWatermark != 1 {
+				t.Errorf("spread/%d, led by broker %d that answers: %+v, want high-water mark 1 and no error", p.Partition, p.Leader, p)
+			}
+		}
+	}
+
+	c.node(3).kill()
+	check(once(c.node(1).addr+","+c.node(2).addr), []int32{3}, false)
+	c.node(2).kill()
+	// The controller, if it is node 1, steps down once it misses its
+	// followers for its lease; until then the quorum still answers.
+	var snap onceSnapshot
+	mqtest.Wait{Timeout: 30 * time.Second}.For(t, "mqtail to see the quorum lost", func() (bool, string) {
+		snap = once(c.node(1).addr)
+		return snap.QuorumLost, fmt.Sprintf("errors %q", snap.Errors)
+	})
+	check(snap, []int32{2, 3}, true)
+	c.heal() // a node alone cannot stop: its controlled shutdown needs the quorum
 }
 
 // TestMqtailOnceUnreachable: no broker at the address is exit 3 and one

@@ -87,7 +87,7 @@ interrupted. The reason is given on stderr in one line.`
 
 // refreshTimeout bounds one refresh: a broker that went away must not
 // hang the view, which says "disconnected" and tries again.
-const refreshTimeout = 5 * time.Second
+const refreshTimeout = 10 * time.Second
 
 func run(c *cli.Context) error {
 	if c.Args().Present() {
@@ -116,7 +116,7 @@ func run(c *cli.Context) error {
 		sources = append(sources, src)
 	}
 	ctx := c.Context
-	cl, addrs, err := client.Connect(ctx, c.String("broker"))
+	cl, addrs, err := client.Connect(ctx, c.String("broker"), tail.ClientOptions()...)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/admin"
+	"github.com/mqproject/mq/lib/client"
 )
 
 // Collector reads samples from a cluster through one kgo client: the
@@ -20,6 +22,7 @@ import (
 // describes them (mqctl's cluster, topic, group and queue describe), the replicas' log sizes (DescribeLogDirs)
 // and the metrics endpoints' counters. It is not safe for concurrent use.
 type Collector struct {
+	cl      *kgo.Client
 	adm     *admin.Admin
 	kadm    *kadm.Client
 	metrics []MetricsSource
@@ -34,10 +37,33 @@ type Collector struct {
 	lastQueues admin.QueueDescriptions
 }
 
+// ClientOptions are the kgo options of the client a Collector reads
+// through: a request that fails is retried for at most RetryTimeout, so
+// that the shard of a request sent to a broker that is gone (kgo retries
+// a refused connection) fails within a refresh and the others are shown;
+// the next refresh asks again. Metadata, which any broker answers, is
+// retried longer (MetadataRetryTimeout): each try goes to the next
+// broker, past those that are gone.
+func ClientOptions() []kgo.Opt {
+	return []kgo.Opt{kgo.RetryTimeoutFn(func(key int16) time.Duration {
+		if key == kmsg.Metadata.Int16() {
+			return MetadataRetryTimeout
+		}
+		return RetryTimeout
+	})}
+}
+
+// RetryTimeout and MetadataRetryTimeout bound kgo's retries of one
+// request of a refresh (ClientOptions).
+const (
+	RetryTimeout         = 500 * time.Millisecond
+	MetadataRetryTimeout = 3 * time.Second
+)
+
 // NewCollector returns a Collector on cl, which the caller closes, also
-// scraping the metrics endpoints.
+// scraping the metrics endpoints. cl should be made with ClientOptions.
 func NewCollector(cl *kgo.Client, metrics []MetricsSource) *Collector {
-	return &Collector{adm: admin.New(cl), kadm: kadm.NewClient(cl), metrics: metrics,
+	return &Collector{cl: cl, adm: admin.New(cl), kadm: kadm.NewClient(cl), metrics: metrics,
 		http: &http.Client{Timeout: 5 * time.Second}, now: time.Now}
 }
 
@@ -46,26 +72,54 @@ func NewCollector(cl *kgo.Client, metrics []MetricsSource) *Collector {
 // no broker answers); parts that fail alone (a group's offsets, a
 // broker's log directories, a metrics endpoint) are named in the
 // sample's Errors.
+//
+// Every broker the cluster counts as alive is asked first, and the
+// controller quorum (probeTimeout each): one that does not answer is
+// Unreachable, and a quorum without controller QuorumLost, each one line
+// of Errors, and the requests that failed for that reason say nothing
+// more. The partitions such a broker leads are described without their
+// offsets ("leader N unreachable").
 func (c *Collector) Collect(ctx context.Context) (Sample, error) {
 	s := Sample{Time: c.now(), LogSizes: map[int32]map[string]map[int32]int64{}}
-	cluster, err := c.adm.DescribeCluster(ctx, false)
+	cluster, err := c.adm.DescribeBrokers(ctx)
 	if err != nil {
 		return s, err
 	}
 	s.Cluster = *cluster
+	s.Unreachable = c.probeBrokers(ctx, cluster.Brokers)
+	alive := 0
+	for _, b := range cluster.Brokers {
+		if b.State != admin.BrokerFenced {
+			alive++
+		}
+	}
+	s.QuorumLost = c.quorumLost(ctx, s.Unreachable, alive)
+	s.Errors = downLines(*cluster, s.Unreachable, s.QuorumLost)
+	note := func(prefix string, err error) {
+		if len(s.Unreachable) > 0 && client.IsUnreachable(err) {
+			return // the broker's own line says it
+		}
+		s.Errors = append(s.Errors, prefix+err.Error())
+	}
 	// A broker that is down but not yet fenced fails the requests sent
-	// to it: the topics or groups are then shown as last read, and the
-	// failure named, until the cluster has moved on.
-	topics, err := c.adm.DescribeTopics(ctx, nil, admin.PartitionFilter{})
+	// to it: the topics are then described around it, the groups shown
+	// as last read, until the cluster has moved on.
+	var topics admin.TopicDescriptions
+	if len(s.Unreachable) > 0 {
+		topics, err = c.topicsAround(ctx, s.Unreachable)
+	} else {
+		topics, err = c.adm.DescribeTopics(ctx, nil, admin.PartitionFilter{})
+	}
 	if err != nil {
-		s.Errors = append(s.Errors, err.Error())
+		note("", err)
 		s.Topics, s.LogSizes, s.TopicsStale = c.lastTopics, c.lastSizes, true
 	} else {
+		markUnreachable(topics, s.Unreachable)
 		s.Topics = topics
 	}
 	groups, err := c.groups(ctx)
 	if err != nil {
-		s.Errors = append(s.Errors, err.Error())
+		note("", err)
 	}
 	if groups == nil {
 		s.Groups, s.GroupsStale = c.lastGroups, true
@@ -85,7 +139,7 @@ func (c *Collector) Collect(ctx context.Context) (Sample, error) {
 	}
 	dirs, err := c.kadm.DescribeAllLogDirs(ctx, nil)
 	if err != nil {
-		s.Errors = append(s.Errors, "log sizes: "+err.Error())
+		note("log sizes: ", err)
 	}
 	for broker, bd := range dirs {
 		for _, d := range bd {

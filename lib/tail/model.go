@@ -333,7 +333,9 @@ func (m Model) View() string {
 		lines = append(lines, m.st.bad.Render(fmt.Sprintf("DISCONNECTED since %s: %s (retrying every %s)",
 			m.downSince.Format(time.TimeOnly), m.lastErr, m.opts.Interval)))
 	case len(m.snap.Errors) > 0:
-		lines = append(lines, m.st.bad.Render(fmt.Sprintf("! %d part(s) unread: %s", len(m.snap.Errors), m.snap.Errors[0])))
+		// One cause a line in the JSON; here all of them on one line,
+		// the brokers that do not answer and a lost quorum first.
+		lines = append(lines, m.st.bad.Render("! "+strings.Join(m.snap.Errors, " · ")))
 	default:
 		lines = append(lines, "")
 	}
@@ -372,7 +374,10 @@ func (m Model) statusLine() string {
 			}
 		}
 		ctrl := "none"
-		if m.snap.Controller >= 0 {
+		switch {
+		case m.snap.QuorumLost:
+			ctrl = m.st.bad.Render("without quorum")
+		case m.snap.Controller >= 0:
 			ctrl = strconv.Itoa(int(m.snap.Controller))
 		}
 		fmt.Fprintf(&b, "  cluster %s  controller %s  brokers %d/%d alive  at %s",

@@ -449,3 +449,26 @@ func TestANarrowTerminalDropsTheLeastUsefulColumnsFirst(t *testing.T) {
 		}
 	}
 }
+
+func TestAnIncidentIsSaidOnceACauseAndIsNotADisconnection(t *testing.T) {
+	m := newTestModel(t, termenv.Ascii)
+	snap := fixture()
+	snap.QuorumLost = true
+	snap.Brokers[1].State = BrokerUnreachable
+	snap.Topics[1].Partitions[0].Error = "leader 2 unreachable"
+	snap.Errors = []string{"broker 2 unreachable (n2:9092): connection refused", "controller without quorum: no controller is elected"}
+	m = update(t, m, snapshotMsg{snap: snap})
+	lines := strings.Split(screen(m), "\n")
+	if !strings.Contains(lines[0], "controller without quorum") || strings.Contains(lines[0], "disconnected") {
+		t.Errorf("status line %q, want the quorum lost and no disconnection", lines[0])
+	}
+	if want := "! broker 2 unreachable (n2:9092): connection refused · controller without quorum: no controller is elected"; lines[2] != want {
+		t.Errorf("third line %q, want %q", lines[2], want)
+	}
+	if s := screen(m); !strings.Contains(s, "leader unreachable") {
+		t.Errorf("audit/0, led by broker 2, not shown as leader unreachable:\n%s", s)
+	}
+	if s := screen(keys(t, m, "3")); !strings.Contains(s, "unreachable") {
+		t.Errorf("brokers view without broker 2 unreachable:\n%s", s)
+	}
+}

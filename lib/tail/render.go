@@ -330,6 +330,8 @@ func partitionState(p Partition) cell {
 	switch {
 	case p.Offline:
 		return cell{text: "offline", kind: bad}
+	case strings.HasSuffix(p.Error, " unreachable"):
+		return cell{text: "leader unreachable", kind: bad}
 	case p.UnderReplicated:
 		return cell{text: "under-replicated", kind: bad}
 	case p.Error != "":
@@ -364,7 +366,10 @@ func stalledCell(stalled bool) cell {
 // partitions and, when there are share groups, their share-partitions.
 func WriteTable(w io.Writer, snap Snapshot) error {
 	controller := "none"
-	if snap.Controller >= 0 {
+	switch {
+	case snap.QuorumLost:
+		controller = "none (quorum lost)"
+	case snap.Controller >= 0:
 		controller = strconv.Itoa(int(snap.Controller))
 	}
 	if _, err := fmt.Fprintf(w, "CLUSTER %s  CONTROLLER %s  AT %s\n\n", orDash(snap.ClusterID), controller,

@@ -16,15 +16,18 @@ type Snapshot struct {
 	TimeMillis int64 `json:"time_ms"` // when the sample was taken, Unix ms
 	// IntervalMillis is the time since the previous sample, over which
 	// the rates are measured; 0 for the first sample (rates are null).
-	IntervalMillis int64     `json:"interval_ms"`
-	ClusterID      string    `json:"cluster_id"`
-	Controller     int32     `json:"controller"` // -1: none known
-	Brokers        []Broker  `json:"brokers"`
-	Topics         []Topic   `json:"topics"`
-	Groups         []Group   `json:"groups"`
-	Queues         []Queue   `json:"queues"`
-	Errors         []string  `json:"errors"` // parts that could not be read this time
-	time           time.Time // TimeMillis as a time, for the views
+	IntervalMillis int64    `json:"interval_ms"`
+	ClusterID      string   `json:"cluster_id"`
+	Controller     int32    `json:"controller"` // -1: none known
+	Brokers        []Broker `json:"brokers"`
+	Topics         []Topic  `json:"topics"`
+	Groups         []Group  `json:"groups"`
+	Queues         []Queue  `json:"queues"`
+	// QuorumLost: the controller quorum has no controller (too few
+	// voters answer), so no broker is fenced and no leader elected.
+	QuorumLost bool      `json:"quorum_lost"`
+	Errors     []string  `json:"errors"` // parts that could not be read this time, and why
+	time       time.Time // TimeMillis as a time, for the views
 }
 
 // Broker is one broker of the cluster.
@@ -32,7 +35,7 @@ type Broker struct {
 	ID         int32  `json:"id"`
 	Host       string `json:"host"`
 	Port       int32  `json:"port"`
-	State      string `json:"state"` // alive, fenced, shutting down
+	State      string `json:"state"` // alive, fenced, shutting down, unreachable
 	Controller bool   `json:"controller"`
 	// PartitionsLed counts the partitions it leads, internal ones too.
 	PartitionsLed int `json:"partitions_led"`
@@ -184,7 +187,12 @@ type Sample struct {
 	// the last ones read, shown again, with no rates or history taken
 	// from them.
 	TopicsStale, GroupsStale bool
-	Errors                   []string
+	// Unreachable are the brokers the cluster counts as alive that did
+	// not answer: broker → why. QuorumLost: the controller quorum has no
+	// controller.
+	Unreachable map[int32]string
+	QuorumLost  bool
+	Errors      []string
 }
 
 // Scrape is one metrics endpoint's counters at a sample.
@@ -232,7 +240,7 @@ func NewTracker(window time.Duration) *Tracker {
 // Observe adds s and returns its snapshot.
 func (tr *Tracker) Observe(s Sample) Snapshot {
 	snap := Snapshot{
-		TimeMillis: s.Time.UnixMilli(), ClusterID: s.Cluster.ClusterID, Controller: s.Cluster.Controller,
+		TimeMillis: s.Time.UnixMilli(), ClusterID: s.Cluster.ClusterID, Controller: s.Cluster.Controller, QuorumLost: s.QuorumLost,
 		Brokers: []Broker{}, Topics: []Topic{}, Groups: []Group{}, Queues: queues(s.Queues), Errors: append([]string{}, s.Errors...), time: s.Time,
 	}
 	if !tr.prevAt.IsZero() {
@@ -302,6 +310,9 @@ func (tr *Tracker) Observe(s Sample) Snapshot {
 	for _, bd := range s.Cluster.Brokers {
 		b := Broker{ID: bd.ID, Host: bd.Host, Port: bd.Port, State: bd.State, Controller: bd.Controller,
 			PartitionsLed: bd.PartitionsLed, BytesInPerSec: bytesIn[bd.ID], BytesOutPerSec: brokerOut[bd.ID]}
+		if _, gone := s.Unreachable[bd.ID]; gone {
+			b.State = BrokerUnreachable
+		}
 		if b.BytesInPerSec == nil && elapsed > 0 && !leadsAny(snap.Topics, bd.ID) && len(s.LogSizes) > 0 {
 			zero := 0.0
 			b.BytesInPerSec = &zero
