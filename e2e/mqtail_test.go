@@ -209,6 +209,39 @@ func TestMqtailInATerminal(t *testing.T) {
 	tm.waitExit("term", 130)
 }
 
+// TestMqtailInATerminalDuringAnIncident: on an 80-column terminal, the
+// live view of a 3-node cluster says "broker 3 unreachable" when a node is
+// killed (and not yet fenced: a long session timeout), keeps showing the
+// other leaders' partitions, says "controller without quorum" when a
+// second node goes, and is never DISCONNECTED: a node answers.
+func TestMqtailInATerminalDuringAnIncident(t *testing.T) {
+	tm := startTmux(t)
+	c := startCluster(t, 3, clusterOpts{props: []string{"broker.session.timeout.ms=300000"}})
+	c.createTopicOn("spread", [][]int32{{1}, {2}, {3}}, nil)
+	tm.mqtailIn("sick", "-b", c.node(1).addr+","+c.node(2).addr)
+	tm.run("resize-window", "-t", "sick", "-x", "80", "-y", "24")
+	tm.waitScreen("sick", "the topics view with spread and its MSG/S on 80 columns", func(s string) bool {
+		return strings.Contains(s, "[topics]") && strings.Contains(s, "spread") && strings.Contains(s, "MSG/S")
+	})
+	healthy := func(s string) bool {
+		return !strings.Contains(s, "DISCONNECTED") && !strings.Contains(s, "disconnected")
+	}
+	c.node(3).kill()
+	tm.waitScreen("sick", "broker 3 unreachable, its partition too, not a disconnection", func(s string) bool {
+		return strings.Contains(s, "! broker 3 unreachable (") && strings.Contains(s, "leader unreachable") && healthy(s)
+	})
+	c.node(2).kill()
+	tm.waitScreen("sick", "the quorum lost, not a disconnection", func(s string) bool {
+		return strings.Contains(s, "controller without quorum") && strings.Contains(s, "broker 2 unreachable") && healthy(s)
+	})
+	c.heal() // a node alone cannot stop: its controlled shutdown needs the quorum
+	tm.waitScreen("sick", "the cluster back", func(s string) bool {
+		return !strings.Contains(s, "unreachable") && !strings.Contains(s, "without quorum") && healthy(s)
+	})
+	tm.run("send-keys", "-t", "sick", "q")
+	tm.waitExit("sick", 0)
+}
+
 // onceSnapshot is the part of mqtail --once -o json this package reads.
 type onceSnapshot struct {
 	Brokers []struct {

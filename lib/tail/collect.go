@@ -87,13 +87,7 @@ func (c *Collector) Collect(ctx context.Context) (Sample, error) {
 	}
 	s.Cluster = *cluster
 	s.Unreachable = c.probeBrokers(ctx, cluster.Brokers)
-	alive := 0
-	for _, b := range cluster.Brokers {
-		if b.State != admin.BrokerFenced {
-			alive++
-		}
-	}
-	s.QuorumLost = c.quorumLost(ctx, s.Unreachable, alive)
+	s.QuorumLost = c.quorumLost(ctx, *cluster, s.Unreachable)
 	s.Errors = downLines(*cluster, s.Unreachable, s.QuorumLost)
 	note := func(prefix string, err error) {
 		if len(s.Unreachable) > 0 && client.IsUnreachable(err) {

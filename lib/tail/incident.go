@@ -66,14 +66,26 @@ func (c *Collector) probeBrokers(ctx context.Context, brokers []admin.BrokerDesc
 	return down
 }
 
-// quorumLost reports whether the controller quorum has no controller:
-// DescribeQuorum is answered NOT_CONTROLLER, or not within quorumTimeout.
+// quorumLost reports whether the controller quorum has no controller: a
+// broker that answers (the controller Metadata names, else the first)
+// says NOT_CONTROLLER to DescribeQuorum, or does not answer it within
+// quorumTimeout (a broker passes it to the controller, and waits for one
+// to be elected).
 //
 // It asks on connections of its own, closed after: a broker answers a
 // connection's requests in order, and one that waits for a controller
 // would hold up every request of the refresh sent after it.
-func (c *Collector) quorumLost(ctx context.Context, down map[int32]string, brokers int) bool {
-	if len(down) == brokers {
+func (c *Collector) quorumLost(ctx context.Context, cluster admin.ClusterDescription, down map[int32]string) bool {
+	ask := int32(-1)
+	for _, b := range cluster.Brokers {
+		if _, gone := down[b.ID]; gone || b.State == admin.BrokerFenced {
+			continue
+		}
+		if ask < 0 || b.ID == cluster.Controller {
+			ask = b.ID
+		}
+	}
+	if ask < 0 {
 		return false // nobody to ask: the brokers' lines say why
 	}
 	qc, err := kgo.NewClient(c.cl.Opts()...)
@@ -88,7 +100,7 @@ func (c *Collector) quorumLost(ctx context.Context, down map[int32]string, broke
 	rt.Topic = "__cluster_metadata"
 	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, qc)
+	resp, err := req.RequestWith(ctx, qc.Broker(int(ask)))
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return ctx.Err() != nil
