@@ -3,27 +3,26 @@
 // drawing them with bubbletea and lipgloss.
 //
 // A refresh goes Collector.Collect → Tracker.Observe → Model. The
-// Collector reads one Sample through a kgo client made with
-// ClientOptions (a request is retried for at most RetryTimeout; the next
-// refresh asks again): lib/admin's brokers (DescribeBrokers), topic and
-// group descriptions (the same ones mqctl prints, so lag in records and
-// in time is computed in one place), the share groups as mqctl queue
-// describe describes them (the queues view), the replicas' log sizes from
+// Collector reads one Sample through a kgo client made with ClientOptions
+// (a request is retried for at most RetryTimeout; the next refresh asks
+// again): lib/admin's brokers (DescribeBrokers), topic and group
+// descriptions (the same ones mqctl prints, so lag in records and in time
+// is computed in one place), the share groups as mqctl queue describe
+// describes them (the queues view), the replicas' log sizes from
 // DescribeLogDirs, and mq_topic_bytes_out_total from the brokers'
-// Prometheus endpoints (--metrics; ParseText reads the text format).
-// Before the topics it asks every broker the
-// cluster counts as alive, and the controller quorum, each within a short
-// timeout: those that do not answer are Unreachable, a quorum without
-// controller is QuorumLost, one line of Errors each, and while a broker
-// is down the topics are described around it (topicsAround: its
-// partitions without offsets), so that one broker gone never hides the
-// others. The Tracker keeps the previous sample and each group partition's lag
-// history over a window; from them it derives a Snapshot: messages/s from
-// high-water mark deltas, bytes/s in from the leader's log size deltas,
-// bytes/s out from counter deltas, the lag sparkline's values, and the
-// stalled mark (committed offset unchanged, lag above zero, over the whole
-// window). Sample and Tracker take time from the sample, never a clock of
-// their own, so tests feed them fixed data.
+// Prometheus endpoints (--metrics; ParseText reads the text format). Before the topics it asks
+// every broker the cluster counts as alive, and the controller quorum,
+// each within a short timeout: those that do not answer are Unreachable, a
+// quorum without controller is QuorumLost, one line of Errors each, and
+// while a broker is down the topics are described around it (topicsAround:
+// its partitions without offsets), so that one broker gone never hides the
+// others. The Tracker keeps the previous sample and each group partition's
+// lag history over a window; from them it derives a Snapshot: messages/s
+// from high-water mark deltas, bytes/s in from the leader's log size
+// deltas, bytes/s out from counter deltas, the lag sparkline's values, and
+// the stalled mark (committed offset unchanged, lag above zero, over the
+// whole window). Sample and Tracker take time from the sample, never a
+// clock of their own, so tests feed them fixed data.
 //
 // Model is a bubbletea model that holds the last Snapshot and what the
 // user looks at (view, cursor, filter, sort). A refresh runs as a command
