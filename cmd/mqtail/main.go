@@ -122,6 +122,7 @@ func run(c *cli.Context) error {
 	}
 	defer cl.Close()
 	collector := tail.NewCollector(cl, sources)
+	defer collector.Close()
 	tracker := tail.NewTracker(window)
 	sample := func() (tail.Snapshot, error) {
 		ctx, cancel := context.WithTimeout(ctx, refreshTimeout)

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -22,12 +23,16 @@ import (
 // describes them (mqctl's cluster, topic, group and queue describe), the replicas' log sizes (DescribeLogDirs)
 // and the metrics endpoints' counters. It is not safe for concurrent use.
 type Collector struct {
-	cl      *kgo.Client
-	adm     *admin.Admin
-	kadm    *kadm.Client
-	metrics []MetricsSource
-	http    *http.Client
-	now     func() time.Time
+	cl *kgo.Client
+	// quorumCl is quorumLost's client, nil until needed; quorumMu
+	// guards it, as Close may run while a last refresh does.
+	quorumMu sync.Mutex
+	quorumCl *kgo.Client
+	adm      *admin.Admin
+	kadm     *kadm.Client
+	metrics  []MetricsSource
+	http     *http.Client
+	now      func() time.Time
 
 	// The last topics, log sizes and groups read, shown again when they
 	// cannot be read (Sample.TopicsStale, GroupsStale).
@@ -156,6 +161,17 @@ func (c *Collector) Collect(ctx context.Context) (Sample, error) {
 	c.lastTopics, c.lastSizes = s.Topics, s.LogSizes
 	c.finish(ctx, &s)
 	return s, nil
+}
+
+// Close closes the client the Collector made for itself; the one it was
+// given is the caller's.
+func (c *Collector) Close() {
+	c.quorumMu.Lock()
+	defer c.quorumMu.Unlock()
+	if c.quorumCl != nil {
+		c.quorumCl.Close()
+		c.quorumCl = nil
+	}
 }
 
 // finish scrapes the metrics endpoints into s.

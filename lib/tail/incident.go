@@ -72,9 +72,11 @@ func (c *Collector) probeBrokers(ctx context.Context, brokers []admin.BrokerDesc
 // quorumTimeout (a broker passes it to the controller, and waits for one
 // to be elected).
 //
-// It asks on connections of its own, closed after: a broker answers a
+// It asks through a client of its own (quorumCl): a broker answers a
 // connection's requests in order, and one that waits for a controller
-// would hold up every request of the refresh sent after it.
+// would hold up every request of the refresh sent after it. That client
+// is closed, and made anew at the next refresh, after a question that
+// got no answer, which may still hold its connection.
 func (c *Collector) quorumLost(ctx context.Context, cluster admin.ClusterDescription, down map[int32]string) bool {
 	ask := int32(-1)
 	for _, b := range cluster.Brokers {
@@ -88,11 +90,15 @@ func (c *Collector) quorumLost(ctx context.Context, cluster admin.ClusterDescrip
 	if ask < 0 {
 		return false // nobody to ask: the brokers' lines say why
 	}
-	qc, err := kgo.NewClient(c.cl.Opts()...)
-	if err != nil {
-		return false
+	c.quorumMu.Lock()
+	defer c.quorumMu.Unlock()
+	if c.quorumCl == nil {
+		qc, err := kgo.NewClient(c.cl.Opts()...)
+		if err != nil {
+			return false
+		}
+		c.quorumCl = qc
 	}
-	defer qc.Close()
 	ctx, cancel := context.WithTimeout(ctx, quorumTimeout)
 	defer cancel()
 	req := kmsg.NewPtrDescribeQuorumRequest()
@@ -100,7 +106,11 @@ func (c *Collector) quorumLost(ctx context.Context, cluster admin.ClusterDescrip
 	rt.Topic = "__cluster_metadata"
 	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, qc.Broker(int(ask)))
+	resp, err := req.RequestWith(ctx, c.quorumCl.Broker(int(ask)))
+	if err != nil {
+		c.quorumCl.Close()
+		c.quorumCl = nil
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return ctx.Err() != nil
