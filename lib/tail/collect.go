@@ -117,7 +117,13 @@ func (c *Collector) Collect(ctx context.Context) (Sample, error) {
 		s.Topics = topics
 	}
 	groups, err := c.groups(ctx)
-	if err != nil {
+	switch {
+	case err == nil:
+	case len(s.Unreachable) > 0 && client.IsUnreachable(err) && groups == nil:
+		s.Errors = append(s.Errors, "groups: shown as last read, a coordinator does not answer")
+	case len(s.Unreachable) > 0 && client.IsUnreachable(err):
+		s.Errors = append(s.Errors, "groups: those coordinated by a broker that does not answer are missing")
+	default:
 		note("", err)
 	}
 	if groups == nil {
