@@ -243,6 +243,9 @@ func (tr *Tracker) Observe(s Sample) Snapshot {
 		TimeMillis: s.Time.UnixMilli(), ClusterID: s.Cluster.ClusterID, Controller: s.Cluster.Controller, QuorumLost: s.QuorumLost,
 		Brokers: []Broker{}, Topics: []Topic{}, Groups: []Group{}, Queues: queues(s.Queues), Errors: append([]string{}, s.Errors...), time: s.Time,
 	}
+	if s.QuorumLost {
+		snap.Controller = -1
+	}
 	if !tr.prevAt.IsZero() {
 		snap.IntervalMillis = s.Time.Sub(tr.prevAt).Milliseconds()
 	}
@@ -312,6 +315,9 @@ func (tr *Tracker) Observe(s Sample) Snapshot {
 			PartitionsLed: bd.PartitionsLed, BytesInPerSec: bytesIn[bd.ID], BytesOutPerSec: brokerOut[bd.ID]}
 		if _, gone := s.Unreachable[bd.ID]; gone {
 			b.State = BrokerUnreachable
+		}
+		if s.QuorumLost {
+			b.Controller = false // what Metadata last named: no longer
 		}
 		if b.BytesInPerSec == nil && elapsed > 0 && !leadsAny(snap.Topics, bd.ID) && len(s.LogSizes) > 0 {
 			zero := 0.0

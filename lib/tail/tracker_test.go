@@ -190,3 +190,19 @@ func TestTrackerMeasuresRatesAcrossAStaleSample(t *testing.T) {
 		t.Errorf("interval %d, want 3000 (since the previous sample)", snap.IntervalMillis)
 	}
 }
+
+func TestTrackerMarksTheBrokersThatDoNotAnswerAndNoControllerWithoutQuorum(t *testing.T) {
+	s := sampleAt(t0, 100, 1000, 100, []int32{1, 2})
+	s.Unreachable = map[int32]string{1: "connection refused"}
+	s.QuorumLost = true
+	snap := NewTracker(time.Minute).Observe(s)
+	if b := snap.Brokers[0]; b.State != BrokerUnreachable || b.Controller {
+		t.Errorf("broker 1, not answering, named controller before the quorum was lost: %+v, want unreachable and not controller", b)
+	}
+	if b := snap.Brokers[1]; b.State != admin.BrokerFenced {
+		t.Errorf("broker 2: state %q, want fenced still", b.State)
+	}
+	if !snap.QuorumLost || snap.Controller != -1 {
+		t.Errorf("quorum lost %v, controller %d; want true and -1", snap.QuorumLost, snap.Controller)
+	}
+}
