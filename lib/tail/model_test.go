@@ -157,7 +157,7 @@ func TestQueuesViewShowsShareGroups(t *testing.T) {
 	m := update(t, newTestModel(t, termenv.Ascii), snapshotMsg{snap: snap})
 	m = keys(t, m, "4")
 	s := screen(m)
-	for _, want := range []string{"[4 queues]", "QUEUE", "OLDEST-UNACKED", "DEAD-LETTERS", "3 in mail.dead", "2m5s", "outbox"} {
+	for _, want := range []string{"[queues]", "QUEUE", "OLDEST-UNACKED", "DEAD-LETTERS", "3 in mail.dead", "2m5s", "outbox"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("queues view lacks %q:\n%s", want, s)
 		}
@@ -179,6 +179,23 @@ func TestQueuesViewShowsShareGroups(t *testing.T) {
 	m = keys(t, m, "/", "z", "z", "z", "enter")
 	if s := screen(m); !strings.Contains(s, "no queues match the filter") {
 		t.Errorf("filtered out:\n%s", s)
+	}
+
+	// At 80 columns the columns that say whether work waits stay.
+	m = update(t, keys(t, m, "/", "esc"), tea.WindowSizeMsg{Width: 80, Height: 30})
+	s = screen(m)
+	for _, l := range strings.Split(s, "\n") {
+		if ansi.StringWidth(l) > 80 {
+			t.Errorf("a line cut at 80 columns: %q", l)
+		}
+	}
+	for _, want := range []string{"QUEUE", "TOPIC", "AVAILABLE", "OLDEST-UNACKED", "DEAD-LETTERS", "3 in mail.dead"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("%q not on an 80-column screen:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "ARCHIVED") {
+		t.Errorf("ARCHIVED still on an 80-column screen, before more useful columns:\n%s", s)
 	}
 }
 
