@@ -82,7 +82,9 @@ CONFIGS sections of the mqd(8) man page.
 
 On SIGTERM or SIGINT mqd stops accepting connections, answers the requests
 it has read (for up to 30 seconds), flushes and closes its logs and exits
-0; a second signal exits at once with status 130. Under systemd
+0; a second signal exits at once with status 130. When the reader of its
+stderr goes away (mqd | tee log, then Ctrl-C) mqd keeps running and
+shuts down as usual; the log lines it writes meanwhile are lost. Under systemd
 (Type=notify) it sends READY=1 to $NOTIFY_SOCKET once it is serving and
 STOPPING=1 when it begins to shut down. With WatchdogSec= ($WATCHDOG_USEC,
 and $WATCHDOG_PID unset or mqd's pid) it sends WATCHDOG=1 every half of
@@ -220,6 +222,7 @@ func serve(c *cli.Context) error {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(signals)
+	ignoreSIGPIPE()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stopped := make(chan os.Signal, 1)
@@ -289,6 +292,17 @@ func serve(c *cli.Context) error {
 		return usageError{conflict}
 	}
 	return nil
+}
+
+// ignoreSIGPIPE keeps mqd alive when the reader of its stderr exits
+// (mqd | tee log, then Ctrl-C): Go kills a program that writes to a closed
+// pipe on fd 1 or 2 unless it is notified of SIGPIPE. Notified, the write
+// fails with EPIPE, the log line is lost, and mqd shuts down cleanly on
+// the signal that came with the Ctrl-C instead of dying mid-write and
+// leaving every log to be recovered at the next start. The channel is
+// never read: a full channel drops the signal, which is all we want.
+func ignoreSIGPIPE() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
 func newLogger(w io.Writer, s config.Broker) *slog.Logger {

@@ -421,3 +421,46 @@ func TestPprofServesProfilesWhenAsked(t *testing.T) {
 		t.Errorf("exit %d after SIGTERM; stderr:\n%s", code, n.stderr())
 	}
 }
+
+// TestClosedStderrDoesNotKillMQD is mqd | tee log, then Ctrl-C: tee exits
+// first and mqd, shutting down on the same SIGINT, writes its log lines to
+// a pipe nobody reads. It must still finish its shutdown and exit 0.
+func TestClosedStderrDoesNotKillMQD(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(mqdBinary, "--data-dir", filepath.Join(t.TempDir(), "data"),
+		"--listen", "unix://"+filepath.Join(shortTempDir(t), "mqd.sock"), "--listen", "tcp://127.0.0.1:0")
+	cmd.Env = testEnv(t)
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	sc := bufio.NewScanner(r)
+	for sc.Scan() && !strings.Contains(sc.Text(), "mqd serving") {
+	}
+	if sc.Err() != nil {
+		t.Fatal(sc.Err())
+	}
+	r.Close()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Fatalf("mqd with its stderr reader gone: %v, want exit 0 after SIGINT", waitErr)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatalf("mqd did not exit after %v", waitTimeout)
+	}
+}
