@@ -87,11 +87,13 @@ partitions. A null value ("value":null, a tombstone) and an empty one
 
 const exitDoc = `Data goes to stdout, diagnostics to stderr. Exit status: 0 success (for
 produce: every message acknowledged; for consume: also when stdout was
-closed early, as by head; for exec: stopped by SIGTERM or SIGINT, or by
+closed early, as by head, or when stopped by SIGTERM, after committing
+what it wrote with -g; for exec: stopped by SIGTERM or SIGINT, or by
 --exit-when-idle); 1 the operation failed (messages not acknowledged,
 unknown topic, message too large, exec could not dead-letter a message);
-2 usage error; 3 cannot reach the broker; 130 interrupted (SIGINT or
-SIGTERM; exec: a second one). The reason is given on stderr in one line.`
+2 usage error; 3 cannot reach the broker; 130 interrupted (SIGINT, and
+SIGTERM but for consume; exec: a second one). The reason is given on
+stderr in one line.`
 
 // splitList splits comma-separated values of a repeatable flag.
 func splitList(values []string) []string {

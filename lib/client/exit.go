@@ -46,6 +46,13 @@ func Failf(format string, a ...any) error {
 	return &Error{Code: ExitFailure, Err: fmt.Errorf(format, a...)}
 }
 
+// ErrTerminated is the cause (context.Cause) of the end of Run's context
+// when SIGTERM ended it: a service manager asking the program to stop. A
+// command that then stops cleanly returns nil, and the program exits 0
+// rather than 130, which systemd counts as a failed unit. SIGINT ends the
+// context with context.Canceled as its cause.
+var ErrTerminated = errors.New("terminated by SIGTERM")
+
 // errInterrupted is what Run reports after a signal cancelled the app.
 var errInterrupted = &Error{Code: ExitInterrupted, Err: errors.New("interrupted")}
 
@@ -100,20 +107,25 @@ func classify(err error) (int, string) {
 // options take attached values (Intersperse); shell completion is
 // answered (complete).
 func Run(app *cli.App, args []string) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
 	var signalled atomic.Bool
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	go func() {
+		var sig os.Signal
 		select {
-		case <-sigs:
+		case sig = <-sigs:
 		case <-ctx.Done():
 			return
 		}
 		signalled.Store(true)
-		cancel()
+		if sig == syscall.SIGTERM {
+			cancel(ErrTerminated)
+		} else {
+			cancel(nil)
+		}
 		select {
 		case <-sigs:
 			fmt.Fprintf(errWriter(app), "%s: interrupted\n", app.Name)

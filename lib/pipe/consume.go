@@ -136,7 +136,9 @@ type partitionSet map[string][]int32
 //
 // A closed output (| head) ends Consume successfully: at the next write
 // that fails with EPIPE, or at once when Stdout is a pipe or Unix socket
-// whose reader closed it (watchOutput), also while no record comes.
+// whose reader closed it (watchOutput), also while no record comes. So
+// does a stop by SIGTERM (client.ErrTerminated), once what was written is
+// flushed and, with a group, committed.
 func Consume(ctx context.Context, cfg ConsumeConfig) error {
 	if err := cfg.check(); err != nil {
 		return err
@@ -146,8 +148,13 @@ func Consume(ctx context.Context, cfg ConsumeConfig) error {
 	stop := watchOutput(cfg.Stdout, cancel)
 	err := consume(ctx, cfg)
 	stop()
-	if errors.Is(context.Cause(ctx), errOutputClosed) {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errOutputClosed):
 		return nil // what was written is committed (consumeGroup's finish)
+	case errors.Is(cause, client.ErrTerminated) && errors.Is(err, context.Canceled):
+		// Stopped by SIGTERM, output flushed and, with -g, committed: a
+		// clean stop, as exec's, and not a failed unit under systemd.
+		return nil
 	}
 	return err
 }
