@@ -235,10 +235,20 @@ func connect(c *cli.Context) (bench.Dialer, func(), error) {
 	return dial, func() {}, nil
 }
 
-// progress is where runs report progress: stderr when it is a terminal.
-func progress(c *cli.Context) io.Writer {
-	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 && c.App.ErrWriter == nil {
-		return os.Stderr
+// progress is where runs report progress: the app's stderr when it is a
+// terminal, else nowhere (nil).
+func progress(c *cli.Context) io.Writer { return progressTo(c.App.ErrWriter) }
+
+// progressTo returns stderr when it is a terminal (a character device),
+// else nil. urfave/cli always sets ErrWriter (to os.Stderr by default), so
+// it is the file to look at, not whether it was set.
+func progressTo(stderr io.Writer) io.Writer {
+	f, ok := stderr.(*os.File)
+	if !ok {
+		return nil
+	}
+	if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		return f
 	}
 	return nil
 }
