@@ -2,6 +2,7 @@ package pipe
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -166,5 +167,25 @@ func TestOrderedSourceRevokeDropsWhatDidNotStart(t *testing.T) {
 	defer s.mu.Unlock()
 	if s.buffered != 0 || len(s.parts) != 0 {
 		t.Fatalf("buffered %d, %d partitions after the revoke; want none", s.buffered, len(s.parts))
+	}
+}
+
+// TestOrderedSourceKeepsKeyOrderNotPartitionOrder pins what mqpipe exec
+// --help and docs/mqpipe.md say of --ordered with -j 1: a key's next
+// message queues behind the other keys' ready ones, so two keys of five
+// messages each run 0, 5, 1, 6, ...
+func TestOrderedSourceKeepsKeyOrderNotPartitionOrder(t *testing.T) {
+	s := newOrderedState()
+	s.add(t, "a", "a", "a", "a", "a", "b", "b", "b", "b", "b")
+	var got []int64
+	for m := s.take(t); m != nil; m = s.take(t) {
+		got = append(got, m.Offset)
+		if err := s.Accept(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []int64{0, 5, 1, 6, 2, 7, 3, 8, 4, 9}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("one slot ran offsets %v; the docs say %v", got, want)
 	}
 }
