@@ -100,7 +100,18 @@ signal interrupted the shutdown.
 Every flag but --set may also be given in the environment: MQ_DATA_DIR,
 MQ_LISTEN (comma-separated), MQ_ADVERTISE, MQ_NODE_ID, MQ_VOTERS, MQ_CONFIG,
 MQ_LOG_LEVEL, MQ_LOG_FORMAT, MQ_RAFT_ADDRESS, MQ_RACK, MQ_METRICS_LISTEN;
-the flag wins over the variable.
+the flag wins over the variable. An MQ_ variable that is none of these and
+sets no property is logged as a warning at startup, with the name it is
+probably a typo of; an unknown property in the config file or on the
+command line is an error with the same hint. Every refused setting is
+reported, one line each, before mqd exits 2.
+
+A stock Apache Kafka server.properties can be given to --config: the Kafka
+properties that mean nothing to mq (process.roles, num.io.threads,
+num.network.threads, controller.listener.names, socket buffer sizes,
+transaction and ZooKeeper settings, ...) are accepted from the file and
+logged as ignored, with why. Listeners are still written as mq's
+(tcp://host:port, not PLAINTEXT://host:port).
 
 With --metrics tcp://HOST:PORT mqd serves Prometheus metrics at
 http://HOST:PORT/metrics: requests, errors and latency per API, traffic
@@ -159,7 +170,19 @@ func run(args []string, stderr io.Writer) int {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "mqd: %v (see mqd --help)\n", usage.err)
+		// Every refused setting is one line, the last with the pointer.
+		errs := []error{usage.err}
+		var list config.Errors
+		if errors.As(usage.err, &list) {
+			errs = list
+		}
+		for i, e := range errs {
+			if i == len(errs)-1 {
+				fmt.Fprintf(stderr, "mqd: %v (see mqd --help)\n", e)
+			} else {
+				fmt.Fprintf(stderr, "mqd: %v\n", e)
+			}
+		}
 		return exitUsage
 	}
 	fmt.Fprintf(stderr, "mqd: %v\n", err)
@@ -218,6 +241,12 @@ func serve(c *cli.Context) error {
 		return usageError{err}
 	}
 	logger := newLogger(c.App.ErrWriter, settings)
+	for _, w := range settings.Ignored {
+		logger.Warn(w)
+	}
+	for _, w := range config.UnknownEnvironment(os.Environ()) {
+		logger.Warn(w)
+	}
 
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)

@@ -244,6 +244,7 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 		{[]string{"-cnum.partitions"}, nil, `mqd: --set "num.partitions": want key=value`},
 		{[]string{"--listen", "localhost"}, nil, `mqd: --listen: invalid value "localhost" for listeners`},
 		{[]string{"-c", "no.such=1"}, nil, `mqd: --set no.such=1: unknown property "no.such"`},
+		{[]string{"--set", "log.retention.hourz=1"}, nil, `mqd: --set log.retention.hourz=1: unknown property "log.retention.hourz" (did you mean log.retention.hours?)`},
 		{[]string{"--set", "log.segment.bytes=1"}, nil, `invalid value "1" for log.segment.bytes: want an integer ≥ 14`},
 		{[]string{"--no-such-flag"}, nil, "mqd: flag provided but not defined: -no-such-flag"},
 		{[]string{"serve"}, nil, `mqd: unexpected argument "serve"`},
@@ -462,5 +463,73 @@ func TestClosedStderrDoesNotKillMQD(t *testing.T) {
 		}
 	case <-time.After(waitTimeout):
 		t.Fatalf("mqd did not exit after %v", waitTimeout)
+	}
+}
+
+// stockKafkaConfig is a KRaft server.properties as Apache Kafka ships it,
+// with its log directory replaced: properties mq uses, properties that
+// mean nothing to mq, and listeners in Kafka's NAME://host:port form.
+const stockKafkaConfig = `process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@localhost:9093
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+`
+
+// TestKafkaServerPropertiesReportsEveryBadLineAtOnce: a stock Kafka
+// server.properties fails on its two listener lines, both reported in one
+// run, and on nothing else: the Kafka properties mq has no use for are
+// accepted, and logged as ignored once mqd starts.
+func TestKafkaServerPropertiesReportsEveryBadLineAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "server.properties")
+	if err := os.WriteFile(file, []byte(stockKafkaConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(mqdBinary, "--config", file, "--data-dir", filepath.Join(dir, "data"))
+	cmd.Env = testEnv(t)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("exit: %v, want status 2; stderr:\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "mqd: "+file+":4: invalid value") ||
+		!strings.HasPrefix(lines[1], "mqd: "+file+":6: invalid value") || !strings.HasSuffix(lines[1], "(see mqd --help)") {
+		t.Fatalf("stderr:\n%s\nwant the listeners (line 4) and advertised.listeners (line 6) errors, one line each", stderr.String())
+	}
+
+	// With mq's listeners the same file starts mqd.
+	fixed := strings.NewReplacer("listeners=PLAINTEXT://:9092,CONTROLLER://:9093\n", "",
+		"advertised.listeners=PLAINTEXT://localhost:9092\n", "", "controller.quorum.voters=1@localhost:9093\n", "").Replace(stockKafkaConfig)
+	if err := os.WriteFile(file, []byte(fixed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := startMQD(t, testEnv(t, "MQ_LOG_RETENTION_HOURZ=1"), "--config", file)
+	for _, ignored := range []string{"process.roles is ignored", "num.io.threads is ignored", "transaction.state.log.min.isr is ignored"} {
+		n.waitLine(t, ignored)
+	}
+	n.waitLine(t, "$MQ_LOG_RETENTION_HOURZ is not an mq setting; ignored (did you mean $MQ_LOG_RETENTION_HOURS?)")
+	n.signal(t, syscall.SIGTERM)
+	if code := n.wait(t); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, n.stderr())
 	}
 }

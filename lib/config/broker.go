@@ -22,6 +22,12 @@ import (
 // A Broker is a value: copies may be read concurrently, and Set on one copy
 // never changes another.
 type Broker struct {
+	// Ignored says, for each property of the config file that Kafka has
+	// and mq has no use for (process.roles, num.io.threads, ...), where
+	// it was and why it means nothing here: Load accepts those, and mqd
+	// logs these lines as warnings.
+	Ignored []string
+
 	NodeID    int32    // node.id (alias broker.id), default 1
 	DataDir   string   // log.dirs (alias log.dir), one directory; default DefaultDataDir
 	Listeners []string // listeners: unix:///path, tcp://host:port; default DefaultListeners
@@ -449,7 +455,7 @@ func (b *Broker) Set(name, value string) error {
 func (b *Broker) set(name, value string, src Source) error {
 	p := lookupBroker(name)
 	if p == nil {
-		return unknown(name)
+		return unknownBroker(name)
 	}
 	v, err := p.kind.check(name, value)
 	if err != nil {
@@ -478,7 +484,7 @@ func (b *Broker) set(name, value string, src Source) error {
 func ValidateBrokerConfig(name, value string) error {
 	p := lookupBroker(name)
 	if p == nil {
-		return unknown(name)
+		return unknownBroker(name)
 	}
 	_, err := p.kind.check(name, value)
 	return err
@@ -495,7 +501,7 @@ func ValidateBrokerConfig(name, value string) error {
 func ValidateBrokerDynamicConfig(name, value string) error {
 	p := lookupBroker(name)
 	if p == nil {
-		return unknown(name)
+		return unknownBroker(name)
 	}
 	if !p.dynamic {
 		return &Error{Name: name, Value: value, Err: ErrNotDynamic}

@@ -5,7 +5,11 @@
 //
 // Broker settings come from four layers, each overriding the one before:
 // the defaults, a config file of "key = value" lines, MQ_* environment
-// variables, and flags (see Load). Change a loaded Broker with Set, which
+// variables, and flags (see Load). Load reports every property it refuses
+// at once (Errors), accepts from a config file the Kafka properties that
+// mean nothing to mq (Broker.Ignored says which), and an unknown name's
+// error suggests the known name it is probably a typo of;
+// UnknownEnvironment finds the MQ_* variables no layer reads. Change a loaded Broker with Set, which
 // validates. Runtime alterations (IncrementalAlterConfigs on a BROKER
 // resource) are checked with ValidateBrokerDynamicConfig and folded in with
 // Broker.WithDynamic.

@@ -27,6 +27,10 @@ type Error struct {
 	Value   string // the value refused (empty for unknown properties)
 	Allowed string // what would have been accepted, in words
 	Err     error  // ErrUnknownConfig, ErrInvalidValue or ErrNotDynamic
+	// Suggestion is, for an unknown name, the known one it is probably a
+	// typo of ("log.retention.hours" for "log.retention.hourz"); may be
+	// empty.
+	Suggestion string
 }
 
 func (e *Error) Error() string {
@@ -36,6 +40,9 @@ func (e *Error) Error() string {
 	}
 	switch e.Err {
 	case ErrUnknownConfig:
+		if e.Suggestion != "" {
+			return fmt.Sprintf("%sunknown property %q (did you mean %s?)", prefix, e.Name, e.Suggestion)
+		}
 		return fmt.Sprintf("%sunknown property %q", prefix, e.Name)
 	case ErrNotDynamic:
 		return fmt.Sprintf("%s%s cannot be changed while mqd runs; set it in the config file or on the command line", prefix, e.Name)
@@ -52,7 +59,16 @@ func (e *Error) Unwrap() []error {
 	return []error{e.Err}
 }
 
-func unknown(name string) error { return &Error{Name: name, Err: ErrUnknownConfig} }
+// unknownBroker is the error for a broker property name nobody knows,
+// with the nearest known name as a suggestion.
+func unknownBroker(name string) error {
+	return &Error{Name: name, Err: ErrUnknownConfig, Suggestion: closest(name, Properties())}
+}
+
+// unknownTopic is unknownBroker for topic configs.
+func unknownTopic(name string) error {
+	return &Error{Name: name, Err: ErrUnknownConfig, Suggestion: closest(name, topicNames())}
+}
 
 func invalid(name, value, allowed string) error {
 	return &Error{Name: name, Value: value, Allowed: allowed, Err: ErrInvalidValue}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -25,33 +26,119 @@ func EnvName(property string) string {
 	return "MQ_" + strings.ToUpper(strings.ReplaceAll(property, ".", "_"))
 }
 
+// kafkaOnly are Apache Kafka broker properties that have no meaning in mq,
+// with why. A config file may hold them (a stock Kafka server.properties
+// does): Load accepts and ignores them, and says so in Broker.Ignored.
+// Elsewhere (the environment, the command line, AlterConfigs) they are
+// unknown properties.
+var kafkaOnly = map[string]string{
+	"process.roles":                            "every mqd is a broker, and a controller voter when --voters names it",
+	"controller.listener.names":                "the controller quorum talks Raft on controller.quorum.voters' addresses, not on a listener",
+	"inter.broker.listener.name":               "brokers reach each other at their advertised.listeners address",
+	"listener.security.protocol.map":           "mq's listeners are plaintext Unix sockets and TCP",
+	"num.network.threads":                      "each connection has its own reader and writer goroutine",
+	"num.io.threads":                           "requests run on their connection's goroutines",
+	"num.recovery.threads.per.data.dir":        "mq recovers the logs of a data directory in parallel by itself",
+	"socket.send.buffer.bytes":                 "mq leaves socket buffer sizes to the kernel",
+	"socket.receive.buffer.bytes":              "mq leaves socket buffer sizes to the kernel",
+	"transaction.state.log.replication.factor": "mq has no transactions",
+	"transaction.state.log.min.isr":            "mq has no transactions",
+	"zookeeper.connect":                        "mq keeps its metadata in its own Raft quorum",
+	"zookeeper.connection.timeout.ms":          "mq keeps its metadata in its own Raft quorum",
+}
+
+// knownEnv are the MQ_* variables that are not MQ_<PROPERTY> spellings but
+// mean something to mqd or the tools.
+var knownEnv = map[string]bool{
+	"MQ_CONFIG": true, "MQ_SOCKET": true, "MQ_BROKER": true, "MQ_PPROF": true,
+	"MQ_NODE_ID": true, "MQ_RAFT_ADDRESS": true, "MQ_RACK": true,
+	"MQ_LOG_LEVEL": true, "MQ_LOG_FORMAT": true, "MQ_METRICS_LISTEN": true,
+}
+
+// UnknownEnvironment returns a warning for each MQ_* variable of environ
+// ("KEY=value" strings, as os.Environ gives them) that sets no property and
+// is none of the variables mqd and the tools read, with the variable it is
+// probably a typo of: Load never sees such a variable, and a misspelt
+// setting would otherwise be ignored in silence.
+func UnknownEnvironment(environ []string) []string {
+	known := make([]string, 0, len(brokerProperties)+len(envAliases)+len(knownEnv))
+	for i := range brokerProperties {
+		known = append(known, EnvName(brokerProperties[i].name))
+	}
+	for _, a := range envAliases {
+		known = append(known, a.env)
+	}
+	for name := range knownEnv {
+		known = append(known, name)
+	}
+	var warnings []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "MQ_") || slices.Contains(known, name) {
+			continue
+		}
+		w := "$" + name + " is not an mq setting; ignored"
+		if s := closest(name, known); s != "" {
+			w += " (did you mean $" + s + "?)"
+		}
+		warnings = append(warnings, w)
+	}
+	slices.Sort(warnings)
+	return warnings
+}
+
+// Errors is every property Load refused, in the order of the layers and,
+// within the config file, of its lines: a file full of mistakes is fixed
+// in one go, not one run per line. Each is an *Error.
+type Errors []error
+
+func (e Errors) Error() string {
+	lines := make([]string, len(e))
+	for i, err := range e {
+		lines[i] = err.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e Errors) Unwrap() []error { return e }
+
 // Load builds mqd's settings, each layer overriding the one before:
 //
 //  1. the defaults (Defaults, computed in env);
 //  2. the config file, if file is not empty: "key = value" lines with
 //     Kafka's property names; blank lines and lines starting with # are
 //     ignored, whitespace around keys and values is trimmed, a property may
-//     appear once;
+//     appear once; the Kafka properties that mean nothing to mq (kafkaOnly:
+//     process.roles, num.io.threads, ...) are accepted and listed in
+//     Broker.Ignored, so a stock Kafka server.properties can be used;
 //  3. the environment: MQ_<PROPERTY> for every property (see EnvName) and
 //     MQ_DATA_DIR, MQ_LISTEN (comma-separated), MQ_ADVERTISE, MQ_VOTERS;
 //     empty variables are ignored. env is a lookup, so MQ_* variables that
-//     name no property are never seen (MQ_CONFIG, MQ_SOCKET and the tools'
-//     MQ_BROKER are not properties);
+//     name no property are never seen here (UnknownEnvironment finds
+//     them; MQ_CONFIG, MQ_SOCKET and the tools' MQ_BROKER are not
+//     properties);
 //  4. flags: property name → value, as the command line gives them.
 //
 // Durations given in several units resolve like Kafka's, whatever the
 // layer: log.retention.ms beats log.retention.minutes beats
 // log.retention.hours, log.roll.ms beats log.roll.hours.
 //
-// The first error is returned, an *Error saying where the property came
-// from ("mqd.conf:3", "$MQ_NUM_PARTITIONS", "command line"); it matches
-// ErrUnknownConfig or ErrInvalidValue. A config file that cannot be read is
-// an error too.
+// Every refused property is reported, each an *Error saying where the
+// property came from ("mqd.conf:3", "$MQ_NUM_PARTITIONS", "command
+// line"), matching ErrUnknownConfig or ErrInvalidValue: one alone as
+// itself, several as Errors. A config file that cannot be read or parsed
+// is an error of its own.
 func Load(file string, env func(string) string, flags map[string]string) (Broker, error) {
 	if env == nil {
 		env = func(string) string { return "" }
 	}
 	b := defaultsFor(env, os.Getuid())
+	var errs Errors
+	set := func(where, name, value string) {
+		if err := b.Set(name, value); err != nil {
+			errs = append(errs, at(where, err))
+		}
+	}
 	if file != "" {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -62,31 +149,35 @@ func Load(file string, env func(string) string, flags map[string]string) (Broker
 			return Broker{}, err
 		}
 		for _, p := range props {
-			if err := b.Set(p.Name, p.Value); err != nil {
-				return Broker{}, at(fmt.Sprintf("%s:%d", file, p.Line), err)
+			where := fmt.Sprintf("%s:%d", file, p.Line)
+			if why, ok := kafkaOnly[p.Name]; ok && lookupBroker(p.Name) == nil {
+				b.Ignored = append(b.Ignored, fmt.Sprintf("%s: %s is ignored: %s", where, p.Name, why))
+				continue
 			}
+			set(where, p.Name, p.Value)
 		}
 	}
 	for i := range brokerProperties {
 		name := brokerProperties[i].name
 		envName := EnvName(name)
 		if v := env(envName); v != "" {
-			if err := b.Set(name, v); err != nil {
-				return Broker{}, at("$"+envName, err)
-			}
+			set("$"+envName, name, v)
 		}
 	}
 	for _, a := range envAliases {
 		if v := env(a.env); v != "" {
-			if err := b.Set(a.name, v); err != nil {
-				return Broker{}, at("$"+a.env, err)
-			}
+			set("$"+a.env, a.name, v)
 		}
 	}
 	for _, name := range sortedKeys(flags) {
-		if err := b.Set(name, flags[name]); err != nil {
-			return Broker{}, at("command line", err)
-		}
+		set("command line", name, flags[name])
+	}
+	switch len(errs) {
+	case 0:
+	case 1:
+		return Broker{}, errs[0]
+	default:
+		return Broker{}, errs
 	}
 	if err := b.checkTogether(); err != nil {
 		return Broker{}, err

@@ -131,7 +131,7 @@ func (b Broker) TopicDefaults() Topic {
 func ValidateTopicConfig(name, value string) error {
 	p := lookupTopic(name)
 	if p == nil {
-		return unknown(name)
+		return unknownTopic(name)
 	}
 	_, err := p.kind.check(name, value)
 	return err
@@ -147,7 +147,7 @@ func ResolveTopic(b Broker, overrides map[string]string) (Topic, error) {
 		p := lookupTopic(name)
 		if p == nil {
 			if firstErr == nil {
-				firstErr = unknown(name)
+				firstErr = unknownTopic(name)
 			}
 			continue
 		}
