@@ -6,9 +6,10 @@ PKGS     := ./...
 FUZZTIME ?= 20s
 PREFIX   ?= /usr/local
 # The release the programs report (--version, mqctl cluster describe): the
-# latest tag and the commits since (lib/version). Without a tag the Go
-# toolchain's pseudo-version of the commit is reported instead.
-VERSION  ?= $(shell git describe --tags --dirty 2>/dev/null)
+# latest tag and the commits since (lib/version); in a checkout without a
+# tag, the commit's abbreviated hash. Outside a checkout the Go toolchain's
+# version of the module is reported instead.
+VERSION  ?= $(shell git describe --tags --dirty --always 2>/dev/null)
 LDFLAGS  := $(if $(VERSION),-X github.com/mqproject/mq/lib/version.stamp=$(VERSION))
 
 .PHONY: all build test test-short test-mem fuzz bench perf perf-partitions perf-restart chaos soak lint install uninstall run man clean cluster cluster-stop static image

@@ -107,8 +107,8 @@ if [ -n "${PREBUILT:-}" ]; then
 else
 	command -v go >/dev/null || { echo "install.sh: go not found in PATH" >&2; exit 1; }
 	# The release the programs report (lib/version): the latest tag and the
-	# commits since, else the Go toolchain's pseudo-version of the commit.
-	version=${VERSION:-$(git describe --tags --dirty 2>/dev/null || true)}
+	# commits since, else the commit's abbreviated hash.
+	version=${VERSION:-$(git describe --tags --dirty --always 2>/dev/null || true)}
 	ldflags=""
 	if [ -n "$version" ]; then ldflags="-X github.com/mqproject/mq/lib/version.stamp=$version"; fi
 	CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" ./cmd/...

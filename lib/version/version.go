@@ -7,11 +7,15 @@
 //
 //	go build -ldflags "-X github.com/mqproject/mq/lib/version.stamp=v0.4.0" ./cmd/...
 //
-// make build and install.sh stamp the output of git describe --tags when
-// the checkout has a tag. A program built without the stamp reports what the Go toolchain recorded: the
-// module version: the tag of go install …@v0.4.0, or a pseudo-version
-// naming the commit a checkout was built from (v0.0.0-20250101…-abcdef),
-// else "dev" (go test, go run).
+// make build and install.sh stamp the output of git describe --tags
+// --dirty --always: the latest tag and the commits since, or in a checkout
+// without a tag the commit's abbreviated hash. A program built without the
+// stamp reports what the Go toolchain recorded: the module version (the
+// tag of go install …@v0.4.0, or a pseudo-version naming the commit a
+// checkout was built from, v0.0.0-20250101…-abcdef), else the commit from
+// the version-control information (go build with -buildvcs), as
+// dev-abcdef123456, with -dirty for uncommitted changes, else "dev"
+// (go test, go run).
 package version
 
 import (
@@ -24,7 +28,7 @@ import (
 var stamp string
 
 // String is mq's release: the build's stamp, else what the toolchain
-// recorded, else "dev". It never changes while a program runs.
+// recorded (a module version, else dev-COMMIT), else "dev". It never changes while a program runs.
 func String() string { return resolved() }
 
 var resolved = sync.OnceValue(func() string {
@@ -44,5 +48,21 @@ func resolve(stamp string, info *debug.BuildInfo) string {
 	if v := info.Main.Version; v != "" && v != "(devel)" {
 		return v
 	}
-	return "dev"
+	var revision, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if revision == "" {
+		return "dev"
+	}
+	v := "dev-" + revision[:min(12, len(revision))]
+	if modified == "true" {
+		v += "-dirty"
+	}
+	return v
 }
