@@ -180,15 +180,21 @@ func Produce(ctx context.Context, cfg ProduceConfig) error {
 	if err != nil {
 		return err
 	}
+	// A topic may allow batches larger than a request mqpipe writes; its
+	// batches are then capped to what fits in one (maxBatchBytes).
+	capped := maxBytes > maxBatchBytes
+	maxBytes = min(maxBytes, maxBatchBytes)
 	// kgo counts the 4-byte length that precedes a batch in the request
 	// against its limit; the broker counts the batch alone.
-	cl, err := client.NewClient(addrs, append(opts, kgo.ProducerBatchMaxBytes(maxBytes+batchLengthPrefix))...)
+	opts = append(opts, kgo.BrokerMaxWriteBytes(maxWriteBytes), kgo.ProducerBatchMaxBytes(maxBytes+batchLengthPrefix))
+	cl, err := client.NewClient(addrs, opts...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 
 	t := newTracker(cfg, inputs, int(maxBytes))
+	t.capped = capped
 	defer t.stop()
 	// The watch ends the wait for acknowledgments (Flush) when mqd stops
 	// answering, or answers but acknowledges nothing for --ack-timeout.
@@ -455,6 +461,9 @@ type lineRef struct {
 type tracker struct {
 	cfg      ProduceConfig
 	maxBytes int
+	// capped is set when maxBytes is mqpipe's own limit (maxBatchBytes),
+	// below the topic's max.message.bytes.
+	capped   bool
 	names    []string // input names ("" for stdin), for line references; fixed
 	progress *Progress
 
@@ -639,6 +648,17 @@ func (t *tracker) record(msg []byte, a *arena) (*kgo.Record, error) {
 	return rec, nil
 }
 
+// maxWriteBytes is the largest request mqpipe writes: Kafka's default
+// socket.request.max.bytes (100 MiB), which is also kgo's default and
+// what a broker reads unless told otherwise. maxBatchBytes is the largest
+// batch it sends, leaving room in the request for its header and the
+// topic's name: a topic whose max.message.bytes is larger gets batches of
+// this size.
+const (
+	maxWriteBytes = 100 << 20
+	maxBatchBytes = maxWriteBytes - 64<<10
+)
+
 // batchLengthPrefix is the size of the length of a record batch in a
 // produce request, which kgo's ProducerBatchMaxBytes counts and the
 // broker's max.message.bytes does not.
@@ -662,6 +682,10 @@ func (t *tracker) tooLarge(size int, rec *kgo.Record) error {
 	}
 	limit := fmt.Sprintf("max.message.bytes (%d) limits the whole record batch, a %d-byte header and each record with its framing",
 		t.maxBytes, record.HeaderSize)
+	if t.capped {
+		limit = fmt.Sprintf("mqpipe sends batches of at most %d bytes (one request of %d), a %d-byte header and each record with its framing",
+			t.maxBytes, maxWriteBytes, record.HeaderSize)
+	}
 	what := "message"
 	if len(key) > 0 {
 		what = "message (key and value)"
