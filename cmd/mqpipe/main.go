@@ -61,9 +61,11 @@ const introDoc = `mqpipe connects shell pipelines to mq (or any Kafka broker):
 
 The broker is taken from -b/--broker, else $MQ_BROKER, else the default mqd
 socket ($MQ_SOCKET, else $XDG_RUNTIME_DIR/mq/mqd.sock, else /run/mq/mqd.sock
-for root, else /tmp/mq-$UID/mqd.sock) when it exists, else 127.0.0.1:9092.
-An address is unix:///path.sock, tcp://host:port or host:port; several are
-separated by commas. -b may also be given after the command.`
+for root, else /tmp/mq-$UID/mqd.sock) when it exists, else 127.0.0.1:9092,
+which mqpipe says on stderr when stderr is a terminal; -v says which
+address is used and why. An address is unix:///path.sock, tcp://host:port
+or host:port; several are separated by commas. -b and -v may also be given
+after the command.`
 
 // envelopeDoc documents the JSON envelope of lib/pipe (AppendJSON).
 const envelopeDoc = `mqpipe consume --json prints, and mqpipe produce --format json reads,

@@ -101,33 +101,43 @@ func parseTCP(orig, hostport string) (Addr, error) {
 // Resolve finds the broker a tool talks to: the -b/--broker flag when set,
 // else $MQ_BROKER, else the daemon's default Unix socket
 // (config.DefaultSocket(env, uid)) when it exists, else DefaultTCP. A bad
-// address is a usage error.
+// address is a usage error. With -v the tool says on stderr which address
+// it picked and why; without, it says so only when it fell back to
+// DefaultTCP and stderr is a terminal (noteResolved).
 func Resolve(flag string, env func(string) string, uid int) ([]Addr, error) {
-	return resolve(flag, env, uid, func(path string) bool {
+	addrs, source, fellBack, err := resolve(flag, env, uid, func(path string) bool {
 		_, err := os.Stat(path)
 		return err == nil
 	})
+	if err == nil {
+		noteResolved(addrs, source, fellBack)
+	}
+	return addrs, err
 }
 
-func resolve(flag string, env func(string) string, uid int, exists func(string) bool) ([]Addr, error) {
+// resolve is Resolve with the file system as exists; it also returns
+// where the addresses came from, in words, and whether they are the
+// fallback.
+func resolve(flag string, env func(string) string, uid int, exists func(string) bool) (addrs []Addr, source string, fellBack bool, err error) {
 	if flag != "" {
 		addrs, err := ParseAddrs(flag)
 		if err != nil {
-			return nil, Usagef("--broker: %v", err)
+			return nil, "", false, Usagef("--broker: %v", err)
 		}
-		return addrs, nil
+		return addrs, "from -b", false, nil
 	}
 	if s := env("MQ_BROKER"); s != "" {
 		addrs, err := ParseAddrs(s)
 		if err != nil {
-			return nil, Usagef("$MQ_BROKER: %v", err)
+			return nil, "", false, Usagef("$MQ_BROKER: %v", err)
 		}
-		return addrs, nil
+		return addrs, "from $MQ_BROKER", false, nil
 	}
-	if sock := config.DefaultSocket(env, uid); exists(sock) {
-		return []Addr{{Network: NetworkUnix, Address: sock}}, nil
+	sock := config.DefaultSocket(env, uid)
+	if exists(sock) {
+		return []Addr{{Network: NetworkUnix, Address: sock}}, "the default mqd socket", false, nil
 	}
-	return []Addr{DefaultTCP}, nil
+	return []Addr{DefaultTCP}, "no mqd socket at " + sock, true, nil
 }
 
 // joinAddrs lists addresses for messages: "unix:///a.sock, tcp://h:1".

@@ -101,7 +101,7 @@ func TestResolveOrder(t *testing.T) {
 				}
 				return false
 			}
-			got, err := resolve(tc.flag, env(tc.env), tc.uid, exists)
+			got, _, _, err := resolve(tc.flag, env(tc.env), tc.uid, exists)
 			if tc.wantCode != 0 {
 				if ExitCode(err) != tc.wantCode {
 					t.Fatalf("resolve = %v, %v; want exit code %d", got, err, tc.wantCode)

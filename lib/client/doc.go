@@ -8,6 +8,11 @@
 // Unix socket of the daemon (config.DefaultSocket) when that file exists,
 // else tcp://127.0.0.1:9092 (Resolve). An address is unix:///path,
 // tcp://host:port or host:port; several are separated by commas (ParseAddrs).
+// Every command with -b has -v (VerboseFlag), with which Resolve says on
+// stderr which address it picked and why; without it, only a fallback to
+// 127.0.0.1:9092 is said, and only when stderr is a terminal, as a local
+// mqd that is restarting would otherwise let a tool reach another broker
+// on the same host unawares. --version therefore has no -v.
 //
 // NewClient builds a kgo client on those seeds. Kafka clients connect to the
 // host:port a broker advertises, which is useless when all we have is a

@@ -101,7 +101,8 @@ func classify(err error) (int, string) {
 // a second one exits at once with ExitInterrupted. An error is written to
 // stderr as one line, "NAME: message"; see ExitCode for the statuses.
 //
-// Run prepares the app for the conventions of our tools: usage errors of
+// Run prepares the app for the conventions of our tools: every command
+// with -b gets -v (VerboseFlag); usage errors of
 // every command exit 2 without printing help to stdout; an unknown
 // subcommand is a usage error; flags may follow arguments and short
 // options take attached values (Intersperse); shell completion is
@@ -183,6 +184,7 @@ func report(w io.Writer, name string, err error) int {
 // a missing required flag, so Prepare checks required flags itself (and
 // clears their Required, after filling in the synopses that show them).
 func Prepare(app *cli.App) {
+	addVerboseFlags(app)
 	FillSynopses(app)
 	app.EnableBashCompletion = true
 	app.ExitErrHandler = func(*cli.Context, error) {} // Run decides the exit status
@@ -235,6 +237,7 @@ func checked(action cli.ActionFunc, path, help string, required []cli.Flag) cli.
 		prefix = path + ": "
 	}
 	return func(c *cli.Context) error {
+		setNotes(c)
 		for _, f := range required {
 			if !c.IsSet(f.Names()[0]) {
 				return &Error{Code: ExitUsage, Err: fmt.Errorf("%smissing %s", prefix, flagSynopsis(f)), Help: help}

@@ -39,6 +39,7 @@ func CheckManPage(app *cli.App, section int, path string, update bool, extra ...
 // synopsis filled in (FillSynopses) and a SYNOPSIS section that lists them
 // (Synopses) instead of urfave/cli's list of every flag.
 func ManPage(app *cli.App, section int) (string, error) {
+	addVerboseFlags(app)
 	FillSynopses(app)
 	page, err := app.ToManWithSection(section)
 	if err != nil {
