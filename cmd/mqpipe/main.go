@@ -85,13 +85,15 @@ optional: topic and offset are ignored, a missing partition (or null, or
 null; unknown fields are an error. So consume --json | produce --format
 json copies records with their keys, values, headers, timestamps and
 partitions. A null value ("value":null, a tombstone) and an empty one
-("value":"") are different records, in both directions.`
+("value":"") are different records, in both directions. Other JSON, such
+as {"user":"u1"}, is not an envelope and is not sent: to send JSON lines
+as values, produce them without --format json.`
 
 const exitDoc = `Data goes to stdout, diagnostics to stderr. Exit status: 0 success (for
 produce: every message acknowledged; for consume: also when stdout was
 closed early, as by head, or when stopped by SIGTERM, after committing
 what it wrote with -g; for exec: stopped by SIGTERM or SIGINT, or by
---exit-when-idle); 1 the operation failed (messages not acknowledged,
+--exit-when-idle); 1 the operation failed (messages not sent or not acknowledged,
 unknown topic, message too large, exec could not dead-letter a message);
 2 usage error; 3 cannot reach the broker; 130 interrupted (SIGINT, and
 SIGTERM but for consume; exec: a second one). The reason is given on

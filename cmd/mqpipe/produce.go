@@ -53,8 +53,10 @@ with exit 1, saying why and which lines were not acknowledged. Messages
 acknowledged before are stored; --report lists them.
 
 Exits 0 only when every message was acknowledged; otherwise describes the
-first failures, then says on one line how many messages were not
-acknowledged and which lines they were, and exits 1.`
+first failures, then says on one line how many messages were not sent
+(refused by mqpipe itself: a line too long, or with --format json a line
+that is not the JSON envelope) and how many were sent and not
+acknowledged, and which lines they were, and exits 1.`
 
 func produceCommand() *cli.Command {
 	return &cli.Command{

@@ -473,8 +473,11 @@ type tracker struct {
 	oldest   int64                // no message below it is pending (oldestWait moves it)
 	gaveUp   bool                 // the watch gave up: later outcomes are ignored
 	read     int                  // messages read
-	failed   int                  // messages not acknowledged
+	failed   int                  // messages sent and not acknowledged
 	lines    []lineRef            // the first failed ones, for the summary
+	unsent   int                  // messages refused before they were sent (reject)
+	unsentAt []lineRef            // the first of those, for the summary
+	hinted   bool                 // the JSON envelope was explained (reject)
 	details  int                  // failures described on stderr so far
 	next     int64                // the sequence number of the next report line
 	reports  map[int64]report
@@ -564,7 +567,7 @@ func (t *tracker) produceAll(ctx context.Context, cl *kgo.Client, inputs []input
 			var tooLarge *TooLargeError
 			if errors.As(err, &tooLarge) {
 				t.count()
-				t.fail(lineRef{i, tooLarge.Line}, t.tooLarge(tooLarge.Size, nil))
+				t.reject(lineRef{i, tooLarge.Line}, t.tooLarge(tooLarge.Size, nil))
 				continue
 			}
 			if err != nil {
@@ -576,7 +579,7 @@ func (t *tracker) produceAll(ctx context.Context, cl *kgo.Client, inputs []input
 			t.count()
 			rec, err := t.record(msg, &a)
 			if err != nil {
-				t.fail(lineRef{i, lr.Line()}, err)
+				t.reject(lineRef{i, lr.Line()}, err)
 				continue
 			}
 			t.send(ctx, cl, rec, lineRef{i, lr.Line()})
@@ -616,7 +619,7 @@ func (t *tracker) record(msg []byte, a *arena) (*kgo.Record, error) {
 	if t.cfg.JSON {
 		var err error
 		if rec, err = DecodeJSON(msg); err != nil {
-			return nil, err
+			return nil, envelopeError{err}
 		}
 	} else {
 		rec = &kgo.Record{Partition: -1}
@@ -761,8 +764,8 @@ func (t *tracker) printReportsLocked() {
 	}
 }
 
-// fail counts a message that was not acknowledged and describes it, unless
-// enough have been described already.
+// fail counts a message that was sent and not acknowledged and describes
+// it, unless enough have been described already.
 func (t *tracker) fail(ref lineRef, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -770,12 +773,46 @@ func (t *tracker) fail(ref lineRef, err error) {
 	if len(t.lines) < maxLineRefs {
 		t.lines = append(t.lines, ref)
 	}
+	t.describeLocked(ref, err)
+}
+
+// envelopeError is a line that --format json could not read as the JSON
+// envelope.
+type envelopeError struct{ err error }
+
+func (e envelopeError) Error() string { return e.err.Error() }
+func (e envelopeError) Unwrap() error { return e.err }
+
+// envelopeHint ends the first envelopeError described: plain JSON lines
+// are a common input, and the decoder's "unknown field" alone does not
+// say what was expected.
+const envelopeHint = ` (--format json reads mqpipe's JSON envelope, one object per line such as {"key":"k","value":"v","headers":[]}: see "JSON envelope" in mqpipe --help; to send each line as it is, leave --format json out)`
+
+// reject counts a message refused before it was sent (a line too long,
+// a line that is not a JSON envelope) and describes it: it was never
+// offered to the broker, so it is "not sent", not "not acknowledged".
+func (t *tracker) reject(ref lineRef, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.unsent++
+	if len(t.unsentAt) < maxLineRefs {
+		t.unsentAt = append(t.unsentAt, ref)
+	}
+	if errors.As(err, new(envelopeError)) && !t.hinted {
+		t.hinted = true
+		err = fmt.Errorf("%w%s", err, envelopeHint)
+	}
+	t.describeLocked(ref, err)
+}
+
+// describeLocked prints a failed message's line, unless enough have been.
+func (t *tracker) describeLocked(ref lineRef, err error) {
 	t.details++
 	switch {
 	case t.details <= maxDetails:
 		fmt.Fprintf(t.cfg.Stderr, "mqpipe: %s: %v\n", t.refName(ref), err)
 	case t.details == maxDetails+1:
-		fmt.Fprintf(t.cfg.Stderr, "mqpipe: more messages not acknowledged; the summary lists their lines\n")
+		fmt.Fprintf(t.cfg.Stderr, "mqpipe: more messages failed; the summary lists their lines\n")
 	}
 }
 
@@ -794,7 +831,7 @@ func (t *tracker) finish() {
 func (t *tracker) result() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.failed == 0 {
+	if t.failed == 0 && t.unsent == 0 {
 		return nil
 	}
 	return client.Failf("%s", t.summaryLocked())
@@ -807,16 +844,23 @@ func (t *tracker) summary() string {
 }
 
 func (t *tracker) summaryLocked() string {
-	if t.failed == 0 {
+	if t.failed == 0 && t.unsent == 0 {
 		return fmt.Sprintf("all %d message%s read were acknowledged", t.read, plural(t.read))
 	}
-	return fmt.Sprintf("%d of %d message%s not acknowledged: %s", t.failed, t.read, plural(t.read), t.lineList())
+	var parts []string
+	if t.unsent > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d message%s not sent: %s", t.unsent, t.read, plural(t.read), t.lineList(t.unsentAt, t.unsent)))
+	}
+	if t.failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d message%s not acknowledged: %s", t.failed, t.read, plural(t.read), t.lineList(t.lines, t.failed)))
+	}
+	return strings.Join(parts, "; ")
 }
 
-// lineList lists the failed lines, consecutive ones as ranges: "lines 3,
-// 7-9", or "a.txt:3, b.txt:1-2" for several inputs.
-func (t *tracker) lineList() string {
-	refs := append([]lineRef(nil), t.lines...)
+// lineList lists the lines kept of count failed ones, consecutive ones as
+// ranges: "lines 3, 7-9", or "a.txt:3, b.txt:1-2" for several inputs.
+func (t *tracker) lineList(kept []lineRef, count int) string {
+	refs := append([]lineRef(nil), kept...)
 	sortLineRefs(refs)
 	const maxRanges = 20
 	var parts []string
@@ -836,14 +880,14 @@ func (t *tracker) lineList() string {
 		parts = append(parts, p)
 		i = j + 1
 	}
-	if len(t.lines) < t.failed && (len(parts) == 0 || parts[len(parts)-1] != "…") {
+	if len(kept) < count && (len(parts) == 0 || parts[len(parts)-1] != "…") {
 		parts = append(parts, "…")
 	}
 	word := "line "
 	if t.cfg.Tombstones != nil {
 		word = "tombstone "
 	}
-	if len(t.lines) > 1 {
+	if len(kept) > 1 {
 		word = word[:len(word)-1] + "s "
 	}
 	if len(t.names) > 1 {
