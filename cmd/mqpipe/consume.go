@@ -42,7 +42,12 @@ N (offset N), -N (the last N records of each partition, like tail -n) or
 2024-05-01T12:00:00Z, milliseconds since the epoch, or a time ago as
 date -d users write it: @-1h an hour ago, @-30m, @-2d, @-1h30m, with the
 units ms, s, m, h, d and w; @now is now). An offset outside the log
-starts at its nearest end.
+starts at its nearest end. As kcat's, s@TIME is @TIME, and e@TIME (a
+second -o) ends the read: each partition stops before its first record
+at or after TIME, or where -e would stop when it has none;
+-o s@-2h -o e@-1h prints the records of the hour before the last.
+@TIME1:TIME2 (rpk's) is the two at once: -o @-2h:-1h. An end is not
+taken with -g.
 
 With -e, mqpipe notes each partition's high-water mark when it starts and
 exits once it has printed every record below them, however busy the topic;
@@ -62,8 +67,13 @@ value) prints as nothing, like an empty one; with -Z (as kcat -Z) %k, %s
 and the values of %h print a null as NULL, so
 mqpipe consume -t users -Z -f '%k=%s\n' prints user-7=NULL for a
 tombstone. %K and %S print -1 for null, 0 for empty.
---json prints the JSON envelope of mqpipe(1), one per line, where a null
-value is "value":null and an empty one "value":"" (-Z changes nothing).
+-K DELIM (as kcat -K on consume) prints the key, DELIM and the value:
+-K: is -f '%k:%s\n'.
+--json (or -J, kcat's flag) prints the JSON envelope of mqpipe(1), one
+per line, where a null value is "value":null and an empty one
+"value":"" (-Z changes nothing). Its fields are mqpipe's, which produce
+--format json reads back: kcat -J's payload is value here, ts is
+timestamp, and headers are objects.
 
 Output is flushed after every record when stdout is a terminal or with
 --line-buffered, else after each batch fetched. When stdout is closed
@@ -81,11 +91,12 @@ func consumeCommand() *cli.Command {
 			client.BrokerFlag(),
 			&cli.StringSliceFlag{Name: "topic", Aliases: []string{"t"}, Usage: "read `TOPIC`; several comma-separated or repeated; ^REGEX reads the topics it matches", Required: true},
 			&cli.StringSliceFlag{Name: "partition", Aliases: []string{"p"}, Usage: "read only partition `N` of each topic; several comma-separated or repeated", DefaultText: "all"},
-			&cli.StringFlag{Name: "offset", Aliases: []string{"o"}, Value: "beginning", Usage: "start at `OFFSET`: " + pipe.OffsetUsage},
+			&cli.StringSliceFlag{Name: "offset", Aliases: []string{"o"}, Usage: "start at `OFFSET`: " + pipe.OffsetsUsage, DefaultText: "beginning"},
 			&cli.Int64Flag{Name: "count", Aliases: []string{"c"}, Usage: "exit after `COUNT` messages", DefaultText: "no limit"},
 			&cli.BoolFlag{Name: "exit", Aliases: []string{"e"}, Usage: "exit at the end: when every partition reached the high-water mark it had at the start"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Usage: "print each record as `FORMAT` (kcat's tokens: %t %p %o %T %k %K %s %S %h, see mqpipe(1))", DefaultText: `%s\n`},
-			&cli.BoolFlag{Name: "json", Usage: "print each record as a JSON envelope (see mqpipe(1))"},
+			&cli.BoolFlag{Name: "json", Aliases: []string{"J"}, Usage: "print each record as a JSON envelope (see mqpipe(1)); -J as kcat's, with mqpipe's field names"},
+			&cli.StringFlag{Name: "key-delimiter", Aliases: []string{"K"}, Usage: "print each record as its key, `DELIM`, its value and a newline, as kcat -K"},
 			&cli.BoolFlag{Name: "print-null", Aliases: []string{"Z"}, Usage: "print a null key or value as NULL instead of nothing, as kcat -Z"},
 			&cli.BoolFlag{Name: "null", Aliases: []string{"0"}, Usage: "end each message with NUL instead of newline"},
 			&cli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "join the consumer group `GROUP`, start at its committed offsets and commit what was written"},
@@ -116,17 +127,35 @@ func consumeCommand() *cli.Command {
 			if cfg.Partitions, err = partitionList(c.StringSlice("partition")); err != nil {
 				return err
 			}
-			if cfg.Offset, err = pipe.ParseOffset(c.String("offset")); err != nil {
+			if cfg.Offset, cfg.Until, err = pipe.ParseOffsets(c.StringSlice("offset")); err != nil {
 				return client.Usagef("%v", err)
 			}
-			if c.IsSet("format") {
-				if cfg.Format, err = pipe.ParseFormat(c.String("format")); err != nil {
+			format := c.String("format")
+			if c.IsSet("key-delimiter") {
+				if c.IsSet("format") || cfg.JSON {
+					return client.Usagef("consume: -K prints key DELIM value: not with -f or --json")
+				}
+				format = keyValueFormat(c.String("key-delimiter"), cfg.NUL)
+				cfg.NUL = false
+			}
+			if c.IsSet("format") || c.IsSet("key-delimiter") {
+				if cfg.Format, err = pipe.ParseFormat(format); err != nil {
 					return client.Usagef("-f: %v", err)
 				}
 			}
 			return pipe.Consume(c.Context, cfg)
 		},
 	}
+}
+
+// keyValueFormat is the -f format of -K DELIM: the key, DELIM taken
+// literally, the value, and a newline (NUL with -0).
+func keyValueFormat(delim string, nul bool) string {
+	end := `\n`
+	if nul {
+		end = `\0`
+	}
+	return "%k" + strings.NewReplacer("%", "%%", `\`, `\\`).Replace(delim) + "%s" + end
 }
 
 // topicList reads -t values: topic names, comma-separated or repeated,

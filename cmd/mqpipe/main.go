@@ -5,6 +5,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"strconv"
@@ -35,6 +36,7 @@ func newApp() *cli.App {
 		Flags:                     []cli.Flag{client.BrokerFlag()},
 		HideHelpCommand:           true,
 		DisableSliceFlagSeparator: true, // header values may hold commas; lists are split by us
+		OnUsageError:              kcatModes,
 		Commands: []*cli.Command{
 			produceCommand(),
 			consumeCommand(),
@@ -98,6 +100,25 @@ unknown topic, message too large, exec could not dead-letter a message);
 2 usage error; 3 cannot reach the broker; 130 interrupted (SIGINT, and
 SIGTERM but for consume; exec: a second one). The reason is given on
 stderr in one line.`
+
+// kcatMode maps kcat's mode flags to what mqpipe (or mqctl) does instead.
+var kcatMode = map[string]string{
+	"-C": "mqpipe consume (kcat -C)",
+	"-P": "mqpipe produce (kcat -P)",
+	"-L": "mqctl topic list or mqctl cluster describe (kcat -L)",
+}
+
+// kcatModes is the app's usage error handler: a kcat mode flag where
+// mqpipe wants a command gets a "did you mean"; any other error is the
+// usual usage error.
+func kcatModes(_ *cli.Context, err error, _ bool) error {
+	if flag, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
+		if instead, ok := kcatMode[flag]; ok {
+			return &client.Error{Code: client.ExitUsage, Err: fmt.Errorf("%s is a kcat mode, mqpipe takes a command: did you mean %s?", flag, instead), Help: "mqpipe"}
+		}
+	}
+	return &client.Error{Code: client.ExitUsage, Err: err, Help: "mqpipe"}
+}
 
 // splitList splits comma-separated values of a repeatable flag.
 func splitList(values []string) []string {

@@ -13,7 +13,9 @@ import (
 // produceDoc describes produce, in its --help and in mqpipe(1).
 const produceDoc = `Sends one message per line of the FILEs in order, or of stdin when there
 are none ("-" also means stdin), and waits until the broker acknowledged
-each. Lines may be of any length up to the topic's max.message.bytes; a
+each. kcat -P FILE sends each file as one message instead: that is
+--whole-file (the file's bytes, newlines and all; too large a file is
+reported and not sent, the others are). Lines may be of any length up to the topic's max.message.bytes; a
 longer line is reported with its line number and not sent, the others
 are. Messages are sent as they are read, so a slow pipe
 (tail -f log | mqpipe produce -t logs) is live: each line goes out within
@@ -81,12 +83,14 @@ func produceCommand() *cli.Command {
 			&cli.BoolFlag{Name: "empty-as-null", Aliases: []string{"Z"}, Usage: "send an empty value as null (a tombstone) and an empty key as a null key, as kcat -Z"},
 			&cli.StringSliceFlag{Name: "tombstone", Usage: "send a tombstone (a null value) for `KEY` instead of reading input; repeatable"},
 			&cli.BoolFlag{Name: "report", Usage: `print "PARTITION OFFSET" for each acknowledged message`},
+			&cli.BoolFlag{Name: "whole-file", Usage: "send each FILE (or stdin) whole as one message, as kcat -P FILE does, not one message per line"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg := pipe.ProduceConfig{
 				Broker:      client.FlagString(c, "broker"),
 				Topic:       c.String("topic"),
 				Files:       c.Args().Slice(),
+				WholeFiles:  c.Bool("whole-file"),
 				KeyDelim:    c.String("key-delimiter"),
 				Partition:   int32(c.Int("partition")),
 				NUL:         c.Bool("null"),

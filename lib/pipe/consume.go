@@ -26,6 +26,10 @@ type ConsumeConfig struct {
 	Offset     OffsetSpec // -o: where to start
 	Count      int64      // -c: stop after this many messages; 0: no limit
 	Exit       bool       // -e: stop at the high-water marks seen at the start
+	// Until (-o e@TIME): stop each partition before its first record at
+	// or after this time, or at the high-water mark it had at the start
+	// when it has none (as -e); zero: no such end. Not with a group.
+	Until time.Time
 
 	Format       *Format // -f; nil: DefaultFormat (or "%s\0" with NUL)
 	JSON         bool    // --json: print JSON envelopes
@@ -54,6 +58,8 @@ func (cfg *ConsumeConfig) check() error {
 		return client.Usagef("consume: -o stored needs -g GROUP")
 	case cfg.Group != "" && len(cfg.Partitions) > 0:
 		return client.Usagef("consume: -p and -g exclude each other (the group assigns partitions)")
+	case cfg.Group != "" && !cfg.Until.IsZero():
+		return client.Usagef("consume: -o e@TIME reads the partitions directly: not with -g")
 	case cfg.Group == "" && cfg.Commit != "":
 		return client.Usagef("consume: --commit needs -g GROUP")
 	case cfg.Commit != "" && cfg.Commit != CommitWritten && cfg.Commit != CommitPeriodic && cfg.Commit != CommitNone:
@@ -178,6 +184,9 @@ func connectAdmin(ctx context.Context, broker string) ([]client.Addr, *kgo.Clien
 }
 
 func consume(ctx context.Context, cfg ConsumeConfig) error {
+	if !cfg.Until.IsZero() {
+		cfg.Exit = true // an end at a time is an end, as -e's
+	}
 	addrs, admCl, adm, err := connectAdmin(ctx, cfg.Broker)
 	if err != nil {
 		return err
@@ -206,6 +215,11 @@ func consume(ctx context.Context, cfg ConsumeConfig) error {
 	starts, ends, err := startOffsets(ctx, adm, parts, cfg.Offset, waitNotice(cfg.Stderr))
 	if err != nil {
 		return err
+	}
+	if !cfg.Until.IsZero() {
+		if err := endAtTime(ctx, adm, parts, cfg.Until, ends); err != nil {
+			return err
+		}
 	}
 	admCl.Close()
 

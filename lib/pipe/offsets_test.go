@@ -92,3 +92,42 @@ func TestParseOffsetTakesATimeAgo(t *testing.T) {
 		t.Errorf("@-1h30m = %+v, want the time 90 minutes before %v", got, before)
 	}
 }
+
+func TestParseOffsetsTakesAStartAndAnEndAtATime(t *testing.T) {
+	t1 := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	t2 := time.Date(2024, 5, 1, 13, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		in    []string
+		start OffsetSpec
+		until time.Time
+	}{
+		{nil, OffsetSpec{Kind: OffsetBeginning}, time.Time{}},
+		{[]string{"-10"}, OffsetSpec{Kind: OffsetLast, N: 10}, time.Time{}},
+		{[]string{"s@2024-05-01T12:00:00Z"}, OffsetSpec{Kind: OffsetTime, Time: t1}, time.Time{}},
+		{[]string{"e@2024-05-01T13:00:00Z"}, OffsetSpec{Kind: OffsetBeginning}, t2},
+		{[]string{"e@2024-05-01T13:00:00Z", "s@2024-05-01T12:00:00Z"}, OffsetSpec{Kind: OffsetTime, Time: t1}, t2},
+		{[]string{"@2024-05-01T12:00:00Z:2024-05-01T13:00:00Z"}, OffsetSpec{Kind: OffsetTime, Time: t1}, t2},
+		{[]string{"@1714564800000:1714568400000"}, OffsetSpec{Kind: OffsetTime, Time: t1}, t2},
+		{[]string{"5", "e@1714568400000"}, OffsetSpec{Kind: OffsetExact, N: 5}, t2},
+	} {
+		start, until, err := ParseOffsets(c.in)
+		if err != nil {
+			t.Errorf("%q: %v", c.in, err)
+			continue
+		}
+		if start.Kind != c.start.Kind || start.N != c.start.N || !start.Time.Equal(c.start.Time) || !until.Equal(c.until) {
+			t.Errorf("%q: start %+v until %v; want %+v until %v", c.in, start, until, c.start, c.until)
+		}
+	}
+	for _, bad := range [][]string{
+		{"1", "2"},
+		{"e@1714568400000", "e@1714568400001"},
+		{"@1714568400000:1714564800000"},
+		{"e@soon"},
+		{"@x:y"},
+	} {
+		if _, _, err := ParseOffsets(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

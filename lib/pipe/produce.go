@@ -27,6 +27,9 @@ type ProduceConfig struct {
 	Broker string   // the -b value; empty: $MQ_BROKER, then the defaults
 	Topic  string   // -t
 	Files  []string // inputs in order; none, or "-": standard input
+	// WholeFiles (--whole-file) sends each input whole as one message, as
+	// kcat -P FILE does, instead of one message per line.
+	WholeFiles bool
 
 	KeyDelim  string             // -K: split each line into key and value at the first DELIM
 	Key       []byte             // -k: the key of every message (nil: none)
@@ -132,6 +135,10 @@ func (cfg *ProduceConfig) check() error {
 		return client.Usagef(`produce: --format json writes a null as null ("value":null); drop -Z`)
 	case cfg.Tombstones != nil && (cfg.JSON || cfg.KeyDelim != "" || cfg.Key != nil || cfg.NUL):
 		return client.Usagef("produce: --tombstone reads no input; drop --format json, -K, -k and -0")
+	case cfg.WholeFiles && cfg.NUL:
+		return client.Usagef("produce: --whole-file sends each input as one message: drop -0")
+	case cfg.Tombstones != nil && cfg.WholeFiles:
+		return client.Usagef("produce: --tombstone reads no input; drop --whole-file")
 	case cfg.Tombstones != nil && len(cfg.Files) > 0:
 		return client.Usagef("produce: --tombstone reads no input; drop the FILE arguments")
 	case cfg.AckTimeout < 0:
@@ -557,6 +564,9 @@ func (t *tracker) produceAll(ctx context.Context, cl *kgo.Client, inputs []input
 		limit = 6*t.maxBytes + 1<<20 // escapes and base64 make JSON larger than the bytes it carries
 	}
 	var a arena
+	if t.cfg.WholeFiles {
+		return t.produceWhole(ctx, cl, inputs, limit)
+	}
 	for i, in := range inputs {
 		lr := NewLineReader(in.r, delim, limit)
 		for {
@@ -584,6 +594,31 @@ func (t *tracker) produceAll(ctx context.Context, cl *kgo.Client, inputs []input
 			}
 			t.send(ctx, cl, rec, lineRef{i, lr.Line()})
 		}
+	}
+	return nil
+}
+
+// produceWhole hands the client each input as one message (--whole-file);
+// an input over limit is refused unread past it. Failures name the input
+// as its line 1.
+func (t *tracker) produceWhole(ctx context.Context, cl *kgo.Client, inputs []input, limit int) error {
+	for i, in := range inputs {
+		msg, err := io.ReadAll(io.LimitReader(in.r, int64(limit)+1))
+		if err != nil {
+			return fmt.Errorf("read %s: %w", t.inputName(i), err)
+		}
+		t.count()
+		if len(msg) > limit {
+			t.reject(lineRef{i, 1}, t.tooLarge(len(msg), nil))
+			continue
+		}
+		var a arena
+		rec, err := t.record(msg, &a)
+		if err != nil {
+			t.reject(lineRef{i, 1}, err)
+			continue
+		}
+		t.send(ctx, cl, rec, lineRef{i, 1})
 	}
 	return nil
 }
