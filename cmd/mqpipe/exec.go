@@ -80,11 +80,10 @@ message goes to another worker meanwhile: keep --timeout below it.
 
 With --ordered GROUP is a consumer group: the group assigns partitions,
 messages of one key (of a partition) run one at a time in offset order,
-and messages with no key count as one key. The order kept is per key,
-not per partition: when a key's message finishes, its next one waits
-behind the other keys' ready messages, so with -j 1 and keys a (offsets
-0-4) and b (5-9) the commands run 0, 5, 1, 6, ... For one partition in
-offset order, give its messages one key (or none). A failed command is run again
+and messages with no key count as one key. Of the messages ready to run,
+the lowest offset of a partition goes first: with -j 1 a partition's
+messages run in offset order; with more, messages of different keys run
+at once, so they may finish out of order. A failed command is run again
 in place, after the backoff, before anything else of its key; after the
 last attempt the message goes to --dlq, and without --dlq the worker
 stops (status 1) leaving it uncommitted. Each partition's offset is
@@ -110,7 +109,7 @@ func execCommand() *cli.Command {
 			&cli.StringFlag{Name: "start", Usage: "where a new share group starts: `earliest` (every message queued) or latest", DefaultText: "earliest"},
 			&cli.DurationFlag{Name: "exit-when-idle", Usage: "exit 0 once no message came for `DURATION` and every command finished", DefaultText: "never"},
 			&cli.DurationFlag{Name: "grace", Value: pipe.DefaultGrace, Usage: "on SIGTERM, let running commands finish for up to `DURATION`"},
-			&cli.BoolFlag{Name: "ordered", Usage: "use a consumer group and keep the order of each key: one command at a time per key; keys interleave, so a partition's offsets run out of order even with -j 1"},
+			&cli.BoolFlag{Name: "ordered", Usage: "use a consumer group and keep the order of each key: one command at a time per key (with -j 1, one partition's messages run in offset order)"},
 			&cli.DurationFlag{Name: "session-timeout", Usage: "with --ordered, let the group wait `DURATION` for a silent member", DefaultText: pipe.DefaultSessionTimeout.String()},
 		},
 		Action: func(c *cli.Context) error {

@@ -36,7 +36,10 @@ const (
 // worker with the record uncommitted.
 //
 // Records without a key share one key (the empty one), so they keep the
-// order of their partition.
+// order of their partition. Of the ready records, Next takes from the
+// partition of the one that has waited longest the one with the lowest
+// offset: with one slot (-j 1) a partition runs in offset order, and with
+// more its commit position advances as early as it can.
 //
 // The poller goroutine adds fetched records; the group's callbacks
 // (kgo's goroutine) add and remove partitions; Next, Accept, Release and
@@ -55,7 +58,7 @@ type orderedSource struct {
 
 	mu       sync.Mutex
 	parts    map[topicPartition]*orderedPartition
-	ready    []*Message // keys free to run, in arrival order
+	ready    []*Message // the next record of each key free to run, in arrival order (see Next)
 	buffered int        // records held and not done
 	changed  chan struct{}
 	err      error // the poller's
@@ -270,11 +273,27 @@ func (s *orderedSource) Next(ctx context.Context) (*Message, error) {
 			return nil, ctx.Err()
 		}
 	}
-	m := s.ready[0]
-	s.ready = s.ready[1:]
+	i := s.nextReadyLocked()
+	m := s.ready[i]
+	s.ready = slices.Delete(s.ready, i, i+1)
 	m.DeliveryCount++
 	m.ref.(*orderedRef).p.running++
 	return m, nil
+}
+
+// nextReadyLocked picks the index in ready of the record Next delivers:
+// of the partition of ready[0], the record with the lowest offset. A key's
+// next record joins ready behind the other keys' when its predecessor
+// finishes; taking the lowest offset puts it back in partition order.
+func (s *orderedSource) nextReadyLocked() int {
+	p := s.ready[0].ref.(*orderedRef).p
+	best := 0
+	for i, m := range s.ready {
+		if m.ref.(*orderedRef).p == p && m.Offset < s.ready[best].Offset {
+			best = i
+		}
+	}
+	return best
 }
 
 // finishLocked marks m done and frees its key for the next record.
@@ -314,8 +333,9 @@ func (s *orderedSource) Accept(m *Message) error {
 	return nil
 }
 
-// Release delivers m again next, before any other record: nothing of its
-// key runs meanwhile, so the order holds.
+// Release delivers m again next, before any other record but a lower
+// offset of its partition (see Next): nothing of its key runs meanwhile,
+// so the order holds.
 func (s *orderedSource) Release(m *Message) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
