@@ -25,22 +25,28 @@ func VerboseFlag() *cli.BoolFlag {
 var versionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version"}
 
 // addVerboseFlags gives -v to the app and every command that has -b, and
-// leaves --version its long name only; it is idempotent.
+// then leaves --version its long name only; it is idempotent. An app
+// without -b (mqd) keeps urfave/cli's -v for --version.
 func addVerboseFlags(app *cli.App) {
-	cli.VersionFlag = versionFlag
-	if hasFlag(app.Flags, "broker") && !hasFlag(app.Flags, "verbose") {
-		app.Flags = append(app.Flags, VerboseFlag())
+	added := false
+	add := func(flags *[]cli.Flag) {
+		if hasFlag(*flags, "broker") && !hasFlag(*flags, "verbose") {
+			*flags = append(*flags, VerboseFlag())
+			added = true
+		}
 	}
+	add(&app.Flags)
 	var walk func([]*cli.Command)
 	walk = func(cmds []*cli.Command) {
 		for _, c := range cmds {
-			if hasFlag(c.Flags, "broker") && !hasFlag(c.Flags, "verbose") {
-				c.Flags = append(c.Flags, VerboseFlag())
-			}
+			add(&c.Flags)
 			walk(c.Subcommands)
 		}
 	}
 	walk(app.Commands)
+	if added || hasFlag(app.Flags, "verbose") {
+		cli.VersionFlag = versionFlag
+	}
 }
 
 func hasFlag(flags []cli.Flag, name string) bool {
