@@ -3,25 +3,29 @@
 //
 // Produce reads messages from files or stdin (LineReader: newline- or
 // NUL-delimited, of any length up to the topic's max.message.bytes, an
-// overlong one skipped and reported by line number), turns each into a
+// overlong one skipped and reported by line number; or with --whole-file
+// each input whole, as kcat -P FILE), turns each into a
 // record (text, -K/-k keys, or a JSON envelope with DecodeJSON; with -Z
 // an empty key or value becomes null, and --tombstone sends null values
 // for the keys it names without reading input), places it
 // with Partitioner (explicit partition, else Kafka's murmur2 of the key,
-// else sticky) and waits for every acknowledgement. It succeeds only when
-// every message was acknowledged; otherwise its error counts and lists the
-// lines that were not.
+// else sticky) and waits for every acknowledgement, in batches no larger
+// than one request it writes (maxBatchBytes) whatever the topic allows. It
+// succeeds only when every message was acknowledged; otherwise its error
+// counts and lists the lines not sent (refused before sending: too long,
+// not a JSON envelope) apart from those sent and not acknowledged.
 //
 // Consume reads the topics of -t: names, and regular expressions (values
 // starting with ^, topicSpec), resolved once with -e and followed to
 // topics created later without. It reads partitions directly from
-// offsets computed by OffsetSpec (beginning, end, N, -N, @TIME), prints each record with a Format
+// offsets computed by OffsetSpec (beginning, end, N, -N, @TIME; an end
+// at a time with ParseOffsets' e@TIME), prints each record with a Format
 // (kcat's %-tokens; null prints as nothing, or as NullText with -Z) or as
 // a JSON envelope (AppendJSON), keeps the order
 // of each partition, and with -e stops at the high-water marks listed when
 // it started. A closed stdout ends it successfully, noticed at once for a
 // pipe or Unix socket whose reader went away (watchOutput), not only at
-// the next write.
+// the next write; so does a stop by SIGTERM (client.ErrTerminated).
 //
 // The JSON envelope is defined once, by AppendJSON and DecodeJSON: what
 // consume --json prints, produce --format json reads back exactly (keys,
