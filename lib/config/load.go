@@ -48,11 +48,17 @@ var kafkaOnly = map[string]string{
 }
 
 // knownEnv are the MQ_* variables that are not MQ_<PROPERTY> spellings but
-// mean something to mqd or the tools.
+// mean something to mq: mqd's and the tools', those of deploy/cluster.sh,
+// the Makefile and the e2e tests, and those mqpipe exec gives its commands
+// (which may run anything, mqd too). MQ_HEADER_* are exec's as well.
 var knownEnv = map[string]bool{
 	"MQ_CONFIG": true, "MQ_SOCKET": true, "MQ_BROKER": true, "MQ_PPROF": true,
 	"MQ_NODE_ID": true, "MQ_RAFT_ADDRESS": true, "MQ_RACK": true,
 	"MQ_LOG_LEVEL": true, "MQ_LOG_FORMAT": true, "MQ_METRICS_LISTEN": true,
+	"MQ_BIN": true, "MQ_IMAGE": true, "MQ_CLUSTER_DIR": true, "MQ_CLUSTER_NODES": true,
+	"MQ_CLUSTER_PORT": true, "MQ_CLUSTER_RAFT": true, "MQ_E2E_RACE": true,
+	"MQ_TOPIC": true, "MQ_PARTITION": true, "MQ_OFFSET": true, "MQ_KEY": true,
+	"MQ_KEY_B64": true, "MQ_TIMESTAMP": true, "MQ_DELIVERY_COUNT": true, "MQ_GROUP": true,
 }
 
 // UnknownEnvironment returns a warning for each MQ_* variable of environ
@@ -74,7 +80,7 @@ func UnknownEnvironment(environ []string) []string {
 	var warnings []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "MQ_") || slices.Contains(known, name) {
+		if !strings.HasPrefix(name, "MQ_") || strings.HasPrefix(name, "MQ_HEADER_") || slices.Contains(known, name) {
 			continue
 		}
 		w := "$" + name + " is not an mq setting; ignored"

@@ -64,6 +64,7 @@ func TestLoadReportsEveryRefusedPropertyAndIgnoresKafkaOnlyOnes(t *testing.T) {
 
 func TestUnknownEnvironmentNamesTyposOnly(t *testing.T) {
 	got := UnknownEnvironment([]string{"MQ_NUM_PARTITIONS=3", "MQ_BROKER=x", "MQ_DATA_DIR=/d", "PATH=/bin",
+		"MQ_BIN=bin", "MQ_CLUSTER_DIR=/tmp/c", "MQ_OFFSET=3", "MQ_HEADER_TRACE_ID=t",
 		"MQ_LOG_RETENTION_HOURZ=1", "MQ_WHATEVER_ELSE=1"})
 	want := []string{
 		"$MQ_LOG_RETENTION_HOURZ is not an mq setting; ignored (did you mean $MQ_LOG_RETENTION_HOURS?)",
