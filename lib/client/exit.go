@@ -114,11 +114,15 @@ func Run(app *cli.App, args []string) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// done ends the signal watcher when Run returns; ctx cannot, since
+	// the first signal cancels it and the watcher must still see a second.
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
 		var sig os.Signal
 		select {
 		case sig = <-sigs:
-		case <-ctx.Done():
+		case <-done:
 			return
 		}
 		signalled.Store(true)
@@ -131,7 +135,7 @@ func Run(app *cli.App, args []string) int {
 		case <-sigs:
 			fmt.Fprintf(errWriter(app), "%s: interrupted\n", app.Name)
 			os.Exit(ExitInterrupted)
-		case <-ctx.Done():
+		case <-done:
 		}
 	}()
 	err := run(ctx, app, args)
