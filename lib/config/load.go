@@ -34,11 +34,11 @@ func EnvName(property string) string {
 var kafkaOnly = map[string]string{
 	"process.roles":                            "every mqd is a broker, and a controller voter when --voters names it",
 	"controller.listener.names":                "the controller quorum talks Raft on controller.quorum.voters' addresses, not on a listener",
-	"inter.broker.listener.name":               "brokers reach each other at their advertised.listeners address",
+	"inter.broker.listener.name":               "brokers reach each other at the address each registers (advertised.listeners)",
 	"listener.security.protocol.map":           "mq's listeners are plaintext Unix sockets and TCP",
 	"num.network.threads":                      "each connection has its own reader and writer goroutine",
 	"num.io.threads":                           "requests run on their connection's goroutines",
-	"num.recovery.threads.per.data.dir":        "mq recovers the logs of a data directory in parallel by itself",
+	"num.recovery.threads.per.data.dir":        "mq has no setting for the threads that open and recover logs",
 	"socket.send.buffer.bytes":                 "mq leaves socket buffer sizes to the kernel",
 	"socket.receive.buffer.bytes":              "mq leaves socket buffer sizes to the kernel",
 	"transaction.state.log.replication.factor": "mq has no transactions",
