@@ -3,6 +3,7 @@ package config
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -93,6 +94,22 @@ func UnknownEnvironment(environ []string) []string {
 	return warnings
 }
 
+// kafkaListenerHint adds to the refusal of a listener written as Kafka
+// writes it (PLAINTEXT://host:port, CONTROLLER://...) how mq writes it.
+func kafkaListenerHint(err error, value string) error {
+	var e *Error
+	if !errors.As(err, &e) || (e.Name != "listeners" && e.Name != "advertised.listeners") {
+		return err
+	}
+	scheme, _, ok := strings.Cut(value, "://")
+	if !ok || scheme == "" || strings.ToUpper(scheme) != scheme {
+		return err
+	}
+	c := *e
+	c.Allowed += "; Kafka's NAME://host:port is tcp://host:port here, and a CONTROLLER listener is not needed (the Raft addresses are controller.quorum.voters')"
+	return &c
+}
+
 // Errors is every property Load refused, in the order of the layers and,
 // within the config file, of its lines: a file full of mistakes is fixed
 // in one go, not one run per line. Each is an *Error.
@@ -142,7 +159,7 @@ func Load(file string, env func(string) string, flags map[string]string) (Broker
 	var errs Errors
 	set := func(where, name, value string) {
 		if err := b.Set(name, value); err != nil {
-			errs = append(errs, at(where, err))
+			errs = append(errs, at(where, kafkaListenerHint(err, value)))
 		}
 	}
 	if file != "" {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -72,5 +73,22 @@ func TestUnknownEnvironmentNamesTyposOnly(t *testing.T) {
 	}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("warnings %q, want %q", got, want)
+	}
+}
+
+func TestKafkaListenersSayHowMQWritesThem(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "server.properties")
+	if err := os.WriteFile(file, []byte("listeners=PLAINTEXT://:9092,CONTROLLER://:9093\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(file, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "Kafka's NAME://host:port is tcp://host:port here") || !errors.Is(err, ErrInvalidValue) {
+		t.Fatalf("Load: %v; want the refusal to say how mq writes listeners", err)
+	}
+	if err := os.WriteFile(file, []byte("listeners=tcp://host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(file, nil, nil); err == nil || strings.Contains(err.Error(), "Kafka's") {
+		t.Fatalf("Load of an mq listener without a port: %v; want a refusal without the Kafka hint", err)
 	}
 }
