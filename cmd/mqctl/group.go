@@ -148,46 +148,7 @@ why).`),
 					&cli.BoolFlag{Name: "execute", Usage: "commit the new offsets"},
 				),
 				Action: action(func(c *cli.Context) (job, error) {
-					const what = "group reset-offsets"
-					req := admin.ResetOffsets{Group: c.String("group"), AllTopics: c.Bool("all-topics")}
-					switch {
-					case c.NArg() > 1:
-						return nil, client.Usagef("%s: unexpected argument %q", what, c.Args().Get(1))
-					case c.NArg() == 1 && req.Group != "" && req.Group != c.Args().First():
-						return nil, client.Usagef("%s: two groups given: %q and %q", what, req.Group, c.Args().First())
-					case c.NArg() == 1:
-						req.Group = c.Args().First()
-					}
-					for _, s := range listFlag(c, "topic") {
-						t, err := admin.ParseTopicPartitions(what+": --topic", s)
-						if err != nil {
-							return nil, err
-						}
-						req.Topics = append(req.Topics, t)
-					}
-					spec, err := resetSpec(c, what)
-					if err != nil {
-						return nil, err
-					}
-					req.Spec = spec
-					if c.Bool("execute") && c.Bool("dry-run") {
-						return nil, client.Usagef("%s: --execute and --dry-run exclude each other", what)
-					}
-					req.Execute = c.Bool("execute")
-					if err := req.Check(); err != nil {
-						return nil, err
-					}
-					implicitDryRun := !c.IsSet("execute") && !c.IsSet("dry-run")
-					return func(ctx context.Context, g *admin.Admin) (admin.Result, error) {
-						r, err := g.ResetOffsets(ctx, req)
-						if r == nil {
-							return nil, err
-						}
-						if err == nil && implicitDryRun {
-							fmt.Fprintf(c.App.ErrWriter, "%s: dry run, nothing changed: add --execute to commit the new offsets\n", c.App.Name)
-						}
-						return r, err
-					}, nil
+					return resetJob(c, "group reset-offsets", "commit the new offsets", (*admin.Admin).ResetOffsets)
 				}),
 			},
 			{
@@ -225,7 +186,53 @@ group is a failure unless --if-exists is given (then it is "missing").`),
 	}
 }
 
-// resetSpec reads the one reset mode flag of group reset-offsets.
+// resetJob reads the flags group reset-offsets and queue reset share into
+// a request for reset. Without --execute or --dry-run it runs as a dry run
+// and says so on stderr, naming what --execute would do (verb).
+func resetJob(c *cli.Context, what, verb string, reset func(*admin.Admin, context.Context, admin.ResetOffsets) (*admin.ResetPlan, error)) (job, error) {
+	req := admin.ResetOffsets{Group: c.String("group"), AllTopics: c.Bool("all-topics")}
+	switch {
+	case c.NArg() > 1:
+		return nil, client.Usagef("%s: unexpected argument %q", what, c.Args().Get(1))
+	case c.NArg() == 1 && req.Group != "" && req.Group != c.Args().First():
+		return nil, client.Usagef("%s: two groups given: %q and %q", what, req.Group, c.Args().First())
+	case c.NArg() == 1:
+		req.Group = c.Args().First()
+	}
+	for _, s := range listFlag(c, "topic") {
+		t, err := admin.ParseTopicPartitions(what+": --topic", s)
+		if err != nil {
+			return nil, err
+		}
+		req.Topics = append(req.Topics, t)
+	}
+	spec, err := resetSpec(c, what)
+	if err != nil {
+		return nil, err
+	}
+	req.Spec = spec
+	if c.Bool("execute") && c.Bool("dry-run") {
+		return nil, client.Usagef("%s: --execute and --dry-run exclude each other", what)
+	}
+	req.Execute = c.Bool("execute")
+	if err := req.Check(what); err != nil {
+		return nil, err
+	}
+	implicitDryRun := !c.IsSet("execute") && !c.IsSet("dry-run")
+	return func(ctx context.Context, g *admin.Admin) (admin.Result, error) {
+		r, err := reset(g, ctx, req)
+		if r == nil {
+			return nil, err
+		}
+		if err == nil && implicitDryRun {
+			fmt.Fprintf(c.App.ErrWriter, "%s: dry run, nothing changed: add --execute to %s\n", c.App.Name, verb)
+		}
+		return r, err
+	}, nil
+}
+
+// resetSpec reads the one reset mode flag of group reset-offsets and
+// queue reset.
 func resetSpec(c *cli.Context, what string) (admin.ResetSpec, error) {
 	var specs []admin.ResetSpec
 	if c.Bool("to-earliest") {

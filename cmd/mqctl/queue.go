@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -232,43 +231,7 @@ group reset-offsets.`),
 					&cli.BoolFlag{Name: "execute", Usage: "set the new start offsets"},
 				),
 				Action: action(func(c *cli.Context) (job, error) {
-					const what = "queue reset"
-					req := admin.ResetOffsets{Group: c.String("group"), AllTopics: c.Bool("all-topics")}
-					switch {
-					case c.NArg() > 1:
-						return nil, client.Usagef("%s: unexpected argument %q", what, c.Args().Get(1))
-					case c.NArg() == 1 && req.Group != "" && req.Group != c.Args().First():
-						return nil, client.Usagef("%s: two groups given: %q and %q", what, req.Group, c.Args().First())
-					case c.NArg() == 1:
-						req.Group = c.Args().First()
-					}
-					for _, s := range listFlag(c, "topic") {
-						t, err := admin.ParseTopicPartitions(what+": --topic", s)
-						if err != nil {
-							return nil, err
-						}
-						req.Topics = append(req.Topics, t)
-					}
-					spec, err := resetSpec(c, what)
-					if err != nil {
-						return nil, err
-					}
-					req.Spec = spec
-					if c.Bool("execute") && c.Bool("dry-run") {
-						return nil, client.Usagef("%s: --execute and --dry-run exclude each other", what)
-					}
-					req.Execute = c.Bool("execute")
-					implicitDryRun := !c.IsSet("execute") && !c.IsSet("dry-run")
-					return func(ctx context.Context, g *admin.Admin) (admin.Result, error) {
-						r, err := g.ResetQueue(ctx, req)
-						if r == nil {
-							return nil, err
-						}
-						if err == nil && implicitDryRun {
-							fmt.Fprintf(c.App.ErrWriter, "%s: dry run, nothing changed: add --execute to set the new start offsets\n", c.App.Name)
-						}
-						return r, err
-					}, nil
+					return resetJob(c, "queue reset", "set the new start offsets", (*admin.Admin).ResetQueue)
 				}),
 			},
 			{

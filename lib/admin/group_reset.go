@@ -161,10 +161,9 @@ func (r ResetOffsets) offsetsNoun() string {
 	return "committed offsets"
 }
 
-// Check refuses a reset that cannot be right (a usage error).
-func (r ResetOffsets) Check() error { return r.check("group reset-offsets") }
-
-func (r ResetOffsets) check(what string) error {
+// Check refuses a reset that cannot be right (a usage error), naming
+// the command what.
+func (r ResetOffsets) Check(what string) error {
 	if r.Group == "" {
 		return usagef("%s: missing --group", what)
 	}
@@ -278,7 +277,7 @@ func planOffset(spec ResetSpec, in resetInput) (int64, error) {
 // cannot be planned nothing is committed.
 func (a *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan, error) {
 	const what = "group reset-offsets"
-	if err := req.Check(); err != nil {
+	if err := req.Check(what); err != nil {
 		return nil, err
 	}
 	a.awaitCoordinators(ctx, []string{req.Group})

@@ -158,7 +158,7 @@ func TestResetOffsetsCheck(t *testing.T) {
 		{"negative offset", ResetOffsets{Group: "g", Topics: topics, Spec: ResetSpec{Mode: ResetToOffset, Offset: -1}}, client.ExitUsage},
 		{"negative shift", ResetOffsets{Group: "g", Topics: topics, Spec: ResetSpec{Mode: ResetShiftBy, Shift: -1}}, 0},
 	} {
-		if got := client.ExitCode(tc.req.Check()); got != tc.code {
+		if got := client.ExitCode(tc.req.Check("group reset-offsets")); got != tc.code {
 			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.code)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 func (a *Admin) ResetQueue(ctx context.Context, req ResetOffsets) (*ResetPlan, error) {
 	const what = "queue reset"
 	req.share = true
-	if err := req.check(what); err != nil {
+	if err := req.Check(what); err != nil {
 		return nil, err
 	}
 	if req.Spec.Mode == ResetShiftBy {
