@@ -186,35 +186,7 @@ func (a *Admin) describeCluster(ctx context.Context, showAPIs bool) (*ClusterDes
 	if err != nil {
 		return nil, md, requestError("cluster describe", err)
 	}
-	led := map[int32]int{}
-	for _, t := range md.Topics {
-		for _, p := range t.Partitions {
-			if p.Leader >= 0 {
-				led[p.Leader]++
-			}
-		}
-	}
-	// Metadata lists the brokers clients may use; DescribeCluster (v2)
-	// lists the fenced ones too, and says which.
-	states := map[int32]string{}
-	var fenced []kadm.BrokerDetail
-	dc := kmsg.NewPtrDescribeClusterRequest()
-	dc.IncludeFencedBrokers = true
-	dctx, _, cancel := boundedWait(ctx, brokerWait)
-	resp, err := dc.RequestWith(dctx, a.cl)
-	cancel()
-	if err == nil && resp.ErrorCode == 0 {
-		listed := map[int32]bool{}
-		for _, b := range md.Brokers {
-			listed[b.NodeID] = true
-		}
-		for _, b := range resp.Brokers {
-			states[b.NodeID] = brokerState(b)
-			if !listed[b.NodeID] {
-				fenced = append(fenced, kadm.BrokerDetail{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
-			}
-		}
-	}
+	r := a.roster(ctx, md)
 	// Each broker is asked for its API versions directly, which is also
 	// how a broker the controller still counts alive (a kill -9 goes
 	// unnoticed for a session timeout) is found unreachable at once.
@@ -245,13 +217,12 @@ func (a *Admin) describeCluster(ctx context.Context, showAPIs bool) (*ClusterDes
 	default:
 		d.Quorum, d.QuorumError, d.noQuorum = a.describeQuorum(ctx, via)
 	}
-	for _, b := range append(slices.Clone(md.Brokers), fenced...) {
-		bd := BrokerDescription{ID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack, Controller: b.NodeID == md.Controller,
-			State: cmp.Or(states[b.NodeID], BrokerAlive), PartitionsLed: led[b.NodeID],
-			Version: "unknown", APIs: []APIVersion{}, LogDirs: dirs.dirs[b.NodeID], LogDirsError: dirs.errs[b.NodeID]}
-		if bd.LogDirs == nil {
-			bd.LogDirs = []LogDirDescription{}
+	for _, b := range r.brokers {
+		bd := r.describe(b, md.Controller)
+		if ds := dirs.dirs[b.NodeID]; ds != nil {
+			bd.LogDirs = ds
 		}
+		bd.LogDirsError = dirs.errs[b.NodeID]
 		if bd.State == BrokerFenced && bd.LogDirsError == "" {
 			bd.LogDirsError = "not asked: the broker is fenced"
 		}
@@ -278,6 +249,56 @@ func (a *Admin) describeCluster(ctx context.Context, showAPIs bool) (*ClusterDes
 	}
 	slices.SortFunc(d.Brokers, func(x, y BrokerDescription) int { return int(x.ID) - int(y.ID) })
 	return &d, md, nil
+}
+
+// brokerRoster is what Metadata and DescribeCluster (v2) say of the
+// brokers: Metadata lists the brokers clients may use, DescribeCluster
+// the fenced ones too, and the state of each.
+type brokerRoster struct {
+	brokers []kadm.BrokerDetail // every broker, fenced ones too
+	states  map[int32]string    // by DescribeCluster; none: BrokerAlive
+	led     map[int32]int       // partitions led, by broker
+}
+
+// roster reads the brokers of md and asks DescribeCluster, within
+// brokerWait, for the fenced ones; without its answer every broker of md
+// counts alive.
+func (a *Admin) roster(ctx context.Context, md kadm.Metadata) brokerRoster {
+	r := brokerRoster{brokers: slices.Clone(md.Brokers), states: map[int32]string{}, led: map[int32]int{}}
+	for _, t := range md.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader >= 0 {
+				r.led[p.Leader]++
+			}
+		}
+	}
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeFencedBrokers = true
+	dctx, _, cancel := boundedWait(ctx, brokerWait)
+	resp, err := dc.RequestWith(dctx, a.cl)
+	cancel()
+	if err != nil || resp.ErrorCode != 0 {
+		return r
+	}
+	listed := map[int32]bool{}
+	for _, b := range md.Brokers {
+		listed[b.NodeID] = true
+	}
+	for _, b := range resp.Brokers {
+		r.states[b.NodeID] = brokerState(b)
+		if !listed[b.NodeID] {
+			r.brokers = append(r.brokers, kadm.BrokerDetail{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+		}
+	}
+	return r
+}
+
+// describe is b as the roster knows it: no version, APIs or log
+// directories yet.
+func (r brokerRoster) describe(b kadm.BrokerDetail, controller int32) BrokerDescription {
+	return BrokerDescription{ID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack, Controller: b.NodeID == controller,
+		State: cmp.Or(r.states[b.NodeID], BrokerAlive), PartitionsLed: r.led[b.NodeID],
+		Version: "unknown", APIs: []APIVersion{}, LogDirs: []LogDirDescription{}}
 }
 
 // kafkaReleases are the Apache Kafka releases protocolLevel measures a
