@@ -3,41 +3,18 @@ package main
 import (
 	"bytes"
 	"os"
-	"strconv"
 	"testing"
 
-	"github.com/urfave/cli/v2"
-	"golang.org/x/sys/unix"
-)
+	"github.com/mqproject/mq/lib/mqtest"
 
-// openTerminal opens a pseudo-terminal and returns its terminal side.
-func openTerminal(t *testing.T) *os.File {
-	t.Helper()
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals: %v", err)
-	}
-	t.Cleanup(func() { ptmx.Close() })
-	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tty, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tty.Close() })
-	return tty
-}
+	"github.com/urfave/cli/v2"
+)
 
 // TestProgressGoesToATerminalStderrOnly runs the check as main runs it:
 // main leaves the app's ErrWriter unset and urfave/cli sets it to
 // os.Stderr, here a terminal, then a pipe.
 func TestProgressGoesToATerminalStderrOnly(t *testing.T) {
-	tty := openTerminal(t)
+	_, tty := mqtest.Terminal(t)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -5,37 +5,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/urfave/cli/v2"
-	"golang.org/x/sys/unix"
-)
+	"github.com/mqproject/mq/lib/mqtest"
 
-// openTerminal opens a pseudo-terminal: its controlling side, to read what
-// is written to the terminal side.
-func openTerminal(t *testing.T) (ptmx, tty *os.File) {
-	t.Helper()
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals: %v", err)
-	}
-	t.Cleanup(func() { ptmx.Close() })
-	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tty, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tty.Close() })
-	return ptmx, tty
-}
+	"github.com/urfave/cli/v2"
+)
 
 // TestResolveSaysWhichBrokerWhenAskedOrFallingBack: with no socket where
 // the daemon's default one would be, a tool falls back to 127.0.0.1:9092,
@@ -45,7 +21,7 @@ func TestResolveSaysWhichBrokerWhenAskedOrFallingBack(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "none.sock")
 	t.Setenv("MQ_SOCKET", sock)
 	t.Setenv("MQ_BROKER", "")
-	ptmx, tty := openTerminal(t)
+	ptmx, tty := mqtest.Terminal(t)
 	run := func(stderr io.Writer, args ...string) {
 		t.Helper()
 		notes.said = false

@@ -64,4 +64,10 @@
 // its data and its peers find it. The domain's helpers (wait until every
 // image holds a topic, a Kafka client of the nodes) stay in the packages
 // whose tests use them, written on the Cluster.
+//
+// # A terminal
+//
+// Terminal opens a pseudo-terminal, for tests of what a tool does when its
+// output is a terminal (a progress line, a note on stderr) and when it is
+// not.
 package mqtest
