@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -116,7 +115,8 @@ func (c *Collector) Collect(ctx context.Context) (Sample, error) {
 		markUnreachable(topics, s.Unreachable)
 		s.Topics = topics
 	}
-	groups, err := c.groups(ctx)
+	listed, listErr := c.kadm.ListGroups(ctx)
+	groups, err := c.groups(ctx, listed, listErr)
 	switch {
 	case err == nil:
 	case len(s.Unreachable) > 0 && client.IsUnreachable(err) && groups == nil:
@@ -131,12 +131,16 @@ func (c *Collector) Collect(ctx context.Context) (Sample, error) {
 	} else {
 		s.Groups, c.lastGroups = groups, groups
 	}
-	queues, err := c.adm.DescribeQueues(ctx, nil)
-	if err != nil {
-		s.Errors = append(s.Errors, "queues: "+err.Error())
-		s.Queues = c.lastQueues
-	} else {
+	queues, err := c.queues(ctx, listed)
+	switch {
+	case err == nil:
 		s.Queues, c.lastQueues = queues, queues
+	case len(s.Unreachable) > 0 && client.IsUnreachable(err):
+		s.Errors = append(s.Errors, "queues: shown as last read, a coordinator does not answer")
+		s.Queues = c.lastQueues
+	default:
+		note("queues: ", err)
+		s.Queues = c.lastQueues
 	}
 	if s.TopicsStale {
 		c.finish(ctx, &s)
@@ -169,6 +173,23 @@ func (c *Collector) Collect(ctx context.Context) (Sample, error) {
 	return s, nil
 }
 
+// queues describes the share groups of listed, the brokers' group
+// listing. A broker that did not answer the listing is said once, by
+// groups; the share groups the others listed are still described.
+func (c *Collector) queues(ctx context.Context, listed kadm.ListedGroups) (admin.QueueDescriptions, error) {
+	var names []string
+	for name, g := range listed {
+		if g.GroupType == "share" {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return admin.QueueDescriptions{}, nil
+	}
+	slices.Sort(names)
+	return c.adm.DescribeQueues(ctx, names)
+}
+
 // Close closes the client the Collector made for itself; the one it was
 // given is the caller's.
 func (c *Collector) Close() {
@@ -192,16 +213,19 @@ func (c *Collector) finish(ctx context.Context, s *Sample) {
 	slices.Sort(s.Errors)
 }
 
-// groups describes every group the brokers list; nil when none could
-// be described. Groups are listed by
-// each broker for the groups it coordinates; those of a broker that does
-// not answer are missing, and the error says so, but the others are
+// groups describes the consumer groups of listed, the brokers' group
+// listing (listErr its error); nil when none could be described. Each
+// broker lists the groups it coordinates: those of a broker that does not
+// answer are missing, and the error says so, but the others are
 // described.
-func (c *Collector) groups(ctx context.Context) (admin.GroupDescriptions, error) {
-	listed, listErr := c.kadm.ListGroups(ctx)
-	// Share groups are the queues view's (DescribeQueues).
-	maps.DeleteFunc(listed, func(_ string, g kadm.ListedGroup) bool { return g.GroupType == "share" })
-	names := listed.Groups()
+func (c *Collector) groups(ctx context.Context, listed kadm.ListedGroups, listErr error) (admin.GroupDescriptions, error) {
+	// Share groups are the queues view's (queues).
+	var names []string
+	for name, g := range listed {
+		if g.GroupType != "share" {
+			names = append(names, name)
+		}
+	}
 	slices.Sort(names)
 	if len(names) == 0 {
 		if listErr != nil {
