@@ -92,7 +92,7 @@ func action(prepare func(c *cli.Context) (job, error)) cli.ActionFunc {
 			return err
 		}
 		defer cl.Close()
-		res, err := run(c.Context, admin.New(cl))
+		res, err := run(c.Context, admin.New(cl).Retrying(client.RetryTimeout, c.App.ErrWriter))
 		if present(res) && (err == nil || admin.Partial(res)) {
 			if werr := admin.Write(c.App.Writer, format, res); werr != nil && err == nil {
 				err = werr

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -25,11 +27,51 @@ type Admin struct {
 	// in time) and retrying FindCoordinator.
 	cl  *kgo.Client
 	now func() time.Time // the clock lag in time is measured with
+	// wait is how long a command asks again after a retriable answer
+	// (retry); 0: it asks once. notices, when not nil, is told once per
+	// command what it waits for.
+	wait    time.Duration
+	notices io.Writer
+	noticed atomic.Bool // notices was told
 }
 
-// New returns an Admin that uses cl; closing cl is the caller's job.
+// New returns an Admin that uses cl; closing cl is the caller's job. It
+// asks each question once: see Retrying.
 func New(cl *kgo.Client) *Admin {
 	return &Admin{adm: kadm.NewClient(cl), cl: cl, now: time.Now}
+}
+
+// Retrying makes a ask again, for up to wait, when a live broker gives a
+// retriable answer (client.Retriable: LEADER_NOT_AVAILABLE,
+// NOT_LEADER_OR_FOLLOWER, COORDINATOR_LOAD_IN_PROGRESS, …), as mqd gives
+// while it opens its partitions after a restart or while a cluster elects
+// new leaders; it says on notices ("mqctl: waiting up to 30s: …"), once
+// per command, what it waits for. A broker that does not answer is not
+// asked again: its part is reported as unreachable. Retrying returns a.
+func (a *Admin) Retrying(wait time.Duration, notices io.Writer) *Admin {
+	a.wait, a.notices = wait, notices
+	return a
+}
+
+// retry runs try, and with Retrying runs it again while it returns a
+// retriable error (client.Retry), saying once on the notices writer what
+// it waits for. It returns try's last error.
+func (a *Admin) retry(ctx context.Context, try func(context.Context) error) error {
+	if a.wait <= 0 {
+		return try(ctx)
+	}
+	return client.Retry(ctx, a.wait, try, func(err error) {
+		if a.notices == nil || a.noticed.Swap(true) {
+			return
+		}
+		fmt.Fprintf(a.notices, "mqctl: waiting up to %v: %s\n", a.wait, oneLine(err.Error()))
+	})
+}
+
+// oneLine is s on one line: an error that quotes a broker's message may
+// hold line breaks.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // Result is what a command prints: a table for people, JSON for scripts.

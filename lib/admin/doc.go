@@ -26,6 +26,22 @@
 // command end with exit 3. ClusterDescription.NoQuorum and the
 // "unreachable" state are how mqtail shows the same judgement.
 //
+// With Retrying (mqctl: for up to client.RetryTimeout) a retriable answer
+// of a broker that answered is asked again, as every Kafka client does,
+// and the command says once on stderr what it waits for ("mqctl: waiting
+// up to 30s: topic s10 partition 3: LEADER_NOT_AVAILABLE: …"): a leader
+// still opening its partitions after a restart or one that no longer
+// leads a partition (the offsets of the describes, reset-offsets, queue
+// reset and records delete), a group coordinator that is loading or
+// moved (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR). A partition with
+// no leader at all is waited for only by the commands that need its
+// offsets (group reset-offsets, queue reset, queue dlq replay); the
+// describes show it as it is, at once. A broker that does not answer is
+// never asked again: its part is reported as unreachable, as above. What
+// is still retriable when the wait ends is reported as before the wait.
+// Without Retrying (mqtail, whose next refresh asks again) every question
+// is asked once.
+//
 // One group id names one group of one type: ResetOffsets refuses a share
 // group (one its coordinator knows or with share-partition state), whose
 // start offsets ResetQueue moves instead; both plan with planReset.

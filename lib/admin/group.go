@@ -274,42 +274,45 @@ func retryDial(ctx context.Context, op func() error) error {
 }
 
 // awaitCoordinators waits until the broker can name the coordinator of
-// every group, for up to coordinatorWait. A broker answers
+// every group, for up to coordinatorWait, or with Retrying for as long
+// as it allows, saying what it waits for. A broker answers
 // COORDINATOR_NOT_AVAILABLE while it creates or loads __consumer_offsets
 // (on the first group request of a new cluster, or after a restart), and
 // kadm's group requests fail at once on it instead of retrying. Any other
 // outcome returns at once: the group request that follows reports it.
 func (a *Admin) awaitCoordinators(ctx context.Context, groups []string) {
-	ctx, cancel := context.WithTimeout(ctx, coordinatorWait)
-	defer cancel()
-	backoff := 50 * time.Millisecond
-	for {
+	try := func(ctx context.Context) error {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorKey = groups[0] // versions before 4 ask for one; kgo splits
 		req.CoordinatorKeys = groups
 		resp, err := req.RequestWith(ctx, a.cl)
 		if err != nil {
-			return
+			return nil
 		}
-		retry := false
 		for _, c := range resp.Coordinators {
-			switch kerr.ErrorForCode(c.ErrorCode) {
+			switch err := kerr.ErrorForCode(c.ErrorCode); err {
 			case kerr.CoordinatorNotAvailable, kerr.CoordinatorLoadInProgress, kerr.NotCoordinator:
-				retry = true
+				return fmt.Errorf("coordinator of group %s: %w", c.Key, err)
 			}
 		}
-		if !retry {
-			return
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		backoff = min(2*backoff, time.Second)
+		return nil
 	}
+	if a.wait > 0 {
+		a.retry(ctx, try)
+		return
+	}
+	client.Retry(ctx, coordinatorWait, try, nil)
+}
+
+// groupRetriable is the error of a group's answer worth asking again for
+// (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR: its coordinator moved
+// or is loading), or nil; a coordinator that does not answer is not asked
+// again.
+func groupRetriable(group string, err error) error {
+	if err != nil && client.Retriable(err) && !client.IsUnreachable(err) {
+		return fmt.Errorf("group %s: %w", group, err)
+	}
+	return nil
 }
 
 // tp names a partition.
@@ -352,9 +355,20 @@ func (a *Admin) DescribeGroups(ctx context.Context, groups []string) (GroupDescr
 	}
 	a.awaitCoordinators(ctx, groups)
 	var described kadm.DescribedGroups
-	err := retryDial(ctx, func() (err error) {
-		described, err = a.adm.DescribeGroups(ctx, groups...)
-		return err
+	var err error
+	a.retry(ctx, func(ctx context.Context) error {
+		if err = retryDial(ctx, func() (err error) {
+			described, err = a.adm.DescribeGroups(ctx, groups...)
+			return err
+		}); err != nil {
+			return nil // not a group's answer: reported below
+		}
+		for _, name := range groups {
+			if err := groupRetriable(name, described[name].Err); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, requestError(what, err)
@@ -373,9 +387,15 @@ func (a *Admin) DescribeGroups(ctx context.Context, groups []string) (GroupDescr
 			continue
 		}
 		var offsets kadm.OffsetResponses
-		err := retryDial(ctx, func() (err error) {
-			offsets, err = a.adm.FetchOffsets(ctx, name)
-			return err
+		var err error
+		a.retry(ctx, func(ctx context.Context) error {
+			if err = retryDial(ctx, func() (err error) {
+				offsets, err = a.adm.FetchOffsets(ctx, name)
+				return err
+			}); client.IsUnreachable(err) {
+				return nil
+			}
+			return groupRetriable(name, err)
 		})
 		if err != nil {
 			if client.IsUnreachable(err) {
@@ -411,7 +431,7 @@ func (a *Admin) DescribeGroups(ctx context.Context, groups []string) (GroupDescr
 	if len(descs) == 0 {
 		return out, failures(what, failed)
 	}
-	facts, err := a.partitionFacts(ctx, slices.Sorted(maps.Keys(topicSet)))
+	facts, err := a.partitionFacts(ctx, slices.Sorted(maps.Keys(topicSet)), false)
 	if err != nil {
 		return nil, requestError(what, err)
 	}
@@ -455,27 +475,22 @@ type partitionFact struct {
 }
 
 // partitionFacts collects, for every partition of topics, its log start
-// and end offsets and its leader. A topic that does not exist is present
-// with a partition -1 whose err says so.
-func (a *Admin) partitionFacts(ctx context.Context, topics []string) (map[tp]partitionFact, error) {
+// and end offsets and its leader, asking again while a live broker's
+// answer is retriable, and with needLeader while a partition has no
+// leader (describeOffsets). A topic that does not exist is present with a
+// partition -1 whose err says so.
+func (a *Admin) partitionFacts(ctx context.Context, topics []string, needLeader bool) (map[tp]partitionFact, error) {
 	facts := map[tp]partitionFact{}
 	if len(topics) == 0 {
 		return facts, nil
 	}
-	details, err := a.adm.ListTopics(ctx, topics...)
-	if err != nil {
-		return nil, err
-	}
 	// Each leader is asked by itself: one that does not answer leaves its
 	// partitions' offsets, and so their lag, unknown, and the others are
 	// still described.
-	var known []string
-	for _, t := range topics {
-		if d, ok := details[t]; ok && d.Err == nil {
-			known = append(known, t)
-		}
+	details, offsets, err := a.describeOffsets(ctx, topics, needLeader)
+	if err != nil {
+		return nil, err
 	}
-	offsets := a.leaderOffsets(ctx, details, known)
 	for _, t := range topics {
 		d, ok := details[t]
 		if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {

@@ -283,14 +283,25 @@ func (a *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 	a.awaitCoordinators(ctx, []string{req.Group})
 	// One group id is one group: committing offsets for a share group's
 	// id would make a consumer group beside the queue.
-	isNew, err := client.ShareGroupIsNew(ctx, a.cl, req.Group)
+	var isNew bool
+	var err error
+	a.retry(ctx, func(ctx context.Context) error {
+		isNew, err = client.ShareGroupIsNew(ctx, a.cl, req.Group)
+		return groupRetriable(req.Group, err)
+	})
 	if err != nil {
 		return nil, requestError(what, err)
 	}
 	if !isNew {
 		return nil, usagef("%s: %q is a share group (a queue), not a consumer group: reset it with mqctl queue reset -g %s", what, req.Group, req.Group)
 	}
-	described, err := a.adm.DescribeGroups(ctx, req.Group)
+	var described kadm.DescribedGroups
+	a.retry(ctx, func(ctx context.Context) error {
+		if described, err = a.adm.DescribeGroups(ctx, req.Group); err != nil {
+			return nil // not the group's answer: reported below
+		}
+		return groupRetriable(req.Group, described[req.Group].Err)
+	})
 	if err != nil {
 		return nil, requestError(what, err)
 	}
@@ -305,7 +316,11 @@ func (a *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 		return nil, client.Failf("%s: group %q is active (state %s, %d member%s): stop its consumers first; offsets can only be reset while the group is empty",
 			what, req.Group, d.State, n, plural(n))
 	}
-	fetched, err := a.adm.FetchOffsets(ctx, req.Group)
+	var fetched kadm.OffsetResponses
+	a.retry(ctx, func(ctx context.Context) error {
+		fetched, err = a.adm.FetchOffsets(ctx, req.Group)
+		return groupRetriable(req.Group, err)
+	})
 	if err != nil {
 		return nil, requestError(what+": committed offsets", err)
 	}
@@ -399,13 +414,18 @@ func (a *Admin) planReset(ctx context.Context, what string, req ResetOffsets, cu
 		}
 	}
 	slices.SortFunc(targets, compareTP)
-	facts, err := a.partitionFacts(ctx, slices.Sorted(slices.Values(names)))
+	facts, err := a.partitionFacts(ctx, slices.Sorted(slices.Values(names)), true)
 	if err != nil {
 		return nil, nil, requestError(what, err)
 	}
 	var atTime kadm.ListedOffsets
 	if req.Spec.Mode == ResetToTime {
-		atTime, err = a.adm.ListOffsetsAfterMilli(ctx, req.Spec.Time.UnixMilli(), names...)
+		a.retry(ctx, func(ctx context.Context) error {
+			if atTime, err = a.adm.ListOffsetsAfterMilli(ctx, req.Spec.Time.UnixMilli(), names...); err != nil {
+				return nil // a shard's error is each of its partitions'
+			}
+			return firstRetriable(atTime)
+		})
 		if err != nil && !isShardErr(err) {
 			return nil, nil, requestError(what, err)
 		}
@@ -459,4 +479,17 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// firstRetriable is the retriable error of the first partition, by topic
+// and number, of a listing, or nil.
+func firstRetriable(listed kadm.ListedOffsets) error {
+	for _, t := range slices.Sorted(maps.Keys(listed)) {
+		for _, p := range slices.Sorted(maps.Keys(listed[t])) {
+			if o := listed[t][p]; o.Err != nil && client.Retriable(o.Err) {
+				return fmt.Errorf("topic %s partition %d: %w", t, p, o.Err)
+			}
+		}
+	}
+	return nil
 }

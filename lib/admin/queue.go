@@ -328,7 +328,7 @@ func (a *Admin) describeSharePartitions(ctx context.Context, d *QueueDescription
 	if dlq != "" {
 		all = append(all, dlq)
 	}
-	facts, err := a.partitionFacts(ctx, all)
+	facts, err := a.partitionFacts(ctx, all, false)
 	if err != nil {
 		return err
 	}
@@ -449,7 +449,7 @@ func (a *Admin) ReplayDeadLetters(ctx context.Context, group, from, to string, s
 		}
 	}
 	res := &ReplayResult{Group: group, From: dlq}
-	facts, err := a.partitionFacts(ctx, []string{dlq})
+	facts, err := a.partitionFacts(ctx, []string{dlq}, true)
 	if err != nil {
 		return nil, requestError("queue dlq replay", err)
 	}

@@ -26,7 +26,14 @@ func (a *Admin) ResetQueue(ctx context.Context, req ResetOffsets) (*ResetPlan, e
 	if req.Spec.Mode == ResetShiftBy {
 		return nil, usagef("%s: --shift-by is for consumer groups; a share group takes --to-earliest, --to-latest, --to-offset or --to-time", what)
 	}
-	described, err := a.adm.DescribeShareGroups(ctx, req.Group)
+	var described kadm.DescribedShareGroups
+	var err error
+	a.retry(ctx, func(ctx context.Context) error {
+		if described, err = a.adm.DescribeShareGroups(ctx, req.Group); err != nil && len(described) == 0 {
+			return groupRetriable(req.Group, err)
+		}
+		return groupRetriable(req.Group, described[req.Group].Err)
+	})
 	if err != nil && len(described) == 0 {
 		return nil, requestError(what, err)
 	}
@@ -80,7 +87,19 @@ func (a *Admin) shareStartOffsets(ctx context.Context, group string) (map[tp]int
 	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
 	rg.GroupID, rg.Topics = group, nil // null: every topic with state
 	req.Groups = append(req.Groups, rg)
-	resp, err := req.RequestWith(ctx, a.cl)
+	var resp *kmsg.DescribeShareGroupOffsetsResponse
+	var err error
+	a.retry(ctx, func(ctx context.Context) error {
+		if resp, err = req.RequestWith(ctx, a.cl); err != nil {
+			return groupRetriable(group, err)
+		}
+		for _, g := range resp.Groups {
+			if err := groupRetriable(group, kerr.ErrorForCode(g.ErrorCode)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, requestError("queue reset", err)
 	}

@@ -49,14 +49,39 @@ func (a *Admin) DeleteRecords(ctx context.Context, topic string, partitions []in
 	for _, p := range partitions {
 		offsets.Add(kadm.Offset{Topic: topic, Partition: p, At: before, LeaderEpoch: -1})
 	}
-	resps, err := a.adm.DeleteRecords(ctx, offsets)
+	// A partition whose leader gave a retriable answer is asked again,
+	// alone: the others are done.
+	resps := map[int32]kadm.DeleteRecordsResponse{}
+	a.retry(ctx, func(ctx context.Context) error {
+		var got kadm.DeleteRecordsResponses
+		if got, err = a.adm.DeleteRecords(ctx, offsets); err != nil {
+			return nil
+		}
+		var again kadm.Offsets
+		var first error
+		for _, p := range partitions {
+			r, ok := got[topic][p]
+			if !ok {
+				continue
+			}
+			resps[p] = r
+			if r.Err != nil && client.Retriable(r.Err) {
+				again.Add(kadm.Offset{Topic: topic, Partition: p, At: before, LeaderEpoch: -1})
+				if first == nil {
+					first = fmt.Errorf("topic %s partition %d: %w", topic, p, r.Err)
+				}
+			}
+		}
+		offsets = again
+		return first
+	})
 	if err != nil {
 		return nil, requestError(what, err)
 	}
 	out := DeletedRecordsList{}
 	var failed []string
 	for _, p := range partitions {
-		r, ok := resps.Lookup(topic, p)
+		r, ok := resps[p]
 		res := DeletedRecords{Topic: topic, Partition: p, LogStartOffset: -1}
 		switch {
 		case !ok:

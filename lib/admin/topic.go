@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -274,7 +275,7 @@ func (ds TopicDescriptions) filter(f PartitionFilter) TopicDescriptions {
 // high-water mark, keeping only the partitions f selects. Unknown topics
 // are failures; the others are still described.
 func (a *Admin) DescribeTopics(ctx context.Context, topics []string, f PartitionFilter) (TopicDescriptions, error) {
-	details, err := a.adm.ListTopics(ctx, topics...)
+	details, offsets, err := a.describeOffsets(ctx, topics, false)
 	if err != nil {
 		return nil, requestError("topic describe", err)
 	}
@@ -311,7 +312,6 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string, f Partition
 			}
 		}
 		slices.Sort(replicas)
-		offsets := a.leaderOffsets(ctx, details, known)
 		dirs := a.describeLogDirs(ctx, replicas, parts)
 		slices.Sort(known)
 		for _, name := range known {
@@ -364,6 +364,10 @@ func describe(d kadm.TopicDetail, offsets map[tp]leaderOffsets, failing map[int3
 type leaderOffsets struct {
 	start, end int64
 	err        string
+	// retriable is the first retriable error code the leader answered
+	// for this partition (LEADER_NOT_AVAILABLE while it opens the
+	// partition, NOT_LEADER_OR_FOLLOWER after a move): worth asking again.
+	retriable error
 }
 
 // offsetsWait bounds how long topic describe waits for a leader's
@@ -371,15 +375,72 @@ type leaderOffsets struct {
 // never answers.
 const offsetsWait = 5 * time.Second
 
+// describeOffsets describes topics (every topic but the internal ones
+// when none is named) and asks their partitions' leaders for offsets
+// (leaderOffsets), and with Retrying does both again while a live broker
+// gives a partition a retriable answer: a leader that is opening the
+// partition (a restarted mqd) or that no longer leads it. A partition
+// with no leader at all is asked about again only when needLeader: a
+// describe shows that state at once, as it is, while a command that needs
+// the partition's offsets (reset-offsets) waits for a leader. A leader
+// that does not answer is not asked again: its partitions say it was
+// unreachable. What is still unsettled when the wait ends is described
+// with its last error; the error returned is only that of a request that
+// failed as a whole.
+func (a *Admin) describeOffsets(ctx context.Context, topics []string, needLeader bool) (kadm.TopicDetails, map[tp]leaderOffsets, error) {
+	var details kadm.TopicDetails
+	var offsets map[tp]leaderOffsets
+	var listErr error
+	silent := map[int32]string{}
+	a.retry(ctx, func(ctx context.Context) error {
+		if details, listErr = a.adm.ListTopics(ctx, topics...); listErr != nil {
+			return listErr
+		}
+		var known []string
+		for name, d := range details {
+			if d.Err == nil {
+				known = append(known, name)
+			}
+		}
+		offsets = a.leaderOffsets(ctx, details, known, silent)
+		return unsettled(details, offsets, needLeader)
+	})
+	return details, offsets, listErr
+}
+
+// unsettled is the retriable answer of the first partition, by topic and
+// number, worth asking about again (describeOffsets), or nil.
+func unsettled(details kadm.TopicDetails, offsets map[tp]leaderOffsets, needLeader bool) error {
+	for _, name := range slices.Sorted(maps.Keys(details)) {
+		d := details[name]
+		if d.Err != nil {
+			if client.Retriable(d.Err) {
+				return fmt.Errorf("topic %s: %w", name, d.Err)
+			}
+			continue
+		}
+		for _, p := range d.Partitions.Sorted() {
+			if p.Err != nil && client.Retriable(p.Err) && (p.Leader >= 0 || needLeader) {
+				return fmt.Errorf("topic %s partition %d: %w", name, p.Partition, p.Err)
+			}
+			if o := offsets[tp{name, p.Partition}]; o.retriable != nil {
+				return fmt.Errorf("topic %s partition %d: leader %d: %w", name, p.Partition, p.Leader, o.retriable)
+			}
+		}
+	}
+	return nil
+}
+
 // leaderOffsets asks each leader of the topics' partitions for their log
 // start offsets and high-water marks, one ListOffsets request per leader
 // and kind, sent to that broker and not retried. A leader that does not
 // answer leaves its partitions' offsets unknown ("leader 3 unreachable:
 // connection refused") and fails nothing else: during an incident (a node
 // killed and not yet fenced, or a quorum lost so that leaders cannot
-// move) the partitions of the live leaders are still described.
+// move) the partitions of the live leaders are still described. It is
+// noted in silent, and a leader already there is not asked again.
 // Partitions without a leader are not asked about.
-func (a *Admin) leaderOffsets(ctx context.Context, details kadm.TopicDetails, topics []string) map[tp]leaderOffsets {
+func (a *Admin) leaderOffsets(ctx context.Context, details kadm.TopicDetails, topics []string, silent map[int32]string) map[tp]leaderOffsets {
 	ctx, wait, cancel := boundedWait(ctx, offsetsWait)
 	defer cancel()
 	out := map[tp]leaderOffsets{}
@@ -389,8 +450,13 @@ func (a *Admin) leaderOffsets(ctx context.Context, details kadm.TopicDetails, to
 			if p.Leader < 0 || p.Err != nil {
 				continue
 			}
-			byLeader[p.Leader] = append(byLeader[p.Leader], tp{name, p.Partition})
-			out[tp{name, p.Partition}] = leaderOffsets{start: -1, end: -1}
+			t := tp{name, p.Partition}
+			if why, ok := silent[p.Leader]; ok {
+				out[t] = leaderOffsets{start: -1, end: -1, err: why}
+				continue
+			}
+			byLeader[p.Leader] = append(byLeader[p.Leader], t)
+			out[t] = leaderOffsets{start: -1, end: -1}
 		}
 	}
 	var mu sync.Mutex
@@ -435,6 +501,7 @@ func (a *Admin) leaderOffsets(ctx context.Context, details kadm.TopicDetails, to
 					if client.IsUnreachable(err) {
 						why = fmt.Sprintf("leader %d %s", leader, brokerErrText(err, wait))
 					}
+					silent[leader] = why
 					for _, t := range parts {
 						set(t, -1, why)
 					}
@@ -451,6 +518,10 @@ func (a *Admin) leaderOffsets(ctx context.Context, details kadm.TopicDetails, to
 						answered[t] = true
 						if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 							set(t, -1, what+": "+errText(err, ""))
+							if o := out[t]; o.retriable == nil && client.Retriable(err) {
+								o.retriable = err
+								out[t] = o
+							}
 							continue
 						}
 						set(t, rp.Offset, "")
