@@ -123,8 +123,10 @@ Offsets can only be reset while the group has no members: with a live
 consumer the command fails (exit 1) and changes nothing. A share group
 is refused (exit 2): its progress is not committed offsets, and
 committing some would make a consumer group of the same name; mqctl
-queue reset moves a share group's start. When some
-partition cannot be planned nothing is committed.
+queue reset moves a share group's start. A partition without a leader,
+or whose leader answers a retriable error, is waited for, for up to 30s
+(said on stderr); when some partition cannot be planned nothing is
+committed.
 
 Prints GROUP TOPIC PARTITION LOG-START LOG-END CURRENT NEW RESULT. JSON:
 {"group": string, "executed": bool,

@@ -40,6 +40,17 @@ Commands that print state print an aligned table, or with -o json one JSON
 document on one line, whose shape is stable (fields are added, never
 renamed or removed). The shapes are listed with each command.
 
+A broker that answers a retriable error (LEADER_NOT_AVAILABLE while a
+restarted mqd opens its partitions, NOT_LEADER_OR_FOLLOWER during a leader
+move, COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR for a group) is
+asked again for up to 30s, as any Kafka client does, and mqctl says once
+on stderr what it waits for ("mqctl: waiting up to 30s: ..."); what is
+still retriable then is reported as the broker answered it. A broker
+that does not answer is not asked again: the describes show its part as
+unreachable. A partition with no leader at all is waited for only by the
+commands that need its offsets (group reset-offsets, queue reset, queue
+dlq replay); the describes show it as it is, at once.
+
 Data goes to stdout, diagnostics to stderr. Exit status: 0 success; 1 the
 operation failed (the broker said no: unknown topic, topic exists, invalid
 config...); 2 usage error (bad flag, argument or -o value); 3 cannot reach

@@ -214,7 +214,9 @@ record at or after TIME (--to-time; RFC 3339, epoch milliseconds or a
 time ago: -30m, -2d), kept within the log start and end offsets.
 
 A share group's start can only be reset while it has no members: with a
-member the command fails (exit 1) and changes nothing.
+member the command fails (exit 1) and changes nothing. A partition
+without a leader is waited for, for up to 30s (said on stderr), as by
+group reset-offsets.
 
 Prints GROUP TOPIC PARTITION LOG-START LOG-END CURRENT NEW RESULT, CURRENT
 being the share-partition's start offset (- without state). JSON: as

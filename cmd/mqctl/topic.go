@@ -111,10 +111,14 @@ reach them get an error): "offsets FROM-TO on BROKER", "skipped FROM-TO"
 once given up with mqctl records skip-damaged, and an ERROR column when
 some partition could not be described whole: no leader, or a leader that
 does not answer ("leader 3 unreachable: connection refused"). Each
-leader is asked for its partitions' offsets once, by itself: during an
-incident (a node killed and not yet fenced, a quorum lost) the partitions
-of the leaders that answer are described and the others shown with
-unknown offsets ("?"); the exit status is 3 only when no broker answers.
+leader is asked for its partitions' offsets by itself, and asked again
+for up to 30s (said on stderr) while it answers a retriable error (a
+restarted mqd opening the partition, a leader that just moved); a leader
+that does not answer is not asked again: during an incident (a node
+killed and not yet fenced, a quorum lost) the partitions of the leaders
+that answer are described and the others shown with unknown offsets
+("?"). A partition without a leader is shown at once, LEADER none; the
+exit status is 3 only when no broker answers.
 JSON: an array of
 {"topic": string, "id": string, "internal": bool,
  "partitions": [{"partition": int, "leader": int, "leader_epoch": int,
