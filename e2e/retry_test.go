@@ -89,6 +89,7 @@ func TestMqctlWaitsForAPartitionWithoutALeader(t *testing.T) {
 	if err := tool.wait(ctx); err != nil {
 		t.Fatalf("mqctl group reset-offsets after the leader came back: %v\nstdout: %s\nstderr: %s", err, tool.stdout, tool.stderr)
 	}
+	t.Logf("mqctl group reset-offsets after the leader came back:\nstdout: %s\nstderr: %s", tool.stdout, tool.stderr)
 	var plan struct {
 		Executed bool `json:"executed"`
 	}
