@@ -1,8 +1,15 @@
 package admin
 
 import (
+	"maps"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/mqproject/mq/lib/client"
 )
 
 // TestPartitionFilterKeepsWhatNeedsAttention: --under-replicated keeps
@@ -54,5 +61,51 @@ func TestPartitionFilterKeepsWhatNeedsAttention(t *testing.T) {
 	if !slices.Equal(header[:6], []string{"TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE"}) ||
 		!slices.Equal(rows[0], []string{"x", "0", "none", "1,2", "1", "1,2", "?", "?"}) {
 		t.Errorf("table %q %q", header, rows)
+	}
+}
+
+// TestUnsettledAsksAgainOnlyWhatALiveBrokerMayMend: a partition is asked
+// about again when a live broker gave it a retriable answer (its leader
+// opening it after a restart, a leader that moved) and, for a command
+// that needs its offsets, when it has no leader; never for a leader that
+// did not answer or an unknown topic.
+func TestUnsettledAsksAgainOnlyWhatALiveBrokerMayMend(t *testing.T) {
+	details := func(leader int32, err error) kadm.TopicDetails {
+		return kadm.TopicDetails{"s10": {Topic: "s10", Partitions: kadm.PartitionDetails{
+			0: {Topic: "s10", Partition: 0, Leader: 1},
+			3: {Topic: "s10", Partition: 3, Leader: leader, Err: err},
+		}}}
+	}
+	answered := map[tp]leaderOffsets{{"s10", 0}: {start: 0, end: 5}}
+	with := func(o leaderOffsets) map[tp]leaderOffsets {
+		m := maps.Clone(answered)
+		m[tp{"s10", 3}] = o
+		return m
+	}
+	for _, tc := range []struct {
+		name       string
+		details    kadm.TopicDetails
+		offsets    map[tp]leaderOffsets
+		needLeader bool
+		want       string // "": settled
+	}{
+		{"all answered", details(2, nil), with(leaderOffsets{start: 0, end: 1}), false, ""},
+		{"leader opening the partition", details(2, kerr.LeaderNotAvailable), answered, false, "topic s10 partition 3: LEADER_NOT_AVAILABLE"},
+		{"no leader, a describe", details(-1, kerr.LeaderNotAvailable), answered, false, ""},
+		{"no leader, a reset", details(-1, kerr.LeaderNotAvailable), answered, true, "topic s10 partition 3: LEADER_NOT_AVAILABLE"},
+		{"leader moved", details(2, nil), with(leaderOffsets{start: -1, end: -1, err: "high-water mark: NOT_LEADER_FOR_PARTITION", retriable: kerr.NotLeaderForPartition}), false,
+			"topic s10 partition 3: leader 2: NOT_LEADER_FOR_PARTITION"},
+		{"leader unreachable", details(2, nil), with(leaderOffsets{start: -1, end: -1, err: "leader 2 unreachable: connection refused"}), true, ""},
+		{"unknown topic", kadm.TopicDetails{"s10": {Topic: "s10", Err: kerr.UnknownTopicOrPartition}}, nil, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := unsettled(tc.details, tc.offsets, tc.needLeader)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("unsettled: %v, want settled", err)
+			case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want) || !client.Retriable(err)):
+				t.Errorf("unsettled: %v, want a retriable %q", err, tc.want)
+			}
+		})
 	}
 }
