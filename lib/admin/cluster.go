@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -196,6 +199,7 @@ func (a *Admin) describeCluster(ctx context.Context, showAPIs bool) (*ClusterDes
 	if err != nil {
 		return nil, md, requestError("cluster describe: api versions", err)
 	}
+	dialed := r.dialOthers(ctx, versions)
 	dirs := a.describeLogDirs(ctx, md.Brokers.NodeIDs(), nil)
 	d := ClusterDescription{ClusterID: md.Cluster, Controller: md.Controller, Brokers: []BrokerDescription{}, showAPIs: showAPIs, now: a.now()}
 	// The quorum is asked of a broker that answered, which asks its
@@ -225,6 +229,10 @@ func (a *Admin) describeCluster(ctx context.Context, showAPIs bool) (*ClusterDes
 		bd.LogDirsError = dirs.errs[b.NodeID]
 		if bd.State == BrokerFenced && bd.LogDirsError == "" {
 			bd.LogDirsError = "not asked: the broker is fenced"
+		}
+		if err := dialed[b.NodeID]; err != nil {
+			bd.Error = brokerErrText(err, vwait)
+			bd.State = BrokerUnreachable
 		}
 		if v, ok := versions[b.NodeID]; ok {
 			if v.Err != nil {
@@ -291,6 +299,38 @@ func (a *Admin) roster(ctx context.Context, md kadm.Metadata) brokerRoster {
 		}
 	}
 	return r
+}
+
+// dialOthers dials, within brokerWait, each broker of the roster that
+// counts alive but that versions (asked of Metadata's brokers) does not
+// hold, and returns the dial errors by broker. Such a broker is one the
+// brokers' images disagree on for a moment after a fence: left out of
+// Metadata by one broker, listed unfenced by another. A dial tells
+// whether it is down, which a broker that is gone is.
+func (r brokerRoster) dialOthers(ctx context.Context, versions kadm.BrokersApiVersions) map[int32]error {
+	errs := map[int32]error{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	dctx, _, cancel := boundedWait(ctx, brokerWait)
+	defer cancel()
+	for _, b := range r.brokers {
+		if _, asked := versions[b.NodeID]; asked || r.states[b.NodeID] == BrokerFenced {
+			continue
+		}
+		wg.Go(func() {
+			var d net.Dialer
+			conn, err := d.DialContext(dctx, "tcp", net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+			if err == nil {
+				conn.Close()
+				return
+			}
+			mu.Lock()
+			errs[b.NodeID] = err
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return errs
 }
 
 // describe is b as the roster knows it: no version, APIs or log

@@ -1,12 +1,16 @@
 package admin
 
 import (
+	"context"
+	"net"
 	"slices"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/mqproject/mq/lib/client"
 	"github.com/mqproject/mq/lib/kafkaext"
 )
 
@@ -75,5 +79,36 @@ func TestClusterTableShowsSoftwareAndProtocol(t *testing.T) {
 		if got := [2]string{rows[i][7], rows[i][8]}; got != want {
 			t.Errorf("broker %d: VERSION, PROTOCOL = %q, want %q", i+1, got, want)
 		}
+	}
+}
+
+// TestDialOthersFindsADownBrokerMetadataLeftOut: a broker the roster
+// counts alive but Metadata left out (the brokers' images disagree for a
+// moment after a fence) is dialled; one that is down comes back with the
+// dial's error, one that listens with none. Brokers asked already, and
+// fenced ones, are not dialled.
+func TestDialOthersFindsADownBrokerMetadataLeftOut(t *testing.T) {
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	gone, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Close() // nothing listens there any more
+	detail := func(id int32, l net.Listener) kadm.BrokerDetail {
+		a := l.Addr().(*net.TCPAddr)
+		return kadm.BrokerDetail{NodeID: id, Host: a.IP.String(), Port: int32(a.Port)}
+	}
+	r := brokerRoster{
+		brokers: []kadm.BrokerDetail{detail(1, gone), detail(2, gone), detail(3, gone), detail(4, up)},
+		states:  map[int32]string{2: BrokerFenced},
+	}
+	asked := kadm.BrokersApiVersions{1: kadm.BrokerApiVersions{NodeID: 1}}
+	errs := r.dialOthers(context.Background(), asked)
+	if len(errs) != 1 || !client.IsUnreachable(errs[3]) {
+		t.Errorf("dial errors %v, want broker 3's alone, unreachable", errs)
 	}
 }
