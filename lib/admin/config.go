@@ -215,15 +215,7 @@ func (a *Admin) GetConfigs(ctx context.Context, t ConfigTarget, names []string, 
 		}
 		d.Configs = append(d.Configs, e)
 	}
-	slices.SortFunc(d.Configs, func(x, y ConfigEntry) int {
-		switch {
-		case x.Name < y.Name:
-			return -1
-		case x.Name > y.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(d.Configs, func(x, y ConfigEntry) int { return strings.Compare(x.Name, y.Name) })
 	var missing []string
 	for _, n := range names {
 		if !found[n] && !slices.Contains(missing, n) {

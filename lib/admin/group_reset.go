@@ -337,23 +337,42 @@ func (a *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 	if len(failed) > 0 || !req.Execute {
 		return plan, failures(what, failed)
 	}
+	return plan.execute(what, func(offsets kadm.Offsets) (partitionAnswers, error) {
+		resps, err := a.adm.CommitOffsets(ctx, req.Group, offsets)
+		if err != nil {
+			return nil, requestError(what, err)
+		}
+		return func(topic string, partition int32) (bool, error) {
+			o, ok := resps.Lookup(topic, partition)
+			return ok, o.Err
+		}, nil
+	})
+}
+
+// partitionAnswers looks up one partition's answer to a request: ok
+// false when the answer does not name it.
+type partitionAnswers func(topic string, partition int32) (ok bool, err error)
+
+// execute sets the plan's new offsets with set and records each
+// partition's result; a partition that failed fails the whole (exit 1).
+func (p *ResetPlan) execute(what string, set func(kadm.Offsets) (partitionAnswers, error)) (*ResetPlan, error) {
 	var offsets kadm.Offsets
-	for _, r := range plan.Partitions {
+	for _, r := range p.Partitions {
 		offsets.Add(kadm.Offset{Topic: r.Topic, Partition: r.Partition, At: r.New, LeaderEpoch: -1})
 	}
-	resps, err := a.adm.CommitOffsets(ctx, req.Group, offsets)
+	answer, err := set(offsets)
 	if err != nil {
-		return nil, requestError(what, err)
+		return nil, err
 	}
-	plan.Executed = true
-	for i := range plan.Partitions {
-		r := &plan.Partitions[i]
-		o, ok := resps.Lookup(r.Topic, r.Partition)
-		switch {
+	p.Executed = true
+	var failed []string
+	for i := range p.Partitions {
+		r := &p.Partitions[i]
+		switch ok, err := answer(r.Topic, r.Partition); {
 		case !ok:
 			r.Result, r.Error = ResultFailed, "no answer for this partition"
-		case o.Err != nil:
-			r.Result, r.Error = ResultFailed, errText(o.Err, "")
+		case err != nil:
+			r.Result, r.Error = ResultFailed, errText(err, "")
 		default:
 			r.Result = ResultCommitted
 		}
@@ -361,7 +380,7 @@ func (a *Admin) ResetOffsets(ctx context.Context, req ResetOffsets) (*ResetPlan,
 			failed = append(failed, fmt.Sprintf("%s[%d]: %s", r.Topic, r.Partition, r.Error))
 		}
 	}
-	return plan, failures(what, failed)
+	return p, failures(what, failed)
 }
 
 // planReset plans the new offsets of req's partitions (with AllTopics,

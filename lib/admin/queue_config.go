@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/mqproject/mq/lib/client"
 )
@@ -40,15 +41,7 @@ func (a *Admin) groupConfigs(ctx context.Context, what, group string, names []st
 		}
 		d.Configs = append(d.Configs, e)
 	}
-	slices.SortFunc(d.Configs, func(x, y ConfigEntry) int {
-		switch {
-		case x.Name < y.Name:
-			return -1
-		case x.Name > y.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(d.Configs, func(x, y ConfigEntry) int { return strings.Compare(x.Name, y.Name) })
 	for _, n := range names {
 		if !slices.ContainsFunc(d.Configs, func(e ConfigEntry) bool { return e.Name == n }) {
 			return nil, client.Failf("%s: share group %q has no config %q", what, group, n)

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,31 +52,16 @@ func (a *Admin) ResetQueue(ctx context.Context, req ResetOffsets) (*ResetPlan, e
 	if len(failed) > 0 || !req.Execute {
 		return plan, failures(what, failed)
 	}
-	var offsets kadm.Offsets
-	for _, r := range plan.Partitions {
-		offsets.Add(kadm.Offset{Topic: r.Topic, Partition: r.Partition, At: r.New, LeaderEpoch: -1})
-	}
-	resps, err := a.adm.AlterShareGroupOffsets(ctx, req.Group, offsets)
-	if err != nil {
-		return nil, client.Failf("%s: %s: %s", what, req.Group, errText(err, ""))
-	}
-	plan.Executed = true
-	for i := range plan.Partitions {
-		r := &plan.Partitions[i]
-		perr, ok := resps[r.Topic][r.Partition]
-		switch {
-		case !ok:
-			r.Result, r.Error = ResultFailed, "no answer for this partition"
-		case perr != nil:
-			r.Result, r.Error = ResultFailed, errText(perr, "")
-		default:
-			r.Result = ResultCommitted
+	return plan.execute(what, func(offsets kadm.Offsets) (partitionAnswers, error) {
+		resps, err := a.adm.AlterShareGroupOffsets(ctx, req.Group, offsets)
+		if err != nil {
+			return nil, client.Failf("%s: %s: %s", what, req.Group, errText(err, ""))
 		}
-		if r.Result == ResultFailed {
-			failed = append(failed, fmt.Sprintf("%s[%d]: %s", r.Topic, r.Partition, r.Error))
-		}
-	}
-	return plan, failures(what, failed)
+		return func(topic string, partition int32) (bool, error) {
+			err, ok := resps[topic][partition]
+			return ok, err
+		}, nil
+	})
 }
 
 // shareStartOffsets returns the start offset of each share-partition
