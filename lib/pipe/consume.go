@@ -32,7 +32,8 @@ type ConsumeConfig struct {
 	Until time.Time
 
 	Format       *Format // -f; nil: DefaultFormat (or "%s\0" with NUL)
-	JSON         bool    // --json: print JSON envelopes
+	JSON         bool    // --json: print JSON envelopes (AppendJSON)
+	KcatJSON     bool    // -J: print records as kcat -J does (AppendKcatJSON)
 	ShowNull     bool    // -Z: print a null key, value or header value as NullText (JSON prints null anyway)
 	NUL          bool    // -0: end each message with NUL instead of newline
 	LineBuffered bool    // flush after every message (else after each fetch)
@@ -50,6 +51,10 @@ func (cfg *ConsumeConfig) check() error {
 		return client.Usagef("consume: -t TOPIC is required")
 	case cfg.JSON && cfg.Format != nil:
 		return client.Usagef("consume: --json and -f exclude each other")
+	case cfg.KcatJSON && cfg.Format != nil:
+		return client.Usagef("consume: -J and -f exclude each other")
+	case cfg.KcatJSON && cfg.JSON:
+		return client.Usagef("consume: -J (kcat's JSON) and --json (mqpipe's envelope) exclude each other")
 	case cfg.NUL && cfg.Format != nil:
 		return client.Usagef(`consume: -0 and -f exclude each other (end the format with \0)`)
 	case cfg.Count < 0:
@@ -76,22 +81,29 @@ func (cfg *ConsumeConfig) check() error {
 	return nil
 }
 
-// writer prints records in the chosen format.
+// writer prints records in the chosen format. The consume loop owns it;
+// brokers is also updated by kgo's fetch goroutines, and locks.
 type writer struct {
 	out          *bufio.Writer
 	format       *Format
 	json         bool
+	kcat         bool
+	brokers      *fetchBrokers // with kcat: which broker each partition was fetched from
+	broker       int32         // with kcat: the broker of the partition being written
 	term         byte
 	lineBuffered bool
 	buf          []byte
 }
 
 func newWriter(cfg *ConsumeConfig) *writer {
-	w := &writer{out: bufio.NewWriterSize(cfg.Stdout, 64<<10), format: cfg.Format, json: cfg.JSON, term: '\n', lineBuffered: cfg.LineBuffered}
+	w := &writer{out: bufio.NewWriterSize(cfg.Stdout, 64<<10), format: cfg.Format, json: cfg.JSON, kcat: cfg.KcatJSON, broker: -1, term: '\n', lineBuffered: cfg.LineBuffered}
+	if w.kcat {
+		w.brokers = newFetchBrokers()
+	}
 	if cfg.NUL {
 		w.term = 0
 	}
-	if w.format == nil && !w.json {
+	if w.format == nil && !w.json && !w.kcat {
 		if cfg.NUL {
 			w.format, _ = ParseFormat(`%s\0`)
 		} else {
@@ -104,10 +116,30 @@ func newWriter(cfg *ConsumeConfig) *writer {
 	return w
 }
 
+// clientOpts are the options the writer needs of the client that fetches
+// the records: with kcat, the hook that notes their brokers.
+func (w *writer) clientOpts() []kgo.Opt {
+	if w.brokers == nil {
+		return nil
+	}
+	return []kgo.Opt{kgo.WithHooks(w.brokers)}
+}
+
+// partition is called before the records of one partition of a poll are
+// written.
+func (w *writer) partition(topic string, partition int32) {
+	if w.kcat {
+		w.broker = w.brokers.broker(topic, partition)
+	}
+}
+
 func (w *writer) write(r *kgo.Record) error {
-	if w.json {
+	switch {
+	case w.json:
 		w.buf = append(AppendJSON(w.buf[:0], r), w.term)
-	} else {
+	case w.kcat:
+		w.buf = append(AppendKcatJSON(w.buf[:0], r, w.broker), w.term)
+	default:
 		w.buf = w.format.Append(w.buf[:0], r)
 	}
 	if _, err := w.out.Write(w.buf); err != nil {
@@ -250,11 +282,12 @@ func consume(ctx context.Context, cfg ConsumeConfig) error {
 			pos.set(t, p, starts[t][p])
 		}
 	}
-	cl, err := client.NewClient(addrs,
+	w := newWriter(&cfg)
+	cl, err := client.NewClient(addrs, append([]kgo.Opt{
 		kgo.ConsumePartitions(consume),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.KeepRetryableFetchErrors(),
-	)
+	}, w.clientOpts()...)...)
 	if err != nil {
 		return err
 	}
@@ -272,7 +305,6 @@ func consume(ctx context.Context, cfg ConsumeConfig) error {
 		}()
 	}
 
-	w := newWriter(&cfg)
 	var printed int64
 	for {
 		fetches := cl.PollFetches(ctx)
@@ -292,6 +324,7 @@ func consume(ctx context.Context, cfg ConsumeConfig) error {
 			if cfg.Exit && !active {
 				return // finished; records past the mark are not ours
 			}
+			w.partition(fp.Topic, fp.Partition)
 			for _, r := range fp.Records {
 				if cfg.Exit && r.Offset >= hwm {
 					break

@@ -20,8 +20,9 @@
 // topics created later without. It reads partitions directly from
 // offsets computed by OffsetSpec (beginning, end, N, -N, @TIME; an end
 // at a time with ParseOffsets' e@TIME), prints each record with a Format
-// (kcat's %-tokens; null prints as nothing, or as NullText with -Z) or as
-// a JSON envelope (AppendJSON), keeps the order
+// (kcat's %-tokens; null prints as nothing, or as NullText with -Z), as
+// kcat -J does (AppendKcatJSON, with the broker each partition was fetched
+// from, fetchBrokers) or as a JSON envelope (AppendJSON), keeps the order
 // of each partition, and with -e stops at the high-water marks listed when
 // it started. A closed stdout ends it successfully, noticed at once for a
 // pipe or Unix socket whose reader went away (watchOutput), not only at
@@ -30,7 +31,8 @@
 // The JSON envelope is defined once, by AppendJSON and DecodeJSON: what
 // consume --json prints, produce --format json reads back exactly (keys,
 // values, headers, timestamps, partitions; null stays null, bytes that are
-// not UTF-8 travel as base64).
+// not UTF-8 travel as base64). kcat's JSON (consume -J) is for scripts
+// written for kcat: the lines kcat -J prints; nothing reads it back.
 //
 // Exec (mqpipe exec) runs a command once per message: RunExec takes
 // messages from a Source and reports each one's outcome exactly once

@@ -236,7 +236,8 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 	default:
 		return client.Usagef("consume: --commit %q: want %s", mode, CommitModes)
 	}
-	cl, err := client.NewClient(addrs, opts...)
+	w := newWriter(&cfg)
+	cl, err := client.NewClient(addrs, append(opts, w.clientOpts()...)...)
 	if err != nil {
 		return err
 	}
@@ -250,7 +251,6 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 		cl.LeaveGroupContext(cctx)
 	}
 
-	w := newWriter(&cfg)
 	var printed int64
 	pos := positions{}
 	var written []*kgo.Record // this poll's records, marked for commit once flushed
@@ -284,6 +284,7 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 					return // records past the mark are left for later
 				}
 			}
+			w.partition(fp.Topic, fp.Partition)
 			for _, r := range fp.Records {
 				if tracked && r.Offset >= hwm {
 					asg.reached(fp.Topic, fp.Partition)
