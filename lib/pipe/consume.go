@@ -84,21 +84,22 @@ func (cfg *ConsumeConfig) check() error {
 // writer prints records in the chosen format. The consume loop owns it;
 // brokers is also updated by kgo's fetch goroutines, and locks.
 type writer struct {
-	out          *bufio.Writer
-	format       *Format
-	json         bool
-	kcat         bool
-	brokers      *fetchBrokers // with kcat: which broker each partition was fetched from
-	broker       int32         // with kcat: the broker of the partition being written
-	term         byte
-	lineBuffered bool
-	buf          []byte
+	out           *bufio.Writer
+	format        *Format
+	json          bool
+	kcat          bool
+	brokers       *fetchBrokers            // with kcat: which broker each partition was fetched from
+	polledBrokers map[topicPartition]int32 // with kcat: those of the last poll's partitions
+	broker        int32                    // with kcat: the broker of the partition being written
+	term          byte
+	lineBuffered  bool
+	buf           []byte
 }
 
 func newWriter(cfg *ConsumeConfig) *writer {
 	w := &writer{out: bufio.NewWriterSize(cfg.Stdout, 64<<10), format: cfg.Format, json: cfg.JSON, kcat: cfg.KcatJSON, broker: -1, term: '\n', lineBuffered: cfg.LineBuffered}
 	if w.kcat {
-		w.brokers = newFetchBrokers()
+		w.brokers, w.polledBrokers = newFetchBrokers(), map[topicPartition]int32{}
 	}
 	if cfg.NUL {
 		w.term = 0
@@ -125,11 +126,25 @@ func (w *writer) clientOpts() []kgo.Opt {
 	return []kgo.Opt{kgo.WithHooks(w.brokers)}
 }
 
+// polled is called as soon as a poll returns, before any of its records
+// is written: it notes the brokers its partitions were fetched from, which
+// a later fetch may change.
+func (w *writer) polled(fetches kgo.Fetches) {
+	if w.kcat {
+		w.brokers.snapshot(fetches, w.polledBrokers)
+	}
+}
+
 // partition is called before the records of one partition of a poll are
 // written.
 func (w *writer) partition(topic string, partition int32) {
-	if w.kcat {
-		w.broker = w.brokers.broker(topic, partition)
+	if !w.kcat {
+		return
+	}
+	if id, ok := w.polledBrokers[topicPartition{topic, partition}]; ok {
+		w.broker = id
+	} else {
+		w.broker = -1
 	}
 }
 
@@ -308,6 +323,7 @@ func consume(ctx context.Context, cfg ConsumeConfig) error {
 	var printed int64
 	for {
 		fetches := cl.PollFetches(ctx)
+		w.polled(fetches)
 		if ctx.Err() != nil {
 			if err := w.flush(); err != nil {
 				return outputError(err)

@@ -260,6 +260,7 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 			pollCtx, cancel = context.WithTimeout(ctx, groupPollInterval)
 		}
 		fetches := cl.PollFetches(pollCtx)
+		w.polled(fetches)
 		cancel()
 		if ctx.Err() != nil {
 			werr := w.flush()

@@ -119,13 +119,14 @@ func appendKcatString[S string | []byte](dst []byte, s S) []byte {
 
 // fetchBrokers knows which broker each partition's records were last
 // fetched from, for kcat's "broker": a kgo hook (kgo.HookFetchBatchRead)
-// notes the broker of every batch it reads, before the batch's records
-// are buffered for a poll. A partition is in at most one buffered fetch
-// at a time, so when the consume loop looks a partition up right after a
-// poll it gets the broker of the records that poll returned, unless a
-// fetch from another broker (a new leader) was already read meanwhile.
+// notes the broker of every batch as kgo reads it, before the batch's
+// records are buffered for a poll. A partition is in at most one buffered
+// fetch at a time and kgo fetches it again only once a poll took that
+// one, so what snapshot finds right after a poll is the broker of the
+// records the poll returned (unless a whole fetch from another broker,
+// the partition's new leader, completed in between).
 //
-// OnFetchBatchRead is called from kgo's fetch goroutines and broker from
+// OnFetchBatchRead is called from kgo's fetch goroutines and snapshot from
 // the consume loop, concurrently.
 type fetchBrokers struct {
 	mu   sync.Mutex
@@ -143,16 +144,16 @@ func (b *fetchBrokers) OnFetchBatchRead(meta kgo.BrokerMetadata, topic string, p
 	b.mu.Unlock()
 }
 
-// broker returns the id of the broker the partition's records were last
-// fetched from, or -1 when none was (or b is nil).
-func (b *fetchBrokers) broker(topic string, partition int32) int32 {
-	if b == nil {
-		return -1
-	}
+// snapshot sets into to the broker of each partition of fetches, where
+// known, after clearing it.
+func (b *fetchBrokers) snapshot(fetches kgo.Fetches, into map[topicPartition]int32) {
+	clear(into)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if id, ok := b.last[topicPartition{topic, partition}]; ok {
-		return id
-	}
-	return -1
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		tp := topicPartition{fp.Topic, fp.Partition}
+		if id, ok := b.last[tp]; ok {
+			into[tp] = id
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package pipe
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -48,6 +49,43 @@ func TestAppendKcatJSONPrintsWhatKcatDoes(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestKcatJSONBrokerIsTheOneOfThePoll: consume -J prints, for the records
+// of a poll, the broker their partition was fetched from as the poll
+// returned, not one of a fetch read while they are written (a new
+// leader's), and -1 for a partition whose broker is not known.
+func TestKcatJSONBrokerIsTheOneOfThePoll(t *testing.T) {
+	var out bytes.Buffer
+	w := newWriter(&ConsumeConfig{KcatJSON: true, Stdout: &out})
+	hook := w.clientOpts()
+	if len(hook) != 1 {
+		t.Fatalf("-J needs its kgo hook: %d options", len(hook))
+	}
+	r0 := &kgo.Record{Topic: "t", Partition: 0, Timestamp: time.UnixMilli(1), Value: []byte("a")}
+	r1 := &kgo.Record{Topic: "t", Partition: 1, Timestamp: time.UnixMilli(1), Value: []byte("b")}
+	fetches := kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "t", Partitions: []kgo.FetchPartition{
+		{Partition: 0, Records: []*kgo.Record{r0}}, {Partition: 1, Records: []*kgo.Record{r1}}}}}}}
+
+	w.brokers.OnFetchBatchRead(kgo.BrokerMetadata{NodeID: 2}, "t", 0, kgo.FetchBatchMetrics{})
+	w.polled(fetches)
+	w.brokers.OnFetchBatchRead(kgo.BrokerMetadata{NodeID: 3}, "t", 0, kgo.FetchBatchMetrics{}) // the next fetch
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		w.partition(fp.Topic, fp.Partition)
+		for _, r := range fp.Records {
+			if err := w.write(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if err := w.flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"topic":"t","partition":0,"offset":0,"tstype":"create","ts":1,"broker":2,"key":null,"payload":"a"}` + "\n" +
+		`{"topic":"t","partition":1,"offset":0,"tstype":"create","ts":1,"broker":-1,"key":null,"payload":"b"}` + "\n"
+	if got := out.String(); got != want {
+		t.Errorf("got\n%swant\n%s", got, want)
 	}
 }
 
