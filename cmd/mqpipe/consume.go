@@ -69,11 +69,21 @@ mqpipe consume -t users -Z -f '%k=%s\n' prints user-7=NULL for a
 tombstone. %K and %S print -1 for null, 0 for empty.
 -K DELIM (as kcat -K on consume) prints the key, DELIM and the value:
 -K: is -f '%k:%s\n'.
---json (or -J, kcat's flag) prints the JSON envelope of mqpipe(1), one
-per line, where a null value is "value":null and an empty one
-"value":"" (-Z changes nothing). Its fields are mqpipe's, which produce
---format json reads back: kcat -J's payload is value here, ts is
-timestamp, and headers are objects.
+-J (--kcat-json) prints each record as kcat -J does, one per line (with
+-0, each ended by NUL instead), for scripts written for kcat
+(mqpipe consume -t T -J | jq .payload): topic, partition, offset, tstype
+(create or logappend), ts (ms since the epoch), broker (the id of the
+broker it was fetched from, -1 if not known), headers (only when there
+are some: a flat list of name, value, ...), key and payload; a null
+key, value or header value is null (-Z changes nothing). As kcat's, it
+escapes only quotes, backslashes and control characters and copies
+every other byte, so a key or value that is not UTF-8 makes a line that
+is not strictly JSON.
+--json prints mqpipe's JSON envelope instead, one per line, which
+produce --format json reads back exactly: value for kcat's payload,
+timestamp for ts, headers as objects, and bytes that are not UTF-8 in
+base64 (key_b64, value_b64); a null value is "value":null and an empty
+one "value":"" (-Z changes nothing).
 
 Output is flushed after every record when stdout is a terminal or with
 --line-buffered, else after each batch fetched. When stdout is closed
@@ -95,7 +105,8 @@ func consumeCommand() *cli.Command {
 			&cli.Int64Flag{Name: "count", Aliases: []string{"c"}, Usage: "exit after `COUNT` messages", DefaultText: "no limit"},
 			&cli.BoolFlag{Name: "exit", Aliases: []string{"e"}, Usage: "exit at the end: when every partition reached the high-water mark it had at the start"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Usage: "print each record as `FORMAT` (kcat's tokens: %t %p %o %T %k %K %s %S %h, see mqpipe(1))", DefaultText: `%s\n`},
-			&cli.BoolFlag{Name: "json", Aliases: []string{"J"}, Usage: "print each record as a JSON envelope (see mqpipe(1)); -J as kcat's, with mqpipe's field names"},
+			&cli.BoolFlag{Name: "json", Usage: "print each record as mqpipe's JSON envelope, which produce --format json reads back (see mqpipe(1))"},
+			&cli.BoolFlag{Name: "kcat-json", Aliases: []string{"J"}, Usage: "print each record as kcat -J does, with its field names (see mqpipe(1))"},
 			&cli.StringFlag{Name: "key-delimiter", Aliases: []string{"K"}, Usage: "print each record as its key, `DELIM`, its value and a newline, as kcat -K"},
 			&cli.BoolFlag{Name: "print-null", Aliases: []string{"Z"}, Usage: "print a null key or value as NULL instead of nothing, as kcat -Z"},
 			&cli.BoolFlag{Name: "null", Aliases: []string{"0"}, Usage: "end each message with NUL instead of newline"},
@@ -111,6 +122,7 @@ func consumeCommand() *cli.Command {
 				Count:          c.Int64("count"),
 				Exit:           c.Bool("exit"),
 				JSON:           c.Bool("json"),
+				KcatJSON:       c.Bool("kcat-json"),
 				ShowNull:       c.Bool("print-null"),
 				NUL:            c.Bool("null"),
 				LineBuffered:   c.Bool("line-buffered") || pipe.IsTerminal(os.Stdout),
@@ -132,8 +144,8 @@ func consumeCommand() *cli.Command {
 			}
 			format := c.String("format")
 			if c.IsSet("key-delimiter") {
-				if c.IsSet("format") || cfg.JSON {
-					return client.Usagef("consume: -K prints key DELIM value: not with -f or --json")
+				if c.IsSet("format") || cfg.JSON || cfg.KcatJSON {
+					return client.Usagef("consume: -K prints key DELIM value: not with -f, --json or -J")
 				}
 				format = keyValueFormat(c.String("key-delimiter"), cfg.NUL)
 				cfg.NUL = false
