@@ -113,6 +113,25 @@ func TestTopicDescribeDescribesTheLiveLeadersWhileOthersAreDown(t *testing.T) {
 		if table.code != 0 || !strings.Contains(table.stdout, "ERROR") || !strings.Contains(table.stdout, fmt.Sprintf("leader %d unreachable", down[0])) {
 			t.Errorf("topic describe table: exit %d\nstdout: %s\nstderr: %s", table.code, table.stdout, table.stderr)
 		}
+		// --unavailable: the partitions of the leaders that do not
+		// answer, which a client cannot use any more than leaderless ones.
+		un := runTool(t, 60*time.Second, "", "mqctl", "topic", "describe", "-b", brokers, "orders", "--unavailable", "-o", "json")
+		var only topicDescription
+		if un.code == 0 {
+			if err := json.Unmarshal([]byte(un.stdout), &only); err != nil {
+				t.Fatalf("topic describe --unavailable -o json: %v\n%s", err, un.stdout)
+			}
+		}
+		var got []int32
+		for _, d := range only {
+			for _, p := range d.Partitions {
+				got = append(got, p.Leader)
+			}
+		}
+		slices.Sort(got)
+		if want := slices.Sorted(slices.Values(down)); un.code != 0 || !slices.Equal(got, want) {
+			t.Errorf("topic describe --unavailable with %v down: exit %d, leaders %v, want %v\n%s", down, un.code, got, want, un.stderr)
+		}
 	}
 
 	c.node(3).kill()

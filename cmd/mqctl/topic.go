@@ -98,8 +98,8 @@ row per partition with its leader, replicas, in-sync replicas (ISR),
 offline replicas (on brokers that are fenced or not registered), log
 start offset and high-water mark. --under-replicated shows only the
 partitions whose ISR is smaller than their replica set, --unavailable
-only those without a leader (both: either kind), and only the topics
-that have such partitions.
+only those without a leader or whose leader does not answer (both:
+either kind), and only the topics that have such partitions.
 
 Prints TOPIC PARTITION LEADER REPLICAS ISR OFFLINE LOG-START
 HIGH-WATERMARK ("-" for no replica, "none" for no leader), a
@@ -135,7 +135,7 @@ writes fail, damaged the damaged ranges (to_offset exclusive). An unknown
 TOPIC is a failure (exit 1); the other topics are still described.`),
 				Flags: append(commandFlags(),
 					&cli.BoolFlag{Name: "under-replicated", Usage: "only partitions whose ISR is smaller than their replicas"},
-					&cli.BoolFlag{Name: "unavailable", Usage: "only partitions without a leader"},
+					&cli.BoolFlag{Name: "unavailable", Usage: "only partitions without a leader, or whose leader does not answer"},
 				),
 				Action: action(func(c *cli.Context) (job, error) {
 					topics := c.Args().Slice()

@@ -91,6 +91,9 @@ type PartitionDescription struct {
 	// Cleaner is what the log cleaner has done to each replica, for a
 	// compacted topic (cleanup.policy compact).
 	Cleaner []ReplicaCleaner `json:"cleaner,omitempty"`
+	// leaderSilent: the leader did not answer (see Error), which for a
+	// client is a partition without a leader.
+	leaderSilent bool
 }
 
 // TopicDescription is one topic in topic describe.
@@ -244,7 +247,8 @@ type PartitionFilter struct {
 	// UnderReplicated: partitions whose ISR is smaller than their
 	// replica set (--under-replicated).
 	UnderReplicated bool
-	// Unavailable: partitions without a leader (--unavailable).
+	// Unavailable: partitions without a leader, or whose leader does not
+	// answer (--unavailable).
 	Unavailable bool
 }
 
@@ -254,7 +258,7 @@ func (f PartitionFilter) keeps(p PartitionDescription) bool {
 	if !f.UnderReplicated && !f.Unavailable {
 		return true
 	}
-	return f.UnderReplicated && len(p.ISR) < len(p.Replicas) || f.Unavailable && p.Leader < 0
+	return f.UnderReplicated && len(p.ISR) < len(p.Replicas) || f.Unavailable && (p.Leader < 0 || p.leaderSilent)
 }
 
 // filter keeps the partitions f selects, and the topics left with one.
@@ -347,7 +351,7 @@ func describe(d kadm.TopicDetail, offsets map[tp]leaderOffsets, failing map[int3
 			errs = append(errs, errText(p.Err, ""))
 		}
 		if o, ok := offsets[tp{d.Topic, p.Partition}]; ok {
-			pd.LogStartOffset, pd.HighWatermark = o.start, o.end
+			pd.LogStartOffset, pd.HighWatermark, pd.leaderSilent = o.start, o.end, o.silent
 			if o.err != "" {
 				errs = append(errs, o.err)
 			}
@@ -364,6 +368,7 @@ func describe(d kadm.TopicDetail, offsets map[tp]leaderOffsets, failing map[int3
 type leaderOffsets struct {
 	start, end int64
 	err        string
+	silent     bool // the leader did not answer
 	// retriable is the first retriable error code the leader answered
 	// for this partition (LEADER_NOT_AVAILABLE while it opens the
 	// partition, NOT_LEADER_OR_FOLLOWER after a move): worth asking again.
@@ -452,7 +457,7 @@ func (a *Admin) leaderOffsets(ctx context.Context, details kadm.TopicDetails, to
 			}
 			t := tp{name, p.Partition}
 			if why, ok := silent[p.Leader]; ok {
-				out[t] = leaderOffsets{start: -1, end: -1, err: why}
+				out[t] = leaderOffsets{start: -1, end: -1, err: why, silent: true}
 				continue
 			}
 			byLeader[p.Leader] = append(byLeader[p.Leader], t)
@@ -504,6 +509,9 @@ func (a *Admin) leaderOffsets(ctx context.Context, details kadm.TopicDetails, to
 					silent[leader] = why
 					for _, t := range parts {
 						set(t, -1, why)
+						o := out[t]
+						o.silent = true
+						out[t] = o
 					}
 					return
 				}

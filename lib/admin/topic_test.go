@@ -19,6 +19,10 @@ func TestPartitionFilterKeepsWhatNeedsAttention(t *testing.T) {
 	part := func(id, leader int32, replicas, isr []int32) PartitionDescription {
 		return PartitionDescription{Partition: id, Leader: leader, Replicas: replicas, ISR: isr, OfflineReplicas: []int32{}}
 	}
+	silent := func(p PartitionDescription) PartitionDescription {
+		p.leaderSilent, p.Error = true, "leader 3 unreachable: connection refused"
+		return p
+	}
 	ds := TopicDescriptions{
 		{Topic: "a", Partitions: []PartitionDescription{
 			part(0, 1, []int32{1, 2, 3}, []int32{1, 2, 3}), // healthy
@@ -29,16 +33,17 @@ func TestPartitionFilterKeepsWhatNeedsAttention(t *testing.T) {
 			part(0, -1, []int32{3}, []int32{3}), // offline, ISR whole
 		}},
 		{Topic: "c", Partitions: []PartitionDescription{part(0, 1, []int32{1}, []int32{1})}},
+		{Topic: "d", Partitions: []PartitionDescription{silent(part(0, 3, []int32{3, 1}, []int32{3, 1}))}}, // leader does not answer
 	}
 	for _, tc := range []struct {
 		name   string
 		filter PartitionFilter
 		want   []string
 	}{
-		{"none", PartitionFilter{}, []string{"a-0", "a-1", "a-2", "b-0", "c-0"}},
+		{"none", PartitionFilter{}, []string{"a-0", "a-1", "a-2", "b-0", "c-0", "d-0"}},
 		{"under-replicated", PartitionFilter{UnderReplicated: true}, []string{"a-1", "a-2"}},
-		{"unavailable", PartitionFilter{Unavailable: true}, []string{"a-2", "b-0"}},
-		{"both", PartitionFilter{UnderReplicated: true, Unavailable: true}, []string{"a-1", "a-2", "b-0"}},
+		{"unavailable", PartitionFilter{Unavailable: true}, []string{"a-2", "b-0", "d-0"}},
+		{"both", PartitionFilter{UnderReplicated: true, Unavailable: true}, []string{"a-1", "a-2", "b-0", "d-0"}},
 	} {
 		// filter works on its own copy: the input stays whole.
 		in := slices.Clone(ds)
