@@ -77,8 +77,8 @@ type Broker struct {
 	// sessions are the fetch sessions of followers and consumers with
 	// this broker (fetchsession.go).
 	sessions *fetchSessions
-	// producerIDs hands out producer IDs (metadata.go).
-	producerIDs producerIDBlock
+	// producerIDs hands out producer IDs (producerids.go).
+	producerIDs *producerIDs
 
 	closeOnce sync.Once
 }
@@ -96,6 +96,7 @@ func New(cfg Config) *Broker {
 	if b.peers == nil {
 		b.peers, b.ownPeers = peer.NewPool("mq-broker-"+strconv.Itoa(int(cfg.Settings.NodeID))), true
 	}
+	b.producerIDs = newProducerIDs(b.ctrl, b.clock, b.log, producerIDBlockSize)
 	b.apis = make(map[int16]api)
 	for k, a := range b.dataAPIs() {
 		b.apis[k] = a
@@ -172,6 +173,18 @@ func (b *Broker) Close() {
 			b.peers.Close()
 		}
 	})
+}
+
+// PrefetchProducerIDs keeps a block of producer IDs at hand until ctx
+// ends: it takes one from the controller at once, and the next one
+// whenever fewer than a tenth of the current one is left, retrying with
+// a backoff on the Broker's clock while the controller cannot be reached.
+// InitProducerId then needs no controller while a block lasts. The
+// Broker starts no goroutine for it: lib/node runs it in one of its own
+// once the broker is registered. Without it, InitProducerId allocates a
+// block itself when none is at hand.
+func (b *Broker) PrefetchProducerIDs(ctx context.Context) {
+	b.producerIDs.run(ctx)
 }
 
 // shareStateTopic is where share-partitions keep their state: one record

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,10 +13,6 @@ import (
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/server"
 )
-
-// producerIDBlockSize is how many producer IDs the broker takes from the
-// controller at a time.
-const producerIDBlockSize = 1000
 
 // maxTopicNameLength is Kafka's limit on topic names.
 const maxTopicNameLength = 249
@@ -183,36 +178,16 @@ func (b *Broker) topicMetadata(img *controller.Image, t *controller.Topic, versi
 	return st
 }
 
-// producerIDBlock hands out producer IDs from blocks allocated by the
-// controller, so that most InitProducerId requests need no Raft round trip.
-type producerIDBlock struct {
-	mu        sync.Mutex
-	next, end int64 // [next, end) is still free
-}
-
-// take returns a fresh producer ID, allocating a new block when needed.
-func (pb *producerIDBlock) take(ctx context.Context, ctrl *controller.Controller) (int64, error) {
-	pb.mu.Lock()
-	defer pb.mu.Unlock()
-	if pb.next >= pb.end {
-		first, err := ctrl.AllocateProducerIDs(ctx, producerIDBlockSize)
-		if err != nil {
-			return 0, err
-		}
-		pb.next, pb.end = first, first+producerIDBlockSize
-	}
-	id := pb.next
-	pb.next++
-	return id, nil
-}
-
 // handleInitProducerID gives idempotent producers a new producer ID with
 // epoch 0 (like Kafka, also when the request names its previous ID and
 // epoch). Transactional producers are refused with
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED: mq has no transaction coordinator,
 // and a non-retriable error makes kgo and librdkafka fail the
 // transactional producer at once instead of retrying until a timeout (as
-// they would on COORDINATOR_NOT_AVAILABLE).
+// they would on COORDINATOR_NOT_AVAILABLE). The ID comes from a block
+// held by this broker (producerids.go): without a controller, producers
+// start while a block lasts; once none is left, the answer is the
+// retriable COORDINATOR_NOT_AVAILABLE (metadataCodes).
 func (b *Broker) handleInitProducerID(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.InitProducerIDRequest)
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
@@ -222,7 +197,7 @@ func (b *Broker) handleInitProducerID(ctx context.Context, c *server.ConnInfo, r
 		return reply(resp)
 	}
 	return func() server.Response {
-		id, err := b.producerIDs.take(ctx, b.ctrl)
+		id, err := b.producerIDs.take(ctx)
 		if err != nil {
 			b.log.Warn("allocate producer id", "err", err)
 			resp.ErrorCode = metadataError(err)
