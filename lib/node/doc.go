@@ -19,7 +19,8 @@
 //     the partitions to open;
 //  5. registers the broker with the controller under its advertised
 //     address and waits for an image holding the registration, from which
-//     on the node may lead (partition.Manager.MayLead);
+//     on the node may lead (partition.Manager.MayLead); from the
+//     registration on, the broker keeps a block of producer IDs at hand;
 //  6. starts the heartbeat loop and the partitions' log tasks.
 //
 // Shutdown reverses it: a controlled shutdown first (the controller moves
@@ -37,6 +38,12 @@
 //     (for unclean elections); a stale broker epoch registers again. It
 //     also watches the controller's and the data directory's
 //     configuration conflicts (Fatal).
+//   - the prefetch of producer IDs (broker.PrefetchProducerIDs), from the
+//     registration until Shutdown: it takes a block of producer IDs from
+//     the controller at once and the next one when fewer than a tenth of
+//     the current block is left, retrying with a backoff on the node's
+//     clock, so that new idempotent producers start on this broker while
+//     the controller quorum is lost, as long as the blocks last.
 //   - the parts' own: lib/server's per connection, lib/partition's loops,
 //     lib/group's timers, hashicorp/raft's.
 //

@@ -213,6 +213,18 @@ func (d *Daemon) startHeartbeat() {
 	}()
 }
 
+// startPrefetch runs the broker's prefetch of producer IDs in a goroutine
+// until closeParts stops it.
+func (d *Daemon) startPrefetch() {
+	ctx, cancel := context.WithCancel(context.Background())
+	d.stopPrefetch = cancel
+	d.prefetchDone = make(chan struct{})
+	go func() {
+		defer close(d.prefetchDone)
+		d.broker.PrefetchProducerIDs(ctx)
+	}()
+}
+
 // fail reports a fatal conflict to whoever watches Fatal.
 func (d *Daemon) fail(err error) {
 	d.log.Error("configuration conflict", "err", err)

@@ -64,6 +64,11 @@ type Daemon struct {
 	// image's cluster ID (only the heartbeat loop reads it after Start).
 	clusterIDChecked bool
 
+	// The prefetch of producer IDs (broker.PrefetchProducerIDs), from
+	// the registration on.
+	stopPrefetch context.CancelFunc
+	prefetchDone chan struct{}
+
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
@@ -126,7 +131,10 @@ type Config struct {
 //     once the image holds the registration, which gave every partition
 //     this node led before a new leader epoch or another leader, the
 //     node leads where the image says (partition.Manager.MayLead), and the group
-//     coordinator loads its partitions;
+//     coordinator loads its partitions; from the registration on, the
+//     broker keeps a block of producer IDs at hand
+//     (broker.PrefetchProducerIDs), so that new idempotent producers
+//     start while the controller quorum is lost for a while;
 //  6. start the heartbeats, and the partitions' log tasks: retention
 //     every s.LogRetentionCheckInterval, the cleaner and the scrubber
 //     (partition.Manager.StartLogTasks).
@@ -263,6 +271,7 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err := d.register(ctx); err != nil {
 		return nil, err
 	}
+	d.startPrefetch()
 	if err := d.parts.AwaitLeading(ctx); err != nil {
 		return nil, fmt.Errorf("apply the metadata image with this broker's registration: %w", err)
 	}
@@ -355,6 +364,10 @@ func (d *Daemon) closeParts(ctx context.Context) error {
 	if d.stopHeartbeat != nil {
 		d.stopHeartbeat()
 		<-d.heartbeatDone
+	}
+	if d.stopPrefetch != nil {
+		d.stopPrefetch()
+		<-d.prefetchDone
 	}
 	if d.server != nil {
 		if err := d.server.Shutdown(ctx); err != nil && !errors.Is(err, server.ErrClosed) {
