@@ -120,9 +120,12 @@ func (p *producerIDs) run(ctx context.Context) {
 				return
 			}
 		}
-		_, err := p.allocate(ctx)
+		mine, err := p.allocate(ctx)
 		if ctx.Err() != nil {
 			return
+		}
+		if !mine && isContextError(err) {
+			continue // a request's allocation that it gave up on
 		}
 		if err == nil {
 			if failing {
