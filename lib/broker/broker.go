@@ -34,9 +34,13 @@ type Config struct {
 	// Peers are the connections to other brokers, for the coordinators'
 	// state kept on other nodes and share requests forwarded there; nil:
 	// the Broker keeps its own.
-	Peers  *peer.Pool
-	Logger *slog.Logger // nil = silent
-	Clock  clock.Clock  // drives fetch waits and group timers; nil = real time
+	Peers *peer.Pool
+	// ProducerIDs hands out the producer IDs of InitProducerId; the node
+	// runs its prefetch. nil: the Broker takes blocks itself, when a
+	// request finds none at hand.
+	ProducerIDs *controller.ProducerIDs
+	Logger      *slog.Logger // nil = silent
+	Clock       clock.Clock  // drives fetch waits and group timers; nil = real time
 }
 
 // topicPartition names one partition.
@@ -76,9 +80,8 @@ type Broker struct {
 	shareState  *coordinator.Topic
 	// sessions are the fetch sessions of followers and consumers with
 	// this broker (fetchsession.go).
-	sessions *fetchSessions
-	// producerIDs hands out producer IDs (producerids.go).
-	producerIDs *producerIDs
+	sessions    *fetchSessions
+	producerIDs *controller.ProducerIDs // cfg.ProducerIDs, or the Broker's own
 
 	closeOnce sync.Once
 }
@@ -96,7 +99,10 @@ func New(cfg Config) *Broker {
 	if b.peers == nil {
 		b.peers, b.ownPeers = peer.NewPool("mq-broker-"+strconv.Itoa(int(cfg.Settings.NodeID))), true
 	}
-	b.producerIDs = newProducerIDs(b.ctrl, b.clock, b.log, producerIDBlockSize)
+	b.producerIDs = cfg.ProducerIDs
+	if b.producerIDs == nil {
+		b.producerIDs = controller.NewProducerIDs(b.ctrl, b.clock, b.log, controller.ProducerIDBlockSize)
+	}
 	b.apis = make(map[int16]api)
 	for k, a := range b.dataAPIs() {
 		b.apis[k] = a
@@ -173,18 +179,6 @@ func (b *Broker) Close() {
 			b.peers.Close()
 		}
 	})
-}
-
-// PrefetchProducerIDs keeps a block of producer IDs at hand until ctx
-// ends: it takes one from the controller at once, and the next one
-// whenever fewer than a tenth of the current one is left, retrying with
-// a backoff on the Broker's clock while the controller cannot be reached.
-// InitProducerId then needs no controller while a block lasts. The
-// Broker starts no goroutine for it: lib/node runs it in one of its own
-// once the broker is registered. Without it, InitProducerId allocates a
-// block itself when none is at hand.
-func (b *Broker) PrefetchProducerIDs(ctx context.Context) {
-	b.producerIDs.run(ctx)
 }
 
 // shareStateTopic is where share-partitions keep their state: one record

@@ -56,16 +56,13 @@
 //     records and for its state writes. Replies select on the connection's
 //     context, so a closed connection ends them.
 //
-// PrefetchProducerIDs runs on a goroutine of lib/node's, from the
-// broker's registration until it closes: it takes a block of producer IDs
-// from the controller at once and the next one, in the background,
-// whenever fewer than a tenth of the current block is left, so that
-// InitProducerId is answered from a block at hand with no controller
+// InitProducerId takes its IDs from Config.ProducerIDs
+// (controller.ProducerIDs), whose prefetch lib/node runs from the
+// broker's registration on: with a block at hand it needs no controller
 // round trip, and new idempotent producers start while the controller
-// quorum is lost, until the blocks run out. Then InitProducerId tries
-// the controller itself (one allocation in flight at a time, which every
-// request waits for on its own context) and answers the retriable
-// COORDINATOR_NOT_AVAILABLE when it cannot be reached.
+// quorum is lost, until the blocks run out. Then it answers the
+// retriable COORDINATOR_NOT_AVAILABLE while the controller cannot be
+// reached.
 //
 // The parts run their own: lib/partition's loops (which call the group
 // coordinator's ownership sync after each image: coordinator.Topic's
@@ -77,9 +74,7 @@
 //
 // The Broker holds none across calls into its parts; each part's doc
 // gives its own order. fetchSessions.mu, then a fetchSession's mu, are
-// taken with no other lock held and never across I/O. producerIDs.mu
-// is taken alone and never across the controller's allocation of a
-// block.
+// taken with no other lock held and never across I/O.
 //
 // # Pooled state
 //

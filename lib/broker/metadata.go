@@ -185,7 +185,7 @@ func (b *Broker) topicMetadata(img *controller.Image, t *controller.Topic, versi
 // and a non-retriable error makes kgo and librdkafka fail the
 // transactional producer at once instead of retrying until a timeout (as
 // they would on COORDINATOR_NOT_AVAILABLE). The ID comes from a block
-// held by this broker (producerids.go): without a controller, producers
+// held by this broker (controller.ProducerIDs): without a controller, producers
 // start while a block lasts; once none is left, the answer is the
 // retriable COORDINATOR_NOT_AVAILABLE (metadataCodes).
 func (b *Broker) handleInitProducerID(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
@@ -197,7 +197,7 @@ func (b *Broker) handleInitProducerID(ctx context.Context, c *server.ConnInfo, r
 		return reply(resp)
 	}
 	return func() server.Response {
-		id, err := b.producerIDs.take(ctx)
+		id, err := b.producerIDs.Take(ctx)
 		if err != nil {
 			b.log.Warn("allocate producer id", "err", err)
 			resp.ErrorCode = metadataError(err)

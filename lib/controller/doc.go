@@ -106,6 +106,16 @@
 // it and makes it leader of the partitions without a leader whose ISR
 // holds it.
 //
+// # Producer IDs
+//
+// AllocateProducerIDs reserves a block of producer IDs no other broker is
+// given (a command of the FSM). ProducerIDs is a broker's side of it: it
+// hands IDs out of a block at hand and fetches the next block ahead,
+// once fewer than a tenth is left, in Run (which lib/node runs), so
+// that InitProducerId needs no controller while a block lasts. Its mutex
+// is never held across the allocation, and at most one allocation is in
+// flight, which every Take that needs it waits for on its own context.
+//
 // # Unclean elections
 //
 // Each heartbeat carries, in Offline, the position of the broker's log

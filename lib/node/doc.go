@@ -38,7 +38,7 @@
 //     (for unclean elections); a stale broker epoch registers again. It
 //     also watches the controller's and the data directory's
 //     configuration conflicts (Fatal).
-//   - the prefetch of producer IDs (broker.PrefetchProducerIDs), from the
+//   - the prefetch of producer IDs (controller.ProducerIDs.Run), from the
 //     registration until Shutdown: it takes a block of producer IDs from
 //     the controller at once and the next one when fewer than a tenth of
 //     the current block is left, retrying with a backoff on the node's

@@ -213,15 +213,15 @@ func (d *Daemon) startHeartbeat() {
 	}()
 }
 
-// startPrefetch runs the broker's prefetch of producer IDs in a goroutine
-// until closeParts stops it.
+// startPrefetch runs the prefetch of the broker's producer IDs in a
+// goroutine until closeParts stops it.
 func (d *Daemon) startPrefetch() {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.stopPrefetch = cancel
 	d.prefetchDone = make(chan struct{})
 	go func() {
 		defer close(d.prefetchDone)
-		d.broker.PrefetchProducerIDs(ctx)
+		d.producerIDs.Run(ctx)
 	}()
 }
 

@@ -64,8 +64,9 @@ type Daemon struct {
 	// image's cluster ID (only the heartbeat loop reads it after Start).
 	clusterIDChecked bool
 
-	// The prefetch of producer IDs (broker.PrefetchProducerIDs), from
-	// the registration on.
+	// producerIDs are the broker's producer IDs, whose prefetch runs
+	// from the registration on (startPrefetch).
+	producerIDs  *controller.ProducerIDs
 	stopPrefetch context.CancelFunc
 	prefetchDone chan struct{}
 
@@ -133,7 +134,7 @@ type Config struct {
 //     node leads where the image says (partition.Manager.MayLead), and the group
 //     coordinator loads its partitions; from the registration on, the
 //     broker keeps a block of producer IDs at hand
-//     (broker.PrefetchProducerIDs), so that new idempotent producers
+//     (controller.ProducerIDs), so that new idempotent producers
 //     start while the controller quorum is lost for a while;
 //  6. start the heartbeats, and the partitions' log tasks: retention
 //     every s.LogRetentionCheckInterval, the cleaner and the scrubber
@@ -236,7 +237,9 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.peers = peer.NewPool("mq-broker-" + strconv.Itoa(int(s.NodeID)))
-	d.broker = broker.New(broker.Config{Settings: s, Controller: d.ctrl, Partitions: d.parts, Peers: d.peers, Logger: pcfg.Logger, Clock: clk})
+	d.producerIDs = controller.NewProducerIDs(d.ctrl, clk, pcfg.Logger, controller.ProducerIDBlockSize)
+	d.broker = broker.New(broker.Config{Settings: s, Controller: d.ctrl, Partitions: d.parts, Peers: d.peers, ProducerIDs: d.producerIDs,
+		Logger: pcfg.Logger, Clock: clk})
 	d.server, err = server.New(scfg, d.broker)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package broker
+package controller
 
 import (
 	"context"
@@ -74,16 +74,16 @@ func (f *fakeAllocator) none(t *testing.T, when string) {
 const testBlockSize = 100
 
 // runProducerIDs starts run on a manual clock until the test ends.
-func runProducerIDs(t *testing.T) (*producerIDs, *fakeAllocator, *clock.Manual) {
+func runProducerIDs(t *testing.T) (*ProducerIDs, *fakeAllocator, *clock.Manual) {
 	t.Helper()
 	alloc := newFakeAllocator()
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-	p := newProducerIDs(alloc, clk, discardLogger(), testBlockSize)
+	p := NewProducerIDs(alloc, clk, discardLogger(), testBlockSize)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p.run(ctx)
+		p.Run(ctx)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -93,7 +93,7 @@ func runProducerIDs(t *testing.T) (*producerIDs, *fakeAllocator, *clock.Manual) 
 }
 
 // waitRemaining waits until n IDs are at hand.
-func waitRemaining(t *testing.T, p *producerIDs, n int64) {
+func waitRemaining(t *testing.T, p *ProducerIDs, n int64) {
 	t.Helper()
 	mqtest.WaitFor(t, fmt.Sprintf("%d producer ids at hand", n), func() (bool, string) {
 		got := p.remaining()
@@ -103,11 +103,11 @@ func waitRemaining(t *testing.T, p *producerIDs, n int64) {
 
 // takeNow takes an ID with no allocation answered: a take that asked the
 // allocator would not return.
-func takeNow(t *testing.T, p *producerIDs, want int64) {
+func takeNow(t *testing.T, p *ProducerIDs, want int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	id, err := p.take(ctx)
+	id, err := p.Take(ctx)
 	if err != nil || id != want {
 		t.Fatalf("take: %d %v, want %d", id, err, want)
 	}
@@ -139,7 +139,7 @@ func TestProducerIDsArePrefetchedAndTheNextBlockFetchedWhenATenthIsLeft(t *testi
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			id, err := p.take(ctx)
+			id, err := p.Take(ctx)
 			if err != nil {
 				t.Errorf("take during the allocation: %v", err)
 			}
@@ -160,7 +160,7 @@ func TestProducerIDsArePrefetchedAndTheNextBlockFetchedWhenATenthIsLeft(t *testi
 	// which asks no second one.
 	got := make(chan int64, 1)
 	go func() {
-		id, err := p.take(context.Background())
+		id, err := p.Take(context.Background())
 		if err != nil {
 			t.Errorf("take after the block: %v", err)
 		}
@@ -176,13 +176,13 @@ func TestProducerIDsArePrefetchedAndTheNextBlockFetchedWhenATenthIsLeft(t *testi
 
 func TestProducerIDTakesWaitForASlowAllocationEachOnItsOwnContext(t *testing.T) {
 	alloc := newFakeAllocator()
-	p := newProducerIDs(alloc, clock.NewManual(time.Unix(0, 0)), discardLogger(), testBlockSize)
+	p := NewProducerIDs(alloc, clock.NewManual(time.Unix(0, 0)), discardLogger(), testBlockSize)
 	// No prefetch runs: the first take allocates, the others wait for it.
 	const takers = 8
 	ids := make(chan int64, takers)
 	for range takers {
 		go func() {
-			id, err := p.take(context.Background())
+			id, err := p.Take(context.Background())
 			if err != nil {
 				t.Errorf("take: %v", err)
 			}
@@ -195,7 +195,7 @@ func TestProducerIDTakesWaitForASlowAllocationEachOnItsOwnContext(t *testing.T) 
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error, 1)
 	go func() {
-		_, err := p.take(ctx)
+		_, err := p.Take(ctx)
 		gaveUp <- err
 	}()
 	cancel()
@@ -255,11 +255,11 @@ func TestProducerIDAllocationErrorsKeepTheBlockAndAreRetriedWithBackoff(t *testi
 
 func TestProducerIDTakeReturnsTheAllocationErrorWhenNoIDIsLeft(t *testing.T) {
 	alloc := newFakeAllocator()
-	p := newProducerIDs(alloc, clock.NewManual(time.Unix(0, 0)), discardLogger(), testBlockSize)
+	p := NewProducerIDs(alloc, clock.NewManual(time.Unix(0, 0)), discardLogger(), testBlockSize)
 	unreachable := errors.New("no controller")
 	errc := make(chan error, 1)
 	go func() {
-		_, err := p.take(context.Background())
+		_, err := p.Take(context.Background())
 		errc <- err
 	}()
 	alloc.expect(t).answer <- fakeAnswer{err: unreachable}

@@ -1,4 +1,4 @@
-package broker
+package controller
 
 import (
 	"context"
@@ -10,44 +10,46 @@ import (
 	"github.com/mqproject/mq/lib/clock"
 )
 
-// producerIDBlockSize is how many producer IDs the broker takes from the
+// ProducerIDBlockSize is how many producer IDs a broker takes from the
 // controller at a time.
-const producerIDBlockSize = 1000
+const ProducerIDBlockSize = 1000
 
-// Backoff of PrefetchProducerIDs after a failed allocation: it starts at
+// Backoff of Run after a failed allocation: it starts at
 // producerIDRetryMin and doubles up to producerIDRetryMax.
 const (
 	producerIDRetryMin = 100 * time.Millisecond
 	producerIDRetryMax = 5 * time.Second
 )
 
-// producerIDAllocator reserves blocks of producer IDs that no other
-// broker is given; *controller.Controller is the real one. producerIDs
+// ProducerIDAllocator reserves blocks of producer IDs that no other
+// broker is given; *Controller is the real one. ProducerIDs
 // calls it once at a time.
-type producerIDAllocator interface {
+type ProducerIDAllocator interface {
 	AllocateProducerIDs(ctx context.Context, n int64) (first int64, err error)
 }
 
-// producerIDs hands out producer IDs from blocks the controller
-// allocated, so that InitProducerId needs no controller while a block
+// ProducerIDs is a broker's supply of producer IDs: it hands them out from
+// blocks the controller allocated, so that InitProducerId needs no
+// controller while a block
 // lasts. Up to two blocks are held: the current one and the next, fetched
 // ahead once fewer than a tenth of the current one is left, so that a
 // block is almost always at hand, also while the controller quorum is
 // lost for a while.
 //
-// Fetching ahead is run's job, which lib/node runs on a goroutine of its
-// own (Broker.PrefetchProducerIDs). take only allocates itself when no ID
-// is at hand and no allocation is in flight (a Broker nobody runs the
-// prefetch for, or one whose prefetch keeps failing). At most one
+// Fetching ahead is Run's job, which lib/node runs on a goroutine of its
+// own from the broker's registration on. Take only allocates itself when
+// no ID is at hand and no allocation is in flight (a supply nobody runs
+// the prefetch for, or one whose prefetch keeps failing). Take and Run may
+// be called concurrently. At most one
 // allocation is in flight; mu is never held across it, and whoever needs
 // its block waits for it on its own context.
-type producerIDs struct {
-	alloc producerIDAllocator
+type ProducerIDs struct {
+	alloc ProducerIDAllocator
 	clock clock.Clock
 	log   *slog.Logger
 	size  int64 // IDs per block
 
-	// wake tells run that a block is wanted (1-buffered: a wake-up
+	// wake tells Run that a block is wanted (1-buffered: a wake-up
 	// already pending is enough).
 	wake chan struct{}
 
@@ -66,14 +68,14 @@ type producerIDFetch struct {
 	err  error
 }
 
-func newProducerIDs(alloc producerIDAllocator, clk clock.Clock, log *slog.Logger, size int64) *producerIDs {
-	return &producerIDs{alloc: alloc, clock: clk, log: log, size: size, wake: make(chan struct{}, 1)}
+func NewProducerIDs(alloc ProducerIDAllocator, clk clock.Clock, log *slog.Logger, size int64) *ProducerIDs {
+	return &ProducerIDs{alloc: alloc, clock: clk, log: log, size: size, wake: make(chan struct{}, 1)}
 }
 
-// take returns a producer ID no one else was given. It needs the
+// Take returns a producer ID no one else was given. It needs the
 // controller only when no ID is at hand; then it waits, up to ctx, for
 // the allocation in flight, or runs one.
-func (p *producerIDs) take(ctx context.Context) (int64, error) {
+func (p *ProducerIDs) Take(ctx context.Context) (int64, error) {
 	for {
 		p.mu.Lock()
 		if p.next >= p.end && p.spare {
@@ -101,11 +103,11 @@ func (p *producerIDs) take(ctx context.Context) (int64, error) {
 	}
 }
 
-// run keeps a block at hand until ctx ends: it allocates one at once, and
-// the next whenever take finds the current one running low. A failed
+// Run keeps a block at hand until ctx ends: it allocates one at once, and
+// the next whenever Take finds the current one running low. A failed
 // allocation is tried again after a backoff on the clock; the IDs still
 // at hand are handed out meanwhile.
-func (p *producerIDs) run(ctx context.Context) {
+func (p *ProducerIDs) Run(ctx context.Context) {
 	backoff := producerIDRetryMin
 	failing := false
 	for {
@@ -152,12 +154,12 @@ func (p *producerIDs) run(ctx context.Context) {
 
 // wantedLocked: fewer than a tenth of the current block is left and no
 // next block is held. p.mu is held.
-func (p *producerIDs) wantedLocked() bool {
+func (p *ProducerIDs) wantedLocked() bool {
 	return !p.spare && p.end-p.next < max(p.size/10, 1)
 }
 
-// signal wakes run, unless a wake-up is pending already.
-func (p *producerIDs) signal() {
+// signal wakes Run, unless a wake-up is pending already.
+func (p *ProducerIDs) signal() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
@@ -167,7 +169,7 @@ func (p *producerIDs) signal() {
 // allocate waits for the allocation in flight, or, when there is none and
 // a block is wanted, runs one with ctx (mine). It returns that
 // allocation's error, or ctx's when ctx ends first.
-func (p *producerIDs) allocate(ctx context.Context) (mine bool, err error) {
+func (p *ProducerIDs) allocate(ctx context.Context) (mine bool, err error) {
 	p.mu.Lock()
 	if f := p.fetch; f != nil {
 		p.mu.Unlock()
@@ -205,7 +207,7 @@ func (p *producerIDs) allocate(ctx context.Context) (mine bool, err error) {
 }
 
 // remaining is how many IDs are at hand, the next block's included.
-func (p *producerIDs) remaining() int64 {
+func (p *ProducerIDs) remaining() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := p.end - p.next
