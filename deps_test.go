@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	"lib/controller":  {"lib/clock"},
 	"lib/log":         {"lib/clock", "lib/record", "lib/vfs"},
 	"lib/replica":     {"lib/clock", "lib/log", "lib/record"},
-	"lib/peer":        {"lib/replica", "lib/kafkaext"},
+	"lib/peer":        {"lib/clock", "lib/replica", "lib/kafkaext"},
 	"lib/group":       {"lib/clock", "lib/record"},
 	"lib/queue":       {"lib/clock", "lib/record"},
 	"lib/coordinator": {"lib/controller", "lib/group", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica"},

@@ -213,7 +213,8 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		}
 	}
 	// The node leads nothing until its registration is in the image.
-	pcfg := partition.Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker"), Clock: clk, AwaitRegistration: true}
+	pcfg := partition.Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker"), Clock: clk, AwaitRegistration: true,
+		Watch: peer.NewWatch(clk)}
 	scfg := server.Config{
 		Listeners:             s.Listeners,
 		MaxRequestBytes:       s.SocketRequestMaxBytes,

@@ -92,6 +92,7 @@ func (rf *replicaFetchers) start(key fetcherKey, addr string) fetcher {
 	leader := peer.NewLeader(peer.LeaderConfig{
 		NodeID: s.NodeID, Addr: addr, MaxWait: s.ReplicaFetchWait,
 		MaxBytes: s.ReplicaFetchResponseMaxBytes, PartitionMaxBytes: s.ReplicaFetchMaxBytes,
+		Watch: rf.m.cfg.Watch, LeaderID: key.leader,
 	})
 	f := replica.NewFetcher(replica.FetcherConfig{
 		Leader: key.leader, Backoff: s.ReplicaFetchBackoff, Clock: rf.m.clock,

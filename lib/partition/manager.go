@@ -20,6 +20,7 @@ import (
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/peer"
 	"github.com/mqproject/mq/lib/replica"
 	"github.com/mqproject/mq/lib/vfs"
 )
@@ -76,6 +77,9 @@ type Config struct {
 	// (Registered). Without it the node leads where the image says at
 	// once.
 	AwaitRegistration bool
+	// Watch hears how the followers' connections to their leaders fare
+	// (peer.Watch); nil: nobody listens.
+	Watch *peer.Watch
 }
 
 // Manager holds the partition replicas this node hosts and keeps them

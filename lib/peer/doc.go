@@ -12,4 +12,13 @@
 //
 // A Pool keeps idle Conns by address for callers on many goroutines
 // (Get, Put); it is safe for concurrent use and holds no lock across I/O.
+//
+// A Watch is what the node's followers learn of their leaders' processes:
+// a Leader tells it of every failed exchange (Lost) and every good one
+// (Reached); after a loss it dials the leader once, and only a refused
+// dial (nothing listens: the process is gone) makes the broker gone. A
+// dial that connects or times out clears the suspicion: a frozen or
+// cut-off broker is the controller's session timeout to judge. The
+// Metadata handler asks it (through lib/partition) so as not to send
+// clients to a leader this node knows is gone.
 package peer

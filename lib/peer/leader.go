@@ -44,6 +44,10 @@ type LeaderConfig struct {
 	// MaxBytes is replica.fetch.response.max.bytes, PartitionMaxBytes
 	// replica.fetch.max.bytes.
 	MaxBytes, PartitionMaxBytes int32
+	// Watch, when set, hears of every exchange with the leader, whose
+	// broker id is LeaderID: a failed one is Lost, a good one Reached.
+	Watch    *Watch
+	LeaderID int32
 }
 
 // Leader is a follower's connection to its leader: replica.Upstream over
@@ -103,6 +107,7 @@ func (l *Leader) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error
 	if l.conn == nil {
 		c, err := Dial(ctx, l.cfg.Addr, "mq-follower-"+strconv.Itoa(int(l.cfg.NodeID)))
 		if err != nil {
+			l.lost(ctx)
 			return nil, fmt.Errorf("cannot reach leader at %s: %w", l.cfg.Addr, err)
 		}
 		l.conn = c
@@ -110,9 +115,21 @@ func (l *Leader) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error
 	resp, err := l.conn.Do(ctx, req, l.requestTimeout())
 	if err != nil {
 		l.drop()
+		l.lost(ctx)
 		return nil, fmt.Errorf("leader at %s: %w", l.cfg.Addr, err)
 	}
+	if l.cfg.Watch != nil {
+		l.cfg.Watch.Reached(l.cfg.LeaderID)
+	}
 	return resp, nil
+}
+
+// lost tells the Watch of a failed exchange, unless the follower itself
+// gave it up (ctx ended: the fetcher stops or moves).
+func (l *Leader) lost(ctx context.Context) {
+	if l.cfg.Watch != nil && ctx.Err() == nil {
+		l.cfg.Watch.Lost(l.cfg.LeaderID, l.cfg.Addr)
+	}
 }
 
 // codeErr is a per-partition error code as an error, nil for none.

@@ -1,0 +1,114 @@
+package peer
+
+import (
+	"context"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mqproject/mq/lib/clock"
+)
+
+// refusedAddr returns an address nothing listens on: a port that was
+// just listened on and closed.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// settle waits until no probe of w runs.
+func settle(t *testing.T, w *Watch, id int32) {
+	t.Helper()
+	for {
+		ch := w.Changed()
+		w.mu.Lock()
+		b := w.brokers[id]
+		probing := b != nil && b.probing
+		w.mu.Unlock()
+		if !probing {
+			return
+		}
+		<-ch
+	}
+}
+
+func TestWatchFindsABrokerWhoseListenerRefuses(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1000, 0))
+	w := NewWatch(clk)
+	if w.Any() {
+		t.Fatal("a new watch suspects someone")
+	}
+	w.Lost(2, refusedAddr(t))
+	// Suspect from the loss on, while the probe runs.
+	if since, ok := w.Gone(2); !ok || !since.Equal(clk.Now()) {
+		t.Fatalf("Gone(2) = %v, %v right after Lost; want suspect since now", since, ok)
+	}
+	settle(t, w, 2)
+	clk.Advance(time.Second)
+	since, ok := w.Gone(2)
+	if !ok || !since.Equal(time.Unix(1000, 0)) {
+		t.Fatalf("Gone(2) = %v, %v after a refused probe; want gone since the loss", since, ok)
+	}
+	// Another loss while gone keeps the time of the first.
+	w.Lost(2, refusedAddr(t))
+	if since, _ := w.Gone(2); !since.Equal(time.Unix(1000, 0)) {
+		t.Fatalf("a second loss moved the time to %v", since)
+	}
+	if _, ok := w.Gone(3); ok {
+		t.Fatal("broker 3 is gone without any loss")
+	}
+	// The broker is back: an exchange with it succeeded.
+	w.Reached(2)
+	if _, ok := w.Gone(2); ok || w.Any() {
+		t.Fatal("broker 2 still gone after it was reached")
+	}
+}
+
+func TestWatchClearsABrokerThatStillListens(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	w := NewWatch(nil)
+	w.Lost(2, ln.Addr().String())
+	settle(t, w, 2)
+	if _, ok := w.Gone(2); ok || w.Any() {
+		t.Fatal("a broker whose listener accepts is gone: a broken connection alone must not make it so")
+	}
+}
+
+func TestWatchClearsWhenReachedDuringTheProbe(t *testing.T) {
+	w := NewWatch(nil)
+	release := make(chan struct{})
+	w.probe = func(ctx context.Context, addr string) error {
+		<-release
+		return syscall.ECONNREFUSED
+	}
+	w.Lost(2, "peer:9092")
+	w.Lost(2, "peer:9092") // one probe at a time
+	w.Reached(2)
+	ch := w.Changed()
+	close(release)
+	<-ch // wait for the probe's end
+	settle(t, w, 2)
+	if _, ok := w.Gone(2); ok || w.Any() {
+		t.Fatal("a refused probe that ended after the broker was reached made it gone")
+	}
+}
