@@ -52,6 +52,17 @@ func (b *Broker) handleMetadata(ctx context.Context, c *server.ConnInfo, req *se
 		}
 	}
 	if len(create) == 0 {
+		var topics []string
+		if !all {
+			topics = requestedTopics(r)
+		}
+		if b.parts.LeaderGone(img, topics) {
+			// Not a leader the client would find gone: the controller
+			// is electing others (partition.Manager.AwaitLeaders).
+			return func() server.Response {
+				return server.Response{Msg: b.metadata(b.parts.AwaitLeaders(ctx, topics), r, req.Version, all, nil)}
+			}
+		}
 		return reply(b.metadata(img, r, req.Version, all, nil))
 	}
 	return func() server.Response {
@@ -206,4 +217,17 @@ func (b *Broker) handleInitProducerID(ctx context.Context, c *server.ConnInfo, r
 		resp.ProducerID, resp.ProducerEpoch = id, 0
 		return server.Response{Msg: resp}
 	}
+}
+
+// requestedTopics names the topics r asks for; nil (every topic) when
+// some are named by ID only.
+func requestedTopics(r *kmsg.MetadataRequest) []string {
+	names := make([]string, 0, len(r.Topics))
+	for _, t := range r.Topics {
+		if t.Topic == nil {
+			return nil
+		}
+		names = append(names, *t.Topic)
+	}
+	return names
 }
