@@ -19,6 +19,11 @@ import (
 // PingTimeout bounds how long Ping waits for the broker to answer.
 const PingTimeout = 5 * time.Second
 
+// metadataMinAge is the shortest time between two metadata requests of
+// a tool's client (kgo.MetadataMinAge): after a broker is lost, how soon
+// a client whose first look found the old leader asks again.
+const metadataMinAge = 250 * time.Millisecond
+
 // unixSeedHost names the i-th Unix socket seed for kgo, which wants
 // host:port seeds; the dialer maps it back to the socket. The .invalid
 // domain never resolves, so nothing else can be dialed by mistake.
@@ -39,7 +44,11 @@ func NewClient(addrs []Addr, opts ...kgo.Opt) (*kgo.Client, error) {
 	// The program's name is its client id, so group describe and broker
 	// logs say which tool a connection is; opts may override it.
 	// mq's own requests (kafkaext) are sendable too.
-	all := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(filepath.Base(os.Args[0])), kgo.MaxVersions(kafkaext.Versions())}
+	// A lost leader is looked up again within metadataMinAge rather
+	// than kgo's 5 s, so a failover the cluster finishes in under a
+	// second stalls a tool no longer than that.
+	all := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(filepath.Base(os.Args[0])), kgo.MaxVersions(kafkaext.Versions()),
+		kgo.MetadataMinAge(metadataMinAge)}
 	if dial != nil {
 		all = append(all, kgo.Dialer(dial))
 	}

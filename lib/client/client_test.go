@@ -11,8 +11,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 )
 
@@ -388,5 +390,25 @@ func TestPingUnreachable(t *testing.T) {
 		if ExitCode(err) != ExitUnreachable || err.Error() != tc.want {
 			t.Errorf("Ping = %v (exit %d), want %q", err, ExitCode(err), tc.want)
 		}
+	}
+}
+
+func TestToolsLookUpALostLeaderSoonerThanKgo(t *testing.T) {
+	cl, err := NewClient([]Addr{{Network: NetworkTCP, Address: "127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if got := cl.OptValue(kgo.MetadataMinAge); got != metadataMinAge {
+		t.Fatalf("MetadataMinAge = %v, want %v", got, metadataMinAge)
+	}
+	// A tool's own option still wins.
+	cl2, err := NewClient([]Addr{{Network: NetworkTCP, Address: "127.0.0.1:1"}}, kgo.MetadataMinAge(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	if got := cl2.OptValue(kgo.MetadataMinAge); got != time.Second {
+		t.Fatalf("MetadataMinAge with an override = %v, want 1s", got)
 	}
 }
