@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/group"
 	"github.com/mqproject/mq/lib/server"
 )
@@ -97,6 +98,17 @@ func (b *Broker) findCoordinator(ctx context.Context, key string, keyType int8) 
 	}
 	p := group.PartitionFor(key, int32(len(t.Partitions)))
 	img := b.ctrl.Image()
+	if b.parts.Gone(t.Partitions[p].Leader) {
+		// Not a coordinator the client would find gone: the controller
+		// is electing another leader of the group's partition.
+		img = b.parts.Await(ctx, func(img *controller.Image) bool {
+			t := img.Topics[t.Name]
+			return t != nil && b.parts.Gone(t.Partitions[p].Leader)
+		})
+		if t = img.Topics[t.Name]; t == nil {
+			return fail(kerr.CoordinatorNotAvailable, "the group's partition is gone")
+		}
+	}
 	leader := t.Partitions[p].Leader
 	br, ok := img.Brokers[leader]
 	if leader < 0 || !ok {

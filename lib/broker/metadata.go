@@ -58,9 +58,10 @@ func (b *Broker) handleMetadata(ctx context.Context, c *server.ConnInfo, req *se
 		}
 		if b.parts.LeaderGone(img, topics) {
 			// Not a leader the client would find gone: the controller
-			// is electing others (partition.Manager.AwaitLeaders).
+			// is electing others (partition.Manager.Await).
 			return func() server.Response {
-				return server.Response{Msg: b.metadata(b.parts.AwaitLeaders(ctx, topics), r, req.Version, all, nil)}
+				img := b.parts.Await(ctx, func(img *controller.Image) bool { return b.parts.LeaderGone(img, topics) })
+				return server.Response{Msg: b.metadata(img, r, req.Version, all, nil)}
 			}
 		}
 		return reply(b.metadata(img, r, req.Version, all, nil))

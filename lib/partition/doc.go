@@ -34,13 +34,13 @@
 // once, serialized with the loop, for a handler that just created a
 // topic.
 //
-// The fetchers' connections feed the node's peer.Watch. LeaderGone and
-// AwaitLeaders let the Metadata handler hold an answer that would name a
-// leader the Watch found gone, for up to goneLeaderHold (2 s) after its
-// connection broke, until the controller has elected another: a client
-// that lost its leader asks for metadata at once, and an answer naming
-// the dead broker would cost it its client's metadata refresh interval
-// (franz-go: 5 s) on top.
+// The fetchers' connections feed the node's peer.Watch. Gone, LeaderGone
+// and Await let the Metadata and FindCoordinator handlers hold an answer
+// naming a leader the Watch found gone, for up to goneLeaderHold (2 s)
+// after its connection broke, until the controller has elected another:
+// a client that lost its leader or coordinator asks at once, and an
+// answer naming the dead broker would add its own retry interval
+// (franz-go: 5 s) to the stall.
 //
 // Until Registered, with Config.AwaitRegistration, the node leads
 // nothing (MayLead): a restarted node's image may name it leader in the

@@ -19,22 +19,27 @@ const goneLeaderHold = 2 * time.Second
 // Watch is the node's peer.Watch (nil when none was configured).
 func (m *Manager) Watch() *peer.Watch { return m.cfg.Watch }
 
-// LeaderGone reports whether img names, as the leader of a partition of
-// the topics (nil: every topic), a broker whose process this node found
-// gone less than goneLeaderHold ago (peer.Watch): the controller has not
-// elected its partitions' new leaders yet.
-func (m *Manager) LeaderGone(img *controller.Image, topics []string) bool {
+// Gone reports whether this node found broker id's process gone
+// (peer.Watch) less than goneLeaderHold ago; never this node itself.
+func (m *Manager) Gone(id int32) bool {
 	w := m.cfg.Watch
-	if w == nil || !w.Any() {
+	if w == nil || !w.Any() || id < 0 || id == m.cfg.Settings.NodeID {
 		return false
 	}
-	now := m.clock.Now()
+	since, ok := w.Gone(id)
+	return ok && m.clock.Now().Sub(since) < goneLeaderHold
+}
+
+// LeaderGone reports whether img names a Gone broker as the leader of a
+// partition of the topics (nil: every topic): the controller has not
+// elected its partitions' new leaders yet.
+func (m *Manager) LeaderGone(img *controller.Image, topics []string) bool {
+	if w := m.cfg.Watch; w == nil || !w.Any() {
+		return false
+	}
 	gone := func(t *controller.Topic) bool {
 		for _, p := range t.Partitions {
-			if p.Leader < 0 || p.Leader == m.cfg.Settings.NodeID {
-				continue
-			}
-			if since, ok := w.Gone(p.Leader); ok && now.Sub(since) < goneLeaderHold {
+			if m.Gone(p.Leader) {
 				return true
 			}
 		}
@@ -56,19 +61,20 @@ func (m *Manager) LeaderGone(img *controller.Image, topics []string) bool {
 	return false
 }
 
-// AwaitLeaders waits until the image names no gone leader for the topics
-// (LeaderGone), the hold has passed, or ctx ends, and returns the image
-// then. A client that lost its leader asks for metadata at once, and one
-// it can use ends its stall; a stale answer would send it back to the
-// gone broker and make it wait its metadata refresh interval (franz-go's
-// MetadataMinAge, 5 s by default) before asking again.
-func (m *Manager) AwaitLeaders(ctx context.Context, topics []string) *controller.Image {
+// Await waits until held is false of the image (held names a Gone
+// leader: LeaderGone, a coordinator's partition), the hold has passed,
+// or ctx ends, and returns the image then. A client that lost its leader
+// or coordinator asks again at once, and an answer it can use ends its
+// stall; a stale one would send it back to the gone broker, to wait its
+// own backoff (franz-go's MetadataMinAge is 5 s by default) before it
+// asks again.
+func (m *Manager) Await(ctx context.Context, held func(*controller.Image) bool) *controller.Image {
 	t := m.clock.NewTimer(goneLeaderHold)
 	defer t.Stop()
 	for {
 		changes, watched := m.ctrl.Changes(), m.cfg.Watch.Changed()
 		img := m.ctrl.Image()
-		if !m.LeaderGone(img, topics) {
+		if !held(img) {
 			return img
 		}
 		select {
