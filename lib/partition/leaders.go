@@ -2,6 +2,8 @@ package partition
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/mqproject/mq/lib/controller"
@@ -15,6 +17,21 @@ import (
 // controller too, once a new controller is elected and has probed it: a
 // Raft election timeout and a little more (lib/controller).
 const goneLeaderHold = 2 * time.Second
+
+// trackPeers has the Watch keep a connection to every other broker of
+// img (peer.Watch.Track), to learn of its death at once.
+func (m *Manager) trackPeers(img *controller.Image) {
+	if m.cfg.Watch == nil {
+		return
+	}
+	addrs := make(map[int32]string, len(img.Brokers))
+	for id, b := range img.Brokers {
+		if id != m.cfg.Settings.NodeID && b.Host != "" {
+			addrs[id] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		}
+	}
+	m.cfg.Watch.Track(addrs, "mq-watch-"+strconv.Itoa(int(m.cfg.Settings.NodeID)))
+}
 
 // Watch is the node's peer.Watch (nil when none was configured).
 func (m *Manager) Watch() *peer.Watch { return m.cfg.Watch }

@@ -308,6 +308,7 @@ func (m *Manager) follow(changes <-chan struct{}) {
 	close(m.opened)
 	synced, syncedChanges := img, m.changes.Load()
 	m.fetchers.sync(img)
+	m.trackPeers(img)
 	m.afterApply()
 	for {
 		select {
@@ -324,9 +325,12 @@ func (m *Manager) follow(changes <-chan struct{}) {
 		// The fetchers follow the replicas' states and the leaders'
 		// addresses: an image changing neither (another node's ISR, a
 		// group's config) leaves them as they are.
-		if n := m.changes.Load(); n != syncedChanges || brokersMoved(synced, img) {
+		if n, moved := m.changes.Load(), brokersMoved(synced, img); n != syncedChanges || moved {
 			synced, syncedChanges = img, n
 			m.fetchers.sync(img)
+			if moved {
+				m.trackPeers(img)
+			}
 		}
 		m.afterApply()
 	}
@@ -420,6 +424,9 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.fetchers.close()
+	if m.cfg.Watch != nil {
+		m.cfg.Watch.Track(nil, "")
+	}
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
 	return m.closeAll(true) // high-water marks checkpointed first

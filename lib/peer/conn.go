@@ -106,6 +106,28 @@ func (c *Conn) Do(ctx context.Context, req kmsg.Request, timeout time.Duration) 
 }
 
 // ctxErr prefers ctx's error to the I/O error its cancellation caused.
+// AwaitEnd waits, with no request outstanding, until the connection
+// ends (its error: EOF, a reset) or d has passed (nil). Bytes the broker
+// sends unasked are ErrProtocol.
+func (c *Conn) AwaitEnd(d time.Duration) error {
+	if err := c.conn.SetReadDeadline(time.Now().Add(d)); err != nil {
+		return err
+	}
+	_, err := c.r.Peek(1)
+	var ne net.Error
+	switch {
+	case err == nil:
+		return fmt.Errorf("%w: bytes sent unasked", ErrProtocol)
+	case errors.As(err, &ne) && ne.Timeout():
+		return nil
+	}
+	return err
+}
+
+// Interrupt makes a Do or AwaitEnd in progress return at once; the
+// connection is unusable after it. Safe to call from another goroutine.
+func (c *Conn) Interrupt() { c.conn.SetDeadline(time.Unix(1, 0)) }
+
 func (c *Conn) ctxErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()

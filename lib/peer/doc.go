@@ -15,7 +15,9 @@
 //
 // A Watch is what the node's followers learn of their leaders' processes:
 // a Leader tells it of every failed exchange (Lost) and every good one
-// (Reached); after a loss it dials the leader once, and only a refused
+// (Reached), and it keeps an idle connection of its own to every other
+// broker (Track), which wakes the moment that broker's process dies.
+// After a loss it dials the broker once, and only a refused
 // dial (nothing listens: the process is gone) makes the broker gone. A
 // dial that connects or times out clears the suspicion: a frozen or
 // cut-off broker is the controller's session timeout to judge. The

@@ -9,12 +9,23 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/mqproject/mq/lib/clock"
 )
 
 // probeTimeout bounds the dial that tells a gone broker from one whose
 // connection merely broke.
 const probeTimeout = 500 * time.Millisecond
+
+// Tracked connections (Track): each is kept from idling out on the
+// broker (connections.max.idle.ms, 10 min by default) by an ApiVersions
+// request every trackKeepalive, and redialed trackRedial after it ended.
+const (
+	trackKeepalive = time.Minute
+	trackRedial    = 250 * time.Millisecond
+	trackTimeout   = 10 * time.Second
+)
 
 // Watch is what a node knows, from its own connections, of the other
 // brokers' processes: a broker whose connection broke and whose listener
@@ -25,6 +36,13 @@ const probeTimeout = 500 * time.Millisecond
 // leaderships. The Metadata handler asks (Gone) so that it does not hand
 // a client a leader it knows is gone while the controller is about to
 // elect another.
+//
+// A follower learns of its leader's death only when it next reads from
+// or writes to it, which a busy follower may do a few milliseconds after
+// a client has already asked for metadata. So the Watch also keeps one
+// idle connection to every other broker (Track), with a goroutine
+// blocked reading it: woken by the kernel's reset the moment the
+// process dies.
 //
 // A frozen or cut-off broker is not gone: a dial to it connects or times
 // out, and only the controller's session timeout decides about it.
@@ -43,6 +61,18 @@ type Watch struct {
 	mu      sync.Mutex
 	brokers map[int32]*watched
 	changed chan struct{} // closed and replaced at every state change
+
+	trackMu sync.Mutex
+	tracked map[int32]*tracker
+}
+
+// tracker is the goroutine keeping one idle connection to a broker.
+type tracker struct {
+	addr string
+	stop chan struct{}
+	done chan struct{}
+	mu   sync.Mutex
+	conn *Conn // the connection open now, to interrupt at stop
 }
 
 type watched struct {
@@ -58,7 +88,8 @@ func NewWatch(clk clock.Clock) *Watch {
 	if clk == nil {
 		clk = clock.Real()
 	}
-	return &Watch{clock: clk, probe: dialProbe, brokers: map[int32]*watched{}, changed: make(chan struct{})}
+	return &Watch{clock: clk, probe: dialProbe, brokers: map[int32]*watched{}, changed: make(chan struct{}),
+		tracked: map[int32]*tracker{}}
 }
 
 func dialProbe(ctx context.Context, addr string) error {
@@ -158,4 +189,103 @@ func (w *Watch) Changed() <-chan struct{} {
 func (w *Watch) changedLocked() {
 	close(w.changed)
 	w.changed = make(chan struct{})
+}
+
+// Track keeps one idle connection to each broker of addrs (broker id →
+// Kafka listener, host:port), and stops those to brokers no longer in
+// it or whose address changed; Track(nil) stops them all, waiting for
+// their goroutines. A tracked connection that ends is Lost; a dial that
+// succeeds is Reached.
+func (w *Watch) Track(addrs map[int32]string, clientID string) {
+	w.trackMu.Lock()
+	defer w.trackMu.Unlock()
+	for id, t := range w.tracked {
+		if addr, ok := addrs[id]; !ok || addr != t.addr {
+			t.end()
+			delete(w.tracked, id)
+		}
+	}
+	for id, addr := range addrs {
+		if _, ok := w.tracked[id]; !ok {
+			t := &tracker{addr: addr, stop: make(chan struct{}), done: make(chan struct{})}
+			w.tracked[id] = t
+			go w.track(id, t, clientID)
+		}
+	}
+}
+
+func (t *tracker) end() {
+	close(t.stop)
+	t.mu.Lock()
+	if t.conn != nil {
+		t.conn.Interrupt()
+	}
+	t.mu.Unlock()
+	<-t.done
+}
+
+func (t *tracker) stopped() bool {
+	select {
+	case <-t.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// track dials id, waits on the connection until it ends, reports the
+// end, and dials again, until stopped.
+func (w *Watch) track(id int32, t *tracker, clientID string) {
+	defer close(t.done)
+	for !t.stopped() {
+		ctx, cancel := context.WithTimeout(context.Background(), trackTimeout)
+		go func() {
+			select {
+			case <-t.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		c, err := Dial(ctx, t.addr, clientID)
+		cancel()
+		if err == nil {
+			t.mu.Lock()
+			t.conn = c
+			t.mu.Unlock()
+			if t.stopped() {
+				c.Close()
+				return
+			}
+			w.Reached(id)
+			err = t.awaitEnd(c)
+			t.mu.Lock()
+			t.conn = nil
+			t.mu.Unlock()
+			c.Close()
+		}
+		if t.stopped() {
+			return
+		}
+		w.Lost(id, t.addr)
+		timer := time.NewTimer(trackRedial)
+		select {
+		case <-timer.C:
+		case <-t.stop:
+			timer.Stop()
+			return
+		}
+	}
+}
+
+// awaitEnd waits on an idle connection until it ends or t stops, with
+// a keepalive request each trackKeepalive.
+func (t *tracker) awaitEnd(c *Conn) error {
+	for {
+		if err := c.AwaitEnd(trackKeepalive); err != nil || t.stopped() {
+			return err
+		}
+		if _, err := c.Do(context.Background(), kmsg.NewPtrApiVersionsRequest(), trackTimeout); err != nil {
+			return err
+		}
+	}
 }

@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"net"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -111,4 +112,116 @@ func TestWatchClearsWhenReachedDuringTheProbe(t *testing.T) {
 	if _, ok := w.Gone(2); ok || w.Any() {
 		t.Fatal("a refused probe that ended after the broker was reached made it gone")
 	}
+}
+
+// killableBroker accepts connections and answers nothing; kill closes
+// its listener and every connection, as the kernel does for a process
+// that dies.
+type killableBroker struct {
+	ln    net.Listener
+	first chan struct{} // closed at the first connection
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newKillableBroker(t *testing.T) *killableBroker {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &killableBroker{ln: ln, first: make(chan struct{})}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			if len(b.conns) == 0 {
+				close(b.first)
+			}
+			b.conns = append(b.conns, c)
+			b.mu.Unlock()
+		}
+	}()
+	t.Cleanup(b.kill)
+	return b
+}
+
+func (b *killableBroker) kill() {
+	b.ln.Close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range b.conns {
+		c.Close()
+	}
+	b.conns = nil
+}
+
+// waitWatch waits for cond on w's changes.
+func waitWatch(t *testing.T, w *Watch, cond func() bool) {
+	t.Helper()
+	for {
+		ch := w.Changed()
+		if cond() {
+			return
+		}
+		<-ch
+	}
+}
+
+func TestTrackedBrokerIsGoneTheMomentItsProcessDies(t *testing.T) {
+	b := newKillableBroker(t)
+	w := NewWatch(nil)
+	defer w.Track(nil, "")
+	w.Track(map[int32]string{2: b.ln.Addr().String()}, "test")
+	// Nothing is exchanged on the tracked connection, so only its end can
+	// tell: wait until the broker has it.
+	<-b.first
+	if _, ok := w.Gone(2); ok {
+		t.Fatal("a live broker is gone")
+	}
+	b.kill()
+	waitWatch(t, w, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		s := w.brokers[2]
+		return s != nil && s.gone
+	})
+	// Untracked, the broker is no longer dialed.
+	w.Track(map[int32]string{}, "test")
+	w.trackMu.Lock()
+	n := len(w.tracked)
+	w.trackMu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d brokers still tracked", n)
+	}
+}
+
+func TestTrackedBrokerThatComesBackIsReached(t *testing.T) {
+	addr := refusedAddr(t)
+	w := NewWatch(nil)
+	defer w.Track(nil, "")
+	w.Track(map[int32]string{2: addr}, "test")
+	waitWatch(t, w, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		s := w.brokers[2]
+		return s != nil && s.gone
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listening again on %s: %v", addr, err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	waitWatch(t, w, func() bool { _, ok := w.Gone(2); return !ok })
 }
