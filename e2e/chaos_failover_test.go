@@ -1,0 +1,683 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The failover row (TestChaosFailover) measures how long clients stall
+// when a broker is lost, on a cluster with mqd's default settings.
+var chaosFailoverRuns = flag.Int("chaos.failover.runs", 10, "how many brokers the failover row kills (or stops) in each of its series")
+
+const (
+	// failoverBound is the longest a client may stall when a broker is
+	// SIGKILLed: a scenario whose worst run takes longer fails.
+	failoverBound = 5 * time.Second
+	// pauseBound is the same for a SIGSTOPped leader, which nobody can
+	// tell from a slow one before broker.session.timeout.ms (9 s by
+	// default) has passed: that and a margin.
+	pauseBound = 15 * time.Second
+	// failoverWait bounds one recovery: a client that has not recovered
+	// by then counts as this long, and the series goes on.
+	failoverWait = clusterReadyTimeout
+	// failoverPace spaces each producer's records to each partition: the
+	// resolution of the figures.
+	failoverPace = 10 * time.Millisecond
+	// fastMetadataAge is the kgo.MetadataMinAge of the row's "kgo-fast"
+	// clients; the "kgo-default" ones keep kgo's 5 s.
+	fastMetadataAge = 250 * time.Millisecond
+)
+
+// mark is what one client awaits in one run: its first record on
+// partition part that was produced after a moment (a sequence number of
+// its own from, or for kcat an append time after), acknowledged or read.
+type mark struct {
+	part  int32
+	from  int64
+	after time.Time
+	once  sync.Once
+	at    time.Time // when it came; set before done is closed
+	done  chan struct{}
+}
+
+func newMark(part int32, from int64, after time.Time) *mark {
+	return &mark{part: part, from: from, after: after, done: make(chan struct{})}
+}
+
+// hit notes the awaited record's coming at at; later calls do nothing.
+func (m *mark) hit(at time.Time) { m.once.Do(func() { m.at = at; close(m.done) }) }
+
+// pacedProducer produces to each partition of the chaos topic every
+// failoverPace, asynchronously: an idempotent acks=all kgo producer with
+// several records in flight, as an application writing a steady stream
+// does. Its records are "NAME-SEQ", keyed "NAMEk<partition>", one
+// sequence number for the three records of a tick.
+type pacedProducer struct {
+	name string
+	cl   *kgo.Client
+	a    *acked
+	mu   sync.Mutex // guards next and the storing of mark
+	next int64      // the sequence number of the next tick
+	mark atomic.Pointer[mark]
+	stop chan struct{}
+	done chan struct{}
+}
+
+// startPacedFailoverProducer starts a producer named name with opts (on
+// top of acks=all and manual partitioning), noting what is acknowledged
+// in a. It stops when the test ends, if finish did not stop it before.
+func startPacedFailoverProducer(t *testing.T, c *cluster, name string, a *acked, opts ...kgo.Opt) *pacedProducer {
+	cl := c.client(append([]kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
+	p := &pacedProducer{name: name, cl: cl, a: a, stop: make(chan struct{}), done: make(chan struct{})}
+	go p.run()
+	t.Cleanup(p.halt)
+	return p
+}
+
+func (p *pacedProducer) run() {
+	defer close(p.done)
+	tick := time.NewTicker(failoverPace)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-tick.C:
+		}
+		p.mu.Lock()
+		seq := p.next
+		p.next++
+		p.mu.Unlock()
+		for part := range int32(3) {
+			key := fmt.Sprintf("%sk%d", p.name, part)
+			v := fmt.Sprintf("%s-%d", p.name, seq)
+			began := time.Now()
+			p.a.mu.Lock()
+			p.a.attempts++
+			p.a.mu.Unlock()
+			p.cl.Produce(context.Background(), &kgo.Record{Topic: chaosTopic, Partition: part, Key: []byte(key), Value: []byte(v)}, func(r *kgo.Record, err error) {
+				now := time.Now()
+				p.a.mu.Lock()
+				if err != nil {
+					p.a.failed = append(p.a.failed, fmt.Errorf("%d/%s: %w", part, v, err))
+				} else {
+					k := fmt.Sprintf("%d/%s", r.Partition, v)
+					p.a.offsets[k] = r.Offset
+					p.a.sent[k] = began
+					p.a.byKey[key] = append(p.a.byKey[key], k)
+				}
+				p.a.mu.Unlock()
+				if m := p.mark.Load(); err == nil && m != nil && m.part == r.Partition && seq >= m.from {
+					m.hit(now)
+				}
+			})
+		}
+	}
+}
+
+// nextSeq is the sequence number of the next tick: every record numbered
+// from it is produced after nextSeq returned.
+func (p *pacedProducer) nextSeq() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.next
+}
+
+// arm returns a mark for the first acknowledgement of a record of part
+// produced from now on.
+func (p *pacedProducer) arm(part int32, _ time.Time) *mark {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := newMark(part, p.next, time.Time{})
+	p.mark.Store(m)
+	return m
+}
+
+// halt stops producing; what is in flight stays with the client.
+func (p *pacedProducer) halt() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	<-p.done
+}
+
+// finish stops producing and waits until everything produced is
+// acknowledged or failed.
+func (p *pacedProducer) finish(t *testing.T) {
+	t.Helper()
+	p.halt()
+	if err := p.cl.Flush(ctxFor(t, 2*time.Minute)); err != nil {
+		t.Fatalf("producer %s: flush: %v", p.name, err)
+	}
+}
+
+// sequenced splits a record value "NAME-SEQ".
+func sequenced(v []byte) (name string, seq int64, ok bool) {
+	i := strings.LastIndexByte(string(v), '-')
+	if i < 0 {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseInt(string(v[i+1:]), 10, 64)
+	return string(v[:i]), seq, err == nil
+}
+
+// failoverReader reads the chaos topic, as an assigned consumer or as a
+// group's member, and awaits the records of one producer (src) produced
+// after a mark's sequence number, and kcat's appended after a mark's
+// time (the topic stamps LogAppendTime).
+type failoverReader struct {
+	cl       *kgo.Client
+	o        *observations
+	src      *pacedProducer
+	mark     atomic.Pointer[mark]
+	kcatMark atomic.Pointer[mark]
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func startFailoverReader(t *testing.T, c *cluster, o *observations, src *pacedProducer, opts ...kgo.Opt) *failoverReader {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &failoverReader{cl: c.client(opts...), o: o, src: src, cancel: cancel, done: make(chan struct{})}
+	go r.run(ctx)
+	t.Cleanup(r.halt)
+	return r
+}
+
+func (r *failoverReader) run(ctx context.Context) {
+	defer close(r.done)
+	for ctx.Err() == nil {
+		fs := r.cl.PollFetches(ctx)
+		now := time.Now()
+		fs.EachRecord(func(rec *kgo.Record) {
+			r.o.record("consumer", rec)
+			name, seq, ok := sequenced(rec.Value)
+			if !ok {
+				return
+			}
+			if m := r.mark.Load(); m != nil && name == r.src.name && m.part == rec.Partition && seq >= m.from {
+				m.hit(now)
+			}
+			if m := r.kcatMark.Load(); m != nil && name == "kcat" && m.part == rec.Partition && rec.Timestamp.After(m.after) {
+				m.hit(rec.Timestamp)
+			}
+		})
+	}
+}
+
+// arm returns a mark for the first read of a record of part that src
+// produces from now on.
+func (r *failoverReader) arm(part int32, _ time.Time) *mark {
+	m := newMark(part, r.src.nextSeq(), time.Time{})
+	r.mark.Store(m)
+	return m
+}
+
+// armKcat returns a mark for the first record kcat appends to part after
+// after, as its append time.
+func (r *failoverReader) armKcat(part int32, after time.Time) *mark {
+	m := newMark(part, 0, after)
+	r.kcatMark.Store(m)
+	return m
+}
+
+func (r *failoverReader) halt() { r.cancel(); <-r.done }
+
+// kcatProducer is one kcat -P per partition of the chaos topic (acks=all,
+// idempotent), each fed a line "kcat-SEQ" every failoverPace.
+type kcatProducer struct {
+	procs  []*exec.Cmd
+	stdins []io.WriteCloser
+	stderr []*lockedBuffer
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func startKcatProducer(t *testing.T, c *cluster) *kcatProducer {
+	path, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Skip("kcat not installed (CI installs it: apt-get install kcat)")
+	}
+	k := &kcatProducer{stop: make(chan struct{}), done: make(chan struct{})}
+	for part := range 3 {
+		cmd := exec.Command(path, "-b", c.bootstrapList(), "-P", "-t", chaosTopic, "-p", strconv.Itoa(part),
+			"-X", "acks=all", "-X", "enable.idempotence=true")
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		errOut := &lockedBuffer{}
+		cmd.Stderr = errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		k.procs, k.stdins, k.stderr = append(k.procs, cmd), append(k.stdins, in), append(k.stderr, errOut)
+	}
+	go k.feed()
+	t.Cleanup(func() {
+		k.halt()
+		for _, p := range k.procs {
+			p.Process.Kill()
+			p.Wait()
+		}
+	})
+	return k
+}
+
+func (k *kcatProducer) feed() {
+	defer close(k.done)
+	tick := time.NewTicker(failoverPace)
+	defer tick.Stop()
+	for seq := 0; ; seq++ {
+		select {
+		case <-k.stop:
+			return
+		case <-tick.C:
+		}
+		for _, in := range k.stdins {
+			fmt.Fprintf(in, "kcat-%d\n", seq)
+		}
+	}
+}
+
+func (k *kcatProducer) halt() {
+	select {
+	case <-k.stop:
+	default:
+		close(k.stop)
+	}
+	<-k.done
+}
+
+// finish ends kcat's input and waits until every kcat has delivered what
+// it read and exited.
+func (k *kcatProducer) finish(t *testing.T) {
+	t.Helper()
+	k.halt()
+	for i, in := range k.stdins {
+		in.Close()
+		exited := make(chan error, 1)
+		go func() { exited <- k.procs[i].Wait() }()
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("kcat -P of partition %d: %v\n%s", i, err, tail(k.stderr[i].String(), 20))
+			}
+		case <-time.After(2 * time.Minute):
+			k.procs[i].Process.Kill()
+			t.Errorf("kcat -P of partition %d did not exit within 2 minutes of its input's end\n%s", i, tail(k.stderr[i].String(), 20))
+		}
+	}
+}
+
+// scenario is one client's figures across a series: how long after each
+// kill (or stop) it got its first record through.
+type scenario struct {
+	name  string // "leader-kill kgo-default"
+	bound time.Duration
+	arm   func(part int32, after time.Time) *mark
+	times []time.Duration
+	// missed counts the runs it had not recovered in failoverWait.
+	missed int
+}
+
+// await waits for m until deadline and notes the time from begun.
+func (s *scenario) await(t *testing.T, m *mark, begun, deadline time.Time) {
+	select {
+	case <-m.done:
+		s.times = append(s.times, m.at.Sub(begun))
+	case <-time.After(time.Until(deadline)):
+		s.times = append(s.times, failoverWait)
+		s.missed++
+		t.Errorf("%s: no record of partition %d through within %v", s.name, m.part, failoverWait)
+	}
+}
+
+// report logs the scenario's line, prints it for make chaos's summary,
+// and fails the test when its worst run passed the bound. row-checks is
+// 1 when it did.
+func (s *scenario) report(t *testing.T) {
+	t.Helper()
+	ts := slices.Clone(s.times)
+	slices.Sort(ts)
+	if len(ts) == 0 {
+		return
+	}
+	median, worst := ts[len(ts)/2], ts[len(ts)-1]
+	if len(ts)%2 == 0 {
+		median = (ts[len(ts)/2-1] + ts[len(ts)/2]) / 2
+	}
+	over := 0
+	for _, d := range ts {
+		if d > s.bound {
+			over++
+		}
+	}
+	checks := 0
+	if worst > s.bound {
+		checks = 1
+		t.Errorf("failover %s: the worst of %d runs took %v, over the %v bound (%d runs over it; median %v)",
+			s.name, len(ts), worst.Round(time.Millisecond), s.bound, over, median.Round(time.Millisecond))
+	}
+	line := fmt.Sprintf("failover %s runs %d median %.1fs worst %.1fs bound %.0fs over-bound %d missed %d row-checks %d",
+		s.name, len(ts), median.Seconds(), worst.Seconds(), s.bound.Seconds(), over, s.missed, checks)
+	t.Log(line)
+	fmt.Println("chaos:", line)
+}
+
+// failoverSeries is one cluster with default settings, the chaos topic
+// (3 partitions, each led by its preferred replica: partition p by node
+// p+1), a checker of everything the kgo producers had acknowledged, and
+// the scenarios measured on it.
+type failoverSeries struct {
+	t         *testing.T
+	c         *cluster
+	a         *acked
+	o         *observations
+	scenarios []*scenario
+	finishers []func(t *testing.T)
+}
+
+func newFailoverSeries(t *testing.T, configs map[string]string) *failoverSeries {
+	c := startCluster(t, 3, clusterOpts{})
+	cfg := map[string]string{"min.insync.replicas": "2"}
+	for k, v := range configs {
+		cfg[k] = v
+	}
+	c.createOn([][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}, cfg)
+	return &failoverSeries{t: t, c: c, a: newAcked(), o: newObservations()}
+}
+
+// producers starts the two kgo producers, kgo's default MetadataMinAge
+// and the short one, and their scenarios; it returns the short one.
+func (s *failoverSeries) producers(what string, bound time.Duration) *pacedProducer {
+	def := startPacedFailoverProducer(s.t, s.c, "default", s.a)
+	fast := startPacedFailoverProducer(s.t, s.c, "fast", s.a, kgo.MetadataMinAge(fastMetadataAge))
+	s.scenarios = append(s.scenarios,
+		&scenario{name: what + " kgo-default", bound: bound, arm: def.arm},
+		&scenario{name: what + " kgo-fast", bound: bound, arm: fast.arm})
+	s.finishers = append(s.finishers, def.finish, fast.finish)
+	return fast
+}
+
+// steady waits until every scenario's client gets its records of part
+// through: each knows part's leader.
+func (s *failoverSeries) steady(part int32) {
+	s.t.Helper()
+	deadline := time.Now().Add(failoverWait)
+	for _, sc := range s.scenarios {
+		m := sc.arm(part, time.Now())
+		select {
+		case <-m.done:
+		case <-time.After(time.Until(deadline)):
+			s.t.Fatalf("%s: no record of partition %d through within %v of a steady cluster", sc.name, part, failoverWait)
+		}
+	}
+}
+
+// measure notes, for every scenario, the time from begun (the fault) to
+// its first record of part through.
+func (s *failoverSeries) measure(part int32, begun time.Time) {
+	marks := make([]*mark, len(s.scenarios))
+	for i, sc := range s.scenarios {
+		marks[i] = sc.arm(part, begun)
+	}
+	deadline := begun.Add(failoverWait)
+	for i, sc := range s.scenarios {
+		sc.await(s.t, marks[i], begun, deadline)
+	}
+	var got []string
+	for _, sc := range s.scenarios {
+		got = append(got, fmt.Sprintf("%s %v", sc.name, sc.times[len(sc.times)-1].Round(time.Millisecond)))
+	}
+	s.t.Logf("partition %d: %s", part, strings.Join(got, ", "))
+}
+
+// inSync waits until the chaos topic has its whole ISR again.
+func (s *failoverSeries) inSync() {
+	s.t.Helper()
+	s.c.waitPartitions(chaosTopic, "whole ISR", fullISR)
+}
+
+// finish stops the clients, settles the cluster and checks what the kgo
+// producers had acknowledged as the other rows do (nothing lost,
+// duplicated or reordered, no divergent replica: a leader stopped, then
+// continued, acknowledged nothing it lost), then reports every scenario.
+func (s *failoverSeries) finish(name string) {
+	t := s.t
+	t.Helper()
+	for _, f := range s.finishers {
+		f(t)
+	}
+	hws, logs := settle(t, s.c)
+	final := readAll(t, s.c, hws, s.o)
+	readEveryReplica(t, s.c, hws, s.o)
+	r := check(t, s.c, s.a, nil, s.o, final, hws, logs)
+	r.fault = name
+	if n := len(s.a.failed); n > 0 {
+		t.Logf("%d produce calls failed (not acknowledged); the first: %v", n, s.a.failed[0])
+	}
+	if r.violations() > 0 {
+		t.Errorf("chaos %s: %d violations", name, r.violations())
+	}
+	t.Log("chaos:", r)
+	chaosRows.Lock()
+	chaosRows.rows = append(chaosRows.rows, r)
+	chaosRows.Unlock()
+	for _, sc := range s.scenarios {
+		sc.report(t)
+	}
+}
+
+// TestChaosFailover (row 12) measures how long clients stall when a
+// broker is lost, on a 3-node cluster with mqd's default settings, the
+// chaos topic with RF=3 and min.insync.replicas=2. Each series kills (or
+// stops) a broker -chaos.failover.runs times, each time once every
+// client gets its records through, and restarts it and waits for the
+// whole ISR before the next; a run's figure, per client, is the time
+// from the fault to the first of its records produced after the fault
+// acknowledged (producers) or read (consumers):
+//   - leader-kill: the leader of a partition SIGKILLed, the nodes in
+//     turn: kgo producers with kgo's default MetadataMinAge (5 s) and
+//     with 250 ms, kcat (librdkafka, idempotent, acks=all; its figure is
+//     the append time of its first record after the kill, the topic
+//     stamping LogAppendTime), and an assigned kgo consumer (kgo's
+//     defaults) awaiting the 250 ms producer's records;
+//   - controller-leader-kill: the same with the leader being the active
+//     controller, the kgo producers;
+//   - coordinator-kill: the broker coordinating a kgo consumer group
+//     (kgo's defaults, commits after every poll), also the leader of a
+//     partition: the first record read from that partition, and the
+//     first commit begun after the kill acknowledged;
+//   - leader-pause: the leader SIGSTOPped, the kgo producers; it is
+//     continued once both recovered.
+//
+// A killed broker's scenario fails when its worst run passes
+// failoverBound, a stopped one's when it passes pauseBound. Every series
+// ends with the other rows' checks of what was acknowledged. The row
+// does not inject for -chaos.duration: it takes as long as its runs; it
+// runs only when -chaos.duration or -chaos.failover.runs is given (make
+// chaos), as it takes minutes.
+func TestChaosFailover(t *testing.T) {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "chaos.duration" || f.Name == "chaos.failover.runs" })
+	if !given {
+		t.Skip("the failover row runs under make chaos (-chaos.duration or -chaos.failover.runs)")
+	}
+	runs := *chaosFailoverRuns
+	t.Run("leader-kill", func(t *testing.T) {
+		s := newFailoverSeries(t, map[string]string{"message.timestamp.type": "LogAppendTime"})
+		fast := s.producers("leader-kill", failoverBound)
+		k := startKcatProducer(t, s.c)
+		reader := startFailoverReader(t, s.c, s.o, fast, fromStart())
+		s.scenarios = append(s.scenarios,
+			&scenario{name: "leader-kill kcat", bound: failoverBound, arm: reader.armKcat},
+			&scenario{name: "leader-kill consumer", bound: failoverBound, arm: reader.arm})
+		s.finishers = append([]func(*testing.T){k.finish}, s.finishers...)
+		s.finishers = append(s.finishers, func(*testing.T) { reader.halt() })
+		for i := range runs {
+			part := int32(i % 3)
+			victim := s.c.node(part + 1)
+			s.c.electPreferred(t, int(part), victim.id)
+			s.steady(part)
+			begun := time.Now()
+			victim.kill()
+			s.measure(part, begun)
+			victim.start()
+			s.inSync()
+		}
+		s.finish("failover-leader-kill")
+	})
+	t.Run("controller-leader-kill", func(t *testing.T) {
+		s := newFailoverSeries(t, nil)
+		s.producers("controller-leader-kill", failoverBound)
+		for range runs {
+			id := s.c.quorumLeader()
+			part := id - 1
+			s.c.electPreferred(t, int(part), id)
+			s.steady(part)
+			if now := s.c.quorumLeader(); now != id {
+				t.Logf("the controller moved from node %d to node %d before the kill", id, now)
+			}
+			victim := s.c.node(id)
+			begun := time.Now()
+			victim.kill()
+			s.measure(part, begun)
+			victim.start()
+			s.inSync()
+		}
+		s.finish("failover-controller-kill")
+	})
+	t.Run("coordinator-kill", func(t *testing.T) {
+		s := newFailoverSeries(t, nil)
+		fast := startPacedFailoverProducer(t, s.c, "fast", s.a, kgo.MetadataMinAge(fastMetadataAge))
+		s.finishers = append(s.finishers, fast.finish)
+		member := startFailoverReader(t, s.c, s.o, fast, kgo.ConsumerGroup(chaosGroup), kgo.ConsumeTopics(chaosTopic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+		commits := startCommitter(t, member.cl)
+		s.scenarios = append(s.scenarios,
+			&scenario{name: "coordinator-kill group-consume", bound: failoverBound, arm: member.arm},
+			&scenario{name: "coordinator-kill group-commit", bound: failoverBound, arm: commits.arm})
+		s.finishers = append(s.finishers, func(*testing.T) { commits.halt(); member.halt() })
+		cl := s.c.client()
+		for range runs {
+			var id int32
+			clusterWait.For(t, "the group's coordinator", func() (bool, string) {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				var err error
+				id, err = coordinator(ctx, cl)
+				return err == nil, fmt.Sprintf("FindCoordinator %s: %v", chaosGroup, err)
+			})
+			part := id - 1
+			s.c.electPreferred(t, int(part), id)
+			s.steady(part)
+			victim := s.c.node(id)
+			begun := time.Now()
+			victim.kill()
+			s.measure(part, begun)
+			victim.start()
+			s.inSync()
+			if s.c.node(1).partitions("__consumer_offsets") != nil {
+				s.c.waitPartitions("__consumer_offsets", "whole ISR of __consumer_offsets", fullISR)
+			}
+		}
+		s.finish("failover-coordinator-kill")
+	})
+	t.Run("leader-pause", func(t *testing.T) {
+		s := newFailoverSeries(t, nil)
+		s.producers("leader-pause", pauseBound)
+		for i := range runs {
+			part := int32(i % 3)
+			victim := s.c.node(part + 1)
+			s.c.electPreferred(t, int(part), victim.id)
+			s.steady(part)
+			begun := time.Now()
+			victim.pause()
+			s.measure(part, begun)
+			victim.cont()
+			s.inSync()
+		}
+		s.finish("failover-leader-pause")
+	})
+}
+
+// committer commits a group member's consumed offsets again and again,
+// a call failoverPace after the one before returned, and awaits the
+// first call begun after a mark that the coordinator acknowledges.
+type committer struct {
+	cl     *kgo.Client
+	mu     sync.Mutex // orders a call's beginning against arm
+	gen    int64      // counts the calls begun
+	mark   atomic.Pointer[mark]
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startCommitter(t *testing.T, cl *kgo.Client) *committer {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &committer{cl: cl, cancel: cancel, done: make(chan struct{})}
+	go c.run(ctx)
+	t.Cleanup(c.halt)
+	return c
+}
+
+func (c *committer) run(ctx context.Context) {
+	defer close(c.done)
+	tick := time.NewTicker(failoverPace)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		c.mu.Lock()
+		call := c.gen
+		c.gen++
+		c.mu.Unlock()
+		// A call with nothing to commit sends nothing: it does not count.
+		acked := false
+		c.cl.CommitOffsetsSync(ctx, c.cl.UncommittedOffsets(), func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil || len(req.Topics) == 0 {
+				return
+			}
+			for _, rt := range resp.Topics {
+				for _, rp := range rt.Partitions {
+					if rp.ErrorCode != 0 {
+						return
+					}
+				}
+			}
+			acked = true
+		})
+		if m := c.mark.Load(); acked && m != nil && call >= m.from {
+			m.hit(time.Now())
+		}
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
+}
+
+// arm returns a mark for the first commit begun from now on that is
+// acknowledged.
+func (c *committer) arm(part int32, _ time.Time) *mark {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := newMark(part, c.gen, time.Time{})
+	c.mark.Store(m)
+	return m
+}
+
+func (c *committer) halt() { c.cancel(); <-c.done }
