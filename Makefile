@@ -103,7 +103,10 @@ perf-restart:
 # divergent, HW regressions, below min.insync.replicas, the row's own
 # checks), and a summary at the end. A failing row's whole output is
 # printed. Replay a run with CHAOSFLAGS=-chaos.seed=N; CHAOS=regexp picks
-# rows.
+# rows. The failover row (TestChaosFailover) times instead: it kills
+# brokers CHAOSFLAGS=-chaos.failover.runs=N times per series (default 10,
+# not DURATION) and prints per scenario the median and worst time clients
+# stalled; a scenario past its bound counts under row-checks.
 DURATION ?= 60s
 CHAOS    ?= ^TestChaos
 chaos:
