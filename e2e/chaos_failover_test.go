@@ -243,6 +243,7 @@ type kcatProducer struct {
 	procs  []*exec.Cmd
 	stdins []io.WriteCloser
 	stderr []*lockedBuffer
+	exited []chan error // each process's exit, once reaped
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -265,14 +266,19 @@ func startKcatProducer(t *testing.T, c *cluster) *kcatProducer {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
 		k.procs, k.stdins, k.stderr = append(k.procs, cmd), append(k.stdins, in), append(k.stderr, errOut)
+		k.exited = append(k.exited, exited)
 	}
 	go k.feed()
 	t.Cleanup(func() {
 		k.halt()
 		for _, p := range k.procs {
-			p.Process.Kill()
-			p.Wait()
+			p.Process.Kill() // an error: it has exited already
+		}
+		for _, exited := range k.exited {
+			<-exited
 		}
 	})
 	return k
@@ -310,10 +316,9 @@ func (k *kcatProducer) finish(t *testing.T) {
 	k.halt()
 	for i, in := range k.stdins {
 		in.Close()
-		exited := make(chan error, 1)
-		go func() { exited <- k.procs[i].Wait() }()
 		select {
-		case err := <-exited:
+		case err := <-k.exited[i]:
+			k.exited[i] <- err // for the cleanup
 			if err != nil {
 				t.Errorf("kcat -P of partition %d: %v\n%s", i, err, tail(k.stderr[i].String(), 20))
 			}
