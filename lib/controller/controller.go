@@ -112,6 +112,9 @@ type Controller struct {
 	store     *raftboltdb.BoltStore
 	transport raft.Transport
 	mux       *mux // nil with a single voter
+	// rpcPool holds idle connections of this node's RPCs to others
+	// (call), closed by Close.
+	rpcPool rpcPool
 	// raftStarted is closed once raft is set: the RPC listener starts
 	// first (Raft's transport runs on it), so a peer's request can come
 	// before there is a Raft to serve it.
@@ -601,6 +604,9 @@ func (c *Controller) closeResources() error {
 	if c.mux != nil {
 		c.mux.Close()
 	}
+	// After the listener: a peer that sees these connections end finds
+	// nothing listening here any more (see probeBroker).
+	c.rpcPool.close()
 	if c.store != nil {
 		if err := c.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("controller: close raft store: %w", err))

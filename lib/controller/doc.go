@@ -60,6 +60,16 @@
 // Errors cross the wire as the name of their sentinel and come back as
 // the same sentinel.
 //
+// A node keeps its RPC connections to each other node open between
+// calls: a call takes an idle one (at most two are kept per address;
+// calls at once open more) and gives it back when answered; any error
+// closes it, and Close closes them all. An idle connection the peer
+// closed (it restarted) is dropped unused. A request on a reused
+// connection that fails before any answer arrived is sent once more on
+// a new connection when that is harmless (heartbeat, join, quorum,
+// hello); a propose or an election sent on it fails with
+// ErrNotController, its outcome unknown, and is never sent twice.
+//
 // A node not in Voters (it must have a RaftAddr of its own) is a Raft
 // non-voter: it starts without bootstrapping and asks the voters, in the
 // background and until it succeeds, to add it (AddNonvoter); Open does

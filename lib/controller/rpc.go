@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -227,8 +228,27 @@ type errUnreachable struct{ err error }
 func (e errUnreachable) Error() string { return "controller: node unreachable: " + e.err.Error() }
 func (e errUnreachable) Unwrap() error { return e.err }
 
+// repeatable reports whether op may be sent a second time when the
+// first outcome is unknown: a heartbeat, a join (AddNonvoter of a member
+// already there changes nothing) and the reads. A propose or an election
+// may not: it could be applied twice.
+func repeatable(op string) bool {
+	switch op {
+	case opHeartbeat, opJoin, opQuorum, opHello:
+		return true
+	}
+	return false
+}
+
 // call sends one request to the node at address and decodes its answer
-// into out. A refused voter set fires Fatal.
+// into out. It takes an idle connection to address from the pool, or
+// dials one. A refused voter set fires Fatal.
+//
+// A pooled connection may have gone stale (the peer restarted): one the
+// peer is seen to have closed is dropped before use (peerClosed), and a
+// request on a reused connection that fails before any of its answer
+// arrived is sent once more on a new connection, when op is repeatable.
+// A propose's failure after it was written stays "outcome unknown".
 func (c *Controller) call(ctx context.Context, address, op string, in, out any) error {
 	req := rpcRequest{Op: op, From: c.cfg.NodeID, Voters: c.voterList}
 	if in != nil {
@@ -244,38 +264,165 @@ func (c *Controller) call(ctx context.Context, address, op string, in, out any) 
 		deadline = time.Now().Add(defaultCommandTimeout)
 	}
 	req.TimeoutMillis = max(time.Until(deadline).Milliseconds(), 1)
-	dialCtx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	conn, err := dialKind(dialCtx, address, connRPC, "")
-	if err != nil {
-		return errUnreachable{err}
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer stop()
-	conn.SetDeadline(deadline)
-	if err := writeMessage(conn, &req); err != nil {
-		return errUnreachable{err}
-	}
-	var resp rpcResponse
-	if err := readMessage(bufio.NewReader(conn), &resp); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	for fresh := false; ; fresh = true {
+		conn := (*rpcConn)(nil)
+		if !fresh {
+			conn = c.rpcPool.get(address)
 		}
-		return fmt.Errorf("%w: %s to %s: outcome unknown: %v", ErrNotController, op, address, err)
-	}
-	if err := decodeError(resp.Err); err != nil {
-		if errors.Is(err, ErrVotersMismatch) {
-			c.fail(err)
+		if conn == nil {
+			dialCtx, cancel := context.WithDeadline(ctx, deadline)
+			nc, err := dialKind(dialCtx, address, connRPC, "")
+			cancel()
+			if err != nil {
+				return errUnreachable{err}
+			}
+			conn = newRPCConn(nc)
+			fresh = true
 		}
-		return err
+		resp, answered, err := conn.exchange(ctx, deadline, &req)
+		if err != nil {
+			conn.Close()
+			var unreachable errUnreachable
+			isUnreachable := errors.As(err, &unreachable)
+			switch {
+			case fresh && isUnreachable:
+				return err
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case fresh:
+				return fmt.Errorf("%w: %s to %s: outcome unknown: %v", ErrNotController, op, address, err)
+			case isUnreachable, !answered && repeatable(op):
+				// Nothing was sent, or only what is safe to send again.
+				continue
+			default:
+				return fmt.Errorf("%w: %s to %s: outcome unknown: %v", ErrNotController, op, address, err)
+			}
+		}
+		c.rpcPool.put(address, conn)
+		if err := decodeError(resp.Err); err != nil {
+			if errors.Is(err, ErrVotersMismatch) {
+				c.fail(err)
+			}
+			return err
+		}
+		if out != nil && len(resp.Body) > 0 {
+			if err := json.Unmarshal(resp.Body, out); err != nil {
+				return fmt.Errorf("controller: %s answer from %s: %w", op, address, err)
+			}
+		}
+		return nil
 	}
-	if out != nil && len(resp.Body) > 0 {
-		if err := json.Unmarshal(resp.Body, out); err != nil {
-			return fmt.Errorf("controller: %s answer from %s: %w", op, address, err)
+}
+
+// maxIdleRPCConns is how many idle RPC connections to one address the
+// pool keeps. Calls at once each take a connection of their own; all but
+// this many are closed when they end.
+const maxIdleRPCConns = 2
+
+// rpcConn is an RPC connection, used by one call at a time.
+type rpcConn struct {
+	net.Conn
+	r *bufio.Reader
+	// read counts the bytes read from the connection.
+	read int64
+	// broken is set when a call's context ended while it used the
+	// connection: the deadline it set may be in force, so the connection
+	// is not pooled.
+	broken bool
+}
+
+func newRPCConn(nc net.Conn) *rpcConn {
+	c := &rpcConn{Conn: nc}
+	c.r = bufio.NewReader(readCounter{c})
+	return c
+}
+
+type readCounter struct{ c *rpcConn }
+
+func (r readCounter) Read(p []byte) (int, error) {
+	n, err := r.c.Conn.Read(p)
+	r.c.read += int64(n)
+	return n, err
+}
+
+// exchange writes req and reads its answer, by deadline and while ctx
+// lasts. A write error is errUnreachable (the request did not go out
+// whole, so the peer did not act on it); answered reports whether any
+// byte of the answer arrived.
+func (c *rpcConn) exchange(ctx context.Context, deadline time.Time, req *rpcRequest) (resp rpcResponse, answered bool, err error) {
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	defer func() {
+		if !stop() {
+			c.broken = true
+		}
+	}()
+	c.SetDeadline(deadline)
+	if err := writeMessage(c, req); err != nil {
+		return rpcResponse{}, false, errUnreachable{err}
+	}
+	before := c.read
+	err = readMessage(c.r, &resp)
+	return resp, c.read > before, err
+}
+
+// rpcPool holds idle RPC connections by address. Safe for concurrent use.
+type rpcPool struct {
+	mu     sync.Mutex
+	idle   map[string][]*rpcConn
+	closed bool
+}
+
+// get returns an idle connection to address that the peer has not
+// closed, or nil.
+func (p *rpcPool) get(address string) *rpcConn {
+	for {
+		p.mu.Lock()
+		conns := p.idle[address]
+		if len(conns) == 0 {
+			p.mu.Unlock()
+			return nil
+		}
+		conn := conns[len(conns)-1]
+		p.idle[address] = conns[:len(conns)-1]
+		p.mu.Unlock()
+		if !peerClosed(conn.Conn) {
+			return conn
+		}
+		conn.Close()
+	}
+}
+
+// put returns conn to the pool after a call, or closes it when the pool
+// is closed, holds enough idle connections to address, or conn may not
+// be reused.
+func (p *rpcPool) put(address string, conn *rpcConn) {
+	if !conn.broken && conn.SetDeadline(time.Time{}) == nil {
+		p.mu.Lock()
+		if !p.closed && len(p.idle[address]) < maxIdleRPCConns {
+			if p.idle == nil {
+				p.idle = map[string][]*rpcConn{}
+			}
+			p.idle[address] = append(p.idle[address], conn)
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+	}
+	conn.Close()
+}
+
+// close closes every idle connection; those in use are closed when
+// their call ends.
+func (p *rpcPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, conns := range p.idle {
+		for _, conn := range conns {
+			conn.Close()
 		}
 	}
-	return nil
+	p.idle = nil
 }
 
 // serveRPC answers the requests on one RPC connection until it closes.

@@ -11,6 +11,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -60,6 +61,9 @@ type mux struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{} // open RPC connections, closed by Close
+
+	// rpcAccepted counts the RPC connections accepted.
+	rpcAccepted atomic.Uint64
 }
 
 var _ raft.StreamLayer = (*mux)(nil)
@@ -180,6 +184,7 @@ func (m *mux) route(conn net.Conn) {
 		m.untrack(conn)
 		conn.Close()
 	case connRPC:
+		m.rpcAccepted.Add(1)
 		conn.SetReadDeadline(time.Time{})
 		m.serveRPC(conn)
 		m.untrack(conn)
