@@ -32,6 +32,14 @@ const testRaftTimeout = 500 * time.Millisecond
 // configured by tweak (may be nil).
 func startCluster(t *testing.T, voters, nonVoters int, tweak func(*Config)) *testCluster {
 	t.Helper()
+	tc := newCluster(t, voters, nonVoters, tweak)
+	tc.StartAll()
+	return tc
+}
+
+// newCluster is startCluster without the start.
+func newCluster(t *testing.T, voters, nonVoters int, tweak func(*Config)) *testCluster {
+	t.Helper()
 	tc := &testCluster{t: t, tweak: tweak}
 	tc.Cluster = mqtest.NewCluster(t, voters, mqtest.Lifecycle[*Controller]{Start: tc.open, Stop: (*Controller).Close})
 	for range nonVoters {
@@ -42,7 +50,6 @@ func startCluster(t *testing.T, voters, nonVoters int, tweak func(*Config)) *tes
 		t.Fatal(err)
 	}
 	tc.voters = vs
-	tc.StartAll()
 	return tc
 }
 

@@ -100,6 +100,9 @@ type Config struct {
 	// raftTimeout, when set, replaces Raft's heartbeat and election
 	// timeouts (tests make failover quick with it).
 	raftTimeout time.Duration
+	// probed, when set, is called after each probe of a broker's process
+	// (fenceIfGone) with whether the dial was refused.
+	probed func(broker int32, gone bool)
 }
 
 // Controller runs this node's member of the controller quorum and holds
@@ -141,8 +144,12 @@ type Controller struct {
 	supervisors      []clock.Timer
 	superviseStopped bool
 	// active is set while this node is the leader and has applied its
-	// election record (see isActive).
-	active atomic.Bool
+	// election record (see isActive); leading from when this node became
+	// the leader, its sessions started, until it is not any more.
+	active  atomic.Bool
+	leading atomic.Bool
+	// fencings counts the brokers fenced by this node, by reason.
+	fencings fencings
 
 	fatal     chan error
 	fatalOnce sync.Once
@@ -515,11 +522,15 @@ func (c *Controller) pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// watchLeadership proposes an election record each time this node becomes
-// the Raft leader: it names this node as the controller, sets the cluster
-// ID on the first election, and (once applied) proves that the image holds
-// every command of earlier terms. It then starts the broker sessions
-// afresh: the new controller gives every broker a full session timeout.
+// watchLeadership acts on each change of this node's Raft leadership.
+// Becoming the leader, it starts the broker sessions afresh (every broker
+// gets a full session timeout), and from then on records heartbeats;
+// then it proposes an election record: it names this node as the
+// controller, sets the cluster ID on the first election, and (once
+// applied) proves that the image holds every command of earlier terms.
+// Then the node is the active controller, and probes every broker
+// (fenceGoneBrokers): those whose process died, with the former
+// controller or before, are fenced without waiting for their sessions.
 func (c *Controller) watchLeadership() {
 	defer c.wg.Done()
 	for {
@@ -529,16 +540,27 @@ func (c *Controller) watchLeadership() {
 		case leader := <-c.raft.LeaderCh():
 			if !leader {
 				c.active.Store(false)
+				c.leading.Store(false)
 				c.logger.Info("controller: lost leadership", "node", c.cfg.NodeID)
 				continue
 			}
+			// Before leading is set, so that no heartbeat recorded in
+			// this term is wiped.
+			c.live.reset(c.Image(), c.cfg.Clock.Now())
+			c.leading.Store(true)
 			if !c.announceWhileLeader() {
 				continue
 			}
-			c.live.reset(c.Image(), c.cfg.Clock.Now())
 			c.active.Store(true)
 			c.logger.Debug("controller: active controller", "node", c.cfg.NodeID)
 			c.electedOnce.Do(func() { close(c.elected) })
+			if c.mux != nil {
+				c.wg.Add(1)
+				go func() {
+					defer c.wg.Done()
+					c.fenceGoneBrokers()
+				}()
+			}
 		}
 	}
 }

@@ -92,9 +92,29 @@
 // then call Heartbeat every broker.heartbeat.interval.ms through their own
 // node's controller. The active controller keeps each broker's last
 // heartbeat in memory; it starts every session afresh when it becomes
-// the leader, so a failover never fences a broker by itself. A broker
-// silent for longer than BrokerSessionTimeout is fenced, at the active
-// controller's next session check (see Time), with a FenceBroker command:
+// the Raft leader, before it announces its election (a heartbeat that
+// arrives while it announces is recorded, and the broker asked to send
+// it again), so a failover never fences a live broker by itself. A
+// broker is fenced with a FenceBroker command, for one of two reasons
+// (FencingReasons; counted by BrokerFencings and logged with the reason):
+//
+//   - session_timeout: silent for longer than BrokerSessionTimeout, at
+//     the active controller's next session check (see Time). This covers
+//     every way a broker can be lost: a frozen process, a cut network, a
+//     machine gone.
+//   - process_gone: its process is seen to be gone. The active controller
+//     notes which broker (ID, epoch) heartbeats on each RPC connection;
+//     when such a connection ends while it is active and not closing, it
+//     dials the broker's RaftAddr once (probeTimeout). Only a refused dial
+//     (ECONNREFUSED: the host says nothing listens there) counts, and only
+//     when no heartbeat of that broker epoch arrived meanwhile; a dial
+//     that connects, times out or fails otherwise does nothing. A new
+//     active controller probes every other live broker the same way as
+//     soon as it is active, so the brokers that died with the former
+//     controller are fenced at once rather than a session later.
+//     Brokers fenced already or in controlled shutdown are left alone.
+//
+// Fencing a broker:
 //
 //   - each partition it led goes to the first replica, in Replicas order,
 //     that is in the ISR and alive (neither fenced nor shutting down);

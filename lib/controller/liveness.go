@@ -78,6 +78,8 @@ type session struct {
 	appliedVersion uint64
 	// heartbeated: lastHeartbeat is a heartbeat's.
 	heartbeated bool
+	// beats counts the heartbeats of the session.
+	beats uint64
 	// offline is the last heartbeat's Offline, by partition; never
 	// modified once stored.
 	offline map[TopicPartition]ReplicaPosition
@@ -99,9 +101,9 @@ func (l *liveness) reset(img *Image, now time.Time) {
 func (l *liveness) heartbeat(hb Heartbeat, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	started := now
+	started, beats := now, uint64(1)
 	if s, ok := l.sessions[hb.BrokerID]; ok && s.epoch == hb.BrokerEpoch {
-		started = s.started
+		started, beats = s.started, s.beats+1
 	}
 	var offline map[TopicPartition]ReplicaPosition
 	if len(hb.Offline) > 0 {
@@ -112,8 +114,19 @@ func (l *liveness) heartbeat(hb Heartbeat, now time.Time) {
 	}
 	l.sessions[hb.BrokerID] = session{
 		epoch: hb.BrokerEpoch, started: started, lastHeartbeat: now,
-		appliedVersion: hb.AppliedVersion, heartbeated: true, offline: offline,
+		appliedVersion: hb.AppliedVersion, heartbeated: true, beats: beats, offline: offline,
 	}
+}
+
+// beats returns how many heartbeats broker id sent at epoch in its
+// session (0 without one).
+func (l *liveness) beats(id int32, epoch int64) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s, ok := l.sessions[id]; ok && s.epoch == epoch {
+		return s.beats
+	}
+	return 0
 }
 
 func (l *liveness) get(id int32) (session, bool) {
@@ -162,6 +175,14 @@ func (c *Controller) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatResu
 
 func (c *Controller) heartbeatLocal(ctx context.Context, hb Heartbeat) (HeartbeatResult, error) {
 	if !c.isActive() {
+		if c.leading.Load() {
+			// Still announcing its election: the sessions of this term
+			// have started, so the heartbeat counts, though the broker
+			// is asked to send it again for its answer.
+			if _, err := checkBrokerEpoch(c.Image(), hb.BrokerID, hb.BrokerEpoch); err == nil {
+				c.live.heartbeat(hb, c.cfg.Clock.Now())
+			}
+		}
 		return HeartbeatResult{}, errRetry
 	}
 	img := c.Image()
@@ -279,14 +300,9 @@ func (c *Controller) stopSupervising() {
 
 func (c *Controller) fenceExpired() {
 	for _, b := range c.live.expired(c.Image(), c.cfg.Clock.Now(), c.cfg.BrokerSessionTimeout) {
-		ctx, cancel := c.commandContext()
-		err := c.applyCommandHere(ctx, cmdFenceBroker, &fenceBrokerV2{ID: b.ID, Epoch: b.Epoch})
-		cancel()
-		if err != nil {
-			c.logger.Warn("controller: fencing broker", "broker", b.ID, "err", err)
+		if c.fence(b, FencedSessionTimeout) != nil {
 			return
 		}
-		c.logger.Info("controller: broker fenced: no heartbeat within the session timeout", "broker", b.ID, "timeout", c.cfg.BrokerSessionTimeout)
 	}
 }
 

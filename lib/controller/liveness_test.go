@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -182,5 +183,22 @@ func TestLeaderImbalanceCheckRunsEveryInterval(t *testing.T) {
 				t.Fatalf("leader %d after the check's interval, want %d", l, want)
 			}
 		})
+	}
+}
+
+// TestHeartbeatWhileAnnouncingCounts: between becoming the Raft leader
+// and applying its election record, a controller asks a heartbeat to be
+// sent again, but its session has started, and the heartbeat counts.
+func TestHeartbeatWhileAnnouncingCounts(t *testing.T) {
+	m, epochs := openOnManualClock(t, 1, nil)
+	m.c.active.Store(false) // as between LeaderCh and the election record
+	defer m.c.active.Store(true)
+	m.clock.Advance(time.Second)
+	if _, err := m.c.heartbeatLocal(m.ctx, Heartbeat{BrokerID: 1, BrokerEpoch: epochs[1]}); !errors.Is(err, errRetry) {
+		t.Fatalf("heartbeat while announcing: %v, want errRetry", err)
+	}
+	s, ok := m.c.live.get(1)
+	if !ok || !s.heartbeated || !s.lastHeartbeat.Equal(m.clock.Now()) || s.beats != 1 {
+		t.Fatalf("broker 1's session after a heartbeat while announcing: %+v", s)
 	}
 }

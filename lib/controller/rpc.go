@@ -426,14 +426,22 @@ func (p *rpcPool) close() {
 }
 
 // serveRPC answers the requests on one RPC connection until it closes.
+// It notes the brokers that heartbeat on it (normally the one of the
+// node at the other end); when the connection ends, the active
+// controller probes them (rpcConnEnded).
 func (c *Controller) serveRPC(conn net.Conn) {
+	heartbeaters := map[int32]int64{}
+	defer func() {
+		conn.Close()
+		c.rpcConnEnded(heartbeaters)
+	}()
 	r := bufio.NewReader(conn)
 	for {
 		var req rpcRequest
 		if err := readMessage(r, &req); err != nil {
 			return
 		}
-		body, err := c.handleRPC(&req)
+		body, err := c.handleRPC(&req, heartbeaters)
 		resp := rpcResponse{Err: encodeError(err)}
 		if err == nil && body != nil {
 			resp.Body, err = json.Marshal(body)
@@ -447,7 +455,9 @@ func (c *Controller) serveRPC(conn net.Conn) {
 	}
 }
 
-func (c *Controller) handleRPC(req *rpcRequest) (any, error) {
+// handleRPC answers one request; a heartbeat's broker and epoch go in
+// heartbeaters (when not nil).
+func (c *Controller) handleRPC(req *rpcRequest, heartbeaters map[int32]int64) (any, error) {
 	if !slices.Equal(req.Voters, c.voterList) {
 		c.logger.Warn("controller: refusing a node whose voters differ", "node", req.From, "its_voters", req.Voters, "voters", c.voterList)
 		return nil, fmt.Errorf("%w: node %d has voters %v, node %d has %v", ErrVotersMismatch, c.cfg.NodeID, c.voterList, req.From, req.Voters)
@@ -485,6 +495,9 @@ func (c *Controller) handleRPC(req *rpcRequest) (any, error) {
 		var hb Heartbeat
 		if err := json.Unmarshal(req.Body, &hb); err != nil {
 			return nil, err
+		}
+		if heartbeaters != nil {
+			heartbeaters[hb.BrokerID] = hb.BrokerEpoch
 		}
 		return c.heartbeatLocal(ctx, hb)
 	case opElect:

@@ -79,11 +79,11 @@ func TestErrorsCrossTheWireAsTheirSentinels(t *testing.T) {
 func TestRPCsBeforeRaftStartsAreRetried(t *testing.T) {
 	c := &Controller{raftStarted: make(chan struct{}), voterList: []string{"1@a"}, closing: context.Background()}
 	for _, op := range []string{opPropose, opHeartbeat, opElect, opJoin, opQuorum} {
-		if _, err := c.handleRPC(&rpcRequest{Op: op, From: 2, Voters: []string{"1@a"}, TimeoutMillis: 1000}); !errors.Is(err, errRetry) {
+		if _, err := c.handleRPC(&rpcRequest{Op: op, From: 2, Voters: []string{"1@a"}, TimeoutMillis: 1000}, nil); !errors.Is(err, errRetry) {
 			t.Errorf("%s before Raft starts: %v, want errRetry", op, err)
 		}
 	}
-	if _, err := c.handleRPC(&rpcRequest{Op: opHello, From: 2, Voters: []string{"1@a"}}); err != nil {
+	if _, err := c.handleRPC(&rpcRequest{Op: opHello, From: 2, Voters: []string{"1@a"}}, nil); err != nil {
 		t.Errorf("hello before Raft starts: %v", err)
 	}
 }

@@ -1,0 +1,163 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Why the active controller fenced a broker: the label values of
+// mq_controller_broker_fencings_total.
+const (
+	// FencedSessionTimeout: no heartbeat within BrokerSessionTimeout.
+	FencedSessionTimeout = "session_timeout"
+	// FencedProcessGone: nothing listens on the broker's Raft address
+	// any more (its connection to the active controller ended, or a new
+	// active controller looked): the process is gone.
+	FencedProcessGone = "process_gone"
+)
+
+// FencingReasons are the reasons a broker is fenced for.
+var FencingReasons = []string{FencedSessionTimeout, FencedProcessGone}
+
+// probeTimeout bounds the dial of a probe (processGone). A refusal comes
+// at once; a dial still pending at the timeout proves nothing, and the
+// session timeout still covers that broker. An I/O deadline: wall time.
+const probeTimeout = time.Second
+
+// fencings counts the brokers this node fenced as the active controller,
+// by reason (FencingReasons order).
+type fencings [2]atomic.Uint64
+
+func (f *fencings) add(reason string) {
+	for i, r := range FencingReasons {
+		if r == reason {
+			f[i].Add(1)
+		}
+	}
+}
+
+// BrokerFencings returns how many times this node, as the active
+// controller, fenced a broker since it started, by reason (every one of
+// FencingReasons is there).
+func (c *Controller) BrokerFencings() map[string]uint64 {
+	out := make(map[string]uint64, len(FencingReasons))
+	for i, r := range FencingReasons {
+		out[r] = c.fencings[i].Load()
+	}
+	return out
+}
+
+// fence proposes the FenceBroker command of b, for reason, and counts and
+// logs it when it changed the image (another check may have fenced b
+// first).
+func (c *Controller) fence(b Broker, reason string) error {
+	data, err := encodeCommand(cmdFenceBroker, &fenceBrokerV2{ID: b.ID, Epoch: b.Epoch})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.commandContext()
+	defer cancel()
+	res, err := c.applyLocal(ctx, data)
+	if err == nil {
+		err = res.err
+	}
+	if err != nil {
+		c.logger.Warn("controller: fencing broker", "broker", b.ID, "epoch", b.Epoch, "reason", reason, "err", err)
+		return err
+	}
+	if res.unchanged {
+		return nil
+	}
+	c.fencings.add(reason)
+	switch reason {
+	case FencedSessionTimeout:
+		c.logger.Info("controller: broker fenced: no heartbeat within the session timeout",
+			"broker", b.ID, "epoch", b.Epoch, "reason", reason, "timeout", c.cfg.BrokerSessionTimeout)
+	default:
+		c.logger.Info("controller: broker fenced: its process is gone (connection ended, nothing listens on its raft address)",
+			"broker", b.ID, "epoch", b.Epoch, "reason", reason, "raft_addr", b.RaftAddr)
+	}
+	return nil
+}
+
+// processGone dials address once, bounded by probeTimeout: true only
+// when the dial is refused, that is, the host answered that nothing
+// listens there. A dial that succeeds, times out or fails otherwise (a
+// frozen process, a cut network, a vanished machine) is no proof.
+func (c *Controller) processGone(address string) bool {
+	ctx, cancel := context.WithTimeout(c.closing, probeTimeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", address)
+	if err == nil {
+		conn.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// probeable returns broker id as img has it when the active controller
+// may fence it for a dead process: registered with epoch, neither fenced
+// nor in controlled shutdown, another node than this one, with a Raft
+// address to probe.
+func (c *Controller) probeable(id int32, epoch int64) (Broker, bool) {
+	b, ok := c.Image().Brokers[id]
+	if !ok || b.Epoch != epoch || !b.alive() || b.ID == c.cfg.NodeID || b.RaftAddr == "" {
+		return Broker{}, false
+	}
+	return b, true
+}
+
+// fenceIfGone probes broker id at epoch and fences it when its process is
+// gone and it sent no heartbeat since beats (its count of heartbeats
+// when the evidence was taken).
+func (c *Controller) fenceIfGone(id int32, epoch int64, beats uint64) {
+	b, ok := c.probeable(id, epoch)
+	if !ok {
+		return
+	}
+	gone := c.processGone(b.RaftAddr)
+	if gone && c.live.beats(id, epoch) == beats && c.isActive() {
+		if b, ok := c.probeable(id, epoch); ok {
+			c.fence(b, FencedProcessGone)
+		}
+	}
+	if c.cfg.probed != nil {
+		c.cfg.probed(id, gone)
+	}
+}
+
+// rpcConnEnded runs when an RPC connection that carried heartbeats of
+// brokers (ID to epoch) ends: on the active controller, not closing, it
+// probes each of them.
+func (c *Controller) rpcConnEnded(heartbeaters map[int32]int64) {
+	if len(heartbeaters) == 0 || c.closing.Err() != nil || !c.isActive() {
+		return
+	}
+	for id, epoch := range heartbeaters {
+		c.fenceIfGone(id, epoch, c.live.beats(id, epoch))
+	}
+}
+
+// fenceGoneBrokers probes, at once, every broker of the image that is
+// alive and not this node, and fences those whose process is gone: a new
+// active controller does not wait a session timeout for the brokers that
+// died with the former one.
+func (c *Controller) fenceGoneBrokers() {
+	img := c.Image()
+	var wg sync.WaitGroup
+	for _, id := range sortedKeys(img.Brokers) {
+		b := img.Brokers[id]
+		if _, ok := c.probeable(b.ID, b.Epoch); !ok {
+			continue
+		}
+		beats := c.live.beats(b.ID, b.Epoch)
+		wg.Go(func() { c.fenceIfGone(b.ID, b.Epoch, beats) })
+	}
+	wg.Wait()
+}
