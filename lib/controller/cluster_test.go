@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -376,5 +377,26 @@ func TestPeerWithOtherVotersFiresFatal(t *testing.T) {
 	case err := <-c.Fatal():
 		t.Fatalf("the healthy node got a fatal error: %v", err)
 	default:
+	}
+}
+
+// TestRaftTimeoutsOfAQuorumSuitALAN: a quorum of several voters runs
+// with the LAN timeouts, pre-vote on (its transport supports it), and a
+// test's raftTimeout still replaces them.
+func TestRaftTimeoutsOfAQuorumSuitALAN(t *testing.T) {
+	hlog := newHCLogger(slog.New(slog.DiscardHandler))
+	rc := raftConfig(Config{NodeID: 1}, false, hlog)
+	if rc.HeartbeatTimeout != 500*time.Millisecond || rc.ElectionTimeout != 500*time.Millisecond || rc.LeaderLeaseTimeout != 250*time.Millisecond {
+		t.Errorf("timeouts: heartbeat %v, election %v, leader lease %v", rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout)
+	}
+	if err := raft.ValidateConfig(rc); err != nil {
+		t.Error(err)
+	}
+	var transport raft.Transport = &raft.NetworkTransport{}
+	if _, ok := transport.(raft.WithPreVote); !ok || rc.PreVoteDisabled {
+		t.Errorf("pre-vote: transport supports it %v, disabled %v", ok, rc.PreVoteDisabled)
+	}
+	if rc := raftConfig(Config{NodeID: 1, raftTimeout: 2 * time.Second}, false, hlog); rc.HeartbeatTimeout != 2*time.Second || rc.LeaderLeaseTimeout != time.Second {
+		t.Errorf("raftTimeout 2s: heartbeat %v, leader lease %v", rc.HeartbeatTimeout, rc.LeaderLeaseTimeout)
 	}
 }

@@ -401,9 +401,35 @@ func raftConfig(cfg Config, single bool, hlog *hclogAdapter) *raft.Config {
 		rc.HeartbeatTimeout = cfg.raftTimeout
 		rc.ElectionTimeout = cfg.raftTimeout
 		rc.LeaderLeaseTimeout = cfg.raftTimeout / 2
+	default:
+		rc.HeartbeatTimeout = raftHeartbeatTimeout
+		rc.ElectionTimeout = raftElectionTimeout
+		rc.LeaderLeaseTimeout = raftLeaderLeaseTimeout
 	}
 	return rc
 }
+
+// The Raft timeouts of a quorum of several voters, sized for a LAN
+// (hashicorp/raft's defaults, 1s, 1s and 500ms, are sized for a WAN).
+// Losing the active controller stalls every change of the image, the
+// fencing of its own broker and the leader elections of its partitions
+// included, until a new one is elected: a follower that hears nothing
+// for one to two HeartbeatTimeouts (random) starts an election, which a
+// candidate retries after one to two ElectionTimeouts. The leader sends
+// heartbeats every tenth of HeartbeatTimeout (50-100ms here), so a
+// follower misses five to ten in a row before it stands, which a LAN, a
+// garbage collection or a busy machine does not cause. Pre-vote (on by
+// default in hashicorp/raft, and supported by its NetworkTransport) keeps
+// a node that was cut off from deposing a healthy leader when it comes
+// back. The leader steps down after LeaderLeaseTimeout without hearing
+// from a quorum, half the heartbeat timeout, so a leader cut off from
+// the others stops acting (fencing, elections) before they elect
+// another.
+const (
+	raftHeartbeatTimeout   = 500 * time.Millisecond
+	raftElectionTimeout    = 500 * time.Millisecond
+	raftLeaderLeaseTimeout = 250 * time.Millisecond
+)
 
 // Fatal returns a channel that receives one error when this node finds,
 // after Open, a configuration conflict it cannot run with: a peer whose

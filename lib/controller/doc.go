@@ -253,7 +253,10 @@
 // the controller's to move:
 //
 //   - hashicorp/raft's own timers: heartbeat, election and leader lease
-//     timeouts, and its transport's I/O timeout; and CatchUp's poll of
+//     timeouts (500ms, 500ms and 250ms with several voters, sized for a
+//     LAN: a follower stands for election after one to two heartbeat
+//     timeouts without the leader; pre-vote is on), and its transport's
+//     I/O timeout; and CatchUp's poll of
 //     Raft's applied index, which moves on Raft's goroutines (on a Manual
 //     clock the poll would wait for the very caller it blocks);
 //   - network I/O deadlines (net.Conn's are wall time): an accepted
