@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,7 +20,7 @@ type stateCollector struct {
 
 	underReplicated, offline, isrShrinks, isrExpands, isrUnconfirmed *prometheus.Desc
 
-	controllerLeaderID, raftState, controllerIsLeader *prometheus.Desc
+	controllerLeaderID, raftState, controllerIsLeader, brokerFencings *prometheus.Desc
 
 	groups, lagMessages, lagSeconds *prometheus.Desc
 
@@ -60,6 +62,7 @@ func newStateCollector(source Source, partitionSeries bool) *stateCollector {
 		controllerLeaderID: d("mq_controller_leader_id", "Node id of the controller quorum's Raft leader, -1 when none is known.", nil, nil),
 		raftState:          d("mq_raft_state", "1 for this node's current Raft state, 0 for the others.", []string{"state"}, nil),
 		controllerIsLeader: d("mq_controller_is_leader", "1 when this node is the controller quorum's Raft leader.", nil, nil),
+		brokerFencings:     d("mq_controller_broker_fencings_total", "Brokers this node fenced as the active controller, by reason: session_timeout (no heartbeat within broker.session.timeout.ms) or process_gone (its connection ended and nothing listens on its raft address).", []string{"reason"}, nil),
 
 		groups:      d("mq_groups", "Consumer groups this node coordinates, by state.", []string{"state"}, nil),
 		lagMessages: d("mq_group_lag_messages", "Records between the group's committed offset and the high-water mark.", lag, nil),
@@ -91,7 +94,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.topicBytesIn, c.topicBytesOut, c.topicMessagesIn, c.topicMessagesOut,
 		c.highWatermark, c.logEndOffset, c.logStartOffset, c.sizeBytes, c.leader,
 		c.underReplicated, c.offline, c.isrShrinks, c.isrExpands,
-		c.controllerLeaderID, c.raftState, c.controllerIsLeader,
+		c.controllerLeaderID, c.raftState, c.controllerIsLeader, c.brokerFencings,
 		c.groups, c.lagMessages, c.lagSeconds,
 		c.shareGroups, c.shareInFlight, c.shareAvailable, c.shareAcquired, c.shareArchived, c.shareOldest, c.shareDeadLetters,
 		c.connections, c.connectionsAccepted,
@@ -139,6 +142,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.raftState, bool01(st == s.RaftState), st)
 	}
 	gauge(c.controllerIsLeader, bool01(s.RaftState == "leader"))
+	for _, reason := range slices.Sorted(maps.Keys(s.BrokerFencings)) {
+		counter(c.brokerFencings, s.BrokerFencings[reason], reason)
+	}
 
 	byState := map[string]int{}
 	for _, st := range groupStates {

@@ -25,6 +25,10 @@ type Snapshot struct {
 	ControllerLeaderID int32
 	// RaftState is this node's Raft state: one of RaftStates.
 	RaftState string
+	// BrokerFencings counts the brokers this node fenced as the active
+	// controller since it started, by reason (session_timeout,
+	// process_gone: lib/controller's FencingReasons).
+	BrokerFencings map[string]uint64
 
 	// Groups are the consumer groups this node coordinates.
 	Groups []Group

@@ -18,8 +18,8 @@ import (
 
 // MetricsSnapshot implements metrics.Source for the Daemon: the hosted
 // partitions with their traffic and ISR counters, the groups this node
-// coordinates with their lag, the controller's Raft state and the
-// server's connections.
+// coordinates with their lag, the controller's Raft state and fencings,
+// and the server's connections.
 func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 	isr := d.parts.ISRCounts()
 	s := metrics.Snapshot{ISRShrinks: isr.Shrinks, ISRExpands: isr.Expands, ISRUnconfirmed: isr.Unconfirmed}
@@ -49,6 +49,7 @@ func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 	s.SegmentFilesOpen, s.SegmentFilesOpened, s.SegmentFilesEvicted = fs.Open, fs.Opens, fs.Evictions
 	s.ControllerLeaderID = d.ctrl.LeaderID()
 	s.RaftState = d.ctrl.RaftState()
+	s.BrokerFencings = d.ctrl.BrokerFencings()
 	if s.RaftState == "leader" {
 		s.Offline = d.ctrl.Image().OfflinePartitions()
 	}
