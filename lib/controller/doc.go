@@ -103,7 +103,8 @@
 //     every way a broker can be lost: a frozen process, a cut network, a
 //     machine gone.
 //   - process_gone: its process is seen to be gone. The active controller
-//     notes which broker (ID, epoch) heartbeats on each RPC connection;
+//     notes which broker (ID, epoch) registers or heartbeats on each RPC
+//     connection;
 //     when such a connection ends while it is active and not closing, it
 //     dials the broker's RaftAddr once (probeTimeout). Only a refused dial
 //     (ECONNREFUSED: the host says nothing listens there) counts, and only

@@ -122,6 +122,7 @@ func (c *Controller) fenceIfGone(id int32, epoch int64, beats uint64) {
 		return
 	}
 	gone := c.processGone(b.RaftAddr)
+	c.logger.Debug("controller: probed a broker's process", "broker", id, "epoch", epoch, "raft_addr", b.RaftAddr, "gone", gone)
 	if gone && c.live.beats(id, epoch) == beats && c.isActive() {
 		if b, ok := c.probeable(id, epoch); ok {
 			c.fence(b, FencedProcessGone)
@@ -139,6 +140,7 @@ func (c *Controller) rpcConnEnded(heartbeaters map[int32]int64) {
 	if len(heartbeaters) == 0 || c.closing.Err() != nil || !c.isActive() {
 		return
 	}
+	c.logger.Debug("controller: a connection that carried heartbeats ended", "brokers", heartbeaters)
 	for id, epoch := range heartbeaters {
 		c.fenceIfGone(id, epoch, c.live.beats(id, epoch))
 	}
@@ -160,4 +162,19 @@ func (c *Controller) fenceGoneBrokers() {
 		wg.Go(func() { c.fenceIfGone(b.ID, b.Epoch, beats) })
 	}
 	wg.Wait()
+}
+
+// registeredBroker is the broker ID of a decoded RegisterBroker body.
+func registeredBroker(body any) (int32, bool) {
+	switch b := body.(type) {
+	case *registerBrokerV1:
+		return b.ID, true
+	case *registerBrokerV2:
+		return b.ID, true
+	case *registerBrokerV3:
+		return b.ID, true
+	case *registerBrokerV4:
+		return b.ID, true
+	}
+	return 0, false
 }

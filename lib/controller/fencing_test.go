@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -54,6 +55,15 @@ type brokerOnNonVoter struct {
 
 func startBrokerOnNonVoter(t *testing.T, session time.Duration) *brokerOnNonVoter {
 	t.Helper()
+	s := registerBrokerOnNonVoter(t, session)
+	s.heartbeat(t)
+	return s
+}
+
+// registerBrokerOnNonVoter is startBrokerOnNonVoter before broker 2's
+// first heartbeat.
+func registerBrokerOnNonVoter(t *testing.T, session time.Duration) *brokerOnNonVoter {
+	t.Helper()
 	s := &brokerOnNonVoter{clock: clock.NewManual(manualStart), probes: make(probes, 64)}
 	s.tc = newCluster(t, 1, 1, func(c *Config) {
 		c.BrokerSessionTimeout = session
@@ -81,7 +91,6 @@ func startBrokerOnNonVoter(t *testing.T, session time.Duration) *brokerOnNonVote
 	if _, err := s.active.CreateTopic(ctx, CreateTopic{Name: "led-by-2", Assignments: [][]int32{{2, 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	s.heartbeat(t)
 	return s
 }
 
@@ -104,29 +113,37 @@ func (s *brokerOnNonVoter) fencings(t *testing.T, sessionTimeout, processGone ui
 }
 
 // TestBrokerWhoseProcessIsGoneIsFencedAtOnce: the connection that
-// carried broker 2's heartbeats ends and nothing listens on its node's
-// Raft address any more: the active controller fences it without
-// waiting for its session, on a clock that has not moved at all.
+// carried broker 2's heartbeats, or only its registration, ends and
+// nothing listens on its node's Raft address any more: the active
+// controller fences it without waiting for its session, on a clock that
+// has not moved at all.
 func TestBrokerWhoseProcessIsGoneIsFencedAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts raft nodes over TCP")
 	}
-	s := startBrokerOnNonVoter(t, 9*time.Second)
-	s.tc.Stop(2) // its listener closes, then its connections
-	if p := s.probes.next(t, 1); p.broker != 2 || !p.gone {
-		t.Fatalf("probe %+v, want broker 2 found gone", p)
+	for _, heartbeated := range []bool{true, false} {
+		t.Run(fmt.Sprintf("heartbeated=%v", heartbeated), func(t *testing.T) {
+			s := registerBrokerOnNonVoter(t, 9*time.Second)
+			if heartbeated {
+				s.heartbeat(t)
+			}
+			s.tc.Stop(2) // its listener closes, then its connections
+			if p := s.probes.next(t, 1); p.broker != 2 || !p.gone {
+				t.Fatalf("probe %+v, want broker 2 found gone", p)
+			}
+			img := s.active.Image()
+			if !img.Brokers[2].Fenced {
+				t.Fatalf("broker 2, its process gone, not fenced: %+v", img.Brokers[2])
+			}
+			if p := img.Partition("led-by-2", 0); p.Leader != 1 || !slices.Equal(p.ISR, []int32{1}) {
+				t.Fatalf("led-by-2/0 after broker 2 was fenced: %+v, want broker 1 leading alone", p)
+			}
+			if now := s.clock.Now(); !now.Equal(manualStart) {
+				t.Fatalf("the controller's clock moved to %v", now)
+			}
+			s.fencings(t, 0, 1)
+		})
 	}
-	img := s.active.Image()
-	if !img.Brokers[2].Fenced {
-		t.Fatalf("broker 2, its process gone, not fenced: %+v", img.Brokers[2])
-	}
-	if p := img.Partition("led-by-2", 0); p.Leader != 1 || !slices.Equal(p.ISR, []int32{1}) {
-		t.Fatalf("led-by-2/0 after broker 2 was fenced: %+v, want broker 1 leading alone", p)
-	}
-	if now := s.clock.Now(); !now.Equal(manualStart) {
-		t.Fatalf("the controller's clock moved to %v", now)
-	}
-	s.fencings(t, 0, 1)
 }
 
 // TestBrokerWhoseConnectionDropsButWhoseNodeAnswersIsNotFenced: the

@@ -426,9 +426,9 @@ func (p *rpcPool) close() {
 }
 
 // serveRPC answers the requests on one RPC connection until it closes.
-// It notes the brokers that heartbeat on it (normally the one of the
-// node at the other end); when the connection ends, the active
-// controller probes them (rpcConnEnded).
+// It notes the brokers that register or heartbeat on it (normally the
+// one of the node at the other end); when the connection ends, the
+// active controller probes them (rpcConnEnded).
 func (c *Controller) serveRPC(conn net.Conn) {
 	heartbeaters := map[int32]int64{}
 	defer func() {
@@ -455,8 +455,8 @@ func (c *Controller) serveRPC(conn net.Conn) {
 	}
 }
 
-// handleRPC answers one request; a heartbeat's broker and epoch go in
-// heartbeaters (when not nil).
+// handleRPC answers one request; the broker and epoch of a heartbeat, or
+// of a registration, go in heartbeaters (when not nil).
 func (c *Controller) handleRPC(req *rpcRequest, heartbeaters map[int32]int64) (any, error) {
 	if !slices.Equal(req.Voters, c.voterList) {
 		c.logger.Warn("controller: refusing a node whose voters differ", "node", req.From, "its_voters", req.Voters, "voters", c.voterList)
@@ -489,6 +489,15 @@ func (c *Controller) handleRPC(req *rpcRequest, heartbeaters map[int32]int64) (a
 		res, err := c.applyLocal(ctx, data)
 		if err != nil {
 			return nil, err
+		}
+		if heartbeaters != nil && res.err == nil && res.brokerEpoch > 0 {
+			// A registration: the broker heartbeats on this connection
+			// from now on, and may die before its first heartbeat.
+			if typ, body, err := decodeCommand(data); err == nil && typ == cmdRegisterBroker {
+				if id, ok := registeredBroker(body); ok {
+					heartbeaters[id] = res.brokerEpoch
+				}
+			}
 		}
 		return resultToWire(res), nil
 	case opHeartbeat:
