@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// longSession is a broker.session.timeout.ms no test waits out: a broker
+// fenced within a test's deadline was fenced for another reason.
+const longSession = "broker.session.timeout.ms=60000"
+
+// TestClusterKilledLeaderIsFencedWithoutWaitingForItsSession: with a
+// session timeout of a minute, a SIGKILLed partition leader is fenced as
+// soon as the active controller sees its connection end and finds nothing
+// listening on its Raft port: a new leader is elected and an acks=all
+// produce succeeds long before the session could have timed out, and the
+// controller counts the fencing as process_gone. The controller's own
+// node killed with the partition's leadership: the new controller probes
+// the brokers as it becomes active and fences the dead one the same way.
+func TestClusterKilledLeaderIsFencedWithoutWaitingForItsSession(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		controller bool // the victim is the active controller too
+	}{
+		{"partition leader", false},
+		{"controller and partition leader", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			metricsAddrs := make([]string, 3)
+			for i := range metricsAddrs {
+				addr, err := freeAddr()
+				if err != nil {
+					t.Fatal(err)
+				}
+				metricsAddrs[i] = addr
+			}
+			c := startCluster(t, 3, clusterOpts{props: []string{longSession}, nodeProps: func(id int32) []string {
+				return []string{"metrics.listen=tcp://" + metricsAddrs[id-1]}
+			}})
+			controller := c.raftLeader(t)
+			victim := controller
+			if !tc.controller {
+				victim = controller%3 + 1
+			}
+			var replicas []int32
+			for id := int32(1); id <= 3; id++ {
+				if id != victim {
+					replicas = append(replicas, id)
+				}
+			}
+			const topic = "fenced"
+			c.createTopicOn(topic, [][]int32{append([]int32{victim}, replicas...)}, map[string]string{"min.insync.replicas": "2"})
+			var seeds []string
+			for _, id := range replicas {
+				seeds = append(seeds, c.node(id).addr)
+			}
+			cl := c.client(kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic))
+			ctx := ctxFor(t, 30*time.Second)
+			if err := cl.ProduceSync(ctx, kgo.StringRecord("before")).FirstErr(); err != nil {
+				t.Fatalf("produce before the kill: %v", err)
+			}
+
+			killed := time.Now()
+			c.node(victim).kill()
+			// Half the session timeout of a minute: only a fence for
+			// another reason lets the record through in time. (kgo keeps
+			// retrying a record it sent whatever its context says, so
+			// the wait is on the callback.)
+			produced := make(chan error, 1)
+			cl.Produce(ctx, kgo.StringRecord("after"), func(_ *kgo.Record, err error) { produced <- err })
+			select {
+			case err := <-produced:
+				if err != nil {
+					t.Fatalf("acks=all produce after SIGKILL of node %d (session timeout 60s): %v", victim, err)
+				}
+			case <-ctx.Done():
+				t.Fatalf("no acks=all produce acknowledged within 30s of SIGKILL of node %d (session timeout 60s)", victim)
+			}
+			t.Logf("node %d (controller: %v) SIGKILLed; an acks=all produce acknowledged %v later",
+				victim, tc.controller, time.Since(killed).Round(time.Millisecond))
+			ps := c.waitPartitions(topic, "a new leader", func(ps []partitionState) bool {
+				return ps[0].leader >= 0 && ps[0].leader != victim
+			})
+			if ps[0].leader == victim {
+				t.Fatalf("partition led by the killed node: %+v", ps[0])
+			}
+
+			active := c.raftLeader(t)
+			families := scrape(t, metricsAddrs[active-1])
+			gone, _ := sample(families, "mq_controller_broker_fencings_total", "reason=process_gone")
+			timedOut, ok := sample(families, "mq_controller_broker_fencings_total", "reason=session_timeout")
+			if gone != 1 || timedOut != 0 || !ok {
+				t.Fatalf("node %d (the active controller) counts fencings: process_gone %v, session_timeout %v (present %v); want 1 and 0",
+					active, gone, timedOut, ok)
+			}
+			// Back, so that the cluster stops as a whole: a node stopping
+			// after another one needs a quorum for its controlled shutdown.
+			c.node(victim).start()
+			c.waitMetadata()
+		})
+	}
+}
