@@ -410,15 +410,15 @@ func raftConfig(cfg Config, single bool, hlog *hclogAdapter) *raft.Config {
 }
 
 // The Raft timeouts of a quorum of several voters, sized for a LAN
-// (hashicorp/raft's defaults, 1s, 1s and 500ms, are sized for a WAN).
+// (hashicorp/raft's defaults are twice as long: 1s, 1s and 500ms).
 // Losing the active controller stalls every change of the image, the
 // fencing of its own broker and the leader elections of its partitions
 // included, until a new one is elected: a follower that hears nothing
 // for one to two HeartbeatTimeouts (random) starts an election, which a
 // candidate retries after one to two ElectionTimeouts. The leader sends
 // heartbeats every tenth of HeartbeatTimeout (50-100ms here), so a
-// follower misses five to ten in a row before it stands, which a LAN, a
-// garbage collection or a busy machine does not cause. Pre-vote (on by
+// follower misses five to ten in a row before it stands, which a
+// healthy LAN or a short pause of the leader's process does not cause. Pre-vote (on by
 // default in hashicorp/raft, and supported by its NetworkTransport) keeps
 // a node that was cut off from deposing a healthy leader when it comes
 // back. The leader steps down after LeaderLeaseTimeout without hearing
@@ -653,7 +653,7 @@ func (c *Controller) closeResources() error {
 		c.mux.Close()
 	}
 	// After the listener: a peer that sees these connections end finds
-	// nothing listening here any more (see probeBroker).
+	// nothing listening here any more (see fenceIfGone).
 	c.rpcPool.close()
 	if c.store != nil {
 		if err := c.store.Close(); err != nil {
