@@ -8,8 +8,11 @@ import (
 )
 
 // longSession is a broker.session.timeout.ms no test waits out: a broker
-// fenced within a test's deadline was fenced for another reason.
-const longSession = "broker.session.timeout.ms=60000"
+// fenced within a test's deadline was fenced for another reason. A
+// controlled shutdown waits up to a session for a controller, so the
+// nodes stopping together at the end (the last one has no quorum left)
+// are given a shorter one.
+var longSession = []string{"broker.session.timeout.ms=60000", "controlled.shutdown.timeout.ms=5000"}
 
 // TestClusterKilledLeaderIsFencedWithoutWaitingForItsSession: with a
 // session timeout of a minute, a SIGKILLed partition leader is fenced as
@@ -36,7 +39,7 @@ func TestClusterKilledLeaderIsFencedWithoutWaitingForItsSession(t *testing.T) {
 				}
 				metricsAddrs[i] = addr
 			}
-			c := startCluster(t, 3, clusterOpts{props: []string{longSession}, nodeProps: func(id int32) []string {
+			c := startCluster(t, 3, clusterOpts{props: longSession, nodeProps: func(id int32) []string {
 				return []string{"metrics.listen=tcp://" + metricsAddrs[id-1]}
 			}})
 			controller := c.raftLeader(t)
