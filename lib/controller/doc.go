@@ -104,12 +104,16 @@
 //     machine gone.
 //   - process_gone: its process is seen to be gone. The active controller
 //     notes which broker (ID, epoch) registers or heartbeats on each RPC
-//     connection;
-//     when such a connection ends while it is active and not closing, it
-//     dials the broker's RaftAddr once (probeTimeout). Only a refused dial
-//     (ECONNREFUSED: the host says nothing listens there) counts, and only
-//     when no heartbeat of that broker epoch arrived meanwhile; a dial
-//     that connects, times out or fails otherwise does nothing. A new
+//     connection; when such a connection ends while it is active and not
+//     closing, it dials the broker's RaftAddr once (probeTimeout). The
+//     process is gone when the dial is refused (ECONNREFUSED: the host
+//     says nothing listens there), or when it connects but the connection
+//     is reset or closed within probeTimeout: a dying process may release
+//     its connections before its listener, whose close then resets the
+//     connections it had not accepted, while a live node's port keeps a
+//     connection open until the dialer speaks. It is fenced only when no
+//     heartbeat of that broker epoch arrived meanwhile. A connection that
+//     stays open, a dial that times out or fails otherwise does nothing. A new
 //     active controller probes every other live broker the same way as
 //     soon as it is active, so the brokers that died with the former
 //     controller are fenced at once rather than a session later.

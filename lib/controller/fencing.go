@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -15,18 +16,19 @@ import (
 const (
 	// FencedSessionTimeout: no heartbeat within BrokerSessionTimeout.
 	FencedSessionTimeout = "session_timeout"
-	// FencedProcessGone: nothing listens on the broker's Raft address
-	// any more (its connection to the active controller ended, or a new
-	// active controller looked): the process is gone.
+	// FencedProcessGone: the broker's Raft port refused or reset a
+	// probe (after its connection to the active controller ended, or
+	// when a new active controller looked): the process is gone.
 	FencedProcessGone = "process_gone"
 )
 
 // FencingReasons are the reasons a broker is fenced for.
 var FencingReasons = []string{FencedSessionTimeout, FencedProcessGone}
 
-// probeTimeout bounds the dial of a probe (processGone). A refusal comes
-// at once; a dial still pending at the timeout proves nothing, and the
-// session timeout still covers that broker. An I/O deadline: wall time.
+// probeTimeout bounds a probe (processGone): its dial, and then how long
+// a connection it made is watched for a reset. A refusal comes at once;
+// a dial still pending at the timeout proves nothing, and the session
+// timeout still covers that broker. An I/O deadline: wall time.
 const probeTimeout = time.Second
 
 // fencings counts the brokers this node fenced as the active controller,
@@ -79,26 +81,37 @@ func (c *Controller) fence(b Broker, reason string) error {
 		c.logger.Info("controller: broker fenced: no heartbeat within the session timeout",
 			"broker", b.ID, "epoch", b.Epoch, "reason", reason, "timeout", c.cfg.BrokerSessionTimeout)
 	default:
-		c.logger.Info("controller: broker fenced: its process is gone (connection ended, nothing listens on its raft address)",
+		c.logger.Info("controller: broker fenced: its process is gone (its raft port refused or reset a probe)",
 			"broker", b.ID, "epoch", b.Epoch, "reason", reason, "raft_addr", b.RaftAddr)
 	}
 	return nil
 }
 
-// processGone dials address once, bounded by probeTimeout: true only
-// when the dial is refused, that is, the host answered that nothing
-// listens there. A dial that succeeds, times out or fails otherwise (a
-// frozen process, a cut network, a vanished machine) is no proof.
+// processGone dials address once, bounded by probeTimeout, and reports
+// whether the process that listened there is gone: the dial is refused
+// (the host says nothing listens there), or it connects but the
+// connection is reset or closed before probeTimeout ends. The second
+// case is a dying process: the kernel may release its connections (the
+// one whose end started the probe) before its listener, and closing the
+// listener then resets the connections it had not accepted. A live
+// node's port sends nothing until the dialer speaks, so its connection
+// stays quiet until probeTimeout, which is no proof. Neither is a dial
+// that times out or fails otherwise (a frozen process, a cut network, a
+// vanished machine).
 func (c *Controller) processGone(address string) bool {
 	ctx, cancel := context.WithTimeout(c.closing, probeTimeout)
 	defer cancel()
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", address)
-	if err == nil {
-		conn.Close()
-		return false
+	if err != nil {
+		return errors.Is(err, syscall.ECONNREFUSED)
 	}
-	return errors.Is(err, syscall.ECONNREFUSED)
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Now()) })
+	defer stop()
+	var b [1]byte
+	_, err = conn.Read(b[:])
+	return c.closing.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET))
 }
 
 // probeable returns broker id as img has it when the active controller

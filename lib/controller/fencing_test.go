@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -273,5 +275,49 @@ func TestNewActiveControllerFencesTheBrokersWhoseProcessIsGone(t *testing.T) {
 		if !m.Now().Equal(manualStart) {
 			t.Errorf("a node's clock moved to %v", m.Now())
 		}
+	}
+}
+
+// TestProbeTellsAGoneProcessFromALiveOne: a probe finds a process gone
+// when nothing listens on its port, or when the connection it made is
+// closed right after (a dying process's listener, closed after the
+// connection that made the controller look); not when the connection
+// stays open, as a live node's port keeps it until the dialer speaks.
+func TestProbeTellsAGoneProcessFromALiveOne(t *testing.T) {
+	c := &Controller{closing: context.Background()}
+	dead := freeAddrs(t, 1)[0]
+	if !c.processGone(dead) {
+		t.Errorf("probe of %s, where nothing listens: not gone", dead)
+	}
+	for _, tc := range []struct {
+		name      string
+		closeConn bool
+		want      bool
+	}{
+		{"connection closed", true, true},
+		{"connection kept", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				if !tc.closeConn {
+					<-done
+				}
+				conn.Close()
+			}()
+			if got := c.processGone(ln.Addr().String()); got != tc.want {
+				t.Errorf("gone = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -62,7 +62,7 @@ func newStateCollector(source Source, partitionSeries bool) *stateCollector {
 		controllerLeaderID: d("mq_controller_leader_id", "Node id of the controller quorum's Raft leader, -1 when none is known.", nil, nil),
 		raftState:          d("mq_raft_state", "1 for this node's current Raft state, 0 for the others.", []string{"state"}, nil),
 		controllerIsLeader: d("mq_controller_is_leader", "1 when this node is the controller quorum's Raft leader.", nil, nil),
-		brokerFencings:     d("mq_controller_broker_fencings_total", "Brokers this node fenced as the active controller, by reason: session_timeout (no heartbeat within broker.session.timeout.ms) or process_gone (its connection ended and nothing listens on its raft address).", []string{"reason"}, nil),
+		brokerFencings:     d("mq_controller_broker_fencings_total", "Brokers this node fenced as the active controller, by reason: session_timeout (no heartbeat within broker.session.timeout.ms) or process_gone (its connection ended and its raft port refuses or resets a probe).", []string{"reason"}, nil),
 
 		groups:      d("mq_groups", "Consumer groups this node coordinates, by state.", []string{"state"}, nil),
 		lagMessages: d("mq_group_lag_messages", "Records between the group's committed offset and the high-water mark.", lag, nil),
