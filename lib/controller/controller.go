@@ -96,6 +96,11 @@ type Config struct {
 	// LeaderImbalanceCheckInterval is leader.imbalance.check.interval.seconds;
 	// zero means 300s.
 	LeaderImbalanceCheckInterval time.Duration
+	// NoProcessProbes turns off fencing a broker whose process is seen to
+	// be gone (process_gone, see doc.go): brokers are then fenced only
+	// when their session times out. For tests of what happens while a
+	// lost broker is not fenced yet.
+	NoProcessProbes bool
 
 	// raftTimeout, when set, replaces Raft's heartbeat and election
 	// timeouts (tests make failover quick with it).
@@ -580,7 +585,7 @@ func (c *Controller) watchLeadership() {
 			c.active.Store(true)
 			c.logger.Debug("controller: active controller", "node", c.cfg.NodeID)
 			c.electedOnce.Do(func() { close(c.elected) })
-			if c.mux != nil {
+			if c.mux != nil && !c.cfg.NoProcessProbes {
 				c.wg.Add(1)
 				go func() {
 					defer c.wg.Done()

@@ -150,7 +150,7 @@ func (c *Controller) fenceIfGone(id int32, epoch int64, beats uint64) {
 // brokers (ID to epoch) ends: on the active controller, not closing, it
 // probes each of them.
 func (c *Controller) rpcConnEnded(heartbeaters map[int32]int64) {
-	if len(heartbeaters) == 0 || c.closing.Err() != nil || !c.isActive() {
+	if len(heartbeaters) == 0 || c.cfg.NoProcessProbes || c.closing.Err() != nil || !c.isActive() {
 		return
 	}
 	c.logger.Debug("controller: a connection that carried heartbeats ended", "brokers", heartbeaters)

@@ -179,7 +179,7 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err := checkMeta(vfs.OS, s.DataDir, s.NodeID, ""); err != nil {
 		return nil, err
 	}
-	d.ctrl, err = controller.Open(controller.Config{
+	ccfg := controller.Config{
 		NodeID:                       s.NodeID,
 		Dir:                          filepath.Join(s.DataDir, controllerDirName),
 		Voters:                       voters,
@@ -191,7 +191,11 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		BrokerHeartbeatInterval:      s.BrokerHeartbeatInterval,
 		AutoLeaderRebalance:          s.AutoLeaderRebalance,
 		LeaderImbalanceCheckInterval: s.LeaderImbalanceCheckInterval,
-	})
+	}
+	if testHookControllerConfig != nil {
+		testHookControllerConfig(&ccfg)
+	}
+	d.ctrl, err = controller.Open(ccfg)
 	if err != nil {
 		if errors.Is(err, controller.ErrVotersMismatch) {
 			return nil, &ConfigError{err}
@@ -287,6 +291,10 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 // testHookBeforeRegister, when set (by tests, before Start), is called by
 // Start just before the node registers.
 var testHookBeforeRegister func(*Daemon)
+
+// testHookControllerConfig, when set (by tests, before Start), may change
+// the controller's Config before it opens.
+var testHookControllerConfig func(*controller.Config)
 
 // queuedMaxRequestBytes is queued.max.request.bytes for server.Config:
 // Kafka's "no bound" (any value up to 0) is the server's negative.
