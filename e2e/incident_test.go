@@ -33,9 +33,10 @@ func startSlowFencing(t *testing.T, n int) *cluster {
 
 // slowFencing keeps a killed node unfenced for the whole test: the
 // controller counts it alive, its partitions keep it as their leader, as
-// in the first seconds after a kill -9 under the default session timeout,
-// or for good once the quorum is lost.
-var slowFencing = []string{"broker.session.timeout.ms=600000"}
+// a machine that vanished (no probe can prove its process gone) in the
+// first seconds under the default session timeout, or for good once the
+// quorum is lost. The controller does not probe the killed process.
+var slowFencing = []string{"broker.session.timeout.ms=600000", "broker.process.probe.enable=false"}
 
 // topicDescription is mqctl topic describe -o json, the fields checked.
 type topicDescription []struct {

@@ -216,7 +216,7 @@ func TestMqtailInATerminal(t *testing.T) {
 // second node goes, and is never DISCONNECTED: a node answers.
 func TestMqtailInATerminalDuringAnIncident(t *testing.T) {
 	tm := startTmux(t)
-	c := startCluster(t, 3, clusterOpts{props: []string{"broker.session.timeout.ms=300000"}})
+	c := startCluster(t, 3, clusterOpts{props: slowFencing})
 	c.createTopicOn("spread", [][]int32{{1}, {2}, {3}}, nil)
 	tm.mqtailIn("sick", "-b", c.node(1).addr+","+c.node(2).addr)
 	tm.run("resize-window", "-t", "sick", "-x", "80", "-y", "24")
@@ -343,7 +343,7 @@ func TestMqtailOnceShowsAnUnderReplicatedPartition(t *testing.T) {
 // with two of three voters gone the quorum is lost, and said so. Neither
 // is a lost connection: a node answers.
 func TestMqtailOnceDuringAnIncident(t *testing.T) {
-	c := startCluster(t, 3, clusterOpts{props: []string{"broker.session.timeout.ms=300000"}})
+	c := startCluster(t, 3, clusterOpts{props: slowFencing})
 	c.createTopicOn("spread", [][]int32{{1}, {2}, {3}}, nil)
 	ctx := ctxFor(t, time.Minute)
 	prod := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))

@@ -85,6 +85,7 @@ type Broker struct {
 	Rack                                   string        // broker.rack, default none
 	BrokerSessionTimeout                   time.Duration // broker.session.timeout.ms, default 9 s
 	BrokerHeartbeatInterval                time.Duration // broker.heartbeat.interval.ms, default 2 s
+	ProcessProbe                           bool          // broker.process.probe.enable (mq), default true
 	ControlledShutdown                     bool          // controlled.shutdown.enable, default true
 	ControlledShutdownTimeout              time.Duration // controlled.shutdown.timeout.ms (mq), default 30 s
 	ReplicaLagTime                         time.Duration // replica.lag.time.max.ms, default 30 s
@@ -284,6 +285,8 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.BrokerSessionTimeout = ms(v) }, get: func(b *Broker) string { return fmtMS(b.BrokerSessionTimeout) }},
 	{name: "broker.heartbeat.interval.ms", kind: longAtLeast(1), def: "2000", doc: "How often this broker heartbeats to the controller.",
 		set: func(b *Broker, v string) { b.BrokerHeartbeatInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.BrokerHeartbeatInterval) }},
+	{name: "broker.process.probe.enable", kind: boolean, def: "true", doc: "When a broker's connection to the active controller ends, the controller dials the broker's Raft port, and fences it at once when the dial is refused or reset (its process is gone); false leaves fencing to broker.session.timeout.ms (mq).",
+		set: func(b *Broker, v string) { b.ProcessProbe = v == "true" }, get: func(b *Broker) string { return strconv.FormatBool(b.ProcessProbe) }},
 	{name: "controlled.shutdown.enable", kind: boolean, def: "true", doc: "On SIGTERM, move this broker's leaderships to other in-sync replicas before it stops serving.",
 		set: func(b *Broker, v string) { b.ControlledShutdown = v == "true" }, get: func(b *Broker) string { return strconv.FormatBool(b.ControlledShutdown) }},
 	{name: "controlled.shutdown.timeout.ms", kind: longAtLeast(1), def: "30000", doc: "How long a controlled shutdown waits for the leaderships to move before stopping anyway (mq).",

@@ -60,6 +60,7 @@ func TestDefaultsAreKafkas(t *testing.T) {
 
 		BrokerSessionTimeout:                   9 * time.Second,
 		BrokerHeartbeatInterval:                2 * time.Second,
+		ProcessProbe:                           true,
 		ControlledShutdown:                     true,
 		ControlledShutdownTimeout:              30 * time.Second, // mq's
 		ReplicaLagTime:                         30 * time.Second,
@@ -450,6 +451,7 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"broker.rack", "eu-west-1a", true}, {"broker.rack", "", true}, {"broker.rack", "a,b", false}, {"broker.rack", "a b", false},
 		{"broker.session.timeout.ms", "9000", true}, {"broker.session.timeout.ms", "0", false},
 		{"broker.heartbeat.interval.ms", "100", true}, {"broker.heartbeat.interval.ms", "0", false},
+		{"broker.process.probe.enable", "false", true}, {"broker.process.probe.enable", "no", false},
 		{"controlled.shutdown.enable", "false", true}, {"controlled.shutdown.enable", "no", false},
 		{"controlled.shutdown.timeout.ms", "1", true}, {"controlled.shutdown.timeout.ms", "0", false},
 		{"replica.lag.time.max.ms", "1", true}, {"replica.lag.time.max.ms", "0", false},

@@ -98,8 +98,7 @@ type Config struct {
 	LeaderImbalanceCheckInterval time.Duration
 	// NoProcessProbes turns off fencing a broker whose process is seen to
 	// be gone (process_gone, see doc.go): brokers are then fenced only
-	// when their session times out. For tests of what happens while a
-	// lost broker is not fenced yet.
+	// when their session times out (broker.process.probe.enable=false).
 	NoProcessProbes bool
 
 	// raftTimeout, when set, replaces Raft's heartbeat and election

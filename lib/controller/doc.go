@@ -118,6 +118,7 @@
 //     soon as it is active, so the brokers that died with the former
 //     controller are fenced at once rather than a session later.
 //     Brokers fenced already or in controlled shutdown are left alone.
+//     Config.NoProcessProbes turns these probes off.
 //
 // Fencing a broker:
 //

@@ -60,13 +60,12 @@ func TestISRLoopLeavesOutBrokersShuttingDown(t *testing.T) {
 // commands, not one each: with 10,000 partitions, one Raft command per
 // change made a rejoining node wait for thousands of them.
 func TestISRChangesShareCommands(t *testing.T) {
-	// Node 3's crash closes its ports, which the controller would take
-	// for a dead process and fence it at once: this test needs it
-	// unfenced while down.
-	testHookControllerConfig = func(c *controller.Config) { c.NoProcessProbes = true }
-	t.Cleanup(func() { testHookControllerConfig = nil })
 	c := startCluster(t, 3, func(s *config.Broker) {
 		s.ReplicaLagTime = time.Second // well before the controller fences node 3
+		// The crash closes the node's ports, which the controller would
+		// take for a dead process and fence it at once: this test needs
+		// it unfenced while down, as a machine that vanished would be.
+		s.ProcessProbe = false
 	})
 	createReplicated(t, c, "many", 150)
 	var before [2]struct{ shrinks, commands uint64 }

@@ -191,9 +191,7 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		BrokerHeartbeatInterval:      s.BrokerHeartbeatInterval,
 		AutoLeaderRebalance:          s.AutoLeaderRebalance,
 		LeaderImbalanceCheckInterval: s.LeaderImbalanceCheckInterval,
-	}
-	if testHookControllerConfig != nil {
-		testHookControllerConfig(&ccfg)
+		NoProcessProbes:              !s.ProcessProbe,
 	}
 	d.ctrl, err = controller.Open(ccfg)
 	if err != nil {
@@ -291,10 +289,6 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 // testHookBeforeRegister, when set (by tests, before Start), is called by
 // Start just before the node registers.
 var testHookBeforeRegister func(*Daemon)
-
-// testHookControllerConfig, when set (by tests, before Start), may change
-// the controller's Config before it opens.
-var testHookControllerConfig func(*controller.Config)
 
 // queuedMaxRequestBytes is queued.max.request.bytes for server.Config:
 // Kafka's "no bound" (any value up to 0) is the server's negative.

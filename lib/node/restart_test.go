@@ -29,13 +29,12 @@ import (
 // returned, it leads only in an epoch the registration gave it, or the
 // leadership has moved.
 func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
-	// The crash closes the node's ports, which the controller would take
-	// for a dead process and fence it at once: this test needs it unfenced
-	// while down, as a machine that vanished would be.
-	testHookControllerConfig = func(c *controller.Config) { c.NoProcessProbes = true }
-	t.Cleanup(func() { testHookControllerConfig = nil })
 	c := startCluster(t, 3, func(s *config.Broker) {
 		s.BrokerSessionTimeout = 20 * time.Second // not fenced while down
+		// The crash closes the node's ports, which the controller would
+		// take for a dead process and fence it at once: this test needs
+		// it unfenced while down, as a machine that vanished would be.
+		s.ProcessProbe = false
 		s.OffsetsTopicNumPartitions = 6
 	})
 	createReplicated(t, c, "r", 1)
