@@ -215,8 +215,13 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		}
 	}
 	// The node leads nothing until its registration is in the image.
-	pcfg := partition.Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker"), Clock: clk, AwaitRegistration: true,
-		Watch: peer.NewWatch(clk)}
+	pcfg := partition.Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker"), Clock: clk, AwaitRegistration: true}
+	if s.ProcessProbe {
+		// Gone brokers found by this node hold Metadata answers until the
+		// controller, probing too, has fenced them; without its probes
+		// it would not within the hold.
+		pcfg.Watch = peer.NewWatch(clk)
+	}
 	scfg := server.Config{
 		Listeners:             s.Listeners,
 		MaxRequestBytes:       s.SocketRequestMaxBytes,

@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,9 @@ import (
 // probeTimeout bounds the dial that tells a gone broker from one whose
 // connection merely broke.
 const probeTimeout = 500 * time.Millisecond
+
+// probeListen is how long a probe's connection is watched for a reset.
+const probeListen = time.Second
 
 // Tracked connections (Track): each is kept from idling out on the
 // broker (connections.max.idle.ms, 10 min by default) by an ApiVersions
@@ -92,13 +96,30 @@ func NewWatch(clk clock.Clock) *Watch {
 		tracked: map[int32]*tracker{}}
 }
 
+// dialProbe dials addr. Refused means nothing listens; a connection the
+// other side resets or closes within probeListen also means the process
+// is going (a killed process's listener may still complete a dial for a
+// moment after its connections were reset), reported as ECONNREFUSED.
+// A broker's listener sends nothing until spoken to, so a quiet
+// connection is a live process (nil).
 func dialProbe(ctx context.Context, addr string) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}
-	return c.Close()
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(probeListen))
+	var b [1]byte
+	_, err = c.Read(b[:])
+	var ne net.Error
+	switch {
+	case err == nil:
+		return nil // it spoke unasked: alive, if odd
+	case errors.As(err, &ne) && ne.Timeout():
+		return nil
+	}
+	return fmt.Errorf("%w: connection ended at once: %v", syscall.ECONNREFUSED, err)
 }
 
 // Lost reports that a connection to broker id at addr broke or could not
@@ -124,7 +145,7 @@ func (w *Watch) Lost(id int32, addr string) {
 
 func (w *Watch) runProbe(id int32, addr string) {
 	// A dial's timeout is wall time.
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout+probeListen)
 	err := w.probe(ctx, addr)
 	cancel()
 	w.mu.Lock()
