@@ -22,7 +22,16 @@ var longSession = []string{"broker.session.timeout.ms=60000", "controlled.shutdo
 // controller counts the fencing as process_gone. The controller's own
 // node killed with the partition's leadership: the new controller probes
 // the brokers as it becomes active and fences the dead one the same way.
+//
+// The producer also shows that its first metadata request after the kill
+// already names the new leader (the survivors hold Metadata answers
+// naming a broker they found gone: lib/partition/leaders.go). It asks
+// for metadata at most every firstLookMinAge, and the kill comes once
+// that has passed since its last request: the first look goes out at
+// once, and a stale answer would make it wait firstLookMinAge more,
+// past the firstLookBound the produce is given.
 func TestClusterKilledLeaderIsFencedWithoutWaitingForItsSession(t *testing.T) {
+	const firstLookMinAge, firstLookBound = 10 * time.Second, 8 * time.Second
 	for _, tc := range []struct {
 		name       string
 		controller bool // the victim is the active controller too
@@ -59,18 +68,24 @@ func TestClusterKilledLeaderIsFencedWithoutWaitingForItsSession(t *testing.T) {
 			for _, id := range replicas {
 				seeds = append(seeds, c.node(id).addr)
 			}
-			cl := c.client(kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic))
-			ctx := ctxFor(t, 30*time.Second)
-			if err := cl.ProduceSync(ctx, kgo.StringRecord("before")).FirstErr(); err != nil {
+			cl := c.client(kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic),
+				kgo.MetadataMinAge(firstLookMinAge), kgo.MetadataMaxAge(time.Hour))
+			if err := cl.ProduceSync(ctxFor(t, 30*time.Second), kgo.StringRecord("before")).FirstErr(); err != nil {
 				t.Fatalf("produce before the kill: %v", err)
 			}
+			// The last metadata request before the kill (it also runs
+			// one kgo put off at start), and MinAge past it.
+			cl.ForceMetadataRefresh()
+			time.Sleep(firstLookMinAge + time.Second)
 
 			killed := time.Now()
 			c.node(victim).kill()
-			// Half the session timeout of a minute: only a fence for
-			// another reason lets the record through in time. (kgo keeps
-			// retrying a record it sent whatever its context says, so
-			// the wait is on the callback.)
+			// Far less than the session timeout of a minute: only a fence
+			// for another reason lets the record through in time; and
+			// less than firstLookMinAge: only a first look that found the
+			// new leader. (kgo keeps retrying a record it sent whatever
+			// its context says, so the wait is on the callback.)
+			ctx := ctxFor(t, firstLookBound)
 			produced := make(chan error, 1)
 			cl.Produce(ctx, kgo.StringRecord("after"), func(_ *kgo.Record, err error) { produced <- err })
 			select {
@@ -79,7 +94,7 @@ func TestClusterKilledLeaderIsFencedWithoutWaitingForItsSession(t *testing.T) {
 					t.Fatalf("acks=all produce after SIGKILL of node %d (session timeout 60s): %v", victim, err)
 				}
 			case <-ctx.Done():
-				t.Fatalf("no acks=all produce acknowledged within 30s of SIGKILL of node %d (session timeout 60s)", victim)
+				t.Fatalf("no acks=all produce acknowledged within %v of SIGKILL of node %d (session timeout 60s)", firstLookBound, victim)
 			}
 			t.Logf("node %d (controller: %v) SIGKILLed; an acks=all produce acknowledged %v later",
 				victim, tc.controller, time.Since(killed).Round(time.Millisecond))
