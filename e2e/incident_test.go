@@ -35,8 +35,11 @@ func startSlowFencing(t *testing.T, n int) *cluster {
 // controller counts it alive, its partitions keep it as their leader, as
 // a machine that vanished (no probe can prove its process gone) in the
 // first seconds under the default session timeout, or for good once the
-// quorum is lost. The controller does not probe the killed process.
-var slowFencing = []string{"broker.session.timeout.ms=600000", "broker.process.probe.enable=false"}
+// quorum is lost. The controller does not probe the killed process. A
+// controlled shutdown waits up to a session for a controller, so the
+// nodes stopping together at the end (the last one has no quorum left)
+// are given a shorter one than the harness's 30 s.
+var slowFencing = []string{"broker.session.timeout.ms=600000", "broker.process.probe.enable=false", "controlled.shutdown.timeout.ms=5000"}
 
 // topicDescription is mqctl topic describe -o json, the fields checked.
 type topicDescription []struct {
