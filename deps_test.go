@@ -25,10 +25,11 @@ var allowed = map[string][]string{
 	"lib/loopback":    {},
 	"lib/mqtest":      {"lib/loopback"},
 	"lib/vfs":         {},
-	"lib/controller":  {"lib/clock"},
+	"lib/probe":       {},
+	"lib/controller":  {"lib/clock", "lib/probe"},
 	"lib/log":         {"lib/clock", "lib/record", "lib/vfs"},
 	"lib/replica":     {"lib/clock", "lib/log", "lib/record"},
-	"lib/peer":        {"lib/clock", "lib/replica", "lib/kafkaext"},
+	"lib/peer":        {"lib/clock", "lib/probe", "lib/replica", "lib/kafkaext"},
 	"lib/group":       {"lib/clock", "lib/record"},
 	"lib/queue":       {"lib/clock", "lib/record"},
 	"lib/coordinator": {"lib/controller", "lib/group", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica"},
@@ -85,7 +86,7 @@ var allowedInTests = map[string][]string{
 var testOnly = []string{"lib/mqtest"}
 
 // serverSide are the packages that only mqd may link.
-var serverSide = []string{"lib/clock", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/coordinator", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/node", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs"}
+var serverSide = []string{"lib/clock", "lib/probe", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/coordinator", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/node", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs"}
 
 type listedPackage struct {
 	ImportPath   string

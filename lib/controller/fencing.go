@@ -1,14 +1,10 @@
 package controller
 
 import (
-	"context"
-	"errors"
-	"io"
-	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
-	"time"
+
+	"github.com/mqproject/mq/lib/probe"
 )
 
 // Why the active controller fenced a broker: the label values of
@@ -24,12 +20,6 @@ const (
 
 // FencingReasons are the reasons a broker is fenced for.
 var FencingReasons = []string{FencedSessionTimeout, FencedProcessGone}
-
-// probeTimeout bounds a probe (processGone): its dial, and then how long
-// a connection it made is watched for a reset. A refusal comes at once;
-// a dial still pending at the timeout proves nothing, and the session
-// timeout still covers that broker. An I/O deadline: wall time.
-const probeTimeout = time.Second
 
 // fencings counts the brokers this node fenced as the active controller,
 // by reason (FencingReasons order).
@@ -87,31 +77,10 @@ func (c *Controller) fence(b Broker, reason string) error {
 	return nil
 }
 
-// processGone dials address once, bounded by probeTimeout, and reports
-// whether the process that listened there is gone: the dial is refused
-// (the host says nothing listens there), or it connects but the
-// connection is reset or closed before probeTimeout ends. The second
-// case is a dying process: the kernel may release its connections (the
-// one whose end started the probe) before its listener, and closing the
-// listener then resets the connections it had not accepted. A live
-// node's port sends nothing until the dialer speaks, so its connection
-// stays quiet until probeTimeout, which is no proof. Neither is a dial
-// that times out or fails otherwise (a frozen process, a cut network, a
-// vanished machine).
+// processGone reports whether the process that listened at address is
+// gone (probe.Gone), unless this controller is closing meanwhile.
 func (c *Controller) processGone(address string) bool {
-	ctx, cancel := context.WithTimeout(c.closing, probeTimeout)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", address)
-	if err != nil {
-		return errors.Is(err, syscall.ECONNREFUSED)
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Now()) })
-	defer stop()
-	var b [1]byte
-	_, err = conn.Read(b[:])
-	return c.closing.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET))
+	return probe.Gone(c.closing, address) && c.closing.Err() == nil
 }
 
 // probeable returns broker id as img has it when the active controller

@@ -13,21 +13,21 @@ import (
 	"github.com/mqproject/mq/lib/clock"
 )
 
-// probe is one probe of a broker's process, as Config.probed reports it.
-type probe struct {
+// probeSeen is one probe of a broker's process, as Config.probed reports it.
+type probeSeen struct {
 	node, broker int32
 	gone         bool
 }
 
 // probes collects the probes of a cluster's nodes.
-type probes chan probe
+type probes chan probeSeen
 
 func (p probes) hook(node int32) func(int32, bool) {
-	return func(broker int32, gone bool) { p <- probe{node, broker, gone} }
+	return func(broker int32, gone bool) { p <- probeSeen{node, broker, gone} }
 }
 
 // next waits for the next probe by node.
-func (p probes) next(t *testing.T, node int32) probe {
+func (p probes) next(t *testing.T, node int32) probeSeen {
 	t.Helper()
 	ctx := ctxFor(t, 20*time.Second)
 	for {

@@ -2,25 +2,15 @@ package peer
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/clock"
+	"github.com/mqproject/mq/lib/probe"
 )
-
-// probeTimeout bounds the dial that tells a gone broker from one whose
-// connection merely broke.
-const probeTimeout = 500 * time.Millisecond
-
-// probeListen is how long a probe's connection is watched for a reset.
-const probeListen = time.Second
 
 // Tracked connections (Track): each is kept from idling out on the
 // broker (connections.max.idle.ms, 10 min by default) by an ApiVersions
@@ -33,7 +23,7 @@ const (
 
 // Watch is what a node knows, from its own connections, of the other
 // brokers' processes: a broker whose connection broke and whose listener
-// then refused a dial has no process listening any more. A follower's
+// then refused or reset a probe (lib/probe) has no process any more. A follower's
 // connection to its leader tells first (Lost, Reached): the kernel resets
 // the connections of a process that dies, so its followers learn of it at
 // once, well before the controller has fenced it and moved its
@@ -54,9 +44,9 @@ const (
 // NewWatch.
 type Watch struct {
 	clock clock.Clock
-	// probe dials a broker's address; only a refused dial (nothing
-	// listens) makes the broker gone. net.Dialer in production.
-	probe func(ctx context.Context, addr string) error
+	// probe reports whether the process at a broker's address is gone:
+	// probe.Gone in production.
+	probe func(ctx context.Context, addr string) bool
 
 	// suspects counts the brokers probing or gone, so that Gone on a
 	// healthy cluster is one atomic load.
@@ -92,40 +82,14 @@ func NewWatch(clk clock.Clock) *Watch {
 	if clk == nil {
 		clk = clock.Real()
 	}
-	return &Watch{clock: clk, probe: dialProbe, brokers: map[int32]*watched{}, changed: make(chan struct{}),
+	return &Watch{clock: clk, probe: probe.Gone, brokers: map[int32]*watched{}, changed: make(chan struct{}),
 		tracked: map[int32]*tracker{}}
-}
-
-// dialProbe dials addr. Refused means nothing listens; a connection the
-// other side resets or closes within probeListen also means the process
-// is going (a killed process's listener may still complete a dial for a
-// moment after its connections were reset), reported as ECONNREFUSED.
-// A broker's listener sends nothing until spoken to, so a quiet
-// connection is a live process (nil).
-func dialProbe(ctx context.Context, addr string) error {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	c.SetReadDeadline(time.Now().Add(probeListen))
-	var b [1]byte
-	_, err = c.Read(b[:])
-	var ne net.Error
-	switch {
-	case err == nil:
-		return nil // it spoke unasked: alive, if odd
-	case errors.As(err, &ne) && ne.Timeout():
-		return nil
-	}
-	return fmt.Errorf("%w: connection ended at once: %v", syscall.ECONNREFUSED, err)
 }
 
 // Lost reports that a connection to broker id at addr broke or could not
 // be made. Unless a probe of it already runs or it is known gone, the
-// broker is suspect from now until a probe dial of addr tells: refused
-// makes it gone, anything else clears it.
+// broker is suspect from now until a probe of addr tells (probe.Gone):
+// gone, or cleared.
 func (w *Watch) Lost(id int32, addr string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -144,10 +108,7 @@ func (w *Watch) Lost(id int32, addr string) {
 }
 
 func (w *Watch) runProbe(id int32, addr string) {
-	// A dial's timeout is wall time.
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout+probeListen)
-	err := w.probe(ctx, addr)
-	cancel()
+	gone := w.probe(context.Background(), addr)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	defer w.changedLocked() // a probe's end is news even when it changed nothing
@@ -156,7 +117,7 @@ func (w *Watch) runProbe(id int32, addr string) {
 		return // Reached in the meantime
 	}
 	b.probing = false
-	if errors.Is(err, syscall.ECONNREFUSED) {
+	if gone {
 		b.gone = true
 	} else {
 		b.since = time.Time{}

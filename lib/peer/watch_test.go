@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -129,9 +128,9 @@ func TestWatchFindsABrokerWhoseListenerClosesWhatItAccepts(t *testing.T) {
 func TestWatchClearsWhenReachedDuringTheProbe(t *testing.T) {
 	w := NewWatch(nil)
 	release := make(chan struct{})
-	w.probe = func(ctx context.Context, addr string) error {
+	w.probe = func(ctx context.Context, addr string) bool {
 		<-release
-		return syscall.ECONNREFUSED
+		return true
 	}
 	w.Lost(2, "peer:9092")
 	w.Lost(2, "peer:9092") // one probe at a time
