@@ -26,17 +26,17 @@ func refusedAddr(t *testing.T) string {
 // settle waits until no probe of w runs.
 func settle(t *testing.T, w *Watch, id int32) {
 	t.Helper()
-	for {
-		ch := w.Changed()
-		w.mu.Lock()
-		b := w.brokers[id]
-		probing := b != nil && b.probing
-		w.mu.Unlock()
-		if !probing {
-			return
-		}
-		<-ch
+	waitWatch(t, w, func() bool { return !w.state(id).probing })
+}
+
+// state is what w knows of broker id.
+func (w *Watch) state(id int32) watched {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if b := w.brokers[id]; b != nil {
+		return *b
 	}
+	return watched{}
 }
 
 func TestWatchFindsABrokerWhoseListenerRefuses(t *testing.T) {
@@ -212,12 +212,7 @@ func TestTrackedBrokerIsGoneTheMomentItsProcessDies(t *testing.T) {
 		t.Fatal("a live broker is gone")
 	}
 	b.kill()
-	waitWatch(t, w, func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		s := w.brokers[2]
-		return s != nil && s.gone
-	})
+	waitWatch(t, w, func() bool { return w.state(2).gone })
 	// Untracked, the broker is no longer dialed.
 	w.Track(map[int32]string{}, "test")
 	w.trackMu.Lock()
@@ -233,12 +228,7 @@ func TestTrackedBrokerThatComesBackIsReached(t *testing.T) {
 	w := NewWatch(nil)
 	defer w.Track(nil, "")
 	w.Track(map[int32]string{2: addr}, "test")
-	waitWatch(t, w, func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		s := w.brokers[2]
-		return s != nil && s.gone
-	})
+	waitWatch(t, w, func() bool { return w.state(2).gone })
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatalf("listening again on %s: %v", addr, err)
