@@ -26,6 +26,7 @@ const (
 	cmdElectLeaders       commandType = 13
 	cmdResignLeadership   commandType = 14
 	cmdAlterGroupConfigs  commandType = 15
+	cmdAlterReassignments commandType = 16
 )
 
 func (t commandType) String() string {
@@ -60,6 +61,8 @@ func (t commandType) String() string {
 		return "ResignLeadership"
 	case cmdAlterGroupConfigs:
 		return "AlterGroupConfigs"
+	case cmdAlterReassignments:
+		return "AlterReassignments"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -219,6 +222,19 @@ type uncleanLeaderV2 struct {
 	EndOffset int64  `json:"end_offset"`
 }
 
+// alterReassignmentsV1 starts, changes or cancels the reassignments of
+// partitions (AlterPartitionReassignments), each on its own.
+type alterReassignmentsV1 struct {
+	Partitions []reassignmentV1 `json:"partitions"`
+}
+
+type reassignmentV1 struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Replicas is the target replica set; null cancels.
+	Replicas []int32 `json:"replicas"`
+}
+
 type topicPartitionV1 struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
@@ -374,6 +390,8 @@ func decodeCommand(data []byte) (commandType, any, error) {
 		body = new(resignLeadershipV1)
 	case t == cmdAllocateProducerID && version == 1:
 		body = new(allocateProducerIDsV1)
+	case t == cmdAlterReassignments && version == 1:
+		body = new(alterReassignmentsV1)
 	default:
 		return t, nil, fmt.Errorf("%w: %v version %d", ErrUnknownCommand, t, version)
 	}

@@ -90,6 +90,13 @@ func runCase(t *testing.T, tf *testFSM, td *datadriven.TestData) string {
 		}
 		fmt.Fprintf(&b, "  elect %s-%d: %s\n", e.Topic, e.Partition, result)
 	}
+	for _, r := range res.reassignments {
+		result := "ok"
+		if r.err != nil {
+			result = r.err.Error()
+		}
+		fmt.Fprintf(&b, "  reassign %s-%d: %s\n", r.Topic, r.Partition, result)
+	}
 	for _, u := range res.unclean {
 		fmt.Fprintf(&b, "  unclean %s-%d: leader %d, former isr %v", u.Topic, u.Partition, u.Leader, u.FormerISR)
 		if u.EndOffset >= 0 {
@@ -155,7 +162,11 @@ func renderImage(img *Image) string {
 		}
 		fmt.Fprintf(&b, "topic %s id=%s%s configs=%s\n", top.Name, top.ID, internal, renderConfigs(top.Configs))
 		for _, p := range top.Partitions {
-			fmt.Fprintf(&b, "  %d replicas=%v isr=%v leader=%d leader-epoch=%d partition-epoch=%d\n", p.ID, p.Replicas, p.ISR, p.Leader, p.LeaderEpoch, p.PartitionEpoch)
+			fmt.Fprintf(&b, "  %d replicas=%v isr=%v leader=%d leader-epoch=%d partition-epoch=%d", p.ID, p.Replicas, p.ISR, p.Leader, p.LeaderEpoch, p.PartitionEpoch)
+			if p.Reassigning() {
+				fmt.Fprintf(&b, " adding=%v removing=%v", p.AddingReplicas, p.RemovingReplicas)
+			}
+			b.WriteString("\n")
 		}
 	}
 	return b.String()

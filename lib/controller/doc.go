@@ -215,6 +215,25 @@
 // LeaderImbalanceCheckInterval, the preferred replica of each partition
 // where it is alive and in the ISR but not the leader.
 //
+// # Reassignments
+//
+// AlterReassignments moves partitions to new replica sets (KIP-455). The
+// image holds the move: Replicas is the target followed by the replicas
+// that leave, AddingReplicas those not in the original set,
+// RemovingReplicas those not in the target. The added replicas are
+// followers like any other: the brokers open them from the image, they
+// catch up from the leader and the leader proposes them into the ISR.
+// The AlterPartition that puts the last of them in the ISR also completes
+// the move in the same change: Replicas becomes the target, the leaving
+// replicas leave the ISR, and where the leader leaves the first live ISR
+// member of the target leads, in a new leader epoch. A move that adds no
+// replica completes at once. A new target replaces the move in progress
+// (the original set is kept); cancelling restores the original set, the
+// added replicas leaving the ISR, and is refused where that would leave
+// no live original replica in the ISR to lead. A broker deletes a
+// replica's data when the image no longer names it among the replicas:
+// only once the new set is in force.
+//
 // New topics and partitions are placed on live brokers only: replica r of
 // partition i is the broker at (start+i+r) mod n of the placement order,
 // the start derived from the topic ID. The order is by broker ID, or,

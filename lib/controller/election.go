@@ -534,7 +534,8 @@ func alterISR(img *Image, t *Topic, c *alterPartitionV2) (Partition, bool, error
 	}
 	p.ISR = slices.Clone(c.ISR)
 	p.PartitionEpoch = bumped(p.PartitionEpoch)
-	return p, true, nil
+	// The ISR a reassignment waits for: the move completes in this change.
+	return completeReassignment(img, p), true, nil
 }
 
 // electionResult is the outcome of an election for one partition.

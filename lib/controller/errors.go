@@ -42,6 +42,9 @@ var (
 	// ErrEligibleLeadersNotAvailable: no replica of the partition is alive
 	// (ElectLeaders, unclean).
 	ErrEligibleLeadersNotAvailable = errors.New("controller: eligible leaders not available")
+	// ErrNoReassignmentInProgress: a cancel named a partition that is not
+	// being reassigned (AlterReassignments).
+	ErrNoReassignmentInProgress = errors.New("controller: no reassignment in progress")
 	// ErrVotersMismatch: this node's voter set (--voters) differs from the
 	// one stored in its Raft state, or from a peer's.
 	ErrVotersMismatch = errors.New("controller: voters differ")

@@ -43,6 +43,9 @@ type applyResult struct {
 	alterations []alteration
 	// elections are ElectLeaders' per-partition outcomes.
 	elections []electionResult
+	// reassignments are AlterReassignments' per-partition outcomes, in
+	// the order of the command.
+	reassignments []electionResult
 	// unclean lists the leaders elected from outside the ISR.
 	unclean []uncleanElection
 	// leftISR lists the partitions a registering broker left the ISR of
@@ -176,6 +179,8 @@ func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
 		err = applyAlterPartition(&next, c)
 	case *allocateProducerIDsV1:
 		res.firstProducerID, err = applyAllocateProducerIDs(&next, c)
+	case *alterReassignmentsV1:
+		err = applyAlterReassignments(&next, c, &res)
 	default:
 		err = fmt.Errorf("%w: no handler for %T", ErrUnknownCommand, body)
 	}

@@ -62,6 +62,45 @@ type Partition struct {
 	LeaderEpoch int32
 	// PartitionEpoch grows by one with every change to this partition.
 	PartitionEpoch int32
+	// AddingReplicas and RemovingReplicas are set while the partition is
+	// being reassigned (KIP-455), nil otherwise. Replicas then holds the
+	// target set followed by the replicas that leave; the original set is
+	// Replicas without AddingReplicas, the target Replicas without
+	// RemovingReplicas (Original, Target). Replicas being added replicate
+	// in the background and join the ISR like any follower; once all of
+	// the target's new replicas are in the ISR the controller drops the
+	// leaving ones (applyAlterISR, completeReassignment).
+	AddingReplicas   []int32 `json:",omitempty"`
+	RemovingReplicas []int32 `json:",omitempty"`
+}
+
+// Reassigning reports whether a reassignment of the partition is in
+// progress.
+func (p Partition) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
+}
+
+// Target is the replica set the partition is being moved to: Replicas
+// when no reassignment is in progress.
+func (p Partition) Target() []int32 { return minus(p.Replicas, p.RemovingReplicas) }
+
+// Original is the replica set the partition had before the reassignment
+// in progress, which cancelling it restores: Replicas when none is.
+func (p Partition) Original() []int32 { return minus(p.Replicas, p.AddingReplicas) }
+
+// minus returns the members of a not in b, in a's order; a itself when
+// b is empty (never modify the result).
+func minus(a, b []int32) []int32 {
+	if len(b) == 0 {
+		return a
+	}
+	var out []int32
+	for _, r := range a {
+		if !slices.Contains(b, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Broker is a registered broker. Epoch is assigned by the controller: the
@@ -248,6 +287,9 @@ func (img *Image) check() error {
 			if p.LeaderEpoch < 0 || p.PartitionEpoch < 0 {
 				return fmt.Errorf("topic %q partition %d: negative epoch", name, i)
 			}
+			if err := checkReassignment(p); err != nil {
+				return fmt.Errorf("topic %q partition %d: %w", name, i, err)
+			}
 			if b, ok := img.Brokers[p.Leader]; ok && b.Fenced {
 				return fmt.Errorf("topic %q partition %d: leader %d is fenced", name, i, p.Leader)
 			}
@@ -281,6 +323,24 @@ func checkReplicas(replicas []int32) error {
 		if slices.Contains(replicas[:i], r) {
 			return fmt.Errorf("%w: broker %d listed twice", ErrInvalidReplicaAssignment, r)
 		}
+	}
+	return nil
+}
+
+// checkReassignment verifies that the replicas a reassignment adds and
+// removes are replicas, and that neither its original nor its target set
+// is empty.
+func checkReassignment(p Partition) error {
+	for _, set := range [][]int32{p.AddingReplicas, p.RemovingReplicas} {
+		if err := checkReplicas(set); len(set) > 0 && err != nil {
+			return err
+		}
+		if len(minus(set, p.Replicas)) > 0 {
+			return fmt.Errorf("%w: reassignment replicas %v are not all replicas %v", ErrInvalidPartitionState, set, p.Replicas)
+		}
+	}
+	if len(p.Original()) == 0 || len(p.Target()) == 0 {
+		return fmt.Errorf("%w: reassignment of %v adding %v removing %v leaves no replica", ErrInvalidPartitionState, p.Replicas, p.AddingReplicas, p.RemovingReplicas)
 	}
 	return nil
 }

@@ -73,6 +73,7 @@ type wireResult struct {
 	Elections       []wireElection    `json:"elections,omitempty"`
 	Unclean         []uncleanElection `json:"unclean,omitempty"`
 	Alterations     []wireAlteration  `json:"alterations,omitempty"`
+	Reassignments   []wireElection    `json:"reassignments,omitempty"`
 }
 
 type wireAlteration struct {
@@ -97,6 +98,9 @@ func resultToWire(r applyResult) wireResult {
 	for _, a := range r.alterations {
 		w.Alterations = append(w.Alterations, wireAlteration{Partition: a.partition, Err: encodeError(a.err)})
 	}
+	for _, e := range r.reassignments {
+		w.Reassignments = append(w.Reassignments, wireElection{Topic: e.Topic, Partition: e.Partition, Err: encodeError(e.err)})
+	}
 	return w
 }
 
@@ -110,6 +114,9 @@ func resultFromWire(w wireResult) applyResult {
 	}
 	for _, a := range w.Alterations {
 		r.alterations = append(r.alterations, alteration{partition: a.Partition, err: decodeError(a.Err)})
+	}
+	for _, e := range w.Reassignments {
+		r.reassignments = append(r.reassignments, electionResult{TopicPartition{e.Topic, e.Partition}, decodeError(e.Err)})
 	}
 	return r
 }
@@ -146,6 +153,7 @@ var wireErrors = []struct {
 	{"ElectionNotNeeded", ErrElectionNotNeeded},
 	{"PreferredLeaderNotAvailable", ErrPreferredLeaderNotAvailable},
 	{"EligibleLeadersNotAvailable", ErrEligibleLeadersNotAvailable},
+	{"NoReassignmentInProgress", ErrNoReassignmentInProgress},
 	{"NotController", ErrNotController},
 	{"UnknownCommand", ErrUnknownCommand},
 	{"InvalidCommand", ErrInvalidCommand},

@@ -12,12 +12,14 @@ import (
 // A snapshot is the 4-byte magic "MQCI" (mq cluster image), one version
 // byte, then the version's body, one JSON object: snapshotV1 for version
 // 1, snapshotV2 (brokers with their Raft address and liveness) for
-// version 2. writeSnapshot writes version 2; readSnapshot reads both.
+// versions 2 and 3; version 3 partitions may hold a reassignment in
+// progress, which an older node refuses rather than forget.
+// writeSnapshot writes version 3; readSnapshot reads all three.
 // Raft's file snapshot store adds its own CRC, size and index metadata
 // around it.
 const (
 	snapshotMagic   = "MQCI"
-	snapshotVersion = 2
+	snapshotVersion = 3
 	// maxSnapshotSize bounds what Restore reads into memory.
 	maxSnapshotSize = 1 << 30
 )
@@ -63,20 +65,24 @@ type snapshotBrokerV2 struct {
 }
 
 type snapshotTopicV1 struct {
-	Name       string                `json:"name"`
-	ID         TopicID               `json:"id"`
-	Partitions []snapshotPartitionV1 `json:"partitions"`
-	Configs    map[string]string     `json:"configs,omitempty"`
-	Internal   bool                  `json:"internal,omitempty"`
+	Name       string              `json:"name"`
+	ID         TopicID             `json:"id"`
+	Partitions []snapshotPartition `json:"partitions"`
+	Configs    map[string]string   `json:"configs,omitempty"`
+	Internal   bool                `json:"internal,omitempty"`
 }
 
-type snapshotPartitionV1 struct {
+type snapshotPartition struct {
 	ID             int32   `json:"id"`
 	Replicas       []int32 `json:"replicas"`
 	ISR            []int32 `json:"isr"`
 	Leader         int32   `json:"leader"`
 	LeaderEpoch    int32   `json:"leader_epoch"`
 	PartitionEpoch int32   `json:"partition_epoch"`
+	// Adding and Removing, since version 3, are a reassignment in
+	// progress.
+	Adding   []int32 `json:"adding,omitempty"`
+	Removing []int32 `json:"removing,omitempty"`
 }
 
 // writeSnapshot writes img in the current snapshot format. The output is a
@@ -105,9 +111,10 @@ func writeSnapshot(w io.Writer, img *Image) error {
 	for _, t := range sortedTopics(img) {
 		st := snapshotTopicV1{Name: t.Name, ID: t.ID, Configs: t.Configs, Internal: t.Internal}
 		for _, p := range t.Partitions {
-			st.Partitions = append(st.Partitions, snapshotPartitionV1{
+			st.Partitions = append(st.Partitions, snapshotPartition{
 				ID: p.ID, Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
 				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+				Adding: p.AddingReplicas, Removing: p.RemovingReplicas,
 			})
 		}
 		s.Topics = append(s.Topics, st)
@@ -141,7 +148,8 @@ func readSnapshot(r io.Reader) (*Image, error) {
 	}
 	var s snapshotV2
 	body := data[len(snapshotMagic)+1:]
-	switch v := data[len(snapshotMagic)]; v {
+	v := data[len(snapshotMagic)]
+	switch v {
 	case 1:
 		var s1 snapshotV1
 		if err := strictUnmarshal(body, &s1); err != nil {
@@ -154,7 +162,7 @@ func readSnapshot(r io.Reader) (*Image, error) {
 		for _, b := range s1.Brokers {
 			s.Brokers = append(s.Brokers, snapshotBrokerV2{snapshotBrokerV1: b})
 		}
-	case 2:
+	case 2, 3:
 		if err := strictUnmarshal(body, &s); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidSnapshot, err)
 		}
@@ -190,9 +198,13 @@ func readSnapshot(r io.Reader) (*Image, error) {
 			t.Configs = map[string]string{}
 		}
 		for _, p := range st.Partitions {
+			if v < 3 && (p.Adding != nil || p.Removing != nil) {
+				return nil, fmt.Errorf("%w: topic %q: a version %d snapshot holds a reassignment", ErrInvalidSnapshot, st.Name, v)
+			}
 			t.Partitions = append(t.Partitions, Partition{
 				ID: p.ID, Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
 				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+				AddingReplicas: p.Adding, RemovingReplicas: p.Removing,
 			})
 		}
 		img.Topics[t.Name] = t

@@ -30,6 +30,8 @@ func richImage(t testing.TB) *testFSM {
 	tf.must(cmdAlterBrokerConfigs, &alterBrokerConfigsV1{BrokerID: -1, Set: map[string]string{"num.partitions": "3"}})
 	tf.must(cmdAlterBrokerConfigs, &alterBrokerConfigsV1{BrokerID: 2, Set: map[string]string{"log.flush.policy": "always"}})
 	tf.must(cmdAllocateProducerID, &allocateProducerIDsV1{Count: 1000})
+	tf.must(cmdRegisterBroker, broker(4))
+	tf.must(cmdAlterReassignments, &alterReassignmentsV1{Partitions: []reassignmentV1{{Topic: "orders", Partition: 0, Replicas: []int32{4, 2, 3}}}})
 	return tf
 }
 
@@ -114,7 +116,7 @@ func TestRestoreRefusesBadSnapshots(t *testing.T) {
 		{"empty", nil},
 		{"garbage", []byte("this is not a snapshot at all")},
 		{"magic only", []byte(snapshotMagic)},
-		{"future version", append([]byte(snapshotMagic+"\x03"), body...)},
+		{"future version", append([]byte(snapshotMagic+"\x04"), body...)},
 		{"version 2 broker in version 1", []byte(snapshotMagic + "\x01" + `{"brokers":[{"id":1,"host":"h","port":1,"epoch":1,"raft_addr":"h:9093"}],"broker_configs":{},"topics":[]}`)},
 		{"truncated", good.Bytes()[:good.Len()/2]},
 		{"trailing data", append(bytes.Clone(good.Bytes()), '{', '}')},
@@ -129,6 +131,12 @@ func TestRestoreRefusesBadSnapshots(t *testing.T) {
 			`{"name":"a","id":"AQAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1],"isr":[1],"leader":1}]}]}`...)},
 		{"fenced broker beside others in isr", append(bytes.Clone(header), `{"brokers":[{"id":1,"host":"h","port":1,"epoch":1,"fenced":true},{"id":2,"host":"h","port":2,"epoch":2}],"broker_configs":{},"topics":[`+
 			`{"name":"a","id":"AQAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1,2],"isr":[2,1],"leader":2}]}]}`...)},
+		{"reassignment in a version 2 snapshot", append([]byte(snapshotMagic+"\x02"), `{"brokers":[],"broker_configs":{},"topics":[`+
+			`{"name":"a","id":"AQAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1,2],"isr":[1],"leader":1,"adding":[2],"removing":[1]}]}]}`...)},
+		{"reassignment adding a non-replica", append([]byte(snapshotMagic+"\x03"), `{"brokers":[],"broker_configs":{},"topics":[`+
+			`{"name":"a","id":"AQAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1,2],"isr":[1],"leader":1,"adding":[3]}]}]}`...)},
+		{"reassignment removing every replica", append([]byte(snapshotMagic+"\x03"), `{"brokers":[],"broker_configs":{},"topics":[`+
+			`{"name":"a","id":"AQAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1,2],"isr":[1],"leader":1,"adding":[2],"removing":[1,2]}]}]}`...)},
 		{"zero topic id", append(bytes.Clone(header), `{"brokers":[],"broker_configs":{},"topics":[`+
 			`{"name":"a","id":"AAAAAAAAAAAAAAAAAAAAAA","partitions":[{"id":0,"replicas":[1],"isr":[1],"leader":1}]}]}`...)},
 	}
@@ -152,7 +160,7 @@ func TestSnapshotFormatIsVersioned(t *testing.T) {
 	if err := writeSnapshot(&buf, emptyImage()); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(buf.String(), snapshotMagic+"\x02{") {
+	if !strings.HasPrefix(buf.String(), snapshotMagic+"\x03{") {
 		t.Fatalf("snapshot starts %q", buf.String()[:min(buf.Len(), 8)])
 	}
 	img, err := readSnapshot(&buf)
