@@ -14,7 +14,8 @@
 //   - admin.go (CreateTopics, DeleteTopics, CreatePartitions), configs.go
 //     (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs),
 //     elect.go (ElectLeaders, DescribeQuorum), cluster.go
-//     (DescribeCluster), logdirs.go (DescribeLogDirs);
+//     (DescribeCluster), logdirs.go (DescribeLogDirs), reassign.go
+//     (AlterPartitionReassignments, ListPartitionReassignments);
 //   - groups.go, groups_offsets.go (the classic group and offset APIs
 //     onto lib/group's Coordinator; groups_store.go keeps its records in
 //     __consumer_offsets through lib/coordinator; a group id that is a

@@ -131,6 +131,7 @@ var controllerCodes = []errorCode{
 	{controller.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
 	{controller.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
 	{controller.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
+	{controller.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
 	// Retriable: the client refreshes metadata and finds the controller.
 	{controller.ErrNotController, kerr.NotController},
 	{controller.ErrClosed, kerr.NotController},

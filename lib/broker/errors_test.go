@@ -88,6 +88,7 @@ var internalErrors = map[string]error{
 	"controller.ErrElectionNotNeeded":           controller.ErrElectionNotNeeded,
 	"controller.ErrPreferredLeaderNotAvailable": controller.ErrPreferredLeaderNotAvailable,
 	"controller.ErrEligibleLeadersNotAvailable": controller.ErrEligibleLeadersNotAvailable,
+	"controller.ErrNoReassignmentInProgress":    controller.ErrNoReassignmentInProgress,
 	"controller.ErrVotersMismatch":              controller.ErrVotersMismatch,
 	"config.ErrUnknownConfig":                   config.ErrUnknownConfig,
 	"config.ErrInvalidValue":                    config.ErrInvalidValue,

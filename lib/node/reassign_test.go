@@ -1,0 +1,190 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mqproject/mq/lib/controller"
+)
+
+// reassign asks, through kadm, for topic's partition to move to replicas
+// (nil: cancel its move) and returns the partition's error.
+func reassign(t *testing.T, adm *kadm.Client, topic string, partition int32, replicas []int32) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var req kadm.AlterPartitionAssignmentsReq
+	if replicas == nil {
+		req.CancelAssign(topic, partition)
+	} else {
+		req.Assign(topic, partition, replicas)
+	}
+	resp, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatalf("reassign %s-%d to %v: %v", topic, partition, replicas, err)
+	}
+	r, ok := resp[topic][partition]
+	if !ok {
+		t.Fatalf("reassign %s-%d: no answer for the partition in %v", topic, partition, resp)
+	}
+	return r.Err
+}
+
+// listReassignments returns what ListPartitionReassignments says of
+// topic's partition; ok false when it is not moving.
+func listReassignments(t *testing.T, adm *kadm.Client, topic string, partition int32) (kadm.ListPartitionReassignmentsResponse, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var s kadm.TopicsSet
+	s.Add(topic, partition)
+	resp, err := adm.ListPartitionReassignments(ctx, s)
+	if err != nil {
+		t.Fatalf("list reassignments: %v", err)
+	}
+	r, ok := resp[topic][partition]
+	return r, ok
+}
+
+// placed reports whether topic's partition has exactly replicas, all in
+// the ISR, a leader among them, and no move in progress.
+func placed(img *controller.Image, topic string, partition int32, replicas []int32) bool {
+	p := img.Partition(topic, partition)
+	return p != nil && !p.Reassigning() && slices.Equal(p.Replicas, replicas) && len(p.ISR) == len(replicas) && slices.Contains(replicas, p.Leader)
+}
+
+// TestClusterReassignsAPartitionUnderLoad moves a partition, its leader
+// included, onto a broker that joined later while acks=all producers
+// write to it: nothing acknowledged is lost or moved, the new replica
+// takes over the leadership, and the broker that left deletes its copy
+// once the new replica set is in force.
+func TestClusterReassignsAPartitionUnderLoad(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	createReplicated(t, c, "moving", 2)
+	c.addNonVoter()
+	c.waitImage("4 brokers", func(img *controller.Image) bool { return len(img.Brokers) == 4 })
+	adm := kadm.NewClient(c.client())
+	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	acked := produceAll(t, cl, "moving", 0, 2000)
+
+	before := c.image().Partition("moving", 0)
+	leaving := before.Leader
+	target := []int32{4}
+	for _, r := range before.Replicas {
+		if r != leaving {
+			target = append(target, r)
+		}
+	}
+
+	// Producers keep writing through the move.
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 2000; ; i += 200 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			more := produceAll(t, cl, "moving", i, 200)
+			mu.Lock()
+			for k, v := range more {
+				acked[k] = v
+			}
+			mu.Unlock()
+		}
+	}()
+	if err := reassign(t, adm, "moving", 0, target); err != nil {
+		t.Fatalf("reassign: %v", err)
+	}
+	c.waitImage("moving-0 on "+describeReplicas(target), func(img *controller.Image) bool {
+		return placed(img, "moving", 0, target)
+	})
+	close(stop)
+	wg.Wait()
+
+	img := c.image()
+	if p := img.Partition("moving", 0); p.Leader == leaving || p.LeaderEpoch <= before.LeaderEpoch {
+		t.Errorf("moving-0 led by %d at epoch %d after broker %d left (epoch %d before)", p.Leader, p.LeaderEpoch, leaving, before.LeaderEpoch)
+	}
+	if _, moving := listReassignments(t, adm, "moving", 0); moving {
+		t.Error("ListPartitionReassignments still lists moving-0 after the move completed")
+	}
+	clusterWait.For(t, "broker "+describeReplicas([]int32{leaving})+" deleted its copy of moving-0", func() (bool, string) {
+		d := c.Get(leaving)
+		_, err := os.Stat(filepath.Join(d.settings.DataDir, "moving-0"))
+		return d.parts.Lookup("moving", 0) == nil && errors.Is(err, os.ErrNotExist), "stat: " + errString(err)
+	})
+	if h := c.Get(4).parts.Lookup("moving", 0); h == nil || h.Log().EndOffset() == 0 {
+		t.Fatalf("broker 4 holds no data of moving-0: %v", h)
+	}
+	readBack(t, c, "moving", acked)
+}
+
+// TestClusterCancelsAReassignment starts a move onto a broker that is
+// down, so it cannot complete; ListPartitionReassignments shows it, and
+// cancelling restores the original replicas with nothing lost. Cancelling
+// again answers NO_REASSIGNMENT_IN_PROGRESS, and a bad target
+// INVALID_REPLICA_ASSIGNMENT.
+func TestClusterCancelsAReassignment(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	createReplicated(t, c, "stuck", 1)
+	c.addNonVoter()
+	c.waitImage("4 brokers", func(img *controller.Image) bool { return len(img.Brokers) == 4 })
+	c.Stop(4)
+	adm := kadm.NewClient(c.client())
+	acked := produceAll(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "stuck", 0, 500)
+	orig := slices.Clone(c.image().Partition("stuck", 0).Replicas)
+	target := []int32{orig[0], orig[1], 4}
+
+	if err := reassign(t, adm, "stuck", 0, target); err != nil {
+		t.Fatalf("reassign: %v", err)
+	}
+	r, ok := listReassignments(t, adm, "stuck", 0)
+	if !ok || !slices.Equal(r.AddingReplicas, []int32{4}) || !slices.Equal(r.RemovingReplicas, []int32{orig[2]}) {
+		t.Fatalf("ListPartitionReassignments: %+v (listed %v), want adding [4] removing [%d]", r, ok, orig[2])
+	}
+	// Produce goes on while the move waits for broker 4.
+	for k, v := range produceAll(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "stuck", 500, 500) {
+		acked[k] = v
+	}
+	if err := reassign(t, adm, "stuck", 0, nil); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	c.waitImage("stuck-0 back on "+describeReplicas(orig), func(img *controller.Image) bool {
+		return placed(img, "stuck", 0, orig)
+	})
+	if err := reassign(t, adm, "stuck", 0, nil); !errors.Is(err, kerr.NoReassignmentInProgress) {
+		t.Errorf("second cancel: %v, want NO_REASSIGNMENT_IN_PROGRESS", err)
+	}
+	if err := reassign(t, adm, "stuck", 0, []int32{1, 1, 2}); !errors.Is(err, kerr.InvalidReplicaAssignment) {
+		t.Errorf("duplicate replica: %v, want INVALID_REPLICA_ASSIGNMENT", err)
+	}
+	if err := reassign(t, adm, "stuck", 0, []int32{1, 2, 99}); !errors.Is(err, kerr.InvalidReplicaAssignment) {
+		t.Errorf("unknown broker: %v, want INVALID_REPLICA_ASSIGNMENT", err)
+	}
+	readBack(t, c, "stuck", acked)
+}
+
+func describeReplicas(rs []int32) string { return fmt.Sprintf("brokers %v", rs) }
+
+func errString(err error) string {
+	if err == nil {
+		return "exists"
+	}
+	return err.Error()
+}
