@@ -188,3 +188,50 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestClusterDeletesAReplicaMovedAwayWhileDown moves a partition off a
+// broker that is down: when it starts again its copy, owned by the same
+// topic, is deleted rather than left behind as a stray directory, while
+// the copies of partitions it still hosts stay.
+func TestClusterDeletesAReplicaMovedAwayWhileDown(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	createReplicated(t, c, "away", 2)
+	c.addNonVoter()
+	c.waitImage("4 brokers", func(img *controller.Image) bool { return len(img.Brokers) == 4 })
+	acked := produceAll(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "away", 0, 500)
+	p := c.image().Partition("away", 0)
+	var gone int32 = -1
+	for _, r := range p.Replicas {
+		if r != p.Leader {
+			gone = r
+			break
+		}
+	}
+	target := []int32{p.Leader, 4}
+	for _, r := range p.Replicas {
+		if r != p.Leader && r != gone {
+			target = append(target, r)
+		}
+	}
+	dir := filepath.Join(c.Get(gone).settings.DataDir, "away-0")
+	kept := filepath.Join(c.Get(gone).settings.DataDir, "away-1")
+	c.Stop(gone)
+	if err := reassign(t, kadm.NewClient(c.client()), "away", 0, target); err != nil {
+		t.Fatalf("reassign: %v", err)
+	}
+	c.waitImage("away-0 on "+describeReplicas(target), func(img *controller.Image) bool {
+		return placed(img, "away", 0, target)
+	})
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("broker %d's copy of away-0 is gone while the broker is down: %v", gone, err)
+	}
+	c.Start(gone)
+	clusterWait.For(t, fmt.Sprintf("broker %d deleted its copy of away-0 at start", gone), func() (bool, string) {
+		_, err := os.Stat(dir)
+		return errors.Is(err, os.ErrNotExist), "stat: " + errString(err)
+	})
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("broker %d's copy of away-1, which it still hosts: %v", gone, err)
+	}
+	readBack(t, c, "away", acked)
+}

@@ -26,8 +26,12 @@
 // replica the leader, epochs, replica set and ISR of the image
 // (replica.Become; a replica already in that state is left alone),
 // reconfigures those whose topic config changed, and closes and deletes
-// those the image no longer places here. A directory the checkpoints
+// those the image no longer places here (a reassignment that completed
+// deletes the leaving replicas this way). A directory the checkpoints
 // say another topic of the same name wrote is set aside, never deleted.
+// At start, a directory of no hosted partition is deleted when the
+// checkpoints say the image's topic of that name wrote it (a replica
+// moved away while the node was down), and otherwise logged and kept.
 // Then it hands each followed partition to the replica Fetcher of its
 // leader (num.replica.fetchers per leader, lib/replica over lib/peer),
 // and calls the AfterApply hooks. Refresh applies the current image at

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -988,9 +989,13 @@ func (m *Manager) remove(tp key, del bool) {
 // partitionDirName matches TOPIC-PARTITION directory names.
 var partitionDirName = regexp.MustCompile(`^([a-zA-Z0-9._-]+)-([0-9]+)$`)
 
-// reportStrayDirs logs partition-like directories of the data directory
-// that no hosted partition uses. They are left alone: a surprise is no
-// reason to delete someone's data.
+// reportStrayDirs deals with the partition-like directories of the data
+// directory that no hosted partition uses. One that the log checkpoints
+// say the image's topic of that name wrote, of a partition that no longer
+// names this node among its replicas, is a replica moved away while this
+// node was down (a completed reassignment): its data is deleted, as it
+// would have been had the node been up. Any other is logged and left
+// alone: a surprise is no reason to delete someone's data.
 func (m *Manager) reportStrayDirs(img *controller.Image) {
 	entries, err := m.fs.ReadDir(m.cfg.Settings.DataDir)
 	if err != nil {
@@ -1004,14 +1009,51 @@ func (m *Manager) reportStrayDirs(img *controller.Image) {
 	}
 	m.mu.RUnlock()
 	for _, e := range entries {
-		if !e.IsDir() || !partitionDirName.MatchString(e.Name()) {
+		match := partitionDirName.FindStringSubmatch(e.Name())
+		if !e.IsDir() || match == nil || hostedDirs[e.Name()] {
 			continue
 		}
-		if !hostedDirs[e.Name()] {
-			m.log.Warn("data directory holds a partition this node does not host; leaving it alone",
-				"dir", filepath.Join(m.cfg.Settings.DataDir, e.Name()), "image_version", img.Version)
+		dir := filepath.Join(m.cfg.Settings.DataDir, e.Name())
+		if m.movedAway(img, match[1], match[2], e.Name()) {
+			if err := m.deleteDir(dir); err != nil {
+				m.log.Warn("delete a replica moved away while this node was down", "dir", dir, "err", err)
+				continue
+			}
+			m.checkpoints.Forget(e.Name())
+			m.log.Info("deleted a replica moved away while this node was down", "dir", dir, "image_version", img.Version)
+			continue
+		}
+		m.log.Warn("data directory holds a partition this node does not host; leaving it alone",
+			"dir", dir, "image_version", img.Version)
+	}
+}
+
+// movedAway reports whether the directory name of topic's partition
+// (its number as text) holds a replica of the image's topic, by the
+// owner the log checkpoints record, that the image no longer places on
+// this node.
+func (m *Manager) movedAway(img *controller.Image, topic, partition, name string) bool {
+	t := img.Topics[topic]
+	id, err := strconv.ParseInt(partition, 10, 32)
+	if t == nil || err != nil || int(id) >= len(t.Partitions) {
+		return false
+	}
+	owner, ok := m.checkpoints.Owner(name)
+	return ok && owner == t.ID.String() && !slices.Contains(t.Partitions[id].Replicas, m.cfg.Settings.NodeID)
+}
+
+// deleteDir removes dir's files, then dir.
+func (m *Manager) deleteDir(dir string) error {
+	entries, err := m.fs.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := m.fs.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
 		}
 	}
+	return m.fs.Remove(dir)
 }
 
 // LostCommitted lists the hosted replicas whose log, when opened, ended
