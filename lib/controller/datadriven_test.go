@@ -164,7 +164,7 @@ func renderImage(img *Image) string {
 		for _, p := range top.Partitions {
 			fmt.Fprintf(&b, "  %d replicas=%v isr=%v leader=%d leader-epoch=%d partition-epoch=%d", p.ID, p.Replicas, p.ISR, p.Leader, p.LeaderEpoch, p.PartitionEpoch)
 			if p.Reassigning() {
-				fmt.Fprintf(&b, " adding=%v removing=%v", p.AddingReplicas, p.RemovingReplicas)
+				fmt.Fprintf(&b, " adding=%v removing=%v original=%v", p.AddingReplicas, p.RemovingReplicas, p.OriginalReplicas)
 			}
 			b.WriteString("\n")
 		}

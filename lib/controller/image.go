@@ -62,16 +62,19 @@ type Partition struct {
 	LeaderEpoch int32
 	// PartitionEpoch grows by one with every change to this partition.
 	PartitionEpoch int32
-	// AddingReplicas and RemovingReplicas are set while the partition is
-	// being reassigned (KIP-455), nil otherwise. Replicas then holds the
-	// target set followed by the replicas that leave; the original set is
-	// Replicas without AddingReplicas, the target Replicas without
-	// RemovingReplicas (Original, Target). Replicas being added replicate
-	// in the background and join the ISR like any follower; once all of
-	// the target's new replicas are in the ISR the controller drops the
-	// leaving ones (applyAlterISR, completeReassignment).
+	// AddingReplicas, RemovingReplicas and OriginalReplicas are set while
+	// the partition is being reassigned (KIP-455), nil otherwise. Replicas
+	// then holds the target set, in order, followed by the replicas that
+	// leave; AddingReplicas are those not in the original set,
+	// RemovingReplicas those not in the target (Target), and
+	// OriginalReplicas the set before the move in its order, which a
+	// cancel restores (Original). Replicas being added replicate in the
+	// background and join the ISR like any follower; once all of the
+	// target's new replicas are in the ISR the controller drops the
+	// leaving ones (alterISR, completeReassignment).
 	AddingReplicas   []int32 `json:",omitempty"`
 	RemovingReplicas []int32 `json:",omitempty"`
+	OriginalReplicas []int32 `json:",omitempty"`
 }
 
 // Reassigning reports whether a reassignment of the partition is in
@@ -85,8 +88,14 @@ func (p Partition) Reassigning() bool {
 func (p Partition) Target() []int32 { return minus(p.Replicas, p.RemovingReplicas) }
 
 // Original is the replica set the partition had before the reassignment
-// in progress, which cancelling it restores: Replicas when none is.
-func (p Partition) Original() []int32 { return minus(p.Replicas, p.AddingReplicas) }
+// in progress, in its order, which cancelling it restores: Replicas when
+// none is.
+func (p Partition) Original() []int32 {
+	if p.OriginalReplicas == nil {
+		return p.Replicas
+	}
+	return p.OriginalReplicas
+}
 
 // minus returns the members of a not in b, in a's order; a itself when
 // b is empty (never modify the result).
@@ -327,11 +336,17 @@ func checkReplicas(replicas []int32) error {
 	return nil
 }
 
-// checkReassignment verifies that the replicas a reassignment adds and
-// removes are replicas, and that neither its original nor its target set
-// is empty.
+// checkReassignment verifies that a reassignment's original set is
+// Replicas without the replicas it adds, that the replicas it removes are
+// replicas, and that neither its original nor its target set is empty.
 func checkReassignment(p Partition) error {
-	for _, set := range [][]int32{p.AddingReplicas, p.RemovingReplicas} {
+	if !p.Reassigning() {
+		if p.OriginalReplicas != nil {
+			return fmt.Errorf("%w: original replicas %v without a reassignment", ErrInvalidPartitionState, p.OriginalReplicas)
+		}
+		return nil
+	}
+	for _, set := range [][]int32{p.AddingReplicas, p.RemovingReplicas, p.OriginalReplicas} {
 		if err := checkReplicas(set); len(set) > 0 && err != nil {
 			return err
 		}
@@ -339,8 +354,12 @@ func checkReassignment(p Partition) error {
 			return fmt.Errorf("%w: reassignment replicas %v are not all replicas %v", ErrInvalidPartitionState, set, p.Replicas)
 		}
 	}
-	if len(p.Original()) == 0 || len(p.Target()) == 0 {
+	orig := minus(p.Replicas, p.AddingReplicas)
+	if len(orig) == 0 || len(p.Target()) == 0 {
 		return fmt.Errorf("%w: reassignment of %v adding %v removing %v leaves no replica", ErrInvalidPartitionState, p.Replicas, p.AddingReplicas, p.RemovingReplicas)
+	}
+	if len(p.OriginalReplicas) != len(orig) || len(minus(orig, p.OriginalReplicas)) > 0 {
+		return fmt.Errorf("%w: original replicas %v are not replicas %v without those added %v", ErrInvalidPartitionState, p.OriginalReplicas, p.Replicas, p.AddingReplicas)
 	}
 	return nil
 }

@@ -132,6 +132,10 @@ func startReassignment(img *Image, p Partition, target []int32) Partition {
 	q.Replicas = append(slices.Clone(target), minus(p.Replicas, target)...)
 	q.AddingReplicas = minus(q.Replicas, orig)
 	q.RemovingReplicas = minus(q.Replicas, target)
+	q.OriginalReplicas = slices.Clone(orig)
+	if !q.Reassigning() {
+		q.OriginalReplicas = nil // another order of the same replicas
+	}
 	return completeReassignment(img, q)
 }
 
@@ -164,7 +168,7 @@ func completeReassignment(img *Image, p Partition) Partition {
 		p.LeaderEpoch = bumped(p.LeaderEpoch)
 	}
 	p.Replicas, p.ISR, p.Leader = slices.Clone(target), slices.Clone(isr), leader
-	p.AddingReplicas, p.RemovingReplicas = nil, nil
+	p.AddingReplicas, p.RemovingReplicas, p.OriginalReplicas = nil, nil, nil
 	return p
 }
 
@@ -191,7 +195,7 @@ func cancelReassignment(img *Image, p Partition) (Partition, error) {
 		p.LeaderEpoch = bumped(p.LeaderEpoch)
 	}
 	p.Replicas, p.ISR, p.Leader = slices.Clone(orig), slices.Clone(isr), leader
-	p.AddingReplicas, p.RemovingReplicas = nil, nil
+	p.AddingReplicas, p.RemovingReplicas, p.OriginalReplicas = nil, nil, nil
 	return p, nil
 }
 
@@ -200,5 +204,6 @@ func cancelReassignment(img *Image, p Partition) (Partition, error) {
 func samePlacement(p, q Partition) bool {
 	return p.Leader == q.Leader && p.LeaderEpoch == q.LeaderEpoch &&
 		slices.Equal(p.Replicas, q.Replicas) && slices.Equal(p.ISR, q.ISR) &&
-		slices.Equal(p.AddingReplicas, q.AddingReplicas) && slices.Equal(p.RemovingReplicas, q.RemovingReplicas)
+		slices.Equal(p.AddingReplicas, q.AddingReplicas) && slices.Equal(p.RemovingReplicas, q.RemovingReplicas) &&
+		slices.Equal(p.OriginalReplicas, q.OriginalReplicas)
 }

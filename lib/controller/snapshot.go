@@ -83,6 +83,7 @@ type snapshotPartition struct {
 	// progress.
 	Adding   []int32 `json:"adding,omitempty"`
 	Removing []int32 `json:"removing,omitempty"`
+	Original []int32 `json:"original,omitempty"`
 }
 
 // writeSnapshot writes img in the current snapshot format. The output is a
@@ -114,7 +115,7 @@ func writeSnapshot(w io.Writer, img *Image) error {
 			st.Partitions = append(st.Partitions, snapshotPartition{
 				ID: p.ID, Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
 				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-				Adding: p.AddingReplicas, Removing: p.RemovingReplicas,
+				Adding: p.AddingReplicas, Removing: p.RemovingReplicas, Original: p.OriginalReplicas,
 			})
 		}
 		s.Topics = append(s.Topics, st)
@@ -198,13 +199,13 @@ func readSnapshot(r io.Reader) (*Image, error) {
 			t.Configs = map[string]string{}
 		}
 		for _, p := range st.Partitions {
-			if v < 3 && (p.Adding != nil || p.Removing != nil) {
+			if v < 3 && (p.Adding != nil || p.Removing != nil || p.Original != nil) {
 				return nil, fmt.Errorf("%w: topic %q: a version %d snapshot holds a reassignment", ErrInvalidSnapshot, st.Name, v)
 			}
 			t.Partitions = append(t.Partitions, Partition{
 				ID: p.ID, Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
 				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-				AddingReplicas: p.Adding, RemovingReplicas: p.Removing,
+				AddingReplicas: p.Adding, RemovingReplicas: p.Removing, OriginalReplicas: p.Original,
 			})
 		}
 		img.Topics[t.Name] = t
