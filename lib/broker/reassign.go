@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -33,6 +34,7 @@ func (b *Broker) handleAlterPartitionReassignments(ctx context.Context, _ *serve
 			if r.Version >= 1 && !r.AllowReplicationFactorChange && p.Replicas != nil {
 				if cur := img.Partition(t.Topic, p.Partition); cur != nil && len(cur.Original()) != len(p.Replicas) {
 					rt.Partitions[i].ErrorCode = kerr.InvalidReplicationFactor.Code
+					rt.Partitions[i].ErrorMessage = kmsg.StringPtr(fmt.Sprintf("the replication factor would change from %d to %d, which the request does not allow", len(cur.Original()), len(p.Replicas)))
 					continue
 				}
 			}
@@ -49,7 +51,12 @@ func (b *Broker) handleAlterPartitionReassignments(ctx context.Context, _ *serve
 		defer cancel()
 		errs, err := b.ctrl.AlterReassignments(wctx, asks)
 		if err != nil {
+			// Said on every partition too, as Kafka does: a client that
+			// reads only the partitions must not take it for a success.
 			resp.ErrorCode, resp.ErrorMessage = kafkaError(err)
+			for _, a := range answers {
+				a.ErrorCode, a.ErrorMessage = resp.ErrorCode, resp.ErrorMessage
+			}
 			return server.Response{Msg: resp}
 		}
 		b.syncData()

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
 )
@@ -178,6 +179,31 @@ func TestClusterCancelsAReassignment(t *testing.T) {
 		t.Errorf("unknown broker: %v, want INVALID_REPLICA_ASSIGNMENT", err)
 	}
 	readBack(t, c, "stuck", acked)
+
+	// Without a quorum the move cannot be committed: the request's error
+	// is said on the partition too, for clients that read only those.
+	c.Stop(2)
+	c.Stop(3)
+	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	req.TimeoutMillis = 500
+	rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	rt.Topic = "stuck"
+	rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	rp.Partition, rp.Replicas = 0, target
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	// To node 1 itself: kgo would send an admin request to the controller
+	// the last metadata named, which may be one of those stopped.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	raw, err := c.client().Broker(1).Request(ctx, req)
+	resp, _ := raw.(*kmsg.AlterPartitionAssignmentsResponse)
+	if err != nil {
+		t.Fatalf("AlterPartitionReassignments without a quorum: %v", err)
+	}
+	if resp.ErrorCode == 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != resp.ErrorCode {
+		t.Errorf("AlterPartitionReassignments without a quorum answered %+v, want its error on the partition too", resp)
+	}
 }
 
 func describeReplicas(rs []int32) string { return fmt.Sprintf("brokers %v", rs) }
