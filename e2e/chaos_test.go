@@ -246,8 +246,8 @@ func replicaLog(node *clusterNode, part int) ([]batchInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.Sort(files) // 20-digit base offsets sort as numbers
-	var out []batchInfo
+	slices.Sort(files)   // 20-digit base offsets sort as numbers
+	out := []batchInfo{} // not nil: the node hosts the partition (settle)
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -301,12 +301,13 @@ func epochAt(bs []batchInfo, offset int64) int32 {
 	return -1
 }
 
-// settle waits until every partition is fully in sync and every node's
-// log ends at the leader's high-water mark, and returns the marks and
-// every node's logs.
+// settle waits until every partition is fully in sync and every
+// replica's log ends at the leader's high-water mark, and returns the
+// marks and every node's logs: logs[i][p] is nil where node i is not a
+// replica of partition p (a cluster of more nodes than replicas).
 func settle(t *testing.T, c *cluster) ([]int64, [][][]batchInfo) {
 	t.Helper()
-	c.waitPartitions(chaosTopic, "whole ISR after healing", fullISR)
+	final := c.waitPartitions(chaosTopic, "whole ISR after healing", fullISR)
 	adm := c.admin()
 	hws := make([]int64, 3)
 	logs := make([][][]batchInfo, len(c.nodes)) // node index → partition → batches
@@ -325,6 +326,9 @@ func settle(t *testing.T, c *cluster) ([]int64, [][][]batchInfo) {
 		for i, node := range c.nodes {
 			logs[i] = make([][]batchInfo, 3)
 			for p := range 3 {
+				if !slices.Contains(final[p].replicas, node.id) {
+					continue
+				}
 				bs, err := replicaLog(node, p)
 				if err != nil {
 					return false, err.Error()
@@ -378,14 +382,18 @@ func readEveryReplica(t *testing.T, c *cluster, hws []int64, o *observations) {
 			t.Fatalf("node %d: metadata: %v", node.id, err)
 		}
 		var id [16]byte
+		hosts := map[int32]bool{}
 		for _, mt := range m.Topics {
 			if mt.Topic != nil && *mt.Topic == chaosTopic {
 				id = mt.TopicID
+				for _, mp := range mt.Partitions {
+					hosts[mp.Partition] = slices.Contains(mp.Replicas, node.id)
+				}
 			}
 		}
 		name := fmt.Sprintf("node %d's replica", node.id)
 		for p := range int32(3) {
-			for next := int64(0); next < hws[p]; {
+			for next := int64(0); hosts[p] && next < hws[p]; {
 				req := kmsg.NewPtrFetchRequest()
 				req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 200, 1, 1<<20
 				rt := kmsg.NewFetchRequestTopic()
@@ -439,7 +447,9 @@ func check(t *testing.T, c *cluster, a *acked, belowMinISR []string, o *observat
 	epochs := func(p int, off int64) string {
 		var s []string
 		for i := range c.nodes {
-			s = append(s, fmt.Sprintf("node %d epoch %d", c.nodes[i].id, epochAt(logs[i][p], off)))
+			if logs[i][p] != nil {
+				s = append(s, fmt.Sprintf("node %d epoch %d", c.nodes[i].id, epochAt(logs[i][p], off)))
+			}
 		}
 		return strings.Join(s, ", ")
 	}
@@ -486,8 +496,16 @@ func check(t *testing.T, c *cluster, a *acked, belowMinISR []string, o *observat
 	}
 	o.mu.Unlock()
 	for p := range 3 {
-		ref, refSum := below(logs[0][p], hws[p])
-		for i := 1; i < len(c.nodes); i++ {
+		first := slices.IndexFunc(logs, func(l [][]batchInfo) bool { return l[p] != nil })
+		if first < 0 {
+			report(&r.divergent, "divergence", fmt.Sprintf("partition %d: no replica's log was read", p))
+			continue
+		}
+		ref, refSum := below(logs[first][p], hws[p])
+		for i := first + 1; i < len(c.nodes); i++ {
+			if logs[i][p] == nil {
+				continue
+			}
 			bs, sum := below(logs[i][p], hws[p])
 			if sum == refSum {
 				continue
@@ -496,12 +514,12 @@ func check(t *testing.T, c *cluster, a *acked, belowMinISR []string, o *observat
 			for j := range min(len(bs), len(ref)) {
 				if !bytes.Equal(bs[j].bytes, ref[j].bytes) {
 					at = fmt.Sprintf("the batch at offset %d (node %d: %d-%d epoch %d; node %d: %d-%d epoch %d)",
-						ref[j].base, c.nodes[0].id, ref[j].base, ref[j].last, ref[j].epoch, c.nodes[i].id, bs[j].base, bs[j].last, bs[j].epoch)
+						ref[j].base, c.nodes[first].id, ref[j].base, ref[j].last, ref[j].epoch, c.nodes[i].id, bs[j].base, bs[j].last, bs[j].epoch)
 					break
 				}
 			}
 			report(&r.divergent, "divergence", fmt.Sprintf("partition %d below the high-water mark %d: node %d and node %d differ first at %s",
-				p, hws[p], c.nodes[0].id, c.nodes[i].id, at))
+				p, hws[p], c.nodes[first].id, c.nodes[i].id, at))
 		}
 	}
 	return r

@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// TestChaosReassign (row "reassign"): partitions move between four
+// brokers under the row's acks=all load. Each round moves one replica of
+// a random partition (the leader's, at times) onto the broker that holds
+// none of it, and by the seed lets the move complete, SIGKILLs the new
+// replica's broker as the move starts and restarts it while the move
+// waits, or SIGKILLs it and cancels the move. Nothing acknowledged may
+// be lost, reordered or duplicated, and every replica that ends up in
+// the replica set holds the same log below the high-water mark.
+func TestChaosReassign(t *testing.T) {
+	runChaosRow(t, chaosRow{
+		name:    "reassign",
+		nodes:   4,
+		cluster: clusterOpts{voters: 3, props: fastFailover},
+		fault:   func(n *nemesis) { n.reassign() },
+	})
+}
+
+// reassign is one round of TestChaosReassign.
+func (n *nemesis) reassign() {
+	n.t.Helper()
+	part := n.rng.Intn(3)
+	cur := n.c.waitPartitions(chaosTopic, "every partition in sync before a move", fullISR)[part]
+	var to *clusterNode
+	for _, node := range n.c.nodes {
+		if !slices.Contains(cur.replicas, node.id) {
+			to = node
+		}
+	}
+	if to == nil {
+		n.t.Fatalf("partition %d has replicas %v: no broker to move it to", part, cur.replicas)
+	}
+	target := slices.Clone(cur.replicas)
+	i := n.rng.Intn(len(target))
+	from := target[i]
+	target[i] = to.id
+	mode := n.rng.Intn(3)
+	how := [...]string{"completes", "its new broker killed and restarted", "its new broker killed, then cancelled"}[mode]
+	n.logf("move partition %d from %v (leader %d) to %v: node %d for node %d, %s", part, cur.replicas, cur.leader, target, to.id, from, how)
+	n.alterAssignment(part, target)
+	switch mode {
+	case 0:
+		n.placed(part, target)
+	case 1:
+		to.kill()
+		n.hold(n.between(300*time.Millisecond, 1500*time.Millisecond))
+		to.start()
+		n.placed(part, target)
+	case 2:
+		to.kill()
+		n.alterAssignment(part, nil)
+		n.placed(part, cur.replicas)
+		to.start()
+	}
+}
+
+// alterAssignment asks for partition part of the chaos topic to move to
+// replicas (nil: cancels its move), failing the test on a refusal.
+func (n *nemesis) alterAssignment(part int, replicas []int32) {
+	n.t.Helper()
+	var req kadm.AlterPartitionAssignmentsReq
+	if replicas == nil {
+		req.CancelAssign(chaosTopic, int32(part))
+	} else {
+		req.Assign(chaosTopic, int32(part), replicas)
+	}
+	resp, err := n.c.admin().AlterPartitionAssignments(ctxFor(n.t, time.Minute), req)
+	if err == nil {
+		err = resp[chaosTopic][int32(part)].Err
+	}
+	if err != nil {
+		n.t.Fatalf("move partition %d to %v: %v", part, replicas, err)
+	}
+}
+
+// placed waits until partition part of the chaos topic has exactly
+// replicas, every one in sync.
+func (n *nemesis) placed(part int, replicas []int32) {
+	n.t.Helper()
+	ps := n.c.waitPartitions(chaosTopic, fmt.Sprintf("partition %d on %v", part, replicas), func(ps []partitionState) bool {
+		p := ps[part]
+		return slices.Equal(p.replicas, replicas) && len(p.isr) == len(replicas) && p.leader >= 0
+	})
+	n.logf("partition %d on %v, led by node %d at epoch %d", part, replicas, ps[part].leader, ps[part].epoch)
+}
