@@ -125,7 +125,7 @@ func consumeCommand() *cli.Command {
 				KcatJSON:       c.Bool("kcat-json"),
 				ShowNull:       c.Bool("print-null"),
 				NUL:            c.Bool("null"),
-				LineBuffered:   c.Bool("line-buffered") || pipe.IsTerminal(os.Stdout),
+				LineBuffered:   c.Bool("line-buffered") || client.IsTerminal(os.Stdout),
 				Group:          c.String("group"),
 				Commit:         c.String("commit"),
 				SessionTimeout: c.Duration("session-timeout"),

@@ -100,7 +100,7 @@ func produceCommand() *cli.Command {
 				Linger:      c.Duration("linger"),
 				AckTimeout:  c.Duration("ack-timeout"),
 				Report:      c.Bool("report"),
-				Progress:    pipe.IsTerminal(os.Stderr),
+				Progress:    client.IsTerminal(os.Stderr),
 				Stdin:       os.Stdin,
 				Stdout:      c.App.Writer,
 				Stderr:      c.App.ErrWriter,

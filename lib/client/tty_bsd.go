@@ -1,6 +1,6 @@
 //go:build darwin || freebsd || netbsd || openbsd || dragonfly
 
-package pipe
+package client
 
 import "golang.org/x/sys/unix"
 
