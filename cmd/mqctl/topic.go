@@ -158,16 +158,46 @@ TOPIC is a failure (exit 1); the other topics are still described.`),
 				Name:      "alter",
 				Usage:     "add partitions to topics or change their configs",
 				ArgsUsage: "TOPIC...",
-				UsageText: doc("mqctl topic alter [-p N] [-c KEY=VALUE]... [-d KEY]... [--if-exists] TOPIC...", `Raises each TOPIC's partition count to --partitions, sets the configs
+				UsageText: doc("mqctl topic alter [-p N [--sample-keys[=COUNT]] [--execute|--dry-run]] [-c KEY=VALUE]... [-d KEY]... [--if-exists] TOPIC...", `Raises each TOPIC's partition count to --partitions, sets the configs
 given with -c and deletes (resets to the default) those given with
 --delete-config. Configs not named keep their values.
 
+Adding partitions cannot be undone, and it moves keys: a record with a key
+goes to the partition murmur2(key) mod the partition count gives (Kafka's
+default partitioner, which kgo clients, mqpipe and the Java client use),
+so after the change most keys map to a different partition, and a
+consumer no longer sees each key's records in order across the change.
+mqctl says so on stderr first. With --sample-keys it also reads up to
+COUNT (default 1000) distinct keys from the topic's recent records (the
+last COUNT/partitions records of each partition, for at most 10s and
+64 MiB) and says how many of them would map to a different partition
+("412 of 1000 sampled keys (41%) would map to a different partition"),
+or that the records have no keys, and how many keys are not on their
+hash's partition now (their producers choose partitions otherwise).
+Then, when stdin is a terminal, it asks before adding the partitions;
+--execute adds them without asking. Without a terminal and without
+--execute it refuses, with exit status 2, before reading anything.
+--dry-run prints the warning (and the sample) and has the broker check
+every change without making any: RESULT "planned". A count that is not
+larger than the topic's is refused by the broker (exit 1), as before.
+
 Prints TOPIC RESULT DETAIL. JSON: an array of {"topic": string,
- "result": "altered"|"missing"|"failed", "partitions": int,
- "set": {name: value}, "deleted": [name], "error": string}. An unknown
-topic is a failure unless --if-exists is given (then it is "missing").`),
+ "result": "altered"|"planned"|"missing"|"failed", "partitions": int,
+ "set": {name: value}, "deleted": [name], "key_sample":
+ {"from_partitions": int, "to_partitions": int, "records": int,
+ "keyed": int, "keys": int, "moved": int, "elsewhere": int,
+ "incomplete": string}, "error": string}; key_sample only with
+--sample-keys, for a topic that grows (records: records read; keyed: of
+them, those with a key; keys: distinct keys; moved: keys that map to
+another partition after the change; elsewhere: keys found on another
+partition than their hash's; incomplete: why the sample stopped short).
+An unknown topic is a failure unless --if-exists is given (then it is
+"missing").`),
 				Flags: append(commandFlags(),
 					&cli.IntFlag{Name: "partitions", Aliases: []string{"p"}, Usage: "new total number of partitions (can only grow)"},
+					newOptionalCountFlag("sample-keys", admin.SampleKeysDefault, "read up to COUNT keys (default 1000) of the recent records and say how many adding partitions moves"),
+					&cli.BoolFlag{Name: "execute", Usage: "add the partitions without asking"},
+					&cli.BoolFlag{Name: "dry-run", Usage: "only warn (and sample), and have the broker check the changes; change nothing"},
 					&cli.StringSliceFlag{Name: "config", Aliases: []string{"c"}, Usage: "set topic config `KEY=VALUE` (repeatable)"},
 					&cli.StringSliceFlag{Name: "delete-config", Aliases: []string{"d"}, Usage: "reset topic config `KEY` to its default (repeatable)"},
 					&cli.BoolFlag{Name: "if-exists", Usage: "succeed when a topic does not exist"},
@@ -183,6 +213,11 @@ topic is a failure unless --if-exists is given (then it is "missing").`),
 						Set:        set,
 						Delete:     c.StringSlice("delete-config"),
 						IfExists:   c.Bool("if-exists"),
+						Execute:    c.Bool("execute"),
+						DryRun:     c.Bool("dry-run"),
+						Ask:        askOnTerminal(c),
+						Warn:       c.App.ErrWriter,
+						SampleKeys: optionalCountOf(c, "sample-keys"),
 					}
 					if err := req.Check(); err != nil {
 						return nil, err

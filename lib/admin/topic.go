@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -551,14 +552,17 @@ func (a *Admin) leaderOffsets(ctx context.Context, details kadm.TopicDetails, to
 // delete.
 type TopicResult struct {
 	Topic  string `json:"topic"`
-	Result string `json:"result"` // created, exists, altered, deleted, missing, failed
+	Result string `json:"result"` // created, exists, altered, planned (alter --dry-run), deleted, missing, failed
 	// Partitions and ReplicationFactor: what topic create made, and the
 	// partition count topic alter set; absent otherwise.
 	Partitions        int32             `json:"partitions,omitempty"`
 	ReplicationFactor int16             `json:"replication_factor,omitempty"`
 	Set               map[string]string `json:"set,omitempty"`     // configs set (create, alter)
 	Deleted           []string          `json:"deleted,omitempty"` // configs deleted (alter)
-	Error             string            `json:"error,omitempty"`
+	// KeySample: what topic alter --sample-keys found about the keys
+	// that adding partitions moves.
+	KeySample *KeySample `json:"key_sample,omitempty"`
+	Error     string     `json:"error,omitempty"`
 }
 
 // TopicResults is the result of topic create, alter and delete, in the
@@ -681,6 +685,22 @@ type AlterTopics struct {
 	Set        map[string]string // configs to set
 	Delete     []string          // configs to delete (back to the default)
 	IfExists   bool              // a topic that does not exist is not a failure
+
+	// Adding partitions is a one-way door: keyed records map to other
+	// partitions afterwards. When some topic would grow, AlterTopics
+	// warns on Warn first, and goes on only with Execute, or when Ask
+	// (which puts the question to a person) says yes; with neither it
+	// refuses (a usage error) before reading anything. DryRun has the
+	// broker validate every change and makes none. A topic that would
+	// not grow is sent to the broker as it is, which refuses it.
+	Execute bool
+	DryRun  bool
+	Ask     func(ctx context.Context, question string) (bool, error)
+	Warn    io.Writer
+	// SampleKeys, when > 0, reads up to that many distinct keys from the
+	// recent records of each topic that grows and says how many would
+	// map to a different partition (KeySample).
+	SampleKeys int
 }
 
 // Check refuses an alteration that cannot be right (a usage error).
@@ -699,12 +719,24 @@ func (req AlterTopics) Check() error {
 			return usagef("topic alter: config %s both set and deleted", k)
 		}
 	}
+	if req.Execute && req.DryRun {
+		return usagef("topic alter: --execute and --dry-run exclude each other")
+	}
+	if req.SampleKeys < 0 {
+		return usagef("topic alter: --sample-keys must be positive")
+	}
+	if req.SampleKeys > 0 && req.Partitions == 0 {
+		return usagef("topic alter: --sample-keys goes with --partitions")
+	}
 	return nil
 }
 
 // AlterTopics adds partitions to topics and changes their configs
 // (incrementally: configs not named keep their values). Partitions are
 // added first; a topic whose partitions cannot be added keeps its configs.
+// Before adding partitions it warns, samples keys and asks, as
+// AlterTopics (the request) says; with DryRun each topic's result is
+// "planned" when the broker found the changes valid.
 func (a *Admin) AlterTopics(ctx context.Context, req AlterTopics) (TopicResults, error) {
 	if err := req.Check(); err != nil {
 		return nil, err
@@ -734,8 +766,22 @@ func (a *Admin) AlterTopics(ctx context.Context, req AlterTopics) (TopicResults,
 			}
 		}
 	}
+	grows, err := a.confirmGrowth(ctx, req, details, pending)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range grows {
+		results[g.topic].KeySample = g.sample
+	}
+	updatePartitions, alterConfigs := a.adm.UpdatePartitions, a.adm.AlterTopicConfigs
+	if req.DryRun {
+		updatePartitions, alterConfigs = a.adm.ValidateUpdatePartitions, a.adm.ValidateAlterTopicConfigs
+		for _, t := range pending {
+			results[t].Result = ResultPlanned
+		}
+	}
 	if req.Partitions > 0 && len(pending) > 0 {
-		resps, err := a.adm.UpdatePartitions(ctx, req.Partitions, pending...)
+		resps, err := updatePartitions(ctx, req.Partitions, pending...)
 		if err != nil {
 			return nil, requestError("topic alter", err)
 		}
@@ -752,7 +798,7 @@ func (a *Admin) AlterTopics(ctx context.Context, req AlterTopics) (TopicResults,
 		}
 	}
 	if (len(req.Set) > 0 || len(req.Delete) > 0) && len(pending) > 0 {
-		resps, err := a.adm.AlterTopicConfigs(ctx, alterOps(req.Set, req.Delete), pending...)
+		resps, err := alterConfigs(ctx, alterOps(req.Set, req.Delete), pending...)
 		if err != nil {
 			return nil, requestError("topic alter", err)
 		}
@@ -786,6 +832,60 @@ func (a *Admin) AlterTopics(ctx context.Context, req AlterTopics) (TopicResults,
 		out = append(out, *r)
 	}
 	return out, failures("topic alter", failed)
+}
+
+// confirmGrowth finds the topics of pending that req.Partitions grows
+// (details holds their descriptions) and, when there are any, warns,
+// samples their keys and asks as req says. It returns the topics that
+// grow, or the refusal: a usage error when there is nobody to ask and no
+// Execute or DryRun, a failure when the person asked says no.
+func (a *Admin) confirmGrowth(ctx context.Context, req AlterTopics, details kadm.TopicDetails, pending []string) ([]growth, error) {
+	if req.Partitions <= 0 {
+		return nil, nil
+	}
+	var grows []growth
+	for _, t := range pending {
+		d := details[t]
+		if d.Err != nil || len(d.Partitions) == 0 || len(d.Partitions) >= req.Partitions {
+			continue // the broker says why
+		}
+		grows = append(grows, growth{topic: t, from: len(d.Partitions), to: req.Partitions})
+	}
+	if len(grows) == 0 {
+		return nil, nil
+	}
+	if !req.Execute && !req.DryRun && req.Ask == nil {
+		names := make([]string, len(grows))
+		for i, g := range grows {
+			names[i] = g.topic
+		}
+		return nil, usagef("topic alter: adding partitions to %s maps keyed records to other partitions: give --execute to add them, or --dry-run to see the warning (and --sample-keys how many keys move)", strings.Join(names, ", "))
+	}
+	if req.SampleKeys > 0 {
+		for i, g := range grows {
+			s, err := a.sampleKeys(ctx, g.topic, g.from, g.to, req.SampleKeys)
+			if err != nil {
+				return nil, err
+			}
+			grows[i].sample = &s
+		}
+	}
+	warnGrowth(req.Warn, grows)
+	if req.Execute || req.DryRun {
+		return grows, nil
+	}
+	question := "add the partitions?"
+	if len(grows) == 1 {
+		question = fmt.Sprintf("add %d partitions to %s?", grows[0].to-grows[0].from, grows[0].topic)
+	}
+	ok, err := req.Ask(ctx, question)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, client.Failf("topic alter: not confirmed: nothing changed")
+	}
+	return grows, nil
 }
 
 // alterOps are the incremental config changes: SET for set, DELETE for
