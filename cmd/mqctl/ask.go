@@ -46,13 +46,16 @@ func askOnTerminal(c *cli.Context) func(ctx context.Context, question string) (b
 // optionalCount is the value of a flag given bare, for a default count
 // (--sample-keys), or with one (--sample-keys=500). Like a boolean flag
 // it takes no separate argument: "--sample-keys 500" would be a flag and
-// an argument.
+// an argument. A value that is no count is kept and refused by
+// optionalCountOf, in a usage error of the command's own words.
 type optionalCount struct {
 	n    int // 0: not given
 	bare int // the count of the bare flag
+	bad  string
 }
 
 func (o *optionalCount) Set(s string) error {
+	o.bad = ""
 	switch s {
 	case "true":
 		o.n = o.bare
@@ -63,7 +66,8 @@ func (o *optionalCount) Set(s string) error {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n <= 0 {
-		return fmt.Errorf("want a count above 0, got %q", s)
+		o.bad = s
+		return nil
 	}
 	o.n = n
 	return nil
@@ -94,10 +98,16 @@ func (f optionalCountFlag) String() string {
 	return fmt.Sprintf("--%s[=COUNT]\t%s", f.Name, f.Usage)
 }
 
-// optionalCountOf is the count given with the optionalCountFlag name, or 0.
-func optionalCountOf(c *cli.Context, name string) int {
-	if o, ok := c.Generic(name).(*optionalCount); ok {
-		return o.n
+// optionalCountOf is the count given with the optionalCountFlag name, or
+// 0 when the flag is not given; a value that is no count is a usage error
+// of command what.
+func optionalCountOf(c *cli.Context, what, name string) (int, error) {
+	o, ok := c.Generic(name).(*optionalCount)
+	if !ok {
+		return 0, nil
 	}
-	return 0
+	if o.bad != "" {
+		return 0, client.Usagef("%s: --%s=%s: want a count above 0", what, name, o.bad)
+	}
+	return o.n, nil
 }

@@ -207,6 +207,10 @@ An unknown topic is a failure unless --if-exists is given (then it is
 					if err != nil {
 						return nil, err
 					}
+					sample, err := optionalCountOf(c, "topic alter", "sample-keys")
+					if err != nil {
+						return nil, err
+					}
 					req := admin.AlterTopics{
 						Topics:     c.Args().Slice(),
 						Partitions: c.Int("partitions"),
@@ -217,7 +221,7 @@ An unknown topic is a failure unless --if-exists is given (then it is
 						DryRun:     c.Bool("dry-run"),
 						Ask:        askOnTerminal(c),
 						Warn:       c.App.ErrWriter,
-						SampleKeys: optionalCountOf(c, "sample-keys"),
+						SampleKeys: sample,
 					}
 					if err := req.Check(); err != nil {
 						return nil, err
