@@ -131,7 +131,7 @@ func TestSampledKeysMoveAsKgoClientsPlaceThem(t *testing.T) {
 		if s.Keys != len(keys) || s.Moved != want || s.Elsewhere != 0 {
 			t.Errorf("%d to %d partitions: keys %d, moved %d, elsewhere %d; want %d, %d, 0", c.from, c.to, s.Keys, s.Moved, s.Elsewhere, len(keys), want)
 		}
-		if c.from == 1 && s.Moved == 0 || want == 0 {
+		if want == 0 {
 			t.Errorf("%d to %d partitions: no key moves: the test proves nothing", c.from, c.to)
 		}
 	}
