@@ -42,6 +42,18 @@
 // Without Retrying (mqtail, whose next refresh asks again) every question
 // is asked once.
 //
+// Adding partitions (AlterTopics with Partitions) is the one-way door
+// among the topic commands: it moves keys, since a keyed record's
+// partition is murmur2(key) mod the count. Before any topic grows,
+// AlterTopics says so on the request's Warn writer, with SampleKeys reads
+// the recent records of each growing topic (sampleKeys, bounded in
+// records, time and bytes) and counts the keys that move with kgo's own
+// partitioner (countMoves), then goes on only with Execute or when Ask
+// says yes; with neither it refuses with a usage error before reading
+// anything. DryRun sends the same requests validate-only, so the broker
+// still checks them and nothing changes. A count that does not grow a
+// topic is not warned about: the broker refuses it as it always did.
+//
 // One group id names one group of one type: ResetOffsets refuses a share
 // group (one its coordinator knows or with share-partition state), whose
 // start offsets ResetQueue moves instead; both plan with planReset.

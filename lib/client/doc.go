@@ -78,4 +78,9 @@
 // Data goes to stdout, diagnostics to stderr. WriteTable aligns columns for
 // people; WriteJSON writes one compact JSON document per call, for scripts.
 // The shapes are the tools' documented contract: keep them stable.
+//
+// IsTerminal tells a terminal (which answers the terminal ioctl) from a
+// pipe, a file or /dev/null: mqpipe draws progress and flushes each line
+// only for one, and mqctl asks a person a question only when its stdin is
+// one.
 package client
