@@ -68,9 +68,11 @@ var allowedInTests = map[string][]string{
 	// Test support shared by every package's tests (mqtest.WaitFor).
 	"lib/server": {"lib/mqtest"},
 	"lib/pipe":   {"lib/mqtest"},
-	// A pseudo-terminal, for what a tool does when it writes to one.
+	// A pseudo-terminal, for what a tool does when it writes to one, or
+	// reads a person's answer from one.
 	"lib/client":  {"lib/mqtest"},
 	"cmd/mqbench": {"lib/mqtest"},
+	"cmd/mqctl":   {"lib/mqtest"},
 	// Test support shared by every package's tests (lib/mqtest: WaitFor,
 	// the in-process Cluster); listener addresses below the ephemeral
 	// range, for tests that start daemons on ports of their own
