@@ -136,7 +136,7 @@ func TestTopicAlterCountsTheKeysItMoves(t *testing.T) {
 
 	// On a terminal mqctl asks; "n" changes nothing.
 	no := mqctlOnTerminal(ctx, t, b, "n\n", "topic", "alter", topic, "-p", "6")
-	if no.code != 1 || !strings.Contains(no.stderr, "mqctl: add 1 partitions to keyed? [y/N] ") || !strings.Contains(no.stderr, "not confirmed: nothing changed") {
+	if no.code != 1 || !strings.Contains(no.stderr, "mqctl: grow keyed to 6 partitions? [y/N] ") || !strings.Contains(no.stderr, "not confirmed: nothing changed") {
 		t.Fatalf("answered n: exit %d, stderr %q", no.code, no.stderr)
 	}
 	if n := partitions(); n != 5 {

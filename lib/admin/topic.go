@@ -854,11 +854,11 @@ func (a *Admin) confirmGrowth(ctx context.Context, req AlterTopics, details kadm
 	if len(grows) == 0 {
 		return nil, nil
 	}
+	names := make([]string, len(grows))
+	for i, g := range grows {
+		names[i] = g.topic
+	}
 	if !req.Execute && !req.DryRun && req.Ask == nil {
-		names := make([]string, len(grows))
-		for i, g := range grows {
-			names[i] = g.topic
-		}
 		return nil, usagef("topic alter: adding partitions to %s maps keyed records to other partitions: give --execute to add them, or --dry-run to see the warning (and --sample-keys how many keys move)", strings.Join(names, ", "))
 	}
 	if req.SampleKeys > 0 {
@@ -874,11 +874,7 @@ func (a *Admin) confirmGrowth(ctx context.Context, req AlterTopics, details kadm
 	if req.Execute || req.DryRun {
 		return grows, nil
 	}
-	question := "add the partitions?"
-	if len(grows) == 1 {
-		question = fmt.Sprintf("add %d partitions to %s?", grows[0].to-grows[0].from, grows[0].topic)
-	}
-	ok, err := req.Ask(ctx, question)
+	ok, err := req.Ask(ctx, fmt.Sprintf("grow %s to %d partitions?", strings.Join(names, ", "), req.Partitions))
 	if err != nil {
 		return nil, err
 	}
