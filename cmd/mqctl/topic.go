@@ -189,8 +189,9 @@ Prints TOPIC RESULT DETAIL. JSON: an array of {"topic": string,
  "incomplete": string}, "error": string}; key_sample only with
 --sample-keys, for a topic that grows (records: records read; keyed: of
 them, those with a key; keys: distinct keys; moved: keys that map to
-another partition after the change; elsewhere: keys found on another
-partition than their hash's; incomplete: why the sample stopped short).
+another partition after the change; elsewhere: keys found only on
+other partitions than their hash's; incomplete: why the sample stopped
+short).
 An unknown topic is a failure unless --if-exists is given (then it is
 "missing").`),
 				Flags: append(commandFlags(),

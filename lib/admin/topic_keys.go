@@ -40,9 +40,11 @@ type KeySample struct {
 	Keyed   int `json:"keyed"`
 	Keys    int `json:"keys"`
 	Moved   int `json:"moved"`
-	// Elsewhere is how many keys were found on a partition other than
-	// the default partitioner's under the present count: their producers
-	// place records some other way, which Moved does not predict.
+	// Elsewhere is how many keys were not found on the partition the
+	// default partitioner gives them under the present count, only on
+	// others: their producers place records some other way, which Moved
+	// does not predict. (A key also found on older partitions, as after
+	// an earlier change of the count, is not elsewhere.)
 	Elsewhere int `json:"elsewhere"`
 	// Incomplete says why the sample ended before the end of every
 	// partition's recent records (a time or size bound, a partition that
@@ -95,8 +97,8 @@ func (k *keyPlacer) partition(key []byte, n int) int {
 }
 
 // countMoves fills in s.Keys, s.Moved and s.Elsewhere from the keys
-// sampled, each with the partition it was read from.
-func countMoves(s *KeySample, keys map[string]int32) {
+// sampled, each with the partitions it was read from.
+func countMoves(s *KeySample, keys map[string][]int32) {
 	kp := newKeyPlacer()
 	s.Keys, s.Moved, s.Elsewhere = len(keys), 0, 0
 	for k, found := range keys {
@@ -105,7 +107,7 @@ func countMoves(s *KeySample, keys map[string]int32) {
 		if kp.partition(key, s.To) != now {
 			s.Moved++
 		}
-		if int32(now) != found {
+		if !slices.Contains(found, int32(now)) {
 			s.Elsewhere++
 		}
 	}
@@ -139,7 +141,7 @@ func (a *Admin) sampleKeys(ctx context.Context, topic string, from, to, limit in
 			starts[k.partition] = kgo.NewOffset().At(max(f.logStart, f.logEnd-share))
 		}
 	}
-	keys := map[string]int32{}
+	keys := map[string][]int32{}
 	if len(ends) > 0 {
 		if err := a.readKeys(ctx, topic, starts, ends, limit, &s, keys); err != nil {
 			return s, err
@@ -154,9 +156,9 @@ func (a *Admin) sampleKeys(ctx context.Context, topic string, from, to, limit in
 }
 
 // readKeys reads the records from starts up to ends (exclusive) of each
-// partition of topic into keys (each key with the partition it was first
-// read from), until limit keys, and counts them in s.
-func (a *Admin) readKeys(ctx context.Context, topic string, starts map[int32]kgo.Offset, ends map[int32]int64, limit int, s *KeySample, keys map[string]int32) error {
+// partition of topic into keys (each key with the partitions it was read
+// from), until limit keys, and counts them in s.
+func (a *Admin) readKeys(ctx context.Context, topic string, starts map[int32]kgo.Offset, ends map[int32]int64, limit int, s *KeySample, keys map[string][]int32) error {
 	cl, err := kgo.NewClient(append(a.cl.Opts(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}),
 		kgo.FetchMaxBytes(sampleBytes/4),
@@ -202,8 +204,8 @@ func (a *Admin) readKeys(ctx context.Context, topic string, starts map[int32]kgo
 				return
 			}
 			s.Keyed++
-			if _, seen := keys[string(r.Key)]; !seen {
-				keys[string(r.Key)] = r.Partition
+			if found := keys[string(r.Key)]; !slices.Contains(found, r.Partition) {
+				keys[string(r.Key)] = append(found, r.Partition)
 			}
 		})
 	}
