@@ -1,11 +1,11 @@
 #!/bin/sh
 # A cluster of mqd nodes on this machine, for trying mq out and for
-# development: deploy/cluster.sh start|stop|status|clean|start-node N
-# (make cluster, make cluster-stop).
+# development: deploy/cluster.sh start|stop|status|clean|start-node N|
+# add-node (make cluster, make cluster-stop).
 #
 #   MQ_CLUSTER_DIR    where the nodes keep data, logs and pid files
 #                     (default /tmp/mq-cluster): node1/, node2/, ...
-#   MQ_CLUSTER_NODES  how many nodes (default 3), all voters
+#   MQ_CLUSTER_NODES  how many nodes start (default 3), all voters
 #   MQ_CLUSTER_PORT   node 1's Kafka port (default 19092); node N's is +N-1
 #   MQ_CLUSTER_RAFT   node 1's Raft port (default 19192); node N's is +N-1
 #   MQ_BIN            where mqd and mqctl are (default bin, as make builds)
@@ -16,6 +16,10 @@
 # stopped cluster; start-node N starts node N again (after a SIGTERM to
 # the pid in nodeN/mqd.pid, say: one step of a rolling restart) and
 # returns at once, its log saying "mqd serving" when it is ready.
+# add-node starts one more node, a broker and a non-voter of the quorum
+# (--raft-address), and returns once every node lists it: it joins
+# empty, and mqctl cluster rebalance moves partitions onto it. Nodes
+# added are part of the cluster from then on (stop, status, start-node).
 set -eu
 
 dir=${MQ_CLUSTER_DIR:-/tmp/mq-cluster}
@@ -26,7 +30,12 @@ bin=${MQ_BIN:-bin}
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
-ids() { seq 1 "$nodes"; }
+# ids lists the voters and the nodes add-node started after them.
+ids() {
+	n=$nodes
+	while [ -d "$dir/node$((n + 1))" ]; do n=$((n + 1)); done
+	seq 1 "$n"
+}
 kafka_addr() { echo "127.0.0.1:$((port + $1 - 1))"; }
 raft_addr() { echo "127.0.0.1:$((raft + $1 - 1))"; }
 
@@ -38,7 +47,7 @@ bootstrap() {
 
 voters() {
 	list=
-	for i in $(ids); do list="${list:+$list,}$i@$(raft_addr "$i")"; done
+	for i in $(seq 1 "$nodes"); do list="${list:+$list,}$i@$(raft_addr "$i")"; done
 	echo "$list"
 }
 
@@ -52,18 +61,48 @@ pid_of() {
 }
 
 # failed stops the nodes a start left running, then fails with $1.
+# failed stops the nodes a start left running (or, for add-node, the node
+# it added), then fails with $1.
 failed() {
-	stop >/dev/null
+	if [ -n "${adding:-}" ]; then
+		pid=$(pid_of "$adding") && kill -TERM "$pid"
+		rm -rf "$dir/node$adding"
+	else
+		stop >/dev/null
+	fi
 	die "$1"
 }
 
 # launch N starts node N in the background, its pid in nodeN/mqd.pid.
+# A node beyond the voters joins the quorum as a non-voter.
 launch() {
 	mkdir -p "$dir/node$1"
+	nonvoter=
+	[ "$1" -le "$nodes" ] || nonvoter="--raft-address $(raft_addr "$1")"
+	# shellcheck disable=SC2086 # nonvoter is two words or none
 	"$bin/mqd" --node-id "$1" --voters "$(voters)" --data-dir "$dir/node$1/data" \
-		--listen "tcp://$(kafka_addr "$1")" --advertise "$(kafka_addr "$1")" \
+		--listen "tcp://$(kafka_addr "$1")" --advertise "$(kafka_addr "$1")" $nonvoter \
 		>>"$dir/node$1/mqd.log" 2>&1 &
 	echo $! >"$dir/node$1/mqd.pid"
+}
+
+# await_brokers waits until every node in ids lists as many brokers.
+await_brokers() {
+	want=$(ids | wc -l)
+	tries=0
+	while :; do
+		ready=yes
+		for i in $(ids); do
+			pid_of "$i" >/dev/null || failed "node $i exited; the end of $dir/node$i/mqd.log:
+$(tail -n 5 "$dir/node$i/mqd.log")"
+			n=$("$bin/mqctl" -b "$(kafka_addr "$i")" cluster describe -o json 2>/dev/null | grep -o '"id":[0-9]*,"host"' | wc -l) || n=0
+			[ "$n" -eq "$want" ] || ready=no
+		done
+		[ "$ready" = yes ] && break
+		tries=$((tries + 1))
+		[ "$tries" -lt 300 ] || failed "the cluster is not ready after 60s; logs in $dir/node*/mqd.log"
+		sleep 0.2
+	done
 }
 
 start() {
@@ -76,21 +115,8 @@ start() {
 	done
 	# Ready when every node lists every broker; give up after 60 s.
 	b=$(bootstrap)
-	tries=0
-	while :; do
-		ready=yes
-		for i in $(ids); do
-			pid_of "$i" >/dev/null || failed "node $i exited; the end of $dir/node$i/mqd.log:
-$(tail -n 5 "$dir/node$i/mqd.log")"
-			n=$("$bin/mqctl" -b "$(kafka_addr "$i")" cluster describe -o json 2>/dev/null | grep -o '"id":[0-9]*,"host"' | wc -l) || n=0
-			[ "$n" -eq "$nodes" ] || ready=no
-		done
-		[ "$ready" = yes ] && break
-		tries=$((tries + 1))
-		[ "$tries" -lt 300 ] || failed "the cluster is not ready after 60s; logs in $dir/node*/mqd.log"
-		sleep 0.2
-	done
-	echo "mq cluster of $nodes nodes in $dir"
+	await_brokers
+	echo "mq cluster of $(ids | wc -l) nodes in $dir"
 	echo "bootstrap: $b"
 	echo "try: $bin/mqctl -b $b cluster describe"
 }
@@ -141,10 +167,23 @@ start_node() {
 	case "$1" in
 	'' | *[!0-9]*) usage ;;
 	esac
-	[ "$1" -ge 1 ] && [ "$1" -le "$nodes" ] || usage
+	[ "$1" -ge 1 ] && [ "$1" -le "$(ids | tail -n 1)" ] || usage
 	if pid=$(pid_of "$1"); then die "node $1 is running already (pid $pid)"; fi
 	launch "$1"
 	echo "node $1 started (pid $(cat "$dir/node$1/mqd.pid")); its log: $dir/node$1/mqd.log"
+}
+
+add_node() {
+	[ -x "$bin/mqd" ] && [ -x "$bin/mqctl" ] || die "no $bin/mqd or $bin/mqctl: run make build first (or set MQ_BIN)"
+	for i in $(ids); do
+		pid_of "$i" >/dev/null || die "node $i is not running: deploy/cluster.sh start (or start-node $i) first"
+	done
+	id=$(($(ids | tail -n 1) + 1))
+	adding=$id
+	launch "$id"
+	await_brokers
+	echo "node $id joined (pid $(cat "$dir/node$id/mqd.pid")) at $(kafka_addr "$id"), a non-voter holding no partition yet"
+	echo "fill it: $bin/mqctl -b $(bootstrap) cluster rebalance"
 }
 
 clean() {
@@ -156,7 +195,7 @@ clean() {
 }
 
 usage() {
-	echo "usage: deploy/cluster.sh start|stop|status|clean|start-node N (1..$nodes)" >&2
+	echo "usage: deploy/cluster.sh start|stop|status|clean|start-node N (1..$(ids | tail -n 1))|add-node" >&2
 	exit 2
 }
 
@@ -166,5 +205,6 @@ stop) stop ;;
 status) status ;;
 clean) clean ;;
 start-node) start_node "${2:-}" ;;
+add-node) add_node ;;
 *) usage ;;
 esac
