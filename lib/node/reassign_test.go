@@ -88,6 +88,45 @@ func TestClusterReassignsAPartitionUnderLoad(t *testing.T) {
 		}
 	}
 
+	// A group reads the topic through the move: its members must not be
+	// disturbed (no revocation, no second assignment).
+	var groupMu sync.Mutex
+	var assigned, revoked int
+	var consumed int64
+	gcl := c.client(kgo.ConsumerGroup("movers"), kgo.ConsumeTopics("moving"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+			groupMu.Lock()
+			assigned++
+			groupMu.Unlock()
+		}),
+		kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) {
+			groupMu.Lock()
+			revoked++
+			groupMu.Unlock()
+		}),
+		kgo.OnPartitionsLost(func(context.Context, *kgo.Client, map[string][]int32) {
+			groupMu.Lock()
+			revoked++
+			groupMu.Unlock()
+		}))
+	gctx, gcancel := context.WithCancel(context.Background())
+	gdone := make(chan struct{})
+	go func() {
+		defer close(gdone)
+		for gctx.Err() == nil {
+			fs := gcl.PollFetches(gctx)
+			groupMu.Lock()
+			consumed += int64(fs.NumRecords())
+			groupMu.Unlock()
+		}
+	}()
+	clusterWait.For(t, "the group reading", func() (bool, string) {
+		groupMu.Lock()
+		defer groupMu.Unlock()
+		return assigned == 1 && consumed > 0, fmt.Sprintf("%d assignments, %d records", assigned, consumed)
+	})
+
 	// Producers keep writing through the move.
 	var mu sync.Mutex
 	stop := make(chan struct{})
@@ -117,6 +156,23 @@ func TestClusterReassignsAPartitionUnderLoad(t *testing.T) {
 	})
 	close(stop)
 	wg.Wait()
+	// The group reads what is produced after the move, then must not have
+	// been disturbed.
+	for k, v := range produceAll(t, cl, "moving", 1_000_000, 100) {
+		acked[k] = v
+	}
+	clusterWait.For(t, "the group reading every record", func() (bool, string) {
+		groupMu.Lock()
+		defer groupMu.Unlock()
+		return consumed >= int64(len(acked)), fmt.Sprintf("%d of %d records", consumed, len(acked))
+	})
+	gcancel()
+	<-gdone
+	groupMu.Lock()
+	if assigned != 1 || revoked != 0 {
+		t.Errorf("the group was disturbed by the move: %d assignments, %d revocations or losses", assigned, revoked)
+	}
+	groupMu.Unlock()
 
 	img := c.image()
 	if p := img.Partition("moving", 0); p.Leader == leaving || p.LeaderEpoch <= before.LeaderEpoch {
