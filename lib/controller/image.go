@@ -97,6 +97,12 @@ func (p Partition) Original() []int32 {
 	return p.OriginalReplicas
 }
 
+// UnderReplicated reports whether the partition's ISR is smaller than
+// its original replica set: replicas a reassignment adds do not count
+// until the move completes, as in Kafka (KIP-352), so a move alone does
+// not make a partition look under-replicated.
+func (p Partition) UnderReplicated() bool { return len(p.ISR) < len(p.Original()) }
+
 // minus returns the members of a not in b, in a's order; a itself when
 // b is empty (never modify the result).
 func minus(a, b []int32) []int32 {

@@ -18,7 +18,7 @@ type stateCollector struct {
 
 	highWatermark, logEndOffset, logStartOffset, sizeBytes, leader *prometheus.Desc
 
-	underReplicated, offline, isrShrinks, isrExpands, isrUnconfirmed *prometheus.Desc
+	underReplicated, reassigning, offline, isrShrinks, isrExpands, isrUnconfirmed *prometheus.Desc
 
 	controllerLeaderID, raftState, controllerIsLeader, brokerFencings *prometheus.Desc
 
@@ -53,7 +53,8 @@ func newStateCollector(source Source, partitionSeries bool) *stateCollector {
 		sizeBytes:      d("mq_partition_size_bytes", "Bytes of the partition's segment files on this node.", tp, nil),
 		leader:         d("mq_partition_leader", "1 when this node leads the partition, 0 when it follows.", tp, nil),
 
-		underReplicated: d("mq_partitions_under_replicated", "Partitions this node leads whose ISR is smaller than their replica set.", nil, nil),
+		underReplicated: d("mq_partitions_under_replicated", "Partitions this node leads whose ISR is smaller than their replica set (replicas a reassignment adds not counted).", nil, nil),
+		reassigning:     d("mq_partitions_reassigning", "Partitions this node leads that a reassignment is moving.", nil, nil),
 		offline:         d("mq_partitions_offline", "Partitions without a live leader; counted by the controller's Raft leader only, 0 elsewhere.", nil, nil),
 		isrShrinks:      d("mq_isr_shrinks_total", "ISR changes this node made as leader that removed replicas.", nil, nil),
 		isrExpands:      d("mq_isr_expands_total", "ISR changes this node made as leader that added replicas.", nil, nil),
@@ -93,7 +94,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.topicBytesIn, c.topicBytesOut, c.topicMessagesIn, c.topicMessagesOut,
 		c.highWatermark, c.logEndOffset, c.logStartOffset, c.sizeBytes, c.leader,
-		c.underReplicated, c.offline, c.isrShrinks, c.isrExpands,
+		c.underReplicated, c.reassigning, c.offline, c.isrShrinks, c.isrExpands,
 		c.controllerLeaderID, c.raftState, c.controllerIsLeader, c.brokerFencings,
 		c.groups, c.lagMessages, c.lagSeconds,
 		c.shareGroups, c.shareInFlight, c.shareAvailable, c.shareAcquired, c.shareArchived, c.shareOldest, c.shareDeadLetters,
@@ -132,6 +133,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	gauge(c.underReplicated, float64(s.UnderReplicated))
+	gauge(c.reassigning, float64(s.Reassigning))
 	gauge(c.offline, float64(s.Offline))
 	counter(c.isrShrinks, s.ISRShrinks)
 	counter(c.isrExpands, s.ISRExpands)

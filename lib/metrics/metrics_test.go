@@ -33,7 +33,7 @@ var fixed = Snapshot{
 		{Topic: "t", Partition: 0, HighWatermark: 7, LogEndOffset: 9, LogStartOffset: 2, SizeBytes: 4096, Leader: true},
 		{Topic: "t", Partition: 1, HighWatermark: 3, LogEndOffset: 3, LogStartOffset: 0, SizeBytes: 10, Leader: false},
 	},
-	UnderReplicated: 1, Offline: 2, ISRShrinks: 3, ISRExpands: 4, ISRUnconfirmed: 5,
+	UnderReplicated: 1, Reassigning: 6, Offline: 2, ISRShrinks: 3, ISRExpands: 4, ISRUnconfirmed: 5,
 	ControllerLeaderID: 2, RaftState: "follower",
 	BrokerFencings: map[string]uint64{"session_timeout": 6, "process_gone": 7},
 	Groups: []Group{
@@ -99,6 +99,7 @@ func TestCollectorShowsTheSnapshot(t *testing.T) {
 		"mq_partition_leader{partition=1,topic=t}":                    0,
 		"mq_partition_high_watermark{partition=1,topic=t}":            3,
 		"mq_partitions_under_replicated{}":                            1,
+		"mq_partitions_reassigning{}":                                 6,
 		"mq_partitions_offline{}":                                     2,
 		"mq_isr_shrinks_total{}":                                      3,
 		"mq_isr_expands_total{}":                                      4,

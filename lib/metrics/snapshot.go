@@ -10,8 +10,9 @@ type Snapshot struct {
 	// series.
 	Partitions []Partition
 	// UnderReplicated counts the partitions this node leads whose ISR is
-	// smaller than their replica set.
-	UnderReplicated int
+	// smaller than their replica set, not counting the replicas a
+	// reassignment adds (KIP-352); Reassigning those being reassigned.
+	UnderReplicated, Reassigning int
 	// Offline counts the partitions of the cluster image without a live
 	// leader. Only the node whose controller is the Raft leader counts
 	// them (others report 0), so a sum over the cluster counts each once.

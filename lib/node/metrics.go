@@ -27,11 +27,22 @@ func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 		s.Topics = append(s.Topics, metrics.TopicTraffic{Topic: t.Topic,
 			BytesIn: t.BytesIn, MessagesIn: t.MessagesIn, BytesOut: t.BytesOut, MessagesOut: t.MessagesOut})
 	}
+	img := d.ctrl.Image()
 	for _, h := range d.parts.All() {
 		st := h.State()
 		leader := st.Role == replica.Leader
-		if leader && len(st.ISR) < len(st.Replicas) {
-			s.UnderReplicated++
+		if leader {
+			// The image says which replicas a move adds (KIP-352).
+			if p := img.Partition(h.Topic(), h.Partition.Partition()); p != nil && p.LeaderEpoch == st.LeaderEpoch {
+				if p.UnderReplicated() {
+					s.UnderReplicated++
+				}
+				if p.Reassigning() {
+					s.Reassigning++
+				}
+			} else if len(st.ISR) < len(st.Replicas) {
+				s.UnderReplicated++
+			}
 		}
 		if partitionSeries {
 			s.Partitions = append(s.Partitions, metrics.Partition{

@@ -215,6 +215,12 @@ func TestClusterCancelsAReassignment(t *testing.T) {
 	if !ok || !slices.Equal(r.AddingReplicas, []int32{4}) || !slices.Equal(r.RemovingReplicas, []int32{orig[2]}) {
 		t.Fatalf("ListPartitionReassignments: %+v (listed %v), want adding [4] removing [%d]", r, ok, orig[2])
 	}
+	// The move waits for broker 4; the partition is not under-replicated
+	// for it (KIP-352), and the leader counts it as moving.
+	leader := c.image().Partition("stuck", 0).Leader
+	if snap := c.Get(leader).MetricsSnapshot(false); snap.Reassigning != 1 || snap.UnderReplicated != 0 {
+		t.Errorf("the leader's metrics show %d partitions reassigning and %d under-replicated, want 1 and 0", snap.Reassigning, snap.UnderReplicated)
+	}
 	// Produce goes on while the move waits for broker 4.
 	for k, v := range produceAll(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "stuck", 500, 500) {
 		acked[k] = v
