@@ -230,7 +230,10 @@
 // replica completes at once. A new target replaces the move in progress
 // (the original set is kept); cancelling restores the original set, the
 // added replicas leaving the ISR, and is refused where that would leave
-// no live original replica in the ISR to lead. A broker deletes a
+// no live original replica in the ISR to lead. When a move ends, either
+// way, the partition:broker pairs naming it leave the topic's
+// leader/follower.replication.throttled.replicas (a "*" stays): the
+// throttle set for a move ends with it. A broker deletes a
 // replica's data when the image no longer names it among the replicas:
 // only once the new set is in force.
 //

@@ -502,6 +502,9 @@ func applyAlterations(img *Image, changes []alterPartitionV2) ([]alteration, boo
 			t = &own
 			copied[ch.Topic] = t
 		}
+		if t.Partitions[ch.Partition].Reassigning() && !p.Reassigning() {
+			t.Configs = endThrottles(t.Configs, ch.Partition)
+		}
 		t.Partitions[ch.Partition] = p
 	}
 	if len(copied) > 0 {

@@ -3,7 +3,10 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Reassignment asks for one partition to move to a new replica set
@@ -78,6 +81,9 @@ func applyAlterReassignments(img *Image, c *alterReassignmentsV1, res *applyResu
 			own.Partitions = slices.Clone(t.Partitions)
 			t = &own
 			copied[r.Topic] = t
+		}
+		if t.Partitions[r.Partition].Reassigning() && !q.Reassigning() {
+			t.Configs = endThrottles(t.Configs, r.Partition)
 		}
 		t.Partitions[r.Partition] = q
 	}
@@ -197,6 +203,42 @@ func cancelReassignment(img *Image, p Partition) (Partition, error) {
 	p.Replicas, p.ISR, p.Leader = slices.Clone(orig), slices.Clone(isr), leader
 	p.AddingReplicas, p.RemovingReplicas, p.OriginalReplicas = nil, nil, nil
 	return p, nil
+}
+
+// The topic configs that name the replicas a replication throttle holds
+// back (KIP-73): "*" or partition:broker pairs.
+var throttledReplicasConfigs = []string{"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+
+// endThrottles returns configs without the partition:broker pairs that
+// name partition, for a move of it that ended: the throttle a tool set
+// for the move ends with it even when nobody comes back to remove it. A
+// "*" is the operator's, not a move's, and stays. It returns configs
+// itself when nothing changes, a new map otherwise.
+func endThrottles(configs map[string]string, partition int32) map[string]string {
+	out, cloned := configs, false
+	prefix := strconv.Itoa(int(partition)) + ":"
+	for _, name := range throttledReplicasConfigs {
+		v, ok := configs[name]
+		if !ok || strings.TrimSpace(v) == "*" {
+			continue
+		}
+		pairs := strings.Split(v, ",")
+		kept := slices.DeleteFunc(slices.Clone(pairs), func(pair string) bool {
+			return strings.HasPrefix(strings.TrimSpace(pair), prefix)
+		})
+		if len(kept) == len(pairs) {
+			continue
+		}
+		if !cloned {
+			out, cloned = maps.Clone(configs), true
+		}
+		if len(kept) == 0 {
+			delete(out, name)
+		} else {
+			out[name] = strings.Join(kept, ",")
+		}
+	}
+	return out
 }
 
 // samePlacement reports whether p and q have the same replicas, ISR,
