@@ -34,25 +34,6 @@ import (
 // cluster-wide dynamic broker configs, and the resource name "" stands for.
 const clusterDefaultBroker = -1
 
-// topicBrokerSynonyms maps a topic config to the broker config that gives
-// its default, as Kafka names them, for the synonyms DescribeConfigs
-// reports. (lib/config knows the same mapping but does not export it.)
-var topicBrokerSynonyms = map[string]string{
-	"cleanup.policy":                 "log.cleanup.policy",
-	"segment.bytes":                  "log.segment.bytes",
-	"segment.ms":                     "log.roll.ms",
-	"retention.ms":                   "log.retention.ms",
-	"retention.bytes":                "log.retention.bytes",
-	"max.message.bytes":              "message.max.bytes",
-	"min.insync.replicas":            "min.insync.replicas",
-	"flush.policy":                   "log.flush.policy",
-	"flush.ms":                       "log.flush.interval.ms",
-	"index.interval.bytes":           "log.index.interval.bytes",
-	"message.timestamp.type":         "log.message.timestamp.type",
-	"unclean.leader.election.enable": "unclean.leader.election.enable",
-	"compression.type":               "compression.type",
-}
-
 // describedConfig is a config entry with the lower-precedence values it
 // hides (DescribeConfigs synonyms), highest precedence first and starting
 // with the entry's own value.
@@ -125,7 +106,7 @@ func (b *Broker) topicConfigs(img *controller.Image, overrides map[string]string
 		if v, ok := overrides[e.Name]; ok {
 			d.addSynonym(e.Name, &v, config.SourceDynamicTopic)
 		}
-		brokerName := topicBrokerSynonyms[e.Name]
+		brokerName := config.BrokerSynonym(e.Name)
 		if brokerName == "" {
 			brokerName = e.Name
 		}

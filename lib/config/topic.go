@@ -94,6 +94,16 @@ var topicProperties = func() []topicProperty {
 	return ps
 }()
 
+// BrokerSynonym is the broker config that gives topic config name its
+// default (log.retention.ms for retention.ms), "" when none does or name
+// is no topic config.
+func BrokerSynonym(name string) string {
+	if p := lookupTopic(name); p != nil {
+		return p.broker
+	}
+	return ""
+}
+
 func lookupTopic(name string) *topicProperty {
 	i := sort.Search(len(topicProperties), func(i int) bool { return topicProperties[i].name >= name })
 	if i == len(topicProperties) || topicProperties[i].name != name {
