@@ -480,37 +480,58 @@ type alteration struct {
 // changed.
 func applyAlterations(img *Image, changes []alterPartitionV2) ([]alteration, bool) {
 	out := make([]alteration, len(changes))
-	copied := map[string]*Topic{}
+	copied := topicCopies{}
 	for i := range changes {
 		ch := &changes[i]
-		t := copied[ch.Topic]
-		if t == nil {
-			t = img.Topics[ch.Topic]
-		}
-		p, changed, err := alterISR(img, t, ch)
+		p, changed, err := alterISR(img, copied.topic(img, ch.Topic), ch)
 		if err != nil {
 			out[i].err = err
 			continue
 		}
 		out[i].partition = &p
-		if !changed {
-			continue
+		if changed {
+			copied.set(img, ch.Topic, p)
 		}
-		if copied[ch.Topic] == nil {
-			own := *t
-			own.Partitions = slices.Clone(t.Partitions)
-			t = &own
-			copied[ch.Topic] = t
-		}
-		if t.Partitions[ch.Partition].Reassigning() && !p.Reassigning() {
-			t.Configs = endThrottles(t.Configs, ch.Partition)
-		}
-		t.Partitions[ch.Partition] = p
 	}
-	if len(copied) > 0 {
-		replaceTopics(img, copied)
+	return out, copied.publish(img)
+}
+
+// topicCopies are the topics a command changes, each copied once however
+// many of its partitions change.
+type topicCopies map[string]*Topic
+
+// topic is the topic named, as the command changed it so far; nil when
+// the image has none.
+func (c topicCopies) topic(img *Image, name string) *Topic {
+	if t := c[name]; t != nil {
+		return t
 	}
-	return out, len(copied) > 0
+	return img.Topics[name]
+}
+
+// set makes p the partition of its ID in topic name. Where p ends a
+// reassignment, the throttle set for it ends too (endThrottles).
+func (c topicCopies) set(img *Image, name string, p Partition) {
+	t := c[name]
+	if t == nil {
+		own := *img.Topics[name]
+		own.Partitions = slices.Clone(own.Partitions)
+		t = &own
+		c[name] = t
+	}
+	if t.Partitions[p.ID].Reassigning() && !p.Reassigning() {
+		t.Configs = endThrottles(t.Configs, p.ID)
+	}
+	t.Partitions[p.ID] = p
+}
+
+// publish puts the changed topics into img and reports whether there
+// were any.
+func (c topicCopies) publish(img *Image) bool {
+	if len(c) > 0 {
+		replaceTopics(img, c)
+	}
+	return len(c) > 0
 }
 
 // alterISR checks an ISR change a leader proposes for a partition of

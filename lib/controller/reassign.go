@@ -63,34 +63,15 @@ func applyAlterReassignments(img *Image, c *alterReassignmentsV1, res *applyResu
 	if len(c.Partitions) == 0 || len(c.Partitions) > maxAlterations {
 		return fmt.Errorf("%w: AlterReassignments of %d partitions, want 1..%d", ErrInvalidCommand, len(c.Partitions), maxAlterations)
 	}
-	copied := map[string]*Topic{}
+	copied := topicCopies{}
 	for _, r := range c.Partitions {
-		out := electionResult{TopicPartition: TopicPartition{r.Topic, r.Partition}}
-		t := copied[r.Topic]
-		if t == nil {
-			t = img.Topics[r.Topic]
+		q, changed, err := reassignPartition(img, copied.topic(img, r.Topic), r)
+		res.reassignments = append(res.reassignments, electionResult{TopicPartition{r.Topic, r.Partition}, err})
+		if err == nil && changed {
+			copied.set(img, r.Topic, q)
 		}
-		q, changed, err := reassignPartition(img, t, r)
-		out.err = err
-		res.reassignments = append(res.reassignments, out)
-		if err != nil || !changed {
-			continue
-		}
-		if copied[r.Topic] == nil {
-			own := *t
-			own.Partitions = slices.Clone(t.Partitions)
-			t = &own
-			copied[r.Topic] = t
-		}
-		if t.Partitions[r.Partition].Reassigning() && !q.Reassigning() {
-			t.Configs = endThrottles(t.Configs, r.Partition)
-		}
-		t.Partitions[r.Partition] = q
 	}
-	if len(copied) > 0 {
-		replaceTopics(img, copied)
-	}
-	res.unchanged = len(copied) == 0
+	res.unchanged = !copied.publish(img)
 	return nil
 }
 
