@@ -37,6 +37,7 @@ var documentedMetrics = map[string]dto.MetricType{
 	"mq_partition_size_bytes":             dto.MetricType_GAUGE,
 	"mq_partition_leader":                 dto.MetricType_GAUGE,
 	"mq_partitions_under_replicated":      dto.MetricType_GAUGE,
+	"mq_partitions_reassigning":           dto.MetricType_GAUGE,
 	"mq_partitions_offline":               dto.MetricType_GAUGE,
 	"mq_isr_shrinks_total":                dto.MetricType_COUNTER,
 	"mq_isr_expands_total":                dto.MetricType_COUNTER,
@@ -243,6 +244,7 @@ func TestMetricsEndpointServesEveryDocumentedMetric(t *testing.T) {
 		// the batch there from the committed offset 3 on, for its time.
 		{"mq_topic_messages_out_total", []string{"topic=" + topic}, n + n - 3},
 		{"mq_partitions_under_replicated", nil, 0},
+		{"mq_partitions_reassigning", nil, 0},
 		{"mq_partitions_offline", nil, 0},
 		{"mq_controller_leader_id", nil, 1},
 		{"mq_controller_is_leader", nil, 1},

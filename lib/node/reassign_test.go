@@ -216,8 +216,12 @@ func TestClusterCancelsAReassignment(t *testing.T) {
 		t.Fatalf("ListPartitionReassignments: %+v (listed %v), want adding [4] removing [%d]", r, ok, orig[2])
 	}
 	// The move waits for broker 4; the partition is not under-replicated
-	// for it (KIP-352), and the leader counts it as moving.
-	leader := c.image().Partition("stuck", 0).Leader
+	// for it (KIP-352), and the leader counts it as moving, once its
+	// image has the move (a node applies the controller's log on its own).
+	leader := c.waitImage("stuck-0 moving on every node", func(img *controller.Image) bool {
+		p := img.Partition("stuck", 0)
+		return p != nil && p.Reassigning()
+	}).Partition("stuck", 0).Leader
 	if snap := c.Get(leader).MetricsSnapshot(false); snap.Reassigning != 1 || snap.UnderReplicated != 0 {
 		t.Errorf("the leader's metrics show %d partitions reassigning and %d under-replicated, want 1 and 0", snap.Reassigning, snap.UnderReplicated)
 	}
