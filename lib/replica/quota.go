@@ -1,0 +1,179 @@
+package replica
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqproject/mq/lib/clock"
+)
+
+// Unlimited is a Quota's rate when nothing is throttled: Kafka's default
+// for leader.replication.throttled.rate and
+// follower.replication.throttled.rate (Long.MaxValue).
+const Unlimited = math.MaxInt64
+
+// Quota is one side of a broker's replication throttle (KIP-73): the
+// bytes per second that all its throttled replicas together may send to
+// their followers (the leader side) or fetch from their leaders (the
+// follower side). Throttled replicas ask for an Allowance before they
+// move bytes and Take what they moved; the others never ask.
+//
+// It is a token bucket that may go into debt: a replica given an
+// allowance smaller than the batch at its fetch offset moves the whole
+// batch, and the bucket repays it before the next allowance, so the rate
+// holds on average whatever the batch sizes. The bucket holds at most
+// quotaBurst of the rate, and an allowance is given only once it has
+// quotaQuantum of it, so that a throttled replica moves a few large
+// chunks a second rather than a batch per round trip.
+//
+// A Quota is safe for concurrent use. SetRate applies at once: the
+// replicas holding back ask again within the wait Hold gave them.
+type Quota struct {
+	clock clock.Clock
+	rate  atomic.Int64 // bytes per second; Unlimited: none
+
+	mu     sync.Mutex
+	tokens float64   // bytes that may go now; negative: the debt of a large batch
+	last   time.Time // when tokens was last brought up to date
+
+	bytes atomic.Uint64 // bytes taken under a limit
+	holds atomic.Uint64 // Hold calls: times a replica got or asked nothing
+}
+
+// quotaBurst is how much of the rate a bucket left alone accumulates: a
+// catch-up starting after a quiet time moves at most this much more than
+// the rate allows in its first second.
+const quotaBurst = time.Second
+
+// quotaQuantum is the least allowance given: the bytes of this much of
+// the rate.
+const quotaQuantum = 50 * time.Millisecond
+
+// quotaRecheck is the longest wait Hold asks for: with a rate of 0 (no
+// bytes at all) a replica asks again this often, so that a higher rate
+// applies soon.
+const quotaRecheck = time.Second
+
+// NewQuota returns an unlimited Quota on c (nil: real time).
+func NewQuota(c clock.Clock) *Quota {
+	if c == nil {
+		c = clock.Real()
+	}
+	q := &Quota{clock: c, last: c.Now()}
+	q.rate.Store(Unlimited)
+	return q
+}
+
+// Rate is the rate in bytes per second, Unlimited when there is none.
+func (q *Quota) Rate() int64 { return q.rate.Load() }
+
+// Limited reports whether the rate is anything but Unlimited. A throttled
+// replica of an unlimited Quota moves as fast as any other.
+func (q *Quota) Limited() bool { return q.rate.Load() != Unlimited }
+
+// SetRate sets the rate in bytes per second: Unlimited (or any negative
+// value) for none, 0 for nothing at all. Bytes already owed stay owed; a
+// Quota that was unlimited starts empty.
+func (q *Quota) SetRate(bytesPerSecond int64) {
+	if bytesPerSecond < 0 {
+		bytesPerSecond = Unlimited
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	old := q.rate.Load()
+	if old == bytesPerSecond {
+		return
+	}
+	now := q.clock.Now()
+	if old == Unlimited {
+		q.tokens = 0
+	} else {
+		q.refillLocked(now)
+	}
+	q.last = now
+	q.rate.Store(bytesPerSecond)
+	q.tokens = min(q.tokens, q.burst(bytesPerSecond))
+}
+
+// burst is the most a bucket of rate holds.
+func (q *Quota) burst(rate int64) float64 { return float64(rate) * quotaBurst.Seconds() }
+
+// quantum is the least allowance at rate.
+func (q *Quota) quantum(rate int64) float64 {
+	return max(float64(rate)*quotaQuantum.Seconds(), 1)
+}
+
+// refillLocked adds the bytes earned since last, up to the burst.
+func (q *Quota) refillLocked(now time.Time) {
+	rate := q.rate.Load()
+	if d := now.Sub(q.last); d > 0 {
+		q.tokens = min(q.tokens+d.Seconds()*float64(rate), q.burst(rate))
+	}
+	q.last = now
+}
+
+// Allowance is how many bytes throttled replicas may move now: 0 when
+// they must hold back (Hold), Unlimited when there is no limit. The
+// bytes moved must be given to Take, more or fewer.
+func (q *Quota) Allowance() int64 {
+	rate := q.rate.Load()
+	if rate == Unlimited {
+		return Unlimited
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.refillLocked(q.clock.Now())
+	if q.tokens < q.quantum(q.rate.Load()) {
+		return 0
+	}
+	return int64(q.tokens)
+}
+
+// Take counts n bytes that throttled replicas moved; the bucket goes into
+// debt when they were more than the allowance.
+func (q *Quota) Take(n int64) {
+	if n <= 0 || !q.Limited() {
+		return
+	}
+	q.bytes.Add(uint64(n))
+	q.mu.Lock()
+	q.refillLocked(q.clock.Now())
+	q.tokens -= float64(n)
+	q.mu.Unlock()
+}
+
+// Hold counts a throttled replica held back (no allowance) and returns
+// how long until the next allowance, at most quotaRecheck and at least a
+// millisecond.
+func (q *Quota) Hold() time.Duration {
+	q.holds.Add(1)
+	rate := q.rate.Load()
+	if rate == Unlimited {
+		return time.Millisecond
+	}
+	if rate == 0 {
+		return quotaRecheck
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.refillLocked(q.clock.Now())
+	missing := q.quantum(rate) - q.tokens
+	d := time.Duration(missing / float64(rate) * float64(time.Second))
+	return min(max(d, time.Millisecond), quotaRecheck)
+}
+
+// QuotaCounts is what a Quota counted since it was made.
+type QuotaCounts struct {
+	// Bytes moved by throttled replicas while the rate was limited.
+	Bytes uint64
+	// Holds: the times a throttled replica got (leader side) or asked
+	// for (follower side) nothing because the quota was used up.
+	Holds uint64
+}
+
+// Counts returns what q counted.
+func (q *Quota) Counts() QuotaCounts {
+	return QuotaCounts{Bytes: q.bytes.Load(), Holds: q.holds.Load()}
+}
