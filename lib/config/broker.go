@@ -98,6 +98,11 @@ type Broker struct {
 	AutoLeaderRebalance                    bool          // auto.leader.rebalance.enable, default true
 	LeaderImbalanceCheckInterval           time.Duration // leader.imbalance.check.interval.seconds, default 300 s
 	OffsetsTopicReplicationFactor          int16         // offsets.topic.replication.factor, default 3 (at most the live brokers)
+	// The replication throttle (KIP-73), in bytes per second, all the
+	// throttled replicas of this broker together; default
+	// replica.Unlimited (math.MaxInt64), no throttle.
+	LeaderReplicationThrottledRate   int64 // leader.replication.throttled.rate
+	FollowerReplicationThrottledRate int64 // follower.replication.throttled.rate
 
 	// Extra holds known, valid properties that have no field (for example
 	// log.cleanup.policy, compression.type, log.cleaner.*), by name, in
@@ -348,6 +353,12 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.LogFlushInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.LogFlushInterval) }},
 	{name: "log.index.interval.bytes", kind: intAtLeast(0), def: "4096", dynamic: true, doc: "Default for topics: bytes between offset index entries.",
 		set: func(b *Broker, v string) { b.LogIndexIntervalBytes = i32(v) }, get: func(b *Broker) string { return fmtInt(b.LogIndexIntervalBytes) }},
+	{name: "leader.replication.throttled.rate", kind: longAtLeast(0), def: maxLong, dynamic: true, doc: "Bytes per second this broker sends, as leader, to the followers of the replicas named in their topic's leader.replication.throttled.replicas " +
+		"while those followers are out of the ISR, all such followers together; the others are never held back. Applies within a second when altered.",
+		set: func(b *Broker, v string) { b.LeaderReplicationThrottledRate = i64(v) }, get: func(b *Broker) string { return fmtInt(b.LeaderReplicationThrottledRate) }},
+	{name: "follower.replication.throttled.rate", kind: longAtLeast(0), def: maxLong, dynamic: true, doc: "Bytes per second this broker fetches, as follower, for its replicas named in their topic's follower.replication.throttled.replicas " +
+		"while they are out of the ISR, all such replicas together; the others are never held back. Applies within a second when altered.",
+		set: func(b *Broker, v string) { b.FollowerReplicationThrottledRate = i64(v) }, get: func(b *Broker) string { return fmtInt(b.FollowerReplicationThrottledRate) }},
 	{name: "log.message.timestamp.type", kind: oneOf("CreateTime", "LogAppendTime"), def: "CreateTime", dynamic: true, doc: "Default for topics: keep the producer's timestamps or stamp the append time.",
 		set: func(b *Broker, v string) { b.LogMessageTimestampType = v }, get: func(b *Broker) string { return b.LogMessageTimestampType }},
 
@@ -499,8 +510,10 @@ func ValidateBrokerConfig(name, value string) error {
 // change while mqd runs (ErrNotDynamic, which also matches
 // ErrInvalidValue), and the value valid (ErrInvalidValue). The dynamic
 // properties are the topic defaults (log.*, message.max.bytes,
-// min.insync.replicas, unclean.leader.election.enable, compression.type)
-// and num.partitions and auto.create.topics.enable.
+// min.insync.replicas, unclean.leader.election.enable, compression.type),
+// num.partitions, auto.create.topics.enable, and the replication
+// throttle's leader.replication.throttled.rate and
+// follower.replication.throttled.rate.
 func ValidateBrokerDynamicConfig(name, value string) error {
 	p := lookupBroker(name)
 	if p == nil {

@@ -73,6 +73,8 @@ func TestDefaultsAreKafkas(t *testing.T) {
 		AutoLeaderRebalance:                    true,
 		LeaderImbalanceCheckInterval:           300 * time.Second,
 		OffsetsTopicReplicationFactor:          3,
+		LeaderReplicationThrottledRate:         math.MaxInt64,
+		FollowerReplicationThrottledRate:       math.MaxInt64,
 	}
 	if !reflect.DeepEqual(b, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", b, want)
@@ -464,6 +466,8 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"auto.leader.rebalance.enable", "false", true}, {"auto.leader.rebalance.enable", "off", false},
 		{"leader.imbalance.check.interval.seconds", "1", true}, {"leader.imbalance.check.interval.seconds", "0", false},
 		{"offsets.topic.replication.factor", "1", true}, {"offsets.topic.replication.factor", "0", false}, {"offsets.topic.replication.factor", "40000", false},
+		{"leader.replication.throttled.rate", "0", true}, {"leader.replication.throttled.rate", "-1", false},
+		{"follower.replication.throttled.rate", "2097152", true}, {"follower.replication.throttled.rate", "fast", false},
 	} {
 		covered[tc.name] = true
 		b := Defaults()
@@ -852,5 +856,53 @@ func TestSettingDefaultsReadAsPeopleSayThem(t *testing.T) {
 	}
 	if a := byName["node.id"].Aliases; len(a) != 1 || a[0] != "broker.id" {
 		t.Errorf("node.id aliases %q", a)
+	}
+}
+
+func TestThrottledReplica(t *testing.T) {
+	for _, tc := range []struct {
+		list              string
+		partition, broker int32
+		want              bool
+	}{
+		{"", 0, 1, false},
+		{"*", 7, 3, true},
+		{"0:1,1:2", 0, 1, true},
+		{"0:1,1:2", 1, 2, true},
+		{"0:1,1:2", 1, 1, false},
+		{"0:1,1:2", 2, 2, false},
+		{"10:1", 1, 1, false},
+		{"01:002", 1, 2, true},
+	} {
+		if got := ThrottledReplica(tc.list, tc.partition, tc.broker); got != tc.want {
+			t.Errorf("ThrottledReplica(%q, %d, %d) = %v, want %v", tc.list, tc.partition, tc.broker, got, tc.want)
+		}
+	}
+	// The canonical form of a list with spaces is what the topic holds.
+	top, err := ResolveTopic(Defaults(), map[string]string{"leader.replication.throttled.replicas": "0:1, 1:2", "follower.replication.throttled.replicas": "*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ThrottledReplica(top.LeaderThrottledReplicas, 1, 2) || !ThrottledReplica(top.FollowerThrottledReplicas, 5, 5) {
+		t.Fatalf("resolved %q and %q", top.LeaderThrottledReplicas, top.FollowerThrottledReplicas)
+	}
+}
+
+func TestReplicationThrottledRatesAreDynamic(t *testing.T) {
+	b := Defaults()
+	if b.LeaderReplicationThrottledRate != math.MaxInt64 || b.FollowerReplicationThrottledRate != math.MaxInt64 {
+		t.Fatalf("defaults %d and %d, want no throttle", b.LeaderReplicationThrottledRate, b.FollowerReplicationThrottledRate)
+	}
+	for _, name := range []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"} {
+		if err := ValidateBrokerDynamicConfig(name, "2000000"); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if err := ValidateBrokerDynamicConfig(name, "-1"); err == nil {
+			t.Errorf("%s: -1 accepted", name)
+		}
+	}
+	b, err := b.WithDynamic(map[string]string{"leader.replication.throttled.rate": "1000"}, map[string]string{"follower.replication.throttled.rate": "2000"})
+	if err != nil || b.LeaderReplicationThrottledRate != 1000 || b.FollowerReplicationThrottledRate != 2000 {
+		t.Fatalf("with dynamic configs: %d, %d, %v", b.LeaderReplicationThrottledRate, b.FollowerReplicationThrottledRate, err)
 	}
 }

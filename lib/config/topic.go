@@ -3,6 +3,7 @@ package config
 import (
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Topic is a topic's effective configuration: its overrides on top of the
@@ -30,6 +31,10 @@ type Topic struct {
 	// producer|uncompressed|none|gzip|snappy|lz4|zstd; "uncompressed" and
 	// "none" mean the same. Only "producer" stores batches as produced.
 	CompressionType string
+	// The replication throttle (KIP-73): leader.replication.throttled.replicas
+	// and follower.replication.throttled.replicas, "" (none), "*" (every
+	// replica) or partition:broker pairs; ThrottledReplica reads them.
+	LeaderThrottledReplicas, FollowerThrottledReplicas string
 }
 
 // topicProperty describes one topic config.
@@ -87,8 +92,12 @@ var topicProperties = func() []topicProperty {
 		{name: "file.delete.delay.ms", kind: longAtLeast(0), broker: "log.segment.delete.delay.ms", doc: "Delay before a deleted segment's file is removed (ignored)."},
 		{name: "message.timestamp.difference.max.ms", kind: longAtLeast(0), broker: "log.message.timestamp.difference.max.ms", doc: "The largest difference between a CreateTime timestamp and the broker's clock (ignored)."},
 		{name: "preallocate", kind: boolean, broker: "log.preallocate", doc: "Preallocate segment files (ignored)."},
-		{name: "follower.replication.throttled.replicas", kind: throttledReplicas, doc: "Replicas throttled on the follower side (ignored)."},
-		{name: "leader.replication.throttled.replicas", kind: throttledReplicas, doc: "Replicas throttled on the leader side (ignored)."},
+		{name: "follower.replication.throttled.replicas", kind: throttledReplicas, doc: "The replicas whose fetches from their leader are throttled while they are out of the ISR, to the follower.replication.throttled.rate of their broker: " +
+			"partition:broker pairs (each naming the follower's broker), or * for every replica of the topic.",
+			set: func(t *Topic, v string) { t.FollowerThrottledReplicas = v }},
+		{name: "leader.replication.throttled.replicas", kind: throttledReplicas, doc: "The replicas that, while leading, throttle what they send to followers out of the ISR, to the leader.replication.throttled.rate of their broker: " +
+			"partition:broker pairs (each naming the leader's broker, as Kafka's reassignment tool sets them: the replicas the data moves from), or * for every replica of the topic.",
+			set: func(t *Topic, v string) { t.LeaderThrottledReplicas = v }},
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].name < ps[j].name })
 	return ps
@@ -102,6 +111,27 @@ func BrokerSynonym(name string) string {
 		return p.broker
 	}
 	return ""
+}
+
+// ThrottledReplica reports whether a throttled-replicas list (a topic's
+// leader.replication.throttled.replicas or
+// follower.replication.throttled.replicas, canonical) names the replica
+// of partition on broker: "*" names every replica, "" none.
+func ThrottledReplica(list string, partition, broker int32) bool {
+	if list == "*" {
+		return true
+	}
+	for list != "" {
+		var pair string
+		pair, list, _ = strings.Cut(list, ",")
+		ps, bs, _ := strings.Cut(pair, ":")
+		p, err1 := strconv.ParseInt(ps, 10, 32)
+		b, err2 := strconv.ParseInt(bs, 10, 32)
+		if err1 == nil && err2 == nil && int32(p) == partition && int32(b) == broker {
+			return true
+		}
+	}
+	return false
 }
 
 func lookupTopic(name string) *topicProperty {
