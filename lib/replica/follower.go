@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/record"
@@ -23,6 +24,10 @@ type FetchPosition struct {
 	// about LastFetchedEpoch and calls TruncateFromLeader, until this is
 	// false, before it fetches.
 	NeedsTruncation bool
+	// Throttled: the topic's follower.replication.throttled.replicas
+	// names this replica and it is out of the ISR: its fetches count
+	// against the follower side of the replication throttle (Quota).
+	Throttled bool
 }
 
 // FetchPosition returns the follower's position; false when this replica
@@ -45,6 +50,7 @@ func (p *Partition) FetchPosition() (FetchPosition, bool) {
 		FetchOffset:      p.log.EndOffset(),
 		LastFetchedEpoch: p.log.LatestEpoch(),
 		NeedsTruncation:  needs,
+		Throttled:        p.throttled.Load()&throttleFollower != 0 && !slices.Contains(p.isr, p.cfg.NodeID),
 	}, true
 }
 

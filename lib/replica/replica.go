@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mqproject/mq/lib/clock"
@@ -205,6 +206,12 @@ type Partition struct {
 	changed         chan struct{} // closed and replaced on HW advance, role change, close
 	changedTaken    bool          // changed has been handed out since it was made
 	closed          bool
+	// throttled holds which sides of the replication throttle the topic's
+	// configs name this replica for (throttleLeader, throttleFollower):
+	// read without a lock on every fetch, so a replica named on neither
+	// pays one atomic load (SetThrottled).
+	throttled atomic.Uint32
+
 	// leaderEndSeen is, on a follower, the least log end offset its
 	// leader is known to have in the current leader epoch: the end of
 	// what it appended from it, or the high-water mark it announced,
@@ -717,7 +724,9 @@ type ReadInfo struct {
 }
 
 // Read reads whole batches from offset on, up to maxBytes (the first batch
-// is always whole, even when larger). A consumer (replicaID < 0) reads only
+// is always whole, even when larger). A follower's Read with maxBytes 0
+// records its fetch and reads nothing (a throttled follower over its
+// quota, see Quota). A consumer (replicaID < 0) reads only
 // below the high-water mark; a follower (replicaID >= 0) reads up to the
 // log end offset and has its fetch position recorded first. An offset
 // outside [log start, log end] is log.ErrOffsetOutOfRange. When there is
@@ -780,7 +789,9 @@ func (p *Partition) read(offset int64, maxBytes int, replicaID int32, anyRole bo
 	if replicaID >= 0 {
 		limit = info.LogEndOffset
 	}
-	if offset >= limit {
+	if offset >= limit || (maxBytes <= 0 && replicaID >= 0) {
+		// Nothing new, or a throttled follower over its quota: its
+		// fetch is recorded and answered with the offsets only.
 		return log.Region{}, info, nil
 	}
 	r, err := p.log.Read(offset, limit, maxBytes)
@@ -906,4 +917,42 @@ func (p *Partition) markClosed() bool {
 	p.closed = true
 	p.notifyLocked()
 	return true
+}
+
+// The sides of the replication throttle (KIP-73) a replica may be named
+// for, as bits of Partition.throttled.
+const (
+	throttleLeader   = 1 << iota // leader.replication.throttled.replicas
+	throttleFollower             // follower.replication.throttled.replicas
+)
+
+// SetThrottled says whether the topic's configs name this replica in
+// leader.replication.throttled.replicas (leader) and in
+// follower.replication.throttled.replicas (follower). Only replicas out
+// of the ISR are throttled: see LeaderThrottled and
+// FetchPosition.Throttled.
+func (p *Partition) SetThrottled(leader, follower bool) {
+	var bits uint32
+	if leader {
+		bits |= throttleLeader
+	}
+	if follower {
+		bits |= throttleFollower
+	}
+	p.throttled.Store(bits)
+}
+
+// LeaderThrottled reports whether this leader's answers to follower
+// replicaID's fetches count against the leader side of the replication
+// throttle: the replica is named in leader.replication.throttled.replicas
+// and the follower is out of the maximal ISR. A follower being added to
+// the ISR is no longer throttled, so an acks=all append never waits for a
+// throttled follower.
+func (p *Partition) LeaderThrottled(replicaID int32) bool {
+	if p.throttled.Load()&throttleLeader == 0 {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !slices.Contains(p.maximalISR, replicaID)
 }

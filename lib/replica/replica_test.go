@@ -563,3 +563,49 @@ func TestReadInEpochChecksTheEpochItRecordsIn(t *testing.T) {
 		t.Fatalf("follower fetch in epoch 3: recorded %d, high-water mark %d; want 4 and 4", got, hw)
 	}
 }
+
+// TestThrottleOnlyOutOfISR: KIP-73 throttles only replicas out of the
+// ISR. On the leader a follower being added (pending, unresolved) is no
+// longer throttled, so acks=all never waits for a throttled follower; a
+// throttled follower over quota reads nothing and still has its fetch
+// recorded.
+func TestThrottleOnlyOutOfISR(t *testing.T) {
+	p, _ := newPartition(t, Config{ReplicaLagTime: 10 * time.Second})
+	mustBecome(t, p, 0, self, []int32{1, 2, 3}, []int32{1, 2})
+	if _, err := p.Append(batch(t, 5), 1); err != nil {
+		t.Fatal(err)
+	}
+	if p.LeaderThrottled(3) {
+		t.Fatal("throttled with no throttle set")
+	}
+	p.SetThrottled(true, false)
+	if !p.LeaderThrottled(3) || p.LeaderThrottled(2) {
+		t.Fatalf("leader side: 3 (out of the ISR) throttled %v, 2 (in it) %v", p.LeaderThrottled(3), p.LeaderThrottled(2))
+	}
+	r, _, err := p.ReadInEpoch(0, 0, 3, 0)
+	if err != nil || r.Len != 0 {
+		t.Fatalf("a follower's read of 0 bytes: %d bytes, %v", r.Len, err)
+	}
+	if got := p.FollowerOffset(3); got != 0 {
+		t.Fatalf("the throttled follower's fetch was not recorded: offset %d", got)
+	}
+	p.RecordFollowerFetch(3, 5)
+	c, ok := p.ProposeISR(func(int32) bool { return true })
+	if !ok || !slices.Contains(c.ISR, 3) {
+		t.Fatalf("proposed %+v %v, want 3 added", c, ok)
+	}
+	if p.LeaderThrottled(3) {
+		t.Fatal("a follower being added to the ISR is still throttled")
+	}
+
+	f, _ := newPartition(t, Config{})
+	f.SetThrottled(false, true)
+	mustBecome(t, f, 0, 2, []int32{1, 2}, []int32{2})
+	if pos, _ := f.FetchPosition(); !pos.Throttled {
+		t.Fatal("follower out of the ISR not throttled")
+	}
+	mustBecome(t, f, 0, 2, []int32{1, 2}, []int32{1, 2})
+	if pos, _ := f.FetchPosition(); pos.Throttled {
+		t.Fatal("follower in the ISR throttled")
+	}
+}
