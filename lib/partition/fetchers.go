@@ -95,7 +95,7 @@ func (rf *replicaFetchers) start(key fetcherKey, addr string) fetcher {
 		Watch: rf.m.cfg.Watch, LeaderID: key.leader,
 	})
 	f := replica.NewFetcher(replica.FetcherConfig{
-		Leader: key.leader, Backoff: s.ReplicaFetchBackoff, Clock: rf.m.clock,
+		Leader: key.leader, Backoff: s.ReplicaFetchBackoff, Clock: rf.m.clock, Quota: rf.m.throttles.follower,
 		Logger: rf.m.log.With("leader", key.leader, "fetcher", key.index, "addr", addr),
 	}, leader)
 	go func() {

@@ -148,6 +148,9 @@ type Manager struct {
 	// fetchers replicate the partitions this node follows (fetchers.go).
 	fetchers *replicaFetchers
 
+	// throttles are the replication throttle's quotas (throttle.go).
+	throttles throttles
+
 	// cleanMu guards clean: what the previous run's clean shutdown left
 	// of each log (by directory name), each given to the first Open of
 	// its log only.
@@ -256,6 +259,8 @@ func Open(cfg Config) (*Manager, error) {
 		// fsyncs what it needs.
 		m.synced = vfs.SyncFileSystem(m.fs, dataDir) == nil
 	}
+	m.throttles = throttles{leader: replica.NewQuota(m.clock), follower: replica.NewQuota(m.clock)}
+	m.setThrottleRates(cfg.Settings)
 	m.fetchers = newReplicaFetchers(m)
 	// Changes from here on are applied by follow, after the first image.
 	changes := m.ctrl.Changes()
@@ -500,6 +505,7 @@ func (m *Manager) apply(img *controller.Image) error {
 	if err != nil {
 		m.log.Warn("dynamic broker config", "err", err)
 	}
+	m.setThrottleRates(settings)
 	want := map[key]bool{}
 	var work []openWork
 
@@ -905,6 +911,7 @@ func (m *Manager) open(t *controller.Topic, partition int32, tcfg config.Topic, 
 	}
 	h := &Hosted{Partition: p, topicID: t.ID, Traffic: m.traffic.of(t.Name)}
 	h.cfg.Store(&tcfg)
+	m.setThrottled(h, &tcfg)
 	return h, nil
 }
 
@@ -959,6 +966,7 @@ func (m *Manager) reconfigure(h *Hosted, tcfg config.Topic) error {
 	h.Log().SetConfig(lcfg)
 	h.SetMinInsyncReplicas(tcfg.MinInsyncReplicas)
 	h.cfg.Store(&tcfg)
+	m.setThrottled(h, &tcfg)
 	m.log.Info("partition reconfigured", "partition", h.String())
 	return nil
 }

@@ -132,6 +132,12 @@ type FetcherConfig struct {
 	Backoff time.Duration
 	Clock   clock.Clock  // nil: real time
 	Logger  *slog.Logger // nil: silent
+	// Quota is the follower side of the node's replication throttle
+	// (follower.replication.throttled.rate), shared by its Fetchers: the
+	// partitions whose FetchPosition is Throttled fetch only while it
+	// gives an allowance, and what they fetched counts against it. nil:
+	// no throttle.
+	Quota *Quota
 }
 
 // Fetcher replicates a set of follower partitions from one leader: the
@@ -155,6 +161,10 @@ type Fetcher struct {
 
 	mu    sync.Mutex
 	parts map[Key]*followed
+
+	// heldUntil is set by a round in which every partition to fetch was
+	// throttled and held back: when the Quota gives again. Run's only.
+	heldUntil time.Time
 
 	wake chan struct{} // a send means the partition set changed
 	stop chan struct{}
@@ -281,7 +291,15 @@ func (f *Fetcher) round(ctx context.Context) (bool, time.Time, error) {
 	if len(rounds) == 0 {
 		return false, nextRetry, nil
 	}
-	return true, time.Time{}, f.fetchOnce(ctx, rounds)
+	f.heldUntil = time.Time{}
+	err := f.fetchOnce(ctx, rounds)
+	if held := f.heldUntil; !held.IsZero() && err == nil {
+		if nextRetry.IsZero() || held.Before(nextRetry) {
+			nextRetry = held
+		}
+		return false, nextRetry, nil
+	}
+	return true, time.Time{}, err
 }
 
 // ready lists the partitions to fetch now, and the earliest time one of
@@ -497,8 +515,14 @@ func (f *Fetcher) truncate(ctx context.Context, rounds []round) error {
 }
 
 // fetch fetches the partitions of rounds once and appends what comes
-// back; those out of the leader's range are moved into it (reset).
+// back; those out of the leader's range are moved into it (reset). The
+// throttled partitions are left out while the Quota gives nothing; when
+// that leaves none, heldUntil says when to come back.
 func (f *Fetcher) fetch(ctx context.Context, rounds []round) error {
+	rounds = f.throttle(rounds)
+	if len(rounds) == 0 {
+		return nil
+	}
 	qs := make([]FetchQuery, len(rounds))
 	for i, r := range rounds {
 		qs[i] = FetchQuery{Key: r.k, LeaderEpoch: r.pos.LeaderEpoch, FetchOffset: r.pos.FetchOffset,
@@ -516,6 +540,9 @@ func (f *Fetcher) fetch(ctx context.Context, rounds []round) error {
 			continue
 		}
 		p := r.fp.p
+		if r.pos.Throttled && f.cfg.Quota != nil {
+			f.cfg.Quota.Take(int64(len(a.Records)))
+		}
 		switch {
 		case a.Err == nil:
 			_, err := p.AppendFromLeader(r.pos.LeaderEpoch, a.Records, a.HighWatermark, a.LogStartOffset)
@@ -537,6 +564,36 @@ func (f *Fetcher) fetch(ctx context.Context, rounds []round) error {
 		return f.reset(ctx, outOfRange)
 	}
 	return nil
+}
+
+// throttle leaves the throttled partitions out of rounds, reusing its
+// array, when the Quota has no allowance for them.
+func (f *Fetcher) throttle(rounds []round) []round {
+	q := f.cfg.Quota
+	if q == nil || !q.Limited() {
+		return rounds
+	}
+	kept, held := rounds[:0], false
+	allowance := int64(-1) // not asked yet: only a throttled partition asks
+	for _, r := range rounds {
+		if r.pos.Throttled {
+			if allowance < 0 {
+				allowance = q.Allowance()
+			}
+			if allowance == 0 {
+				held = true
+				continue
+			}
+		}
+		kept = append(kept, r)
+	}
+	if held {
+		wait := q.Hold()
+		if len(kept) == 0 {
+			f.heldUntil = f.clock.Now().Add(wait)
+		}
+	}
+	return kept
 }
 
 // reset moves the fetch position of partitions out of the leader's range

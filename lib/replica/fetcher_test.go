@@ -35,3 +35,40 @@ func TestRefusedPartitionsAreAskedAgainSoonThenLessOften(t *testing.T) {
 		t.Errorf("after an accepted fetch the next refusal waits %v, want 5ms", d)
 	}
 }
+
+// TestThrottledPartitionsWaitForTheQuota: with the follower side of the
+// throttle used up, the throttled partitions are left out of the fetch
+// and the others go on; when only throttled ones are left, the round
+// waits until the quota gives again rather than spin.
+func TestThrottledPartitionsWaitForTheQuota(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1000, 0))
+	q := NewQuota(clk)
+	f := NewFetcher(FetcherConfig{Leader: 2, Clock: clk, Quota: q}, nil)
+	throttled := round{k: Key{Partition: 0}, pos: FetchPosition{Leader: 2, Throttled: true}}
+	free := round{k: Key{Partition: 1}, pos: FetchPosition{Leader: 2}}
+	keys := func(rs []round) (out []int32) {
+		for _, r := range rs {
+			out = append(out, r.k.Partition)
+		}
+		return out
+	}
+
+	if got := keys(f.throttle([]round{throttled, free})); !slices.Equal(got, []int32{0, 1}) {
+		t.Fatalf("unlimited: fetched %v, want both", got)
+	}
+	q.SetRate(1000) // starts empty
+	if got := keys(f.throttle([]round{throttled, free})); !slices.Equal(got, []int32{1}) || !f.heldUntil.IsZero() {
+		t.Fatalf("over quota: fetched %v (held until %v), want only the un-throttled one", got, f.heldUntil)
+	}
+	if got := f.throttle([]round{throttled}); len(got) != 0 || !f.heldUntil.Equal(clk.Now().Add(quotaQuantum)) {
+		t.Fatalf("only throttled ones over quota: fetched %v, held until %v, want none until a quantum is earned", keys(got), f.heldUntil)
+	}
+	f.heldUntil = time.Time{}
+	clk.Advance(quotaQuantum)
+	if got := keys(f.throttle([]round{throttled})); !slices.Equal(got, []int32{0}) {
+		t.Fatalf("with an allowance: fetched %v", got)
+	}
+	if c := q.Counts(); c.Holds != 2 {
+		t.Fatalf("holds %d, want 2", c.Holds)
+	}
+}
