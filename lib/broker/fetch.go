@@ -35,6 +35,10 @@ type fetchPartition struct {
 	region         log.Region // Len 0: no records
 	currentLeader  leaderHint // KIP-951, for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (hints.go)
 	omit           bool       // an incremental response leaves it out: nothing new
+	// throttled: the last read was for a follower the replication
+	// throttle holds to the leader's quota (fetch.quota); the bytes it
+	// read are taken from the quota when the response goes out.
+	throttled bool
 }
 
 // partitionLookup is lookup's answer for a partition: its hosted replica
@@ -87,6 +91,13 @@ type fetch struct {
 	// For a fetch that waits: its connection's context and deadline.
 	ctx      context.Context
 	deadline time.Time
+
+	// quota is the leader side of the replication throttle, for a
+	// follower's fetch (nil for a consumer's). hold is set by a read that
+	// held a throttled partition back for want of quota: how long until
+	// the quota gives again, which bounds the wait before the next read.
+	quota *replica.Quota
+	hold  time.Duration
 
 	// The image the KIP-951 leader hints come from, and the endpoints of
 	// the leaders they name (hints.go); nil ctrl: no hints.
@@ -163,7 +174,7 @@ func (f *fetch) release() {
 	clear(f.flat)
 	f.flat, f.start = f.flat[:0], 0
 	f.session, f.sessionID, f.incremental, f.counts = nil, 0, false, nil
-	f.ctx = nil
+	f.ctx, f.quota, f.hold = nil, nil, 0
 	fetchPool.Put(f)
 }
 
@@ -191,6 +202,9 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 	f := getFetch()
 	f.version, f.replicaID, f.maxBytes, f.minBytes = req.Version, replicaID, r.MaxBytes, r.MinBytes
 	f.ctrl = b.ctrl
+	if replicaID >= 0 {
+		f.quota, _ = b.parts.ReplicationQuotas()
+	}
 	if f.maxBytes <= 0 {
 		f.maxBytes = 1 // still returns the first batch whole (KIP-74)
 	}
@@ -323,16 +337,21 @@ func (f *fetch) lookupPartition(b *Broker, t *controller.Topic, terr error, inde
 func (f *fetch) read(take bool) bool {
 	f.waitOn = f.waitOn[:0]
 	f.lastRead = -1
+	f.hold = 0
 	waitable := 0
 	remaining := int64(f.maxBytes)
 	var total int64
 	failed := false
 	skipped := 0
+	// allowance is what the leader's quota lets the throttled partitions
+	// of this read have, asked for by the first of them (-1 until then).
+	allowance := int64(-1)
 	for k := range f.flat {
 		at := (f.start + k) % len(f.flat)
 		fp := f.flat[at]
 		fp.region.Release()
 		fp.region = log.Region{}
+		fp.throttled = false
 		if fp.p == nil {
 			failed = true
 			continue
@@ -374,7 +393,24 @@ func (f *fetch) read(take bool) bool {
 			fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, info.LogStartOffset, nil
 			continue
 		}
-		region, info, err := f.readPartition(fp, int(max(limit, 1)))
+		readBytes := int(max(limit, 1))
+		if f.quota != nil && f.quota.Limited() && fp.p.LeaderThrottled(f.replicaID) {
+			fp.throttled = true
+			if allowance < 0 {
+				allowance = f.quota.Allowance()
+			}
+			if allowance <= 0 {
+				// Over quota: the fetch is recorded, nothing is read, and
+				// a fetch that waits reads again once the quota gives.
+				readBytes = 0
+				if f.hold == 0 {
+					f.hold = f.quota.Hold()
+				}
+			} else {
+				readBytes = int(min(int64(readBytes), allowance))
+			}
+		}
+		region, info, err := f.readPartition(fp, readBytes)
 		if err != nil {
 			// Like Kafka: offsets are unknown (-1) in an error answer.
 			fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, err
@@ -383,7 +419,7 @@ func (f *fetch) read(take bool) bool {
 		}
 		fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, info.LogStartOffset, nil
 		if region.Len == 0 {
-			if seen != nil {
+			if seen != nil && readBytes > 0 { // not when held back: there may be news
 				fp.quietRead = quietRead{seen: seen, seenOffset: fp.fetchOffset, seenEpoch: fp.currentLeaderEpoch,
 					seenHWM: info.HighWatermark, seenStart: info.LogStartOffset}
 			}
@@ -400,6 +436,9 @@ func (f *fetch) read(take bool) bool {
 		f.lastRead = at
 		total += region.Len
 		remaining -= region.Len
+		if fp.throttled {
+			allowance -= region.Len
+		}
 	}
 	if skipped > 0 && f.counts != nil { // a sessionless fetch skips in its wait loop
 		f.counts.skipped.Add(int64(skipped))
@@ -434,6 +473,12 @@ func (f *fetch) wait() bool {
 	if d <= 0 {
 		return false
 	}
+	// A partition held back by the replication throttle is read again
+	// when the quota gives, if that comes before the deadline.
+	rereadAtTimeout := false
+	if f.hold > 0 && f.hold < d {
+		d, rereadAtTimeout = f.hold, true
+	}
 	if f.timer == nil {
 		f.timer = f.clock.NewTimer(d)
 	} else {
@@ -445,6 +490,7 @@ func (f *fetch) wait() bool {
 		case <-f.waitOn[0]:
 			return true
 		case <-f.timer.C():
+			return rereadAtTimeout
 		case <-f.ctx.Done():
 		}
 		return false
@@ -458,7 +504,7 @@ func (f *fetch) wait() bool {
 	chosen, _, _ := reflect.Select(cases)
 	clear(cases)
 	f.cases = cases[:0]
-	return chosen >= 2
+	return chosen >= 2 || (chosen == 0 && rereadAtTimeout)
 }
 
 // response encodes the fetch response around the file regions read and
@@ -479,6 +525,9 @@ func (f *fetch) response() server.Response {
 			fp := &f.topics[i].parts[j]
 			if fp.region.Len > 0 {
 				f.regions = append(f.regions, fp.region)
+				if fp.throttled {
+					f.quota.Take(fp.region.Len)
+				}
 				if f.replicaID < 0 && fp.p != nil {
 					// Client traffic: the bytes sent, and the offsets
 					// in them from the one asked for on (the first
