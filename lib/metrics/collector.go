@@ -20,6 +20,8 @@ type stateCollector struct {
 
 	underReplicated, reassigning, offline, isrShrinks, isrExpands, isrUnconfirmed *prometheus.Desc
 
+	throttledBytes, throttleHolds *prometheus.Desc
+
 	controllerLeaderID, raftState, controllerIsLeader, brokerFencings *prometheus.Desc
 
 	groups, lagMessages, lagSeconds *prometheus.Desc
@@ -60,6 +62,9 @@ func newStateCollector(source Source, partitionSeries bool) *stateCollector {
 		isrExpands:      d("mq_isr_expands_total", "ISR changes this node made as leader that added replicas.", nil, nil),
 		isrUnconfirmed:  d("mq_isr_proposals_unconfirmed_total", "ISR changes this node proposed as leader that the controller refused or did not answer.", nil, nil),
 
+		throttledBytes: d("mq_replication_throttled_bytes_total", "Bytes of replicas held to the replication throttle (leader.replication.throttled.rate or follower.replication.throttled.rate) that this node sent as leader or fetched as follower, by side.", []string{"side"}, nil),
+		throttleHolds:  d("mq_replication_throttle_holds_total", "Times the replication throttle held a throttled replica back on this node for want of quota: a partition answered (leader side) or left out of a fetch (follower side) without records, by side.", []string{"side"}, nil),
+
 		controllerLeaderID: d("mq_controller_leader_id", "Node id of the controller quorum's Raft leader, -1 when none is known.", nil, nil),
 		raftState:          d("mq_raft_state", "1 for this node's current Raft state, 0 for the others.", []string{"state"}, nil),
 		controllerIsLeader: d("mq_controller_is_leader", "1 when this node is the controller quorum's Raft leader.", nil, nil),
@@ -94,7 +99,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.topicBytesIn, c.topicBytesOut, c.topicMessagesIn, c.topicMessagesOut,
 		c.highWatermark, c.logEndOffset, c.logStartOffset, c.sizeBytes, c.leader,
-		c.underReplicated, c.reassigning, c.offline, c.isrShrinks, c.isrExpands,
+		c.underReplicated, c.reassigning, c.offline, c.isrShrinks, c.isrExpands, c.isrUnconfirmed,
+		c.throttledBytes, c.throttleHolds,
 		c.controllerLeaderID, c.raftState, c.controllerIsLeader, c.brokerFencings,
 		c.groups, c.lagMessages, c.lagSeconds,
 		c.shareGroups, c.shareInFlight, c.shareAvailable, c.shareAcquired, c.shareArchived, c.shareOldest, c.shareDeadLetters,
@@ -138,6 +144,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.isrShrinks, s.ISRShrinks)
 	counter(c.isrExpands, s.ISRExpands)
 	counter(c.isrUnconfirmed, s.ISRUnconfirmed)
+	for _, side := range []struct {
+		name string
+		t    Throttle
+	}{{"leader", s.LeaderThrottle}, {"follower", s.FollowerThrottle}} {
+		counter(c.throttledBytes, side.t.Bytes, side.name)
+		counter(c.throttleHolds, side.t.Holds, side.name)
+	}
 
 	gauge(c.controllerLeaderID, float64(s.ControllerLeaderID))
 	for _, st := range RaftStates {

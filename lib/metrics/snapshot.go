@@ -21,6 +21,9 @@ type Snapshot struct {
 	// a leader, since it started; ISRUnconfirmed the ISR changes it
 	// proposed that the controller refused or did not answer.
 	ISRShrinks, ISRExpands, ISRUnconfirmed uint64
+	// LeaderThrottle and FollowerThrottle are what the two sides of the
+	// replication throttle (KIP-73) counted since the node started.
+	LeaderThrottle, FollowerThrottle Throttle
 
 	// ControllerLeaderID is the node id of the Raft leader, -1 when none is known.
 	ControllerLeaderID int32
@@ -49,6 +52,13 @@ type Snapshot struct {
 	// idle ones closed for log.max.open.files, since the node started.
 	SegmentFilesOpen                        int
 	SegmentFilesOpened, SegmentFilesEvicted uint64
+}
+
+// Throttle is what one side of the replication throttle counted: the
+// bytes its throttled replicas moved while it had a rate, and the times
+// it held one back for want of quota.
+type Throttle struct {
+	Bytes, Holds uint64
 }
 
 // RaftStates are the values of RaftState, the label values of

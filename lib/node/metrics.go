@@ -23,6 +23,9 @@ import (
 func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 	isr := d.parts.ISRCounts()
 	s := metrics.Snapshot{ISRShrinks: isr.Shrinks, ISRExpands: isr.Expands, ISRUnconfirmed: isr.Unconfirmed}
+	leader, follower := d.parts.ThrottleCounts()
+	s.LeaderThrottle = metrics.Throttle{Bytes: leader.Bytes, Holds: leader.Holds}
+	s.FollowerThrottle = metrics.Throttle{Bytes: follower.Bytes, Holds: follower.Holds}
 	for _, t := range d.parts.Traffic() {
 		s.Topics = append(s.Topics, metrics.TopicTraffic{Topic: t.Topic,
 			BytesIn: t.BytesIn, MessagesIn: t.MessagesIn, BytesOut: t.BytesOut, MessagesOut: t.MessagesOut})
