@@ -36,6 +36,16 @@
 // fetchError, shareError, …). A test finds every sentinel error of the
 // packages below in their sources and fails on one no table names.
 //
+// A follower's Fetch of a partition held to the replication throttle
+// (replica.Partition.LeaderThrottled: named in its topic's
+// leader.replication.throttled.replicas and the follower out of the ISR)
+// reads at most the leader Quota's allowance
+// (partition.Manager.ReplicationQuotas), and nothing while it has none;
+// the other partitions of the fetch and every consumer are served as
+// usual. A fetch that would wait reads again when the Quota gives, before
+// its max wait; the bytes sent are taken from the Quota when the response
+// is built.
+//
 // Produce checks each batch's structure and CRC without decoding its
 // records, except for a compacted topic (cleanup.policy with compact),
 // whose batches are decoded to refuse records without a key, as Kafka

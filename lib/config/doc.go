@@ -26,6 +26,12 @@
 // it may change at runtime, which mqd --help-config and the mqd(8) man
 // page print and DescribeConfigs sends as documentation (Entry.Doc).
 //
+// The replication throttle's replica lists (Topic.LeaderThrottledReplicas,
+// FollowerThrottledReplicas) are read with ThrottledReplica, which names
+// a replica by partition and broker as Kafka does; its rates are the
+// dynamic broker configs leader.replication.throttled.rate and
+// follower.replication.throttled.rate.
+//
 // Errors are *Error values matching ErrUnknownConfig or ErrInvalidValue
 // (and ErrNotDynamic), and say what is allowed. Nothing in this package
 // keeps global mutable state; a Broker is a value whose copies are

@@ -51,6 +51,19 @@
 // epochs of its previous incarnation, whose unflushed records a crash may
 // have taken.
 //
+// # The replication throttle
+//
+// The Manager owns the node's two replica.Quota (ReplicationQuotas):
+// leader.replication.throttled.rate and
+// follower.replication.throttled.rate, set from the broker configs with
+// the image's dynamic ones at every apply, so a change reaches them with
+// the image that carries it. Each hosted replica is told, when it opens
+// and when its topic config changes, whether the topic's
+// leader.replication.throttled.replicas and
+// follower.replication.throttled.replicas name it on this node
+// (config.ThrottledReplica); the Fetchers share the follower Quota, and
+// lib/broker's fetch handler uses the leader one.
+//
 // # Leading
 //
 // The maintain loop runs, every isrCheckInterval, the leader's proposals

@@ -63,6 +63,32 @@
 // followers replicating with the real Fetcher against their leader's
 // Partition in memory (fetchloop_test.go).
 //
+// # The replication throttle
+//
+// KIP-73's throttle caps, in bytes per second, what the replicas out of
+// the ISR move, each side with one Quota per broker shared by all its
+// throttled replicas: a token bucket that may go into debt, so that a
+// batch larger than the allowance still goes whole and the rate holds on
+// average.
+//
+//	q := replica.NewQuota(clock)                  // unlimited
+//	q.SetRate(bytesPerSecond)                     // any time; replica.Unlimited for none
+//	p.SetThrottled(leaderListed, followerListed)  // from the topic's throttled-replicas lists
+//	p.LeaderThrottled(replicaID)                  // leader: listed, and the follower out of the maximal ISR
+//	pos.Throttled                                 // follower (FetchPosition): listed, and out of the committed ISR
+//	if n := q.Allowance(); n > 0 { …move ≤ n (or one whole batch)…; q.Take(moved) } else { wait := q.Hold() }
+//
+// The leader side is lib/broker's fetch handler: a throttled follower's
+// partition is read up to the allowance, and over quota with Read's
+// maxBytes 0, which records the follower's fetch and reads nothing. The
+// follower side is the Fetcher's (FetcherConfig.Quota): its throttled
+// partitions are left out of a fetch while the Quota gives nothing, and
+// a round with nothing else to fetch waits for it (Hold). A follower
+// being added to the ISR is not throttled by its leader, so acks=all
+// does not wait for the leader's throttle; the follower stops throttling
+// itself when its image shows it in the ISR, a controller round trip
+// later. A Quota is safe for concurrent use; its mutex is taken alone.
+//
 // # Leadership changes and truncation
 //
 // A leader epoch starts with Become. The new leader records the epoch at
