@@ -115,10 +115,16 @@ func (s *sizeSampler) rate(t *testing.T, from, to time.Time) (float64, sizeSampl
 // down catches up at the replication throttle's rate (KIP-73), measured
 // from its replica's size over time: first the leader side's rate alone,
 // then, changed while the catch-up runs, the leader's raised and the
-// follower's set lower, which then paces it. Without the throttle it
-// catches up and joins the ISR.
+// follower's set lower, which then paces it, whatever the long-polls of
+// an idle partition fetched with it. Without the throttle it catches up
+// and joins the ISR.
 func TestReplicationThrottleHoldsACatchUpToTheRate(t *testing.T) {
-	c := startCluster(t, 3, clusterOpts{props: []string{"replica.lag.time.max.ms=3000"}})
+	// Fetches of at most 256 KiB a partition, and long-polls (of a
+	// partition with nothing new) longer than the second of rate a quota
+	// saves up: a throttled partition left out of a follower's fetch
+	// must be fetched again when its quota gives, not a long-poll later.
+	c := startCluster(t, 3, clusterOpts{props: []string{"replica.lag.time.max.ms=3000",
+		"replica.fetch.max.bytes=262144", "replica.fetch.wait.max.ms=2000"}})
 	// The leader is the Raft leader, so that the follower stopped is not:
 	// no controller election slows the test.
 	leader := c.raftLeader(t)
@@ -131,6 +137,11 @@ func TestReplicationThrottleHoldsACatchUpToTheRate(t *testing.T) {
 	const topic = "throttled"
 	c.createTopicOn(topic, [][]int32{replicas}, map[string]string{"min.insync.replicas": "2"})
 	c.waitPartitions(topic, "in sync", fullISR)
+	// An idle partition on the same leader, not throttled: the follower
+	// fetches it with the throttled one, and its long-polls must not
+	// hold the throttled one back.
+	c.createTopicOn("idle", [][]int32{replicas}, nil)
+	c.waitPartitions("idle", "in sync", fullISR)
 	follower := c.node(replicas[2])
 	follower.stop()
 	c.waitPartitions(topic, "the stopped follower out of the ISR", func(ps []partitionState) bool {

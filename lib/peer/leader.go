@@ -298,12 +298,17 @@ func (l *Leader) Refetch(ctx context.Context, qs []replica.RefetchQuery) ([]repl
 // fetch session: incremental once the leader gave the session an id,
 // full (asking for a session) before. A session the leader no longer
 // knows is dropped, and the next Fetch is full; this one answers
-// nothing.
-func (l *Leader) Fetch(ctx context.Context, qs []replica.FetchQuery) ([]replica.Fetched, error) {
+// nothing. The leader holds it up to MaxWait, or maxWait when that is
+// positive and shorter (at least a millisecond).
+func (l *Leader) Fetch(ctx context.Context, qs []replica.FetchQuery, maxWait time.Duration) ([]replica.Fetched, error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = followerFetchVersion
 	req.ReplicaID = l.cfg.NodeID
-	req.MaxWaitMillis = int32(l.cfg.MaxWait / time.Millisecond)
+	wait := l.cfg.MaxWait
+	if maxWait > 0 && maxWait < wait {
+		wait = max(maxWait, time.Millisecond)
+	}
+	req.MaxWaitMillis = int32(wait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = l.cfg.MaxBytes
 	full := l.sessionID == 0

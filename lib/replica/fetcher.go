@@ -113,9 +113,14 @@ type RefetchGrant struct {
 // later, except in Fetch, where a missing partition has nothing new (an
 // incremental fetch session leaves those out). A Fetcher calls one method
 // at a time.
+//
+// Fetch's maxWait, when positive, shortens how long the leader may hold
+// the fetch while it has nothing new (below replica.fetch.wait.max.ms): a
+// throttled partition left out of it is to be fetched once the Quota
+// gives again, not a long-poll later.
 type Upstream interface {
 	EndOffsets(ctx context.Context, qs []EpochQuery) ([]EpochEnd, error)
-	Fetch(ctx context.Context, qs []FetchQuery) ([]Fetched, error)
+	Fetch(ctx context.Context, qs []FetchQuery, maxWait time.Duration) ([]Fetched, error)
 	LogRanges(ctx context.Context, qs []RangeQuery) ([]LogRange, error)
 	Refetch(ctx context.Context, qs []RefetchQuery) ([]RefetchGrant, error)
 }
@@ -163,8 +168,11 @@ type Fetcher struct {
 	parts map[Key]*followed
 
 	// heldUntil is set by a round in which every partition to fetch was
-	// throttled and held back: when the Quota gives again. Run's only.
+	// throttled and held back: when the Quota gives again. heldFor is set
+	// when only some were: the fetch of the others waits no longer than
+	// that. Run's only.
 	heldUntil time.Time
+	heldFor   time.Duration
 
 	wake chan struct{} // a send means the partition set changed
 	stop chan struct{}
@@ -519,6 +527,7 @@ func (f *Fetcher) truncate(ctx context.Context, rounds []round) error {
 // throttled partitions are left out while the Quota gives nothing; when
 // that leaves none, heldUntil says when to come back.
 func (f *Fetcher) fetch(ctx context.Context, rounds []round) error {
+	f.heldFor = 0
 	rounds = f.throttle(rounds)
 	if len(rounds) == 0 {
 		return nil
@@ -528,7 +537,7 @@ func (f *Fetcher) fetch(ctx context.Context, rounds []round) error {
 		qs[i] = FetchQuery{Key: r.k, LeaderEpoch: r.pos.LeaderEpoch, FetchOffset: r.pos.FetchOffset,
 			LastFetchedEpoch: r.pos.LastFetchedEpoch, LogStartOffset: r.fp.p.Log().StartOffset()}
 	}
-	answers, err := f.leader.Fetch(ctx, qs)
+	answers, err := f.leader.Fetch(ctx, qs, f.heldFor)
 	if err != nil {
 		return err
 	}
@@ -591,6 +600,8 @@ func (f *Fetcher) throttle(rounds []round) []round {
 		wait := q.Hold()
 		if len(kept) == 0 {
 			f.heldUntil = f.clock.Now().Add(wait)
+		} else {
+			f.heldFor = wait
 		}
 	}
 	return kept

@@ -38,8 +38,9 @@ func TestRefusedPartitionsAreAskedAgainSoonThenLessOften(t *testing.T) {
 
 // TestThrottledPartitionsWaitForTheQuota: with the follower side of the
 // throttle used up, the throttled partitions are left out of the fetch
-// and the others go on; when only throttled ones are left, the round
-// waits until the quota gives again rather than spin.
+// and the others go on, their fetch held by the leader no longer than
+// the quota takes to give again; when only throttled ones are left, the
+// round waits until the quota gives again rather than spin.
 func TestThrottledPartitionsWaitForTheQuota(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1000, 0))
 	q := NewQuota(clk)
@@ -59,6 +60,11 @@ func TestThrottledPartitionsWaitForTheQuota(t *testing.T) {
 	q.SetRate(1000) // starts empty
 	if got := keys(f.throttle([]round{throttled, free})); !slices.Equal(got, []int32{1}) || !f.heldUntil.IsZero() {
 		t.Fatalf("over quota: fetched %v (held until %v), want only the un-throttled one", got, f.heldUntil)
+	}
+	// The fetch of the others waits for the leader's news no longer than
+	// the quota takes to give again.
+	if f.heldFor != quotaQuantum {
+		t.Fatalf("the others' fetch may wait %v, want %v", f.heldFor, quotaQuantum)
 	}
 	if got := f.throttle([]round{throttled}); len(got) != 0 || !f.heldUntil.Equal(clk.Now().Add(quotaQuantum)) {
 		t.Fatalf("only throttled ones over quota: fetched %v, held until %v, want none until a quantum is earned", keys(got), f.heldUntil)

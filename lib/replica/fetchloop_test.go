@@ -220,7 +220,7 @@ func (u *memUpstream) EndOffsets(_ context.Context, qs []EpochQuery) ([]EpochEnd
 	return out, nil
 }
 
-func (u *memUpstream) Fetch(_ context.Context, qs []FetchQuery) ([]Fetched, error) {
+func (u *memUpstream) Fetch(_ context.Context, qs []FetchQuery, _ time.Duration) ([]Fetched, error) {
 	p, err := u.leaderPartition()
 	if err != nil {
 		return nil, err
