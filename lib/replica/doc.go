@@ -82,8 +82,10 @@
 // partition is read up to the allowance, and over quota with Read's
 // maxBytes 0, which records the follower's fetch and reads nothing. The
 // follower side is the Fetcher's (FetcherConfig.Quota): its throttled
-// partitions are left out of a fetch while the Quota gives nothing, and
-// a round with nothing else to fetch waits for it (Hold). A follower
+// partitions are left out of a fetch while the Quota gives nothing, the
+// leader holding that fetch no longer than the Quota takes to give again
+// (Upstream.Fetch's maxWait), and a round with nothing else to fetch
+// waits for it (Hold). A follower
 // being added to the ISR is not throttled by its leader, so acks=all
 // does not wait for the leader's throttle; the follower stops throttling
 // itself when its image shows it in the ISR, a controller round trip
