@@ -93,3 +93,30 @@ func TestLeaderThrottleHoldsOnlyThrottledFollowers(t *testing.T) {
 		t.Fatalf("consumer fetch: %v, %d bytes, want everything", kerr.ErrorForCode(resp.ErrorCode), len(resp.RecordBatches))
 	}
 }
+
+// TestThrottledFollowerFetchAllocatesNothing: the leader side of the
+// throttle adds no allocation to a follower's fetch, held to a rate or
+// not.
+func TestThrottledFollowerFetchAllocatesNothing(t *testing.T) {
+	h := newHotPath(t, map[string]string{"leader.replication.throttled.replicas": "*"})
+	h.fetch.ReplicaID = 2 // no replica here: out of the ISR, throttled
+	quota, _ := h.tb.parts.ReplicationQuotas()
+	for _, rate := range []int64{1 << 40, 1} { // always an allowance; never one
+		quota.SetRate(rate)
+		for range 10 {
+			h.round()
+		}
+		allocs := testing.AllocsPerRun(500, h.round)
+		t.Logf("rate %d: %.2f allocations per produce and throttled follower fetch", rate, allocs)
+		limit := 1.0
+		if raceEnabled {
+			limit = 8
+		}
+		if allocs > limit {
+			t.Errorf("rate %d: %.2f allocations per produce and throttled follower fetch, want at most %g", rate, allocs, limit)
+		}
+	}
+	if c := quota.Counts(); c.Bytes == 0 || c.Holds == 0 {
+		t.Fatalf("the fetches were not throttled: %+v", c)
+	}
+}
