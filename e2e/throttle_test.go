@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,75 +152,17 @@ func TestReplicationThrottleHoldsACatchUpToTheRate(t *testing.T) {
 	// 48 MiB in batches of about 128 KiB, so that a rate is measured in
 	// many batches.
 	const value, records = 16 << 10, 3072
-	// Uncompressed and random: the bytes produced are the bytes to move.
-	cl := c.client(kgo.ProducerBatchMaxBytes(128<<10), kgo.ProducerLinger(time.Millisecond), kgo.MaxBufferedRecords(256),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
-	ctx := ctxFor(t, 2*time.Minute)
-	payload := make([]byte, value)
-	rand.Read(payload)
-	// produce sends n records with acks=all and waits for them all.
-	produce := func(n int) {
-		t.Helper()
-		var wg sync.WaitGroup
-		var produceErr error
-		var errMu sync.Mutex
-		for range n {
-			wg.Add(1)
-			cl.Produce(ctx, &kgo.Record{Topic: topic, Value: payload}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					errMu.Lock()
-					produceErr = err
-					errMu.Unlock()
-				}
-				wg.Done()
-			})
-		}
-		wg.Wait()
-		if produceErr != nil {
-			t.Fatalf("produce: %v", produceErr)
-		}
-	}
+	produce := throttleProducer(t, c, topic, value)
 	produce(records)
-
 	adm := c.admin()
 	alterTopic := func(op kadm.IncrementalOp, value *string) {
 		t.Helper()
-		cfgs := []kadm.AlterConfig{
-			{Op: op, Name: "leader.replication.throttled.replicas", Value: value},
-			{Op: op, Name: "follower.replication.throttled.replicas", Value: value},
-		}
-		res, err := adm.AlterTopicConfigs(ctx, cfgs, topic)
-		if err == nil {
-			err = res[0].Err
-		}
-		if err != nil {
-			t.Fatalf("alter topic configs: %v", err)
-		}
+		alterThrottledReplicas(t, adm, topic, op, value, value)
 	}
-	// alterRates sets the cluster-wide rates; 0 deletes one (unlimited).
 	alterRates := func(leaderRate, followerRate int64) {
 		t.Helper()
-		var cfgs []kadm.AlterConfig
-		for name, rate := range map[string]int64{"leader.replication.throttled.rate": leaderRate, "follower.replication.throttled.rate": followerRate} {
-			if rate == 0 {
-				cfgs = append(cfgs, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: name})
-			} else {
-				cfgs = append(cfgs, kadm.AlterConfig{Op: kadm.SetConfig, Name: name, Value: kadm.StringPtr(fmt.Sprint(rate))})
-			}
-		}
-		res, err := adm.AlterBrokerConfigs(ctx, cfgs)
-		if err == nil {
-			for _, r := range res {
-				if r.Err != nil {
-					err = r.Err
-				}
-			}
-		}
-		if err != nil {
-			t.Fatalf("alter broker configs: %v", err)
-		}
+		alterThrottleRates(t, adm, leaderRate, followerRate)
 	}
-	const mib = 1 << 20
 	alterTopic(kadm.SetConfig, kadm.StringPtr("*"))
 	alterRates(2*mib, 0)
 
@@ -229,13 +172,7 @@ func TestReplicationThrottleHoldsACatchUpToTheRate(t *testing.T) {
 		l := samples.latest()
 		return l.size > 0, fmt.Sprintf("%+v, error %q", l, samples.last)
 	})
-	within := func(what string, got, want float64) {
-		t.Helper()
-		t.Logf("%s: %.2f MiB/s, limit %.2f MiB/s", what, got/mib, want/mib)
-		if got < want*0.8 || got > want*1.2 {
-			t.Errorf("%s: caught up at %.2f MiB/s, want within 20%% of %.2f MiB/s", what, got/mib, want/mib)
-		}
-	}
+	within := func(what string, got, want float64) { t.Helper(); withinRate(t, what, got, want) }
 
 	// The leader side alone, once the catch-up is under way.
 	begun := samples.latest().at
@@ -280,5 +217,172 @@ func TestReplicationThrottleHoldsACatchUpToTheRate(t *testing.T) {
 	clusterWait.For(t, "the follower's replica as large as the produced records", func() (bool, string) {
 		l := samples.latest()
 		return l.size >= (records+1024)*value, fmt.Sprintf("%+v", l)
+	})
+}
+
+const mib = 1 << 20
+
+// withinRate fails t unless got (bytes per second) is within 20% of want.
+func withinRate(t *testing.T, what string, got, want float64) {
+	t.Helper()
+	t.Logf("%s: %.2f MiB/s, limit %.2f MiB/s", what, got/mib, want/mib)
+	if got < want*0.8 || got > want*1.2 {
+		t.Errorf("%s: caught up at %.2f MiB/s, want within 20%% of %.2f MiB/s", what, got/mib, want/mib)
+	}
+}
+
+// throttleProducer returns a func that sends n records of value random
+// bytes to topic, uncompressed (the bytes produced are the bytes to
+// move), in batches of about 128 KiB (a rate is measured over many), with
+// acks=all, and waits for them all.
+func throttleProducer(t *testing.T, c *cluster, topic string, value int) func(n int) {
+	cl := c.client(kgo.ProducerBatchMaxBytes(128<<10), kgo.ProducerLinger(time.Millisecond), kgo.MaxBufferedRecords(256),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	payload := make([]byte, value)
+	rand.Read(payload)
+	return func(n int) {
+		t.Helper()
+		ctx := ctxFor(t, 2*time.Minute)
+		var wg sync.WaitGroup
+		var produceErr error
+		var errMu sync.Mutex
+		for range n {
+			wg.Add(1)
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Value: payload}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					errMu.Lock()
+					produceErr = err
+					errMu.Unlock()
+				}
+				wg.Done()
+			})
+		}
+		wg.Wait()
+		if produceErr != nil {
+			t.Fatalf("produce: %v", produceErr)
+		}
+	}
+}
+
+// alterThrottledReplicas changes topic's two throttled-replicas lists
+// (op DeleteConfig: removes them).
+func alterThrottledReplicas(t *testing.T, adm *kadm.Client, topic string, op kadm.IncrementalOp, leader, follower *string) {
+	t.Helper()
+	cfgs := []kadm.AlterConfig{
+		{Op: op, Name: "leader.replication.throttled.replicas", Value: leader},
+		{Op: op, Name: "follower.replication.throttled.replicas", Value: follower},
+	}
+	res, err := adm.AlterTopicConfigs(ctxFor(t, time.Minute), cfgs, topic)
+	if err == nil {
+		err = res[0].Err
+	}
+	if err != nil {
+		t.Fatalf("alter topic configs: %v", err)
+	}
+}
+
+// alterThrottleRates sets the cluster-wide rates; 0 deletes one
+// (unlimited).
+func alterThrottleRates(t *testing.T, adm *kadm.Client, leaderRate, followerRate int64) {
+	t.Helper()
+	var cfgs []kadm.AlterConfig
+	for name, rate := range map[string]int64{"leader.replication.throttled.rate": leaderRate, "follower.replication.throttled.rate": followerRate} {
+		if rate == 0 {
+			cfgs = append(cfgs, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: name})
+		} else {
+			cfgs = append(cfgs, kadm.AlterConfig{Op: kadm.SetConfig, Name: name, Value: kadm.StringPtr(fmt.Sprint(rate))})
+		}
+	}
+	res, err := adm.AlterBrokerConfigs(ctxFor(t, time.Minute), cfgs)
+	if err == nil {
+		for _, r := range res {
+			if r.Err != nil {
+				err = r.Err
+			}
+		}
+	}
+	if err != nil {
+		t.Fatalf("alter broker configs: %v", err)
+	}
+}
+
+// TestReplicationThrottleHoldsAMoveToTheRate: a partition moved to a new
+// broker (KIP-455) with the throttle a reassignment tool sets, Kafka's
+// partition:broker pairs (the leader list naming the replicas the data
+// moves from, the follower list the one it moves to), is copied at the
+// leader's rate, then, changed mid-move, at the follower's; the move
+// ends once the throttle is gone, and so do the pairs naming it.
+func TestReplicationThrottleHoldsAMoveToTheRate(t *testing.T) {
+	c := startCluster(t, 3, clusterOpts{props: []string{"replica.fetch.max.bytes=262144"}})
+	leader := c.raftLeader(t)
+	var others []int32
+	for _, n := range c.nodes {
+		if n.id != leader {
+			others = append(others, n.id)
+		}
+	}
+	const topic = "moved"
+	c.createTopicOn(topic, [][]int32{{leader, others[0]}}, nil)
+	c.waitPartitions(topic, "in sync", fullISR)
+	const value, records = 16 << 10, 2048 // 32 MiB
+	throttleProducer(t, c, topic, value)(records)
+
+	adm := c.admin()
+	alterThrottledReplicas(t, adm, topic, kadm.SetConfig,
+		kadm.StringPtr(fmt.Sprintf("0:%d,0:%d", leader, others[0])), kadm.StringPtr(fmt.Sprintf("0:%d", others[1])))
+	alterThrottleRates(t, adm, 3*mib, 0)
+	var req kadm.AlterPartitionAssignmentsReq
+	target := []int32{leader, others[0], others[1]}
+	req.Assign(topic, 0, target)
+	resp, err := adm.AlterPartitionAssignments(ctxFor(t, time.Minute), req)
+	if err == nil {
+		err = resp[topic][0].Err
+	}
+	if err != nil {
+		t.Fatalf("move partition 0 to %v: %v", target, err)
+	}
+
+	samples := sampleSize(t, c.node(others[1]), topic, 0, 100*time.Millisecond)
+	clusterWait.For(t, "the new replica to start copying", func() (bool, string) {
+		l := samples.latest()
+		return l.size > 0, fmt.Sprintf("%+v, error %q", l, samples.last)
+	})
+	begun := samples.latest().at
+	from, to := begun.Add(time.Second), begun.Add(4*time.Second)
+	samples.waitPast(t, to, "3 s of the move at the leader's rate")
+	r, a, b := samples.rate(t, from, to)
+	withinRate(t, fmt.Sprintf("leader.replication.throttled.rate 3 MiB/s, leader list naming the source replicas (%d to %d bytes)", a.size, b.size), r, 3*mib)
+
+	// The follower's rate first: each node applies a change when its
+	// image has it, and a follower unlimited on both sides for a moment
+	// copies the rest at once.
+	alterThrottleRates(t, adm, 3*mib, 6*mib)
+	changed := time.Now()
+	alterThrottleRates(t, adm, 0, 6*mib)
+	from, to = changed.Add(time.Second), changed.Add(3*time.Second)
+	samples.waitPast(t, to, "2 s of the move at the follower's rate")
+	r, a, b = samples.rate(t, from, to)
+	withinRate(t, fmt.Sprintf("follower.replication.throttled.rate 6 MiB/s, follower list naming the new replica (%d to %d bytes)", a.size, b.size), r, 6*mib)
+	if b.size >= records*value {
+		t.Fatalf("the new replica was copied (%d bytes) before the rates could be measured", b.size)
+	}
+
+	alterThrottleRates(t, adm, 0, 0)
+	c.waitPartitions(topic, "the move done", func(ps []partitionState) bool {
+		return slices.Equal(ps[0].replicas, target) && len(ps[0].isr) == 3
+	})
+	// The controller ends the move's throttle: no pair names partition 0.
+	clusterWait.For(t, "the move's throttled replicas gone", func() (bool, string) {
+		cfgs, err := adm.DescribeTopicConfigs(context.Background(), topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, cfg := range cfgs[0].Configs {
+			if strings.HasSuffix(cfg.Key, ".replication.throttled.replicas") && cfg.Value != nil && *cfg.Value != "" {
+				seen = append(seen, cfg.Key+"="+*cfg.Value)
+			}
+		}
+		return len(seen) == 0, strings.Join(seen, ", ")
 	})
 }
