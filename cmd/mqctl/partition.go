@@ -12,8 +12,10 @@ import (
 func partitionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "partition",
-		Usage: "act on partitions: elect their leaders",
+		Usage: "act on partitions: elect their leaders, move their replicas",
 		Subcommands: []*cli.Command{
+			reassignCommand(),
+			reassignmentsCommand(),
 			{
 				Name:      "elect-leaders",
 				Usage:     "move partitions' leadership back to their preferred replica, or elect a live one (unclean)",

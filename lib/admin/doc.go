@@ -1,5 +1,5 @@
 // Package admin is the logic of mqctl: each command (topics, configs,
-// records, cluster, groups, queues) is a method of Admin
+// records, partitions, cluster, groups, queues) is a method of Admin
 // that talks to the broker through kadm and returns a result value, and
 // each result knows how to print itself as an aligned table (for people)
 // or as JSON (for scripts). cmd/mqctl only wires flags to these methods.
@@ -53,6 +53,27 @@
 // anything. DryRun sends the same requests validate-only, so the broker
 // still checks them and nothing changes. A count that does not grow a
 // topic is not warned about: the broker refuses it as it always did.
+//
+// Moving partitions (partition reassign, KIP-455) has one pure core,
+// Place (plan.go): given the brokers (with racks) and every partition's
+// replicas and size, it returns where the replicas should be, keeping
+// replication factors. With balance it evens out replicas and preferred
+// leaders moving as few replicas (and bytes) as it can, and its output
+// placed again moves nothing; without (a decommission) only the replicas
+// of brokers left out move. --generate, cluster rebalance and broker
+// decommission all plan with it. Plans are Kafka's reassignment JSON
+// (Plan, ParsePlan), so kafka-reassign-partitions reads ours and we read
+// its. ExecuteReassignment submits a plan with AlterPartitionReassignments
+// after refusing one that names what the cluster lacks (a usage error);
+// its throttle is Kafka's: the rate as the brokers' dynamic configs
+// leader/follower.replication.throttled.rate, the moving replicas as the
+// topics' leader/follower.replication.throttled.replicas (merged with
+// what is there). The throttles are removed, only where set dynamically,
+// by clearThrottles once no move needs them: a topic's when none of its
+// partitions moves, the brokers' when nothing moves in the cluster;
+// --verify, --watch and --cancel call it. WatchReassignment measures a
+// move by the bytes its adding replicas hold against its leader's
+// (DescribeLogDirs).
 //
 // One group id names one group of one type: ResetOffsets refuses a share
 // group (one its coordinator knows or with share-partition state), whose

@@ -87,7 +87,10 @@ type logDirs struct {
 	failing map[string]map[int32][]ReplicaStorageError
 	damaged map[string]map[int32][]ReplicaDamage
 	cleaner map[string]map[int32][]ReplicaCleaner
-	errs    map[int32]string // brokers whose answer could not be had
+	// sizes are the bytes of each replica asked about, by topic,
+	// partition and broker.
+	sizes map[string]map[int32]map[int32]int64
+	errs  map[int32]string // brokers whose answer could not be had
 }
 
 // logDirsWait bounds how long describeLogDirs waits for the brokers: a
@@ -113,7 +116,8 @@ func (a *Admin) describeLogDirs(ctx context.Context, brokers []int32, topics map
 		req.Topics = append(req.Topics, rt)
 	}
 	out := logDirs{dirs: map[int32][]LogDirDescription{}, failing: map[string]map[int32][]ReplicaStorageError{},
-		damaged: map[string]map[int32][]ReplicaDamage{}, cleaner: map[string]map[int32][]ReplicaCleaner{}, errs: map[int32]string{}}
+		damaged: map[string]map[int32][]ReplicaDamage{}, cleaner: map[string]map[int32][]ReplicaCleaner{},
+		sizes: map[string]map[int32]map[int32]int64{}, errs: map[int32]string{}}
 	type answer struct {
 		node int32
 		resp kmsg.Response
@@ -145,6 +149,13 @@ func (a *Admin) describeLogDirs(ctx context.Context, brokers []int32, topics map
 			out.dirs[node] = append(out.dirs[node], describeDir(&rd))
 			for _, rt := range rd.Topics {
 				for _, rp := range rt.Partitions {
+					if out.sizes[rt.Topic] == nil {
+						out.sizes[rt.Topic] = map[int32]map[int32]int64{}
+					}
+					if out.sizes[rt.Topic][rp.Partition] == nil {
+						out.sizes[rt.Topic][rp.Partition] = map[int32]int64{}
+					}
+					out.sizes[rt.Topic][rp.Partition][node] = rp.Size
 					var h kafkaext.PartitionHealth
 					if ok, err := kafkaext.Get(&rp.UnknownTags, kafkaext.LogDirPartition, &h); !ok || err != nil {
 						continue

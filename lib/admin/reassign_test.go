@@ -1,0 +1,104 @@
+package admin
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/mqproject/mq/lib/client"
+)
+
+func TestParseRate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64 // 0: a usage error
+	}{
+		{"1048576", 1048576},
+		{"10MB", 10_000_000},
+		{"10mb", 10_000_000},
+		{"512KiB", 512 << 10},
+		{"1.5MiB/s", 3 << 19},
+		{"2G", 2_000_000_000},
+		{"100B", 100},
+		{"0", 0},
+		{"0.1", 0},
+		{"", 0},
+		{"MB", 0},
+		{"10 parsecs", 0},
+		{"-5MB", 0},
+	} {
+		got, err := ParseRate("--throttle", tc.in)
+		if tc.want == 0 {
+			if client.ExitCode(err) != client.ExitUsage {
+				t.Errorf("ParseRate(%q) = %d, %v; want a usage error", tc.in, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseRate(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestParseBrokerIDs(t *testing.T) {
+	if got, err := ParseBrokerIDs("--brokers", "1, 2,4"); err != nil || joinIDs(got) != "1,2,4" {
+		t.Errorf("1, 2,4: %v %v", got, err)
+	}
+	for _, bad := range []string{"", "1,,2", "a", "1,1", "-1"} {
+		if _, err := ParseBrokerIDs("--brokers", bad); client.ExitCode(err) != client.ExitUsage {
+			t.Errorf("%q: %v, want a usage error", bad, err)
+		}
+	}
+}
+
+// A second plan's throttled replicas join the first's; "*" stays.
+func TestMergeReplicaList(t *testing.T) {
+	for _, tc := range []struct {
+		have  string
+		pairs []string
+		want  string
+	}{
+		{"", []string{"0:1", "0:2"}, "0:1,0:2"},
+		{"0:1,1:3", []string{"0:1", "2:4"}, "0:1,1:3,2:4"},
+		{"*", []string{"0:1"}, "*"},
+	} {
+		if got := mergeReplicaList(tc.have, tc.pairs); got != tc.want {
+			t.Errorf("mergeReplicaList(%q, %v) = %q, want %q", tc.have, tc.pairs, got, tc.want)
+		}
+	}
+}
+
+// A move's progress is what its adding replicas hold against its leader.
+func TestProgressOfAMove(t *testing.T) {
+	s := &partitionState{replicas: []int32{1, 2, 3, 4}, leader: 1, moving: true, adding: []int32{4}, removing: []int32{3}}
+	m := progressOf("t", 0, s, map[int32]int64{1: 1000, 2: 990, 3: 1000, 4: 250})
+	if m.Copied != 250 || m.Total != 1000 || m.Remaining() != 750 || m.Percent() != 25 || m.ETA() != "-" {
+		t.Errorf("progress %+v: copied %d of %d, %d%%, eta %s", m, m.Copied, m.Total, m.Percent(), m.ETA())
+	}
+	m.Rate = 75
+	if m.ETA() != "10s" {
+		t.Errorf("eta at 75 B/s for 750 B: %s", m.ETA())
+	}
+	// The leader itself is being added (a new preferred leader has not
+	// taken over): the largest replica not adding is the one to reach.
+	s = &partitionState{replicas: []int32{4, 5, 1}, leader: 4, moving: true, adding: []int32{4, 5}}
+	m = progressOf("t", 0, s, map[int32]int64{1: 800, 4: 800, 5: 1200})
+	if m.Copied != 1600 || m.Total != 1600 || m.Percent() != 100 || m.ETA() != "0s" {
+		t.Errorf("progress %+v", m)
+	}
+}
+
+// On a terminal each refresh replaces the table drawn before.
+func TestRedrawReplacesTheTable(t *testing.T) {
+	var b bytes.Buffer
+	progress := []MoveProgress{{Topic: "t", Partition: 0, Adding: []int32{4}, Copied: 512, Total: 2048, Rate: 512}}
+	n := redraw(&b, 0, nil, progress)
+	if n != 3 || strings.Contains(b.String(), "\x1b[") || !strings.Contains(b.String(), "25%") || !strings.Contains(b.String(), "1 moving, 1.5KiB to go") {
+		t.Fatalf("first draw (%d lines):\n%s", n, b.String())
+	}
+	b.Reset()
+	n = redraw(&b, n, []string{"t:1: complete, on 1,2,4"}, nil)
+	if n != 0 || !strings.HasPrefix(b.String(), "\x1b[3A\x1b[J") || !strings.Contains(b.String(), "t:1: complete") {
+		t.Fatalf("second draw (%d lines): %q", n, b.String())
+	}
+}
