@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/urfave/cli/v2"
 
@@ -12,8 +13,9 @@ import (
 func clusterCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "cluster",
-		Usage: "show the cluster: brokers, controller, versions; check its health",
+		Usage: "show the cluster: brokers, controller, versions; check its health; rebalance it",
 		Subcommands: []*cli.Command{
+			rebalanceCommand(),
 			{
 				Name:      "describe",
 				Usage:     "show the cluster id, the controller, the brokers, the controller quorum and the log directories",
@@ -166,4 +168,100 @@ JSON: {"healthy": bool, "problems": [{"kind": "unreachable_broker"|
 			},
 		},
 	}
+}
+
+func rebalanceCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "rebalance",
+		Usage:     "even out replicas and preferred leaders over the live brokers, moving as little as possible",
+		ArgsUsage: " ",
+		UsageText: doc("mqctl cluster rebalance [--dry-run] [--throttle RATE] [--no-wait]", `Plans where every partition's replicas should be for the live brokers
+(neither fenced nor shutting down) to hold as many replicas as each
+other, within one, and to be the preferred leader (first replica) of as
+many partitions, with as few replicas moved as can be: a replica moves
+only off a broker holding more than its share, the smallest partitions
+first, and never to a second replica in one rack while another rack has
+room (when every broker has a rack). Internal topics count too. This is
+the plan partition reassign --generate makes, for the whole cluster.
+
+Prints the partitions that move, TOPIC PARTITION REPLICAS TARGET, and on
+stderr how many replicas move and how many bytes they copy (the
+partitions' sizes from DescribeLogDirs). Then, unless --dry-run, it
+executes the plan as partition reassign --execute does (the current
+assignment on stderr first, to roll back with; --throttle RATE as there)
+and shows the moves' progress on stderr until every one has ended, as
+partition reassign --watch does (--no-wait: return once they are
+submitted). On a balanced cluster it says there is nothing to move and
+exits 0, so running it again after a rebalance changes nothing. It
+refuses while partitions are moving.
+
+JSON: {"plan": PLAN, "current": PLAN, "replicas": int, "bytes": int,
+"partitions": int}, PLAN Kafka's reassignment JSON ({"version": 1,
+"partitions": [{"topic": string, "partition": int, "replicas": [int],
+"log_dirs": [string]}]}) of the partitions that move, plan where they go
+and current where they are; replicas counts the replicas that move, bytes
+what they copy, partitions the partitions of the cluster.`),
+		Flags: append(commandFlags(), moveFlags()...),
+		Action: action(func(c *cli.Context) (job, error) {
+			if err := noArgs(c); err != nil {
+				return nil, err
+			}
+			run, err := prepareMove(c, "cluster rebalance")
+			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
+				p, err := a.ProposeRebalance(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return nil, run(ctx, a, p)
+			}, nil
+		}),
+	}
+}
+
+// moveFlags are the flags of the commands that plan moves and carry them
+// out: cluster rebalance, broker decommission.
+func moveFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "dry-run", Usage: "print what would move, and move nothing"},
+		&cli.StringFlag{Name: "throttle", Usage: "limit the copies to `RATE` bytes per second (10MB, 512KiB)"},
+		&cli.BoolFlag{Name: "no-wait", Usage: "return once the moves are submitted, without waiting for them to end"},
+	}
+}
+
+// prepareMove reads the move flags and returns what carries a proposal
+// out: print it, and unless --dry-run execute it and wait.
+func prepareMove(c *cli.Context, what string) (func(context.Context, *admin.Admin, admin.Proposal) error, error) {
+	format, err := client.ParseFormat(client.FlagString(c, "output"))
+	if err != nil {
+		return nil, err
+	}
+	m := admin.Move{NoWait: c.Bool("no-wait"), Notices: c.App.ErrWriter, Terminal: isTerminal(c.App.ErrWriter)}
+	if c.IsSet("throttle") {
+		if m.Throttle, err = admin.ParseRate(what+": --throttle", c.String("throttle")); err != nil {
+			return nil, err
+		}
+	}
+	dry := c.Bool("dry-run")
+	if dry && (c.IsSet("throttle") || m.NoWait) {
+		return nil, client.Usagef("%s: --dry-run moves nothing: leave --throttle and --no-wait out", what)
+	}
+	stdout, stderr := c.App.Writer, c.App.ErrWriter
+	return func(ctx context.Context, a *admin.Admin, p admin.Proposal) error {
+		if format == client.FormatJSON || len(p.Plan.Partitions) > 0 {
+			if err := admin.Write(stdout, format, p); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(stderr, "%s: %s\n", c.App.Name, p.Summary())
+		if dry || len(p.Plan.Partitions) == 0 {
+			if dry && len(p.Plan.Partitions) > 0 {
+				fmt.Fprintf(stderr, "%s: dry run, nothing moved: leave --dry-run out to move\n", c.App.Name)
+			}
+			return nil
+		}
+		return a.RunProposal(ctx, p, m)
+	}, nil
 }

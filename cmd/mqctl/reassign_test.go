@@ -44,6 +44,9 @@ func TestReassignRefusesBadUsage(t *testing.T) {
 		{[]string{"partition", "reassign", "--execute", filepath.Join(dir, "missing.json")}, "no such file"},
 		{[]string{"partition", "reassign", "--cancel"}, "plan FILE or --topic"},
 		{[]string{"partition", "reassign", "--cancel", good, "-t", "t"}, "not both"},
+		{[]string{"cluster", "rebalance", "--throttle", "x"}, "bytes per second"},
+		{[]string{"cluster", "rebalance", "--dry-run", "--no-wait"}, "--dry-run moves nothing"},
+		{[]string{"cluster", "rebalance", "now"}, "unexpected argument"},
 	} {
 		app := newApp()
 		var out, errOut bytes.Buffer

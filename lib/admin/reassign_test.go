@@ -102,3 +102,35 @@ func TestRedrawReplacesTheTable(t *testing.T) {
 		t.Fatalf("second draw (%d lines): %q", n, b.String())
 	}
 }
+
+// A proposal prints the partitions that move, and its JSON holds both
+// plans in Kafka's format.
+func TestProposalOutput(t *testing.T) {
+	p := Proposal{
+		Plan:     NewPlan([]PlanPartition{{Topic: "t", Partition: 0, Replicas: []int32{4, 2}}}),
+		Current:  NewPlan([]PlanPartition{{Topic: "t", Partition: 0, Replicas: []int32{1, 2}}}),
+		Replicas: 1, Bytes: 2048, Partitions: 3,
+	}
+	var b bytes.Buffer
+	if err := Write(&b, client.FormatTable, p); err != nil {
+		t.Fatal(err)
+	}
+	if want := "TOPIC  PARTITION  REPLICAS  TARGET\nt      0          1,2       4,2\n"; b.String() != want {
+		t.Errorf("table\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := Write(&b, client.FormatJSON, p); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"plan":{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,2],"log_dirs":["any","any"]}]},` +
+		`"current":{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]},"replicas":1,"bytes":2048,"partitions":3}` + "\n"
+	if b.String() != want {
+		t.Errorf("JSON\n%s\nwant\n%s", b.String(), want)
+	}
+	if s := p.Summary(); s != "1 of 3 partitions change, 1 replicas move, 2.0KiB to copy" {
+		t.Errorf("summary %q", s)
+	}
+	if s := (Proposal{Plan: NewPlan(nil), Partitions: 3}).Summary(); !strings.HasPrefix(s, "nothing to move") {
+		t.Errorf("empty proposal's summary %q", s)
+	}
+}

@@ -176,12 +176,12 @@ func (a *Admin) CancelReassignment(ctx context.Context, plan *Plan, topics []str
 // assignment they have now (to roll back with), how many replicas move
 // and how many bytes they copy.
 type Proposal struct {
-	Plan     Plan
-	Current  Plan
-	Replicas int   // replicas placed on a broker that does not hold them
-	Bytes    int64 // what those replicas copy, from DescribeLogDirs
+	Plan     Plan  `json:"plan"`
+	Current  Plan  `json:"current"`
+	Replicas int   `json:"replicas"` // replicas placed on a broker that does not hold them
+	Bytes    int64 `json:"bytes"`    // what those replicas copy, from DescribeLogDirs
 	// Partitions counts the partitions the planner looked at.
-	Partitions int
+	Partitions int `json:"partitions"`
 }
 
 // Summary says the proposal in one line.

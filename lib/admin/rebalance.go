@@ -1,0 +1,61 @@
+package admin
+
+import (
+	"context"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ProposeRebalance plans cluster rebalance: every partition of the
+// cluster (internal topics too) spread over the live brokers (neither
+// fenced nor shutting down), evening out replicas and preferred leaders
+// with the fewest moves (Place, with balance). On a balanced cluster the
+// plan is empty. It refuses while partitions move.
+func (a *Admin) ProposeRebalance(ctx context.Context) (Proposal, error) {
+	const what = "cluster rebalance"
+	if err := a.require(ctx, what, kmsg.AlterPartitionAssignments); err != nil {
+		return Proposal{}, err
+	}
+	c, err := a.state(ctx, what, nil)
+	if err != nil {
+		return Proposal{}, err
+	}
+	if err := c.settled(what); err != nil {
+		return Proposal{}, err
+	}
+	var live []int32
+	for _, id := range c.liveBrokers() {
+		if c.roster.states[id] != BrokerShuttingDown {
+			live = append(live, id)
+		}
+	}
+	return a.propose(ctx, what, c, live, true)
+}
+
+// Move is how RunProposal carries a proposal out.
+type Move struct {
+	// Throttle, above 0, limits the copies to this many bytes per second
+	// (see Execute).
+	Throttle int64
+	// NoWait returns once the moves are submitted; otherwise RunProposal
+	// shows their progress on Notices (see Watch) until they end.
+	NoWait   bool
+	Notices  io.Writer
+	Terminal bool
+}
+
+// RunProposal executes a proposal's plan and, unless m.NoWait, waits for
+// its moves to end, showing their progress. An empty plan does nothing.
+func (a *Admin) RunProposal(ctx context.Context, p Proposal, m Move) error {
+	if len(p.Plan.Partitions) == 0 {
+		return nil
+	}
+	if _, err := a.ExecuteReassignment(ctx, Execute{Plan: p.Plan, Throttle: m.Throttle, Notices: m.Notices}); err != nil {
+		return err
+	}
+	if m.NoWait {
+		return nil
+	}
+	return a.WatchReassignment(ctx, Watch{Partitions: p.Plan.Partitions, Out: m.Notices, Terminal: m.Terminal})
+}
