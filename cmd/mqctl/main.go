@@ -1,6 +1,6 @@
 // Command mqctl administers an mq cluster: topics, configs, records and
 // the cluster itself. This file and one file per noun (topic.go,
-// cluster.go, config.go, records.go, partition.go) wire urfave/cli flags to lib/admin,
+// cluster.go, config.go, records.go, partition.go, reassign.go, broker.go) wire urfave/cli flags to lib/admin,
 // which holds the logic and the output formats.
 package main
 
@@ -66,6 +66,7 @@ stderr in one line.`,
 			configCommand(),
 			recordsCommand(),
 			partitionCommand(),
+			brokerCommand(),
 			clusterCommand(),
 			client.CompletionCommand("mqctl"),
 		},

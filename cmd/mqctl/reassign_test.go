@@ -47,6 +47,10 @@ func TestReassignRefusesBadUsage(t *testing.T) {
 		{[]string{"cluster", "rebalance", "--throttle", "x"}, "bytes per second"},
 		{[]string{"cluster", "rebalance", "--dry-run", "--no-wait"}, "--dry-run moves nothing"},
 		{[]string{"cluster", "rebalance", "now"}, "unexpected argument"},
+		{[]string{"broker", "decommission"}, "want one broker ID"},
+		{[]string{"broker", "decommission", "x"}, "want a broker id"},
+		{[]string{"broker", "decommission", "1", "--throttle", "0"}, "at least 1 byte"},
+		{[]string{"broker", "describe", "1", "2"}, "unexpected argument"},
 	} {
 		app := newApp()
 		var out, errOut bytes.Buffer

@@ -73,7 +73,11 @@
 // partitions moves, the brokers' when nothing moves in the cluster;
 // --verify, --watch and --cancel call it. WatchReassignment measures a
 // move by the bytes its adding replicas hold against its leader's
-// (DescribeLogDirs).
+// (DescribeLogDirs). ProposeRebalance and ProposeDecommission plan with
+// Place over every partition and the live brokers (without the broker
+// leaving, for a decommission), RunProposal executes and watches, and
+// DescribeBrokerLoads (broker describe) counts what each broker of
+// DescribeBrokers holds.
 //
 // One group id names one group of one type: ResetOffsets refuses a share
 // group (one its coordinator knows or with share-partition state), whose

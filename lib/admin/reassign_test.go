@@ -134,3 +134,28 @@ func TestProposalOutput(t *testing.T) {
 		t.Errorf("empty proposal's summary %q", s)
 	}
 }
+
+func TestBrokerLoadsOutput(t *testing.T) {
+	rack := "a"
+	ls := BrokerLoads{
+		{ID: 1, Host: "h", Port: 9092, Rack: &rack, State: BrokerAlive, Replicas: 3, Leaders: 2, PreferredLeaders: 1, Bytes: 3 << 20},
+		{ID: 2, Host: "h", Port: 9093, State: BrokerFenced, Replicas: 1, Bytes: -1, BytesError: "not asked: the broker is fenced"},
+	}
+	var b bytes.Buffer
+	if err := Write(&b, client.FormatTable, ls); err != nil {
+		t.Fatal(err)
+	}
+	want := "BROKER  RACK  STATE   REPLICAS  LEADERS  PREFERRED  BYTES\n" +
+		"1       a     alive   3         2        1          3.0MiB\n" +
+		"2       -     fenced  1         0        0          ? (not asked: the broker is fenced)\n"
+	if b.String() != want {
+		t.Errorf("table\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := Write(&b, client.FormatJSON, ls[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if want := `[{"id":1,"host":"h","port":9092,"rack":"a","state":"alive","replicas":3,"leaders":2,"preferred_leaders":1,"bytes":3145728}]` + "\n"; b.String() != want {
+		t.Errorf("JSON\n%s\nwant\n%s", b.String(), want)
+	}
+}
