@@ -60,7 +60,8 @@ id; bytes is -1 when unknown.`),
 				Name:      "decommission",
 				Usage:     "move every replica off a broker, so that it can be stopped",
 				ArgsUsage: "ID",
-				UsageText: doc("mqctl broker decommission ID [--dry-run] [--throttle RATE] [--no-wait]", `Moves every replica broker ID holds to the other live brokers, keeping
+				UsageText: doc("mqctl broker decommission ID [--dry-run] [--throttle RATE] [--no-wait]", `Moves every replica broker ID holds to the other live brokers (neither
+fenced nor shutting down, and answering mqctl), keeping
 each partition's replication factor: each replica goes to a broker that
 does not hold the partition, in a rack that holds the fewest of its
 replicas (when every broker has a rack), holding the fewest replicas.

@@ -176,7 +176,7 @@ func rebalanceCommand() *cli.Command {
 		Usage:     "even out replicas and preferred leaders over the live brokers, moving as little as possible",
 		ArgsUsage: " ",
 		UsageText: doc("mqctl cluster rebalance [--dry-run] [--throttle RATE] [--no-wait]", `Plans where every partition's replicas should be for the live brokers
-(neither fenced nor shutting down) to hold as many replicas as each
+(neither fenced nor shutting down, and answering mqctl) to hold as many replicas as each
 other, within one, and to be the preferred leader (first replica) of as
 many partitions, with as few replicas moved as can be: a replica moves
 only off a broker holding more than its share, the smallest partitions

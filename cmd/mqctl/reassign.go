@@ -48,7 +48,8 @@ or a partition without replicas is refused before anything changes (exit
 first: --execute it to go back. --throttle RATE (bytes per second: 10MB,
 512KiB, 1048576) limits the copies, as Kafka's tool does: it sets the
 broker configs leader.replication.throttled.rate and
-follower.replication.throttled.rate on every broker the plan involves,
+follower.replication.throttled.rate on every broker the plan involves
+(but those fenced or not answering, which are named on stderr),
 and lists the moving replicas in the topics' configs
 leader.replication.throttled.replicas (the replicas each partition has
 now) and follower.replication.throttled.replicas (those it gains).

@@ -11,7 +11,7 @@ import (
 )
 
 // ProposeDecommission plans broker decommission: every replica of broker
-// moves to the other live brokers, each to the one that can take it
+// moves to the other live brokers (not shutting down, answering), each to the one that can take it
 // holding the fewest replicas (rack-aware), and nothing else moves
 // (Place, without balance). An unknown broker, or too few brokers left
 // to keep a partition's replication factor, is a usage error. It refuses
@@ -31,12 +31,8 @@ func (a *Admin) ProposeDecommission(ctx context.Context, broker int32) (Proposal
 	if err := c.settled(what); err != nil {
 		return Proposal{}, err
 	}
-	var others []int32
-	for _, id := range c.liveBrokers() {
-		if id != broker && c.roster.states[id] != BrokerShuttingDown {
-			others = append(others, id)
-		}
-	}
+	before, down := a.placements(ctx, c)
+	others := c.targets(down, broker)
 	need, name := 0, ""
 	c.each(func(t string, p int32, s *partitionState) {
 		if len(s.replicas) > need {
@@ -46,7 +42,7 @@ func (a *Admin) ProposeDecommission(ctx context.Context, broker int32) (Proposal
 	if need > len(others) {
 		return Proposal{}, usagef("%s: %d live brokers would be left, and partition %s has %d replicas", what, len(others), name, need)
 	}
-	return a.propose(ctx, what, c, others, false)
+	return propose(what, c, before, others, false)
 }
 
 // CheckDecommissioned fails unless broker holds no replica of any

@@ -364,9 +364,31 @@ func (a *Admin) throttle(ctx context.Context, c clusterState, plan Plan, rate in
 	}
 	slices.Sort(brokers)
 	v := strconv.FormatInt(rate, 10)
-	resps, err := a.adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: LeaderThrottleRate, Value: &v}, {Op: kadm.SetConfig, Name: FollowerThrottleRate, Value: &v}}, brokers...)
-	if err = alterError(resps, err); err != nil {
-		return requestError(what+": brokers", err)
+	rates := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: LeaderThrottleRate, Value: &v}, {Op: kadm.SetConfig, Name: FollowerThrottleRate, Value: &v}}
+	var set, skipped []int32
+	for _, b := range brokers {
+		if c.roster.states[b] == BrokerFenced {
+			skipped = append(skipped, b)
+			continue
+		}
+		// A broker's own configs go to that broker, as Kafka wants them;
+		// one that does not answer (stopped, not fenced yet) cannot
+		// copy anything, and must not hold the others up.
+		bctx, _, cancel := boundedWait(ctx, brokerWait)
+		resps, err := a.adm.AlterBrokerConfigs(bctx, rates, b)
+		cancel()
+		var se *kadm.ShardErrors
+		if errors.As(err, &se) && len(se.Errs) == 1 && (unanswered(se.Errs[0].Err) || strings.Contains(se.Errs[0].Err.Error(), "unknown broker")) {
+			skipped = append(skipped, b)
+			continue
+		}
+		if err = alterError(resps, err); err != nil {
+			return requestError(fmt.Sprintf("%s: broker %d", what, b), err)
+		}
+		set = append(set, b)
+	}
+	if len(skipped) > 0 && notices != nil {
+		fmt.Fprintf(notices, "mqctl: brokers %s are fenced or do not answer: their throttle rate is not set\n", joinIDs(skipped))
 	}
 	topics := slices.Sorted(maps.Keys(leader))
 	current, err := a.adm.DescribeTopicConfigs(ctx, topics...)
@@ -391,7 +413,7 @@ func (a *Admin) throttle(ctx context.Context, c clusterState, plan Plan, rate in
 		}
 	}
 	if notices != nil {
-		fmt.Fprintf(notices, "mqctl: throttled to %s/s on brokers %s, for the moving replicas of %s\n", sizeText(rate), joinIDs(brokers), strings.Join(topics, ", "))
+		fmt.Fprintf(notices, "mqctl: throttled to %s/s on brokers %s, for the moving replicas of %s\n", sizeText(rate), joinIDs(set), strings.Join(topics, ", "))
 	}
 	return nil
 }
@@ -448,14 +470,15 @@ func dynamicallySet(rs kadm.ResourceConfigs, resource, name string) bool {
 	return false
 }
 
-// alterError is the first error of an AlterConfigs answer.
+// alterError is the first error of an AlterConfigs answer (of one
+// resource: the caller names it).
 func alterError(resps kadm.AlterConfigsResponses, err error) error {
 	if err != nil {
 		return err
 	}
 	for _, r := range resps {
 		if r.Err != nil {
-			return fmt.Errorf("%s: %s", r.Name, errText(r.Err, r.ErrMessage))
+			return errors.New(errText(r.Err, r.ErrMessage))
 		}
 	}
 	return nil
@@ -512,7 +535,11 @@ func (a *Admin) clearThrottles(ctx context.Context, what string, topics []string
 		return removed, nil
 	}
 	ids := all.md.Brokers.NodeIDs()
-	cfgs, err := a.adm.DescribeBrokerConfigs(ctx, ids...)
+	// A broker that does not answer keeps its rate: it has nothing to
+	// copy, and must not hold the others up.
+	dctx, _, cancel := boundedWait(ctx, brokerWait)
+	cfgs, err := a.adm.DescribeBrokerConfigs(dctx, ids...)
+	cancel()
 	if err != nil {
 		var se *kadm.ShardErrors
 		if !errors.As(err, &se) {

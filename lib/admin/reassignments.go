@@ -202,23 +202,24 @@ func (p Proposal) Table() ([]string, [][]string) {
 	return []string{"TOPIC", "PARTITION", "REPLICAS", "TARGET"}, rows
 }
 
-// placements are the partitions of topics (every topic when nil) as the
-// planner sees them, with each one's size: the largest of its replicas'
-// in DescribeLogDirs.
-func (a *Admin) placements(ctx context.Context, c clusterState) []Placement {
+// placements are c's partitions as the planner sees them, with each
+// one's size: the largest of its replicas' in DescribeLogDirs, asked of
+// every live broker. down holds the live brokers that did not answer
+// (stopped and not fenced yet, cut off), and why: no replica should go
+// there.
+func (a *Admin) placements(ctx context.Context, c clusterState) (parts []Placement, down map[int32]string) {
 	topics := map[string][]int32{}
-	var out []Placement
 	c.each(func(t string, p int32, s *partitionState) {
 		topics[t] = append(topics[t], p)
-		out = append(out, Placement{Topic: t, Partition: p, Replicas: s.replicas})
+		parts = append(parts, Placement{Topic: t, Partition: p, Replicas: s.replicas})
 	})
 	dirs := a.describeLogDirs(ctx, c.liveBrokers(), topics)
-	for i, p := range out {
+	for i, p := range parts {
 		for _, size := range dirs.sizes[p.Topic][p.Partition] {
-			out[i].Bytes = max(out[i].Bytes, size)
+			parts[i].Bytes = max(parts[i].Bytes, size)
 		}
 	}
-	return out
+	return parts, dirs.errs
 }
 
 // liveBrokers are the brokers not fenced, sorted.
@@ -250,9 +251,9 @@ func (c clusterState) planBrokers(ids []int32) []PlanBroker {
 	return out
 }
 
-// propose places c's partitions on brokers and returns what moves.
-func (a *Admin) propose(ctx context.Context, what string, c clusterState, brokers []int32, balance bool) (Proposal, error) {
-	before := a.placements(ctx, c)
+// propose places the partitions before (placements of c) on brokers and
+// returns what moves.
+func propose(what string, c clusterState, before []Placement, brokers []int32, balance bool) (Proposal, error) {
 	after, err := Place(c.planBrokers(brokers), before, balance)
 	if err != nil {
 		return Proposal{}, client.Failf("%s: %v", what, err)
@@ -295,7 +296,13 @@ func (a *Admin) GenerateReassignment(ctx context.Context, topics []string, broke
 	if err := c.settled(what); err != nil {
 		return Proposal{}, err
 	}
-	return a.propose(ctx, what, c, brokers, true)
+	before, down := a.placements(ctx, c)
+	for _, b := range brokers {
+		if why, ok := down[b]; ok {
+			return Proposal{}, client.Failf("%s: broker %d does not answer (%s): no replica can move there", what, b, why)
+		}
+	}
+	return propose(what, c, before, brokers, true)
 }
 
 // settled refuses to plan while a partition of c moves: its replicas are

@@ -9,7 +9,7 @@ import (
 
 // ProposeRebalance plans cluster rebalance: every partition of the
 // cluster (internal topics too) spread over the live brokers (neither
-// fenced nor shutting down), evening out replicas and preferred leaders
+// fenced nor shutting down, and answering), evening out replicas and preferred leaders
 // with the fewest moves (Place, with balance). On a balanced cluster the
 // plan is empty. It refuses while partitions move.
 func (a *Admin) ProposeRebalance(ctx context.Context) (Proposal, error) {
@@ -24,13 +24,8 @@ func (a *Admin) ProposeRebalance(ctx context.Context) (Proposal, error) {
 	if err := c.settled(what); err != nil {
 		return Proposal{}, err
 	}
-	var live []int32
-	for _, id := range c.liveBrokers() {
-		if c.roster.states[id] != BrokerShuttingDown {
-			live = append(live, id)
-		}
-	}
-	return a.propose(ctx, what, c, live, true)
+	before, down := a.placements(ctx, c)
+	return propose(what, c, before, c.targets(down, -1), true)
 }
 
 // Move is how RunProposal carries a proposal out.
@@ -58,4 +53,16 @@ func (a *Admin) RunProposal(ctx context.Context, p Proposal, m Move) error {
 		return nil
 	}
 	return a.WatchReassignment(ctx, Watch{Partitions: p.Plan.Partitions, Out: m.Notices, Terminal: m.Terminal})
+}
+
+// targets are the brokers replicas may move to: live, not shutting down,
+// answering (not in down), and not except.
+func (c clusterState) targets(down map[int32]string, except int32) []int32 {
+	var out []int32
+	for _, id := range c.liveBrokers() {
+		if _, gone := down[id]; !gone && id != except && c.roster.states[id] != BrokerShuttingDown {
+			out = append(out, id)
+		}
+	}
+	return out
 }

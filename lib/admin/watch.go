@@ -19,7 +19,8 @@ type Watch struct {
 	Partitions []PlanPartition
 	// Out gets the progress: redrawn in place when Terminal, else a
 	// line for each partition whose progress changed by a percent or
-	// more, and one when it is done.
+	// more; either way a line when a move ends ("complete" when it ended
+	// on its plan's replicas, "no longer moving" without a plan).
 	Out      io.Writer
 	Terminal bool
 	// Interval is how often the cluster is asked; 0: a second.
@@ -145,6 +146,8 @@ func (a *Admin) WatchReassignment(ctx context.Context, w Watch) error {
 			case target[k] != nil && !slices.Equal(s.replicas, target[k]):
 				lines = append(lines, fmt.Sprintf("%s: not moving, on %s and not the plan's %s", k, joinIDs(s.replicas), joinIDs(target[k])))
 				failed = append(failed, k+": ended on "+joinIDs(s.replicas))
+			case target[k] == nil:
+				lines = append(lines, fmt.Sprintf("%s: no longer moving, on %s", k, joinIDs(s.replicas)))
 			default:
 				lines = append(lines, fmt.Sprintf("%s: complete, on %s", k, joinIDs(s.replicas)))
 			}
