@@ -2,9 +2,12 @@ package admin
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mqproject/mq/lib/client"
 )
@@ -325,5 +328,81 @@ func TestPlaceRefusesTooFewBrokers(t *testing.T) {
 	}
 	if _, err := Place(nil, topic("t", "1"), true); err == nil {
 		t.Error("no brokers: no error")
+	}
+}
+
+// TestPlaceRandomClusters places random clusters: brokers with and
+// without racks, partitions of random replication factors on random
+// brokers, some of them gone. Every placement keeps each partition's
+// replication factor on the brokers given; without racks the brokers end
+// within one replica of each other; placing the result again moves
+// nothing; and a decommission moves exactly the replicas of the brokers
+// left out.
+func TestPlaceRandomClusters(t *testing.T) {
+	// -seed is the package's one seed flag (topic_keys_test.go).
+	seed := uint64(*seedFlag)
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano() & math.MaxInt64)
+	}
+	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for round := range 300 {
+		n := 2 + rng.IntN(7)
+		var racks []string
+		if rng.IntN(2) == 0 {
+			for range n {
+				racks = append(racks, string(rune('a'+rng.IntN(3))))
+			}
+		}
+		brokers := brokersOf(n, racks...)
+		// The partitions sit on brokers 1 to n+2: those above n are gone.
+		var parts []Placement
+		for topic := range 1 + rng.IntN(3) {
+			for p := range 1 + rng.IntN(12) {
+				rf := 1 + rng.IntN(min(n, 3))
+				pl := Placement{Topic: fmt.Sprintf("t%d", topic), Partition: int32(p), Bytes: rng.Int64N(1 << 20)}
+				for _, b := range rng.Perm(n + 2)[:rf] {
+					pl.Replicas = append(pl.Replicas, int32(b+1))
+				}
+				parts = append(parts, pl)
+			}
+		}
+		what := fmt.Sprintf("round %d: %d brokers, racks %v, partitions %v", round, n, racks, parts)
+
+		after, err := Place(brokers, parts, true)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		checkPlacement(t, brokers, parts, after)
+		if replicas, _ := counts(after); len(racks) == 0 && spread(brokers, replicas) > 1 {
+			t.Errorf("%s: replicas per broker %v", what, replicas)
+		}
+		again, err := Place(brokers, after, true)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if moves, _, _ := Moves(after, again); len(moves) > 0 {
+			t.Errorf("%s: placing %v again moves %v", what, after, moves)
+		}
+
+		kept, err := Place(brokers, parts, false)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		checkPlacement(t, brokers, parts, kept)
+		gone := 0
+		for _, p := range parts {
+			for _, r := range p.Replicas {
+				if r > int32(n) {
+					gone++
+				}
+			}
+		}
+		if _, added, _ := Moves(parts, kept); added != gone {
+			t.Errorf("%s: a decommission placed %d replicas, want the %d of the brokers gone", what, added, gone)
+		}
+		if t.Failed() {
+			return
+		}
 	}
 }
