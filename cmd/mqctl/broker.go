@@ -73,8 +73,8 @@ Prints the partitions that move, TOPIC PARTITION REPLICAS TARGET, and on
 stderr how many replicas move and how many bytes they copy. Then, unless
 --dry-run, it executes the plan as partition reassign --execute does
 (--throttle RATE as there), shows the moves' progress on stderr until
-they end, checks that broker ID holds no replica and says that it can be
-stopped. --no-wait returns once the moves are submitted. JSON: as
+they end, elects the preferred leaders of the partitions moved, checks
+that broker ID holds no replica and says that it can be stopped. --no-wait returns once the moves are submitted. JSON: as
 cluster rebalance's.`),
 				Flags: append(commandFlags(), moveFlags()...),
 				Action: action(func(c *cli.Context) (job, error) {

@@ -190,8 +190,10 @@ partitions' sizes from DescribeLogDirs). Then, unless --dry-run, it
 executes the plan as partition reassign --execute does (the current
 assignment on stderr first, to roll back with; --throttle RATE as there)
 and shows the moves' progress on stderr until every one has ended, as
-partition reassign --watch does (--no-wait: return once they are
-submitted). On a balanced cluster it says there is nothing to move and
+partition reassign --watch does, then elects the preferred leader of each
+partition moved, as partition elect-leaders does, so that leaderships
+spread as the plan's first replicas do (--no-wait: return once the moves
+are submitted). On a balanced cluster it says there is nothing to move and
 exits 0, so running it again after a rebalance changes nothing. It
 refuses while partitions are moving.
 

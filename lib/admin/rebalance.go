@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,7 +42,8 @@ type Move struct {
 }
 
 // RunProposal executes a proposal's plan and, unless m.NoWait, waits for
-// its moves to end, showing their progress. An empty plan does nothing.
+// its moves to end, showing their progress, and then elects the plan's
+// preferred leaders (electPreferred). An empty plan does nothing.
 func (a *Admin) RunProposal(ctx context.Context, p Proposal, m Move) error {
 	if len(p.Plan.Partitions) == 0 {
 		return nil
@@ -52,7 +54,40 @@ func (a *Admin) RunProposal(ctx context.Context, p Proposal, m Move) error {
 	if m.NoWait {
 		return nil
 	}
-	return a.WatchReassignment(ctx, Watch{Partitions: p.Plan.Partitions, Out: m.Notices, Terminal: m.Terminal})
+	if err := a.WatchReassignment(ctx, Watch{Partitions: p.Plan.Partitions, Out: m.Notices, Terminal: m.Terminal}); err != nil {
+		return err
+	}
+	a.electPreferred(ctx, p.Plan, m.Notices)
+	return nil
+}
+
+// electPreferred moves the leadership of plan's partitions to their
+// preferred leaders: a completed move changes the leader only where the
+// old one left, so the spread of preferred leaders the plan made is not
+// the spread of leaders until this election. Its outcome is said on
+// notices; a partition it could not elect does not fail the command
+// (partition elect-leaders can try again).
+func (a *Admin) electPreferred(ctx context.Context, plan Plan, notices io.Writer) {
+	req := ElectLeaders{}
+	for _, pp := range plan.Partitions {
+		req.Partitions = append(req.Partitions, PartitionSpec{Topic: pp.Topic, Partition: pp.Partition})
+	}
+	rs, err := a.ElectLeaders(ctx, req)
+	elected := 0
+	for _, r := range rs {
+		if r.Result == ResultElected {
+			elected++
+		}
+	}
+	if notices == nil {
+		return
+	}
+	if elected > 0 {
+		fmt.Fprintf(notices, "mqctl: leadership moved to the preferred leader of %d partitions\n", elected)
+	}
+	if err != nil {
+		fmt.Fprintf(notices, "mqctl: %s (mqctl partition elect-leaders tries again)\n", oneLine(err.Error()))
+	}
 }
 
 // targets are the brokers replicas may move to: live, not shutting down,

@@ -27,6 +27,12 @@ type Watch struct {
 	Interval time.Duration
 }
 
+// offPlanLooks is how many looks, an Interval apart, a watched move must
+// be seen neither moving nor on its plan's replicas before the watch
+// calls it failed: a broker's image may lag the controller's for a
+// moment after the move was submitted or completed.
+const offPlanLooks = 5
+
 // MoveProgress is how far one partition's move is: the bytes its adding
 // replicas hold, against what its leader holds.
 type MoveProgress struct {
@@ -105,6 +111,7 @@ func (a *Admin) WatchReassignment(ctx context.Context, w Watch) error {
 		watched[k] = true
 	}
 	printed := map[string]int{} // the percent last printed, by partition
+	offPlan := map[string]int{} // looks that saw it neither moving nor on its plan's replicas
 	last := map[string]MoveProgress{}
 	var lastAt time.Time
 	drawn := 0 // lines drawn on the terminal
@@ -131,14 +138,22 @@ func (a *Admin) WatchReassignment(ctx context.Context, w Watch) error {
 			}
 		})
 		var lines []string
+		pending := 0
 		for k := range watched {
 			if slices.Contains(running, k) || printed[k] < 0 {
 				continue
 			}
-			// Ended since the last look.
-			printed[k] = -1
 			topic, p := splitName(k)
 			s := c.partition(topic, p)
+			if s != nil && target[k] != nil && !slices.Equal(s.replicas, target[k]) && offPlan[k] < offPlanLooks {
+				// Just submitted, the broker that answered may not
+				// show the move yet: look again before calling it failed.
+				offPlan[k]++
+				pending++
+				continue
+			}
+			// Ended since the last look.
+			printed[k] = -1
 			switch {
 			case s == nil:
 				lines = append(lines, k+": gone (topic deleted?)")
@@ -186,7 +201,7 @@ func (a *Admin) WatchReassignment(ctx context.Context, w Watch) error {
 				fmt.Fprintln(w.Out, l)
 			}
 		}
-		if len(running) == 0 {
+		if len(running) == 0 && pending == 0 {
 			break
 		}
 		select {
