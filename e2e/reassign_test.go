@@ -204,7 +204,24 @@ func TestRebalanceFillsANewBroker(t *testing.T) {
 	}
 	before := brokerLoads(t, c)
 
-	res := c.mqctl(t, time.Minute, "cluster", "rebalance", "--dry-run")
+	// --generate's plan is Kafka's JSON, onto every broker named.
+	res := c.mqctl(t, time.Minute, "partition", "reassign", "--generate", "--brokers", "1,2,3,4", "-t", "spread")
+	type planned struct {
+		Topic    string   `json:"topic"`
+		Replicas []int32  `json:"replicas"`
+		LogDirs  []string `json:"log_dirs"`
+	}
+	var plan struct {
+		Version    int       `json:"version"`
+		Partitions []planned `json:"partitions"`
+	}
+	onto4 := func(p planned) bool { return slices.Contains(p.Replicas, 4) && len(p.LogDirs) == len(p.Replicas) }
+	if err := json.Unmarshal([]byte(res.stdout), &plan); res.code != 0 || err != nil || plan.Version != 1 ||
+		!slices.ContainsFunc(plan.Partitions, onto4) || !strings.Contains(res.stderr, `"replicas":[1,2]`) {
+		t.Fatalf("generate: exit %d, %v\nstdout: %s\nstderr: %s", res.code, err, res.stdout, res.stderr)
+	}
+
+	res = c.mqctl(t, time.Minute, "cluster", "rebalance", "--dry-run")
 	if res.code != 0 || !strings.Contains(res.stdout, "spread") || !strings.Contains(res.stderr, "replicas move") || !strings.Contains(res.stderr, "dry run") {
 		t.Fatalf("rebalance --dry-run: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 	}

@@ -289,8 +289,11 @@ func (a *Admin) GenerateReassignment(ctx context.Context, topics []string, broke
 		}
 	}
 	for _, b := range brokers {
-		if !c.known(b) {
+		switch {
+		case !c.known(b):
 			return Proposal{}, usagef("%s: broker %d is not in the cluster", what, b)
+		case c.roster.states[b] == BrokerFenced:
+			return Proposal{}, client.Failf("%s: broker %d is fenced: no replica can move there", what, b)
 		}
 	}
 	if err := c.settled(what); err != nil {
