@@ -298,12 +298,9 @@ func writeProposal(stdout, stderr io.Writer, p admin.Proposal) error {
 	return err
 }
 
-// isTerminal reports whether w is a terminal (a character device).
+// isTerminal reports whether w is a terminal: an *os.File that
+// client.IsTerminal accepts (/dev/null is not one).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && client.IsTerminal(f)
 }
