@@ -79,6 +79,10 @@ func TestProgressOfAMove(t *testing.T) {
 	if m.ETA() != "10s" {
 		t.Errorf("eta at 75 B/s for 750 B: %s", m.ETA())
 	}
+	m.Rate = 500 // 1.5s, not truncated to 1s before rounding
+	if m.ETA() != "2s" {
+		t.Errorf("eta at 500 B/s for 750 B: %s", m.ETA())
+	}
 	// The leader itself is being added (a new preferred leader has not
 	// taken over): the largest replica not adding is the one to reach.
 	s = &partitionState{replicas: []int32{4, 5, 1}, leader: 4, moving: true, adding: []int32{4, 5}}

@@ -63,7 +63,7 @@ func (m MoveProgress) ETA() string {
 	if m.Rate <= 0 {
 		return "-"
 	}
-	return (time.Duration(float64(m.Remaining())/m.Rate) * time.Second).Round(time.Second).String()
+	return time.Duration(float64(m.Remaining()) / m.Rate * float64(time.Second)).Round(time.Second).String()
 }
 
 // progressOf measures a moving partition from the sizes of its replicas
