@@ -199,14 +199,15 @@ func prepareReassign(c *cli.Context) (job, error) {
 		}
 		return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
 			r, err := a.ExecuteReassignment(ctx, admin.Execute{Plan: plan, Throttle: rate, Notices: stderr})
-			if r == nil || !watch {
-				if r == nil {
-					return nil, err
-				}
+			if r == nil {
+				return nil, err
+			}
+			if err != nil || !watch {
 				return r, err
 			}
-			if werr := admin.Write(stdout, format, r); werr != nil || err != nil {
-				return nil, cmpErr(err, werr)
+			// The results come before the watch, which may take long.
+			if err := admin.Write(stdout, format, r); err != nil {
+				return nil, err
 			}
 			watchOpts.Partitions = plan.Partitions
 			return nil, a.WatchReassignment(ctx, watchOpts)
@@ -252,16 +253,6 @@ func prepareReassign(c *cli.Context) (job, error) {
 	return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
 		return nil, a.WatchReassignment(ctx, watchOpts)
 	}, nil
-}
-
-// cmpErr is the first of errs that is not nil.
-func cmpErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // readPlan reads a plan from the file name, or from stdin for "-".
