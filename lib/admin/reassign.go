@@ -337,32 +337,10 @@ func (a *Admin) ExecuteReassignment(ctx context.Context, req Execute) (ReassignR
 // copies), on the follower side the replicas it gains.
 func (a *Admin) throttle(ctx context.Context, c clusterState, plan Plan, rate int64, notices io.Writer) error {
 	const what = "partition reassign: throttle"
-	var brokers []int32
-	leader, follower := map[string][]string{}, map[string][]string{}
-	for _, pp := range plan.Partitions {
-		s := c.partition(pp.Topic, pp.Partition)
-		orig := s.original()
-		if slices.Equal(orig, pp.Replicas) {
-			continue
-		}
-		for _, r := range orig {
-			leader[pp.Topic] = append(leader[pp.Topic], fmt.Sprintf("%d:%d", pp.Partition, r))
-		}
-		for _, r := range pp.Replicas {
-			if !slices.Contains(orig, r) {
-				follower[pp.Topic] = append(follower[pp.Topic], fmt.Sprintf("%d:%d", pp.Partition, r))
-			}
-		}
-		for _, r := range append(orig, pp.Replicas...) {
-			if !slices.Contains(brokers, r) {
-				brokers = append(brokers, r)
-			}
-		}
-	}
+	brokers, leader, follower := throttleScope(c, plan)
 	if len(brokers) == 0 {
 		return nil
 	}
-	slices.Sort(brokers)
 	v := strconv.FormatInt(rate, 10)
 	rates := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: LeaderThrottleRate, Value: &v}, {Op: kadm.SetConfig, Name: FollowerThrottleRate, Value: &v}}
 	var set, skipped []int32
@@ -416,6 +394,37 @@ func (a *Admin) throttle(ctx context.Context, c clusterState, plan Plan, rate in
 		fmt.Fprintf(notices, "mqctl: throttled to %s/s on brokers %s, for the moving replicas of %s\n", sizeText(rate), joinIDs(set), strings.Join(topics, ", "))
 	}
 	return nil
+}
+
+// throttleScope is what a throttle for plan covers in c: the brokers
+// its moves involve (sorted), and per topic the partition:broker pairs
+// of the leader side (the replicas each moving partition has before its
+// move: they serve the copies) and of the follower side (the replicas it
+// gains). A partition already where the plan sends it is left out; one
+// already moving counts from the replicas it had before that move.
+func throttleScope(c clusterState, plan Plan) (brokers []int32, leader, follower map[string][]string) {
+	leader, follower = map[string][]string{}, map[string][]string{}
+	for _, pp := range plan.Partitions {
+		orig := c.partition(pp.Topic, pp.Partition).original()
+		if slices.Equal(orig, pp.Replicas) {
+			continue
+		}
+		for _, r := range orig {
+			leader[pp.Topic] = append(leader[pp.Topic], fmt.Sprintf("%d:%d", pp.Partition, r))
+		}
+		for _, r := range pp.Replicas {
+			if !slices.Contains(orig, r) {
+				follower[pp.Topic] = append(follower[pp.Topic], fmt.Sprintf("%d:%d", pp.Partition, r))
+			}
+		}
+		for _, r := range slices.Concat(orig, pp.Replicas) {
+			if !slices.Contains(brokers, r) {
+				brokers = append(brokers, r)
+			}
+		}
+	}
+	slices.Sort(brokers)
+	return brokers, leader, follower
 }
 
 // mergeReplicaList adds pairs to a throttled replica list, keeping the
@@ -566,6 +575,21 @@ func (a *Admin) clearThrottles(ctx context.Context, what string, topics []string
 	return removed, nil
 }
 
+// verdict is where the move of a partition in state s to target is:
+// complete, in progress (with a detail when it moves elsewhere), or
+// failed.
+func verdict(s *partitionState, target []int32) (result, detail string) {
+	switch {
+	case s.moving && !slices.Equal(s.target(), target):
+		return ResultRunning, "moving to " + joinIDs(s.target()) + ", not the plan's replicas"
+	case s.moving:
+		return ResultRunning, ""
+	case slices.Equal(s.replicas, target):
+		return ResultComplete, ""
+	}
+	return ResultFailed, "not moving, and its replicas are not the plan's"
+}
+
 // VerifyReassignment reports, for each partition of plan, whether its
 // move is complete (its replicas are the plan's), in progress, or failed
 // (not moving, and not where the plan sends it: refused or cancelled).
@@ -590,17 +614,11 @@ func (a *Admin) VerifyReassignment(ctx context.Context, plan Plan, notices io.Wr
 		s := c.partition(pp.Topic, pp.Partition)
 		r := ReassignResult{Topic: pp.Topic, Partition: pp.Partition, Replicas: nonNil(s.replicas), Target: pp.Replicas,
 			Adding: nonNil(s.adding), Removing: nonNil(s.removing)}
-		switch {
-		case s.moving:
-			r.Result = ResultRunning
+		r.Result, r.Error = verdict(s, pp.Replicas)
+		switch r.Result {
+		case ResultRunning:
 			running++
-			if !slices.Equal(s.target(), pp.Replicas) {
-				r.Error = "moving to " + joinIDs(s.target()) + ", not the plan's replicas"
-			}
-		case slices.Equal(s.replicas, pp.Replicas):
-			r.Result = ResultComplete
-		default:
-			r.Result, r.Error = ResultFailed, "not moving, and its replicas are not the plan's"
+		case ResultFailed:
 			failed++
 		}
 		out = append(out, r)

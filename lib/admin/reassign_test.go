@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -161,5 +162,59 @@ func TestBrokerLoadsOutput(t *testing.T) {
 	}
 	if want := `[{"id":1,"host":"h","port":9092,"rack":"a","state":"alive","replicas":3,"leaders":2,"preferred_leaders":1,"bytes":3145728}]` + "\n"; b.String() != want {
 		t.Errorf("JSON\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// clusterOf is a cluster state holding the partitions given, by
+// "topic:partition".
+func clusterOf(parts map[string]*partitionState) clusterState {
+	c := clusterState{parts: map[string]map[int32]*partitionState{}}
+	for k, s := range parts {
+		t, p := splitName(k)
+		if c.parts[t] == nil {
+			c.parts[t] = map[int32]*partitionState{}
+		}
+		c.parts[t][p] = s
+	}
+	return c
+}
+
+// A throttle covers, on the leader side, the replicas a moving partition
+// had before its move and, on the follower side, those it gains, also
+// when the move runs already (a second --execute changing the rate).
+func TestThrottleScope(t *testing.T) {
+	c := clusterOf(map[string]*partitionState{
+		"t:0": {replicas: []int32{1, 2, 3}},
+		"t:1": {replicas: []int32{4, 5, 2, 3}, moving: true, adding: []int32{4, 5}, removing: []int32{2, 3}},
+		"t:2": {replicas: []int32{2, 3}},
+		"u:0": {replicas: []int32{1}},
+	})
+	plan := NewPlan([]PlanPartition{
+		{Topic: "t", Partition: 0, Replicas: []int32{4, 2, 3}},
+		{Topic: "t", Partition: 1, Replicas: []int32{4, 5}},
+		{Topic: "t", Partition: 2, Replicas: []int32{2, 3}}, // there already
+		{Topic: "u", Partition: 0, Replicas: []int32{6}},
+	})
+	brokers, leader, follower := throttleScope(c, plan)
+	if got := fmt.Sprint(brokers, leader, follower); got != "[1 2 3 4 5 6] map[t:[0:1 0:2 0:3 1:2 1:3] u:[0:1]] map[t:[0:4 1:4 1:5] u:[0:6]]" {
+		t.Errorf("scope: %s", got)
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		s              partitionState
+		target         []int32
+		result, detail string
+	}{
+		{partitionState{replicas: []int32{4, 2, 3}}, []int32{4, 2, 3}, ResultComplete, ""},
+		{partitionState{replicas: []int32{2, 3, 4}}, []int32{4, 2, 3}, ResultFailed, "not moving"},
+		{partitionState{replicas: []int32{4, 1, 2}, moving: true, adding: []int32{4}, removing: []int32{1}}, []int32{4, 2}, ResultRunning, ""},
+		{partitionState{replicas: []int32{5, 1, 2}, moving: true, adding: []int32{5}, removing: []int32{1}}, []int32{4, 2}, ResultRunning, "moving to 5,2"},
+	} {
+		result, detail := verdict(&tc.s, tc.target)
+		if result != tc.result || !strings.HasPrefix(detail, tc.detail) || (tc.detail == "") != (detail == "") {
+			t.Errorf("%+v to %v: %s %q, want %s %q", tc.s, tc.target, result, detail, tc.result, tc.detail)
+		}
 	}
 }
