@@ -136,7 +136,7 @@ func TestReassignStuckMoveIsVerifiedListedAndCancelled(t *testing.T) {
 	t.Cleanup(func() { watch.Process.Kill() })
 	mqtest.WaitFor(t, "the watch's progress table, drawn twice", func() (bool, string) {
 		s := screen.String()
-		return strings.Contains(s, "ADDING") && strings.Contains(s, "1 moving") && strings.Contains(s, "\x1b[3A\x1b[J"), s
+		return strings.Contains(s, "ADDING") && strings.Contains(s, "1 moving") && strings.Contains(s, "waiting for 4") && strings.Contains(s, "\x1b[3A\x1b[J"), s
 	})
 
 	res = c.mqctl(t, time.Minute, "partition", "reassign", "--cancel", plan)

@@ -69,8 +69,10 @@ have ended: on stderr, redrawn in place when stderr is a terminal, and
 otherwise as a line for each partition whose progress changed by a
 percent, and one when its move ends. Progress is the bytes the gained
 replicas hold against the leader's (DescribeLogDirs), with what is left
-and the time that should take at the rate seen. Then it removes the
-throttles, as --verify does. Exits 0 once every move is complete.
+and the time that should take at the rate seen; a move whose new broker
+is fenced or does not answer says it waits for that broker. Then it
+removes the throttles, as --verify does. Exits 0 once every move is
+complete.
 
 --cancel stops the running moves of the plan's partitions, or of every
 partition of the -t topics: each partition goes back to the replicas it

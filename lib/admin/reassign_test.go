@@ -84,6 +84,10 @@ func TestProgressOfAMove(t *testing.T) {
 	if m.ETA() != "2s" {
 		t.Errorf("eta at 500 B/s for 750 B: %s", m.ETA())
 	}
+	m.Silent = []int32{4}
+	if m.ETA() != "-" || m.silence() != " (waiting for broker 4: fenced or not answering)" {
+		t.Errorf("a move onto a silent broker: eta %s, %q", m.ETA(), m.silence())
+	}
 	// The leader itself is being added (a new preferred leader has not
 	// taken over): the largest replica not adding is the one to reach.
 	s = &partitionState{replicas: []int32{4, 5, 1}, leader: 4, moving: true, adding: []int32{4, 5}}

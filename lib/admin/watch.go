@@ -42,6 +42,17 @@ type MoveProgress struct {
 	Copied    int64 // bytes the adding replicas hold, each up to the leader's
 	Total     int64 // the leader's bytes, once per adding replica
 	Rate      float64
+	// Silent are the adding replicas' brokers that are fenced or did not
+	// answer: nothing is copied to them, the move waits for them.
+	Silent []int32
+}
+
+// silence says which brokers the move waits for, "" when none.
+func (m MoveProgress) silence() string {
+	if len(m.Silent) == 0 {
+		return ""
+	}
+	return " (waiting for broker " + joinIDs(m.Silent) + ": fenced or not answering)"
 }
 
 // Remaining is what is left to copy.
@@ -60,7 +71,7 @@ func (m MoveProgress) ETA() string {
 	if m.Remaining() == 0 {
 		return "0s"
 	}
-	if m.Rate <= 0 {
+	if m.Rate <= 0 || len(m.Silent) > 0 {
 		return "-"
 	}
 	return time.Duration(float64(m.Remaining()) / m.Rate * float64(time.Second)).Round(time.Second).String()
@@ -110,7 +121,7 @@ func (a *Admin) WatchReassignment(ctx context.Context, w Watch) error {
 	for k := range target {
 		watched[k] = true
 	}
-	printed := map[string]int{} // the percent last printed, by partition
+	printed := map[string]int{} // what was last printed of a move (its percent, its silent brokers), by partition; -1: ended
 	offPlan := map[string]int{} // looks that saw it neither moving nor on its plan's replicas
 	last := map[string]MoveProgress{}
 	var lastAt time.Time
@@ -174,6 +185,11 @@ func (a *Admin) WatchReassignment(ctx context.Context, w Watch) error {
 			for _, k := range running {
 				topic, p := splitName(k)
 				m := progressOf(topic, p, c.partition(topic, p), dirs.sizes[topic][p])
+				for _, r := range m.Adding {
+					if _, down := dirs.errs[r]; down || c.roster.states[r] == BrokerFenced {
+						m.Silent = append(m.Silent, r)
+					}
+				}
 				if prev, ok := last[k]; ok && now.After(lastAt) {
 					r := float64(m.Copied-prev.Copied) / now.Sub(lastAt).Seconds()
 					m.Rate = max(r, 0)
@@ -191,11 +207,14 @@ func (a *Admin) WatchReassignment(ctx context.Context, w Watch) error {
 		} else {
 			for _, m := range progress {
 				k := fmt.Sprintf("%s:%d", m.Topic, m.Partition)
-				if pct, ok := printed[k]; ok && pct == m.Percent() {
+				// A line when the percent changes, or whether a broker
+				// it copies to is silent.
+				seen := m.Percent() + 1000*len(m.Silent)
+				if was, ok := printed[k]; ok && was == seen {
 					continue
 				}
-				printed[k] = m.Percent()
-				lines = append(lines, fmt.Sprintf("%s: %d%% copied to %s, %s to go, eta %s", k, m.Percent(), joinIDs(m.Adding), sizeText(m.Remaining()), m.ETA()))
+				printed[k] = seen
+				lines = append(lines, fmt.Sprintf("%s: %d%% copied to %s, %s to go, eta %s%s", k, m.Percent(), joinIDs(m.Adding), sizeText(m.Remaining()), m.ETA(), m.silence()))
 			}
 			for _, l := range lines {
 				fmt.Fprintln(w.Out, l)
@@ -245,7 +264,11 @@ func redraw(w io.Writer, drawn int, ended []string, progress []MoveProgress) int
 		rows := make([][]string, len(progress))
 		var left int64
 		for i, m := range progress {
-			rows[i] = []string{m.Topic, itoa(m.Partition), joinIDs(m.Adding), fmt.Sprintf("%d%%", m.Percent()), sizeText(m.Copied), sizeText(m.Remaining()), m.ETA()}
+			eta := m.ETA()
+			if len(m.Silent) > 0 {
+				eta = "waiting for " + joinIDs(m.Silent)
+			}
+			rows[i] = []string{m.Topic, itoa(m.Partition), joinIDs(m.Adding), fmt.Sprintf("%d%%", m.Percent()), sizeText(m.Copied), sizeText(m.Remaining()), eta}
 			left += m.Remaining()
 		}
 		var t bytes.Buffer
