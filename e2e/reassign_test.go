@@ -319,10 +319,6 @@ func TestReassignThrottleIsSetChangedAndRemoved(t *testing.T) {
 	c.node(4).stop()
 	plan := writePlan(t, "plan.json", `{"version":1,"partitions":[{"topic":"slow","partition":0,"replicas":[1,4]}]}`)
 	res := c.mqctl(t, time.Minute, "partition", "reassign", "--execute", plan, "--throttle", "1MB")
-	if strings.Contains(res.stderr, "unknown property") && strings.Contains(res.stderr, "replication.throttled.rate") {
-		lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
-		t.Skipf("the brokers do not know the replication throttle rate configs: %s", lines[len(lines)-1])
-	}
 	if res.code != 0 || !strings.Contains(res.stdout, "started") || !strings.Contains(res.stderr, "throttled to") {
 		t.Fatalf("execute --throttle: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 	}
