@@ -90,7 +90,7 @@ the replicas leaving), target where it goes. Of --list: an array of
 "removing": [int]}.`),
 		Flags: append(commandFlags(),
 			&cli.BoolFlag{Name: "generate", Usage: "print a plan spreading the -t topics over --brokers"},
-			&cli.StringFlag{Name: "brokers", Usage: "with --generate, the brokers to place replicas on: `ID,ID...`"},
+			&cli.StringFlag{Name: "brokers", Usage: "with --generate, the brokers `ID,ID...` to place replicas on"},
 			&cli.StringSliceFlag{Name: "topic", Aliases: []string{"t"}, Usage: "`TOPIC` to plan for, cancel or list (repeatable)"},
 			&cli.StringFlag{Name: "execute", Usage: "submit the plan in `FILE` (- for stdin)"},
 			&cli.StringFlag{Name: "throttle", Usage: "with --execute, limit the copies to `RATE` bytes per second (10MB, 512KiB)"},
