@@ -117,6 +117,16 @@ func TestReassignStuckMoveIsVerifiedListedAndCancelled(t *testing.T) {
 	if want := `[{"topic":"stuck","partition":0,"replicas":[1,4,2],"adding":[4],"removing":[2]}]` + "\n"; res.code != 0 || res.stdout != want {
 		t.Errorf("list: exit %d, stdout %q, want %q; stderr %q", res.code, res.stdout, want, res.stderr)
 	}
+	// A move is not under-replication (KIP-352): topic describe shows it
+	// in a MOVING column and --under-replicated leaves it out.
+	res = c.mqctl(t, time.Minute, "topic", "describe", "stuck")
+	if res.code != 0 || !strings.Contains(res.stdout, "MOVING") || !strings.Contains(res.stdout, "+4 -2") {
+		t.Errorf("topic describe of a moving partition: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	res = c.mqctl(t, time.Minute, "topic", "describe", "--under-replicated", "stuck", "-o", "json")
+	if res.code != 0 || strings.Contains(res.stdout, `"partition":0`) {
+		t.Errorf("topic describe --under-replicated lists the moving partition: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
 	// A second --execute of the running plan leaves it to run.
 	if res := c.mqctl(t, time.Minute, "partition", "reassign", "--execute", plan); res.code != 0 || !strings.Contains(res.stdout, "moving") {
 		t.Errorf("execute again: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)

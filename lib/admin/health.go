@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/mqproject/mq/lib/client"
 )
 
@@ -128,6 +130,9 @@ type healthPartition struct {
 	Leader    int32
 	Replicas  []int32
 	ISR       []int32
+	// Adding are the replicas a running move adds (not yet in sync by
+	// design, not a problem).
+	Adding []int32
 }
 
 // ClusterHealth checks the cluster: brokers that do not answer, fenced
@@ -160,13 +165,22 @@ func (a *Admin) ClusterHealth(ctx context.Context, check HealthCheck) (*Health, 
 	if groupsErr != nil && !Partial(groups) {
 		f.groupsErr = errorLine(groupsErr)
 	}
+	set := kadm.TopicsSet{}
+	for _, t := range md.Topics.Sorted() {
+		for _, p := range t.Partitions.Sorted() {
+			if t.Err == nil && len(p.ISR) < len(p.Replicas) {
+				set.Add(t.Topic, p.Partition)
+			}
+		}
+	}
+	moving := a.moving(ctx, set)
 	for _, t := range md.Topics.Sorted() {
 		if t.Err != nil {
 			continue // deleted while we looked, or not ours to see
 		}
 		for _, p := range t.Partitions.Sorted() {
 			f.partitions = append(f.partitions, healthPartition{Topic: t.Topic, Partition: p.Partition, Internal: t.IsInternal,
-				Leader: p.Leader, Replicas: p.Replicas, ISR: p.ISR})
+				Leader: p.Leader, Replicas: p.Replicas, ISR: p.ISR, Adding: moving[tp{t.Topic, p.Partition}].AddingReplicas})
 		}
 	}
 	h := assessHealth(f, check.MaxLag)
@@ -227,7 +241,7 @@ func assessHealth(f healthFacts, maxLag time.Duration) Health {
 			p.Topic, p.Partition = part.Topic, part.Partition
 			p.Detail = fmt.Sprintf("offline partition %s/%d: no leader (replicas %s, in sync %s)", part.Topic, part.Partition, joinIDs(part.Replicas), joinIDs(part.ISR))
 			partProblems = append(partProblems, p)
-		case len(part.ISR) < len(part.Replicas):
+		case underReplicated(part.Replicas, part.ISR, part.Adding):
 			p := problem(ProblemUnderReplicated)
 			p.Topic, p.Partition, p.Broker = part.Topic, part.Partition, part.Leader
 			p.Detail = fmt.Sprintf("under-replicated partition %s/%d: in sync %s of replicas %s (leader %d)", part.Topic, part.Partition, joinIDs(part.ISR), joinIDs(part.Replicas), part.Leader)

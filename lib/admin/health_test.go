@@ -40,6 +40,12 @@ func TestHealthFindsEachKindOfProblem(t *testing.T) {
 		{name: "under-replicated partition", change: func(f *healthFacts) {
 			f.partitions[0].ISR = []int32{1, 2}
 		}, want: []HealthProblem{{Kind: ProblemUnderReplicated, Topic: "orders", Partition: 0, Broker: 1}}},
+		{name: "a move's new replica not in sync yet is no problem (KIP-352)", change: func(f *healthFacts) {
+			f.partitions[0].Replicas, f.partitions[0].Adding = []int32{1, 2, 3, 4}, []int32{4}
+		}},
+		{name: "a moving partition short of an original replica is", change: func(f *healthFacts) {
+			f.partitions[0].Replicas, f.partitions[0].ISR, f.partitions[0].Adding = []int32{1, 2, 3, 4}, []int32{1, 2}, []int32{4}
+		}, want: []HealthProblem{{Kind: ProblemUnderReplicated, Topic: "orders", Partition: 0, Broker: 1}}},
 		{name: "fenced broker and what it leaves under-replicated", change: func(f *healthFacts) {
 			f.cluster.Brokers[2].State = BrokerFenced
 			f.partitions[0].ISR = []int32{1, 2}

@@ -62,6 +62,28 @@ func (a *Admin) ListReassignments(ctx context.Context, topics []string) (Reassig
 	return out, nil
 }
 
+// moving returns the running moves among the partitions of set, by
+// partition, for the judgements of under-replication: replicas a move
+// adds do not make a partition under-replicated until it completes, as
+// in Kafka (KIP-352). Best effort: a cluster that does not answer (an
+// older mq, a timeout) gets none, and every partition is judged on its
+// whole replica set.
+func (a *Admin) moving(ctx context.Context, set kadm.TopicsSet) map[tp]kadm.ListPartitionReassignmentsResponse {
+	resp, err := a.adm.ListPartitionReassignments(ctx, set)
+	if err != nil {
+		return nil
+	}
+	out := map[tp]kadm.ListPartitionReassignmentsResponse{}
+	resp.Each(func(r kadm.ListPartitionReassignmentsResponse) { out[tp{r.Topic, r.Partition}] = r })
+	return out
+}
+
+// underReplicated reports whether a partition's ISR is smaller than its
+// replica set without the replicas a move adds.
+func underReplicated(replicas, isr, adding []int32) bool {
+	return len(isr) < len(replicas)-len(adding)
+}
+
 // each calls fn for every partition, sorted by topic and partition.
 func (c clusterState) each(fn func(topic string, p int32, s *partitionState)) {
 	topics := make([]string, 0, len(c.parts))

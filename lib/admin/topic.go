@@ -80,9 +80,14 @@ type PartitionDescription struct {
 	Replicas        []int32 `json:"replicas"`
 	ISR             []int32 `json:"isr"`
 	OfflineReplicas []int32 `json:"offline_replicas"`
-	LogStartOffset  int64   `json:"log_start_offset"` // -1: unknown (see error)
-	HighWatermark   int64   `json:"high_watermark"`   // -1: unknown (see error)
-	Error           string  `json:"error,omitempty"`
+	// Adding and Removing are a running move's replicas (partition
+	// reassign): those it adds, not in sync yet by design, and those
+	// that leave when it completes.
+	Adding         []int32 `json:"adding,omitempty"`
+	Removing       []int32 `json:"removing,omitempty"`
+	LogStartOffset int64   `json:"log_start_offset"` // -1: unknown (see error)
+	HighWatermark  int64   `json:"high_watermark"`   // -1: unknown (see error)
+	Error          string  `json:"error,omitempty"`
 	// StorageErrors are the replicas whose writes fail (a full disk, an
 	// I/O error), as their brokers' log directories report them.
 	StorageErrors []ReplicaStorageError `json:"storage_errors,omitempty"`
@@ -121,9 +126,10 @@ type TopicDescriptions []TopicDescription
 // leader's replica; when some partition could not be fully described (no
 // leader, a leader that does not answer), an ERROR column says why.
 func (ds TopicDescriptions) Table() ([]string, [][]string) {
-	failing, damaged, cleaned, errs := false, false, false, false
+	failing, damaged, cleaned, errs, moving := false, false, false, false, false
 	for _, d := range ds {
 		for _, p := range d.Partitions {
+			moving = moving || len(p.Adding)+len(p.Removing) > 0
 			errs = errs || p.Error != ""
 			failing = failing || len(p.StorageErrors) > 0
 			damaged = damaged || len(p.Damaged) > 0
@@ -136,6 +142,9 @@ func (ds TopicDescriptions) Table() ([]string, [][]string) {
 			row := []string{
 				d.Topic, itoa(p.Partition), leader(p.Leader), joinIDs(p.Replicas), joinIDs(p.ISR),
 				joinIDs(p.OfflineReplicas), offset(p.LogStartOffset), offset(p.HighWatermark),
+			}
+			if moving {
+				row = append(row, moveState(p))
 			}
 			if failing {
 				row = append(row, writesState(p.StorageErrors))
@@ -153,6 +162,9 @@ func (ds TopicDescriptions) Table() ([]string, [][]string) {
 		}
 	}
 	header := []string{"TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE", "LOG-START", "HIGH-WATERMARK"}
+	if moving {
+		header = append(header, "MOVING")
+	}
 	if failing {
 		header = append(header, "WRITES")
 	}
@@ -166,6 +178,22 @@ func (ds TopicDescriptions) Table() ([]string, [][]string) {
 		header = append(header, "ERROR")
 	}
 	return header, rows
+}
+
+// moveState is a partition's MOVING cell: "-", or "+4 -1" for a move
+// adding broker 4 and removing broker 1.
+func moveState(p PartitionDescription) string {
+	if len(p.Adding)+len(p.Removing) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, r := range p.Adding {
+		parts = append(parts, "+"+itoa(r))
+	}
+	for _, r := range p.Removing {
+		parts = append(parts, "-"+itoa(r))
+	}
+	return strings.Join(parts, " ")
 }
 
 // cleanerState is a partition's CLEANER cell, of its leader's replica (else
@@ -246,7 +274,8 @@ func offset(o int64) string {
 // value selects every partition.
 type PartitionFilter struct {
 	// UnderReplicated: partitions whose ISR is smaller than their
-	// replica set (--under-replicated).
+	// replica set, the replicas a running move adds not counted
+	// (--under-replicated).
 	UnderReplicated bool
 	// Unavailable: partitions without a leader, or whose leader does not
 	// answer (--unavailable).
@@ -259,7 +288,7 @@ func (f PartitionFilter) keeps(p PartitionDescription) bool {
 	if !f.UnderReplicated && !f.Unavailable {
 		return true
 	}
-	return f.UnderReplicated && len(p.ISR) < len(p.Replicas) || f.Unavailable && (p.Leader < 0 || p.leaderSilent)
+	return f.UnderReplicated && underReplicated(p.Replicas, p.ISR, p.Adding) || f.Unavailable && (p.Leader < 0 || p.leaderSilent)
 }
 
 // filter keeps the partitions f selects, and the topics left with one.
@@ -318,12 +347,20 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string, f Partition
 		}
 		slices.Sort(replicas)
 		dirs := a.describeLogDirs(ctx, replicas, parts)
+		set := kadm.TopicsSet{}
+		for name, ps := range parts {
+			set.Add(name, ps...)
+		}
+		moving := a.moving(ctx, set)
 		slices.Sort(known)
 		for _, name := range known {
 			td := describe(details[name], offsets, dirs.failing[name])
 			for i := range td.Partitions {
-				td.Partitions[i].Damaged = dirs.damaged[name][td.Partitions[i].Partition]
-				td.Partitions[i].Cleaner = dirs.cleaner[name][td.Partitions[i].Partition]
+				pd := &td.Partitions[i]
+				pd.Damaged = dirs.damaged[name][pd.Partition]
+				pd.Cleaner = dirs.cleaner[name][pd.Partition]
+				m := moving[tp{name, pd.Partition}]
+				pd.Adding, pd.Removing = m.AddingReplicas, m.RemovingReplicas
 			}
 			out = append(out, td)
 		}
