@@ -180,6 +180,13 @@ func (ds TopicDescriptions) Table() ([]string, [][]string) {
 	return header, rows
 }
 
+// UnderReplicated reports whether the partition's ISR is smaller than
+// its replica set, the replicas a running move adds not counted
+// (KIP-352).
+func (p PartitionDescription) UnderReplicated() bool {
+	return underReplicated(p.Replicas, p.ISR, p.Adding)
+}
+
 // moveState is a partition's MOVING cell: "-", or "+4 -1" for a move
 // adding broker 4 and removing broker 1.
 func moveState(p PartitionDescription) string {
@@ -288,7 +295,7 @@ func (f PartitionFilter) keeps(p PartitionDescription) bool {
 	if !f.UnderReplicated && !f.Unavailable {
 		return true
 	}
-	return f.UnderReplicated && underReplicated(p.Replicas, p.ISR, p.Adding) || f.Unavailable && (p.Leader < 0 || p.leaderSilent)
+	return f.UnderReplicated && p.UnderReplicated() || f.Unavailable && (p.Leader < 0 || p.leaderSilent)
 }
 
 // filter keeps the partitions f selects, and the topics left with one.

@@ -70,7 +70,8 @@ type Partition struct {
 	Replicas        []int32 `json:"replicas"`
 	ISR             []int32 `json:"isr"`
 	OfflineReplicas []int32 `json:"offline_replicas"`
-	// UnderReplicated: fewer in-sync replicas than replicas. Offline:
+	// UnderReplicated: fewer in-sync replicas than replicas, those a
+	// running move adds not counted (KIP-352). Offline:
 	// no leader, so nothing can be produced or consumed.
 	UnderReplicated bool  `json:"under_replicated"`
 	Offline         bool  `json:"offline"`
@@ -279,7 +280,7 @@ func (tr *Tracker) Observe(s Sample) Snapshot {
 			p := Partition{
 				Partition: pd.Partition, Leader: pd.Leader,
 				Replicas: pd.Replicas, ISR: pd.ISR, OfflineReplicas: pd.OfflineReplicas,
-				UnderReplicated: len(pd.ISR) < len(pd.Replicas), Offline: pd.Leader < 0,
+				UnderReplicated: pd.UnderReplicated(), Offline: pd.Leader < 0,
 				LogStartOffset: pd.LogStartOffset, HighWatermark: pd.HighWatermark, SizeBytes: -1, Error: pd.Error,
 			}
 			hw, ok := prevHW[td.Topic][pd.Partition]

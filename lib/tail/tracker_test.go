@@ -84,6 +84,13 @@ func TestTrackerMarksUnderReplicatedAndOfflinePartitions(t *testing.T) {
 	if in.Topics[0].Partitions[0].UnderReplicated {
 		t.Error("full ISR still marked under-replicated")
 	}
+	// A move adding broker 3, not in sync yet, is no under-replication.
+	moving := sampleAt(t0.Add(2*time.Second), 10, 10, 10, []int32{1, 2})
+	moving.Topics[0].Partitions[0].Replicas = []int32{1, 2, 3}
+	moving.Topics[0].Partitions[0].Adding = []int32{3}
+	if tr.Observe(moving).Topics[0].Partitions[0].UnderReplicated {
+		t.Error("a partition whose move adds a replica not yet in sync is marked under-replicated")
+	}
 }
 
 func TestTrackerStalledOnlyWhenTheWindowShowsNoProgressWithLag(t *testing.T) {
