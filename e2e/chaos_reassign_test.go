@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,49 @@ func TestChaosReassign(t *testing.T) {
 		cluster: clusterOpts{voters: 3, props: fastFailover},
 		fault:   func(n *nemesis) { n.reassign() },
 	})
+}
+
+// TestChaosRebalance (row "rebalance"): a cluster grows from three
+// brokers to four and shrinks back, under the row's acks=all load, with
+// the tools an operator uses: the chaos topic starts on brokers 1-3 with
+// broker 4 empty, then the rounds alternate `mqctl cluster rebalance`
+// (which moves replicas and preferred leaders onto broker 4) and
+// `mqctl broker decommission 4` (which moves every replica off it),
+// throttled. Nothing acknowledged may be lost, reordered or duplicated.
+func TestChaosRebalance(t *testing.T) {
+	runChaosRow(t, chaosRow{
+		name:    "rebalance",
+		nodes:   4,
+		cluster: clusterOpts{voters: 3, props: fastFailover},
+		topicOn: [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}},
+		fault:   func(n *nemesis) { n.rebalance() },
+	})
+}
+
+// rebalance is one round of TestChaosRebalance: odd rounds fill broker
+// 4, even ones empty it.
+func (n *nemesis) rebalance() {
+	n.t.Helper()
+	args := []string{"cluster", "rebalance", "--throttle", "20MB"}
+	if n.rounds%2 == 1 {
+		args = []string{"broker", "decommission", "4", "--throttle", "20MB"}
+	}
+	n.logf("mqctl %s", strings.Join(args, " "))
+	res := n.c.mqctl(n.t, 3*time.Minute, args...)
+	if res.code != 0 {
+		n.t.Fatalf("mqctl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), res.code, res.stdout, res.stderr)
+	}
+	ps := n.c.waitPartitions(chaosTopic, "every partition in sync after the moves", fullISR)
+	on4 := 0
+	for _, p := range ps {
+		if slices.Contains(p.replicas, 4) {
+			on4++
+		}
+	}
+	n.logf("broker 4 holds %d of the 3 partitions", on4)
+	if n.rounds%2 == 0 && on4 == 0 || n.rounds%2 == 1 && on4 > 0 {
+		n.t.Errorf("after mqctl %s broker 4 holds %d partitions", strings.Join(args, " "), on4)
+	}
 }
 
 // reassign is one round of TestChaosReassign.

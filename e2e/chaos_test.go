@@ -541,6 +541,10 @@ type chaosRow struct {
 	pace time.Duration
 	// short is how long the short form injects faults; 0: chaosShort.
 	short time.Duration
+	// topicOn, when set, places the chaos topic's partitions on these
+	// brokers (RF and min.insync.replicas=2 as createRF3); nil: the
+	// controller places them.
+	topicOn [][]int32
 	// side, when set, starts the row's own workload next to the
 	// producers and readers, once the chaos topic exists.
 	side func(t *testing.T, c *cluster) chaosSide
@@ -576,7 +580,12 @@ func runChaosRow(t *testing.T, row chaosRow) {
 	name := row.name
 	t.Logf("chaos %s: seed %d (replay with -chaos.seed=%d), faults for %v", name, seed, seed, length)
 	c := startCluster(t, row.nodes, row.cluster)
-	c.createRF3(chaosTopic, 3)
+	if row.topicOn != nil {
+		c.createTopicOn(chaosTopic, row.topicOn, map[string]string{"min.insync.replicas": "2"})
+		c.waitPartitions(chaosTopic, chaosTopic+" in sync", fullISR)
+	} else {
+		c.createRF3(chaosTopic, 3)
+	}
 
 	a, o := newAcked(), newObservations()
 	producers := startChaosProducers(t, c, "p", a, row.pace)
