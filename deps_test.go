@@ -68,6 +68,7 @@ var allowedInTests = map[string][]string{
 	// Test support shared by every package's tests (mqtest.WaitFor).
 	"lib/server": {"lib/mqtest"},
 	"lib/pipe":   {"lib/mqtest"},
+	"lib/peer":   {"lib/mqtest"},
 	// A pseudo-terminal, for what a tool does when it writes to one, or
 	// reads a person's answer from one.
 	"lib/client":  {"lib/mqtest"},

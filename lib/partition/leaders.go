@@ -51,7 +51,12 @@ func (m *Manager) Gone(id int32) bool {
 // partition of the topics (nil: every topic): the controller has not
 // elected its partitions' new leaders yet.
 func (m *Manager) LeaderGone(img *controller.Image, topics []string) bool {
-	if w := m.cfg.Watch; w == nil || !w.Any() {
+	w := m.cfg.Watch
+	if w == nil {
+		return false
+	}
+	w.CheckHangups()
+	if !w.Any() {
 		return false
 	}
 	gone := func(t *controller.Topic) bool {

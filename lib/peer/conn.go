@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -122,6 +123,14 @@ func (c *Conn) AwaitEnd(d time.Duration) error {
 		return nil
 	}
 	return err
+}
+
+// HungUp reports whether the broker closed or reset the connection, as
+// the kernel knows it now, without reading: true before a goroutine
+// blocked in AwaitEnd has been scheduled to see it (hungUp).
+func (c *Conn) HungUp() bool {
+	sc, ok := c.conn.(syscall.Conn)
+	return ok && hungUp(sc)
 }
 
 // Interrupt makes a Do or AwaitEnd in progress return at once; the

@@ -160,6 +160,31 @@ func (w *Watch) Gone(id int32) (time.Time, bool) {
 	return b.since, true
 }
 
+// CheckHangups looks, without waiting, at every tracked connection for a
+// close or reset the kernel has already received (Conn.HungUp) and makes
+// its broker Lost. A reader goroutine learns of a dead process the
+// moment it is scheduled, which on a loaded machine may be after a
+// client that saw the same death has already asked for metadata; the
+// handler answering it calls this first, so its answer holds all the
+// same. It costs a poll per tracked broker.
+func (w *Watch) CheckHangups() {
+	w.trackMu.Lock()
+	conns := make(map[int32]*Conn, len(w.tracked))
+	for id, t := range w.tracked {
+		t.mu.Lock()
+		if t.conn != nil {
+			conns[id] = t.conn
+		}
+		t.mu.Unlock()
+	}
+	w.trackMu.Unlock()
+	for id, c := range conns {
+		if c.HungUp() {
+			w.Lost(id, c.addr)
+		}
+	}
+}
+
 // Changed returns a channel closed at the next change of what the Watch
 // knows.
 func (w *Watch) Changed() <-chan struct{} {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mqproject/mq/lib/clock"
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // refusedAddr returns an address nothing listens on: a port that was
@@ -244,4 +245,30 @@ func TestTrackedBrokerThatComesBackIsReached(t *testing.T) {
 		}
 	}()
 	waitWatch(t, w, func() bool { _, ok := w.Gone(2); return !ok })
+}
+
+// CheckHangups finds a tracked connection the broker closed without the
+// tracking goroutine's help: here there is none, as if it had not been
+// scheduled yet.
+func TestCheckHangupsFindsAClosedConnectionBeforeItsReader(t *testing.T) {
+	b := newKillableBroker(t)
+	c, err := Dial(context.Background(), b.ln.Addr().String(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	<-b.first
+	w := NewWatch(nil)
+	w.tracked[2] = &tracker{addr: b.ln.Addr().String(), stop: make(chan struct{}), done: make(chan struct{}), conn: c}
+	w.CheckHangups()
+	if _, ok := w.Gone(2); ok || c.HungUp() {
+		t.Fatal("an open connection is hung up")
+	}
+	b.kill()
+	mqtest.WaitFor(t, "the kernel to see the close", func() (bool, string) { return c.HungUp(), "open" })
+	w.CheckHangups()
+	if _, ok := w.Gone(2); !ok {
+		t.Fatal("a broker whose connection the kernel saw closed is not suspect after CheckHangups")
+	}
+	waitWatch(t, w, func() bool { return w.state(2).gone })
 }
