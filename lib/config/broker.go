@@ -103,6 +103,12 @@ type Broker struct {
 	// replica.Unlimited (math.MaxInt64), no throttle.
 	LeaderReplicationThrottledRate   int64 // leader.replication.throttled.rate
 	FollowerReplicationThrottledRate int64 // follower.replication.throttled.rate
+	// ReplicationThrottleAutoTarget (replication.throttle.auto.target.ms,
+	// mq): when above 0, this broker sets the two rates of its throttled
+	// replicas itself, between 1 MiB/s and the rates above, to keep the
+	// p99 of its acks=all produces' wait for the high-water mark at most
+	// this (lib/partition's auto throttle); default 0, off.
+	ReplicationThrottleAutoTarget time.Duration
 
 	// Extra holds known, valid properties that have no field (for example
 	// log.cleanup.policy, compression.type, log.cleaner.*), by name, in
@@ -359,6 +365,10 @@ var brokerProperties = sortedProperties([]brokerProperty{
 	{name: "follower.replication.throttled.rate", kind: longAtLeast(0), def: maxLong, dynamic: true, doc: "Bytes per second this broker fetches, as follower, for its replicas named in their topic's follower.replication.throttled.replicas " +
 		"while they are out of the ISR, all such replicas together; the others are never held back. Applies within a second when altered.",
 		set: func(b *Broker, v string) { b.FollowerReplicationThrottledRate = i64(v) }, get: func(b *Broker) string { return fmtInt(b.FollowerReplicationThrottledRate) }},
+	{name: "replication.throttle.auto.target.ms", kind: longAtLeast(0), def: "0", dynamic: true, doc: "When above 0, this broker sets the rates of its throttled replicas itself (mq), " +
+		"both sides, every half second: lower while the 99th percentile of the time its acks=all produces wait for the high-water mark is above this many milliseconds, higher while it is under three quarters of it, " +
+		"never under 1 MiB/s nor above leader.replication.throttled.rate and follower.replication.throttled.rate (no bound when unset). 0, the default, leaves the rates as configured.",
+		set: func(b *Broker, v string) { b.ReplicationThrottleAutoTarget = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ReplicationThrottleAutoTarget) }},
 	{name: "log.message.timestamp.type", kind: oneOf("CreateTime", "LogAppendTime"), def: "CreateTime", dynamic: true, doc: "Default for topics: keep the producer's timestamps or stamp the append time.",
 		set: func(b *Broker, v string) { b.LogMessageTimestampType = v }, get: func(b *Broker) string { return b.LogMessageTimestampType }},
 

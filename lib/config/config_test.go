@@ -468,6 +468,7 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"offsets.topic.replication.factor", "1", true}, {"offsets.topic.replication.factor", "0", false}, {"offsets.topic.replication.factor", "40000", false},
 		{"leader.replication.throttled.rate", "0", true}, {"leader.replication.throttled.rate", "-1", false},
 		{"follower.replication.throttled.rate", "2097152", true}, {"follower.replication.throttled.rate", "fast", false},
+		{"replication.throttle.auto.target.ms", "50", true}, {"replication.throttle.auto.target.ms", "-1", false},
 	} {
 		covered[tc.name] = true
 		b := Defaults()
@@ -904,5 +905,22 @@ func TestReplicationThrottledRatesAreDynamic(t *testing.T) {
 	b, err := b.WithDynamic(map[string]string{"leader.replication.throttled.rate": "1000"}, map[string]string{"follower.replication.throttled.rate": "2000"})
 	if err != nil || b.LeaderReplicationThrottledRate != 1000 || b.FollowerReplicationThrottledRate != 2000 {
 		t.Fatalf("with dynamic configs: %d, %d, %v", b.LeaderReplicationThrottledRate, b.FollowerReplicationThrottledRate, err)
+	}
+}
+
+// TestAutoReplicationThrottleIsDynamicAndOffByDefault: mq's
+// replication.throttle.auto.target.ms is 0 (off) unless set, for every
+// broker or one, at runtime.
+func TestAutoReplicationThrottleIsDynamicAndOffByDefault(t *testing.T) {
+	b := Defaults()
+	if b.ReplicationThrottleAutoTarget != 0 {
+		t.Fatalf("default %v, want 0 (off)", b.ReplicationThrottleAutoTarget)
+	}
+	if err := ValidateBrokerDynamicConfig("replication.throttle.auto.target.ms", "25"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := b.WithDynamic(map[string]string{"replication.throttle.auto.target.ms": "100"}, map[string]string{"replication.throttle.auto.target.ms": "25"})
+	if err != nil || b.ReplicationThrottleAutoTarget != 25*time.Millisecond {
+		t.Fatalf("with dynamic configs: %v, %v", b.ReplicationThrottleAutoTarget, err)
 	}
 }

@@ -30,7 +30,10 @@
 // FollowerThrottledReplicas) are read with ThrottledReplica, which names
 // a replica by partition and broker as Kafka does; its rates are the
 // dynamic broker configs leader.replication.throttled.rate and
-// follower.replication.throttled.rate.
+// follower.replication.throttled.rate, which are the ceilings of mq's
+// auto throttle when replication.throttle.auto.target.ms
+// (Broker.ReplicationThrottleAutoTarget) turns it on: lib/partition then
+// sets the rates from the latency of acks=all produces.
 //
 // Errors are *Error values matching ErrUnknownConfig or ErrInvalidValue
 // (and ErrNotDynamic), and say what is allowed. Nothing in this package
