@@ -44,7 +44,10 @@
 // the other partitions of the fetch and every consumer are served as
 // usual. A fetch that would wait reads again when the Quota gives, before
 // its max wait; the bytes sent are taken from the Quota when the response
-// is built.
+// is built. An acks=all Produce that had to wait for the high-water mark
+// counts the time from its appends to the answer in
+// partition.Manager.CommitLatency, the signal of the auto throttle
+// (replication.throttle.auto.target.ms).
 //
 // Produce checks each batch's structure and CRC without decoding its
 // records, except for a compacted topic (cleanup.policy with compact),

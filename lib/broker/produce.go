@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/replica"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -39,6 +42,12 @@ type producing struct {
 	timeout int32
 	version int16
 	ctrl    *controller.Controller // the image of KIP-951 leader hints
+	// began is when the appends began, clock the broker's and latency
+	// where the wait from then to the high-water mark passing the last
+	// batch is counted (partition.Manager.CommitLatency).
+	began   time.Time
+	clock   clock.Clock
+	latency *replica.LatencyWindow
 
 	reply server.Reply // waitAndRespond, bound once
 	done  func()       // release, bound once
@@ -64,7 +73,7 @@ func getProduce() *producing {
 func (pr *producing) release() {
 	clear(pr.waits)
 	pr.waits = pr.waits[:0]
-	pr.ctx, pr.ctrl = nil, nil
+	pr.ctx, pr.ctrl, pr.clock, pr.latency = nil, nil, nil, nil
 	topics := pr.resp.Topics[:cap(pr.resp.Topics)]
 	for i := range topics {
 		topics[i].Topic = ""
@@ -86,6 +95,8 @@ func (pr *producing) waitAndRespond() server.Response {
 			}
 		}
 	}
+	// A failed wait counts too: a timeout is the slowest answer of all.
+	pr.latency.Observe(pr.clock.Now().Sub(pr.began))
 	return server.Response{Msg: &pr.resp, Done: pr.done}
 }
 
@@ -112,6 +123,9 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 	req.Recycle()
 	r := req.Body.(*kmsg.ProduceRequest)
 	pr := getProduce()
+	if r.Acks == -1 {
+		pr.began = b.clock.Now()
+	}
 	pr.resp = kmsg.ProduceResponse{Topics: reuse(pr.resp.Topics, len(r.Topics))}
 	resp := &pr.resp
 	img := b.ctrl.Image()
@@ -171,6 +185,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 		return req.Ready(server.Response{Msg: resp, Done: pr.done})
 	}
 	pr.ctx, pr.timeout, pr.version, pr.ctrl = ctx, r.TimeoutMillis, req.Version, b.ctrl
+	pr.clock, pr.latency = b.clock, b.parts.CommitLatency()
 	return pr.reply
 }
 

@@ -64,15 +64,42 @@
 // (config.ThrottledReplica); the Fetchers share the follower Quota, and
 // lib/broker's fetch handler uses the leader one.
 //
+// With replication.throttle.auto.target.ms above 0 the rates are the auto
+// throttle's instead (autothrottle.go), and the configured ones its
+// ceilings. lib/broker's produce handler counts how long each acks=all
+// produce waited, from its appends to the high-water mark passing its
+// last batch, into the Manager's replica.LatencyWindow (CommitLatency);
+// every autoInterval (500 ms) the maintain loop drains it and sets each
+// side's rate from its p99:
+//
+//	p99 > target                    rate = max(floor, min(rate, used)/2)
+//	p99 <= 3/4 target, or no sample rate = min(ceiling, rate + max(rate/4, floor)), only while used >= rate/2
+//	otherwise                       unchanged
+//
+// where used is what the side's throttled replicas moved per second in
+// the window, floor is autoFloor (1 MiB/s, or the ceiling when lower)
+// and ceiling the configured rate (none when unset). Halving what was
+// used makes a cut bite at once, even from a rate far above the traffic;
+// growing only while the rate is used keeps an idle rate from climbing
+// far past what was ever moved, which matters without a ceiling. The
+// rate starts at the ceiling (autoInitialRate, 1 GiB/s, without one),
+// is logged when it moved by autoLogFactor (4) from the rate last
+// logged, and is the gauge mq_replication_throttle_rate_bytes. Only
+// throttled replicas (named in the lists, out of the ISR) are held to
+// it: the throttle never slows an ISR member, so acks=all latency is a
+// signal of the load the catch-up puts on the disks and the network,
+// not of the throttle itself.
+//
 // # Leading
 //
 // The maintain loop runs, every isrCheckInterval, the leader's proposals
 // to the controller for the partitions it leads with other replicas
 // (LeadShared): ISR changes (replica.ProposeISR, up to maxISRBatch in one
 // AlterPartition command, maxISRProposals commands in flight) and
-// hand-overs of damaged partitions (replica.ProposeResignation); and
+// hand-overs of damaged partitions (replica.ProposeResignation);
 // every replica.high.watermark.checkpoint.interval.ms it checkpoints the
-// high-water marks. An answer settles each proposal as isrOutcome reads
+// high-water marks; and every autoInterval it steps the auto replication
+// throttle. An answer settles each proposal as isrOutcome reads
 // the controller's error: refused only when nothing can have been
 // applied.
 //

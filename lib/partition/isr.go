@@ -26,7 +26,8 @@ func isrCheckInterval(lag time.Duration) time.Duration {
 
 // maintain runs the leader's periodic replication chores until stop: ISR
 // changes and hand-overs of damaged partitions (proposed to the
-// controller) and high-water mark checkpoints.
+// controller), high-water mark checkpoints, and the steps of the auto
+// replication throttle (autothrottle.go).
 func (m *Manager) maintain() {
 	defer close(m.maintained)
 	s := m.cfg.Settings
@@ -38,6 +39,8 @@ func (m *Manager) maintain() {
 	}
 	hw := m.clock.NewTicker(every)
 	defer hw.Stop()
+	auto := m.clock.NewTicker(autoInterval)
+	defer auto.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	props := &proposals{ctx: ctx, slots: make(chan struct{}, maxISRProposals)}
 	// On stop, proposals in flight are given up (cancel first), not waited
@@ -50,6 +53,8 @@ func (m *Manager) maintain() {
 			return
 		case <-hw.C():
 			m.checkpointHighWatermarks()
+		case <-auto.C():
+			m.throttles.auto.tick()
 		case <-isr.C():
 			m.proposeISRChanges(props)
 			m.proposeResignations(props)

@@ -259,7 +259,8 @@ func Open(cfg Config) (*Manager, error) {
 		// fsyncs what it needs.
 		m.synced = vfs.SyncFileSystem(m.fs, dataDir) == nil
 	}
-	m.throttles = throttles{leader: replica.NewQuota(m.clock), follower: replica.NewQuota(m.clock)}
+	m.throttles = throttles{leader: replica.NewQuota(m.clock), follower: replica.NewQuota(m.clock), commitLatency: new(replica.LatencyWindow)}
+	m.throttles.auto = newAutoThrottle(m.clock, m.log, m.throttles.leader, m.throttles.follower, m.throttles.commitLatency)
 	m.setThrottleRates(cfg.Settings)
 	m.fetchers = newReplicaFetchers(m)
 	// Changes from here on are applied by follow, after the first image.

@@ -8,35 +8,52 @@ import (
 // throttles are the two sides of this node's replication throttle
 // (KIP-73): one replica.Quota each, shared by every throttled replica,
 // whose rates follow the dynamic broker configs of the image applied
-// last. lib/broker's fetch handler asks the leader side for its answers
-// to throttled followers, the replica Fetchers the follower side.
+// last, or the auto throttle when replication.throttle.auto.target.ms
+// turns it on. lib/broker's fetch handler asks the leader side for its
+// answers to throttled followers, the replica Fetchers the follower
+// side; lib/broker's produce handler times each acks=all produce's wait
+// for the high-water mark into commitLatency, which the auto throttle
+// reads.
 type throttles struct {
 	leader, follower *replica.Quota
+	commitLatency    *replica.LatencyWindow
+	auto             *autoThrottle
 }
 
 // ReplicationQuotas returns the leader and follower sides of the
 // replication throttle: leader.replication.throttled.rate and
 // follower.replication.throttled.rate as the image applied last sets
-// them.
+// them, or as the auto throttle sets them when it is on.
 func (m *Manager) ReplicationQuotas() (leader, follower *replica.Quota) {
 	return m.throttles.leader, m.throttles.follower
 }
 
+// CommitLatency is where the produce handler counts how long each
+// acks=all produce of a partition led here waited, from its append to the
+// high-water mark passing its last batch: the signal of the auto
+// replication throttle. Observe allocates nothing.
+func (m *Manager) CommitLatency() *replica.LatencyWindow {
+	return m.throttles.commitLatency
+}
+
 // setThrottleRates gives the quotas the rates of settings, the broker
-// configs with the image's dynamic ones applied: a change reaches them
-// with the image that carries it.
+// configs with the image's dynamic ones applied, or hands them to the
+// auto throttle: a change reaches them with the image that carries it.
 func (m *Manager) setThrottleRates(settings config.Broker) {
+	t := &m.throttles
+	leader, follower := t.leader.Rate(), t.follower.Rate()
+	t.auto.configure(settings.ReplicationThrottleAutoTarget, settings.LeaderReplicationThrottledRate, settings.FollowerReplicationThrottledRate)
 	for _, side := range []struct {
-		name string
-		q    *replica.Quota
-		rate int64
+		name      string
+		q         *replica.Quota
+		was, rate int64
 	}{
-		{"leader.replication.throttled.rate", m.throttles.leader, settings.LeaderReplicationThrottledRate},
-		{"follower.replication.throttled.rate", m.throttles.follower, settings.FollowerReplicationThrottledRate},
+		{"leader.replication.throttled.rate", t.leader, leader, settings.LeaderReplicationThrottledRate},
+		{"follower.replication.throttled.rate", t.follower, follower, settings.FollowerReplicationThrottledRate},
 	} {
-		if side.q.Rate() != side.rate {
-			side.q.SetRate(side.rate)
-			m.log.Info("replication throttle", side.name, side.rate)
+		if side.q.Rate() != side.was {
+			m.log.Info("replication throttle", side.name, side.rate, "effective", side.q.Rate(),
+				"replication.throttle.auto.target.ms", settings.ReplicationThrottleAutoTarget.Milliseconds())
 		}
 	}
 }

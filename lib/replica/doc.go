@@ -91,6 +91,16 @@
 // itself when its image shows it in the ISR, a controller round trip
 // later. A Quota is safe for concurrent use; its mutex is taken alone.
 //
+// A LatencyWindow is where lib/broker counts how long acks=all produces
+// waited for the high-water mark, one atomic add each and no allocation;
+// Drain hands over a window's count and p99 (to a quarter) and starts
+// the next. lib/partition's auto throttle drains it every half second
+// and sets the Quotas' rates from it.
+//
+//	var w replica.LatencyWindow
+//	w.Observe(waited)        // any goroutine
+//	s := w.Drain()           // one caller: s.Count, s.P99
+//
 // # Leadership changes and truncation
 //
 // A leader epoch starts with Become. The new leader records the epoch at

@@ -1,0 +1,171 @@
+package partition
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mqproject/mq/lib/clock"
+	"github.com/mqproject/mq/lib/replica"
+)
+
+// TestAutoNextRateRule: one step of the auto throttle's rule.
+func TestAutoNextRateRule(t *testing.T) {
+	const target = 20 * time.Millisecond
+	slow := replica.LatencySummary{Count: 100, P99: 30 * time.Millisecond}
+	fast := replica.LatencySummary{Count: 100, P99: 5 * time.Millisecond}
+	near := replica.LatencySummary{Count: 100, P99: 18 * time.Millisecond}
+	for _, tc := range []struct {
+		name                string
+		rate, ceiling, used int64
+		window              replica.LatencySummary
+		want                int64
+	}{
+		{"slow: half of what was used", 64 << 20, 100 << 20, 40 << 20, slow, 20 << 20},
+		{"slow, using less than the rate: half of what was used", 1 << 30, replica.Unlimited, 8 << 20, slow, 4 << 20},
+		{"slow, using more than the rate (a batch's debt): half the rate", 8 << 20, 100 << 20, 9 << 20, slow, 4 << 20},
+		{"slow: never below the floor", 3 << 20, 100 << 20, 1 << 20, slow, autoFloor},
+		{"slow, ceiling below the floor: the ceiling", 512 << 10, 512 << 10, 512 << 10, slow, 512 << 10},
+		{"fast and used: a quarter more", 8 << 20, 100 << 20, 8 << 20, fast, 10 << 20},
+		{"fast and used, small: the floor more", 2 << 20, 100 << 20, 2 << 20, fast, 3 << 20},
+		{"fast and used: never above the ceiling", 90 << 20, 100 << 20, 90 << 20, fast, 100 << 20},
+		{"fast, no ceiling: a quarter more", 8 << 20, replica.Unlimited, 8 << 20, fast, 10 << 20},
+		{"fast, near the top of an unlimited ceiling: no overflow", replica.Unlimited - 1, replica.Unlimited, replica.Unlimited, fast, replica.Unlimited},
+		{"fast and idle: unchanged", 8 << 20, 100 << 20, 1 << 20, fast, 8 << 20},
+		{"no acks=all produce, used: a quarter more", 8 << 20, 100 << 20, 8 << 20, replica.LatencySummary{}, 10 << 20},
+		{"near the target: unchanged", 8 << 20, 100 << 20, 8 << 20, near, 8 << 20},
+		{"a ceiling lowered below the rate: the ceiling", 80 << 20, 50 << 20, 80 << 20, near, 50 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := autoNextRate(tc.rate, tc.ceiling, tc.used, tc.window, target); got != tc.want {
+				t.Errorf("autoNextRate(%d, %d, used %d, %+v) = %d, want %d", tc.rate, tc.ceiling, tc.used, tc.window, got, tc.want)
+			}
+		})
+	}
+}
+
+// autoRig is an autoThrottle on a manual clock, its quotas and latency
+// window, with replicas that move all the leader quota lets them.
+type autoRig struct {
+	t                *testing.T
+	clock            *clock.Manual
+	leader, follower *replica.Quota
+	latency          *replica.LatencyWindow
+	auto             *autoThrottle
+}
+
+func newAutoRig(t *testing.T) *autoRig {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	r := &autoRig{t: t, clock: clk, leader: replica.NewQuota(clk), follower: replica.NewQuota(clk), latency: new(replica.LatencyWindow)}
+	r.auto = newAutoThrottle(clk, nil, r.leader, r.follower, r.latency)
+	return r
+}
+
+// window plays one autoInterval: the leader side's throttled replicas
+// move all their quota allows (the follower side's nothing), acks=all
+// produces take p99, then the controller ticks. It returns the leader
+// side's rate after the tick.
+func (r *autoRig) window(p99 time.Duration) int64 {
+	for range 10 {
+		r.clock.Advance(autoInterval / 10)
+		if n := r.leader.Allowance(); n > 0 {
+			r.leader.Take(n)
+		}
+	}
+	for range 99 {
+		r.latency.Observe(p99 / 10)
+	}
+	r.latency.Observe(p99)
+	r.latency.Observe(p99)
+	r.auto.tick()
+	return r.leader.Rate()
+}
+
+// TestAutoThrottleYieldsToSlowProducesAndRecovers: under a commit latency
+// above the target the leader side's rate falls, to the floor and never
+// below; with a low latency it climbs back to the ceiling and never
+// above; turned off, the configured rates are back.
+func TestAutoThrottleYieldsToSlowProducesAndRecovers(t *testing.T) {
+	r := newAutoRig(t)
+	var logged bytes.Buffer
+	r.auto.log = slog.New(slog.NewTextHandler(&logged, nil))
+	const target, ceiling = 20 * time.Millisecond, 64 << 20
+	r.auto.configure(target, ceiling, replica.Unlimited)
+	if got := r.leader.Rate(); got != ceiling {
+		t.Fatalf("turned on: the leader side at %d, want its ceiling %d", got, ceiling)
+	}
+	if got := r.follower.Rate(); got != autoInitialRate {
+		t.Fatalf("turned on: the follower side (no rate configured) at %d, want %d", got, autoInitialRate)
+	}
+
+	prev := r.leader.Rate()
+	fell, changes := 0, 0
+	for i := range 20 {
+		rate := r.window(4 * target)
+		if rate < autoFloor || rate > prev {
+			t.Fatalf("slow window %d: rate %d after %d (floor %d)", i, rate, prev, autoFloor)
+		}
+		if rate < prev {
+			fell++
+			changes++
+		}
+		prev = rate
+	}
+	if prev != autoFloor || fell < 5 {
+		t.Fatalf("after 20 slow windows: rate %d after %d cuts, want the floor %d", prev, fell, autoFloor)
+	}
+	if got := r.follower.Rate(); got != autoFloor {
+		t.Errorf("the follower side, idle, at %d under slow produces, want the floor", got)
+	}
+
+	// Near the target: held.
+	if rate := r.window(target * 9 / 10); rate != prev {
+		t.Fatalf("a window near the target moved the rate from %d to %d", prev, rate)
+	}
+
+	ticks := 0
+	for prev < ceiling {
+		rate := r.window(target / 4)
+		if rate <= prev || rate > ceiling {
+			t.Fatalf("fast window %d: rate %d after %d (ceiling %d)", ticks, rate, prev, ceiling)
+		}
+		prev = rate
+		ticks++
+		changes++
+		if ticks > 40 {
+			t.Fatalf("still at %d after 40 fast windows", prev)
+		}
+	}
+	t.Logf("from the floor to the ceiling in %d windows", ticks)
+	for range 5 {
+		if rate := r.window(target / 4); rate != ceiling {
+			t.Fatalf("fast windows at the ceiling: rate %d, want %d", rate, ceiling)
+		}
+	}
+	// The follower side stayed idle: nothing used, nothing gained.
+	if got := r.follower.Rate(); got != autoFloor {
+		t.Errorf("the idle follower side climbed to %d", got)
+	}
+
+	// Logged when the rate moved by a lot, not at every change.
+	lines := strings.Count(logged.String(), "auto replication throttle")
+	if lines == 0 || lines >= changes/2 {
+		t.Errorf("%d log lines for %d changes of the rate:\n%s", lines, changes, logged.String())
+	}
+
+	// A lower ceiling applies at once.
+	r.auto.configure(target, 8<<20, replica.Unlimited)
+	if got := r.leader.Rate(); got != 8<<20 {
+		t.Errorf("ceiling lowered to 8 MiB/s: rate %d", got)
+	}
+	// Off: the configured rates.
+	r.auto.configure(0, 5<<20, replica.Unlimited)
+	if got, gotF := r.leader.Rate(), r.follower.Rate(); got != 5<<20 || gotF != replica.Unlimited {
+		t.Errorf("turned off: rates %d and %d, want the configured %d and unlimited", got, gotF, 5<<20)
+	}
+	if rate := r.window(4 * target); rate != 5<<20 {
+		t.Errorf("turned off, a slow window changed the rate to %d", rate)
+	}
+}
