@@ -44,6 +44,7 @@ var documentedMetrics = map[string]dto.MetricType{
 	"mq_isr_proposals_unconfirmed_total":   dto.MetricType_COUNTER,
 	"mq_replication_throttled_bytes_total": dto.MetricType_COUNTER,
 	"mq_replication_throttle_holds_total":  dto.MetricType_COUNTER,
+	"mq_replication_throttle_rate_bytes":   dto.MetricType_GAUGE,
 	"mq_controller_leader_id":              dto.MetricType_GAUGE,
 	"mq_raft_state":                        dto.MetricType_GAUGE,
 	"mq_controller_is_leader":              dto.MetricType_GAUGE,

@@ -20,7 +20,7 @@ type stateCollector struct {
 
 	underReplicated, reassigning, offline, isrShrinks, isrExpands, isrUnconfirmed *prometheus.Desc
 
-	throttledBytes, throttleHolds *prometheus.Desc
+	throttledBytes, throttleHolds, throttleRate *prometheus.Desc
 
 	controllerLeaderID, raftState, controllerIsLeader, brokerFencings *prometheus.Desc
 
@@ -63,6 +63,7 @@ func newStateCollector(source Source, partitionSeries bool) *stateCollector {
 		isrUnconfirmed:  d("mq_isr_proposals_unconfirmed_total", "ISR changes this node proposed as leader that the controller refused or did not answer.", nil, nil),
 
 		throttledBytes: d("mq_replication_throttled_bytes_total", "Bytes of replicas held to the replication throttle (leader.replication.throttled.rate or follower.replication.throttled.rate) that this node sent as leader or fetched as follower, by side.", []string{"side"}, nil),
+		throttleRate:   d("mq_replication_throttle_rate_bytes", "Bytes per second the replication throttle lets this node's throttled replicas move now, by side: the configured leader.replication.throttled.rate or follower.replication.throttled.rate, or the rate the auto throttle set (replication.throttle.auto.target.ms); +Inf when unlimited.", []string{"side"}, nil),
 		throttleHolds:  d("mq_replication_throttle_holds_total", "Times the replication throttle held a throttled replica back on this node for want of quota: a partition answered (leader side) or left out of a fetch (follower side) without records, by side.", []string{"side"}, nil),
 
 		controllerLeaderID: d("mq_controller_leader_id", "Node id of the controller quorum's Raft leader, -1 when none is known.", nil, nil),
@@ -100,7 +101,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.topicBytesIn, c.topicBytesOut, c.topicMessagesIn, c.topicMessagesOut,
 		c.highWatermark, c.logEndOffset, c.logStartOffset, c.sizeBytes, c.leader,
 		c.underReplicated, c.reassigning, c.offline, c.isrShrinks, c.isrExpands, c.isrUnconfirmed,
-		c.throttledBytes, c.throttleHolds,
+		c.throttledBytes, c.throttleHolds, c.throttleRate,
 		c.controllerLeaderID, c.raftState, c.controllerIsLeader, c.brokerFencings,
 		c.groups, c.lagMessages, c.lagSeconds,
 		c.shareGroups, c.shareInFlight, c.shareAvailable, c.shareAcquired, c.shareArchived, c.shareOldest, c.shareDeadLetters,
@@ -150,6 +151,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}{{"leader", s.LeaderThrottle}, {"follower", s.FollowerThrottle}} {
 		counter(c.throttledBytes, side.t.Bytes, side.name)
 		counter(c.throttleHolds, side.t.Holds, side.name)
+		gauge(c.throttleRate, side.t.Rate, side.name)
 	}
 
 	gauge(c.controllerLeaderID, float64(s.ControllerLeaderID))

@@ -34,7 +34,7 @@ var fixed = Snapshot{
 		{Topic: "t", Partition: 1, HighWatermark: 3, LogEndOffset: 3, LogStartOffset: 0, SizeBytes: 10, Leader: false},
 	},
 	UnderReplicated: 1, Reassigning: 6, Offline: 2, ISRShrinks: 3, ISRExpands: 4, ISRUnconfirmed: 5,
-	LeaderThrottle: Throttle{Bytes: 8}, FollowerThrottle: Throttle{Holds: 9},
+	LeaderThrottle: Throttle{Bytes: 8, Rate: 1 << 20}, FollowerThrottle: Throttle{Holds: 9, Rate: 1 << 21},
 	ControllerLeaderID: 2, RaftState: "follower",
 	BrokerFencings: map[string]uint64{"session_timeout": 6, "process_gone": 7},
 	Groups: []Group{
@@ -107,6 +107,8 @@ func TestCollectorShowsTheSnapshot(t *testing.T) {
 		"mq_isr_proposals_unconfirmed_total{}":                        5,
 		"mq_replication_throttled_bytes_total{side=leader}":           8,
 		"mq_replication_throttle_holds_total{side=follower}":          9,
+		"mq_replication_throttle_rate_bytes{side=leader}":             1 << 20,
+		"mq_replication_throttle_rate_bytes{side=follower}":           1 << 21,
 		"mq_controller_leader_id{}":                                   2,
 		"mq_controller_is_leader{}":                                   0,
 		"mq_raft_state{state=follower}":                               1,

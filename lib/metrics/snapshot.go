@@ -22,7 +22,8 @@ type Snapshot struct {
 	// proposed that the controller refused or did not answer.
 	ISRShrinks, ISRExpands, ISRUnconfirmed uint64
 	// LeaderThrottle and FollowerThrottle are what the two sides of the
-	// replication throttle (KIP-73) counted since the node started.
+	// replication throttle (KIP-73) counted since the node started, and
+	// their rates.
 	LeaderThrottle, FollowerThrottle Throttle
 
 	// ControllerLeaderID is the node id of the Raft leader, -1 when none is known.
@@ -56,9 +57,11 @@ type Snapshot struct {
 
 // Throttle is what one side of the replication throttle counted: the
 // bytes its throttled replicas moved while it had a rate, and the times
-// it held one back for want of quota.
+// it held one back for want of quota; and its rate now, in bytes per
+// second (configured, or set by the auto throttle), +Inf when unlimited.
 type Throttle struct {
 	Bytes, Holds uint64
+	Rate         float64
 }
 
 // RaftStates are the values of RaftState, the label values of

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"maps"
+	"math"
 	"sync"
 
 	"github.com/mqproject/mq/lib/controller"
@@ -24,8 +25,9 @@ func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 	isr := d.parts.ISRCounts()
 	s := metrics.Snapshot{ISRShrinks: isr.Shrinks, ISRExpands: isr.Expands, ISRUnconfirmed: isr.Unconfirmed}
 	leader, follower := d.parts.ThrottleCounts()
-	s.LeaderThrottle = metrics.Throttle{Bytes: leader.Bytes, Holds: leader.Holds}
-	s.FollowerThrottle = metrics.Throttle{Bytes: follower.Bytes, Holds: follower.Holds}
+	leaderQuota, followerQuota := d.parts.ReplicationQuotas()
+	s.LeaderThrottle = metrics.Throttle{Bytes: leader.Bytes, Holds: leader.Holds, Rate: throttleRate(leaderQuota)}
+	s.FollowerThrottle = metrics.Throttle{Bytes: follower.Bytes, Holds: follower.Holds, Rate: throttleRate(followerQuota)}
 	for _, t := range d.parts.Traffic() {
 		s.Topics = append(s.Topics, metrics.TopicTraffic{Topic: t.Topic,
 			BytesIn: t.BytesIn, MessagesIn: t.MessagesIn, BytesOut: t.BytesOut, MessagesOut: t.MessagesOut})
@@ -255,4 +257,13 @@ func batchTimestamp(b []byte, at int64) (int64, bool) {
 		return 0, false
 	}
 	return ts, true
+}
+
+// throttleRate is q's rate for mq_replication_throttle_rate_bytes: +Inf
+// when unlimited.
+func throttleRate(q *replica.Quota) float64 {
+	if !q.Limited() {
+		return math.Inf(1)
+	}
+	return float64(q.Rate())
 }
