@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestAutoReplicationThrottleYieldsToProduces: with mq's auto throttle
+// (replication.throttle.auto.target.ms) and a target no acks=all produce
+// can meet, a follower catching up from its leader is held far below the
+// ceiling (leader.replication.throttled.rate) while a producer writes to
+// another topic of the same leader: the leader's
+// mq_replication_throttle_rate_bytes falls, and so does the rate the
+// follower's replica grows at. With the producer stopped the rate climbs
+// back to the ceiling, and the catch-up runs at it.
+func TestAutoReplicationThrottleYieldsToProduces(t *testing.T) {
+	metricsAddrs := make([]string, 3)
+	for i := range metricsAddrs {
+		addr, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		metricsAddrs[i] = addr
+	}
+	c := startCluster(t, 3, clusterOpts{
+		props: []string{"replica.lag.time.max.ms=3000", "replica.fetch.max.bytes=262144"},
+		nodeProps: func(id int32) []string {
+			return []string{"metrics.listen=tcp://" + metricsAddrs[id-1]}
+		},
+	})
+	leader := c.raftLeader(t)
+	replicas := []int32{leader}
+	for _, n := range c.nodes {
+		if n.id != leader {
+			replicas = append(replicas, n.id)
+		}
+	}
+	const topic, loadTopic = "catching-up", "load"
+	c.createTopicOn(topic, [][]int32{replicas}, map[string]string{"min.insync.replicas": "2"})
+	c.createTopicOn(loadTopic, [][]int32{replicas[:2]}, map[string]string{"min.insync.replicas": "2"})
+	c.waitPartitions(topic, "in sync", fullISR)
+	c.waitPartitions(loadTopic, "in sync", fullISR)
+	follower := c.node(replicas[2])
+	follower.stop()
+	c.waitPartitions(topic, "the stopped follower out of the ISR", func(ps []partitionState) bool {
+		return len(ps[0].isr) == 2 && !slices.Contains(ps[0].isr, follower.id)
+	})
+
+	const value, records = 16 << 10, 4096 // 64 MiB to catch up on
+	throttleProducer(t, c, topic, value)(records)
+	adm := c.admin()
+	alterThrottledReplicas(t, adm, topic, kadm.SetConfig, kadm.StringPtr("*"), kadm.StringPtr("*"))
+	const ceiling = 8 * mib
+	alterThrottleRates(t, adm, ceiling, 0)
+	alterBrokerConfig(t, adm, "replication.throttle.auto.target.ms", "1")
+	leaderMetrics := metricsAddrs[leader-1]
+	rate := func() float64 {
+		v, ok := sample(scrape(t, leaderMetrics), "mq_replication_throttle_rate_bytes", "side=leader")
+		if !ok {
+			t.Fatal("no mq_replication_throttle_rate_bytes{side=leader}")
+		}
+		return v
+	}
+	clusterWait.For(t, "the auto throttle on, at its ceiling", func() (bool, string) {
+		r := rate()
+		return r == ceiling, fmt.Sprintf("leader side at %.0f", r)
+	})
+
+	// acks=all produces to the leader, which no target of 1 ms lets pass.
+	load := startLoad(t, c, loadTopic)
+	follower.start()
+	samples := sampleSize(t, follower, topic, 0, 100*time.Millisecond)
+	clusterWait.For(t, "the follower to start catching up", func() (bool, string) {
+		l := samples.latest()
+		return l.size > 0, fmt.Sprintf("%+v, error %q", l, samples.last)
+	})
+	clusterWait.For(t, "the auto throttle to yield to the producer", func() (bool, string) {
+		r := rate()
+		return r <= ceiling/4, fmt.Sprintf("leader side at %.2f MiB/s, %d produced", r/mib, load.acked())
+	})
+	yielded := time.Now()
+	from, to := yielded, yielded.Add(3*time.Second)
+	samples.waitPast(t, to, "3 s of catch-up under load")
+	held := rate()
+	r, a, b := samples.rate(t, from, to)
+	t.Logf("under load: the leader side at %.2f MiB/s, the catch-up at %.2f MiB/s (%d to %d bytes), %d records produced",
+		held/mib, r/mib, a.size, b.size, load.acked())
+	if held < 1*mib {
+		t.Errorf("the leader side at %.2f MiB/s, below the floor of 1 MiB/s", held/mib)
+	}
+	if r > ceiling/2 {
+		t.Errorf("under load the catch-up ran at %.2f MiB/s, want well below the ceiling of %.0f MiB/s", r/mib, float64(ceiling)/mib)
+	}
+	if load.acked() == 0 {
+		t.Fatal("the producer got nothing acknowledged")
+	}
+
+	// No load: back up to the ceiling, and the catch-up at it.
+	load.stop()
+	clusterWait.For(t, "the auto throttle back at its ceiling", func() (bool, string) {
+		r := rate()
+		return r == ceiling, fmt.Sprintf("leader side at %.2f MiB/s", r/mib)
+	})
+	back := time.Now()
+	from, to = back.Add(500*time.Millisecond), back.Add(2500*time.Millisecond)
+	samples.waitPast(t, to, "2 s of catch-up without load")
+	r, a, b = samples.rate(t, from, to)
+	if b.size >= records*value {
+		t.Fatalf("the follower caught up (%d bytes) before the rate without load could be measured", b.size)
+	}
+	withinRate(t, fmt.Sprintf("without load, the auto throttle at its ceiling (%d to %d bytes)", a.size, b.size), r, ceiling)
+
+	alterBrokerConfig(t, adm, "replication.throttle.auto.target.ms", "")
+	alterThrottleRates(t, adm, 0, 0)
+	c.waitPartitions(topic, "the follower in the ISR", fullISR)
+}
+
+// alterBrokerConfig sets a cluster-wide broker config; "" deletes it.
+func alterBrokerConfig(t *testing.T, adm *kadm.Client, name, value string) {
+	t.Helper()
+	cfg := kadm.AlterConfig{Op: kadm.DeleteConfig, Name: name}
+	if value != "" {
+		cfg = kadm.AlterConfig{Op: kadm.SetConfig, Name: name, Value: kadm.StringPtr(value)}
+	}
+	res, err := adm.AlterBrokerConfigs(ctxFor(t, time.Minute), []kadm.AlterConfig{cfg})
+	if err == nil {
+		for _, r := range res {
+			err = errors.Join(err, r.Err)
+		}
+	}
+	if err != nil {
+		t.Fatalf("alter broker config %s: %v", name, err)
+	}
+}
+
+// load is producers sending 1 KiB records with acks=all, one at a time
+// each, until stop.
+type load struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	n      int
+	err    error
+}
+
+func startLoad(t *testing.T, c *cluster, topic string) *load {
+	cl := c.client(kgo.ProducerLinger(0))
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &load{cancel: cancel}
+	value := make([]byte, 1024)
+	for range 4 {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for ctx.Err() == nil {
+				err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: value}).FirstErr()
+				l.mu.Lock()
+				if err == nil {
+					l.n++
+				} else if ctx.Err() == nil {
+					l.err = err
+				}
+				l.mu.Unlock()
+			}
+		}()
+	}
+	t.Cleanup(l.stop)
+	return l
+}
+
+// acked is how many records were acknowledged so far.
+func (l *load) acked() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+func (l *load) stop() {
+	l.cancel()
+	l.wg.Wait()
+}
