@@ -16,27 +16,29 @@ import (
 //
 // Every autoInterval it drains the node's commit-latency window (how long
 // each acks=all produce waited for the high-water mark) and, for each
-// side, sets the rate from the one before:
+// side, sets the rate from the one before and from what the side's
+// throttled replicas moved in the window (used, per second):
 //
-//   - p99 above the target: half of what the side's throttled replicas
-//     moved in the window, or of the rate when that is less: the cut bites
-//     at once even when the rate was far above what they used;
+//   - p99 above the target: half of used, or of the rate when that is
+//     less: the cut bites at once even when the rate was far above what
+//     the replicas moved;
 //   - p99 at most autoHeadroom of the target, or no acks=all produce
-//     waited: a quarter more (at least autoFloor), up to the ceiling, but
-//     only while the replicas used at least half the rate, so that an
-//     idle rate does not climb far past what was ever moved;
+//     waited: while the replicas used at least half the rate, a quarter
+//     more (at least autoFloor), up to the ceiling; otherwise twice
+//     used, when that is less than the rate, so that a rate nobody uses
+//     sinks back rather than wait, high, for the next catch-up to burst
+//     at it;
 //   - in between: unchanged.
 //
 // The rate stays between autoFloor (or the ceiling, when lower) and the
 // ceiling: the configured *.replication.throttled.rate of the side, or
-// none when that is unset. It starts at the ceiling, or at
-// autoInitialRate when there is none.
+// none when that is unset. It starts at the floor: a catch-up begins
+// gently and speeds up while the produces allow it (from 1 MiB/s to
+// 100 MiB/s in about 18 steps, 9 s).
 const (
 	autoInterval = 500 * time.Millisecond
 	// autoFloor is the least rate: a catch-up always makes progress.
 	autoFloor = 1 << 20
-	// autoInitialRate is where a side without a configured rate starts.
-	autoInitialRate = 1 << 30
 	// autoHeadroom: the rate grows only while p99 is at most this share
 	// of the target.
 	autoHeadroom = 0.75
@@ -82,7 +84,7 @@ func newAutoThrottle(c clock.Clock, log *slog.Logger, leader, follower *replica.
 
 // configure applies the settings of an image: target (0: off) and the
 // configured rates. Off, the quotas get the configured rates; turned on,
-// each starts at its ceiling; on, a lowered ceiling applies at once.
+// each starts at the floor; on, a lowered ceiling applies at once.
 func (a *autoThrottle) configure(target time.Duration, leaderRate, followerRate int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -100,10 +102,7 @@ func (a *autoThrottle) configure(target time.Duration, leaderRate, followerRate 
 			s.quota.SetRate(rate)
 			continue
 		case !wasOn:
-			start := rate
-			if rate == replica.Unlimited {
-				start = autoInitialRate
-			}
+			start := min(int64(autoFloor), rate)
 			s.quota.SetRate(start)
 			s.lastBytes, s.logged = s.quota.Counts().Bytes, start
 		case s.quota.Rate() > rate:
@@ -161,6 +160,8 @@ func autoNextRate(rate, ceiling, used int64, window replica.LatencySummary, targ
 		if used >= rate/2 {
 			step := max(rate/4, autoFloor)
 			rate = min(rate, ceiling-step) + step // min(rate+step, ceiling), without overflow
+		} else {
+			rate = 2 * used
 		}
 	}
 	return min(max(rate, floor), ceiling)

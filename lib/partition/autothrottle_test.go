@@ -33,7 +33,8 @@ func TestAutoNextRateRule(t *testing.T) {
 		{"fast and used: never above the ceiling", 90 << 20, 100 << 20, 90 << 20, fast, 100 << 20},
 		{"fast, no ceiling: a quarter more", 8 << 20, replica.Unlimited, 8 << 20, fast, 10 << 20},
 		{"fast, near the top of an unlimited ceiling: no overflow", replica.Unlimited - 1, replica.Unlimited, replica.Unlimited, fast, replica.Unlimited},
-		{"fast and idle: unchanged", 8 << 20, 100 << 20, 1 << 20, fast, 8 << 20},
+		{"fast and little used: twice what was used", 8 << 20, 100 << 20, 3 << 20, fast, 6 << 20},
+		{"fast and idle: the floor", 8 << 20, 100 << 20, 0, fast, autoFloor},
 		{"no acks=all produce, used: a quarter more", 8 << 20, 100 << 20, 8 << 20, replica.LatencySummary{}, 10 << 20},
 		{"near the target: unchanged", 8 << 20, 100 << 20, 8 << 20, near, 8 << 20},
 		{"a ceiling lowered below the rate: the ceiling", 80 << 20, 50 << 20, 80 << 20, near, 50 << 20},
@@ -83,25 +84,53 @@ func (r *autoRig) window(p99 time.Duration) int64 {
 	return r.leader.Rate()
 }
 
-// TestAutoThrottleYieldsToSlowProducesAndRecovers: under a commit latency
-// above the target the leader side's rate falls, to the floor and never
-// below; with a low latency it climbs back to the ceiling and never
-// above; turned off, the configured rates are back.
+// TestAutoThrottleYieldsToSlowProducesAndRecovers: turned on, the rates
+// start at the floor; with a low commit latency the leader side (whose
+// replicas move all it allows) climbs to the ceiling and never above,
+// while the idle follower side stays at the floor; under a latency above
+// the target it falls to the floor and never below, and recovers to the
+// ceiling when the latency is low again; turned off, the configured
+// rates are back.
 func TestAutoThrottleYieldsToSlowProducesAndRecovers(t *testing.T) {
 	r := newAutoRig(t)
 	var logged bytes.Buffer
 	r.auto.log = slog.New(slog.NewTextHandler(&logged, nil))
 	const target, ceiling = 20 * time.Millisecond, 64 << 20
 	r.auto.configure(target, ceiling, replica.Unlimited)
-	if got := r.leader.Rate(); got != ceiling {
-		t.Fatalf("turned on: the leader side at %d, want its ceiling %d", got, ceiling)
-	}
-	if got := r.follower.Rate(); got != autoInitialRate {
-		t.Fatalf("turned on: the follower side (no rate configured) at %d, want %d", got, autoInitialRate)
+	if got, gotF := r.leader.Rate(), r.follower.Rate(); got != autoFloor || gotF != autoFloor {
+		t.Fatalf("turned on: rates %d and %d, want the floor %d", got, gotF, autoFloor)
 	}
 
-	prev := r.leader.Rate()
-	fell, changes := 0, 0
+	prev, changes := r.leader.Rate(), 0
+	climb := func(what string) {
+		t.Helper()
+		ticks := 0
+		for prev < ceiling {
+			rate := r.window(target / 4)
+			if rate <= prev || rate > ceiling {
+				t.Fatalf("%s, fast window %d: rate %d after %d (ceiling %d)", what, ticks, rate, prev, ceiling)
+			}
+			prev = rate
+			ticks++
+			changes++
+			if ticks > 40 {
+				t.Fatalf("%s: still at %d after 40 fast windows", what, prev)
+			}
+		}
+		t.Logf("%s: from the floor to the ceiling in %d windows", what, ticks)
+		for range 5 {
+			if rate := r.window(target / 4); rate != ceiling {
+				t.Fatalf("%s, fast windows at the ceiling: rate %d, want %d", what, rate, ceiling)
+			}
+		}
+		// The follower side stayed idle: nothing used, nothing gained.
+		if got := r.follower.Rate(); got != autoFloor {
+			t.Errorf("%s: the idle follower side at %d, want the floor", what, got)
+		}
+	}
+	climb("turned on")
+
+	fell := 0
 	for i := range 20 {
 		rate := r.window(4 * target)
 		if rate < autoFloor || rate > prev {
@@ -116,38 +145,11 @@ func TestAutoThrottleYieldsToSlowProducesAndRecovers(t *testing.T) {
 	if prev != autoFloor || fell < 5 {
 		t.Fatalf("after 20 slow windows: rate %d after %d cuts, want the floor %d", prev, fell, autoFloor)
 	}
-	if got := r.follower.Rate(); got != autoFloor {
-		t.Errorf("the follower side, idle, at %d under slow produces, want the floor", got)
-	}
-
 	// Near the target: held.
 	if rate := r.window(target * 9 / 10); rate != prev {
 		t.Fatalf("a window near the target moved the rate from %d to %d", prev, rate)
 	}
-
-	ticks := 0
-	for prev < ceiling {
-		rate := r.window(target / 4)
-		if rate <= prev || rate > ceiling {
-			t.Fatalf("fast window %d: rate %d after %d (ceiling %d)", ticks, rate, prev, ceiling)
-		}
-		prev = rate
-		ticks++
-		changes++
-		if ticks > 40 {
-			t.Fatalf("still at %d after 40 fast windows", prev)
-		}
-	}
-	t.Logf("from the floor to the ceiling in %d windows", ticks)
-	for range 5 {
-		if rate := r.window(target / 4); rate != ceiling {
-			t.Fatalf("fast windows at the ceiling: rate %d, want %d", rate, ceiling)
-		}
-	}
-	// The follower side stayed idle: nothing used, nothing gained.
-	if got := r.follower.Rate(); got != autoFloor {
-		t.Errorf("the idle follower side climbed to %d", got)
-	}
+	climb("latency low again")
 
 	// Logged when the rate moved by a lot, not at every change.
 	lines := strings.Count(logged.String(), "auto replication throttle")

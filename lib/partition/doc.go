@@ -72,19 +72,20 @@
 // every autoInterval (500 ms) the maintain loop drains it and sets each
 // side's rate from its p99:
 //
-//	p99 > target                    rate = max(floor, min(rate, used)/2)
-//	p99 <= 3/4 target, or no sample rate = min(ceiling, rate + max(rate/4, floor)), only while used >= rate/2
-//	otherwise                       unchanged
+//	p99 > target                     rate = max(floor, min(rate, used)/2)
+//	p99 <= 3/4 target, or no sample  used >= rate/2: rate = min(ceiling, rate + max(rate/4, floor))
+//	                                 else:           rate = max(floor, 2*used)
+//	otherwise                        unchanged
 //
 // where used is what the side's throttled replicas moved per second in
 // the window, floor is autoFloor (1 MiB/s, or the ceiling when lower)
 // and ceiling the configured rate (none when unset). Halving what was
 // used makes a cut bite at once, even from a rate far above the traffic;
-// growing only while the rate is used keeps an idle rate from climbing
-// far past what was ever moved, which matters without a ceiling. The
-// rate starts at the ceiling (autoInitialRate, 1 GiB/s, without one),
-// is logged when it moved by autoLogFactor (4) from the rate last
-// logged, and is the gauge mq_replication_throttle_rate_bytes. Only
+// a rate that is not used sinks to twice what is, so that the next
+// catch-up starts low, not with a burst at a rate set long ago. The
+// rate starts at the floor when turned on, is logged when it moved by
+// autoLogFactor (4) from the rate last logged, and is the gauge
+// mq_replication_throttle_rate_bytes. Only
 // throttled replicas (named in the lists, out of the ISR) are held to
 // it: the throttle never slows an ISR member, so acks=all latency is a
 // signal of the load the catch-up puts on the disks and the network,
