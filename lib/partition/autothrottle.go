@@ -25,9 +25,10 @@ import (
 //   - p99 at most autoHeadroom of the target, or no acks=all produce
 //     waited: while the replicas used at least half the rate, a quarter
 //     more (at least autoFloor), up to the ceiling; otherwise twice
-//     used, when that is less than the rate, so that a rate nobody uses
-//     sinks back rather than wait, high, for the next catch-up to burst
-//     at it;
+//     used, but at least half the rate, so that a rate nobody uses sinks
+//     back within a few seconds rather than wait, high, for the next
+//     catch-up to burst at it, and one window of a replica moving little
+//     (a slow disk write, a fetch held) does not undo a climb;
 //   - in between: unchanged.
 //
 // The rate stays between autoFloor (or the ceiling, when lower) and the
@@ -161,7 +162,7 @@ func autoNextRate(rate, ceiling, used int64, window replica.LatencySummary, targ
 			step := max(rate/4, autoFloor)
 			rate = min(rate, ceiling-step) + step // min(rate+step, ceiling), without overflow
 		} else {
-			rate = 2 * used
+			rate = max(2*used, rate/2)
 		}
 	}
 	return min(max(rate, floor), ceiling)

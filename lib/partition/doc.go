@@ -74,15 +74,16 @@
 //
 //	p99 > target                     rate = max(floor, min(rate, used)/2)
 //	p99 <= 3/4 target, or no sample  used >= rate/2: rate = min(ceiling, rate + max(rate/4, floor))
-//	                                 else:           rate = max(floor, 2*used)
+//	                                 else:           rate = max(floor, 2*used, rate/2)
 //	otherwise                        unchanged
 //
 // where used is what the side's throttled replicas moved per second in
 // the window, floor is autoFloor (1 MiB/s, or the ceiling when lower)
 // and ceiling the configured rate (none when unset). Halving what was
 // used makes a cut bite at once, even from a rate far above the traffic;
-// a rate that is not used sinks to twice what is, so that the next
-// catch-up starts low, not with a burst at a rate set long ago. The
+// a rate that is not used sinks, by half a step at most, to twice what
+// is, so that the next catch-up starts low, not with a burst at a rate
+// set long ago, while one quiet window does not undo a climb. The
 // rate starts at the floor when turned on, is logged when it moved by
 // autoLogFactor (4) from the rate last logged, and is the gauge
 // mq_replication_throttle_rate_bytes. Only
