@@ -23,8 +23,10 @@ import (
 //     less: the cut bites at once even when the rate was far above what
 //     the replicas moved;
 //   - p99 at most autoHeadroom of the target, or no acks=all produce
-//     waited: while the replicas used at least half the rate, a quarter
-//     more (at least autoFloor), up to the ceiling; otherwise twice
+//     waited: while the replicas used at least half the rate, or were
+//     held back by it (they want more: a large batch's debt may keep them
+//     from moving anything for a while), a quarter more (at least
+//     autoFloor), up to the ceiling; otherwise twice
 //     used, but at least half the rate, so that a rate nobody uses sinks
 //     back within a few seconds rather than wait, high, for the next
 //     catch-up to burst at it, and one window of a replica moving little
@@ -70,6 +72,7 @@ type autoSide struct {
 	quota     *replica.Quota
 	ceiling   int64 // replica.Unlimited: none
 	lastBytes uint64
+	lastHolds uint64
 	logged    int64
 }
 
@@ -105,7 +108,8 @@ func (a *autoThrottle) configure(target time.Duration, leaderRate, followerRate 
 		case !wasOn:
 			start := min(int64(autoFloor), rate)
 			s.quota.SetRate(start)
-			s.lastBytes, s.logged = s.quota.Counts().Bytes, start
+			counts := s.quota.Counts()
+			s.lastBytes, s.lastHolds, s.logged = counts.Bytes, counts.Holds, start
 		case s.quota.Rate() > rate:
 			s.quota.SetRate(rate)
 		}
@@ -132,11 +136,12 @@ func (a *autoThrottle) tick() {
 	}
 	for i := range a.sides {
 		s := &a.sides[i]
-		bytes := s.quota.Counts().Bytes
-		used := int64(float64(bytes-s.lastBytes) / elapsed.Seconds())
-		s.lastBytes = bytes
+		counts := s.quota.Counts()
+		used := int64(float64(counts.Bytes-s.lastBytes) / elapsed.Seconds())
+		held := counts.Holds > s.lastHolds
+		s.lastBytes, s.lastHolds = counts.Bytes, counts.Holds
 		old := s.quota.Rate()
-		rate := autoNextRate(old, s.ceiling, used, window, a.target)
+		rate := autoNextRate(old, s.ceiling, used, held, window, a.target)
 		if rate == old {
 			continue
 		}
@@ -151,14 +156,15 @@ func (a *autoThrottle) tick() {
 
 // autoNextRate is the controller's rule (see autoInterval): the rate
 // after one with ceiling, when the throttled replicas used bytes per
-// second and acks=all produces waited as window says.
-func autoNextRate(rate, ceiling, used int64, window replica.LatencySummary, target time.Duration) int64 {
+// second, were held back by the quota or not, and acks=all produces
+// waited as window says.
+func autoNextRate(rate, ceiling, used int64, held bool, window replica.LatencySummary, target time.Duration) int64 {
 	floor := min(int64(autoFloor), ceiling)
 	switch {
 	case window.Count > 0 && window.P99 > target:
 		rate = min(rate, used) / 2
 	case window.Count == 0 || float64(window.P99) <= autoHeadroom*float64(target):
-		if used >= rate/2 {
+		if used >= rate/2 || held {
 			step := max(rate/4, autoFloor)
 			rate = min(rate, ceiling-step) + step // min(rate+step, ceiling), without overflow
 		} else {

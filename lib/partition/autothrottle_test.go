@@ -20,29 +20,32 @@ func TestAutoNextRateRule(t *testing.T) {
 	for _, tc := range []struct {
 		name                string
 		rate, ceiling, used int64
+		held                bool
 		window              replica.LatencySummary
 		want                int64
 	}{
-		{"slow: half of what was used", 64 << 20, 100 << 20, 40 << 20, slow, 20 << 20},
-		{"slow, using less than the rate: half of what was used", 1 << 30, replica.Unlimited, 8 << 20, slow, 4 << 20},
-		{"slow, using more than the rate (a batch's debt): half the rate", 8 << 20, 100 << 20, 9 << 20, slow, 4 << 20},
-		{"slow: never below the floor", 3 << 20, 100 << 20, 1 << 20, slow, autoFloor},
-		{"slow, ceiling below the floor: the ceiling", 512 << 10, 512 << 10, 512 << 10, slow, 512 << 10},
-		{"fast and used: a quarter more", 8 << 20, 100 << 20, 8 << 20, fast, 10 << 20},
-		{"fast and used, small: the floor more", 2 << 20, 100 << 20, 2 << 20, fast, 3 << 20},
-		{"fast and used: never above the ceiling", 90 << 20, 100 << 20, 90 << 20, fast, 100 << 20},
-		{"fast, no ceiling: a quarter more", 8 << 20, replica.Unlimited, 8 << 20, fast, 10 << 20},
-		{"fast, near the top of an unlimited ceiling: no overflow", replica.Unlimited - 1, replica.Unlimited, replica.Unlimited, fast, replica.Unlimited},
-		{"fast and little used: twice what was used", 8 << 20, 100 << 20, 3 << 20, fast, 6 << 20},
-		{"fast and idle: half the rate", 8 << 20, 100 << 20, 0, fast, 4 << 20},
-		{"fast and idle, low: the floor", 3 << 19, 100 << 20, 0, fast, autoFloor},
-		{"no acks=all produce, used: a quarter more", 8 << 20, 100 << 20, 8 << 20, replica.LatencySummary{}, 10 << 20},
-		{"near the target: unchanged", 8 << 20, 100 << 20, 8 << 20, near, 8 << 20},
-		{"a ceiling lowered below the rate: the ceiling", 80 << 20, 50 << 20, 80 << 20, near, 50 << 20},
+		{"slow: half of what was used", 64 << 20, 100 << 20, 40 << 20, false, slow, 20 << 20},
+		{"slow, using less than the rate: half of what was used", 1 << 30, replica.Unlimited, 8 << 20, false, slow, 4 << 20},
+		{"slow, using more than the rate (a batch's debt): half the rate", 8 << 20, 100 << 20, 9 << 20, false, slow, 4 << 20},
+		{"slow: never below the floor", 3 << 20, 100 << 20, 1 << 20, false, slow, autoFloor},
+		{"slow, ceiling below the floor: the ceiling", 512 << 10, 512 << 10, 512 << 10, false, slow, 512 << 10},
+		{"fast and used: a quarter more", 8 << 20, 100 << 20, 8 << 20, false, fast, 10 << 20},
+		{"fast and used, small: the floor more", 2 << 20, 100 << 20, 2 << 20, false, fast, 3 << 20},
+		{"fast and used: never above the ceiling", 90 << 20, 100 << 20, 90 << 20, false, fast, 100 << 20},
+		{"fast, no ceiling: a quarter more", 8 << 20, replica.Unlimited, 8 << 20, false, fast, 10 << 20},
+		{"fast, near the top of an unlimited ceiling: no overflow", replica.Unlimited - 1, replica.Unlimited, replica.Unlimited, false, fast, replica.Unlimited},
+		{"fast and little used: twice what was used", 8 << 20, 100 << 20, 3 << 20, false, fast, 6 << 20},
+		{"fast and idle: half the rate", 8 << 20, 100 << 20, 0, false, fast, 4 << 20},
+		{"fast and idle, low: the floor", 3 << 19, 100 << 20, 0, false, fast, autoFloor},
+		{"fast, nothing moved, held back (a debt): a quarter more", 8 << 20, 100 << 20, 0, true, fast, 10 << 20},
+		{"slow, held back: half of what was used", 8 << 20, 100 << 20, 2 << 20, true, slow, autoFloor},
+		{"no acks=all produce, used: a quarter more", 8 << 20, 100 << 20, 8 << 20, false, replica.LatencySummary{}, 10 << 20},
+		{"near the target: unchanged", 8 << 20, 100 << 20, 8 << 20, false, near, 8 << 20},
+		{"a ceiling lowered below the rate: the ceiling", 80 << 20, 50 << 20, 80 << 20, false, near, 50 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := autoNextRate(tc.rate, tc.ceiling, tc.used, tc.window, target); got != tc.want {
-				t.Errorf("autoNextRate(%d, %d, used %d, %+v) = %d, want %d", tc.rate, tc.ceiling, tc.used, tc.window, got, tc.want)
+			if got := autoNextRate(tc.rate, tc.ceiling, tc.used, tc.held, tc.window, target); got != tc.want {
+				t.Errorf("autoNextRate(%d, %d, used %d, held %v, %+v) = %d, want %d", tc.rate, tc.ceiling, tc.used, tc.held, tc.window, got, tc.want)
 			}
 		})
 	}

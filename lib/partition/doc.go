@@ -73,12 +73,14 @@
 // side's rate from its p99:
 //
 //	p99 > target                     rate = max(floor, min(rate, used)/2)
-//	p99 <= 3/4 target, or no sample  used >= rate/2: rate = min(ceiling, rate + max(rate/4, floor))
-//	                                 else:           rate = max(floor, 2*used, rate/2)
+//	p99 <= 3/4 target, or no sample  used >= rate/2 or held: rate = min(ceiling, rate + max(rate/4, floor))
+//	                                 else:                   rate = max(floor, 2*used, rate/2)
 //	otherwise                        unchanged
 //
 // where used is what the side's throttled replicas moved per second in
-// the window, floor is autoFloor (1 MiB/s, or the ceiling when lower)
+// the window, held whether the quota held one back in it (they want
+// more, even when a large batch's debt let them move nothing), floor is
+// autoFloor (1 MiB/s, or the ceiling when lower)
 // and ceiling the configured rate (none when unset). Halving what was
 // used makes a cut bite at once, even from a rate far above the traffic;
 // a rate that is not used sinks, by half a step at most, to twice what
