@@ -64,14 +64,7 @@ func TestClusterKilledLeaderIsFencedWithoutWaitingForItsSession(t *testing.T) {
 // TestClusterKilledLeaderIsFencedWithoutWaitingForItsSession: false when
 // the produce after the kill was not acknowledged in time.
 func killedLeaderFencedAtOnce(t *testing.T, leadsController bool) bool {
-	metricsAddrs := make([]string, 3)
-	for i := range metricsAddrs {
-		addr, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		metricsAddrs[i] = addr
-	}
+	metricsAddrs := freeAddrs(t, 3)
 	c := startCluster(t, 3, clusterOpts{props: longSession, nodeProps: func(id int32) []string {
 		return []string{"metrics.listen=tcp://" + metricsAddrs[id-1]}
 	}})

@@ -497,6 +497,21 @@ func (b *broker) admin() *kadm.Client { return kadm.NewClient(b.client()) }
 // connection takes its port, and its restart on the same address works.
 func freeAddr() (string, error) { return loopback.FreeAddr() }
 
+// freeAddrs returns n free loopback addresses (freeAddr), for the
+// listeners of n nodes (metrics, say).
+func freeAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	out := make([]string, n)
+	for i := range out {
+		addr, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = addr
+	}
+	return out
+}
+
 // captureLimit bounds what a lockedBuffer keeps of a process's output:
 // a tool or an mqd writing more than this is in a loop, and the test
 // process, which holds every buffer, must not grow with it (a runaway

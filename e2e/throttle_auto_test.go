@@ -22,14 +22,7 @@ import (
 // follower's replica grows at. With the producer stopped the rate climbs
 // to the ceiling, and the catch-up runs at it.
 func TestAutoReplicationThrottleYieldsToProduces(t *testing.T) {
-	metricsAddrs := make([]string, 3)
-	for i := range metricsAddrs {
-		addr, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		metricsAddrs[i] = addr
-	}
+	metricsAddrs := freeAddrs(t, 3)
 	c := startCluster(t, 3, clusterOpts{
 		props: []string{"replica.lag.time.max.ms=3000", "replica.fetch.max.bytes=262144"},
 		nodeProps: func(id int32) []string {
