@@ -205,6 +205,7 @@ type Partition struct {
 	needsTruncation bool          // follower: see FetchPosition
 	changed         chan struct{} // closed and replaced on HW advance, role change, close
 	changedTaken    bool          // changed has been handed out since it was made
+	changedClosed   bool          // changed is closed for good (closed)
 	closed          bool
 	// throttled holds which sides of the replication throttle the topic's
 	// configs name this replica for (throttleLeader, throttleFollower):
@@ -599,14 +600,17 @@ func (p *Partition) advanceLocked() bool {
 // notifyLocked wakes everything waiting on Changed. A channel nobody has
 // taken has nobody to wake, and whoever takes it later checks its
 // condition after taking it, so it is kept: appends that no fetch waits for
-// make no garbage.
+// make no garbage. Once the partition is closed the channel stays closed,
+// and a change that still arrives (a follower's append that was under way
+// when a reassignment removed the replica) has nothing left to wake.
 func (p *Partition) notifyLocked() {
-	if !p.changedTaken && !p.closed {
+	if p.changedClosed || !p.changedTaken && !p.closed {
 		return
 	}
 	close(p.changed)
 	if p.closed {
-		return // leave it closed: waiters must not block on a closed partition
+		p.changedClosed = true // waiters must not block on a closed partition
+		return
 	}
 	p.changed = make(chan struct{})
 	p.changedTaken = false

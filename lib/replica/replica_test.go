@@ -609,3 +609,31 @@ func TestThrottleOnlyOutOfISR(t *testing.T) {
 		t.Fatal("follower in the ISR throttled")
 	}
 }
+
+// A change that arrives after the partition closed (a follower's append
+// under way when a reassignment removed the replica, a fetch recorded as
+// a leader is closed) has nobody left to wake: it must not close the
+// closed channel again. It did, and a broker panicked in the rebalance
+// chaos row.
+func TestChangesAfterCloseDoNotPanic(t *testing.T) {
+	p, _ := newPartition(t, Config{})
+	mustBecome(t, p, 0, self, []int32{self}, []int32{self})
+	changed := p.Changed()
+	if !p.markClosed() {
+		t.Fatal("markClosed of an open partition")
+	}
+	select {
+	case <-changed:
+	default:
+		t.Fatal("closing did not wake a waiter")
+	}
+	p.mu.Lock()
+	p.notifyLocked()
+	p.notifyLocked()
+	p.mu.Unlock()
+	select {
+	case <-p.Changed():
+	default:
+		t.Fatal("a closed partition's Changed blocks")
+	}
+}
