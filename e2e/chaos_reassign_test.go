@@ -91,7 +91,7 @@ func (n *nemesis) reassign() {
 	mode := n.rng.Intn(3)
 	how := [...]string{"completes", "its new broker killed and restarted", "its new broker killed, then cancelled"}[mode]
 	n.logf("move partition %d from %v (leader %d) to %v: node %d for node %d, %s", part, cur.replicas, cur.leader, target, to.id, from, how)
-	n.alterAssignment(part, target)
+	n.c.assign(n.t, chaosTopic, int32(part), target)
 	switch mode {
 	case 0:
 		n.placed(part, target)
@@ -102,28 +102,28 @@ func (n *nemesis) reassign() {
 		n.placed(part, target)
 	case 2:
 		to.kill()
-		n.alterAssignment(part, nil)
+		n.c.assign(n.t, chaosTopic, int32(part), nil)
 		n.placed(part, cur.replicas)
 		to.start()
 	}
 }
 
-// alterAssignment asks for partition part of the chaos topic to move to
-// replicas (nil: cancels its move), failing the test on a refusal.
-func (n *nemesis) alterAssignment(part int, replicas []int32) {
-	n.t.Helper()
+// assign asks, through kadm, for topic's partition to move to replicas
+// (nil: cancels its move), failing the test on a refusal.
+func (c *cluster) assign(t *testing.T, topic string, partition int32, replicas []int32) {
+	t.Helper()
 	var req kadm.AlterPartitionAssignmentsReq
 	if replicas == nil {
-		req.CancelAssign(chaosTopic, int32(part))
+		req.CancelAssign(topic, partition)
 	} else {
-		req.Assign(chaosTopic, int32(part), replicas)
+		req.Assign(topic, partition, replicas)
 	}
-	resp, err := n.c.admin().AlterPartitionAssignments(ctxFor(n.t, time.Minute), req)
+	resp, err := c.admin().AlterPartitionAssignments(ctxFor(t, time.Minute), req)
 	if err == nil {
-		err = resp[chaosTopic][int32(part)].Err
+		err = resp[topic][partition].Err
 	}
 	if err != nil {
-		n.t.Fatalf("move partition %d to %v: %v", part, replicas, err)
+		t.Fatalf("move %s partition %d to %v: %v", topic, partition, replicas, err)
 	}
 }
 

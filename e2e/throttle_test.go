@@ -331,16 +331,8 @@ func TestReplicationThrottleHoldsAMoveToTheRate(t *testing.T) {
 	alterThrottledReplicas(t, adm, topic, kadm.SetConfig,
 		kadm.StringPtr(fmt.Sprintf("0:%d,0:%d", leader, others[0])), kadm.StringPtr(fmt.Sprintf("0:%d", others[1])))
 	alterThrottleRates(t, adm, 3*mib, 0)
-	var req kadm.AlterPartitionAssignmentsReq
 	target := []int32{leader, others[0], others[1]}
-	req.Assign(topic, 0, target)
-	resp, err := adm.AlterPartitionAssignments(ctxFor(t, time.Minute), req)
-	if err == nil {
-		err = resp[topic][0].Err
-	}
-	if err != nil {
-		t.Fatalf("move partition 0 to %v: %v", target, err)
-	}
+	c.assign(t, topic, 0, target)
 
 	samples := sampleSize(t, c.node(others[1]), topic, 0, 100*time.Millisecond)
 	clusterWait.For(t, "the new replica to start copying", func() (bool, string) {
