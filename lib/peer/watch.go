@@ -169,18 +169,13 @@ func (w *Watch) Gone(id int32) (time.Time, bool) {
 // same. It costs a poll per tracked broker.
 func (w *Watch) CheckHangups() {
 	w.trackMu.Lock()
-	conns := make(map[int32]*Conn, len(w.tracked))
+	defer w.trackMu.Unlock()
 	for id, t := range w.tracked {
 		t.mu.Lock()
-		if t.conn != nil {
-			conns[id] = t.conn
-		}
+		c := t.conn
 		t.mu.Unlock()
-	}
-	w.trackMu.Unlock()
-	for id, c := range conns {
-		if c.HungUp() {
-			w.Lost(id, c.addr)
+		if c != nil && c.HungUp() { // a poll that does not wait
+			w.Lost(id, t.addr)
 		}
 	}
 }
