@@ -66,24 +66,11 @@ func withTimeout(ctx context.Context, timeoutMillis int32) (context.Context, con
 	return context.WithTimeout(ctx, d)
 }
 
-// validateTopicName checks a topic name like validTopicName (metadata.go)
-// and says what is wrong with it: 1 to 249 of [a-zA-Z0-9._-], not "." or
-// "..". Names mixing '.' and '_' are accepted without a warning: Kafka
-// warns because its metric names confuse the two, ours do not.
+// validateTopicName refuses a topic name that breaks Kafka's rules
+// (config.CheckTopicName), saying what is wrong with it.
 func validateTopicName(name string) error {
-	switch {
-	case name == "":
-		return refuse(kerr.InvalidTopicException, "topic name is empty")
-	case name == "." || name == "..":
-		return refuse(kerr.InvalidTopicException, "topic name cannot be %q", name)
-	case len(name) > maxTopicNameLength:
-		return refuse(kerr.InvalidTopicException, "topic name is %d characters long, the limit is %d", len(name), maxTopicNameLength)
-	}
-	for _, c := range []byte(name) {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
-		if !ok {
-			return refuse(kerr.InvalidTopicException, "topic name %q has a character outside [a-zA-Z0-9._-]", name)
-		}
+	if err := config.CheckTopicName(name); err != nil {
+		return refuse(kerr.InvalidTopicException, "%v", err)
 	}
 	return nil
 }

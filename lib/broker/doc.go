@@ -24,7 +24,7 @@
 //     onto lib/queue's Groups and Leader (a consumer group's id is
 //     refused to ShareGroupHeartbeat), with their state in
 //     __share_group_state through lib/coordinator; share_config.go the
-//     group configs, share_dlq.go the dead letters);
+//     group configs of lib/config, share_dlq.go the dead letters);
 //   - damage.go (mq's SkipDamaged and Refetch, lib/kafkaext).
 //
 // broker.go registers every family's APIs and versions, which ApiVersions

@@ -10,24 +10,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/server"
 )
 
-// maxTopicNameLength is Kafka's limit on topic names.
-const maxTopicNameLength = 249
-
-// validTopicName applies Kafka's rules: 1 to 249 characters from
-// [a-zA-Z0-9._-], and not "." or "..".
+// validTopicName is config.CheckTopicName as errInvalidTopicName.
 func validTopicName(name string) error {
-	if name == "" || name == "." || name == ".." || len(name) > maxTopicNameLength {
+	if config.CheckTopicName(name) != nil {
 		return fmt.Errorf("%w: %q", errInvalidTopicName, name)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: %q", errInvalidTopicName, name)
-		}
 	}
 	return nil
 }

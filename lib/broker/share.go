@@ -86,17 +86,17 @@ func (b *Broker) handleShareGroupHeartbeat(_ context.Context, c *server.ConnInfo
 		}
 	}
 	img := b.ctrl.Image()
-	s := b.shareSettings(img, r.GroupID)
+	g, _ := b.shareSettings(img, r.GroupID)
 	res, err := b.shareGroups.Heartbeat(r.GroupID, queue.Heartbeat{
 		MemberID: r.MemberID, MemberEpoch: r.MemberEpoch, Topics: r.SubscribedTopicNames,
 		Rack: r.RackID, ClientID: clientID(req), ClientHost: clientHost(c),
-	}, b.clock.Now(), s.sessionTimeout, topicCounts(img))
+	}, b.clock.Now(), g.SessionTimeout, topicCounts(img))
 	if err != nil {
 		return fail(groupError(err), err)
 	}
 	resp.MemberID = &r.MemberID
 	resp.MemberEpoch = res.MemberEpoch
-	resp.HeartbeatIntervalMillis = int32(s.heartbeat.Milliseconds())
+	resp.HeartbeatIntervalMillis = int32(g.HeartbeatInterval.Milliseconds())
 	if res.Assignment != nil {
 		a := &kmsg.ShareGroupHeartbeatResponseAssignment{}
 		for _, name := range slices.Sorted(maps.Keys(res.Assignment)) {
@@ -162,8 +162,8 @@ func (b *Broker) handleShareGroupDescribe(_ context.Context, _ *server.ConnInfo,
 // describeShareGroup returns a share group's members (after expiring the
 // silent ones) and epoch; false when there is no such share group.
 func (b *Broker) describeShareGroup(id string, img *controller.Image) ([]queue.Member, int32, bool) {
-	s := b.shareSettings(img, id)
-	return b.shareGroups.Describe(id, b.clock.Now(), s.sessionTimeout, topicCounts(img))
+	g, _ := b.shareSettings(img, id)
+	return b.shareGroups.Describe(id, b.clock.Now(), g.SessionTimeout, topicCounts(img))
 }
 
 // listShareGroups returns the share groups this node coordinates, with

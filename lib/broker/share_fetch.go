@@ -147,12 +147,12 @@ func (b *Broker) shareFetch(ctx context.Context, r *kmsg.ShareFetchRequest) *kms
 		resp.ErrorMessage = kmsg.StringPtr("share fetch without a group or member id")
 		return resp
 	}
-	s := b.shareSettings(b.ctrl.Image(), group)
-	resp.AcquisitionLockTimeoutMillis = int32(s.queue.Queue.LockDuration.Milliseconds())
+	_, s := b.shareSettings(b.ctrl.Image(), group)
+	resp.AcquisitionLockTimeoutMillis = int32(s.Queue.LockDuration.Milliseconds())
 	fr := queue.FetchRequest{
 		Group: group, Member: member, SessionEpoch: r.ShareSessionEpoch, Acks: map[queue.TP]*queue.Acks{},
 		MaxRecords: int(r.MaxRecords), MaxBytes: int(r.MaxBytes),
-		MaxWait: time.Duration(r.MaxWaitMillis) * time.Millisecond, Settings: s.queue,
+		MaxWait: time.Duration(r.MaxWaitMillis) * time.Millisecond, Settings: s,
 	}
 	for _, t := range r.Topics {
 		for _, p := range t.Partitions {
@@ -240,9 +240,9 @@ func (b *Broker) shareAcknowledge(ctx context.Context, r *kmsg.ShareAcknowledgeR
 		resp.ErrorMessage = kmsg.StringPtr("share acknowledge without a group or member id")
 		return resp
 	}
-	s := b.shareSettings(b.ctrl.Image(), group)
-	resp.AcquisitionLockTimeoutMillis = int32(s.queue.Queue.LockDuration.Milliseconds())
-	ar := queue.AckRequest{Group: group, Member: member, SessionEpoch: r.ShareSessionEpoch, Settings: s.queue}
+	_, s := b.shareSettings(b.ctrl.Image(), group)
+	resp.AcquisitionLockTimeoutMillis = int32(s.Queue.LockDuration.Milliseconds())
+	ar := queue.AckRequest{Group: group, Member: member, SessionEpoch: r.ShareSessionEpoch, Settings: s}
 	for _, t := range r.Topics {
 		for _, p := range t.Partitions {
 			ar.Partitions = append(ar.Partitions, queue.TP{TopicID: t.TopicID, Partition: p.Partition})

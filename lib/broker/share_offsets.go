@@ -48,8 +48,8 @@ func (b *Broker) checkShareGroupEmpty(group string) (int16, *string) {
 // resetSharePartition replaces a share-partition led here: a new start
 // offset (clamped to the log), or, with del, no state.
 func (b *Broker) resetSharePartition(ctx context.Context, group string, t *controller.Topic, partition int32, start int64, del bool) error {
-	s := b.shareSettings(b.ctrl.Image(), group)
-	return b.shares.Reset(ctx, group, queue.TP{TopicID: t.ID, Partition: partition}, start, del, s.queue)
+	_, s := b.shareSettings(b.ctrl.Image(), group)
+	return b.shares.Reset(ctx, group, queue.TP{TopicID: t.ID, Partition: partition}, start, del, s)
 }
 
 // shareForwardTimeout bounds a request forwarded to another node.

@@ -1,4 +1,4 @@
-// Package config holds mqd's settings and topic configurations: their
+// Package config holds mqd's settings and topic and group configurations: their
 // names (Kafka's property names wherever Kafka has one), defaults (Kafka's,
 // with mq's additions noted), validation, and how DescribeConfigs reports
 // them.
@@ -20,6 +20,12 @@
 // ValidateTopicConfig checks an override before it is stored; ResolveTopic
 // turns overrides into the Topic the log uses; DescribeTopic reports every
 // config with its source.
+//
+// A share group's configuration (Kafka's GROUP resource) works the same
+// way over the broker's group.share.* settings: ValidateGroupConfig,
+// ResolveGroup (the Group a share group runs with) and DescribeGroup.
+// CheckTopicName holds Kafka's rules for topic names, which the
+// dead-letter topic config and the broker's topic APIs apply.
 //
 // The same tables document every setting for people: BrokerSettings and
 // TopicSettings give each one's meaning, default, valid values and whether
