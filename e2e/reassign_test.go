@@ -128,7 +128,10 @@ func TestReassignStuckMoveIsVerifiedListedAndCancelled(t *testing.T) {
 		t.Errorf("topic describe --under-replicated lists the moving partition: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 	}
 	// A second --execute of the running plan leaves it to run.
-	if res := c.mqctl(t, time.Minute, "partition", "reassign", "--execute", plan); res.code != 0 || !strings.Contains(res.stdout, "moving") {
+	// Its rollback is the set before the move, and the cancel is what
+	// restores its order exactly.
+	if res := c.mqctl(t, time.Minute, "partition", "reassign", "--execute", plan); res.code != 0 || !strings.Contains(res.stdout, "moving") ||
+		!strings.Contains(res.stderr, `"replicas":[1,2]`) || !strings.Contains(res.stderr, "stuck:0 is moving already") {
 		t.Errorf("execute again: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 	}
 	// --watch on a terminal draws the move's progress, and redraws it;

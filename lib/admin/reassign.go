@@ -286,6 +286,14 @@ func (a *Admin) ExecuteReassignment(ctx context.Context, req Execute) (ReassignR
 		if _, err := NewPlan(current).WriteTo(req.Notices); err != nil {
 			return nil, err
 		}
+		for _, pp := range req.Plan.Partitions {
+			// Clients see a moving partition's replicas as target then
+			// leaving (Kafka's order): the original order is the
+			// controller's alone, which --cancel restores.
+			if c.partition(pp.Topic, pp.Partition).moving {
+				fmt.Fprintf(req.Notices, "mqctl: %s:%d is moving already: its replicas above are in the order the move gave them; --cancel restores the order it had\n", pp.Topic, pp.Partition)
+			}
+		}
 	}
 	if req.Throttle > 0 {
 		if err := a.throttle(ctx, c, req.Plan, req.Throttle, req.Notices); err != nil {
