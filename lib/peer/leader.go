@@ -104,6 +104,10 @@ func (l *Leader) requestTimeout() time.Duration { return l.cfg.MaxWait + 30*time
 
 // do sends req on the connection, dialing first when there is none.
 func (l *Leader) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	var mark uint64
+	if l.cfg.Watch != nil {
+		mark = l.cfg.Watch.Mark()
+	}
 	if l.conn == nil {
 		c, err := Dial(ctx, l.cfg.Addr, "mq-follower-"+strconv.Itoa(int(l.cfg.NodeID)))
 		if err != nil {
@@ -119,7 +123,7 @@ func (l *Leader) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error
 		return nil, fmt.Errorf("leader at %s: %w", l.cfg.Addr, err)
 	}
 	if l.cfg.Watch != nil {
-		l.cfg.Watch.Reached(l.cfg.LeaderID)
+		l.cfg.Watch.Reached(l.cfg.LeaderID, mark)
 	}
 	return resp, nil
 }

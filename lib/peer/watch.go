@@ -51,6 +51,9 @@ type Watch struct {
 	// suspects counts the brokers probing or gone, so that Gone on a
 	// healthy cluster is one atomic load.
 	suspects atomic.Int32
+	// losses counts the calls of Lost that made a broker suspect: the
+	// marks of exchanges (Mark, Reached).
+	losses atomic.Uint64
 
 	mu      sync.Mutex
 	brokers map[int32]*watched
@@ -75,6 +78,10 @@ type watched struct {
 	// while not probing and not gone.
 	since time.Time
 	gone  bool
+	// mark is losses counting the loss that made it suspect: an exchange
+	// marked before it began before the loss, and proves nothing of the
+	// process since (Reached).
+	mark uint64
 }
 
 // NewWatch returns a Watch that times suspicion on clk (nil: real time).
@@ -101,7 +108,7 @@ func (w *Watch) Lost(id int32, addr string) {
 		b = &watched{}
 		w.brokers[id] = b
 	}
-	b.probing, b.since = true, w.clock.Now()
+	b.probing, b.since, b.mark = true, w.clock.Now(), w.losses.Add(1)
 	w.suspects.Add(1)
 	w.changedLocked()
 	go w.runProbe(id, addr)
@@ -125,16 +132,22 @@ func (w *Watch) runProbe(id int32, addr string) {
 	}
 }
 
-// Reached reports an exchange with broker id that succeeded: it is not
-// gone (any more).
-func (w *Watch) Reached(id int32) {
+// Mark is the mark of an exchange beginning now, for Reached.
+func (w *Watch) Mark() uint64 { return w.losses.Load() }
+
+// Reached reports an exchange with broker id that succeeded, begun at
+// mark (Mark): it is not gone (any more). An exchange begun before the
+// loss that made the broker suspect tells nothing: a response the dead
+// process sent just before it died may be read after its other
+// connections broke, by a goroutine scheduled late on a busy machine.
+func (w *Watch) Reached(id int32, mark uint64) {
 	if w.suspects.Load() == 0 {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	b := w.brokers[id]
-	if b == nil || (!b.probing && !b.gone) {
+	if b == nil || (!b.probing && !b.gone) || mark < b.mark {
 		return
 	}
 	*b = watched{}
@@ -248,6 +261,7 @@ func (w *Watch) track(id int32, t *tracker, clientID string) {
 			case <-ctx.Done():
 			}
 		}()
+		mark := w.Mark()
 		c, err := Dial(ctx, t.addr, clientID)
 		cancel()
 		if err == nil {
@@ -258,7 +272,7 @@ func (w *Watch) track(id int32, t *tracker, clientID string) {
 				c.Close()
 				return
 			}
-			w.Reached(id)
+			w.Reached(id, mark)
 			err = t.awaitEnd(c)
 			t.mu.Lock()
 			t.conn = nil

@@ -65,8 +65,13 @@ func TestWatchFindsABrokerWhoseListenerRefuses(t *testing.T) {
 	if _, ok := w.Gone(3); ok {
 		t.Fatal("broker 3 is gone without any loss")
 	}
-	// The broker is back: an exchange with it succeeded.
-	w.Reached(2)
+	// An exchange begun before the loss, answered only now, proves
+	// nothing; one begun after it does: the broker is back.
+	w.Reached(2, 0)
+	if _, ok := w.Gone(2); !ok {
+		t.Fatal("an exchange begun before the loss cleared broker 2")
+	}
+	w.Reached(2, w.Mark())
 	if _, ok := w.Gone(2); ok || w.Any() {
 		t.Fatal("broker 2 still gone after it was reached")
 	}
@@ -135,7 +140,7 @@ func TestWatchClearsWhenReachedDuringTheProbe(t *testing.T) {
 	}
 	w.Lost(2, "peer:9092")
 	w.Lost(2, "peer:9092") // one probe at a time
-	w.Reached(2)
+	w.Reached(2, w.Mark())
 	ch := w.Changed()
 	close(release)
 	<-ch // wait for the probe's end
