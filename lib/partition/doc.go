@@ -40,7 +40,7 @@
 //
 // The fetchers' connections feed the node's peer.Watch. Gone, LeaderGone
 // and Await let the Metadata and FindCoordinator handlers hold an answer
-// naming a leader the Watch found gone, for up to goneLeaderHold (2 s)
+// naming a leader the Watch found gone, for up to goneLeaderHold (4 s)
 // after its connection broke, until the controller has elected another:
 // a client that lost its leader or coordinator asks at once, and an
 // answer naming the dead broker would add its own retry interval

@@ -12,11 +12,15 @@ import (
 
 // goneLeaderHold bounds how long after a leader's connection broke a
 // Metadata answer naming it waits for the controller to elect another
-// (AwaitLeaders). The controller fences a broker whose process is gone
-// within tens of milliseconds, or, when that broker was the active
-// controller too, once a new controller is elected and has probed it: a
-// Raft election timeout and a little more (lib/controller).
-const goneLeaderHold = 2 * time.Second
+// (Await). The controller fences a broker whose process is gone within
+// tens of milliseconds, or, when that broker was the active controller
+// too, once a new controller is elected and has probed it: one to two
+// Raft election timeouts (0.5 s each) and a probe of up to 1 s
+// (lib/controller), 2 s and more on a busy machine. A hold that ends
+// first answers with the dead leader, and a client then waits its own
+// retry interval (franz-go: 5 s) before it asks again; a longer hold
+// costs only the clients that would otherwise wait that interval.
+const goneLeaderHold = 4 * time.Second
 
 // trackPeers has the Watch keep a connection to every other broker of
 // img (peer.Watch.Track), to learn of its death at once.
