@@ -303,7 +303,8 @@ func (l *Leader) Refetch(ctx context.Context, qs []replica.RefetchQuery) ([]repl
 // full (asking for a session) before. A session the leader no longer
 // knows is dropped, and the next Fetch is full; this one answers
 // nothing. The leader holds it up to MaxWait, or maxWait when that is
-// positive and shorter (at least a millisecond).
+// positive and shorter (at least a millisecond). A partition's byte limit
+// is PartitionMaxBytes, or its query's MaxBytes when that is smaller.
 func (l *Leader) Fetch(ctx context.Context, qs []replica.FetchQuery, maxWait time.Duration) ([]replica.Fetched, error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = followerFetchVersion
@@ -333,6 +334,9 @@ func (l *Leader) Fetch(ctx context.Context, qs []replica.FetchQuery, maxWait tim
 		p.LastFetchedEpoch = q.LastFetchedEpoch
 		p.LogStartOffset = q.LogStartOffset
 		p.PartitionMaxBytes = l.cfg.PartitionMaxBytes
+		if q.MaxBytes > 0 {
+			p.PartitionMaxBytes = min(q.MaxBytes, p.PartitionMaxBytes)
+		}
 		keys[id] = q.Key
 		want[id] = p
 		if old, ok := l.sent[id]; ok && !full && sameFetchState(old, p) {

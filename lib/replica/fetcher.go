@@ -54,6 +54,11 @@ type FetchQuery struct {
 	FetchOffset      int64
 	LastFetchedEpoch int32
 	LogStartOffset   int64 // the follower's, for the leader's bookkeeping
+	// MaxBytes, when positive, is the most the leader may answer for the
+	// partition, the first batch coming whole even when larger (KIP-74),
+	// below the Upstream's own limit (replica.fetch.max.bytes): what the
+	// follower's Quota allows a throttled partition. 0: that limit.
+	MaxBytes int32
 }
 
 // Fetched answers a FetchQuery: whole batches as the leader stored them
