@@ -76,16 +76,26 @@
 //	p.SetThrottled(leaderListed, followerListed)  // from the topic's throttled-replicas lists
 //	p.LeaderThrottled(replicaID)                  // leader: listed, and the follower out of the maximal ISR
 //	pos.Throttled                                 // follower (FetchPosition): listed, and out of the committed ISR
-//	if n := q.Allowance(); n > 0 { …move ≤ n (or one whole batch)…; q.Take(moved) } else { wait := q.Hold() }
+//	if n := q.Reserve(); n > 0 { …move ≤ n (or one whole batch)…; q.Settle(n, moved) } else { wait := q.Hold() }
+//	s := q.Share()                                // one request's throttled partitions, read one by one
+//	n := s.Limit(want); …read ≤ n…; s.Moved(read); s.Settle() // n 0: held, s.Held() until it gives
+//
+// Reserve takes the whole allowance out of the bucket until Settle gives
+// back what was not moved, so requests served at once never spend the
+// same bytes, and no request moves more than its allowance and one
+// batch: the Quota owes at most a batch per request in flight.
 //
 // The leader side is lib/broker's fetch handler: a throttled follower's
-// partition is read up to the allowance, and over quota with Read's
-// maxBytes 0, which records the follower's fetch and reads nothing. The
-// follower side is the Fetcher's (FetcherConfig.Quota): its throttled
-// partitions are left out of a fetch while the Quota gives nothing, the
-// leader holding that fetch no longer than the Quota takes to give again
-// (Upstream.Fetch's maxWait), and a round with nothing else to fetch
-// waits for it (Hold). A follower
+// partition is read up to what the fetch's Share has left, and over
+// quota with Read's maxBytes 0, which records the follower's fetch and
+// reads nothing. The follower side is the Fetcher's (FetcherConfig.Quota):
+// its throttled partitions are left out of a fetch while the Quota gives
+// nothing, the leader holding that fetch no longer than the Quota takes
+// to give again (Upstream.Fetch's maxWait), and a round with nothing
+// else to fetch waits for it (Hold); while it gives, they share the
+// allowance as their FetchQuery.MaxBytes, so that the follower never
+// asks for replica.fetch.max.bytes on a small allowance and then owes
+// the Quota for seconds, fetching nothing. A follower
 // being added to the ISR is not throttled by its leader, so acks=all
 // does not wait for the leader's throttle; the follower stops throttling
 // itself when its image shows it in the ISR, a controller round trip

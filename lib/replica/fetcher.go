@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -294,6 +295,9 @@ type round struct {
 	k   Key
 	fp  *followed
 	pos FetchPosition
+	// maxBytes is FetchQuery.MaxBytes: a throttled partition's share of
+	// the Quota's allowance; 0: the Upstream's limit.
+	maxBytes int32
 }
 
 // round runs one round over the partitions ready now: it reports whether
@@ -530,17 +534,26 @@ func (f *Fetcher) truncate(ctx context.Context, rounds []round) error {
 // fetch fetches the partitions of rounds once and appends what comes
 // back; those out of the leader's range are moved into it (reset). The
 // throttled partitions are left out while the Quota gives nothing; when
-// that leaves none, heldUntil says when to come back.
+// that leaves none, heldUntil says when to come back. Otherwise they
+// share the allowance reserved for this fetch, and what they did not
+// fetch of it goes back to the Quota when the answer is in.
 func (f *Fetcher) fetch(ctx context.Context, rounds []round) error {
 	f.heldFor = 0
-	rounds = f.throttle(rounds)
+	rounds, reserved := f.throttle(rounds)
+	var moved int64
+	defer func() {
+		if reserved > 0 {
+			f.cfg.Quota.Settle(reserved, moved)
+		}
+	}()
 	if len(rounds) == 0 {
 		return nil
 	}
 	qs := make([]FetchQuery, len(rounds))
 	for i, r := range rounds {
 		qs[i] = FetchQuery{Key: r.k, LeaderEpoch: r.pos.LeaderEpoch, FetchOffset: r.pos.FetchOffset,
-			LastFetchedEpoch: r.pos.LastFetchedEpoch, LogStartOffset: r.fp.p.Log().StartOffset()}
+			LastFetchedEpoch: r.pos.LastFetchedEpoch, LogStartOffset: r.fp.p.Log().StartOffset(),
+			MaxBytes: r.maxBytes}
 	}
 	answers, err := f.leader.Fetch(ctx, qs, f.heldFor)
 	if err != nil {
@@ -554,8 +567,8 @@ func (f *Fetcher) fetch(ctx context.Context, rounds []round) error {
 			continue
 		}
 		p := r.fp.p
-		if r.pos.Throttled && f.cfg.Quota != nil {
-			f.cfg.Quota.Take(int64(len(a.Records)))
+		if r.pos.Throttled {
+			moved += int64(len(a.Records))
 		}
 		switch {
 		case a.Err == nil:
@@ -581,35 +594,54 @@ func (f *Fetcher) fetch(ctx context.Context, rounds []round) error {
 }
 
 // throttle leaves the throttled partitions out of rounds, reusing its
-// array, when the Quota has no allowance for them.
-func (f *Fetcher) throttle(rounds []round) []round {
+// array, when the Quota has no allowance for them; otherwise it reserves
+// the allowance (returned, for Settle) and gives each throttled
+// partition an equal share of it as its MaxBytes, so that the fetch
+// moves at most the allowance and one batch (a partition asking for less
+// than its first batch gets it whole when the leader answers it first,
+// KIP-74, and the leader answers the partitions it skipped first next
+// time): a follower asking for replica.fetch.max.bytes on a small
+// allowance would owe the Quota for seconds, fetching nothing meanwhile.
+func (f *Fetcher) throttle(rounds []round) ([]round, int64) {
 	q := f.cfg.Quota
 	if q == nil || !q.Limited() {
-		return rounds
+		return rounds, 0
 	}
-	kept, held := rounds[:0], false
-	allowance := int64(-1) // not asked yet: only a throttled partition asks
+	throttled := 0
 	for _, r := range rounds {
 		if r.pos.Throttled {
-			if allowance < 0 {
-				allowance = q.Allowance()
-			}
-			if allowance == 0 {
-				held = true
-				continue
-			}
-		}
-		kept = append(kept, r)
-	}
-	if held {
-		wait := q.Hold()
-		if len(kept) == 0 {
-			f.heldUntil = f.clock.Now().Add(wait)
-		} else {
-			f.heldFor = wait
+			throttled++
 		}
 	}
-	return kept
+	if throttled == 0 {
+		return rounds, 0
+	}
+	reserved := q.Reserve()
+	if reserved == Unlimited {
+		return rounds, 0
+	}
+	if reserved > 0 {
+		share := int32(min(max(reserved/int64(throttled), 1), math.MaxInt32))
+		for i := range rounds {
+			if rounds[i].pos.Throttled {
+				rounds[i].maxBytes = share
+			}
+		}
+		return rounds, reserved
+	}
+	kept := rounds[:0]
+	for _, r := range rounds {
+		if !r.pos.Throttled {
+			kept = append(kept, r)
+		}
+	}
+	wait := q.Hold()
+	if len(kept) == 0 {
+		f.heldUntil = f.clock.Now().Add(wait)
+	} else {
+		f.heldFor = wait
+	}
+	return kept, 0
 }
 
 // reset moves the fetch position of partitions out of the leader's range

@@ -17,8 +17,9 @@ const Unlimited = math.MaxInt64
 // Quota is one side of a broker's replication throttle (KIP-73): the
 // bytes per second that all its throttled replicas together may send to
 // their followers (the leader side) or fetch from their leaders (the
-// follower side). Throttled replicas ask for an Allowance before they
-// move bytes and Take what they moved; the others never ask.
+// follower side). A request of throttled replicas Reserves the allowance
+// before they move bytes and Settles with what they moved (a Share does
+// both for partitions read one by one); the others never ask.
 //
 // It is a token bucket that may go into debt: a replica given an
 // allowance smaller than the batch at its fetch offset moves the whole
@@ -134,14 +135,120 @@ func (q *Quota) Allowance() int64 {
 // Take counts n bytes that throttled replicas moved; the bucket goes into
 // debt when they were more than the allowance.
 func (q *Quota) Take(n int64) {
+	if n > 0 {
+		q.Settle(0, n)
+	}
+}
+
+// Reserve takes out of q the allowance of one request's throttled
+// replicas, so that requests served at the same time (several followers
+// of this leader, several Fetchers of this follower) do not each spend
+// the same bytes: 0 when they must hold back (Hold), Unlimited when
+// there is no limit. Settle must follow, once the bytes moved are known;
+// meanwhile the others find the bucket empty.
+func (q *Quota) Reserve() int64 {
+	rate := q.rate.Load()
+	if rate == Unlimited {
+		return Unlimited
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.refillLocked(q.clock.Now())
+	if q.tokens < q.quantum(rate) {
+		return 0
+	}
+	n := int64(q.tokens)
+	q.tokens -= float64(n)
+	return n
+}
+
+// Settle ends a Reserve of reserved bytes (0: none) of which the
+// replicas moved moved: what they did not move goes back to the bucket,
+// what they moved beyond it (a whole first batch) is owed.
+func (q *Quota) Settle(reserved, moved int64) {
+	if reserved == Unlimited || !q.Limited() {
+		return
+	}
+	if moved > 0 {
+		q.bytes.Add(uint64(moved))
+	}
+	if reserved == moved {
+		return
+	}
+	q.mu.Lock()
+	q.refillLocked(q.clock.Now())
+	q.tokens = min(q.tokens+float64(reserved-moved), q.burst(q.rate.Load()))
+	q.mu.Unlock()
+}
+
+// Return gives back n bytes that a Settle counted as moved and that did
+// not go after all (a read whose answer was never sent).
+func (q *Quota) Return(n int64) {
 	if n <= 0 || !q.Limited() {
 		return
 	}
-	q.bytes.Add(uint64(n))
+	q.bytes.Add(^uint64(n - 1))
 	q.mu.Lock()
 	q.refillLocked(q.clock.Now())
-	q.tokens -= float64(n)
+	q.tokens = min(q.tokens+float64(n), q.burst(q.rate.Load()))
 	q.mu.Unlock()
+}
+
+// Share is one request's part of a Quota: the throttled partitions of
+// one fetch, read one after the other, share what the first of them
+// reserved, each reading at most what is left. Its zero value has no
+// Quota and limits nothing; Quota.Share returns one that does. A Share
+// is used by one goroutine, and must be settled.
+type Share struct {
+	q        *Quota
+	reserved int64 // -1: nothing asked yet
+	moved    int64
+	hold     time.Duration
+}
+
+// Share returns a Share of q for one request.
+func (q *Quota) Share() Share { return Share{q: q, reserved: -1} }
+
+// Limit is how many of want bytes a throttled partition may read now: at
+// most what the request has left, at least 1 while anything is left (the
+// first batch comes whole: a partition always makes progress), 0 when
+// the quota is used up: then Held says how long until it gives again.
+// The first call reserves the Quota's allowance.
+func (s *Share) Limit(want int64) int64 {
+	if s.q == nil {
+		return want
+	}
+	if s.reserved < 0 {
+		s.reserved = s.q.Reserve()
+	}
+	if s.reserved == Unlimited {
+		return want
+	}
+	left := s.reserved - s.moved
+	if left <= 0 {
+		if s.hold == 0 {
+			s.hold = s.q.Hold()
+		}
+		return 0
+	}
+	return max(min(want, left), 1)
+}
+
+// Moved counts n bytes read for a throttled partition.
+func (s *Share) Moved(n int64) { s.moved += n }
+
+// Held is how long until the Quota gives again when Limit held a
+// partition back, else 0.
+func (s *Share) Held() time.Duration { return s.hold }
+
+// Settle gives what the request reserved and did not move back to the
+// Quota, and counts what it moved. A Share settles once.
+func (s *Share) Settle() {
+	if s.q == nil || s.reserved < 0 {
+		return
+	}
+	s.q.Settle(s.reserved, s.moved)
+	s.reserved, s.moved = -1, 0
 }
 
 // Hold counts a throttled replica held back (no allowance) and returns
