@@ -39,12 +39,13 @@
 // A follower's Fetch of a partition held to the replication throttle
 // (replica.Partition.LeaderThrottled: named in its topic's
 // leader.replication.throttled.replicas and the follower out of the ISR)
-// reads at most the leader Quota's allowance
-// (partition.Manager.ReplicationQuotas), and nothing while it has none;
-// the other partitions of the fetch and every consumer are served as
-// usual. A fetch that would wait reads again when the Quota gives, before
-// its max wait; the bytes sent are taken from the Quota when the response
-// is built. An acks=all Produce that had to wait for the high-water mark
+// reads at most what is left of the allowance the read reserved from the
+// leader Quota (a replica.Share of partition.Manager.ReplicationQuotas),
+// and nothing while it has none; the other partitions of the fetch and
+// every consumer are served as usual. The read settles with the Quota
+// before the response goes out, so fetches served at once never share
+// an allowance. A fetch that would wait reads again when the Quota gives,
+// before its max wait. An acks=all Produce that had to wait for the high-water mark
 // counts the time from its appends to the answer in
 // partition.Manager.CommitLatency, the signal of the auto throttle
 // (replication.throttle.auto.target.ms).

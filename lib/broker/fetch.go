@@ -37,7 +37,7 @@ type fetchPartition struct {
 	omit           bool       // an incremental response leaves it out: nothing new
 	// throttled: the last read was for a follower the replication
 	// throttle holds to the leader's quota (fetch.quota); the bytes it
-	// read are taken from the quota when the response goes out.
+	// read were counted against the quota by that read.
 	throttled bool
 }
 
@@ -343,12 +343,18 @@ func (f *fetch) read(take bool) bool {
 	var total int64
 	failed := false
 	skipped := 0
-	// allowance is what the leader's quota lets the throttled partitions
-	// of this read have, asked for by the first of them (-1 until then).
-	allowance := int64(-1)
+	// The throttled partitions of this read share what the leader's
+	// quota allows it (nothing to share for a consumer).
+	var share replica.Share
+	if f.quota != nil && f.quota.Limited() {
+		share = f.quota.Share()
+	}
 	for k := range f.flat {
 		at := (f.start + k) % len(f.flat)
 		fp := f.flat[at]
+		if fp.throttled && fp.region.Len > 0 { // an earlier read's, not sent after all
+			f.quota.Return(fp.region.Len)
+		}
 		fp.region.Release()
 		fp.region = log.Region{}
 		fp.throttled = false
@@ -395,20 +401,10 @@ func (f *fetch) read(take bool) bool {
 		}
 		readBytes := int(max(limit, 1))
 		if f.quota != nil && f.quota.Limited() && fp.p.LeaderThrottled(f.replicaID) {
+			// Over quota (0): the fetch is recorded, nothing is read,
+			// and a fetch that waits reads again once the quota gives.
 			fp.throttled = true
-			if allowance < 0 {
-				allowance = f.quota.Allowance()
-			}
-			if allowance <= 0 {
-				// Over quota: the fetch is recorded, nothing is read, and
-				// a fetch that waits reads again once the quota gives.
-				readBytes = 0
-				if f.hold == 0 {
-					f.hold = f.quota.Hold()
-				}
-			} else {
-				readBytes = int(min(int64(readBytes), allowance))
-			}
+			readBytes = int(share.Limit(int64(readBytes)))
 		}
 		region, info, err := f.readPartition(fp, readBytes)
 		if err != nil {
@@ -437,9 +433,11 @@ func (f *fetch) read(take bool) bool {
 		total += region.Len
 		remaining -= region.Len
 		if fp.throttled {
-			allowance -= region.Len
+			share.Moved(region.Len)
 		}
 	}
+	share.Settle()
+	f.hold = share.Held()
 	if skipped > 0 && f.counts != nil { // a sessionless fetch skips in its wait loop
 		f.counts.skipped.Add(int64(skipped))
 	}
@@ -525,9 +523,6 @@ func (f *fetch) response() server.Response {
 			fp := &f.topics[i].parts[j]
 			if fp.region.Len > 0 {
 				f.regions = append(f.regions, fp.region)
-				if fp.throttled {
-					f.quota.Take(fp.region.Len)
-				}
 				if f.replicaID < 0 && fp.p != nil {
 					// Client traffic: the bytes sent, and the offsets
 					// in them from the one asked for on (the first

@@ -136,3 +136,59 @@ func TestQuotaAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocations per use", allocs)
 	}
 }
+
+// TestSharesInFlightNeverSpendTheSameBytes: two requests served at once
+// (two followers' fetches on a leader) do not both get the allowance:
+// the second finds the bucket empty until the first settles and gives
+// back what it did not move; a request moves at most its allowance and
+// one batch, the first whole.
+func TestSharesInFlightNeverSpendTheSameBytes(t *testing.T) {
+	c := clock.NewManual(time.Unix(0, 0))
+	q := NewQuota(c)
+	q.SetRate(100_000)
+	c.Advance(100 * time.Millisecond) // 10 kB
+
+	a, b := q.Share(), q.Share()
+	if n := a.Limit(1 << 20); n != 10_000 {
+		t.Fatalf("first request may read %d, want the 10 kB allowance", n)
+	}
+	if n := b.Limit(1 << 20); n != 0 || b.Held() <= 0 {
+		t.Fatalf("second request, while the first is in flight, may read %d (held %v), want nothing", n, b.Held())
+	}
+	a.Moved(4_000)
+	if n := a.Limit(1 << 20); n != 6_000 {
+		t.Fatalf("after 4 kB the first request may read %d more, want 6 kB", n)
+	}
+	a.Moved(7_000) // a whole batch past the allowance
+	if n := a.Limit(1 << 20); n != 0 {
+		t.Fatalf("past its allowance the first request may read %d more", n)
+	}
+	a.Settle()
+	b.Settle()
+	if debt := -tokensOf(q); debt != 1_000 {
+		t.Fatalf("the quota owes %v, want the 1 kB past the allowance", debt)
+	}
+	if c := q.Counts(); c.Bytes != 11_000 {
+		t.Fatalf("counted %d bytes, want 11000", c.Bytes)
+	}
+
+	// What a request reserved and did not move goes back.
+	c.Advance(time.Second)
+	s := q.Share()
+	got := s.Limit(1 << 20)
+	s.Moved(2_000)
+	s.Settle()
+	if left := tokensOf(q); left != float64(got-2_000) {
+		t.Fatalf("after moving 2 kB of %d the bucket holds %v", got, left)
+	}
+	q.Return(2_000) // not sent after all
+	if left := tokensOf(q); left != float64(got) {
+		t.Fatalf("after giving the 2 kB back the bucket holds %v, want %d", left, got)
+	}
+}
+
+func tokensOf(q *Quota) float64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.tokens
+}
