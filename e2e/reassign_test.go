@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -368,4 +369,55 @@ func TestReassignThrottleIsSetChangedAndRemoved(t *testing.T) {
 			t.Errorf("broker %s's throttle rates after the cancel: %v, want none", b, got)
 		}
 	}
+}
+
+// TestThrottleRateReachesABrokerThatIsDown: a broker's dynamic configs
+// are the cluster's, so --throttle sets the rate of a broker that is
+// down through one that answers, and the broker applies it when it
+// starts; --verify, once the move is done, removes it the same way from
+// a broker that is down again.
+func TestThrottleRateReachesABrokerThatIsDown(t *testing.T) {
+	metricsAddrs := freeAddrs(t, 4)
+	c := startCluster(t, 4, clusterOpts{voters: 3, nodeProps: func(id int32) []string {
+		return []string{"metrics.listen=tcp://" + metricsAddrs[id-1]}
+	}})
+	c.createTopicOn("slow", [][]int32{{1, 2}}, nil)
+	c.waitPartitions("slow", "in sync", fullISR)
+	down := c.node(4)
+	down.stop()
+	plan := writePlan(t, "plan.json", `{"version":1,"partitions":[{"topic":"slow","partition":0,"replicas":[1,4]}]}`)
+	res := c.mqctl(t, time.Minute, "partition", "reassign", "--execute", plan, "--throttle", "1MB")
+	if res.code != 0 {
+		t.Fatalf("execute --throttle with broker 4 down: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	if !strings.Contains(res.stderr, "brokers 4 are fenced or do not answer: their throttle rate is set through broker") {
+		t.Errorf("execute --throttle with broker 4 down does not say how broker 4 got its rate:\n%s", res.stderr)
+	}
+
+	down.start()
+	followerRate := func() (float64, string) {
+		v, ok := sample(scrape(t, metricsAddrs[3]), "mq_replication_throttle_rate_bytes", "side=follower")
+		return v, fmt.Sprintf("found %v, %.0f", ok, v)
+	}
+	clusterWait.For(t, "broker 4, started, to apply the rate set while it was down", func() (bool, string) {
+		v, seen := followerRate()
+		return v == 1e6, seen
+	})
+	if got := configValues(t, c, "broker", "4"); got["leader.replication.throttled.rate"] != "1000000" || got["follower.replication.throttled.rate"] != "1000000" {
+		t.Errorf("broker 4's throttle rates as it describes them: %v, want 1000000", got)
+	}
+
+	c.waitPartitions("slow", "the move done", func(ps []partitionState) bool {
+		return slices.Equal(ps[0].replicas, []int32{1, 4}) && fullISR(ps)
+	})
+	down.stop()
+	res = c.mqctl(t, time.Minute, "partition", "reassign", "--verify", plan)
+	if res.code != 0 {
+		t.Fatalf("verify: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	down.start()
+	clusterWait.For(t, "broker 4, started, without the rate removed while it was down", func() (bool, string) {
+		v, seen := followerRate()
+		return math.IsInf(v, 1), seen
+	})
 }

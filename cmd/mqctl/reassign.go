@@ -49,8 +49,8 @@ first: --execute it to go back. --throttle RATE (bytes per second: 10MB,
 512KiB, 1048576) limits the copies, as Kafka's tool does: it sets the
 broker configs leader.replication.throttled.rate and
 follower.replication.throttled.rate on every broker the plan involves
-(but those fenced or not answering, which are named on stderr),
-and lists the moving replicas in the topics' configs
+(one that is fenced or does not answer gets them through another broker,
+named on stderr, and applies them when it is back), and lists the moving replicas in the topics' configs
 leader.replication.throttled.replicas (the replicas each partition has
 now) and follower.replication.throttled.replicas (those it gains).
 --execute again with the same plan and another --throttle changes the
@@ -61,7 +61,8 @@ replicas), "unchanged" (already there) or "failed".
 --verify says for each partition of the plan whether its move is
 "complete", "in progress" or "failed" (not moving and not on the plan's
 replicas: cancelled or refused). Once every move is complete it removes
-the throttle configs no move needs any more. Exits 1 while a move runs or
+the throttle configs no move needs any more, also from brokers that are
+down. Exits 1 while a move runs or
 when one failed, 0 once all are complete.
 
 --watch (alone, or after --execute) shows each running move until all

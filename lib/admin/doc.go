@@ -68,7 +68,10 @@
 // its throttle is Kafka's: the rate as the brokers' dynamic configs
 // leader/follower.replication.throttled.rate, the moving replicas as the
 // topics' leader/follower.replication.throttled.replicas (merged with
-// what is there). The throttles are removed, only where set dynamically,
+// what is there). A broker that is fenced or does not answer gets its
+// rates through another broker (alterDownBrokerConfigs): dynamic broker
+// configs live in the controller's image, and it applies them when it is
+// back. The throttles are removed, only where set dynamically,
 // by clearThrottles once no move needs them: a topic's when none of its
 // partitions moves, the brokers' when nothing moves in the cluster;
 // --verify, --watch and --cancel call it. WatchReassignment measures a

@@ -351,21 +351,20 @@ func (a *Admin) throttle(ctx context.Context, c clusterState, plan Plan, rate in
 	}
 	v := strconv.FormatInt(rate, 10)
 	rates := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: LeaderThrottleRate, Value: &v}, {Op: kadm.SetConfig, Name: FollowerThrottleRate, Value: &v}}
-	var set, skipped []int32
+	var set, down []int32
 	for _, b := range brokers {
 		if c.roster.states[b] == BrokerFenced {
-			skipped = append(skipped, b)
+			down = append(down, b)
 			continue
 		}
 		// A broker's own configs go to that broker, as Kafka wants them;
-		// one that does not answer (stopped, not fenced yet) cannot
-		// copy anything, and must not hold the others up.
+		// one that does not answer (stopped, not fenced yet) must not
+		// hold the others up.
 		bctx, _, cancel := boundedWait(ctx, brokerWait)
 		resps, err := a.adm.AlterBrokerConfigs(bctx, rates, b)
 		cancel()
-		var se *kadm.ShardErrors
-		if errors.As(err, &se) && len(se.Errs) == 1 && (unanswered(se.Errs[0].Err) || strings.Contains(se.Errs[0].Err.Error(), "unknown broker")) {
-			skipped = append(skipped, b)
+		if brokerDown(err) {
+			down = append(down, b)
 			continue
 		}
 		if err = alterError(resps, err); err != nil {
@@ -373,8 +372,16 @@ func (a *Admin) throttle(ctx context.Context, c clusterState, plan Plan, rate in
 		}
 		set = append(set, b)
 	}
-	if len(skipped) > 0 && notices != nil {
-		fmt.Fprintf(notices, "mqctl: brokers %s are fenced or do not answer: their throttle rate is not set\n", joinIDs(skipped))
+	if len(down) > 0 {
+		via, err := a.alterDownBrokerConfigs(ctx, down, rates, set)
+		if err != nil {
+			return requestError(fmt.Sprintf("%s: brokers %s, which are fenced or do not answer", what, joinIDs(down)), err)
+		}
+		if notices != nil {
+			fmt.Fprintf(notices, "mqctl: brokers %s are fenced or do not answer: their throttle rate is set through broker %d and applies when they are back\n", joinIDs(down), via)
+		}
+		set = append(set, down...)
+		slices.Sort(set)
 	}
 	topics := slices.Sorted(maps.Keys(leader))
 	current, err := a.adm.DescribeTopicConfigs(ctx, topics...)
@@ -402,6 +409,67 @@ func (a *Admin) throttle(ctx context.Context, c clusterState, plan Plan, rate in
 		fmt.Fprintf(notices, "mqctl: throttled to %s/s on brokers %s, for the moving replicas of %s\n", sizeText(rate), joinIDs(set), strings.Join(topics, ", "))
 	}
 	return nil
+}
+
+// brokerDown reports whether err, kadm's for a request to one broker,
+// means the broker is down: it did not answer, or is not listed.
+func brokerDown(err error) bool {
+	var se *kadm.ShardErrors
+	return errors.As(err, &se) && len(se.Errs) == 1 &&
+		(unanswered(se.Errs[0].Err) || strings.Contains(se.Errs[0].Err.Error(), "unknown broker"))
+}
+
+// alterDownBrokerConfigs changes the dynamic configs of brokers that are
+// down through a broker that answers, the first of prefer that does, else
+// any other, and returns which. A broker's dynamic configs are the
+// cluster's, kept in the controller's replicated metadata, so any broker
+// commits a change to them; the broker applies it when it is back. (kadm
+// sends a broker's configs to that broker, Kafka's rule for its static
+// ones, so the request is sent to the chosen broker by hand.)
+func (a *Admin) alterDownBrokerConfigs(ctx context.Context, down []int32, ops []kadm.AlterConfig, prefer []int32) (int32, error) {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	for _, id := range down {
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(id))
+		for _, op := range ops {
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Op, c.Value = op.Name, kmsg.IncrementalAlterConfigOp(op.Op), op.Value
+			r.Configs = append(r.Configs, c)
+		}
+		req.Resources = append(req.Resources, r)
+	}
+	candidates := slices.Clone(prefer)
+	if md, err := a.adm.BrokerMetadata(ctx); err == nil {
+		for _, id := range md.Brokers.NodeIDs() {
+			if !slices.Contains(candidates, id) && !slices.Contains(down, id) {
+				candidates = append(candidates, id)
+			}
+		}
+	}
+	err := errors.New("no broker answers")
+	for _, via := range candidates {
+		bctx, _, cancel := boundedWait(ctx, brokerWait)
+		var resp *kmsg.IncrementalAlterConfigsResponse
+		resp, err = req.RequestWith(bctx, a.cl.Broker(int(via)))
+		cancel()
+		if err != nil {
+			if unanswered(err) {
+				continue
+			}
+			return via, err
+		}
+		for _, r := range resp.Resources {
+			if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+				msg := ""
+				if r.ErrorMessage != nil {
+					msg = *r.ErrorMessage
+				}
+				return via, fmt.Errorf("broker %s: %s", r.ResourceName, errText(err, msg))
+			}
+		}
+		return via, nil
+	}
+	return -1, err
 }
 
 // throttleScope is what a throttle for plan covers in c: the brokers
@@ -552,8 +620,6 @@ func (a *Admin) clearThrottles(ctx context.Context, what string, topics []string
 		return removed, nil
 	}
 	ids := all.md.Brokers.NodeIDs()
-	// A broker that does not answer keeps its rate: it has nothing to
-	// copy, and must not hold the others up.
 	dctx, _, cancel := boundedWait(ctx, brokerWait)
 	cfgs, err := a.adm.DescribeBrokerConfigs(dctx, ids...)
 	cancel()
@@ -563,8 +629,17 @@ func (a *Admin) clearThrottles(ctx context.Context, what string, topics []string
 			return removed, requestError(what+": throttles", err)
 		}
 	}
+	rates := []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: LeaderThrottleRate}, {Op: kadm.DeleteConfig, Name: FollowerThrottleRate}}
+	var answered, down []int32
 	for _, id := range ids {
 		name := strconv.Itoa(int(id))
+		if !slices.ContainsFunc(cfgs, func(rc kadm.ResourceConfig) bool { return rc.Name == name && rc.Err == nil }) {
+			// Down (or fenced): its configs cannot be described, and
+			// its rates are deleted through another broker below.
+			down = append(down, id)
+			continue
+		}
+		answered = append(answered, id)
 		var del []kadm.AlterConfig
 		for _, c := range []string{LeaderThrottleRate, FollowerThrottleRate} {
 			if dynamicallySet(cfgs, name, c) {
@@ -579,6 +654,19 @@ func (a *Admin) clearThrottles(ctx context.Context, what string, topics []string
 			return removed, requestError(what+": removing the throttle of broker "+name, err)
 		}
 		removed = true
+	}
+	for id, state := range all.roster.states {
+		if state == BrokerFenced && !slices.Contains(down, id) {
+			down = append(down, id)
+		}
+	}
+	slices.Sort(down)
+	if len(down) > 0 && len(answered) > 0 {
+		// Deleting a rate that is not set changes nothing: they all go.
+		// With no broker answering, they stay, as the others' do.
+		if _, err := a.alterDownBrokerConfigs(ctx, down, rates, answered); err != nil {
+			return removed, requestError(fmt.Sprintf("%s: removing the throttle of brokers %s, which are fenced or do not answer", what, joinIDs(down)), err)
+		}
 	}
 	return removed, nil
 }
