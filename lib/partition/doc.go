@@ -38,6 +38,18 @@
 // once, serialized with the loop, for a handler that just created a
 // topic.
 //
+// A lookup (Replica, Leader) never answers from an image older than the
+// controller's: when the hosted replica is behind the topic the handler
+// read from the controller's image (not open though the image places it
+// here, or in an earlier leader epoch: a follower just elected leader),
+// the lookup applies the controller's image itself when no apply is
+// running, and otherwise waits up to applyWait (1 s) for the running
+// one. A client told by any broker that this one leads now is answered
+// at once, not sent away with NOT_LEADER_OR_FOLLOWER or
+// UNKNOWN_LEADER_EPOCH to retry after its backoff. A wait that ran out
+// (an image opening many partitions) is not waited again by the lookups
+// after it: they get the retriable error at once.
+//
 // The fetchers' connections feed the node's peer.Watch. Gone, LeaderGone
 // and Await let the Metadata and FindCoordinator handlers hold an answer
 // naming a leader the Watch found gone, for up to goneLeaderHold (4 s)

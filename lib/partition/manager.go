@@ -122,6 +122,9 @@ type Manager struct {
 	// follower to drop or add and no one to hand over to, so 10,000 of
 	// them cost the loop nothing. Set by apply.
 	shared atomic.Pointer[[]*Hosted]
+	// applies tells lookups waiting for an image that it was applied
+	// (catchup.go).
+	applies applies
 
 	// fs is the data directory's file system: Config.FS, or vfs.OS.
 	fs vfs.FS
@@ -324,6 +327,9 @@ func (m *Manager) follow(changes <-chan struct{}) {
 		case <-m.stop:
 			return
 		}
+		if !m.awaitHold() {
+			return
+		}
 		changes = m.ctrl.Changes()
 		img := m.ctrl.Image()
 		if err := m.apply(img); err != nil {
@@ -471,18 +477,6 @@ func (m *Manager) Refresh() {
 	}
 }
 
-// refreshIfIdle is Refresh unless an image is being applied already (the
-// follow loop opening many partitions): a produce or fetch for a
-// partition still opening is answered at once with a retriable error
-// rather than made to wait for every other partition of the image.
-func (m *Manager) refreshIfIdle() {
-	if !m.syncMu.TryLock() {
-		return
-	}
-	m.syncMu.Unlock()
-	m.Refresh()
-}
-
 // partitionDir is where the log of a partition lives.
 func (m *Manager) partitionDir(topic string, partition int32) string {
 	return filepath.Join(m.cfg.Settings.DataDir, fmt.Sprintf("%s-%d", topic, partition))
@@ -578,6 +572,7 @@ func (m *Manager) apply(img *controller.Image) error {
 	m.traffic.retain(hostedTopics)
 	m.shared.Store(m.sharedIn(work))
 	m.applied, m.appliedLead = img, lead
+	m.applies.done(img)
 	if lead {
 		m.led()
 	}
@@ -1106,14 +1101,16 @@ func (m *Manager) Lookup(topic string, partition int32) *Hosted {
 	return m.lookup(key{topic, partition})
 }
 
-// Replica returns the hosted partition of topic t. When t places a
-// replica on this node that the follow loop has not opened yet (a topic
-// created a moment ago), it applies the current image first, so a client
-// that creates a topic and produces at once is not sent away to retry.
+// Replica returns the hosted partition of topic t. When the hosted
+// replica is behind t (not open though t places it here, as for a topic
+// created a moment ago; or in an earlier leader epoch, as on a follower
+// just elected leader), it brings the partitions up to the controller's
+// image first (catchUp): a client that acted on a newer image, from this
+// broker or another, is not sent away to retry.
 func (m *Manager) Replica(t *controller.Topic, partition int32) *Hosted {
 	h := m.Lookup(t.Name, partition)
-	if h == nil && slices.Contains(t.Partitions[partition].Replicas, m.cfg.Settings.NodeID) {
-		m.refreshIfIdle()
+	if m.behind(h, t, partition) {
+		m.catchUp()
 		h = m.Lookup(t.Name, partition)
 	}
 	if h == nil || h.topicID != t.ID {

@@ -1,0 +1,123 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/record"
+)
+
+// TestClusterNewLeaderAnswersBeforeItsPartitionsApplyTheImage checks
+// that a follower just elected leader answers a client that learnt of
+// the election (from any broker's Metadata) at once, although its
+// partitions have not applied the image that made it leader: the lookup
+// applies it first. The followers' follow loops are held so that the
+// window stays open while the test asks.
+func TestClusterNewLeaderAnswersBeforeItsPartitionsApplyTheImage(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	createReplicated(t, c, "moves", 1)
+	produceAll(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "moves", 0, 10)
+
+	before := c.image().Partition("moves", 0)
+	for id, d := range c.Running() {
+		if id != before.Leader {
+			t.Cleanup(d.parts.HoldFollowForTest())
+		}
+	}
+	c.Crash(before.Leader)
+	img := c.waitImage("a new leader", func(img *controller.Image) bool {
+		p := img.Partition("moves", 0)
+		return p != nil && p.Leader >= 0 && p.Leader != before.Leader
+	})
+	after := img.Partition("moves", 0)
+	leader := c.Get(after.Leader)
+	if h := leader.parts.Lookup("moves", 0); h == nil || h.IsLeader() {
+		t.Fatalf("node %d's partition leads already, or is not open: the window under test is closed", after.Leader)
+	}
+
+	// kgo sets a Produce request's acks from its own: the leader's, as the
+	// other follower is held too and would not move the high-water mark.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Member(after.Leader).KafkaAddr),
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ask := func(req kmsg.Request) kmsg.Response {
+		t.Helper()
+		resp, err := cl.Broker(int(after.Leader)).Request(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+		}
+		return resp
+	}
+	check := func(api string, code int16, what string) {
+		t.Helper()
+		if err := kerr.ErrorForCode(code); err != nil {
+			t.Errorf("%s to the new leader, node %d, in epoch %d: %v (%s)", api, after.Leader, after.LeaderEpoch, err, what)
+		}
+	}
+
+	epochs := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	epochs.ReplicaID = -1
+	et := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	et.Topic = "moves"
+	ep := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	ep.CurrentLeaderEpoch, ep.LeaderEpoch = after.LeaderEpoch, before.LeaderEpoch
+	et.Partitions = append(et.Partitions, ep)
+	epochs.Topics = append(epochs.Topics, et)
+	got := ask(epochs).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
+	check("OffsetForLeaderEpoch", got.ErrorCode, fmt.Sprintf("end offset %d", got.EndOffset))
+	if got.ErrorCode == 0 && got.EndOffset != 10 {
+		t.Errorf("OffsetForLeaderEpoch of epoch %d: end offset %d, want 10", before.LeaderEpoch, got.EndOffset)
+	}
+
+	list := kmsg.NewPtrListOffsetsRequest()
+	list.ReplicaID = -1
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "moves"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.CurrentLeaderEpoch, lp.Timestamp = after.LeaderEpoch, -2
+	lt.Partitions = append(lt.Partitions, lp)
+	list.Topics = append(list.Topics, lt)
+	listed := ask(list).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	check("ListOffsets", listed.ErrorCode, fmt.Sprintf("offset %d", listed.Offset))
+
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.ReplicaID, fetch.MaxBytes, fetch.SessionEpoch = -1, 1<<20, -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = "moves", img.Topics["moves"].ID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.CurrentLeaderEpoch, fp.PartitionMaxBytes = after.LeaderEpoch, 1<<20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	fetched := ask(fetch).(*kmsg.FetchResponse)
+	if fetched.ErrorCode != 0 {
+		t.Fatalf("Fetch: %v", kerr.ErrorForCode(fetched.ErrorCode))
+	}
+	check("Fetch", fetched.Topics[0].Partitions[0].ErrorCode, "")
+
+	batch, err := record.Build(record.BuildOptions{}, []record.Record{{Value: []byte("after the move")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce := kmsg.NewPtrProduceRequest()
+	produce.TimeoutMillis = 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "moves"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = batch
+	pt.Partitions = append(pt.Partitions, pp)
+	produce.Topics = append(produce.Topics, pt)
+	produced := ask(produce).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	check("Produce", produced.ErrorCode, fmt.Sprintf("base offset %d", produced.BaseOffset))
+}
