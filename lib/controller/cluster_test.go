@@ -400,3 +400,49 @@ func TestRaftTimeoutsOfAQuorumSuitALAN(t *testing.T) {
 		t.Errorf("raftTimeout 2s: heartbeat %v, leader lease %v", rc.HeartbeatTimeout, rc.LeaderLeaseTimeout)
 	}
 }
+
+// TestTopicCommandsReturnOnceTheImageHereHoldsThem: a topic created,
+// grown or deleted through a follower is in the follower's own image when
+// the call returns, although the follower applies the leader's commits
+// later than the leader (here 300 ms later): the broker that created a
+// topic answers its client from an image holding it, and the client's
+// next request to it finds it.
+func TestTopicCommandsReturnOnceTheImageHereHoldsThem(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three raft nodes over TCP")
+	}
+	tc := startCluster(t, 3, 0, nil)
+	leader := tc.leader()
+	if _, err := leader.RegisterBroker(ctxFor(t, 10*time.Second), Broker{ID: 1, Host: "127.0.0.1", Port: 9091}); err != nil {
+		t.Fatal(err)
+	}
+	var follower *Controller
+	for _, c := range tc.Running() {
+		if c != leader {
+			follower = c
+			break
+		}
+	}
+	tc.converged(leader)
+	follower.DelayApplyForTest(300 * time.Millisecond)
+	defer follower.DelayApplyForTest(0)
+
+	if _, err := follower.CreateTopic(ctxFor(t, 10*time.Second), CreateTopic{Name: "new", Partitions: 2, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if tp := follower.Image().Topics["new"]; tp == nil || len(tp.Partitions) != 2 {
+		t.Errorf("after CreateTopic through node %d, its image has %+v, want the topic with 2 partitions", follower.cfg.NodeID, tp)
+	}
+	if err := follower.CreatePartitions(ctxFor(t, 10*time.Second), "new", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tp := follower.Image().Topics["new"]; tp == nil || len(tp.Partitions) != 3 {
+		t.Errorf("after CreatePartitions through node %d, its image has %+v, want 3 partitions", follower.cfg.NodeID, tp)
+	}
+	if err := follower.DeleteTopic(ctxFor(t, 10*time.Second), "new"); err != nil {
+		t.Fatal(err)
+	}
+	if tp := follower.Image().Topics["new"]; tp != nil {
+		t.Errorf("after DeleteTopic through node %d, its image still has the topic", follower.cfg.NodeID)
+	}
+}

@@ -671,6 +671,11 @@ func (c *Controller) closeResources() error {
 // as long as needed, and call Image again for a newer one.
 func (c *Controller) Image() *Image { return c.fsm.Image() }
 
+// DelayApplyForTest makes this node apply each committed command d later
+// (0: at once), so that a test can see what answers from an image behind
+// the leader's. Only tests call it.
+func (c *Controller) DelayApplyForTest(d time.Duration) { c.fsm.applyDelay.Store(int64(d)) }
+
 // Changes returns a channel that is closed when the image next changes.
 // To follow the image without missing a change, take the channel before
 // reading the image:
@@ -727,6 +732,45 @@ func (c *Controller) CatchUp(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// localApplyWait bounds how long a command that changed the image waits,
+// once committed, for this node's image to hold it (awaitLocal).
+const localApplyWait = 5 * time.Second
+
+// awaitLocal waits until this node's image holds the change committed at
+// log index (Version >= index), for at most localApplyWait or until ctx
+// ends: a command sent to the leader is committed and applied there
+// first, and this node's FSM applies it when the leader's next message
+// tells it the commit index. Waiting lets the handler that proposed it
+// answer from an image that holds it (a topic just created), and its
+// client's next request here find it. The command is committed either
+// way: running out of time is not an error. Only for commands that
+// change the image, whose index becomes its Version; index 0 (a leader
+// of an older version did not say) does not wait.
+func (c *Controller) awaitLocal(ctx context.Context, index uint64) {
+	if index == 0 {
+		return
+	}
+	// Wall time, like the Raft apply it waits for.
+	timer := time.NewTimer(localApplyWait)
+	defer timer.Stop()
+	for {
+		changes := c.Changes()
+		if c.Image().Version >= index {
+			return
+		}
+		select {
+		case <-changes:
+		case <-timer.C:
+			c.logger.Warn("controller: a committed command is not in this node's image yet", "index", index, "version", c.Image().Version)
+			return
+		case <-ctx.Done():
+			return
+		case <-c.done:
+			return
+		}
+	}
 }
 
 // onLeader runs local on this node when it is the Raft leader, and
@@ -872,6 +916,7 @@ func (c *Controller) applyLocal(ctx context.Context, data []byte) (applyResult, 
 	if !ok {
 		return applyResult{}, fmt.Errorf("controller: unexpected fsm response %T", future.Response())
 	}
+	res.index = future.Index()
 	for _, u := range res.unclean {
 		c.logger.Warn("controller: unclean leader election: records the former ISR holds above the new leader's end offset may be lost",
 			"topic", u.Topic, "partition", u.Partition, "leader", u.Leader,
@@ -958,19 +1003,23 @@ func (c *Controller) CreateTopic(ctx context.Context, t CreateTopic) (TopicID, e
 	if err != nil {
 		return TopicID{}, err
 	}
-	_, err = c.propose(ctx, cmdCreateTopic, &createTopicV1{
+	res, err := c.propose(ctx, cmdCreateTopic, &createTopicV1{
 		Name: t.Name, ID: id, Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor,
 		Assignments: t.Assignments, Configs: t.Configs, Internal: t.Internal,
 	})
 	if err != nil {
 		return TopicID{}, err
 	}
+	c.awaitLocal(ctx, res.index)
 	return id, nil
 }
 
 // DeleteTopic removes a topic from the image (ErrUnknownTopic if absent).
 func (c *Controller) DeleteTopic(ctx context.Context, name string) error {
-	_, err := c.propose(ctx, cmdDeleteTopic, &deleteTopicV1{Name: name})
+	res, err := c.propose(ctx, cmdDeleteTopic, &deleteTopicV1{Name: name})
+	if err == nil {
+		c.awaitLocal(ctx, res.index)
+	}
 	return err
 }
 
@@ -979,7 +1028,10 @@ func (c *Controller) DeleteTopic(ctx context.Context, name string) error {
 // empty, holds the replica lists of the new partitions only; otherwise
 // they are placed round-robin with the topic's replication factor.
 func (c *Controller) CreatePartitions(ctx context.Context, topic string, total int32, assignments [][]int32) error {
-	_, err := c.propose(ctx, cmdCreatePartitions, &createPartitionsV1{Topic: topic, Total: total, Assignments: assignments})
+	res, err := c.propose(ctx, cmdCreatePartitions, &createPartitionsV1{Topic: topic, Total: total, Assignments: assignments})
+	if err == nil {
+		c.awaitLocal(ctx, res.index)
+	}
 	return err
 }
 

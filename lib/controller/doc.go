@@ -33,7 +33,12 @@
 // with the error the FSM refused it with (ErrTopicExists,
 // ErrUnknownTopic, ErrInvalidPartitions, ...; test with errors.Is). On
 // the leader the next Image shows the command's effect; on other nodes it
-// shows soon after. ErrNotController means no leader could be reached
+// shows soon after, except for CreateTopic, CreatePartitions and
+// DeleteTopic, which also wait (up to localApplyWait, 5 s, or the
+// context) until this node's image holds the change: a client that
+// created a topic through a broker finds it there at once (the leader's
+// answer carries the command's log index, which the image's Version then
+// reaches). ErrNotController means no leader could be reached
 // within the context (or leadership was lost while committing, when the
 // command may or may not have been applied).
 //

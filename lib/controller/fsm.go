@@ -12,6 +12,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -51,6 +52,9 @@ type applyResult struct {
 	// leftISR lists the partitions a registering broker left the ISR of
 	// because its replica lost committed records.
 	leftISR []lostReplica
+	// index is the Raft log index the command was committed at (0 from
+	// a leader of an older version).
+	index uint64
 }
 
 // fsm is the controller's raft.FSM. Raft calls Apply, Snapshot and Restore
@@ -61,6 +65,11 @@ type fsm struct {
 
 	mu      sync.Mutex
 	changes chan struct{} // closed and replaced when image changes
+
+	// applyDelay slows every Apply down by this many nanoseconds: set by
+	// a test only (DelayApplyForTest), to widen the moment in which this
+	// node's image is behind the leader's.
+	applyDelay atomic.Int64
 }
 
 var _ raft.FSM = (*fsm)(nil)
@@ -98,6 +107,9 @@ func (f *fsm) publish(img *Image) {
 // does not decode, or a command the image refuses, leaves the image as it
 // was and returns the error in the applyResult.
 func (f *fsm) Apply(l *raft.Log) any {
+	if d := f.applyDelay.Load(); d > 0 {
+		time.Sleep(time.Duration(d))
+	}
 	return f.apply(l.Index, l.Data)
 }
 

@@ -74,6 +74,7 @@ type wireResult struct {
 	Unclean         []uncleanElection `json:"unclean,omitempty"`
 	Alterations     []wireAlteration  `json:"alterations,omitempty"`
 	Reassignments   []wireElection    `json:"reassignments,omitempty"`
+	Index           uint64            `json:"index,omitempty"`
 }
 
 type wireAlteration struct {
@@ -90,7 +91,7 @@ type wireElection struct {
 func resultToWire(r applyResult) wireResult {
 	w := wireResult{
 		Err: encodeError(r.err), FirstProducerID: r.firstProducerID, BrokerEpoch: r.brokerEpoch,
-		Partition: r.partition, Unclean: r.unclean,
+		Partition: r.partition, Unclean: r.unclean, Index: r.index,
 	}
 	for _, e := range r.elections {
 		w.Elections = append(w.Elections, wireElection{Topic: e.Topic, Partition: e.Partition, Err: encodeError(e.err)})
@@ -107,7 +108,7 @@ func resultToWire(r applyResult) wireResult {
 func resultFromWire(w wireResult) applyResult {
 	r := applyResult{
 		err: decodeError(w.Err), firstProducerID: w.FirstProducerID, brokerEpoch: w.BrokerEpoch,
-		partition: w.Partition, unclean: w.Unclean,
+		partition: w.Partition, unclean: w.Unclean, index: w.Index,
 	}
 	for _, e := range w.Elections {
 		r.elections = append(r.elections, electionResult{TopicPartition{e.Topic, e.Partition}, decodeError(e.Err)})
