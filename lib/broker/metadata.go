@@ -26,41 +26,50 @@ func validTopicName(name string) error {
 // handleMetadata answers brokers, cluster and controller ids and topics.
 // Requested topics that do not exist are created when the request allows
 // it (v4+ AllowAutoTopicCreation; always before v4) and the broker has
-// auto.create.topics.enable. Creation is a controller round trip, so it
-// runs in the Reply.
+// auto.create.topics.enable. A requested topic this node's image lacks
+// may have been created through another broker a moment ago: the answer
+// waits, in the Reply, for this node's controller to catch up with the
+// active one (partition.Manager.AwaitTopics) before it says the topic is
+// unknown or creates it, a controller round trip too.
 func (b *Broker) handleMetadata(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.MetadataRequest)
 	img := b.ctrl.Image()
 	all := r.Topics == nil || req.Version == 0 && len(r.Topics) == 0
-	allowCreate := b.cfg.Settings.AutoCreateTopics && (req.Version < 4 || r.AllowAutoTopicCreation)
-	var create []string
-	if !all && allowCreate {
-		for _, rt := range r.Topics {
-			if rt.Topic != nil && img.Topics[*rt.Topic] == nil && validTopicName(*rt.Topic) == nil &&
-				!slices.Contains(create, *rt.Topic) {
-				create = append(create, *rt.Topic)
+	if !all && missingTopics(img, r) != nil {
+		return func() server.Response {
+			img := b.parts.AwaitTopics(ctx, img)
+			var failed map[string]error
+			if create := missingTopics(img, r); len(create) > 0 && b.cfg.Settings.AutoCreateTopics && (req.Version < 4 || r.AllowAutoTopicCreation) {
+				failed = b.autoCreate(ctx, create)
+				img = b.ctrl.Image()
 			}
+			return server.Response{Msg: b.metadata(img, r, req.Version, all, failed)}
 		}
 	}
-	if len(create) == 0 {
-		var topics []string
-		if !all {
-			topics = requestedTopics(r)
-		}
-		if b.parts.LeaderGone(img, topics) {
-			// Not a leader the client would find gone: the controller
-			// is electing others (partition.Manager.Await).
-			return func() server.Response {
-				img := b.parts.Await(ctx, func(img *controller.Image) bool { return b.parts.LeaderGone(img, topics) })
-				return server.Response{Msg: b.metadata(img, r, req.Version, all, nil)}
-			}
-		}
-		return reply(b.metadata(img, r, req.Version, all, nil))
+	var topics []string
+	if !all {
+		topics = requestedTopics(r)
 	}
-	return func() server.Response {
-		failed := b.autoCreate(ctx, create)
-		return server.Response{Msg: b.metadata(b.ctrl.Image(), r, req.Version, all, failed)}
+	if b.parts.LeaderGone(img, topics) {
+		// Not a leader the client would find gone: the controller
+		// is electing others (partition.Manager.Await).
+		return func() server.Response {
+			img := b.parts.Await(ctx, func(img *controller.Image) bool { return b.parts.LeaderGone(img, topics) })
+			return server.Response{Msg: b.metadata(img, r, req.Version, all, nil)}
+		}
 	}
+	return reply(b.metadata(img, r, req.Version, all, nil))
+}
+
+// missingTopics returns the topics r names, by a valid name, that img lacks.
+func missingTopics(img *controller.Image, r *kmsg.MetadataRequest) []string {
+	var out []string
+	for _, rt := range r.Topics {
+		if rt.Topic != nil && img.Topics[*rt.Topic] == nil && validTopicName(*rt.Topic) == nil && !slices.Contains(out, *rt.Topic) {
+			out = append(out, *rt.Topic)
+		}
+	}
+	return out
 }
 
 // autoCreate creates topics with the broker's defaults and returns the

@@ -707,11 +707,13 @@ func (c *Controller) LeaderID() int32 {
 	return int32(n)
 }
 
-// CatchUp waits until this node has applied the Raft log up to where the
-// leader's ended when asked (a restarted node's image starts from its
-// last snapshot), so that its image holds every partition it hosts: a
-// broker opens their logs, and learns which lost committed records,
-// before it registers. It fails when ctx ends first.
+// CatchUp waits until this node's image holds the Raft log up to where
+// the leader's ended when asked (appliedIndex), so that its image holds
+// every partition it hosts: a restarted node's image starts from its
+// last snapshot, and a broker opens their logs, and learns which lost
+// committed records, before it registers. A broker asked for a topic its
+// image lacks catches up before it says the topic is unknown. It fails
+// when ctx ends first.
 func (c *Controller) CatchUp(ctx context.Context) error {
 	q, err := c.Quorum(ctx)
 	if err != nil {
@@ -722,10 +724,10 @@ func (c *Controller) CatchUp(ctx context.Context) error {
 	// waiting for a test that is itself waiting here.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for c.raft.AppliedIndex() < q.LastIndex {
+	for c.appliedIndex() < q.LastIndex {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("controller: catching up with the leader's log (applied %d of %d): %w", c.raft.AppliedIndex(), q.LastIndex, ctx.Err())
+			return fmt.Errorf("controller: catching up with the leader's log (applied %d of %d): %w", c.appliedIndex(), q.LastIndex, ctx.Err())
 		case <-c.done:
 			return ErrClosed
 		case <-tick.C:
@@ -771,6 +773,18 @@ func (c *Controller) awaitLocal(ctx context.Context, index uint64) {
 			return
 		}
 	}
+}
+
+// appliedIndex is the log index up to which this node's image holds the
+// commands. Raft's own AppliedIndex moves when it hands the commands to
+// the FSM, before the FSM applied them; the FSM's index is used instead,
+// and Raft's only until the first command after a snapshot was restored
+// (the snapshot's index is Raft's alone).
+func (c *Controller) appliedIndex() uint64 {
+	if c.fsm.appliedKnown.Load() {
+		return c.fsm.applied.Load()
+	}
+	return c.raft.AppliedIndex()
 }
 
 // onLeader runs local on this node when it is the Raft leader, and

@@ -66,6 +66,13 @@ type fsm struct {
 	mu      sync.Mutex
 	changes chan struct{} // closed and replaced when image changes
 
+	// applied is the log index of the last command Apply was given,
+	// refused and unchanging ones included; appliedKnown is false until
+	// the first Apply and after a Restore, whose index Raft keeps to
+	// itself (Controller.appliedIndex).
+	applied      atomic.Uint64
+	appliedKnown atomic.Bool
+
 	// applyDelay slows every Apply down by this many nanoseconds: set by
 	// a test only (DelayApplyForTest), to widen the moment in which this
 	// node's image is behind the leader's.
@@ -110,7 +117,10 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if d := f.applyDelay.Load(); d > 0 {
 		time.Sleep(time.Duration(d))
 	}
-	return f.apply(l.Index, l.Data)
+	res := f.apply(l.Index, l.Data)
+	f.applied.Store(l.Index)
+	f.appliedKnown.Store(true)
+	return res
 }
 
 func (f *fsm) apply(index uint64, data []byte) applyResult {
@@ -625,6 +635,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		f.logger.Error("controller: restore snapshot", "err", err)
 		return err
 	}
+	f.appliedKnown.Store(false)
 	f.publish(img)
 	f.logger.Debug("controller: restored snapshot", "version", img.Version, "topics", len(img.Topics))
 	return nil

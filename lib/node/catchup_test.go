@@ -121,3 +121,52 @@ func TestClusterNewLeaderAnswersBeforeItsPartitionsApplyTheImage(t *testing.T) {
 	produced := ask(produce).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	check("Produce", produced.ErrorCode, fmt.Sprintf("base offset %d", produced.BaseOffset))
 }
+
+// TestClusterMetadataFindsATopicJustCreatedThroughAnotherBroker: a
+// topic created through one broker is known to the next Metadata a
+// client sends to any other, although that broker's controller applies
+// the commit later (here 200 ms later): the answer waits for it to catch
+// up with the active controller rather than say the topic is unknown.
+func TestClusterMetadataFindsATopicJustCreatedThroughAnotherBroker(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	var active, lagging int32 = -1, -1
+	for id, d := range c.Running() {
+		switch {
+		case d.ctrl.IsLeader():
+			active = id
+		case lagging < 0:
+			lagging = id
+		}
+	}
+	if active < 0 || lagging < 0 {
+		t.Fatalf("no active controller (%d) or no other node (%d)", active, lagging)
+	}
+	c.Get(lagging).ctrl.DelayApplyForTest(200 * time.Millisecond)
+	t.Cleanup(func() { c.Get(lagging).ctrl.DelayApplyForTest(0) })
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Member(lagging).KafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 3 {
+		topic := fmt.Sprintf("fresh-%d", i)
+		if _, err := c.Get(active).ctrl.CreateTopic(ctx, controller.CreateTopic{Name: topic, Partitions: 6, ReplicationFactor: 3}); err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		raw, err := cl.Broker(int(lagging)).Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := raw.(*kmsg.MetadataResponse).Topics[0]
+		if err := kerr.ErrorForCode(got.ErrorCode); err != nil || len(got.Partitions) != 6 {
+			t.Errorf("Metadata of %s from node %d right after its creation through node %d: %v, %d partitions", topic, lagging, active, err, len(got.Partitions))
+		}
+	}
+}

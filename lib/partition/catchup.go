@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -130,4 +131,40 @@ func (m *Manager) awaitHold() bool {
 	case <-m.stop:
 		return false
 	}
+}
+
+// topicWait bounds how long a Metadata answer waits for this node's
+// controller to catch up with the leader's log (AwaitTopics).
+const topicWait = time.Second
+
+// TopicsMissing reports whether img lacks one of topics.
+func TopicsMissing(img *controller.Image, topics []string) bool {
+	for _, name := range topics {
+		if img.Topics[name] == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// AwaitTopics returns the controller's image once this node's controller
+// has applied the log as far as the active controller's reached when
+// asked (controller.CatchUp), for at most topicWait: called when img
+// lacks a topic a client asked for (TopicsMissing). The topic may have
+// been created a moment ago through another broker, which told its
+// client so; this node applies the command only when the leader's next
+// message carries its commit. A topic that does not exist costs one
+// round trip to the active controller, and no wait. On the active
+// controller, whose image holds every command committed, img is
+// returned as it is.
+func (m *Manager) AwaitTopics(ctx context.Context, img *controller.Image) *controller.Image {
+	if m.ctrl.IsLeader() {
+		return img
+	}
+	ctx, cancel := context.WithTimeout(ctx, topicWait)
+	defer cancel()
+	if err := m.ctrl.CatchUp(ctx); err != nil {
+		m.log.Debug("catching up with the controller for a topic asked", "err", err)
+	}
+	return m.ctrl.Image()
 }

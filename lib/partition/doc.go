@@ -50,6 +50,14 @@
 // (an image opening many partitions) is not waited again by the lookups
 // after it: they get the retriable error at once.
 //
+// The controller's image may itself be behind the active controller's:
+// a follower applies a command when the leader's next message carries
+// its commit. AwaitTopics, for a Metadata request naming a topic the
+// image lacks, waits up to topicWait (1 s) for this node's controller to
+// apply the log as far as the active controller's reached
+// (controller.CatchUp): a topic created through another broker a moment
+// ago is then answered, not called unknown.
+//
 // The fetchers' connections feed the node's peer.Watch. Gone, LeaderGone
 // and Await let the Metadata and FindCoordinator handlers hold an answer
 // naming a leader the Watch found gone, for up to goneLeaderHold (4 s)
