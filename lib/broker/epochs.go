@@ -46,6 +46,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, _ *server.ConnInf
 			if req.Version < 2 {
 				current = -1
 			}
+			t := b.parts.TopicAt(rt.Topic, t, rp.Partition, current)
 			endOffset, epoch, err := b.endOffsetForEpoch(t, rp.Partition, current, rp.LeaderEpoch)
 			sp.ErrorCode = epochsError(err)
 			if err != nil {

@@ -306,6 +306,13 @@ func (f *fetch) lookup(b *Broker, img *controller.Image) {
 			// gen 0: no partition registered yet, when a lookup never made
 			// (lookupGen 0) must not pass for one.
 			if fp.lookupGen != gen || fp.lookupImage != version || gen == 0 {
+				if t != nil {
+					// The client may know of an election this node's
+					// controller has not applied yet.
+					if t = b.parts.TopicAt(t.Name, t, fp.partition, fp.currentLeaderEpoch); t == nil {
+						terr = partition.ErrUnknownPartition
+					}
+				}
 				fp.p, fp.lookupErr = f.lookupPartition(b, t, terr, fp.partition)
 				fp.lookupImage, fp.lookupGen = version, gen
 			}

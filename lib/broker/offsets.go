@@ -45,6 +45,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *server.ConnInfo, req 
 			if req.Version < 4 {
 				epoch = -1
 			}
+			t := b.parts.TopicAt(rt.Topic, t, rp.Partition, epoch)
 			offset, ts, leaderEpoch, err := b.listOffset(t, rp.Partition, epoch, rp.Timestamp, r.ReplicaID, req.Version)
 			sp.ErrorCode = offsetsError(err)
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/mqtest"
 	"github.com/mqproject/mq/lib/record"
 )
 
@@ -169,4 +170,124 @@ func TestClusterMetadataFindsATopicJustCreatedThroughAnotherBroker(t *testing.T)
 			t.Errorf("Metadata of %s from node %d right after its creation through node %d: %v, %d partitions", topic, lagging, active, err, len(got.Partitions))
 		}
 	}
+}
+
+// TestClusterNewLeaderAnswersBeforeItsControllerAppliesTheElection: a
+// client that learnt of an election from a broker ahead of the new
+// leader, and sends the new leader epoch with its request, is answered
+// once the new leader's controller has applied the election, not with
+// UNKNOWN_LEADER_EPOCH. The replicas' controllers apply every commit
+// 500 ms late; the fourth node, which holds no replica, is the one ahead.
+func TestClusterNewLeaderAnswersBeforeItsControllerAppliesTheElection(t *testing.T) {
+	c, before, after, _ := electAheadOfTheNewLeader(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Member(after.Leader).KafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	epochs := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	epochs.ReplicaID = -1
+	et := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	et.Topic = "moves"
+	ep := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	ep.CurrentLeaderEpoch, ep.LeaderEpoch = after.LeaderEpoch, before.LeaderEpoch
+	et.Partitions = append(et.Partitions, ep)
+	epochs.Topics = append(epochs.Topics, et)
+	raw, err := cl.Broker(int(after.Leader)).Request(ctx, epochs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := raw.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(got.ErrorCode); err != nil || got.EndOffset != 10 {
+		t.Errorf("OffsetForLeaderEpoch to the new leader, node %d, in epoch %d: %v, end offset %d, want 10", after.Leader, after.LeaderEpoch, err, got.EndOffset)
+	}
+
+	list := kmsg.NewPtrListOffsetsRequest()
+	list.ReplicaID = -1
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "moves"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.CurrentLeaderEpoch, lp.Timestamp = after.LeaderEpoch, -2
+	lt.Partitions = append(lt.Partitions, lp)
+	list.Topics = append(list.Topics, lt)
+	raw, err = cl.Broker(int(after.Leader)).Request(ctx, list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := raw.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Errorf("ListOffsets to the new leader, node %d, in epoch %d: %v", after.Leader, after.LeaderEpoch, kerr.ErrorForCode(code))
+	}
+}
+
+// TestClusterNewLeaderServesAFetchBeforeItsControllerAppliesTheElection
+// is the test above for a consumer's Fetch in the new leader epoch.
+func TestClusterNewLeaderServesAFetchBeforeItsControllerAppliesTheElection(t *testing.T) {
+	c, _, after, id := electAheadOfTheNewLeader(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Member(after.Leader).KafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.ReplicaID, fetch.MaxBytes, fetch.SessionEpoch = -1, 1<<20, -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = "moves", id
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.CurrentLeaderEpoch, fp.PartitionMaxBytes = after.LeaderEpoch, 1<<20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	raw, err := cl.Broker(int(after.Leader)).Request(ctx, fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := raw.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 {
+		t.Fatalf("Fetch: %v, %d topics", kerr.ErrorForCode(resp.ErrorCode), len(resp.Topics))
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Errorf("Fetch from the new leader, node %d, in epoch %d: %v", after.Leader, after.LeaderEpoch, kerr.ErrorForCode(code))
+	}
+}
+
+// electAheadOfTheNewLeader starts four nodes, puts the replicas of topic
+// moves (ten records) on nodes 1 to 3, has the controllers of the
+// followers apply every commit 500 ms late, crashes the leader, and
+// returns once node 4, which holds no replica, sees the new leader:
+// before the new leader's own controller does.
+func electAheadOfTheNewLeader(t *testing.T) (c *testCluster, before, after *controller.Partition, id controller.TopicID) {
+	t.Helper()
+	c = startCluster(t, 4, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id, err := c.Get(4).ctrl.CreateTopic(ctx, controller.CreateTopic{Name: "moves", Assignments: [][]int32{{1, 2, 3}},
+		Configs: map[string]string{"min.insync.replicas": "2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitImage("moves fully in sync", func(img *controller.Image) bool { return fullyInSync(img, "moves") })
+	produceAll(t, c.client(kgo.RequiredAcks(kgo.AllISRAcks())), "moves", 0, 10)
+
+	before = c.image().Partition("moves", 0)
+	for n := int32(1); n <= 3; n++ {
+		if n != before.Leader {
+			d := c.Get(n)
+			d.ctrl.DelayApplyForTest(500 * time.Millisecond)
+			t.Cleanup(func() { d.ctrl.DelayApplyForTest(0) })
+		}
+	}
+	c.Crash(before.Leader)
+	mqtest.WaitFor(t, "node 4 to see a new leader", func() (bool, string) {
+		after = c.Get(4).ctrl.Image().Partition("moves", 0)
+		return after != nil && after.Leader >= 0 && after.Leader != before.Leader, fmt.Sprintf("%+v", after)
+	})
+	if p := c.Get(after.Leader).ctrl.Image().Partition("moves", 0); p.LeaderEpoch >= after.LeaderEpoch {
+		t.Logf("node %d's controller has applied the election already: the window under test is closed", after.Leader)
+	}
+	return c, before, after, id
 }

@@ -168,3 +168,34 @@ func (m *Manager) AwaitTopics(ctx context.Context, img *controller.Image) *contr
 	}
 	return m.ctrl.Image()
 }
+
+// TopicAt returns t, the topic named name in an image a handler read
+// (nil: that image lacks it), or the topic in a newer image of the
+// controller's when the client's current leader epoch for the partition
+// (-1: none given) is newer than t's: the client learnt of an election
+// this node's controller has not applied yet. It waits for that image up
+// to applyWait, and then returns what the controller holds.
+func (m *Manager) TopicAt(name string, t *controller.Topic, partition, currentEpoch int32) *controller.Topic {
+	known := func(t *controller.Topic) bool {
+		return t != nil && partition >= 0 && int(partition) < len(t.Partitions) && t.Partitions[partition].LeaderEpoch >= currentEpoch
+	}
+	if currentEpoch < 0 || known(t) {
+		return t
+	}
+	timer := m.clock.NewTimer(applyWait)
+	defer timer.Stop()
+	for {
+		changes := m.ctrl.Changes()
+		t = m.ctrl.Image().Topics[name]
+		if known(t) {
+			return t
+		}
+		select {
+		case <-changes:
+		case <-timer.C():
+			return m.ctrl.Image().Topics[name]
+		case <-m.stop:
+			return t
+		}
+	}
+}

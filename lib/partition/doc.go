@@ -56,7 +56,12 @@
 // image lacks, waits up to topicWait (1 s) for this node's controller to
 // apply the log as far as the active controller's reached
 // (controller.CatchUp): a topic created through another broker a moment
-// ago is then answered, not called unknown.
+// ago is then answered, not called unknown. TopicAt, for a request that
+// carries the client's current leader epoch (Fetch, ListOffsets,
+// OffsetForLeaderEpoch), waits up to applyWait for the controller's
+// image of an election the client learnt of elsewhere, when its epoch is
+// newer than the image's: the lookup then finds the replica led here,
+// not UNKNOWN_LEADER_EPOCH.
 //
 // The fetchers' connections feed the node's peer.Watch. Gone, LeaderGone
 // and Await let the Metadata and FindCoordinator handlers hold an answer
