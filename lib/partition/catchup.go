@@ -25,6 +25,12 @@ type applies struct {
 	// waitedOut is the highest image version a catchUp gave up waiting
 	// for: later lookups of that image answer at once.
 	waitedOut atomic.Uint64
+	// epochWaitedOut is the version of the controller's image when a
+	// TopicAt gave up waiting for a newer leader epoch: until the image
+	// changes, a client's epoch newer than it is not waited for again (a
+	// client of a deleted topic, recreated under the same name, may ask
+	// in the old topic's epochs).
+	epochWaitedOut atomic.Uint64
 	// hold, set by HoldFollowForTest, keeps the follow loop from applying
 	// the images that come until it is closed.
 	hold atomic.Pointer[chan struct{}]
@@ -174,13 +180,17 @@ func (m *Manager) AwaitTopics(ctx context.Context, img *controller.Image) *contr
 // controller's when the client's current leader epoch for the partition
 // (-1: none given) is newer than t's: the client learnt of an election
 // this node's controller has not applied yet. It waits for that image up
-// to applyWait, and then returns what the controller holds.
+// to applyWait, and then returns what the controller holds; once a wait
+// ran out, it does not wait again until the controller's image changes.
 func (m *Manager) TopicAt(name string, t *controller.Topic, partition, currentEpoch int32) *controller.Topic {
 	known := func(t *controller.Topic) bool {
 		return t != nil && partition >= 0 && int(partition) < len(t.Partitions) && t.Partitions[partition].LeaderEpoch >= currentEpoch
 	}
 	if currentEpoch < 0 || known(t) {
 		return t
+	}
+	if m.ctrl.Image().Version <= m.applies.epochWaitedOut.Load() {
+		return m.ctrl.Image().Topics[name]
 	}
 	timer := m.clock.NewTimer(applyWait)
 	defer timer.Stop()
@@ -193,7 +203,9 @@ func (m *Manager) TopicAt(name string, t *controller.Topic, partition, currentEp
 		select {
 		case <-changes:
 		case <-timer.C():
-			return m.ctrl.Image().Topics[name]
+			img := m.ctrl.Image()
+			m.applies.epochWaitedOut.Store(max(m.applies.epochWaitedOut.Load(), img.Version))
+			return img.Topics[name]
 		case <-m.stop:
 			return t
 		}
