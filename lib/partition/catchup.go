@@ -88,11 +88,7 @@ func (m *Manager) catchUp() {
 		}
 		if m.syncMu.TryLock() {
 			m.syncMu.Unlock()
-			select {
-			case <-m.stop: // closing: no partition opens again
-			default:
-				m.Refresh()
-			}
+			m.Refresh()
 			return
 		}
 		if timer == nil {

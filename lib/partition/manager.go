@@ -105,6 +105,10 @@ type Manager struct {
 	// appliedLead is whether this node led where applied names it
 	// (mayLead); under syncMu.
 	appliedLead bool
+	// closed is set by Close, under syncMu, before it closes the logs:
+	// an apply after it (Refresh by a handler still answering) opens
+	// nothing.
+	closed bool
 
 	mu    sync.RWMutex
 	parts map[key]*Hosted
@@ -442,6 +446,7 @@ func (m *Manager) Close() error {
 	}
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
+	m.closed = true
 	return m.closeAll(true) // high-water marks checkpointed first
 }
 
@@ -488,6 +493,9 @@ func (m *Manager) partitionDir(topic string, partition int32) string {
 func (m *Manager) apply(img *controller.Image) error {
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
+	if m.closed {
+		return nil
+	}
 	lead := m.MayLead(img)
 	if m.applied != nil && img.Version <= m.applied.Version && m.applied.Version != 0 && lead == m.appliedLead {
 		return nil
