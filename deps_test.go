@@ -32,7 +32,7 @@ var allowed = map[string][]string{
 	"lib/peer":        {"lib/clock", "lib/probe", "lib/replica", "lib/kafkaext"},
 	"lib/group":       {"lib/clock", "lib/record"},
 	"lib/queue":       {"lib/clock", "lib/record"},
-	"lib/coordinator": {"lib/controller", "lib/group", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica"},
+	"lib/coordinator": {"lib/config", "lib/controller", "lib/group", "lib/kafkaext", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica"},
 	"lib/metrics":     {"lib/server"},
 	"lib/partition":   {"lib/clock", "lib/config", "lib/controller", "lib/kafkaext", "lib/log", "lib/peer", "lib/replica", "lib/vfs"},
 	"lib/broker":      {"lib/clock", "lib/config", "lib/controller", "lib/coordinator", "lib/group", "lib/kafkaext", "lib/log", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica", "lib/server", "lib/version"},
@@ -59,12 +59,11 @@ var allowedInTests = map[string][]string{
 	// Listener addresses below the ephemeral range, for tests that start
 	// daemons on ports of their own (lib/loopback); storage on file
 	// systems that fail on command (faultfs) or lose power (crashfs).
-	"lib/broker":      {"lib/mqtest", "lib/vfs", "lib/vfs/faultfs"},
-	"lib/node":        {"lib/loopback", "lib/mqtest", "lib/record", "lib/replica", "lib/vfs/crashfs"},
-	"lib/controller":  {"lib/loopback", "lib/mqtest"},
-	"lib/partition":   {"lib/loopback", "lib/mqtest"},
-	"lib/coordinator": {"lib/config"},
-	"e2e":             {"lib/loopback", "lib/mqtest"},
+	"lib/broker":     {"lib/mqtest", "lib/vfs", "lib/vfs/faultfs"},
+	"lib/node":       {"lib/loopback", "lib/mqtest", "lib/record", "lib/replica", "lib/vfs/crashfs"},
+	"lib/controller": {"lib/loopback", "lib/mqtest"},
+	"lib/partition":  {"lib/loopback", "lib/mqtest"},
+	"e2e":            {"lib/loopback", "lib/mqtest"},
 	// Test support shared by every package's tests (mqtest.WaitFor).
 	"lib/server": {"lib/mqtest"},
 	"lib/pipe":   {"lib/mqtest"},

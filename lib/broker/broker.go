@@ -129,9 +129,9 @@ func New(cfg Config) *Broker {
 		Name: shareStateTopic, Partitions: stateParts, ReplicationFactor: s.OffsetsTopicReplicationFactor,
 		NodeID: s.NodeID, Controller: b.ctrl, Hosted: b.parts, Peers: b.peers, Logger: b.log,
 	})
-	dlq := &deadLetters{settings: s, ctrl: b.ctrl, parts: b.parts, log: b.log}
+	dlq := &coordinator.DeadLetters{Settings: s, Controller: b.ctrl, Hosted: b.parts, Logger: b.log}
 	b.shares = queue.NewLeader(queue.LeaderConfig{
-		Store: b.shareState, Resolve: shareSources(b.ctrl, b.parts), DeadLetter: dlq.write, Clock: b.clock, Logger: b.log,
+		Store: b.shareState, Resolve: shareSources(b.ctrl, b.parts), DeadLetter: dlq.Write, Clock: b.clock, Logger: b.log,
 	})
 	return b
 }

@@ -30,10 +30,6 @@ import (
 // lib/config resolves values and sources (config.Broker.WithDynamic);
 // this file adds the synonyms and the request handling.
 
-// clusterDefaultBroker is the broker ID under which the image keeps the
-// cluster-wide dynamic broker configs, and the resource name "" stands for.
-const clusterDefaultBroker = -1
-
 // describedConfig is a config entry with the lower-precedence values it
 // hides (DescribeConfigs synonyms), highest precedence first and starting
 // with the entry's own value.
@@ -67,7 +63,7 @@ func (d *describedConfig) addSynonym(name string, value *string, source config.S
 // effectiveSettings returns this node's settings with the dynamic broker
 // configs of img applied: the cluster defaults, then this node's own.
 func (b *Broker) effectiveSettings(img *controller.Image) config.Broker {
-	return b.settingsWith(img.BrokerConfigs[clusterDefaultBroker], img.BrokerConfigs[b.cfg.Settings.NodeID])
+	return b.settingsWith(img.BrokerConfigs[controller.ClusterDefaultBroker], img.BrokerConfigs[b.cfg.Settings.NodeID])
 }
 
 // settingsWith returns this node's settings with dynamic configs applied.
@@ -97,7 +93,7 @@ func entriesByName(entries []config.Entry) map[string]config.Entry {
 // broker, dynamic cluster default, static or default).
 func (b *Broker) topicConfigs(img *controller.Image, overrides map[string]string) []describedConfig {
 	perBroker := img.BrokerConfigs[b.cfg.Settings.NodeID]
-	clusterDefault := img.BrokerConfigs[clusterDefaultBroker]
+	clusterDefault := img.BrokerConfigs[controller.ClusterDefaultBroker]
 	static := entriesByName(config.DescribeTopic(b.cfg.Settings, nil))
 	entries := config.DescribeTopic(b.effectiveSettings(img), overrides)
 	out := make([]describedConfig, 0, len(entries))
@@ -125,11 +121,11 @@ func (b *Broker) topicConfigs(img *controller.Image, overrides map[string]string
 }
 
 // brokerConfigs describes the configs of broker resource id: this node, or
-// the cluster defaults (clusterDefaultBroker), which show only the dynamic
+// the cluster defaults (controller.ClusterDefaultBroker), which show only the dynamic
 // defaults that are set, as in Kafka.
 func (b *Broker) brokerConfigs(img *controller.Image, id int32) []describedConfig {
-	clusterDefault := img.BrokerConfigs[clusterDefaultBroker]
-	if id == clusterDefaultBroker {
+	clusterDefault := img.BrokerConfigs[controller.ClusterDefaultBroker]
+	if id == controller.ClusterDefaultBroker {
 		var out []describedConfig
 		for _, e := range config.DescribeBrokerConfigs(b.cfg.Settings, clusterDefault, nil) {
 			v, ok := clusterDefault[e.Name]
@@ -166,7 +162,7 @@ func (b *Broker) brokerConfigs(img *controller.Image, id int32) []describedConfi
 // or "" for the cluster-wide defaults.
 func brokerResource(name string) (int32, error) {
 	if name == "" {
-		return clusterDefaultBroker, nil
+		return controller.ClusterDefaultBroker, nil
 	}
 	id, err := strconv.ParseInt(name, 10, 32)
 	if err != nil || id < 0 {
@@ -201,7 +197,7 @@ func (b *Broker) describeResource(img *controller.Image, t kmsg.ConfigResourceTy
 		if err != nil {
 			return nil, err
 		}
-		if id != clusterDefaultBroker && id != b.cfg.Settings.NodeID {
+		if id != controller.ClusterDefaultBroker && id != b.cfg.Settings.NodeID {
 			// Only a broker knows its static settings; clients send
 			// broker resources to the broker they name.
 			return nil, refuse(kerr.InvalidRequest, "this is node %d; ask node %d for its configs", b.cfg.Settings.NodeID, id)
@@ -316,8 +312,8 @@ func (b *Broker) alterResource(ctx context.Context, t kmsg.ConfigResourceType, n
 		// defaults on top of its settings; the cluster defaults have the
 		// settings alone.
 		baseSettings := b.cfg.Settings
-		if id != clusterDefaultBroker {
-			baseSettings = b.settingsWith(img.BrokerConfigs[clusterDefaultBroker], nil)
+		if id != controller.ClusterDefaultBroker {
+			baseSettings = b.settingsWith(img.BrokerConfigs[controller.ClusterDefaultBroker], nil)
 		}
 		current := img.BrokerConfigs[id]
 		updated, err := next(current, entriesByName(config.DescribeBroker(baseSettings, nil)))

@@ -23,8 +23,8 @@
 //   - share.go, share_fetch.go, share_offsets.go (KIP-932 share groups
 //     onto lib/queue's Groups and Leader (a consumer group's id is
 //     refused to ShareGroupHeartbeat), with their state in
-//     __share_group_state through lib/coordinator; share_config.go the
-//     group configs of lib/config, share_dlq.go the dead letters);
+//     __share_group_state and their dead letters through
+//     lib/coordinator; share_config.go the group configs of lib/config);
 //   - damage.go (mq's SkipDamaged and Refetch, lib/kafkaext).
 //
 // broker.go registers every family's APIs and versions, which ApiVersions

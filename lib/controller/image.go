@@ -7,6 +7,10 @@ import (
 	"slices"
 )
 
+// ClusterDefaultBroker is the broker ID under which Image.BrokerConfigs
+// keeps the cluster-wide dynamic broker configs (Kafka's resource name "").
+const ClusterDefaultBroker int32 = -1
+
 // Image is the cluster metadata at one point of the Raft log. An Image is
 // immutable once published: the FSM builds a new Image (sharing the
 // unchanged parts with the old one) for every command that changes
@@ -28,8 +32,8 @@ type Image struct {
 	Brokers      map[int32]Broker
 	Topics       map[string]*Topic
 	TopicsByID   map[TopicID]*Topic
-	// BrokerConfigs holds dynamic broker configs by broker ID; the key -1
-	// holds the cluster-wide dynamic defaults.
+	// BrokerConfigs holds dynamic broker configs by broker ID; the key
+	// ClusterDefaultBroker holds the cluster-wide dynamic defaults.
 	BrokerConfigs map[int32]map[string]string
 	// GroupConfigs holds the configs of groups (Kafka's GROUP config
 	// resource: share.auto.offset.reset and the like) by group ID; nil

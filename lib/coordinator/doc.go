@@ -15,6 +15,11 @@
 // Topic implements group.Store (Append, Replay) and queue.Store
 // (PartitionCount, Write, Read).
 //
+// DeadLetters writes share groups' dead letters (lib/queue's
+// LeaderConfig.DeadLetter) to their dead-letter topics, ordinary topics
+// it creates with the broker's defaults on first use: the same append
+// and wait for the in-sync replicas, on partitions led here.
+//
 // # The lock rule
 //
 // A coordinator changes its state under its own mutex and appends the

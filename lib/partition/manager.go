@@ -504,7 +504,7 @@ func (m *Manager) apply(img *controller.Image) error {
 	var errs []error
 	// Dynamic broker configs (cluster defaults, then this node's) change the
 	// defaults of every topic.
-	settings, err := m.cfg.Settings.WithDynamic(img.BrokerConfigs[-1], img.BrokerConfigs[self])
+	settings, err := m.cfg.Settings.WithDynamic(img.BrokerConfigs[controller.ClusterDefaultBroker], img.BrokerConfigs[self])
 	if err != nil {
 		m.log.Warn("dynamic broker config", "err", err)
 	}

@@ -1,4 +1,4 @@
-package broker
+package coordinator
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
-	"github.com/mqproject/mq/lib/coordinator"
 	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/queue"
@@ -18,51 +17,52 @@ import (
 )
 
 // errDeadLetterElsewhere is a dead-letter partition led by another node.
-var errDeadLetterElsewhere = errors.New("broker: the dead-letter partition is led by another node")
+var errDeadLetterElsewhere = errors.New("coordinator: the dead-letter partition is led by another node")
 
-// deadLetters writes share groups' dead letters to their dead-letter
-// topics (errors.deadletterqueue.topic.name): lib/queue's
-// LeaderConfig.DeadLetter.
-type deadLetters struct {
-	settings config.Broker // this node's; a topic's defaults are these with the image's dynamic configs
-	ctrl     *controller.Controller
-	parts    *partition.Manager
-	log      *slog.Logger
+// DeadLetters writes share groups' dead letters to their dead-letter
+// topics (errors.deadletterqueue.topic.name): its Write is lib/queue's
+// LeaderConfig.DeadLetter. A dead-letter partition must be led here; the
+// write is refused otherwise, and lib/queue tries again later.
+type DeadLetters struct {
+	Settings   config.Broker // this node's; a topic's defaults are these with the image's dynamic configs
+	Controller *controller.Controller
+	Hosted     *partition.Manager
+	Logger     *slog.Logger
 }
 
-// write appends the dead letters of group's share-partition on tp to
+// Write appends the dead letters of group's share-partition on tp to
 // topic, with kafkaext's dead-letter headers (the ones mqpipe exec writes), waiting until the in-sync replicas have them. The records keep
 // their key, value, headers and timestamp. The topic is created (with
 // the broker's defaults) on first use; dead letters of source partition
 // p go to its partition p mod n, so they keep their order.
-func (d *deadLetters) write(ctx context.Context, group string, tp queue.TP, src queue.Source, dead []queue.DeadLetter, topic string) error {
-	img := d.ctrl.Image()
+func (d *DeadLetters) Write(ctx context.Context, group string, tp queue.TP, src queue.Source, dead []queue.DeadLetter, topic string) error {
+	img := d.Controller.Image()
 	srcTopic := img.TopicsByID[controller.TopicID(tp.TopicID)]
 	if srcTopic == nil {
-		return errUnknownTopicID
+		return fmt.Errorf("dead letters of topic id %x: %w", tp.TopicID, controller.ErrUnknownTopic)
 	}
 	dt := img.Topics[topic]
 	if dt == nil {
-		settings, err := d.settings.WithDynamic(img.BrokerConfigs[clusterDefaultBroker], img.BrokerConfigs[d.settings.NodeID])
+		settings, err := d.Settings.WithDynamic(img.BrokerConfigs[controller.ClusterDefaultBroker], img.BrokerConfigs[d.Settings.NodeID])
 		if err != nil {
-			d.log.Warn("ignoring dynamic broker configs", "err", err)
+			d.Logger.Warn("ignoring dynamic broker configs", "err", err)
 		}
-		_, err = d.ctrl.CreateTopic(ctx, controller.CreateTopic{
+		_, err = d.Controller.CreateTopic(ctx, controller.CreateTopic{
 			Name: topic, Partitions: settings.NumPartitions,
-			ReplicationFactor: coordinator.ReplicationFactor(settings.DefaultReplicationFactor, img),
+			ReplicationFactor: ReplicationFactor(settings.DefaultReplicationFactor, img),
 		})
 		if err != nil && !errors.Is(err, controller.ErrTopicExists) {
 			return fmt.Errorf("create dead-letter topic %s: %w", topic, err)
 		}
-		d.parts.Refresh()
-		if dt = d.ctrl.Image().Topics[topic]; dt == nil {
+		d.Hosted.Refresh()
+		if dt = d.Controller.Image().Topics[topic]; dt == nil {
 			return fmt.Errorf("dead-letter topic %s: not in the image after creation", topic)
 		}
 	}
 	p := tp.Partition % int32(len(dt.Partitions))
-	out, err := d.parts.Leader(dt, p)
+	out, err := d.Hosted.Leader(dt, p)
 	if err != nil {
-		if leader := dt.Partitions[p].Leader; leader >= 0 && leader != d.settings.NodeID {
+		if leader := dt.Partitions[p].Leader; leader >= 0 && leader != d.Settings.NodeID {
 			return errDeadLetterElsewhere
 		}
 		return err
@@ -102,12 +102,12 @@ func (d *deadLetters) write(ctx context.Context, group string, tp queue.TP, src 
 	if err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, coordinator.DefaultCommitTimeout)
+	wctx, cancel := context.WithTimeout(ctx, DefaultCommitTimeout)
 	defer cancel()
 	if err := out.WaitHighWatermark(wctx, res.LastOffset, res.LeaderEpoch); err != nil {
 		return err
 	}
-	d.log.Info("dead-lettered records", "group", group, "partition", src.String(), "records", len(recs), "topic", topic)
+	d.Logger.Info("dead-lettered records", "group", group, "partition", src.String(), "records", len(recs), "topic", topic)
 	return nil
 }
 
