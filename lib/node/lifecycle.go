@@ -124,13 +124,42 @@ func (d *Daemon) checkClusterID() error {
 	return nil
 }
 
+// registerRetry spaces the attempts of a registration whose outcome the
+// controller could not tell.
+const registerRetry = 100 * time.Millisecond
+
 // register records this broker with the controller (forwarded to the
 // active one) and keeps the epoch it was given. The first registration
-// names the replicas that lost committed records (d.lost).
+// names the replicas that lost committed records (d.lost). A registration
+// the controller lost its leadership while committing (or could not
+// reach a leader for: controller.ErrNotController) is sent again until
+// ctx ends: the outcome is unknown, and registering twice only gives the
+// broker the later epoch. A node restarted while the controller moves
+// would otherwise exit.
 func (d *Daemon) register(ctx context.Context) error {
-	epoch, err := d.ctrl.RegisterBrokerAfterLoss(ctx, d.registration, d.lost)
-	if err != nil {
-		return fmt.Errorf("register broker %d: %w", d.settings.NodeID, err)
+	var epoch int64
+	for {
+		var err error
+		if testHookRegister != nil {
+			err = testHookRegister(d)
+		}
+		if err == nil {
+			epoch, err = d.ctrl.RegisterBrokerAfterLoss(ctx, d.registration, d.lost)
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, controller.ErrNotController) || ctx.Err() != nil {
+			return fmt.Errorf("register broker %d: %w", d.settings.NodeID, err)
+		}
+		d.log.Info("registering again: the controller could not tell whether the registration was committed", "err", err)
+		t := d.clock.NewTimer(registerRetry)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("register broker %d: %w", d.settings.NodeID, err)
+		}
 	}
 	if d.lost != nil { // written only here, in Start: the heartbeat loop's registrations only read it
 		d.lost = nil

@@ -295,6 +295,10 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 // Start just before the node registers.
 var testHookBeforeRegister func(*Daemon)
 
+// testHookRegister, when set (by tests, before Start), is called before
+// each attempt to register; an error it returns is that attempt's.
+var testHookRegister func(*Daemon) error
+
 // queuedMaxRequestBytes is queued.max.request.bytes for server.Config:
 // Kafka's "no bound" (any value up to 0) is the server's negative.
 func queuedMaxRequestBytes(v int64) int64 {

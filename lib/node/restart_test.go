@@ -166,3 +166,33 @@ func metadataOf(t *testing.T, d *Daemon, topic string) int16 {
 	}
 	return resp.Topics[0].Partitions[0].ErrorCode
 }
+
+// TestRestartedNodeRegistersAgainWhenTheOutcomeIsUnknown: a registration
+// whose outcome the controller could not tell (its leadership lost while
+// committing) is sent again, and the node starts; before, it exited.
+func TestRestartedNodeRegistersAgainWhenTheOutcomeIsUnknown(t *testing.T) {
+	c := startCluster(t, 3, nil)
+	const self = 3
+	c.Crash(self)
+	attempts := 0
+	testHookRegister = func(d *Daemon) error {
+		if d.settings.NodeID != self {
+			return nil
+		}
+		attempts++
+		if attempts == 1 {
+			return fmt.Errorf("%w: leadership lost while committing log", controller.ErrNotController)
+		}
+		return nil
+	}
+	t.Cleanup(func() { testHookRegister = nil })
+	c.Start(self)
+	testHookRegister = nil
+	if attempts != 2 {
+		t.Fatalf("%d registration attempts, want 2 (one refused, one accepted)", attempts)
+	}
+	c.waitImage("node 3 registered and unfenced", func(img *controller.Image) bool {
+		b, ok := img.Brokers[self]
+		return ok && !b.Fenced
+	})
+}
