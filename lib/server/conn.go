@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -114,16 +115,18 @@ func (c *conn) finish(p *pending, resp Response) {
 // requestPool holds the Requests of recycled requests (Request.Recycle).
 var requestPool = sync.Pool{New: func() any { return new(Request) }}
 
-func newConn(s *Server, nc net.Conn, network string) *conn {
+func newConn(s *Server, nc net.Conn, l *listener) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
+	network := l.network
 	c := &conn{
 		s:  s,
 		nc: nc,
 		info: ConnInfo{
-			ID:      s.nextID.Add(1),
-			Network: network,
-			Local:   nc.LocalAddr(),
-			Remote:  nc.RemoteAddr(),
+			ID:       s.nextID.Add(1),
+			Network:  network,
+			Local:    nc.LocalAddr(),
+			Remote:   nc.RemoteAddr(),
+			Listener: l.addr,
 		},
 		ctx:    ctx,
 		cancel: cancel,
@@ -171,6 +174,10 @@ func (c *conn) readLoop() {
 			c.recovered("reader", r)
 		}
 	}()
+	if tc, ok := c.nc.(*tls.Conn); ok && !c.handshake(tc) {
+		c.close()
+		return
+	}
 	for {
 		select {
 		case c.slots <- struct{}{}:
@@ -199,6 +206,47 @@ func (c *conn) readLoop() {
 		c.queued.Add(1)
 		c.queue <- p
 	}
+}
+
+// handshake runs the TLS handshake of a connection on an ssl:// listener,
+// within Config.HandshakeTimeout, and records its state and principal in
+// the ConnInfo before the first request is read. A failed handshake (a
+// plaintext client, a client certificate that does not verify, a peer
+// that stays silent) is logged, at most one line a second for the whole
+// server, and ends the connection.
+func (c *conn) handshake(tc *tls.Conn) bool {
+	c.nc.SetDeadline(time.Now().Add(c.s.cfg.HandshakeTimeout))
+	// Checked after setting the deadline, as readSize does: a drain that
+	// began before has its past deadline overwritten.
+	select {
+	case <-c.s.draining:
+		return false
+	default:
+	}
+	err := tc.HandshakeContext(c.ctx)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			// Connected and closed without a word: a port check.
+			c.log.Debug("connection closed before its TLS handshake")
+			return false
+		}
+		if ok, held := c.s.handshakeLog.allow(time.Now()); ok {
+			args := []any{"err", err}
+			if held > 0 {
+				args = append(args, "more_failed_since_last_logged", held)
+			}
+			c.log.Info("TLS handshake failed; closing connection", args...)
+		}
+		return false
+	}
+	c.nc.SetDeadline(time.Time{})
+	st := tc.ConnectionState()
+	c.info.TLS = &st
+	c.info.Principal = Principal(&st)
+	if c.info.Principal != "" {
+		c.log.Debug("TLS client authenticated", "principal", c.info.Principal)
+	}
+	return true
 }
 
 // writeNow writes a response that was complete when its request was

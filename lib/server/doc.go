@@ -1,5 +1,6 @@
 // Package server moves Kafka protocol frames between client connections and
-// a Handler. It listens on Unix sockets and TCP, reads size-prefixed request
+// a Handler. It listens on Unix sockets, TCP and TCP with TLS (ssl://),
+// reads size-prefixed request
 // frames, decodes the request header and body with kmsg, calls the Handler,
 // and writes the responses back in request order. It knows nothing about
 // topics, partitions or groups; lib/broker implements Handler. A Handler
@@ -10,7 +11,8 @@
 // # Use
 //
 //	srv, err := server.New(server.Config{
-//		Listeners: []string{"unix:///run/mq/mqd.sock", "tcp://127.0.0.1:9092"},
+//		Listeners: []string{"unix:///run/mq/mqd.sock", "tcp://127.0.0.1:9092", "ssl://0.0.0.0:9093"},
+//		TLS:       tlsFiles, // server.NewTLS(server.TLSFiles{Cert: ..., Key: ...})
 //		Logger:    logger,
 //	}, broker)
 //	if err != nil { ... }
@@ -41,6 +43,34 @@
 // once, on the writer goroutine, even when the connection has closed in the meantime (its
 // response is then dropped); the context passed to Handle is cancelled when
 // the connection closes, so a blocking Reply should select on it.
+//
+// # TLS
+//
+// An ssl:// listener (Kafka's SSL listener) serves TLS 1.2 and later with
+// the certificate and key of a TLS (NewTLS, from PEM files), which also
+// decides whether clients must present a certificate (ClientAuth:
+// none, requested or required, Kafka's ssl.client.auth) and which CAs
+// it must chain to. TLS.Reload reads the files again: handshakes begun
+// afterwards use the new pair, open connections keep theirs, and files
+// that do not load leave the old pair in service.
+//
+// The handshake is the first thing a connection's reader goroutine does,
+// never the accept loop's: a peer that stalls it holds only its own
+// goroutine. It must finish within Config.HandshakeTimeout (10 s by
+// default) of the accept, or the connection is closed; no request is
+// read before it has finished. A failed handshake (a plaintext client on
+// the TLS port, a client certificate of another CA, expired, or missing
+// when required) closes the connection with a log line, at most one a
+// second for the whole server (the line counts those held back). A
+// connection closed before it sent a byte (a port check) logs at debug
+// level only.
+//
+// Once the handshake is done, ConnInfo.TLS holds its state and
+// ConnInfo.Principal the principal of a verified client certificate:
+// "User:" and the certificate's subject as an RFC 2253 distinguished
+// name, Kafka's default mapping (Principal). Responses on a TLS
+// connection are written through it: file regions are read into memory
+// and encrypted, not sent with sendfile.
 //
 // # Memory
 //

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"os"
 
@@ -80,6 +81,18 @@ type ConnInfo struct {
 	ID            uint64
 	Network       string // "tcp" or "unix"
 	Local, Remote net.Addr
+	// Listener is the address of the listener the connection came on,
+	// as Server.Addrs gives it: "tcp://127.0.0.1:9092",
+	// "ssl://0.0.0.0:9093", "unix:///run/mq/mqd.sock".
+	Listener string
+	// TLS is the connection's TLS state once its handshake is done; nil
+	// on tcp:// and unix:// listeners.
+	TLS *tls.ConnectionState
+	// Principal is who the connection authenticated as, in Kafka's form:
+	// "User:" and the subject of a verified client certificate (see
+	// Principal). Empty when the connection did not authenticate: Kafka's
+	// User:ANONYMOUS.
+	Principal string
 }
 
 // Handler answers requests. Handle is called on the connection's reader goroutine,

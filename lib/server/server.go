@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -48,9 +49,16 @@ var (
 
 // Config configures a Server.
 type Config struct {
-	// Listeners are the addresses to listen on: "unix:///path/to/sock" or
-	// "tcp://host:port" (port 0 picks a free port; see Server.Addrs).
+	// Listeners are the addresses to listen on: "unix:///path/to/sock",
+	// "tcp://host:port" or "ssl://host:port" (TCP with TLS, Kafka's SSL
+	// listener; port 0 picks a free port; see Server.Addrs).
 	Listeners []string
+	// TLS serves the ssl:// listeners; New refuses an ssl:// listener
+	// without it.
+	TLS *TLS
+	// HandshakeTimeout bounds a TLS handshake, from the connection's
+	// accept to its end; default DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
 	// MaxRequestBytes is the largest request frame accepted, not counting
 	// the 4-byte size prefix (socket.request.max.bytes). Default 100 MiB.
 	MaxRequestBytes int32
@@ -126,6 +134,8 @@ type Server struct {
 	nextID atomic.Uint64
 	// panics counts recovered panics; tests assert it stays zero.
 	panics atomic.Int64
+	// handshakeLog limits the log lines of failed TLS handshakes.
+	handshakeLog logLimiter
 	// recycles says, per API key, whether the handler recycled (Request.Recycle)
 	// the last request of that key: only then is the next one read into a
 	// pooled buffer, so requests that are kept cost no more than their size.
@@ -137,6 +147,7 @@ type Server struct {
 type listener struct {
 	net.Listener
 	network string // "tcp" or "unix"
+	tls     bool   // an ssl:// listener: TCP with TLS
 	addr    string // as reported by Addrs
 }
 
@@ -150,9 +161,19 @@ func New(cfg Config, h Handler) (*Server, error) {
 		return nil, errors.New("server: no listeners")
 	}
 	for _, l := range cfg.Listeners {
-		if _, _, err := parseListener(l); err != nil {
+		network, _, err := parseListener(l)
+		if err != nil {
 			return nil, err
 		}
+		if network == "ssl" && cfg.TLS == nil {
+			return nil, fmt.Errorf("server: listener %q: no TLS certificate configured", l)
+		}
+	}
+	if cfg.HandshakeTimeout == 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if cfg.HandshakeTimeout < 0 {
+		return nil, fmt.Errorf("server: negative HandshakeTimeout %v", cfg.HandshakeTimeout)
 	}
 	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
@@ -197,22 +218,24 @@ func New(cfg Config, h Handler) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		cfg:        cfg,
-		handler:    h,
-		newRequest: newRequest,
-		log:        logger,
-		api:        api,
-		budget:     newBudget(cfg.QueuedMaxRequestBytes, cfg.MaxRequestBytes),
-		ctx:        ctx,
-		cancel:     cancel,
-		draining:   make(chan struct{}),
-		done:       make(chan struct{}),
-		conns:      make(map[*conn]struct{}),
+		cfg:          cfg,
+		handler:      h,
+		newRequest:   newRequest,
+		handshakeLog: logLimiter{interval: time.Second},
+		log:          logger,
+		api:          api,
+		budget:       newBudget(cfg.QueuedMaxRequestBytes, cfg.MaxRequestBytes),
+		ctx:          ctx,
+		cancel:       cancel,
+		draining:     make(chan struct{}),
+		done:         make(chan struct{}),
+		conns:        make(map[*conn]struct{}),
 	}, nil
 }
 
-// parseListener splits "unix:///path", "tcp://host:port" or "host:port"
-// (TCP, the form lib/config also takes).
+// parseListener splits "unix:///path", "tcp://host:port", "ssl://host:port"
+// or "host:port" (TCP, the form lib/config also takes). The network of an
+// ssl:// listener is "ssl".
 func parseListener(s string) (network, addr string, err error) {
 	switch {
 	case strings.HasPrefix(s, "unix://"):
@@ -227,13 +250,19 @@ func parseListener(s string) (network, addr string, err error) {
 			return "", "", fmt.Errorf("server: listener %q: %w", s, err)
 		}
 		return "tcp", addr, nil
+	case strings.HasPrefix(s, "ssl://"):
+		addr = strings.TrimPrefix(s, "ssl://")
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return "", "", fmt.Errorf("server: listener %q: %w", s, err)
+		}
+		return "ssl", addr, nil
 	case !strings.Contains(s, "://"):
 		if _, _, err := net.SplitHostPort(s); err != nil {
 			return "", "", fmt.Errorf("server: listener %q: %w", s, err)
 		}
 		return "tcp", s, nil
 	}
-	return "", "", fmt.Errorf("server: listener %q: want unix:///path, tcp://host:port or host:port", s)
+	return "", "", fmt.Errorf("server: listener %q: want unix:///path, tcp://host:port, ssl://host:port or host:port", s)
 }
 
 // Start listens on every configured address and starts accepting; it returns
@@ -314,6 +343,9 @@ func listen(network, addr string) (*listener, error) {
 	if err != nil {
 		return nil, err
 	}
+	if network == "ssl" {
+		return &listener{Listener: l, network: "tcp", tls: true, addr: "ssl://" + l.Addr().String()}, nil
+	}
 	return &listener{Listener: l, network: "tcp", addr: "tcp://" + l.Addr().String()}, nil
 }
 
@@ -377,12 +409,19 @@ func (s *Server) acceptLoop(l *listener) {
 			continue
 		}
 		backoff = 0
-		s.startConn(nc, l.network)
+		s.startConn(nc, l)
 	}
 }
 
-func (s *Server) startConn(nc net.Conn, network string) {
-	c := newConn(s, nc, network)
+// startConn starts the goroutines of a connection accepted on l. The TLS
+// handshake of an ssl:// listener's connection is the reader's first
+// work, so a slow or silent peer holds its own goroutine, never the
+// accept loop.
+func (s *Server) startConn(nc net.Conn, l *listener) {
+	if l.tls {
+		nc = tls.Server(nc, s.cfg.TLS.serverConfig())
+	}
+	c := newConn(s, nc, l)
 	s.mu.Lock()
 	select {
 	case <-s.draining:

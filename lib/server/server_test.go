@@ -588,7 +588,7 @@ func TestFilePartsOverNetPipeUseFallback(t *testing.T) {
 	defer s.Close()
 	client, srv := net.Pipe()
 	defer client.Close()
-	s.startConn(srv, "pipe")
+	s.startConn(srv, &listener{network: "pipe"})
 	client.SetDeadline(time.Now().Add(10 * time.Second))
 	send(t, client, metadataRequest(0), 9)
 	corr, body, err := readFrame(client)
