@@ -30,11 +30,19 @@ type Broker struct {
 
 	NodeID    int32    // node.id (alias broker.id), default 1
 	DataDir   string   // log.dirs (alias log.dir), one directory; default DefaultDataDir
-	Listeners []string // listeners: unix:///path, tcp://host:port; default DefaultListeners
+	Listeners []string // listeners: unix:///path, tcp://host:port, ssl://host:port; default DefaultListeners
 	Advertise string   // advertised.listeners: host:port given to clients in Metadata; default the first TCP listener
 	Voters    string   // controller.quorum.voters: id@host:port,…; empty = single voter
 	LogLevel  string   // log.level (mq): debug|info|warn|error, default info
 	LogFormat string   // log.format (mq): text|json, default text
+
+	// TLS of the ssl:// listeners: PEM files, named as librdkafka names
+	// them (Kafka's broker reads ssl.keystore.* and ssl.truststore.*
+	// stores instead), and Kafka's ssl.client.auth. Read again on SIGHUP.
+	SSLCertificateLocation string // ssl.certificate.location: the certificate (and chain)
+	SSLKeyLocation         string // ssl.key.location: its private key, unencrypted
+	SSLCALocation          string // ssl.ca.location: the CAs client certificates must chain to
+	SSLClientAuth          string // ssl.client.auth: none|requested|required, default none
 
 	// MetricsListen is where Prometheus metrics are served over HTTP,
 	// tcp://host:port (metrics.listen, mq); empty (the default): not served.
@@ -231,10 +239,21 @@ var brokerProperties = sortedProperties([]brokerProperty{
 	{name: "log.dirs", kind: directory, envDefault: true, doc: "The directory holding the partition logs and the controller's state.",
 		set: func(b *Broker, v string) { b.DataDir = v }, get: func(b *Broker) string { return b.DataDir }},
 	{name: "log.dir", alias: "log.dirs"},
-	{name: "listeners", kind: listenerList, envDefault: true, doc: "Addresses to listen on: unix:///path and tcp://host:port (port 0 picks a free port).",
+	{name: "listeners", kind: listenerList, envDefault: true, doc: "Addresses to listen on: unix:///path, tcp://host:port and ssl://host:port (TCP with TLS: ssl.certificate.location and ssl.key.location; Kafka's SSL listener); port 0 picks a free port.",
 		set: func(b *Broker, v string) { b.Listeners = strings.Split(v, ",") }, get: func(b *Broker) string { return strings.Join(b.Listeners, ",") }},
 	{name: "advertised.listeners", kind: advertised, doc: "The host:port given to clients in Metadata; empty: the first TCP listener's address.",
 		set: func(b *Broker, v string) { b.Advertise = v }, get: func(b *Broker) string { return b.Advertise }},
+	{name: "ssl.certificate.location", kind: filePath, doc: "The PEM file of the certificate the ssl:// listeners present, followed by its intermediate CAs; read again on SIGHUP. " +
+		"librdkafka's name: Kafka's broker reads ssl.keystore.location instead, a JKS or PKCS #12 store, which mq does not read.",
+		set: func(b *Broker, v string) { b.SSLCertificateLocation = v }, get: func(b *Broker) string { return b.SSLCertificateLocation }},
+	{name: "ssl.key.location", kind: filePath, doc: "The PEM file of the private key of ssl.certificate.location (PKCS #8, PKCS #1 or SEC 1; not encrypted), readable by mqd alone; read again on SIGHUP (librdkafka's name).",
+		set: func(b *Broker, v string) { b.SSLKeyLocation = v }, get: func(b *Broker) string { return b.SSLKeyLocation }},
+	{name: "ssl.ca.location", kind: filePath, doc: "The PEM file of the CA certificates that client certificates must chain to, when ssl.client.auth is requested or required; read again on SIGHUP. " +
+		"librdkafka's name: Kafka's broker reads ssl.truststore.location instead.",
+		set: func(b *Broker, v string) { b.SSLCALocation = v }, get: func(b *Broker) string { return b.SSLCALocation }},
+	{name: "ssl.client.auth", kind: oneOf("none", "requested", "required"), def: "none", doc: "Whether the ssl:// listeners ask clients for a certificate: none; requested (a client may connect without one, but one it sends must chain to ssl.ca.location); " +
+		"required (a client without such a certificate is refused). A verified certificate's subject is the connection's principal, User:CN=...,O=... (Kafka's default mapping, the whole distinguished name).",
+		set: func(b *Broker, v string) { b.SSLClientAuth = v }, get: func(b *Broker) string { return b.SSLClientAuth }},
 	{name: "controller.quorum.voters", kind: voterList, doc: "The Raft voters, id@host:port,…; empty: this node alone.",
 		set: func(b *Broker, v string) { b.Voters = v }, get: func(b *Broker) string { return b.Voters }},
 	{name: "log.level", kind: oneOf("debug", "info", "warn", "error"), def: "info", doc: "The least severe level of mqd's own log messages.",

@@ -23,6 +23,7 @@ func TestDefaultsAreKafkas(t *testing.T) {
 		Listeners:                  []string{"unix:///tmp/mq-1000/mqd.sock", "tcp://127.0.0.1:9092"},
 		LogLevel:                   "info",
 		LogFormat:                  "text",
+		SSLClientAuth:              "none",
 		MetricsPartitionSeries:     true,
 		NumPartitions:              1,
 		DefaultReplicationFactor:   1,
@@ -391,6 +392,9 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"listeners", "unix://rel", false}, {"listeners", "tcp://host", false}, {"listeners", "PLAINTEXT://:9092", false},
 		{"listeners", "tcp://h:70000", false}, {"listeners", "", false}, {"listeners", " , ", false},
 		{"listeners", "127.0.0.1:9092", true}, {"listeners", "unix:///a,:0", true}, {"listeners", "host", false}, {"listeners", "h:x", false},
+		{"listeners", "ssl://0.0.0.0:9093", true}, {"listeners", "ssl://h", false}, {"listeners", "SSL://:9093", false},
+		{"ssl.client.auth", "required", true}, {"ssl.client.auth", "yes", false}, {"ssl.key.location", "", true},
+		{"ssl.certificate.location", "/etc/mq/./cert.pem", true}, {"ssl.ca.location", "ca.pem", true},
 		{"advertised.listeners", "", true}, {"advertised.listeners", "h:1", true}, {"advertised.listeners", "tcp://h:1", true},
 		{"advertised.listeners", "h:0", false}, {"advertised.listeners", ":9092", false}, {"advertised.listeners", "h", false},
 		{"controller.quorum.voters", "", true}, {"controller.quorum.voters", "1@h:9093,2@[::1]:9093,3@h3", true},
@@ -922,5 +926,45 @@ func TestAutoReplicationThrottleIsDynamicAndOffByDefault(t *testing.T) {
 	b, err := b.WithDynamic(map[string]string{"replication.throttle.auto.target.ms": "100"}, map[string]string{"replication.throttle.auto.target.ms": "25"})
 	if err != nil || b.ReplicationThrottleAutoTarget != 25*time.Millisecond {
 		t.Fatalf("with dynamic configs: %v, %v", b.ReplicationThrottleAutoTarget, err)
+	}
+}
+
+// An ssl:// listener needs a certificate and its key, and asking clients
+// for certificates needs CAs to check them against: Load refuses the
+// settings that miss one, whichever layer set the others.
+func TestLoadChecksTLSSettingsTogether(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags map[string]string
+		want  string // "" when accepted
+	}{
+		{"ssl listener with certificate and key", map[string]string{"listeners": "ssl://0.0.0.0:9093", "ssl.certificate.location": "/etc/mq/cert.pem", "ssl.key.location": "/etc/mq/key.pem"}, ""},
+		{"mTLS required with a CA", map[string]string{"listeners": "ssl://:9093", "ssl.certificate.location": "c", "ssl.key.location": "k", "ssl.ca.location": "ca", "ssl.client.auth": "required"}, ""},
+		{"ssl listener without certificate", map[string]string{"listeners": "ssl://:9093"}, "ssl.certificate.location: want a certificate file"},
+		{"key without certificate", map[string]string{"ssl.key.location": "/k.pem"}, "ssl.certificate.location: want a certificate file for ssl.key.location /k.pem"},
+		{"certificate without key", map[string]string{"listeners": "ssl://:9093", "ssl.certificate.location": "/c.pem"}, "ssl.key.location: want the private key file"},
+		{"client auth without CA", map[string]string{"listeners": "ssl://:9093", "ssl.certificate.location": "c", "ssl.key.location": "k", "ssl.client.auth": "requested"}, "ssl.ca.location: want a file of CA certificates"},
+		{"unknown client auth", map[string]string{"ssl.client.auth": "optional"}, `invalid value "optional" for ssl.client.auth: want one of none, requested, required`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := Load("", nil, tc.flags)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b.SSLCertificateLocation != tc.flags["ssl.certificate.location"] || b.SSLKeyLocation != tc.flags["ssl.key.location"] {
+					t.Fatalf("got %q %q", b.SSLCertificateLocation, b.SSLKeyLocation)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Load: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+	// Kafka's SSL://host:port is refused with how mq writes it.
+	_, err := Load("", nil, map[string]string{"listeners": "SSL://:9093"})
+	if err == nil || !strings.Contains(err.Error(), "SSL://host:port is ssl://host:port") {
+		t.Fatalf("Load with SSL://: %v", err)
 	}
 }

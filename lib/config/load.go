@@ -36,7 +36,7 @@ var kafkaOnly = map[string]string{
 	"process.roles":                            "every mqd is a broker, and a controller voter when --voters names it",
 	"controller.listener.names":                "the controller quorum talks Raft on controller.quorum.voters' addresses, not on a listener",
 	"inter.broker.listener.name":               "brokers reach each other at the address each registers (advertised.listeners)",
-	"listener.security.protocol.map":           "mq's listeners are plaintext Unix sockets and TCP",
+	"listener.security.protocol.map":           "an mq listener's scheme is its security protocol: tcp:// is PLAINTEXT, ssl:// is SSL",
 	"num.network.threads":                      "each connection has its own reader and writer goroutine",
 	"num.io.threads":                           "requests run on their connection's goroutines",
 	"num.recovery.threads.per.data.dir":        "mq has no setting for the threads that open and recover logs",
@@ -106,7 +106,7 @@ func kafkaListenerHint(err error, value string) error {
 		return err
 	}
 	c := *e
-	c.Allowed += "; Kafka's NAME://host:port is tcp://host:port here, and a CONTROLLER listener is not needed (the Raft addresses are controller.quorum.voters')"
+	c.Allowed += "; Kafka's PLAINTEXT://host:port is tcp://host:port here and SSL://host:port is ssl://host:port, and a CONTROLLER listener is not needed (the Raft addresses are controller.quorum.voters')"
 	return &c
 }
 
@@ -211,8 +211,12 @@ func Load(file string, env func(string) string, flags map[string]string) (Broker
 // checkTogether checks what no property can check alone, once every layer
 // is applied: queued.max.request.bytes must hold a request of
 // socket.request.max.bytes (Kafka refuses the same), else the largest
-// requests could never be read.
+// requests could never be read; and the TLS settings must be whole
+// (checkTLS).
 func (b *Broker) checkTogether() error {
+	if err := b.checkTLS(); err != nil {
+		return err
+	}
 	q, max := b.QueuedMaxRequestBytes, int64(b.SocketRequestMaxBytes)
 	if q <= 0 || q >= max {
 		return nil
@@ -272,4 +276,28 @@ func Properties() []string {
 		names[i] = brokerProperties[i].name
 	}
 	return names
+}
+
+// checkTLS checks that an ssl:// listener has a certificate and a key,
+// that neither comes without the other, and that client certificates are
+// asked for only with CAs to check them against. Whether the files hold
+// what they should is for mqd to find when it reads them.
+func (b *Broker) checkTLS() error {
+	hasSSL := false
+	for _, l := range b.Listeners {
+		hasSSL = hasSSL || strings.HasPrefix(l, "ssl://")
+	}
+	cert, key := b.SSLCertificateLocation, b.SSLKeyLocation
+	switch {
+	case cert == "" && key != "":
+		return invalid("ssl.certificate.location", "", "a certificate file for ssl.key.location "+key)
+	case cert != "" && key == "":
+		return invalid("ssl.key.location", "", "the private key file of ssl.certificate.location "+cert)
+	case hasSSL && cert == "":
+		return invalid("ssl.certificate.location", "", "a certificate file, with ssl.key.location its key, for the ssl:// listener")
+	}
+	if b.SSLClientAuth != "" && b.SSLClientAuth != "none" && b.SSLCALocation == "" {
+		return invalid("ssl.ca.location", "", "a file of CA certificates to check client certificates against, as ssl.client.auth is "+b.SSLClientAuth)
+	}
+	return nil
 }

@@ -82,7 +82,7 @@ func TestKafkaListenersSayHowMQWritesThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Load(file, nil, nil)
-	if err == nil || !strings.Contains(err.Error(), "Kafka's NAME://host:port is tcp://host:port here") || !errors.Is(err, ErrInvalidValue) {
+	if err == nil || !strings.Contains(err.Error(), "Kafka's PLAINTEXT://host:port is tcp://host:port here") || !errors.Is(err, ErrInvalidValue) {
 		t.Fatalf("Load: %v; want the refusal to say how mq writes listeners", err)
 	}
 	if err := os.WriteFile(file, []byte("listeners=tcp://host\n"), 0o644); err != nil {

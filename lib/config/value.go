@@ -160,7 +160,7 @@ var directory = kind{typ: TypeString, allowed: "one directory path", norm: func(
 	return filepath.Clean(v), true
 }}
 
-var listenerList = kind{typ: TypeList, allowed: "a comma-separated list of unix:///absolute/path and tcp://host:port (or host:port)", norm: func(v string) (string, bool) {
+var listenerList = kind{typ: TypeList, allowed: "a comma-separated list of unix:///absolute/path, tcp://host:port (or host:port) and ssl://host:port", norm: func(v string) (string, bool) {
 	var out []string
 	for _, l := range strings.Split(v, ",") {
 		l = strings.TrimSpace(l)
@@ -180,8 +180,9 @@ var listenerList = kind{typ: TypeList, allowed: "a comma-separated list of unix:
 }}
 
 // parseListener checks one listener address and returns its canonical form:
-// unix:///path or tcp://host:port; a bare host:port is TCP, as the tools
-// take it in -b.
+// unix:///path, tcp://host:port or ssl://host:port (TCP with TLS, Kafka's
+// SSL security protocol); a bare host:port is TCP, as the tools take it in
+// -b.
 func parseListener(l string) (string, error) {
 	switch {
 	case strings.HasPrefix(l, "unix://"):
@@ -196,13 +197,19 @@ func parseListener(l string) (string, error) {
 			return "", fmt.Errorf("listener %q: %w", l, err)
 		}
 		return l, nil
+	case strings.HasPrefix(l, "ssl://"):
+		hp := strings.TrimPrefix(l, "ssl://")
+		if _, err := splitHostPort(hp, true); err != nil {
+			return "", fmt.Errorf("listener %q: %w", l, err)
+		}
+		return l, nil
 	case !strings.Contains(l, "://"):
 		if _, err := splitHostPort(l, true); err != nil {
 			return "", fmt.Errorf("listener %q: %w", l, err)
 		}
 		return "tcp://" + l, nil
 	}
-	return "", fmt.Errorf("listener %q: want unix:///path, tcp://host:port or host:port", l)
+	return "", fmt.Errorf("listener %q: want unix:///path, tcp://host:port, ssl://host:port or host:port", l)
 }
 
 // splitHostPort checks host:port and returns the port; port 0 only when
@@ -234,6 +241,15 @@ var advertised = kind{typ: TypeString, allowed: "host:port with a port from 1 to
 		return "", false
 	}
 	return v, true
+}}
+
+// filePath accepts a path to a file, or empty for none; its canonical
+// form is cleaned.
+var filePath = kind{typ: TypeString, allowed: "a file path, or empty for none", norm: func(v string) (string, bool) {
+	if v == "" {
+		return "", true
+	}
+	return filepath.Clean(v), true
 }}
 
 // metricsListener accepts tcp://host:port (or host:port; port 0 picks a
