@@ -37,7 +37,7 @@ var clusterOperations = func() int32 {
 // the active controller and the registered brokers. Fenced brokers (those
 // the controller found silent for broker.session.timeout.ms) are listed,
 // marked IsFenced, only when a v2 request asks for them, as in Kafka.
-func (b *Broker) handleDescribeCluster(_ context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+func (b *Broker) handleDescribeCluster(_ context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.DescribeClusterRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = r.EndpointType
@@ -54,6 +54,7 @@ func (b *Broker) handleDescribeCluster(_ context.Context, _ *server.ConnInfo, re
 		if br.Fenced && !r.IncludeFencedBrokers {
 			continue
 		}
+		br = forListener(c, br)
 		rb := kmsg.NewDescribeClusterResponseBroker()
 		rb.NodeID, rb.Host, rb.Port, rb.Rack = br.ID, br.Host, br.Port, br.Rack
 		rb.IsFenced = br.Fenced

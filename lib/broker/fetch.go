@@ -100,8 +100,10 @@ type fetch struct {
 	hold  time.Duration
 
 	// The image the KIP-951 leader hints come from, and the endpoints of
-	// the leaders they name (hints.go); nil ctrl: no hints.
+	// the leaders they name (hints.go), as seen from conn's listener; nil
+	// ctrl: no hints.
 	ctrl      *controller.Controller
+	conn      *server.ConnInfo
 	endpoints []controller.Broker
 
 	// A fetch in a session (fetchsession.go): the session, whose
@@ -169,6 +171,7 @@ func (f *fetch) release() {
 	clear(f.parts)
 	clear(f.endpoints)
 	f.endpoints = f.endpoints[:0]
+	f.conn = nil
 	clear(f.sessionParts)
 	f.sessionParts = f.sessionParts[:0]
 	clear(f.flat)
@@ -201,7 +204,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 	}
 	f := getFetch()
 	f.version, f.replicaID, f.maxBytes, f.minBytes = req.Version, replicaID, r.MaxBytes, r.MinBytes
-	f.ctrl = b.ctrl
+	f.ctrl, f.conn = b.ctrl, c
 	if replicaID >= 0 {
 		f.quota, _ = b.parts.ReplicationQuotas()
 	}
@@ -702,7 +705,7 @@ func (f *fetch) leaderHints() {
 			}
 			fp.currentLeader = currentLeader(t, fp.partition)
 			if f.version >= 16 {
-				f.endpoints = appendEndpoint(f.endpoints, img, fp.currentLeader.leader)
+				f.endpoints = appendEndpoint(f.endpoints, img, fp.currentLeader.leader, f.conn)
 			}
 		}
 	}

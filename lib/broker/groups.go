@@ -54,7 +54,7 @@ const findCoordinatorLoadWait = 5 * time.Second
 // treats as fatal (the same answer transactional produce gets), rather
 // than a retriable code it would retry forever. Other key types are
 // INVALID_REQUEST.
-func (b *Broker) handleFindCoordinator(ctx context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+func (b *Broker) handleFindCoordinator(ctx context.Context, conn *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.FindCoordinatorRequest)
 	keys := r.CoordinatorKeys
 	if req.Version < 4 {
@@ -66,7 +66,7 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, _ *server.ConnInfo, 
 		for _, key := range keys {
 			c := kmsg.NewFindCoordinatorResponseCoordinator()
 			c.Key = key
-			c.NodeID, c.Host, c.Port, c.ErrorCode, c.ErrorMessage = b.findCoordinator(ctx, key, keyType)
+			c.NodeID, c.Host, c.Port, c.ErrorCode, c.ErrorMessage = b.findCoordinator(ctx, conn, key, keyType)
 			resp.Coordinators = append(resp.Coordinators, c)
 		}
 		if req.Version < 4 && len(resp.Coordinators) == 1 {
@@ -77,7 +77,7 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, _ *server.ConnInfo, 
 	}
 }
 
-func (b *Broker) findCoordinator(ctx context.Context, key string, keyType int8) (node int32, host string, port int32, code int16, msg *string) {
+func (b *Broker) findCoordinator(ctx context.Context, conn *server.ConnInfo, key string, keyType int8) (node int32, host string, port int32, code int16, msg *string) {
 	fail := func(e *kerr.Error, text string) (int32, string, int32, int16, *string) {
 		return -1, "", -1, e.Code, &text
 	}
@@ -126,6 +126,7 @@ func (b *Broker) findCoordinator(ctx context.Context, key string, keyType int8) 
 			return fail(kerr.CoordinatorNotAvailable, err.Error())
 		}
 	}
+	br = forListener(conn, br)
 	return br.ID, br.Host, br.Port, 0, nil
 }
 

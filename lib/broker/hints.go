@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/server"
 )
 
 // KIP-951: a Produce (v10+) or Fetch (v12+ for the leader, v16+ for its
@@ -43,7 +44,7 @@ func currentLeader(t *controller.Topic, partition int32) leaderHint {
 // appendEndpoint appends the registration of broker id to eps unless it
 // is there already, not registered or fenced (clients are told of live
 // brokers only).
-func appendEndpoint(eps []controller.Broker, img *controller.Image, id int32) []controller.Broker {
+func appendEndpoint(eps []controller.Broker, img *controller.Image, id int32, c *server.ConnInfo) []controller.Broker {
 	if id < 0 || slices.ContainsFunc(eps, func(b controller.Broker) bool { return b.ID == id }) {
 		return eps
 	}
@@ -51,7 +52,7 @@ func appendEndpoint(eps []controller.Broker, img *controller.Image, id int32) []
 	if !ok || br.Fenced {
 		return eps
 	}
-	return append(eps, br)
+	return append(eps, forListener(c, br))
 }
 
 // appendLeaderHint writes a partition's tagged fields holding the

@@ -43,7 +43,7 @@ func (b *Broker) handleMetadata(ctx context.Context, c *server.ConnInfo, req *se
 				failed = b.autoCreate(ctx, create)
 				img = b.ctrl.Image()
 			}
-			return server.Response{Msg: b.metadata(img, r, req.Version, all, failed)}
+			return server.Response{Msg: b.metadata(c, img, r, req.Version, all, failed)}
 		}
 	}
 	var topics []string
@@ -55,10 +55,10 @@ func (b *Broker) handleMetadata(ctx context.Context, c *server.ConnInfo, req *se
 		// is electing others (partition.Manager.Await).
 		return func() server.Response {
 			img := b.parts.Await(ctx, func(img *controller.Image) bool { return b.parts.LeaderGone(img, topics) })
-			return server.Response{Msg: b.metadata(img, r, req.Version, all, nil)}
+			return server.Response{Msg: b.metadata(c, img, r, req.Version, all, nil)}
 		}
 	}
-	return reply(b.metadata(img, r, req.Version, all, nil))
+	return reply(b.metadata(c, img, r, req.Version, all, nil))
 }
 
 // missingTopics returns the topics r names, by a valid name, that img lacks.
@@ -96,14 +96,16 @@ func (b *Broker) autoCreate(ctx context.Context, names []string) map[string]erro
 	return failed
 }
 
-// metadata builds the response from img.
-func (b *Broker) metadata(img *controller.Image, r *kmsg.MetadataRequest, version int16, all bool, failed map[string]error) *kmsg.MetadataResponse {
+// metadata builds the response from img, for a client connected on c
+// (forListener).
+func (b *Broker) metadata(c *server.ConnInfo, img *controller.Image, r *kmsg.MetadataRequest, version int16, all bool, failed map[string]error) *kmsg.MetadataResponse {
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
 		br := img.Brokers[id]
 		if br.Fenced {
 			continue // as Kafka: clients are told of live brokers only
 		}
+		br = forListener(c, br)
 		rb := kmsg.NewMetadataResponseBroker()
 		rb.NodeID, rb.Host, rb.Port, rb.Rack = br.ID, br.Host, br.Port, br.Rack
 		resp.Brokers = append(resp.Brokers, rb)

@@ -42,6 +42,7 @@ type producing struct {
 	timeout int32
 	version int16
 	ctrl    *controller.Controller // the image of KIP-951 leader hints
+	conn    *server.ConnInfo       // whose listener the hints' endpoints are for
 	// began is when the appends began, clock the broker's and latency
 	// where the wait from then to the high-water mark passing the last
 	// batch is counted (partition.Manager.CommitLatency).
@@ -73,7 +74,7 @@ func getProduce() *producing {
 func (pr *producing) release() {
 	clear(pr.waits)
 	pr.waits = pr.waits[:0]
-	pr.ctx, pr.ctrl, pr.clock, pr.latency = nil, nil, nil, nil
+	pr.ctx, pr.ctrl, pr.conn, pr.clock, pr.latency = nil, nil, nil, nil, nil
 	topics := pr.resp.Topics[:cap(pr.resp.Topics)]
 	for i := range topics {
 		topics[i].Topic = ""
@@ -110,6 +111,7 @@ func (pr *producing) leaderHint(img *controller.Image, t *controller.Topic, sp *
 		return
 	}
 	if br, ok := img.Brokers[h.leader]; ok {
+		br = forListener(pr.conn, br)
 		pr.resp.Brokers = append(pr.resp.Brokers, kmsg.ProduceResponseBroker{NodeID: br.ID, Host: br.Host, Port: br.Port, Rack: br.Rack})
 	}
 }
@@ -184,7 +186,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 	if !waiting {
 		return req.Ready(server.Response{Msg: resp, Done: pr.done})
 	}
-	pr.ctx, pr.timeout, pr.version, pr.ctrl = ctx, r.TimeoutMillis, req.Version, b.ctrl
+	pr.ctx, pr.timeout, pr.version, pr.ctrl, pr.conn = ctx, r.TimeoutMillis, req.Version, b.ctrl, c
 	pr.clock, pr.latency = b.clock, b.parts.CommitLatency()
 	return pr.reply
 }

@@ -134,12 +134,12 @@ func shareLeaderOf(img *controller.Image, tp queue.TP) (leader, epoch int32) {
 	return p.Leader, p.LeaderEpoch
 }
 
-func (b *Broker) handleShareFetch(ctx context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+func (b *Broker) handleShareFetch(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.ShareFetchRequest)
-	return func() server.Response { return server.Response{Msg: b.shareFetch(ctx, r)} }
+	return func() server.Response { return server.Response{Msg: b.shareFetch(ctx, c, r)} }
 }
 
-func (b *Broker) shareFetch(ctx context.Context, r *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
+func (b *Broker) shareFetch(ctx context.Context, c *server.ConnInfo, r *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
 	resp := r.ResponseKind().(*kmsg.ShareFetchResponse)
 	group, member := optString(r.GroupID), optString(r.MemberID)
 	if group == "" || member == "" {
@@ -175,12 +175,12 @@ func (b *Broker) shareFetch(ctx context.Context, r *kmsg.ShareFetchRequest) *kms
 		resp.ErrorCode = shareError(err)
 		return resp
 	}
-	return b.shareFetchResponse(resp, b.ctrl.Image(), results)
+	return b.shareFetchResponse(resp, c, b.ctrl.Image(), results)
 }
 
 // shareFetchResponse encodes the results: every partition with records,
 // an error, or acknowledgements of this request.
-func (b *Broker) shareFetchResponse(resp *kmsg.ShareFetchResponse, img *controller.Image, results []queue.Result) *kmsg.ShareFetchResponse {
+func (b *Broker) shareFetchResponse(resp *kmsg.ShareFetchResponse, c *server.ConnInfo, img *controller.Image, results []queue.Result) *kmsg.ShareFetchResponse {
 	topicIdx := map[[16]byte]int{}
 	leaders := map[int32]bool{}
 	for _, r := range results {
@@ -218,6 +218,7 @@ func (b *Broker) shareFetchResponse(resp *kmsg.ShareFetchResponse, img *controll
 	}
 	for id := range leaders {
 		if br, ok := img.Brokers[id]; ok {
+			br = forListener(c, br)
 			resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareFetchResponseNodeEndpoint{NodeID: br.ID, Host: br.Host, Port: br.Port, Rack: br.Rack})
 		}
 	}

@@ -145,6 +145,9 @@ func TestAdvertisedAddress(t *testing.T) {
 		{"", []string{"tcp://[::]:4000"}, hostname, 4000},
 		{"", []string{"tcp://[::1]:4000"}, "::1", 4000},
 		{"", []string{"unix:///s"}, "localhost", 0},
+		// TLS only: the ssl:// listener; beside a TCP one, the TCP one.
+		{"", []string{"unix:///s", "ssl://127.0.0.1:4443"}, "127.0.0.1", 4443},
+		{"", []string{"ssl://127.0.0.1:4443", "tcp://127.0.0.1:4000"}, "127.0.0.1", 4000},
 	} {
 		host, port, err := advertisedAddress(tc.advertise, tc.listeners)
 		if err != nil || host != tc.host || port != tc.port {

@@ -40,6 +40,8 @@ type Daemon struct {
 	peers    *peer.Pool // connections to the other brokers, for the broker's coordinators
 	broker   *broker.Broker
 	server   *server.Server
+	// tls serves the ssl:// listeners; nil without a certificate.
+	tls *server.TLS
 
 	// lagTimes caches the record timestamps of group lag (metrics.go).
 	lagTimes lagTimeCache
@@ -128,7 +130,10 @@ type Config struct {
 //  5. register this broker with the controller under its advertised
 //     address: s.Advertise, else the first TCP listener's actual address
 //     (so port 0 works; an unspecified host such as 0.0.0.0 becomes the
-//     host name), else "localhost" port 0 when there is no TCP listener;
+//     host name), else the first ssl:// listener's, else "localhost"
+//     port 0 when there is no TCP listener; the ssl:// listeners'
+//     addresses are registered too, and clients that came on one are
+//     given those (lib/broker);
 //     once the image holds the registration, which gave every partition
 //     this node led before a new leader epoch or another leader, the
 //     node leads where the image says (partition.Manager.MayLead), and the group
@@ -163,7 +168,11 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{settings: s, log: logger, clock: clk, fatal: make(chan error, 1)}
+	tlsFiles, err := newTLS(s)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	d := &Daemon{settings: s, log: logger, clock: clk, fatal: make(chan error, 1), tls: tlsFiles}
 	defer func() {
 		if err != nil {
 			d.closeParts(context.Background())
@@ -224,6 +233,7 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 	scfg := server.Config{
 		Listeners:             s.Listeners,
+		TLS:                   d.tls,
 		MaxRequestBytes:       s.SocketRequestMaxBytes,
 		QueuedMaxRequestBytes: queuedMaxRequestBytes(s.QueuedMaxRequestBytes),
 		IdleTimeout:           s.ConnectionsMaxIdle,
@@ -308,14 +318,44 @@ func queuedMaxRequestBytes(v int64) int64 {
 	return v
 }
 
-// advertisedAddress is the host and port this broker gives clients.
+// newTLS reads the certificate and key of the ssl:// listeners, and the
+// client CAs, when ssl.certificate.location is set; nil otherwise.
+func newTLS(s config.Broker) (*server.TLS, error) {
+	if s.SSLCertificateLocation == "" {
+		return nil, nil
+	}
+	return server.NewTLS(server.TLSFiles{
+		Cert:       s.SSLCertificateLocation,
+		Key:        s.SSLKeyLocation,
+		CA:         s.SSLCALocation,
+		ClientAuth: server.ClientAuth(s.SSLClientAuth),
+	})
+}
+
+// ReloadTLS reads the ssl:// listeners' certificate, key and client CAs
+// again (mqd does on SIGHUP): connections made afterwards are served with
+// them, those open keep theirs. When the files do not load it returns why
+// and the listeners keep what they had. Without TLS settings it does
+// nothing and returns ErrNoTLS.
+func (d *Daemon) ReloadTLS() error {
+	if d.tls == nil {
+		return ErrNoTLS
+	}
+	return d.tls.Reload()
+}
+
+// ErrNoTLS is ReloadTLS's answer when mqd has no TLS settings.
+var ErrNoTLS = errors.New("node: no TLS certificate configured")
+
+// advertisedAddress is the host and port this broker gives clients: the
+// advertised address, else the first TCP listener's, else the first
+// ssl:// listener's (a node that serves TLS only).
 func advertisedAddress(advertise string, listeners []string) (string, int32, error) {
 	hostPort := strings.TrimPrefix(advertise, "tcp://")
-	if hostPort == "" {
+	for _, scheme := range []string{"tcp://", "ssl://"} {
 		for _, l := range listeners {
-			if strings.HasPrefix(l, "tcp://") {
-				hostPort = strings.TrimPrefix(l, "tcp://")
-				break
+			if hostPort == "" && strings.HasPrefix(l, scheme) {
+				hostPort = strings.TrimPrefix(l, scheme)
 			}
 		}
 	}

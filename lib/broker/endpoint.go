@@ -1,0 +1,42 @@
+package broker
+
+import (
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/server"
+)
+
+// forListener is br as a client connected on c's listener should see it,
+// as Kafka answers with the endpoint of the listener a request came on:
+// a client on an ssl:// listener is given br's ssl:// listener (its host
+// when it is a specific one, else br's advertised host), so that it
+// reaches every broker with TLS; any other client, or one whose broker
+// has no ssl:// listener, gets br's advertised address.
+func forListener(c *server.ConnInfo, br controller.Broker) controller.Broker {
+	if c == nil || !strings.HasPrefix(c.Listener, "ssl://") {
+		return br
+	}
+	for _, l := range br.Listeners {
+		hostPort, ok := strings.CutPrefix(l, "ssl://")
+		if !ok {
+			continue
+		}
+		host, portText, err := net.SplitHostPort(hostPort)
+		if err != nil {
+			continue
+		}
+		port, err := strconv.ParseUint(portText, 10, 16)
+		if err != nil || port == 0 {
+			continue
+		}
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			host = br.Host
+		}
+		br.Host, br.Port = host, int32(port)
+		return br
+	}
+	return br
+}
