@@ -97,7 +97,7 @@ pprof profiles of a run.
 Exit status: 0 success; 1 the run failed (messages not acknowledged, lost
 messages, the broker said no); 2 usage error; 3 cannot reach the broker;
 130 interrupted.`,
-		Flags:           []cli.Flag{client.BrokerFlag(), client.OutputFlag()},
+		Flags:           append(client.ConnectionFlags(), client.OutputFlag()),
 		HideHelpCommand: true,
 		Commands: []*cli.Command{
 			produceCommand(),
@@ -112,13 +112,16 @@ messages, the broker said no); 2 usage error; 3 cannot reach the broker;
 // commandFlags are the global flags again, hidden, so that they may follow
 // the command; then the flags every run shares.
 func commandFlags() []cli.Flag {
-	b, o := client.BrokerFlag(), client.OutputFlag()
-	b.Hidden, o.Hidden = true, true
-	return []cli.Flag{b, o,
+	var shared []cli.Flag
+	for _, f := range append(client.ConnectionFlags(), client.OutputFlag()) {
+		f.(*cli.StringFlag).Hidden = true
+		shared = append(shared, f)
+	}
+	return append(shared,
 		&cli.IntFlag{Name: "broker-pid", Usage: "also report the CPU time and peak memory of the broker process `PID` (same machine)"},
 		&cli.StringFlag{Name: "cpuprofile", Usage: "write mqbench's own CPU profile (pprof) of the run to `FILE`"},
 		&cli.StringFlag{Name: "memprofile", Usage: "write mqbench's own allocation profile (pprof) of the run to `FILE`"},
-	}
+	)
 }
 
 func topicFlag(def string) cli.Flag {
@@ -226,7 +229,7 @@ func startProfiles(cpuFile, memFile string) (func() error, error) {
 
 // connect checks that the broker answers and returns a Dialer for it.
 func connect(c *cli.Context) (bench.Dialer, func(), error) {
-	cl, addrs, err := client.Connect(c.Context, client.FlagString(c, "broker"))
+	cl, addrs, err := client.Connect(c.Context, client.FlagString(c, "broker"), client.TLSFilesOf(c))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -73,11 +73,11 @@ stderr in one line.`,
 	}
 }
 
-// globalFlags are -b/--broker and -o/--output. They are defined on the app
+// globalFlags are -b/--broker, the TLS flags and -o/--output. They are defined on the app
 // and again on every command that talks to the broker, so that they may
 // come before or after the command; client.FlagString reads the innermost.
 func globalFlags() []cli.Flag {
-	return []cli.Flag{client.BrokerFlag(), client.OutputFlag()}
+	return append(client.ConnectionFlags(), client.OutputFlag())
 }
 
 // job is the part of a command that needs the broker.
@@ -99,7 +99,7 @@ func action(prepare func(c *cli.Context) (job, error)) cli.ActionFunc {
 		if err != nil {
 			return err
 		}
-		cl, _, err := client.Connect(c.Context, client.FlagString(c, "broker"))
+		cl, _, err := client.Connect(c.Context, client.FlagString(c, "broker"), client.TLSFilesOf(c))
 		if err != nil {
 			return err
 		}
@@ -147,7 +147,15 @@ func doc(synopsis, text string) string {
 // commandFlags are the global flags again, for commands: hidden, so that
 // help and the man page list them once, under GLOBAL OPTIONS.
 func commandFlags() []cli.Flag {
-	b, o := client.BrokerFlag(), client.OutputFlag()
-	b.Hidden, o.Hidden = true, true
-	return []cli.Flag{b, o}
+	return hidden(globalFlags())
+}
+
+// hidden hides flags from help and the man page.
+func hidden(flags []cli.Flag) []cli.Flag {
+	for _, f := range flags {
+		if s, ok := f.(*cli.StringFlag); ok {
+			s.Hidden = true
+		}
+	}
+	return flags
 }

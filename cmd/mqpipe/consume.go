@@ -97,8 +97,7 @@ func consumeCommand() *cli.Command {
 		Aliases:     []string{"C"},
 		Usage:       "print the records of topics to stdout",
 		Description: consumeDoc,
-		Flags: []cli.Flag{
-			client.BrokerFlag(),
+		Flags: append(client.ConnectionFlags(),
 			&cli.StringSliceFlag{Name: "topic", Aliases: []string{"t"}, Usage: "read `TOPIC`; several comma-separated or repeated; ^REGEX reads the topics it matches", Required: true},
 			&cli.StringSliceFlag{Name: "partition", Aliases: []string{"p"}, Usage: "read only partition `N` of each topic; several comma-separated or repeated", DefaultText: "all"},
 			&cli.StringSliceFlag{Name: "offset", Aliases: []string{"o"}, Usage: "start at `OFFSET`: " + pipe.OffsetsUsage, DefaultText: "beginning"},
@@ -114,10 +113,11 @@ func consumeCommand() *cli.Command {
 			&cli.StringFlag{Name: "commit", Usage: "with -g, commit `WHEN`: " + pipe.CommitModes, DefaultText: pipe.CommitWritten},
 			&cli.DurationFlag{Name: "session-timeout", Value: pipe.DefaultSessionTimeout, Usage: "with -g, let the group wait `DURATION` for a silent member before reassigning its partitions"},
 			&cli.BoolFlag{Name: "line-buffered", Usage: "flush stdout after every message, also into a pipe"},
-		},
+		),
 		Action: func(c *cli.Context) error {
 			cfg := pipe.ConsumeConfig{
 				Broker:         client.FlagString(c, "broker"),
+				TLS:            client.TLSFilesOf(c),
 				Topics:         topicList(c.StringSlice("topic")),
 				Count:          c.Int64("count"),
 				Exit:           c.Bool("exit"),

@@ -97,8 +97,7 @@ func execCommand() *cli.Command {
 		Usage:       "run a command once per message: exit 0 acknowledges, failures are retried and dead-lettered",
 		Description: execDoc,
 		ArgsUsage:   "-- COMMAND [ARG...]",
-		Flags: []cli.Flag{
-			client.BrokerFlag(),
+		Flags: append(client.ConnectionFlags(),
 			&cli.StringSliceFlag{Name: "topic", Aliases: []string{"t"}, Usage: "read `TOPIC`; several comma-separated or repeated", Required: true},
 			&cli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "work as a member of `GROUP` (a share group; with --ordered a consumer group)", Required: true},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 1, Usage: "run up to `N` commands at once"},
@@ -111,10 +110,11 @@ func execCommand() *cli.Command {
 			&cli.DurationFlag{Name: "grace", Value: pipe.DefaultGrace, Usage: "on SIGTERM, let running commands finish for up to `DURATION`"},
 			&cli.BoolFlag{Name: "ordered", Usage: "use a consumer group and keep the order of each key: one command at a time per key (with -j 1, one partition's messages run in offset order)"},
 			&cli.DurationFlag{Name: "session-timeout", Usage: "with --ordered, let the group wait `DURATION` for a silent member", DefaultText: pipe.DefaultSessionTimeout.String()},
-		},
+		),
 		Action: func(c *cli.Context) error {
 			o := pipe.ExecOptions{
 				Broker:         client.FlagString(c, "broker"),
+				TLS:            client.TLSFilesOf(c),
 				Topics:         splitList(c.StringSlice("topic")),
 				Group:          c.String("group"),
 				Ordered:        c.Bool("ordered"),

@@ -33,7 +33,7 @@ func newApp() *cli.App {
 		Usage:                     "pipe lines into an mq topic, records out of one, or each record into a command",
 		UsageText:                 "mqpipe [-b ADDR] produce -t TOPIC [FLAGS] [FILE...]\nmqpipe [-b ADDR] consume -t TOPIC[,TOPIC...] [FLAGS]\nmqpipe [-b ADDR] exec -t TOPIC -g GROUP [FLAGS] -- COMMAND [ARG...]",
 		Description:               description(),
-		Flags:                     []cli.Flag{client.BrokerFlag()},
+		Flags:                     client.ConnectionFlags(),
 		HideHelpCommand:           true,
 		DisableSliceFlagSeparator: true, // header values may hold commas; lists are split by us
 		OnUsageError:              kcatModes,

@@ -31,8 +31,7 @@ func newApp() *cli.App {
 			"mqtail [-b ADDR] --once [-o table|json] [--interval DURATION] [--metrics [ID=]URL]...",
 		Description:     description,
 		HideHelpCommand: true,
-		Flags: []cli.Flag{
-			client.BrokerFlag(),
+		Flags: append(client.ConnectionFlags(),
 			&cli.DurationFlag{Name: "interval", Aliases: []string{"i"}, Value: time.Second,
 				Usage: "refresh every `DURATION` (with --once: the time between the two samples the rates come from)"},
 			&cli.DurationFlag{Name: "window", Value: 5 * time.Minute,
@@ -41,7 +40,7 @@ func newApp() *cli.App {
 				Usage: "read bytes out from a broker's Prometheus endpoint at `[ID=]URL` (repeatable; ID: the broker's node id)"},
 			&cli.BoolFlag{Name: "once", Usage: "print one snapshot to stdout and exit, instead of the live view"},
 			client.OutputFlag(),
-		},
+		),
 		Action:   run,
 		Commands: []*cli.Command{client.CompletionCommand("mqtail")},
 	}
@@ -116,7 +115,7 @@ func run(c *cli.Context) error {
 		sources = append(sources, src)
 	}
 	ctx := c.Context
-	cl, addrs, err := client.Connect(ctx, c.String("broker"), tail.ClientOptions()...)
+	cl, addrs, err := client.Connect(ctx, c.String("broker"), client.TLSFilesOf(c), tail.ClientOptions()...)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -28,17 +29,26 @@ const defaultPort = "9092"
 type Addr struct {
 	Network string // NetworkUnix or NetworkTCP
 	Address string // socket path, or host:port
+	// TLS, when set, is how the broker is reached over TCP: with TLS.
+	// ParseAddrs sets it, to trust the system's CAs, for an
+	// ssl://host:port address; TLSFiles.Apply for every address when a
+	// tool is given --tls-* files.
+	TLS *tls.Config
 }
 
 // String is the address in the form ParseAddrs reads back:
-// unix:///run/mq/mqd.sock or tcp://127.0.0.1:9092.
+// unix:///run/mq/mqd.sock, tcp://127.0.0.1:9092 or ssl://127.0.0.1:9093.
 func (a Addr) String() string {
+	if a.TLS != nil && a.Network == NetworkTCP {
+		return "ssl://" + a.Address
+	}
 	return a.Network + "://" + a.Address
 }
 
 // ParseAddrs reads a comma-separated list of broker addresses, each one of
-// unix:///path/to.sock, tcp://host:port or host:port (a missing port is
-// Kafka's 9092). An absolute path alone is a Unix socket too.
+// unix:///path/to.sock, tcp://host:port, ssl://host:port (TCP with TLS,
+// Kafka's SSL security protocol) or host:port (a missing port is Kafka's
+// 9092). An absolute path alone is a Unix socket too.
 func ParseAddrs(s string) ([]Addr, error) {
 	var addrs []Addr
 	for _, part := range strings.Split(s, ",") {
@@ -72,8 +82,12 @@ func parseAddr(s string) (Addr, error) {
 		return Addr{Network: NetworkUnix, Address: rest}, nil
 	case scheme == NetworkTCP:
 		return parseTCP(s, rest)
+	case scheme == "ssl":
+		a, err := parseTCP(s, rest)
+		a.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		return a, err
 	default:
-		return Addr{}, fmt.Errorf("address %q: unknown scheme %q (want unix:// or tcp://)", s, scheme)
+		return Addr{}, fmt.Errorf("address %q: unknown scheme %q (want unix://, tcp:// or ssl://)", s, scheme)
 	}
 }
 

@@ -32,7 +32,8 @@ func unixSeedHost(i int) string {
 }
 
 // NewClient returns a kgo client whose seeds are addrs; opts come after
-// ours and may override them. Unix socket seeds are dialed through the
+// ours and may override them. Addresses with TLS (Addr.TLS) are dialed
+// with it (kgo.DialTLSConfig), and so is every broker learned from them. Unix socket seeds are dialed through the
 // socket; when every seed is a Unix socket, every broker address learned
 // from metadata (the host:port the broker advertises) is dialed through the
 // first socket as well, which is right for a single node.
@@ -51,6 +52,17 @@ func NewClient(addrs []Addr, opts ...kgo.Opt) (*kgo.Client, error) {
 		kgo.MetadataMinAge(metadataMinAge)}
 	if dial != nil {
 		all = append(all, kgo.Dialer(dial))
+	}
+	for _, a := range addrs {
+		if a.TLS == nil || a.Network != NetworkTCP {
+			continue
+		}
+		if dial != nil {
+			return nil, Usagef("TLS needs tcp:// or ssl:// broker addresses, not Unix sockets")
+		}
+		// kgo sets each connection's ServerName to the host it dials.
+		all = append(all, kgo.DialTLSConfig(a.TLS))
+		break
 	}
 	all = append(all, opts...)
 	cl, err := kgo.NewClient(all...)

@@ -24,17 +24,17 @@ func TestParseAddrs(t *testing.T) {
 		want    []Addr
 		wantErr string
 	}{
-		{in: "unix:///run/mq/mqd.sock", want: []Addr{{"unix", "/run/mq/mqd.sock"}}},
-		{in: "/tmp/mq-5/mqd.sock", want: []Addr{{"unix", "/tmp/mq-5/mqd.sock"}}},
-		{in: "unix://rel.sock", want: []Addr{{"unix", "rel.sock"}}},
-		{in: "tcp://127.0.0.1:9092", want: []Addr{{"tcp", "127.0.0.1:9092"}}},
-		{in: "localhost:19092", want: []Addr{{"tcp", "localhost:19092"}}},
-		{in: "localhost", want: []Addr{{"tcp", "localhost:9092"}}},
-		{in: "tcp://kafka1", want: []Addr{{"tcp", "kafka1:9092"}}},
-		{in: "[::1]:9093", want: []Addr{{"tcp", "[::1]:9093"}}},
-		{in: "[::1]", want: []Addr{{"tcp", "[::1]:9092"}}},
-		{in: "::1", want: []Addr{{"tcp", "[::1]:9092"}}},
-		{in: "a:1, tcp://b:2,unix:///c.sock,", want: []Addr{{"tcp", "a:1"}, {"tcp", "b:2"}, {"unix", "/c.sock"}}},
+		{in: "unix:///run/mq/mqd.sock", want: []Addr{{Network: "unix", Address: "/run/mq/mqd.sock"}}},
+		{in: "/tmp/mq-5/mqd.sock", want: []Addr{{Network: "unix", Address: "/tmp/mq-5/mqd.sock"}}},
+		{in: "unix://rel.sock", want: []Addr{{Network: "unix", Address: "rel.sock"}}},
+		{in: "tcp://127.0.0.1:9092", want: []Addr{{Network: "tcp", Address: "127.0.0.1:9092"}}},
+		{in: "localhost:19092", want: []Addr{{Network: "tcp", Address: "localhost:19092"}}},
+		{in: "localhost", want: []Addr{{Network: "tcp", Address: "localhost:9092"}}},
+		{in: "tcp://kafka1", want: []Addr{{Network: "tcp", Address: "kafka1:9092"}}},
+		{in: "[::1]:9093", want: []Addr{{Network: "tcp", Address: "[::1]:9093"}}},
+		{in: "[::1]", want: []Addr{{Network: "tcp", Address: "[::1]:9092"}}},
+		{in: "::1", want: []Addr{{Network: "tcp", Address: "[::1]:9092"}}},
+		{in: "a:1, tcp://b:2,unix:///c.sock,", want: []Addr{{Network: "tcp", Address: "a:1"}, {Network: "tcp", Address: "b:2"}, {Network: "unix", Address: "/c.sock"}}},
 		{in: "", wantErr: "no broker address"},
 		{in: " , ", wantErr: "no broker address"},
 		{in: "http://x:1", wantErr: `unknown scheme "http"`},
@@ -60,13 +60,13 @@ func TestParseAddrs(t *testing.T) {
 }
 
 func TestAddrStringParsesBack(t *testing.T) {
-	for _, a := range []Addr{{"unix", "/run/mq/mqd.sock"}, {"tcp", "127.0.0.1:9092"}, {"tcp", "[::1]:1"}} {
+	for _, a := range []Addr{{Network: "unix", Address: "/run/mq/mqd.sock"}, {Network: "tcp", Address: "127.0.0.1:9092"}, {Network: "tcp", Address: "[::1]:1"}} {
 		got, err := ParseAddrs(a.String())
 		if err != nil || len(got) != 1 || got[0] != a {
 			t.Errorf("ParseAddrs(%q) = %v, %v", a.String(), got, err)
 		}
 	}
-	if s := (Addr{"unix", "/run/mq/mqd.sock"}).String(); s != "unix:///run/mq/mqd.sock" {
+	if s := (Addr{Network: "unix", Address: "/run/mq/mqd.sock"}).String(); s != "unix:///run/mq/mqd.sock" {
 		t.Errorf("String = %q", s)
 	}
 }
@@ -136,7 +136,7 @@ func TestExitCode(t *testing.T) {
 		{"kafka error", fmt.Errorf("create: %w", kerr.TopicAlreadyExists), ExitFailure, "create: TOPIC_ALREADY_EXISTS: Topic with this name already exists."},
 		{"refused", fmt.Errorf("unable to dial: %w", refused), ExitUnreachable, "cannot reach mqd: connection refused — is mqd running?"},
 		{"errno", syscall.ECONNRESET, ExitUnreachable, "cannot reach mqd: connection reset by peer — is mqd running?"},
-		{"unreachable", Unreachable([]Addr{{"unix", "/run/mq/mqd.sock"}}, refused), ExitUnreachable,
+		{"unreachable", Unreachable([]Addr{{Network: "unix", Address: "/run/mq/mqd.sock"}}, refused), ExitUnreachable,
 			"cannot reach mqd at unix:///run/mq/mqd.sock: connection refused — is mqd running?"},
 		{"cancelled", fmt.Errorf("list: %w", context.Canceled), ExitInterrupted, "interrupted"},
 		{"required flag", errors.New(`Required flag "topic" not set`), ExitUsage, `Required flag "topic" not set`},
@@ -345,7 +345,7 @@ func TestUnixDialerMapsEveryBrokerToTheSocket(t *testing.T) {
 			c.Close()
 		}
 	}()
-	seeds, dial := dialPlan([]Addr{{"unix", sock}})
+	seeds, dial := dialPlan([]Addr{{Network: "unix", Address: sock}})
 	if len(seeds) != 1 || dial == nil {
 		t.Fatalf("seeds %v, dialer %v", seeds, dial != nil)
 	}
@@ -360,7 +360,7 @@ func TestUnixDialerMapsEveryBrokerToTheSocket(t *testing.T) {
 		c.Close()
 	}
 	// TCP seeds only: kgo's own dialer.
-	if seeds, dial := dialPlan([]Addr{{"tcp", "h:1"}}); dial != nil || seeds[0] != "h:1" {
+	if seeds, dial := dialPlan([]Addr{{Network: "tcp", Address: "h:1"}}); dial != nil || seeds[0] != "h:1" {
 		t.Errorf("tcp plan: %v %v", seeds, dial != nil)
 	}
 }
@@ -378,8 +378,8 @@ func TestPingUnreachable(t *testing.T) {
 		addrs []Addr
 		want  string
 	}{
-		{[]Addr{{"tcp", addr}}, "cannot reach mqd at tcp://" + addr + ": connection refused — is mqd running?"},
-		{[]Addr{{"unix", sock}}, "cannot reach mqd at unix://" + sock + ": no such file or directory — is mqd running?"},
+		{[]Addr{{Network: "tcp", Address: addr}}, "cannot reach mqd at tcp://" + addr + ": connection refused — is mqd running?"},
+		{[]Addr{{Network: "unix", Address: sock}}, "cannot reach mqd at unix://" + sock + ": no such file or directory — is mqd running?"},
 	} {
 		cl, err := NewClient(tc.addrs)
 		if err != nil {

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"os"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,7 +15,7 @@ func BrokerFlag() *cli.StringFlag {
 	return &cli.StringFlag{
 		Name:    "broker",
 		Aliases: []string{"b"},
-		Usage: "broker `ADDR`ess: unix:///path.sock, tcp://host:port or host:port, comma-separated " +
+		Usage: "broker `ADDR`ess: unix:///path.sock, tcp://host:port, ssl://host:port (TLS) or host:port, comma-separated " +
 			"(default: $MQ_BROKER, else the mqd socket if it exists, else 127.0.0.1:9092)",
 	}
 }
@@ -31,11 +30,12 @@ func OutputFlag() *cli.StringFlag {
 	}
 }
 
-// Connect resolves the broker from the -b flag value (Resolve, with this
-// process's environment and uid), makes a client (NewClient) and checks
+// Connect resolves the broker from the -b flag value and the TLS flags
+// (ResolveTLS, with this process's environment and uid), makes a client
+// (NewClient) and checks
 // that the broker answers (Ping). The caller closes the client.
-func Connect(ctx context.Context, broker string, opts ...kgo.Opt) (*kgo.Client, []Addr, error) {
-	addrs, err := Resolve(broker, os.Getenv, os.Getuid())
+func Connect(ctx context.Context, broker string, files TLSFiles, opts ...kgo.Opt) (*kgo.Client, []Addr, error) {
+	addrs, err := ResolveTLS(broker, files)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -20,12 +19,13 @@ import (
 
 // ConsumeConfig is one run of `mqpipe consume`.
 type ConsumeConfig struct {
-	Broker     string     // the -b value; empty: $MQ_BROKER, then the defaults
-	Topics     []string   // -t: names, and regexes that start with ^ (topicSpec)
-	Partitions []int32    // -p: only these partitions of each topic; none: all
-	Offset     OffsetSpec // -o: where to start
-	Count      int64      // -c: stop after this many messages; 0: no limit
-	Exit       bool       // -e: stop at the high-water marks seen at the start
+	Broker     string          // the -b value; empty: $MQ_BROKER, then the defaults
+	TLS        client.TLSFiles // --tls-ca, --tls-cert, --tls-key
+	Topics     []string        // -t: names, and regexes that start with ^ (topicSpec)
+	Partitions []int32         // -p: only these partitions of each topic; none: all
+	Offset     OffsetSpec      // -o: where to start
+	Count      int64           // -c: stop after this many messages; 0: no limit
+	Exit       bool            // -e: stop at the high-water marks seen at the start
 	// Until (-o e@TIME): stop each partition before its first record at
 	// or after this time, or at the high-water mark it had at the start
 	// when it has none (as -e); zero: no such end. Not with a group.
@@ -212,10 +212,10 @@ func Consume(ctx context.Context, cfg ConsumeConfig) error {
 	return err
 }
 
-// connectAdmin resolves the -b addresses and returns a client that
+// connectAdmin resolves the -b addresses (and the TLS flags) and returns a client that
 // reached the broker, for the tool's admin requests; the caller closes it.
-func connectAdmin(ctx context.Context, broker string) ([]client.Addr, *kgo.Client, *kadm.Client, error) {
-	addrs, err := client.Resolve(broker, os.Getenv, os.Getuid())
+func connectAdmin(ctx context.Context, broker string, files client.TLSFiles) ([]client.Addr, *kgo.Client, *kadm.Client, error) {
+	addrs, err := client.ResolveTLS(broker, files)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -234,7 +234,7 @@ func consume(ctx context.Context, cfg ConsumeConfig) error {
 	if !cfg.Until.IsZero() {
 		cfg.Exit = true // an end at a time is an end, as -e's
 	}
-	addrs, admCl, adm, err := connectAdmin(ctx, cfg.Broker)
+	addrs, admCl, adm, err := connectAdmin(ctx, cfg.Broker, cfg.TLS)
 	if err != nil {
 		return err
 	}

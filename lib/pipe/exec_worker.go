@@ -20,11 +20,12 @@ const joinWait = 15 * time.Second
 
 // ExecOptions is one run of `mqpipe exec`.
 type ExecOptions struct {
-	Broker  string   // the -b value; empty: $MQ_BROKER, then the defaults
-	Topics  []string // -t: topic names
-	Group   string   // -g: the share group, or with Ordered the consumer group
-	Ordered bool     // --ordered: a consumer group, one command at a time per key
-	DLQ     string   // --dlq: the dead-letter topic; empty: none
+	Broker  string          // the -b value; empty: $MQ_BROKER, then the defaults
+	TLS     client.TLSFiles // --tls-ca, --tls-cert, --tls-key
+	Topics  []string        // -t: topic names
+	Group   string          // -g: the share group, or with Ordered the consumer group
+	Ordered bool            // --ordered: a consumer group, one command at a time per key
+	DLQ     string          // --dlq: the dead-letter topic; empty: none
 	// Start is where a new share group starts (--start): earliest or
 	// latest; empty: earliest. Not with Ordered.
 	Start          string
@@ -80,7 +81,7 @@ func Exec(ctx context.Context, o ExecOptions) error {
 	if err := o.check(); err != nil {
 		return err
 	}
-	addrs, admCl, adm, err := connectAdmin(ctx, o.Broker)
+	addrs, admCl, adm, err := connectAdmin(ctx, o.Broker, o.TLS)
 	if err != nil {
 		return err
 	}

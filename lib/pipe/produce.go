@@ -24,9 +24,10 @@ import (
 
 // ProduceConfig is one run of `mqpipe produce`.
 type ProduceConfig struct {
-	Broker string   // the -b value; empty: $MQ_BROKER, then the defaults
-	Topic  string   // -t
-	Files  []string // inputs in order; none, or "-": standard input
+	Broker string          // the -b value; empty: $MQ_BROKER, then the defaults
+	TLS    client.TLSFiles // --tls-ca, --tls-cert, --tls-key
+	Topic  string          // -t
+	Files  []string        // inputs in order; none, or "-": standard input
 	// WholeFiles (--whole-file) sends each input whole as one message, as
 	// kcat -P FILE does, instead of one message per line.
 	WholeFiles bool
@@ -179,7 +180,7 @@ func Produce(ctx context.Context, cfg ProduceConfig) error {
 		defer closeInputs()
 	}
 
-	addrs, err := client.Resolve(cfg.Broker, os.Getenv, os.Getuid())
+	addrs, err := client.ResolveTLS(cfg.Broker, cfg.TLS)
 	if err != nil {
 		return err
 	}
