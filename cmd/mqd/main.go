@@ -80,6 +80,14 @@ every setting and topic config with its default, its valid values and
 whether it may change while mqd runs; so do the BROKER SETTINGS and TOPIC
 CONFIGS sections of the mqd(8) man page.
 
+With an ssl://HOST:PORT listener mqd serves TLS (1.2 and later) there,
+with the PEM files of ssl.certificate.location and ssl.key.location;
+-c ssl.client.auth=required -c ssl.ca.location=FILE asks every client
+for a certificate of those CAs. On SIGHUP mqd reads the TLS files
+again: new connections get the new certificate, open ones keep theirs,
+and files that do not load leave the previous certificate in service
+(one log line says which).
+
 On SIGTERM or SIGINT mqd stops accepting connections, answers the requests
 it has read (for up to 30 seconds), flushes and closes its logs and exits
 0; a second signal exits at once with status 130. When the reader of its
@@ -111,7 +119,9 @@ properties that mean nothing to mq (process.roles, num.io.threads,
 num.network.threads, controller.listener.names, socket buffer sizes,
 transaction and ZooKeeper settings, ...) are accepted from the file and
 logged as ignored, with why. Listeners are still written as mq's
-(tcp://host:port, not PLAINTEXT://host:port).
+(tcp://host:port, not PLAINTEXT://host:port; ssl://host:port, not
+SSL://host:port), and TLS takes PEM files (ssl.certificate.location,
+ssl.key.location, ssl.ca.location), not ssl.keystore.* stores.
 
 With --metrics tcp://HOST:PORT mqd serves Prometheus metrics at
 http://HOST:PORT/metrics: requests, errors and latency per API, traffic
@@ -123,7 +133,7 @@ connections (docs/metrics.md in the source lists every series).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data-dir", EnvVars: []string{"MQ_DATA_DIR"}, Usage: "keep partition logs and controller state in `DIR` (log.dirs)",
 				DefaultText: "$XDG_STATE_HOME/mq, else ~/.local/state/mq"},
-			&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"MQ_LISTEN"}, Usage: "listen on `ADDR`: unix:///path, tcp://host:port or host:port (port 0: any free port); repeatable, or comma-separated (listeners)",
+			&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"MQ_LISTEN"}, Usage: "listen on `ADDR`: unix:///path, tcp://host:port, ssl://host:port (TLS) or host:port (port 0: any free port); repeatable, or comma-separated (listeners)",
 				DefaultText: "unix://$XDG_RUNTIME_DIR/mq/mqd.sock and " + config.DefaultTCPListener},
 			&cli.StringFlag{Name: "advertise", EnvVars: []string{"MQ_ADVERTISE"}, Usage: "give clients `HOST:PORT` as this broker's address (advertised.listeners)",
 				DefaultText: "the first TCP listener's address"},
@@ -251,6 +261,11 @@ func serve(c *cli.Context) error {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(signals)
+	// SIGHUP, whose default would end mqd, reloads the TLS files; one
+	// that comes during startup is handled once mqd serves.
+	hangups := make(chan os.Signal, 1)
+	signal.Notify(hangups, syscall.SIGHUP)
+	defer signal.Stop(hangups)
 	ignoreSIGPIPE()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -301,11 +316,18 @@ func serve(c *cli.Context) error {
 	stopWatchdog := startWatchdog(d, logger)
 
 	var conflict error
-	select {
-	case sig := <-stopped:
-		logger.Info("shutting down", "signal", sig.String())
-	case conflict = <-d.Fatal():
-		logger.Info("shutting down: configuration conflict")
+wait:
+	for {
+		select {
+		case sig := <-stopped:
+			logger.Info("shutting down", "signal", sig.String())
+			break wait
+		case conflict = <-d.Fatal():
+			logger.Info("shutting down: configuration conflict")
+			break wait
+		case <-hangups:
+			reloadTLS(d, logger)
+		}
 	}
 	stopWatchdog()
 	if err := notify("STOPPING=1"); err != nil {
@@ -321,6 +343,22 @@ func serve(c *cli.Context) error {
 		return usageError{conflict}
 	}
 	return nil
+}
+
+// reloadTLS reads the TLS files again, on SIGHUP, and says in one line
+// what came of it: the certificate now served, or why the files were
+// refused and the previous certificate is still served.
+func reloadTLS(d *node.Daemon, logger *slog.Logger) {
+	switch err := d.ReloadTLS(); {
+	case errors.Is(err, node.ErrNoTLS):
+		logger.Info("SIGHUP: no TLS certificate to reload (ssl.certificate.location is not set)")
+	case err != nil:
+		logger.Error("SIGHUP: TLS reload failed; still serving the previous certificate", "err", err)
+	default:
+		cert := d.TLSCertificate()
+		logger.Info("SIGHUP: TLS certificate reloaded", "subject", cert.Subject.String(), "serial", cert.SerialNumber.String(),
+			"not_after", cert.NotAfter.UTC().Format(time.RFC3339))
+	}
 }
 
 // ignoreSIGPIPE keeps mqd alive when the reader of its stderr exits

@@ -126,8 +126,10 @@ func runWatchdog(ctx context.Context, every time.Duration, probe func(context.Co
 }
 
 // probeAddr picks the listener the watchdog asks: the first Unix socket,
-// else the first TCP listener, an unspecified host (0.0.0.0, [::]) asked
-// on the loopback. addrs are the daemon's, as Daemon.Addrs gives them.
+// else the first plaintext TCP listener, an unspecified host (0.0.0.0,
+// [::]) asked on the loopback; never an ssl:// listener, whose client
+// certificates it may not have. addrs are the daemon's, as Daemon.Addrs
+// gives them.
 func probeAddr(addrs []string) (client.Addr, error) {
 	var tcp []client.Addr
 	for _, s := range addrs {
@@ -139,7 +141,9 @@ func probeAddr(addrs []string) (client.Addr, error) {
 		if a.Network == client.NetworkUnix {
 			return a, nil
 		}
-		tcp = append(tcp, a)
+		if a.TLS == nil {
+			tcp = append(tcp, a)
+		}
 	}
 	if len(tcp) == 0 {
 		return client.Addr{}, errors.New("no listener")

@@ -168,6 +168,8 @@ func TestProbeAddrPrefersTheSocketAndAsksTheLoopback(t *testing.T) {
 		{[]string{"tcp://0.0.0.0:9092"}, "tcp://127.0.0.1:9092"},
 		{[]string{"tcp://[::]:9092"}, "tcp://[::1]:9092"},
 		{[]string{"tcp://10.0.0.5:9092", "tcp://127.0.0.1:9093"}, "tcp://10.0.0.5:9092"},
+		// Never the TLS listener.
+		{[]string{"ssl://127.0.0.1:9093", "tcp://127.0.0.1:9092"}, "tcp://127.0.0.1:9092"},
 	} {
 		got, err := probeAddr(tc.addrs)
 		if err != nil || got.String() != tc.want {
@@ -176,6 +178,9 @@ func TestProbeAddrPrefersTheSocketAndAsksTheLoopback(t *testing.T) {
 	}
 	if _, err := probeAddr(nil); err == nil {
 		t.Error("probeAddr(nil) found something to ask")
+	}
+	if a, err := probeAddr([]string{"ssl://127.0.0.1:9093"}); err == nil {
+		t.Errorf("probeAddr found %v to ask among TLS listeners only", a)
 	}
 }
 

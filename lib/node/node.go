@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -342,6 +343,15 @@ func (d *Daemon) ReloadTLS() error {
 		return ErrNoTLS
 	}
 	return d.tls.Reload()
+}
+
+// TLSCertificate is the certificate the ssl:// listeners present to new
+// connections; nil without TLS settings.
+func (d *Daemon) TLSCertificate() *x509.Certificate {
+	if d.tls == nil {
+		return nil
+	}
+	return d.tls.Certificate()
 }
 
 // ErrNoTLS is ReloadTLS's answer when mqd has no TLS settings.
