@@ -419,6 +419,7 @@ type broker struct {
 type brokerOpts struct {
 	dataDir string   // reuse a data directory (restart); empty = fresh temp dir
 	props   []string // key=value properties passed with --set
+	args    []string // more flags (another --listen)
 	nofile  int      // open-files limit for mqd (prlimit), 0: the test's
 }
 
@@ -428,7 +429,7 @@ func startBroker(t testing.TB, o brokerOpts) *broker {
 	if o.dataDir == "" {
 		o.dataDir = t.TempDir()
 	}
-	p := &mqdProc{dataDir: o.dataDir, props: o.props, nofile: o.nofile}
+	p := &mqdProc{dataDir: o.dataDir, props: o.props, args: o.args, nofile: o.nofile}
 	if err := p.start(); err != nil {
 		t.Fatal(err)
 	}
