@@ -7,12 +7,21 @@
 // A tool takes its broker from -b/--broker, else $MQ_BROKER, else the default
 // Unix socket of the daemon (config.DefaultSocket) when that file exists,
 // else tcp://127.0.0.1:9092 (Resolve). An address is unix:///path,
-// tcp://host:port or host:port; several are separated by commas (ParseAddrs).
+// tcp://host:port, ssl://host:port (TCP with TLS) or host:port; several are
+// separated by commas (ParseAddrs).
 // Every command with -b has -v (VerboseFlag), with which Resolve says on
 // stderr which address it picked and why; without it, only a fallback to
 // 127.0.0.1:9092 is said, and only when stderr is a terminal, as a local
 // mqd that is restarting would otherwise let a tool reach another broker
 // on the same host unawares. --version therefore has no -v.
+//
+// Every tool also takes --tls-ca, --tls-cert and --tls-key (TLSFlags):
+// given any of them, or an ssl:// address, the addresses carry a TLS
+// configuration (Addr.TLS; TLSFiles.Apply, ResolveTLS) and NewClient dials
+// every broker with it (kgo.DialTLSConfig). The files are read when the
+// addresses are resolved, before any connection: a missing file, bad PEM,
+// a key without its certificate (or the reverse) or TLS to a Unix socket
+// is a usage error.
 //
 // NewClient builds a kgo client on those seeds. Kafka clients connect to the
 // host:port a broker advertises, which is useless when all we have is a

@@ -27,6 +27,12 @@
 // CheckTopicName holds Kafka's rules for topic names, which the
 // dead-letter topic config and the broker's topic APIs apply.
 //
+// The TLS of ssl:// listeners is set with PEM files under librdkafka's
+// names (ssl.certificate.location, ssl.key.location, ssl.ca.location) and
+// Kafka's ssl.client.auth; Load refuses settings that leave an ssl://
+// listener without a certificate and key, or client certificates without
+// CAs.
+//
 // The same tables document every setting for people: BrokerSettings and
 // TopicSettings give each one's meaning, default, valid values and whether
 // it may change at runtime, which mqd --help-config and the mqd(8) man

@@ -23,6 +23,12 @@
 //     registration on, the broker keeps a block of producer IDs at hand;
 //  6. starts the heartbeat loop and the partitions' log tasks.
 //
+// Before step 1, Start reads the TLS files of the ssl:// listeners
+// (ssl.certificate.location and the others): files that do not load are a
+// *ConfigError. ReloadTLS reads them again (mqd calls it on SIGHUP); new
+// connections get what it read, and files that do not load leave the
+// previous certificate in service.
+//
 // Shutdown reverses it: a controlled shutdown first (the controller moves
 // this broker's leaderships to other in-sync replicas while it still
 // serves), then the server drains, the broker and the partitions close
