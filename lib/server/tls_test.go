@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -387,4 +388,67 @@ func (l *logBuffer) reset() {
 	l.mu.Lock()
 	l.buf.Reset()
 	l.mu.Unlock()
+}
+
+// A TLS connection cannot use sendfile: file regions, small ones staged
+// and large ones copied, go through the TLS connection byte-exact.
+func TestFilePartsOverTLSAreSentByteExact(t *testing.T) {
+	p := newPKI(t)
+	content := make([]byte, 1<<20)
+	for i := range content {
+		content[i] = byte(i*13 + i>>9)
+	}
+	f := writeTemp(t, content)
+	h := newFake(func(_ context.Context, _ *ConnInfo, req *Request) Reply {
+		return func() Response {
+			return Response{Parts: []Part{
+				{Bytes: []byte("head")},
+				{File: f, Offset: 7, Len: 1000},         // staged
+				{File: f, Offset: 5000, Len: 600 << 10}, // copied: above the staging size
+				{File: f, Offset: 0, Len: 3},
+			}}
+		}
+	})
+	s, _, _ := startTLSServer(t, p.files(ClientAuthNone), h, Config{})
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", strings.TrimPrefix(s.Addrs()[0], "ssl://"), clientTLS(t, p.ca.PEM, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	for corr := range int32(3) {
+		send(t, c, metadataRequest(9), corr)
+		got, body, err := readFrame(c)
+		if err != nil || got != corr {
+			t.Fatalf("response %d: correlation id %d, %v", corr, got, err)
+		}
+		want := slices.Concat([]byte("head"), content[7:1007], content[5000:5000+600<<10], content[:3])
+		if !bytes.Equal(body, want) {
+			t.Fatalf("response %d: %d bytes, want %d; equal prefix %d", corr, len(body), len(want), commonPrefix(body, want))
+		}
+	}
+}
+
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+func TestLogLimiterLetsOneLineASecondThroughAndCountsTheRest(t *testing.T) {
+	l := logLimiter{interval: time.Second}
+	t0 := time.Unix(1000, 0)
+	if ok, held := l.allow(t0); !ok || held != 0 {
+		t.Fatalf("first line: %v %d", ok, held)
+	}
+	for i := range 5 {
+		if ok, _ := l.allow(t0.Add(time.Duration(i) * 100 * time.Millisecond)); ok {
+			t.Fatalf("line %d within the second let through", i)
+		}
+	}
+	if ok, held := l.allow(t0.Add(time.Second)); !ok || held != 5 {
+		t.Fatalf("line a second later: %v, held %d; want through, 5 held", ok, held)
+	}
 }
