@@ -225,6 +225,11 @@ func (c *conn) handshake(tc *tls.Conn) bool {
 	}
 	err := tc.HandshakeContext(c.ctx)
 	if err != nil {
+		select {
+		case <-c.s.draining:
+			return false // cut short by the shutdown: not the peer's failure
+		default:
+		}
 		if errors.Is(err, io.EOF) {
 			// Connected and closed without a word: a port check.
 			c.log.Debug("connection closed before its TLS handshake")
