@@ -27,6 +27,13 @@
 //     lib/coordinator; share_config.go the group configs of lib/config);
 //   - damage.go (mq's SkipDamaged and Refetch, lib/kafkaext).
 //
+// Every answer that names brokers' addresses (Metadata, DescribeCluster,
+// FindCoordinator, the KIP-951 endpoints of Produce, Fetch and
+// ShareFetch) gives them as seen from the listener the request came on
+// (endpoint.go, forListener), as Kafka does: a client on an ssl://
+// listener gets each broker's ssl:// listener, any other client the
+// advertised address.
+//
 // broker.go registers every family's APIs and versions, which ApiVersions
 // lists. errors.go is the one place where internal errors become Kafka
 // codes: one table per internal error domain (the broker's own,
