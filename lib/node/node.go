@@ -230,7 +230,7 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		// Gone brokers found by this node hold Metadata answers until the
 		// controller, probing too, has fenced them; without its probes
 		// it would not within the hold.
-		pcfg.Watch = peer.NewWatch(clk)
+		pcfg.Watch = peer.NewWatch(clk, logger.With("component", "broker"))
 	}
 	scfg := server.Config{
 		Listeners:             s.Listeners,

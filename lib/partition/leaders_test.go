@@ -20,7 +20,7 @@ func TestLeaderGoneNamesOnlyTopicsLedByAGoneBrokerWithinTheHold(t *testing.T) {
 	ln.Close()
 
 	clk := clock.NewManual(time.Unix(1000, 0))
-	w := peer.NewWatch(clk)
+	w := peer.NewWatch(clk, nil)
 	m := &Manager{cfg: Config{Settings: config.Broker{NodeID: 1}, Watch: w}, clock: clk}
 	img := &controller.Image{Topics: map[string]*controller.Topic{
 		"by2":  {Name: "by2", Partitions: []controller.Partition{{ID: 0, Leader: 3}, {ID: 1, Leader: 2}}},

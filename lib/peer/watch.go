@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,7 @@ const (
 // NewWatch.
 type Watch struct {
 	clock clock.Clock
+	log   *slog.Logger
 	// probe reports whether the process at a broker's address is gone:
 	// probe.Gone in production.
 	probe func(ctx context.Context, addr string) bool
@@ -84,12 +86,16 @@ type watched struct {
 	mark uint64
 }
 
-// NewWatch returns a Watch that times suspicion on clk (nil: real time).
-func NewWatch(clk clock.Clock) *Watch {
+// NewWatch returns a Watch that times suspicion on clk (nil: real time)
+// and logs what it concludes of each broker to log (nil: nowhere).
+func NewWatch(clk clock.Clock, log *slog.Logger) *Watch {
 	if clk == nil {
 		clk = clock.Real()
 	}
-	return &Watch{clock: clk, probe: probe.Gone, brokers: map[int32]*watched{}, changed: make(chan struct{}),
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Watch{clock: clk, log: log, probe: probe.Gone, brokers: map[int32]*watched{}, changed: make(chan struct{}),
 		tracked: map[int32]*tracker{}}
 }
 
@@ -111,6 +117,7 @@ func (w *Watch) Lost(id int32, addr string) {
 	b.probing, b.since, b.mark = true, w.clock.Now(), w.losses.Add(1)
 	w.suspects.Add(1)
 	w.changedLocked()
+	w.log.Info("a connection to a broker broke; probing whether its process is gone", "broker", id, "addr", addr)
 	go w.runProbe(id, addr)
 }
 
@@ -126,9 +133,11 @@ func (w *Watch) runProbe(id int32, addr string) {
 	b.probing = false
 	if gone {
 		b.gone = true
+		w.log.Info("a broker's process is gone: its listener refused or reset the probe", "broker", id, "addr", addr)
 	} else {
 		b.since = time.Time{}
 		w.suspects.Add(-1)
+		w.log.Info("a broker's listener holds a connection: not gone", "broker", id, "addr", addr)
 	}
 }
 
@@ -150,6 +159,7 @@ func (w *Watch) Reached(id int32, mark uint64) {
 	if b == nil || (!b.probing && !b.gone) || mark < b.mark {
 		return
 	}
+	w.log.Info("a broker suspected gone answered again", "broker", id)
 	*b = watched{}
 	w.suspects.Add(-1)
 	w.changedLocked()

@@ -42,7 +42,7 @@ func (w *Watch) state(id int32) watched {
 
 func TestWatchFindsABrokerWhoseListenerRefuses(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1000, 0))
-	w := NewWatch(clk)
+	w := NewWatch(clk, nil)
 	if w.Any() {
 		t.Fatal("a new watch suspects someone")
 	}
@@ -97,7 +97,7 @@ func TestWatchClearsABrokerThatStillListens(t *testing.T) {
 			open = append(open, c)
 		}
 	}()
-	w := NewWatch(nil)
+	w := NewWatch(nil, nil)
 	w.Lost(2, ln.Addr().String())
 	settle(t, w, 2)
 	<-accepted
@@ -123,7 +123,7 @@ func TestWatchFindsABrokerWhoseListenerClosesWhatItAccepts(t *testing.T) {
 			c.Close()
 		}
 	}()
-	w := NewWatch(nil)
+	w := NewWatch(nil, nil)
 	w.Lost(2, ln.Addr().String())
 	settle(t, w, 2)
 	if _, ok := w.Gone(2); !ok {
@@ -132,7 +132,7 @@ func TestWatchFindsABrokerWhoseListenerClosesWhatItAccepts(t *testing.T) {
 }
 
 func TestWatchClearsWhenReachedDuringTheProbe(t *testing.T) {
-	w := NewWatch(nil)
+	w := NewWatch(nil, nil)
 	release := make(chan struct{})
 	w.probe = func(ctx context.Context, addr string) bool {
 		<-release
@@ -208,7 +208,7 @@ func waitWatch(t *testing.T, w *Watch, cond func() bool) {
 
 func TestTrackedBrokerIsGoneTheMomentItsProcessDies(t *testing.T) {
 	b := newKillableBroker(t)
-	w := NewWatch(nil)
+	w := NewWatch(nil, nil)
 	defer w.Track(nil, "")
 	w.Track(map[int32]string{2: b.ln.Addr().String()}, "test")
 	// Nothing is exchanged on the tracked connection, so only its end can
@@ -231,7 +231,7 @@ func TestTrackedBrokerIsGoneTheMomentItsProcessDies(t *testing.T) {
 
 func TestTrackedBrokerThatComesBackIsReached(t *testing.T) {
 	addr := refusedAddr(t)
-	w := NewWatch(nil)
+	w := NewWatch(nil, nil)
 	defer w.Track(nil, "")
 	w.Track(map[int32]string{2: addr}, "test")
 	waitWatch(t, w, func() bool { return w.state(2).gone })
@@ -263,7 +263,7 @@ func TestCheckHangupsFindsAClosedConnectionBeforeItsReader(t *testing.T) {
 	}
 	defer c.Close()
 	<-b.first
-	w := NewWatch(nil)
+	w := NewWatch(nil, nil)
 	w.tracked[2] = &tracker{addr: b.ln.Addr().String(), stop: make(chan struct{}), done: make(chan struct{}), conn: c}
 	w.CheckHangups()
 	if _, ok := w.Gone(2); ok || c.HungUp() {
