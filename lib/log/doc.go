@@ -15,7 +15,9 @@
 // Append patches the batch in place (base offset = log end offset,
 // partition leader epoch, and with Config.LogAppendTime the max timestamp
 // and CRC) and checks idempotent producers atomically with the write.
-// AppendAsFollower appends batches whose offsets a leader assigned.
+// AppendAsFollower appends batches whose offsets a leader assigned; a
+// follower appends a whole fetch response with AppendAsFollowerUnsynced
+// and makes it durable with one SyncFollowerAppends (FlushAlways).
 // Read returns a Region of whole batches in one segment file, starting
 // with the batch holding offset, stopping before maxOffset and maxBytes
 // (the first batch is returned whole even when larger, as KIP-74 says).

@@ -1178,43 +1178,71 @@ func (l *Log) appendLeader(batch []byte, leaderEpoch int32) (AppendResult, error
 // leader-epoch history and its producer fields the producer state, without
 // the idempotence checks.
 func (l *Log) AppendAsFollower(batch []byte) error {
-	err := l.appendFollower(batch)
+	seq, err := l.appendFollower(batch)
+	if err == nil && seq > 0 {
+		err = l.waitDurable(seq)
+	}
 	l.observeAppend(err)
 	return err
 }
 
-func (l *Log) appendFollower(batch []byte) error {
+// AppendAsFollowerUnsynced is AppendAsFollower without the wait for the
+// fsync under FlushAlways: a follower appends the many batches of one
+// fetch response this way, then calls SyncFollowerAppends once before
+// it fetches (and so reports) past them. An fsync each would hold a
+// follower catching up behind a leader whose producers share theirs.
+func (l *Log) AppendAsFollowerUnsynced(batch []byte) error {
+	_, err := l.appendFollower(batch)
+	l.observeAppend(err)
+	return err
+}
+
+// SyncFollowerAppends returns, under FlushAlways, once every write made
+// so far is fsynced, or with the error that lost one; under the other
+// policies at once.
+func (l *Log) SyncFollowerAppends() error {
+	l.mu.RLock()
+	seq, always := l.writeSeq, l.cfg.FlushPolicy == FlushAlways
+	l.mu.RUnlock()
+	if !always || seq == 0 {
+		return nil
+	}
+	err := l.waitDurable(seq)
+	l.observeAppend(err)
+	return err
+}
+
+// appendFollower appends batch and returns, under FlushAlways, the
+// sequence of its write to wait for (0 under the other policies).
+func (l *Log) appendFollower(batch []byte) (uint64, error) {
 	h, err := record.ParseHeader(batch)
 	if err != nil {
-		return fmt.Errorf("log: append: %w", err)
+		return 0, fmt.Errorf("log: append: %w", err)
 	}
 	if h.Size() != len(batch) {
-		return fmt.Errorf("log: append: %w: header says %d bytes, have %d", record.ErrBadLength, h.Size(), len(batch))
+		return 0, fmt.Errorf("log: append: %w: header says %d bytes, have %d", record.ErrBadLength, h.Size(), len(batch))
 	}
 	if h.LastOffsetDelta < 0 {
-		return fmt.Errorf("log: append: %w: last offset delta %d", record.ErrBadCount, h.LastOffsetDelta)
+		return 0, fmt.Errorf("log: append: %w: last offset delta %d", record.ErrBadCount, h.LastOffsetDelta)
 	}
 	l.mu.Lock()
 	if err := l.writableLocked(); err != nil {
 		l.mu.Unlock()
-		return err
+		return 0, err
 	}
 	if h.BaseOffset != l.end {
 		end := l.end
 		l.mu.Unlock()
-		return fmt.Errorf("%w: batch at %d, log end %d", ErrOffsetMismatch, h.BaseOffset, end)
+		return 0, fmt.Errorf("%w: batch at %d, log end %d", ErrOffsetMismatch, h.BaseOffset, end)
 	}
 	l.assignEpochLocked(h.PartitionLeaderEpoch, h.BaseOffset)
 	seq, err := l.appendLocked(batch, &h, l.clock.Now().UnixMilli())
 	always := l.cfg.FlushPolicy == FlushAlways
 	l.mu.Unlock()
-	if err != nil {
-		return err
+	if err != nil || !always {
+		return 0, err
 	}
-	if always {
-		return l.waitDurable(seq)
-	}
-	return nil
+	return seq, nil
 }
 
 // assignEpochLocked records a new leader epoch starting at offset. The

@@ -50,6 +50,12 @@
 //	n, err := p.AppendFromLeader(pos.LeaderEpoch, records, hw, logStart)
 //	err = p.ResetFetchOffset(pos.LeaderEpoch, logStart, logEnd) // on ErrOutOfLeaderRange
 //
+// AppendFromLeader appends a response's batches and, under
+// flush.policy=always, fsyncs them once, together, before it returns:
+// the next fetch reports them to the leader, which counts them toward
+// its high-water mark. (An fsync a batch would leave a follower catching
+// up unable to outrun the leader's producers, who share theirs.)
+//
 // A partition the leader refuses is asked about again after 5 ms, the
 // delay doubling up to the backoff, and at once when its own leader
 // epoch changes; a request that fails as a whole backs off. Run is one

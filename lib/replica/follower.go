@@ -264,8 +264,21 @@ func (p *Partition) AppendFromLeader(leaderEpoch int32, batches []byte, leaderHW
 }
 
 // appendBatches appends the whole batches of b as a follower and returns
-// the number of bytes appended.
+// the number of bytes appended. Under flush.policy=always they are made
+// durable together, once, before it returns, whether or not a batch
+// failed: the follower's next fetch reports them to the leader as its own.
 func (p *Partition) appendBatches(b []byte) (int, error) {
+	n, err := p.appendUnsynced(b)
+	if n > 0 {
+		if serr := p.log.SyncFollowerAppends(); serr != nil && err == nil {
+			err = fmt.Errorf("replica: make the leader's batches durable: %w", serr)
+		}
+	}
+	return n, err
+}
+
+// appendUnsynced is appendBatches without the fsync.
+func (p *Partition) appendUnsynced(b []byte) (int, error) {
 	end := p.log.EndOffset()
 	n := 0
 	for len(b) > 0 {
@@ -288,7 +301,7 @@ func (p *Partition) appendBatches(b []byte) (int, error) {
 				return n, fmt.Errorf("replica: truncate to the leader's batch at %d: %w", h.BaseOffset, err)
 			}
 		}
-		if err := p.log.AppendAsFollower(batch); err != nil {
+		if err := p.log.AppendAsFollowerUnsynced(batch); err != nil {
 			return n, fmt.Errorf("replica: append the leader's batch at %d: %w", h.BaseOffset, err)
 		}
 		end = h.LastOffset() + 1
