@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -359,6 +361,138 @@ func (k *kcatProducer) finish(t *testing.T) {
 	}
 }
 
+// mqpipeProducer is one `mqpipe produce -p PARTITION --report` per
+// partition of the chaos topic (acks=all, mqpipe's defaults otherwise),
+// each fed the line "mqpipe-SEQ" every failoverPace. mqpipe reports each
+// line it got acknowledged, in input order, so the Nth report line of a
+// partition says line N-1 (sequence number N-1) was acknowledged; it
+// flushes its report every 100 ms, the resolution of its figures.
+type mqpipeProducer struct {
+	procs  []*exec.Cmd
+	stdins []io.WriteCloser
+	stderr []*lockedBuffer
+	exited []chan error // each process's exit, once reaped
+	mu     sync.Mutex   // guards next and the storing of mark
+	next   int64        // the sequence number of the next tick
+	mark   atomic.Pointer[mark]
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func startMqpipeProducer(t *testing.T, c *cluster) *mqpipeProducer {
+	m := &mqpipeProducer{stop: make(chan struct{}), done: make(chan struct{})}
+	for part := range int32(3) {
+		cmd := exec.Command(filepath.Join(binDir, "mqpipe"), "produce", "-b", c.bootstrapList(), "-t", chaosTopic,
+			"-p", strconv.Itoa(int(part)), "--report")
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		errOut := &lockedBuffer{}
+		cmd.Stderr = errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			m.readReport(part, out)
+		}()
+		exited := make(chan error, 1)
+		go func() {
+			<-read // Wait closes stdout: the reports are read first
+			exited <- cmd.Wait()
+		}()
+		m.procs, m.stdins, m.stderr = append(m.procs, cmd), append(m.stdins, in), append(m.stderr, errOut)
+		m.exited = append(m.exited, exited)
+	}
+	go m.feed()
+	t.Cleanup(func() {
+		m.halt()
+		for _, p := range m.procs {
+			p.Process.Kill() // an error: it has exited already
+		}
+		for _, exited := range m.exited {
+			<-exited
+		}
+	})
+	return m
+}
+
+// readReport reads partition part's report lines and hits the mark at
+// the line of its first sequence number.
+func (m *mqpipeProducer) readReport(part int32, out io.Reader) {
+	lines := bufio.NewScanner(out)
+	for seq := int64(0); lines.Scan(); seq++ {
+		if mk := m.mark.Load(); mk != nil && mk.part == part && seq >= mk.from {
+			mk.hit(time.Now())
+		}
+	}
+}
+
+func (m *mqpipeProducer) feed() {
+	defer close(m.done)
+	tick := time.NewTicker(failoverPace)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-tick.C:
+		}
+		m.mu.Lock()
+		seq := m.next
+		m.next++
+		for _, in := range m.stdins {
+			fmt.Fprintf(in, "mqpipe-%d\n", seq)
+		}
+		m.mu.Unlock()
+	}
+}
+
+// arm returns a mark for the first acknowledgement of a line of part
+// written from now on.
+func (m *mqpipeProducer) arm(part int32, _ time.Time) *mark {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mk := newMark(part, m.next, time.Time{})
+	m.mark.Store(mk)
+	return mk
+}
+
+func (m *mqpipeProducer) halt() {
+	select {
+	case <-m.stop:
+	default:
+		close(m.stop)
+	}
+	<-m.done
+}
+
+// finish ends mqpipe's input and waits until every mqpipe has got what
+// it read acknowledged and exited 0.
+func (m *mqpipeProducer) finish(t *testing.T) {
+	t.Helper()
+	m.halt()
+	for i, in := range m.stdins {
+		in.Close()
+		select {
+		case err := <-m.exited[i]:
+			m.exited[i] <- err // for the cleanup
+			if err != nil {
+				t.Errorf("mqpipe produce -p %d: %v\n%s", i, err, tail(m.stderr[i].String(), 20))
+			}
+		case <-time.After(2 * time.Minute):
+			m.procs[i].Process.Kill()
+			t.Errorf("mqpipe produce -p %d did not exit within 2 minutes of its input's end\n%s", i, tail(m.stderr[i].String(), 20))
+		}
+	}
+}
+
 // scenario is one client's figures across a series: how long after each
 // kill (or stop) it got its first record through.
 type scenario struct {
@@ -632,8 +766,11 @@ func (s *failoverSeries) finish(name string) {
 //     (kgo's defaults, commits after every poll), also the leader of a
 //     partition: the first record read from that partition, and the
 //     first commit begun after the kill acknowledged;
-//   - leader-pause: the leader SIGSTOPped, the kgo producers; it is
-//     continued once both recovered, or after pauseWait (a missed run).
+//   - leader-pause: the leader SIGSTOPped, the kgo producers and one
+//     mqpipe produce per partition (acks=all, its report timing each
+//     acknowledgement); it is continued once all recovered, or after
+//     pauseWait (a missed run). Each run also logs when a survivor's
+//     Metadata first named another leader.
 //
 // A killed broker's scenario fails when its worst run passes
 // failoverBound, a stopped one's when it passes pauseBound. Every series
@@ -730,6 +867,9 @@ func TestChaosFailover(t *testing.T) {
 	t.Run("leader-pause", func(t *testing.T) {
 		s := newFailoverSeries(t, nil)
 		s.producers("leader-pause", 0, pauseWait)
+		mp := startMqpipeProducer(t, s.c)
+		s.scenarios = append(s.scenarios, &scenario{name: "leader-pause mqpipe", wait: pauseWait, arm: mp.arm})
+		s.finishers = append(s.finishers, mp.finish)
 		moved := &scenario{name: "leader-pause leadership", bound: pauseBound}
 		for i := range runs {
 			part := int32(i % 3)
@@ -741,6 +881,7 @@ func TestChaosFailover(t *testing.T) {
 			movedAt := s.leaderMoved(part, victim)
 			s.measure(part, begun)
 			moved.note(t, <-movedAt, begun)
+			t.Logf("partition %d: leadership moved after %v", part, moved.times[len(moved.times)-1].Round(time.Millisecond))
 			victim.cont()
 			s.inSync()
 		}
