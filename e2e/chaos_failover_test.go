@@ -36,8 +36,8 @@ const (
 	// margin. The clients' stalls behind a frozen leader are reported,
 	// not bounded: a request already sent to it is given up only at the
 	// client's own timeout (kgo: the produce timeout, 10 s, plus its
-	// request timeout overhead, 10 s; mqpipe, lib/client: 10 s and
-	// 2 s), which no broker can shorten, and every request the client
+	// request timeout overhead, 10 s; mqpipe, lib/client: 9 s and
+	// 3 s), which no broker can shorten, and every request the client
 	// sends the frozen broker before its metadata names the new leader
 	// waits the overhead again.
 	pauseBound = 12 * time.Second

@@ -65,7 +65,7 @@ func (s ProducerSettings) opts() ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []kgo.Opt{kgo.ProducerLinger(s.Linger), kgo.ProducerBatchCompression(codec), kgo.RecordRetries(10)}
+	opts := append(client.ProducerTimeouts(), kgo.ProducerLinger(s.Linger), kgo.ProducerBatchCompression(codec), kgo.RecordRetries(10))
 	partitioner, err := Partitioner(s.Partitioner)
 	if err != nil {
 		return nil, err

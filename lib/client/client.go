@@ -24,6 +24,50 @@ const PingTimeout = 5 * time.Second
 // a client whose first look found the old leader asks again.
 const metadataMinAge = 250 * time.Millisecond
 
+// requestTimeoutOverhead is kgo.RequestTimeoutOverhead of a tool's
+// producing client (kgo: 10 s; ProducerTimeouts): how long a request
+// without a timeout of its own (Metadata, ApiVersions on a new
+// connection, a write to the socket) may go unanswered, and how much
+// longer than its own timeout a request with one (Produce, Fetch) may,
+// before the client closes the connection and sends the request again.
+// A frozen broker (SIGSTOP, a hung host) keeps its connections open and
+// its host accepts new ones, but it answers nothing: every request a
+// client sends it, until the client's metadata names another leader,
+// waits this long. Those come one after another (kgo sends a broker's
+// requests in turn, and asks any broker for metadata, the frozen one
+// too), so this overhead, several times over, is the part of a stall
+// behind a frozen leader that comes after the new leader is known. A
+// live broker answers what a producer asks (Metadata, ApiVersions) in
+// milliseconds, even on a busy machine, and holds a Metadata answer at
+// most 2 s (lib/partition's hold for a gone leader), which this leaves
+// room for; one slower than this costs the tool a new connection and a
+// retry, not a record (a timed-out produce is retried, and idempotence
+// drops the copy).
+// Administration keeps kgo's 10 s: a broker holds some of its answers
+// on purpose, longer (DescribeQuorum while there is no controller).
+const requestTimeoutOverhead = 3 * time.Second
+
+// produceRequestTimeout is kgo.ProduceRequestTimeout of a tool's
+// producing client, the Produce request's own timeout (kgo: 10 s): how
+// long the leader may wait for the in-sync replicas of an acks=all
+// produce before it answers REQUEST_TIMED_OUT, which the client retries.
+// With the overhead it bounds how long a produce sent to a frozen
+// leader waits (12 s): past the broker session timeout
+// (broker.session.timeout.ms, 9 s) and the controller's session check
+// (at most 1 s later), so that by then the cluster has usually elected
+// a new leader for the client to find.
+const produceRequestTimeout = 9 * time.Second
+
+// ProducerTimeouts are the options of a tool's client that produces
+// (mqpipe produce, mqbench): a request to a broker that does not answer
+// is given up after requestTimeoutOverhead, a produce after
+// produceRequestTimeout and that (12 s), rather than kgo's 10 s and
+// 20 s, so that a producer behind a frozen leader moves on soon after
+// the cluster has elected another.
+func ProducerTimeouts() []kgo.Opt {
+	return []kgo.Opt{kgo.RequestTimeoutOverhead(requestTimeoutOverhead), kgo.ProduceRequestTimeout(produceRequestTimeout)}
+}
+
 // unixSeedHost names the i-th Unix socket seed for kgo, which wants
 // host:port seeds; the dialer maps it back to the socket. The .invalid
 // domain never resolves, so nothing else can be dialed by mistake.

@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
+
+	"github.com/mqproject/mq/lib/config"
 )
 
 func TestParseAddrs(t *testing.T) {
@@ -390,6 +392,62 @@ func TestPingUnreachable(t *testing.T) {
 		if ExitCode(err) != ExitUnreachable || err.Error() != tc.want {
 			t.Errorf("Ping = %v (exit %d), want %q", err, ExitCode(err), tc.want)
 		}
+	}
+}
+
+func TestProducersGiveUpAFrozenBrokerSoonerThanKgo(t *testing.T) {
+	addrs := []Addr{{Network: NetworkTCP, Address: "127.0.0.1:1"}}
+	cl, err := NewClient(addrs, ProducerTimeouts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	overhead := cl.OptValue(kgo.RequestTimeoutOverhead).(time.Duration)
+	produce := cl.OptValue(kgo.ProduceRequestTimeout).(time.Duration)
+	if overhead != requestTimeoutOverhead || produce != produceRequestTimeout {
+		t.Fatalf("RequestTimeoutOverhead, ProduceRequestTimeout = %v, %v; want %v, %v",
+			overhead, produce, requestTimeoutOverhead, produceRequestTimeout)
+	}
+	// kgo gives a produce up at its timeout plus the overhead: 20 s by
+	// default. A producer's must come sooner, but only once a frozen
+	// leader has been fenced (a session timeout, then the controller's
+	// check, at most a second later), so that the retry finds the new
+	// leader rather than the frozen one again.
+	bound := overhead + produce
+	session := config.Defaults().BrokerSessionTimeout
+	if bound >= 20*time.Second || bound <= session+time.Second {
+		t.Fatalf("a produce is given up %v after it was sent; want under kgo's 20 s and past the %v session timeout and its check", bound, session)
+	}
+	// A Metadata answer a broker holds for a gone leader (2 s at most)
+	// must not be given up.
+	if overhead <= 2*time.Second {
+		t.Fatalf("RequestTimeoutOverhead %v: a held Metadata answer would time out", overhead)
+	}
+	// A tool's own options still win.
+	cl2, err := NewClient(addrs, append(ProducerTimeouts(), kgo.RequestTimeoutOverhead(time.Minute), kgo.ProduceRequestTimeout(time.Minute))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	if got := cl2.OptValue(kgo.RequestTimeoutOverhead); got != time.Minute {
+		t.Fatalf("RequestTimeoutOverhead with an override = %v, want 1m", got)
+	}
+	if got := cl2.OptValue(kgo.ProduceRequestTimeout); got != time.Minute {
+		t.Fatalf("ProduceRequestTimeout with an override = %v, want 1m", got)
+	}
+}
+
+func TestAdministrationKeepsKgosRequestTimeout(t *testing.T) {
+	// A broker holds a DescribeQuorum answer while there is no
+	// controller (mqctl cluster health waits up to 5 s for it): a tool
+	// that is not producing must not give it up sooner.
+	cl, err := NewClient([]Addr{{Network: NetworkTCP, Address: "127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if got := cl.OptValue(kgo.RequestTimeoutOverhead).(time.Duration); got < 10*time.Second {
+		t.Fatalf("RequestTimeoutOverhead = %v, want kgo's 10 s", got)
 	}
 }
 

@@ -27,6 +27,17 @@
 // host:port a broker advertises, which is useless when all we have is a
 // socket path; so when the seeds are Unix sockets the client dials the socket
 // for every broker address it learns (a single node advertises one broker).
+// It asks for metadata again after 250 ms rather than kgo's 5 s, so
+// that a tool finds a partition's new leader soon after a failover.
+// A producing tool adds ProducerTimeouts: a request a broker leaves
+// unanswered is given up after 3 s, or 3 s past its own timeout (a
+// produce 12 s after it was sent), so that a producer behind a frozen
+// broker moves on soon after the cluster has elected another leader; a
+// slow broker that is alive costs a retry, never a record
+// (docs/operations.md, Failover). The other tools keep kgo's 10 s: a
+// broker holds some administrative answers longer on purpose. Options
+// given to NewClient override these.
+//
 // Ping checks that the broker answers and turns "cannot connect" into an
 // *Error with ExitUnreachable.
 //

@@ -84,12 +84,14 @@ func ParseHeader(s string) (kgo.RecordHeader, error) {
 
 // producerOpts turns the producer flags into kgo options, or a usage error.
 func (cfg *ProduceConfig) producerOpts() ([]kgo.Opt, error) {
-	opts := []kgo.Opt{
+	// A producer's timeouts: behind a frozen leader it moves on soon
+	// after the cluster has elected another.
+	opts := append(client.ProducerTimeouts(),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RecordPartitioner(Partitioner()),
 		kgo.ProducerLinger(cfg.Linger),
 		kgo.AllowAutoTopicCreation(),
-	}
+	)
 	switch cfg.Acks {
 	case "all", "-1", "":
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
