@@ -39,13 +39,13 @@ const metadataMinAge = 250 * time.Millisecond
 // behind a frozen leader that comes after the new leader is known. A
 // live broker answers what a producer asks (Metadata, ApiVersions) in
 // milliseconds, even on a busy machine, and holds a Metadata answer at
-// most 2 s (lib/partition's hold for a gone leader), which this leaves
+// most 4 s (lib/partition's hold for a gone leader), which this leaves
 // room for; one slower than this costs the tool a new connection and a
 // retry, not a record (a timed-out produce is retried, and idempotence
 // drops the copy).
 // Administration keeps kgo's 10 s: a broker holds some of its answers
 // on purpose, longer (DescribeQuorum while there is no controller).
-const requestTimeoutOverhead = 3 * time.Second
+const requestTimeoutOverhead = 5 * time.Second
 
 // produceRequestTimeout is kgo.ProduceRequestTimeout of a tool's
 // producing client, the Produce request's own timeout (kgo: 10 s): how
@@ -56,7 +56,7 @@ const requestTimeoutOverhead = 3 * time.Second
 // (broker.session.timeout.ms, 9 s) and the controller's session check
 // (at most 1 s later), so that by then the cluster has usually elected
 // a new leader for the client to find.
-const produceRequestTimeout = 9 * time.Second
+const produceRequestTimeout = 7 * time.Second
 
 // ProducerTimeouts are the options of a tool's client that produces
 // (mqpipe produce, mqbench): a request to a broker that does not answer

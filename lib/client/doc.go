@@ -30,7 +30,7 @@
 // It asks for metadata again after 250 ms rather than kgo's 5 s, so
 // that a tool finds a partition's new leader soon after a failover.
 // A producing tool adds ProducerTimeouts: a request a broker leaves
-// unanswered is given up after 3 s, or 3 s past its own timeout (a
+// unanswered is given up after 5 s, or 5 s past its own timeout (a
 // produce 12 s after it was sent), so that a producer behind a frozen
 // broker moves on soon after the cluster has elected another leader; a
 // slow broker that is alive costs a retry, never a record
