@@ -268,161 +268,155 @@ func (r *failoverReader) armKcat(part int32, after time.Time) *mark {
 
 func (r *failoverReader) halt() { r.cancel(); <-r.done }
 
-// kcatProducer is one kcat -P per partition of the chaos topic (acks=all,
-// idempotent), each fed a line "kcat-SEQ" every failoverPace.
-type kcatProducer struct {
+// pipedProducers is one producing process per partition of the chaos
+// topic, each fed the line "NAME-SEQ" on its standard input every
+// failoverPace: kcat -P, mqpipe produce.
+type pipedProducers struct {
+	name   string // the lines' prefix, and the processes' in errors
 	procs  []*exec.Cmd
 	stdins []io.WriteCloser
 	stderr []*lockedBuffer
 	exited []chan error // each process's exit, once reaped
+	mu     sync.Mutex   // guards next; held while a tick's lines are written
+	next   int64        // the sequence number of the next tick
 	stop   chan struct{}
 	done   chan struct{}
 }
 
-func startKcatProducer(t *testing.T, c *cluster) *kcatProducer {
+// startPiped starts command(part) for each partition and feeds them; a
+// report, when not nil, reads a process's standard output to its end
+// before the process is reaped. They stop when the test ends, if finish
+// did not stop them before.
+func startPiped(t *testing.T, name string, command func(part int32) *exec.Cmd, report func(part int32, out io.Reader)) *pipedProducers {
+	p := &pipedProducers{name: name, stop: make(chan struct{}), done: make(chan struct{})}
+	for part := range int32(3) {
+		cmd := command(part)
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := make(chan struct{})
+		if report != nil {
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				defer close(read)
+				report(part, out)
+			}()
+		} else {
+			close(read)
+		}
+		errOut := &lockedBuffer{}
+		cmd.Stderr = errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() {
+			<-read // Wait closes stdout: the report is read first
+			exited <- cmd.Wait()
+		}()
+		p.procs, p.stdins, p.stderr = append(p.procs, cmd), append(p.stdins, in), append(p.stderr, errOut)
+		p.exited = append(p.exited, exited)
+	}
+	go p.feed()
+	t.Cleanup(func() {
+		p.halt()
+		for _, proc := range p.procs {
+			proc.Process.Kill() // an error: it has exited already
+		}
+		for _, exited := range p.exited {
+			<-exited
+		}
+	})
+	return p
+}
+
+func (p *pipedProducers) feed() {
+	defer close(p.done)
+	tick := time.NewTicker(failoverPace)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-tick.C:
+		}
+		p.mu.Lock()
+		seq := p.next
+		p.next++
+		for _, in := range p.stdins {
+			fmt.Fprintf(in, "%s-%d\n", p.name, seq)
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (p *pipedProducers) halt() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	<-p.done
+}
+
+// finish ends the processes' input and waits until every one has got
+// what it read acknowledged and exited 0.
+func (p *pipedProducers) finish(t *testing.T) {
+	t.Helper()
+	p.halt()
+	for i, in := range p.stdins {
+		in.Close()
+		select {
+		case err := <-p.exited[i]:
+			p.exited[i] <- err // for the cleanup
+			if err != nil {
+				t.Errorf("%s of partition %d: %v\n%s", p.name, i, err, tail(p.stderr[i].String(), 20))
+			}
+		case <-time.After(2 * time.Minute):
+			p.procs[i].Process.Kill()
+			t.Errorf("%s of partition %d did not exit within 2 minutes of its input's end\n%s", p.name, i, tail(p.stderr[i].String(), 20))
+		}
+	}
+}
+
+// startKcatProducer starts one kcat -P per partition of the chaos topic
+// (acks=all, idempotent), fed "kcat-SEQ" lines.
+func startKcatProducer(t *testing.T, c *cluster) *pipedProducers {
 	path, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Skip("kcat not installed (CI installs it: apt-get install kcat)")
 	}
-	k := &kcatProducer{stop: make(chan struct{}), done: make(chan struct{})}
-	for part := range 3 {
-		cmd := exec.Command(path, "-b", c.bootstrapList(), "-P", "-t", chaosTopic, "-p", strconv.Itoa(part),
+	return startPiped(t, "kcat", func(part int32) *exec.Cmd {
+		return exec.Command(path, "-b", c.bootstrapList(), "-P", "-t", chaosTopic, "-p", strconv.Itoa(int(part)),
 			"-X", "acks=all", "-X", "enable.idempotence=true",
 			// Once each node was killed in turn, librdkafka may hold no
 			// connection up (it reconnects as needed) and say all
 			// brokers are down, on which kcat exits without -E.
 			"-E")
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		errOut := &lockedBuffer{}
-		cmd.Stderr = errOut
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		k.procs, k.stdins, k.stderr = append(k.procs, cmd), append(k.stdins, in), append(k.stderr, errOut)
-		k.exited = append(k.exited, exited)
-	}
-	go k.feed()
-	t.Cleanup(func() {
-		k.halt()
-		for _, p := range k.procs {
-			p.Process.Kill() // an error: it has exited already
-		}
-		for _, exited := range k.exited {
-			<-exited
-		}
-	})
-	return k
-}
-
-func (k *kcatProducer) feed() {
-	defer close(k.done)
-	tick := time.NewTicker(failoverPace)
-	defer tick.Stop()
-	for seq := 0; ; seq++ {
-		select {
-		case <-k.stop:
-			return
-		case <-tick.C:
-		}
-		for _, in := range k.stdins {
-			fmt.Fprintf(in, "kcat-%d\n", seq)
-		}
-	}
-}
-
-func (k *kcatProducer) halt() {
-	select {
-	case <-k.stop:
-	default:
-		close(k.stop)
-	}
-	<-k.done
-}
-
-// finish ends kcat's input and waits until every kcat has delivered what
-// it read and exited.
-func (k *kcatProducer) finish(t *testing.T) {
-	t.Helper()
-	k.halt()
-	for i, in := range k.stdins {
-		in.Close()
-		select {
-		case err := <-k.exited[i]:
-			k.exited[i] <- err // for the cleanup
-			if err != nil {
-				t.Errorf("kcat -P of partition %d: %v\n%s", i, err, tail(k.stderr[i].String(), 20))
-			}
-		case <-time.After(2 * time.Minute):
-			k.procs[i].Process.Kill()
-			t.Errorf("kcat -P of partition %d did not exit within 2 minutes of its input's end\n%s", i, tail(k.stderr[i].String(), 20))
-		}
-	}
+	}, nil)
 }
 
 // mqpipeProducer is one `mqpipe produce -p PARTITION --report` per
 // partition of the chaos topic (acks=all, mqpipe's defaults otherwise),
-// each fed the line "mqpipe-SEQ" every failoverPace. mqpipe reports each
-// line it got acknowledged, in input order, so the Nth report line of a
-// partition says line N-1 (sequence number N-1) was acknowledged; it
-// flushes its report every 100 ms, the resolution of its figures.
+// fed "mqpipe-SEQ" lines. mqpipe reports each line it got acknowledged,
+// in input order, so the Nth report line of a partition says line N-1
+// (sequence number N-1) was acknowledged; it flushes its report every
+// 100 ms, the resolution of its figures.
 type mqpipeProducer struct {
-	procs  []*exec.Cmd
-	stdins []io.WriteCloser
-	stderr []*lockedBuffer
-	exited []chan error // each process's exit, once reaped
-	mu     sync.Mutex   // guards next and the storing of mark
-	next   int64        // the sequence number of the next tick
-	mark   atomic.Pointer[mark]
-	stop   chan struct{}
-	done   chan struct{}
+	*pipedProducers
+	mark atomic.Pointer[mark]
 }
 
 func startMqpipeProducer(t *testing.T, c *cluster) *mqpipeProducer {
-	m := &mqpipeProducer{stop: make(chan struct{}), done: make(chan struct{})}
-	for part := range int32(3) {
-		cmd := exec.Command(filepath.Join(binDir, "mqpipe"), "produce", "-b", c.bootstrapList(), "-t", chaosTopic,
+	m := &mqpipeProducer{}
+	m.pipedProducers = startPiped(t, "mqpipe", func(part int32) *exec.Cmd {
+		return exec.Command(filepath.Join(binDir, "mqpipe"), "produce", "-b", c.bootstrapList(), "-t", chaosTopic,
 			"-p", strconv.Itoa(int(part)), "--report")
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		errOut := &lockedBuffer{}
-		cmd.Stderr = errOut
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		read := make(chan struct{})
-		go func() {
-			defer close(read)
-			m.readReport(part, out)
-		}()
-		exited := make(chan error, 1)
-		go func() {
-			<-read // Wait closes stdout: the reports are read first
-			exited <- cmd.Wait()
-		}()
-		m.procs, m.stdins, m.stderr = append(m.procs, cmd), append(m.stdins, in), append(m.stderr, errOut)
-		m.exited = append(m.exited, exited)
-	}
-	go m.feed()
-	t.Cleanup(func() {
-		m.halt()
-		for _, p := range m.procs {
-			p.Process.Kill() // an error: it has exited already
-		}
-		for _, exited := range m.exited {
-			<-exited
-		}
-	})
+	}, m.readReport)
 	return m
 }
 
@@ -437,26 +431,6 @@ func (m *mqpipeProducer) readReport(part int32, out io.Reader) {
 	}
 }
 
-func (m *mqpipeProducer) feed() {
-	defer close(m.done)
-	tick := time.NewTicker(failoverPace)
-	defer tick.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-tick.C:
-		}
-		m.mu.Lock()
-		seq := m.next
-		m.next++
-		for _, in := range m.stdins {
-			fmt.Fprintf(in, "mqpipe-%d\n", seq)
-		}
-		m.mu.Unlock()
-	}
-}
-
 // arm returns a mark for the first acknowledgement of a line of part
 // written from now on.
 func (m *mqpipeProducer) arm(part int32, _ time.Time) *mark {
@@ -465,35 +439,6 @@ func (m *mqpipeProducer) arm(part int32, _ time.Time) *mark {
 	mk := newMark(part, m.next, time.Time{})
 	m.mark.Store(mk)
 	return mk
-}
-
-func (m *mqpipeProducer) halt() {
-	select {
-	case <-m.stop:
-	default:
-		close(m.stop)
-	}
-	<-m.done
-}
-
-// finish ends mqpipe's input and waits until every mqpipe has got what
-// it read acknowledged and exited 0.
-func (m *mqpipeProducer) finish(t *testing.T) {
-	t.Helper()
-	m.halt()
-	for i, in := range m.stdins {
-		in.Close()
-		select {
-		case err := <-m.exited[i]:
-			m.exited[i] <- err // for the cleanup
-			if err != nil {
-				t.Errorf("mqpipe produce -p %d: %v\n%s", i, err, tail(m.stderr[i].String(), 20))
-			}
-		case <-time.After(2 * time.Minute):
-			m.procs[i].Process.Kill()
-			t.Errorf("mqpipe produce -p %d did not exit within 2 minutes of its input's end\n%s", i, tail(m.stderr[i].String(), 20))
-		}
-	}
 }
 
 // scenario is one client's figures across a series: how long after each
@@ -519,6 +464,10 @@ func (s *scenario) await(t *testing.T, m *mark, begun time.Time) {
 	case <-time.After(time.Until(begun.Add(wait))):
 		s.times = append(s.times, wait)
 		s.missed++
+		if s.bound == 0 { // reported, not bounded: its line counts the miss
+			t.Logf("%s: no record of partition %d through within %v", s.name, m.part, wait)
+			return
+		}
 		t.Errorf("%s: no record of partition %d through within %v", s.name, m.part, wait)
 	}
 }
