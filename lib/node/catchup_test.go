@@ -180,14 +180,7 @@ func TestClusterMetadataFindsATopicJustCreatedThroughAnotherBroker(t *testing.T)
 // 500 ms late; the fourth node, which holds no replica, is the one ahead.
 func TestClusterNewLeaderAnswersBeforeItsControllerAppliesTheElection(t *testing.T) {
 	c, before, after, _ := electAheadOfTheNewLeader(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Member(after.Leader).KafkaAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx, cl := leaderClient(t, c, after.Leader)
 	epochs := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	epochs.ReplicaID = -1
 	et := kmsg.NewOffsetForLeaderEpochRequestTopic()
@@ -226,14 +219,7 @@ func TestClusterNewLeaderAnswersBeforeItsControllerAppliesTheElection(t *testing
 // is the test above for a consumer's Fetch in the new leader epoch.
 func TestClusterNewLeaderServesAFetchBeforeItsControllerAppliesTheElection(t *testing.T) {
 	c, _, after, id := electAheadOfTheNewLeader(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Member(after.Leader).KafkaAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx, cl := leaderClient(t, c, after.Leader)
 	fetch := kmsg.NewPtrFetchRequest()
 	fetch.ReplicaID, fetch.MaxBytes, fetch.SessionEpoch = -1, 1<<20, -1
 	ft := kmsg.NewFetchRequestTopic()
@@ -290,4 +276,18 @@ func electAheadOfTheNewLeader(t *testing.T) (c *testCluster, before, after *cont
 		t.Logf("node %d's controller has applied the election already: the window under test is closed", after.Leader)
 	}
 	return c, before, after, id
+}
+
+// leaderClient is a client of node leader alone, and a context bounding
+// the test's requests; both end with the test.
+func leaderClient(t *testing.T, c *testCluster, leader int32) (context.Context, *kgo.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Member(leader).KafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return ctx, cl
 }

@@ -125,8 +125,14 @@ func (q *Quota) Allowance() int64 {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.allowanceLocked(rate)
+}
+
+// allowanceLocked refills q and returns what may move now: 0 below one
+// quantum of rate.
+func (q *Quota) allowanceLocked(rate int64) int64 {
 	q.refillLocked(q.clock.Now())
-	if q.tokens < q.quantum(q.rate.Load()) {
+	if q.tokens < q.quantum(rate) {
 		return 0
 	}
 	return int64(q.tokens)
@@ -153,11 +159,7 @@ func (q *Quota) Reserve() int64 {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.refillLocked(q.clock.Now())
-	if q.tokens < q.quantum(rate) {
-		return 0
-	}
-	n := int64(q.tokens)
+	n := q.allowanceLocked(rate)
 	q.tokens -= float64(n)
 	return n
 }
