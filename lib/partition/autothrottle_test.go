@@ -76,7 +76,7 @@ func (r *autoRig) window(p99 time.Duration) int64 {
 	for range 10 {
 		r.clock.Advance(autoInterval / 10)
 		if n := r.leader.Allowance(); n > 0 {
-			r.leader.Take(n)
+			r.leader.Settle(0, n)
 		}
 	}
 	for range 99 {

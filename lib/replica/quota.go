@@ -116,8 +116,8 @@ func (q *Quota) refillLocked(now time.Time) {
 }
 
 // Allowance is how many bytes throttled replicas may move now: 0 when
-// they must hold back (Hold), Unlimited when there is no limit. The
-// bytes moved must be given to Take, more or fewer.
+// they must hold back (Hold), Unlimited when there is no limit; it takes
+// nothing (Reserve does). The bytes moved are counted by Settle.
 func (q *Quota) Allowance() int64 {
 	rate := q.rate.Load()
 	if rate == Unlimited {
@@ -136,14 +136,6 @@ func (q *Quota) allowanceLocked(rate int64) int64 {
 		return 0
 	}
 	return int64(q.tokens)
-}
-
-// Take counts n bytes that throttled replicas moved; the bucket goes into
-// debt when they were more than the allowance.
-func (q *Quota) Take(n int64) {
-	if n > 0 {
-		q.Settle(0, n)
-	}
 }
 
 // Reserve takes out of q the allowance of one request's throttled

@@ -21,7 +21,7 @@ func drain(q *Quota, c *clock.Manual, d, tick time.Duration, chunk, batch int64)
 				break
 			}
 			n := max(min(a, chunk), batch)
-			q.Take(n)
+			q.Settle(0, n)
 			moved += n
 			if a == Unlimited {
 				break
@@ -67,7 +67,7 @@ func TestQuotaUnlimitedGivesEverythingAndCountsNothing(t *testing.T) {
 	if q.Limited() || q.Allowance() != Unlimited {
 		t.Fatalf("a new Quota: limited %v, allowance %d", q.Limited(), q.Allowance())
 	}
-	q.Take(1 << 30)
+	q.Settle(0, 1<<30)
 	if got := q.Counts().Bytes; got != 0 {
 		t.Fatalf("counted %d bytes without a limit", got)
 	}
@@ -127,7 +127,7 @@ func TestQuotaAllocatesNothing(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() {
 		c.Advance(time.Millisecond)
 		if q.Allowance() > 0 {
-			q.Take(1000)
+			q.Settle(0, 1000)
 		} else {
 			q.Hold()
 		}
