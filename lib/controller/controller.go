@@ -741,7 +741,7 @@ func (c *Controller) CatchUp(ctx context.Context) error {
 const localApplyWait = 5 * time.Second
 
 // awaitLocal waits until this node's image holds the change committed at
-// log index (Version >= index), for at most localApplyWait or until ctx
+// log index (AwaitVersion), for at most localApplyWait or until ctx
 // ends: a command sent to the leader is committed and applied there
 // first, and this node's FSM applies it when the leader's next message
 // tells it the commit index. Waiting lets the handler that proposed it
@@ -755,22 +755,28 @@ func (c *Controller) awaitLocal(ctx context.Context, index uint64) {
 		return
 	}
 	// Wall time, like the Raft apply it waits for.
-	timer := time.NewTimer(localApplyWait)
-	defer timer.Stop()
+	wctx, cancel := context.WithTimeout(ctx, localApplyWait)
+	defer cancel()
+	if err := c.AwaitVersion(wctx, index); err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+		c.logger.Warn("controller: a committed command is not in this node's image yet", "index", index, "version", c.Image().Version)
+	}
+}
+
+// AwaitVersion waits until this node's image has reached version
+// (Image().Version >= version). It returns ctx's error when ctx ends
+// first, ErrClosed when the controller closes.
+func (c *Controller) AwaitVersion(ctx context.Context, version uint64) error {
 	for {
 		changes := c.Changes()
-		if c.Image().Version >= index {
-			return
+		if c.Image().Version >= version {
+			return nil
 		}
 		select {
 		case <-changes:
-		case <-timer.C:
-			c.logger.Warn("controller: a committed command is not in this node's image yet", "index", index, "version", c.Image().Version)
-			return
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		case <-c.done:
-			return
+			return ErrClosed
 		}
 	}
 }

@@ -172,16 +172,8 @@ func (d *Daemon) register(ctx context.Context) error {
 	// image has it, the node knows everything decided before it joined
 	// (a restarted node's image starts from its last snapshot and log,
 	// and may be far behind), so Start does not finish on a stale image.
-	for d.ctrl.Image().Version < uint64(epoch) {
-		changed := d.ctrl.Changes()
-		if d.ctrl.Image().Version >= uint64(epoch) {
-			break
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("register broker %d: catching up with the cluster metadata: %w", d.settings.NodeID, ctx.Err())
-		}
+	if err := d.ctrl.AwaitVersion(ctx, uint64(epoch)); err != nil {
+		return fmt.Errorf("register broker %d: catching up with the cluster metadata: %w", d.settings.NodeID, err)
 	}
 	return nil
 }
