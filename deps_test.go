@@ -18,7 +18,8 @@ const module = "github.com/mqproject/mq/"
 var allowed = map[string][]string{
 	"lib/record":      {},
 	"lib/config":      {},
-	"lib/server":      {},
+	"lib/server":      {"lib/auth"},
+	"lib/auth":        {},
 	"lib/kafkaext":    {},
 	"lib/version":     {},
 	"lib/clock":       {},
@@ -26,7 +27,7 @@ var allowed = map[string][]string{
 	"lib/mqtest":      {"lib/loopback"},
 	"lib/vfs":         {},
 	"lib/probe":       {},
-	"lib/controller":  {"lib/clock", "lib/probe"},
+	"lib/controller":  {"lib/auth", "lib/clock", "lib/probe"},
 	"lib/log":         {"lib/clock", "lib/record", "lib/vfs"},
 	"lib/replica":     {"lib/clock", "lib/log", "lib/record"},
 	"lib/peer":        {"lib/clock", "lib/probe", "lib/replica", "lib/kafkaext"},
@@ -35,8 +36,8 @@ var allowed = map[string][]string{
 	"lib/coordinator": {"lib/config", "lib/controller", "lib/group", "lib/kafkaext", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica"},
 	"lib/metrics":     {"lib/server"},
 	"lib/partition":   {"lib/clock", "lib/config", "lib/controller", "lib/kafkaext", "lib/log", "lib/peer", "lib/replica", "lib/vfs"},
-	"lib/broker":      {"lib/clock", "lib/config", "lib/controller", "lib/coordinator", "lib/group", "lib/kafkaext", "lib/log", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica", "lib/server", "lib/version"},
-	"lib/node":        {"lib/broker", "lib/clock", "lib/config", "lib/controller", "lib/kafkaext", "lib/metrics", "lib/partition", "lib/peer", "lib/record", "lib/replica", "lib/server", "lib/vfs"},
+	"lib/broker":      {"lib/auth", "lib/clock", "lib/config", "lib/controller", "lib/coordinator", "lib/group", "lib/kafkaext", "lib/log", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica", "lib/server", "lib/version"},
+	"lib/node":        {"lib/auth", "lib/broker", "lib/clock", "lib/config", "lib/controller", "lib/kafkaext", "lib/metrics", "lib/partition", "lib/peer", "lib/record", "lib/replica", "lib/server", "lib/vfs"},
 	"lib/client":      {"lib/config", "lib/kafkaext"},
 	"lib/pipe":        {"lib/client", "lib/kafkaext", "lib/record"},
 	"lib/tail":        {"lib/admin", "lib/client"},
@@ -88,7 +89,7 @@ var allowedInTests = map[string][]string{
 var testOnly = []string{"lib/mqtest"}
 
 // serverSide are the packages that only mqd may link.
-var serverSide = []string{"lib/clock", "lib/probe", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/coordinator", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/node", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs"}
+var serverSide = []string{"lib/auth", "lib/clock", "lib/probe", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/coordinator", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/node", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs"}
 
 type listedPackage struct {
 	ImportPath   string
