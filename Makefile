@@ -12,7 +12,7 @@ PREFIX   ?= /usr/local
 VERSION  ?= $(shell git describe --tags --dirty --always 2>/dev/null)
 LDFLAGS  := $(if $(VERSION),-X github.com/mqproject/mq/lib/version.stamp=$(VERSION))
 
-.PHONY: all build test test-short test-mem fuzz bench perf perf-partitions perf-restart chaos soak lint install uninstall run man clean cluster cluster-stop static image
+.PHONY: all build test test-short test-mem fuzz bench perf perf-partitions perf-restart perf-move chaos soak lint install uninstall run man clean cluster cluster-stop static image
 
 all: build
 
@@ -97,6 +97,15 @@ perf-restart:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mqd ./cmd/mqbench ./cmd/mqctl
 	./lib/bench/restart.sh $(BIN)
+
+# What moving a 1 GB partition onto a 4th node costs acks=all producers
+# (issue 33): the move's time and the produce p99 while it runs, with no
+# throttle, a fixed one and the auto throttle, against no move at all
+# (lib/bench/move.sh; SIZE_MB, RATE, FIXED, TARGET, MODES).
+perf-move:
+	@mkdir -p $(BIN)
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mqd ./cmd/mqbench ./cmd/mqctl
+	./lib/bench/move.sh $(BIN)
 
 # The fault-injection rows (e2e/chaos*_test.go) long: each injects its
 # faults for DURATION on its own cluster, in a test process of its own
