@@ -80,7 +80,7 @@ var allowedInTests = map[string][]string{
 	// (lib/loopback); storage on file systems that fail on command
 	// (faultfs) or lose power (crashfs).
 	// Logs opened on a file system the test controls.
-	"lib/replica": {"lib/vfs", "lib/vfs/crashfs"},
+	"lib/replica": {"lib/vfs", "lib/vfs/crashfs", "lib/vfs/faultfs"},
 	"lib/log":     {"lib/mqtest", "lib/vfs/faultfs", "lib/vfs/crashfs"},
 }
 

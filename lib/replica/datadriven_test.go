@@ -16,6 +16,7 @@ import (
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/vfs/faultfs"
 )
 
 // TestDataDriven runs the scripts testdata/*.txt: the replicas of one
@@ -92,6 +93,8 @@ type node struct {
 	proposed []ISRChange
 	// fetchers are the node's replica Fetchers by leader (fetch).
 	fetchers map[int32]*nodeFetcher
+	// fs is the file system of the node's log, which disk-full fills.
+	fs *faultfs.FS
 }
 
 // proposal is the ISR proposal an isr-refused or isr-unresolved command
@@ -115,7 +118,10 @@ func (c *cluster) close() {
 }
 
 func (c *cluster) open(n *node) {
-	l, err := log.Open(n.dir, log.DefaultConfig(), log.Options{Clock: c.clock})
+	if n.fs == nil {
+		n.fs = faultfs.New(nil)
+	}
+	l, err := log.Open(n.dir, log.DefaultConfig(), log.Options{FS: n.fs, Clock: c.clock})
 	if err != nil {
 		c.t.Fatalf("node %d: open log: %v", n.id, err)
 	}
@@ -310,6 +316,15 @@ func (c *cluster) run(t *testing.T, d *datadriven.TestData) string {
 			c.open(n)
 			out("%d: %s", n.id, c.state(n))
 		}
+	case "disk-full":
+		// Writes to n's segment files fail with ENOSPC until disk-ok.
+		n := c.nodeArg(d)
+		n.fs.NoSpaceAfter(".log", 0)
+		out("ok")
+	case "disk-ok":
+		n := c.nodeArg(d)
+		n.fs.Clear()
+		out("ok")
 	case "state":
 		ns := c.sorted()
 		if d.HasArg("node") {

@@ -201,6 +201,11 @@ type followed struct {
 	// waits for this follower. Written under Fetcher.mu by the run
 	// goroutine only, which may read it without the lock.
 	refusals int
+	// appendFailing is set while this replica's appends of what the
+	// leader sent fail (a full disk): the first failure of a run is
+	// logged as a warning, the rest at debug level, and the first append
+	// that works again says so. Run goroutine only.
+	appendFailing bool
 }
 
 // firstRetry is the delay after a partition's first refusal in a row.
@@ -575,9 +580,18 @@ func (f *Fetcher) fetch(ctx context.Context, rounds []round) error {
 			_, err := p.AppendFromLeader(r.pos.LeaderEpoch, a.Records, a.HighWatermark, a.LogStartOffset)
 			switch {
 			case err == nil:
+				if r.fp.appendFailing {
+					r.fp.appendFailing = false
+					f.log.Info("append from leader works again", "partition", p.String())
+				}
 				f.accepted(r)
 			case !errors.Is(err, ErrClosed):
-				f.log.Warn("append from leader", "partition", p.String(), "err", err)
+				if r.fp.appendFailing {
+					f.log.Debug("append from leader", "partition", p.String(), "err", err)
+				} else {
+					r.fp.appendFailing = true
+					f.log.Warn("append from leader failed; retrying", "partition", p.String(), "err", err)
+				}
 				f.refuse(r)
 			}
 		case errors.Is(a.Err, ErrOutOfLeaderRange):

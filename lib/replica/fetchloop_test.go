@@ -66,7 +66,7 @@ func (c *cluster) fetcherOf(n *node, leader int32) (*Fetcher, *memUpstream) {
 	nf := n.fetchers[leader]
 	if nf == nil {
 		up := &memUpstream{c: c, leader: leader, follower: n.id}
-		logs := &scriptLog{id: n.id}
+		logs := &scriptLog{id: n.id, dir: n.dir}
 		nf = &nodeFetcher{up: up, logs: logs,
 			f: NewFetcher(FetcherConfig{Leader: leader, Backoff: 100 * time.Millisecond, Clock: c.clock, Logger: slog.New(logs)}, up)}
 		n.fetchers[leader] = nf
@@ -279,9 +279,11 @@ func (u *memUpstream) Refetch(_ context.Context, qs []RefetchQuery) ([]RefetchGr
 }
 
 // scriptLog keeps a Fetcher's warnings as script lines: "log: MESSAGE:
-// ERR". Lower levels are left out: they say what the exchanges show.
+// ERR", the node's directory in ERR written as DIR. Lower levels are
+// left out: they say what the exchanges show.
 type scriptLog struct {
 	id    int32
+	dir   string
 	lines []string
 }
 
@@ -291,7 +293,7 @@ func (l *scriptLog) Handle(_ context.Context, r slog.Record) error {
 	line := "log: " + r.Message
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "err" {
-			line += ": " + a.Value.String()
+			line += ": " + strings.ReplaceAll(a.Value.String(), l.dir, "DIR")
 		}
 		return true
 	})
