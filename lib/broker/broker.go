@@ -97,7 +97,7 @@ func New(cfg Config) *Broker {
 		b.clock = clock.Real()
 	}
 	if b.peers == nil {
-		b.peers, b.ownPeers = peer.NewPool("mq-broker-"+strconv.Itoa(int(cfg.Settings.NodeID))), true
+		b.peers, b.ownPeers = peer.NewPool(peer.PoolClientID+strconv.Itoa(int(cfg.Settings.NodeID))), true
 	}
 	b.producerIDs = cfg.ProducerIDs
 	if b.producerIDs == nil {

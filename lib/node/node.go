@@ -240,6 +240,11 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		IdleTimeout:           s.ConnectionsMaxIdle,
 		Logger:                logger.With("component", "server"),
 	}
+	if pcfg.Watch != nil {
+		// When this process dies, the other brokers' Watches hear of it
+		// before its clients can ask them for metadata.
+		scfg.ExitFirst = peer.IsPeer
+	}
 	if s.MetricsListen != "" {
 		d.metrics = metrics.New(metrics.Config{
 			Source:          d,
@@ -255,7 +260,7 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.peers = peer.NewPool("mq-broker-" + strconv.Itoa(int(s.NodeID)))
+	d.peers = peer.NewPool(peer.PoolClientID + strconv.Itoa(int(s.NodeID)))
 	d.producerIDs = controller.NewProducerIDs(d.ctrl, clk, pcfg.Logger, controller.ProducerIDBlockSize)
 	d.broker = broker.New(broker.Config{Settings: s, Controller: d.ctrl, Partitions: d.parts, Peers: d.peers, ProducerIDs: d.producerIDs,
 		Logger: pcfg.Logger, Clock: clk})

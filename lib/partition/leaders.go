@@ -34,7 +34,7 @@ func (m *Manager) trackPeers(img *controller.Image) {
 			addrs[id] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 		}
 	}
-	m.cfg.Watch.Track(addrs, "mq-watch-"+strconv.Itoa(int(m.cfg.Settings.NodeID)))
+	m.cfg.Watch.Track(addrs, peer.WatchClientID+strconv.Itoa(int(m.cfg.Settings.NodeID)))
 }
 
 // Watch is the node's peer.Watch (nil when none was configured).

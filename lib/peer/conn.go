@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,8 +37,23 @@ type Conn struct {
 	in   []byte
 }
 
+// The client ids of the connections a broker makes to the others, each
+// followed by its node id: its Pool's (replica fetches, forwarding) and
+// its Watch's. The other broker's server ends these first when it dies
+// (IsPeer, lib/server's Config.ExitFirst).
+const (
+	PoolClientID  = "mq-broker-"
+	WatchClientID = "mq-watch-"
+)
+
+// IsPeer reports whether clientID is one a broker gives its connections
+// to the others (PoolClientID, WatchClientID).
+func IsPeer(clientID string) bool {
+	return strings.HasPrefix(clientID, PoolClientID) || strings.HasPrefix(clientID, WatchClientID)
+}
+
 // Dial connects to a broker at addr (host:port); clientID names this
-// node's part in the broker's logs ("mq-follower-1").
+// node's part in the broker's logs (PoolClientID + "1").
 func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)

@@ -60,6 +60,12 @@ type conn struct {
 
 	closeOnce sync.Once
 
+	// late is the connection's late descriptor (exitorder.go), under
+	// lateMu; exitSorted is the reader's, set once ExitFirst was asked.
+	lateMu     sync.Mutex
+	late       lateRef
+	exitSorted bool
+
 	// Reader-owned. br batches socket reads: a frame's size and body, and
 	// the frames a client pipelines, arrive with one read system call.
 	br       *bufio.Reader
@@ -115,12 +121,13 @@ func (c *conn) finish(p *pending, resp Response) {
 // requestPool holds the Requests of recycled requests (Request.Recycle).
 var requestPool = sync.Pool{New: func() any { return new(Request) }}
 
-func newConn(s *Server, nc net.Conn, l *listener) *conn {
+func newConn(s *Server, nc net.Conn, l *listener, late lateRef) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
 	network := l.network
 	c := &conn{
-		s:  s,
-		nc: nc,
+		s:    s,
+		nc:   nc,
+		late: late,
 		info: ConnInfo{
 			ID:       s.nextID.Add(1),
 			Network:  network,
@@ -150,6 +157,7 @@ func remoteString(a net.Addr, network string) string {
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		c.nc.Close()
+		c.releaseLate()
 		c.cancel()
 	})
 }
@@ -674,6 +682,7 @@ func (c *conn) parseHeader(b []byte, key, version int16, flexible bool) (*string
 			if c.clientID == nil || *c.clientID != string(id) {
 				s := string(id)
 				c.clientID = &s
+				c.sortForExit(s)
 			}
 			clientID = c.clientID
 			b = b[n:]

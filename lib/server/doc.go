@@ -72,6 +72,17 @@
 // connection are written through it: file regions are read into memory
 // and encrypted, not sent with sendfile.
 //
+// # The order connections end in when the process dies
+//
+// With Config.ExitFirst, every connection holds a second descriptor, a
+// duplicate numbered in the upper half of the descriptor limit, from its
+// accept; a connection whose first client id ExitFirst names (another
+// broker's) closes it at that request. A killed process's descriptors are
+// closed in order, and a socket ends with its last descriptor, so the
+// other brokers' connections end before any client's: a client that saw
+// its connection end and asks another broker for metadata finds it
+// already knowing (exitorder.go). Closing a connection closes both.
+//
 // # Memory
 //
 // The request bytes held in memory across all connections are bounded by

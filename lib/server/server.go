@@ -56,6 +56,14 @@ type Config struct {
 	// TLS serves the ssl:// listeners; New refuses an ssl:// listener
 	// without it.
 	TLS *TLS
+	// ExitFirst, when set, names by client id the connections that
+	// should end first when the process dies: the other brokers'. Every
+	// other connection then holds a second descriptor numbered in the
+	// upper half of the descriptor limit, which the kernel closes after
+	// the lower ones (exitorder.go), so a broker tracking this one hears
+	// of its death before a client of it can ask that broker for
+	// metadata. Nil: connections end in the order of their descriptors.
+	ExitFirst func(clientID string) bool
 	// HandshakeTimeout bounds a TLS handshake, from the connection's
 	// accept to its end; default DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
@@ -418,16 +426,19 @@ func (s *Server) acceptLoop(l *listener) {
 // work, so a slow or silent peer holds its own goroutine, never the
 // accept loop.
 func (s *Server) startConn(nc net.Conn, l *listener) {
+	late := lateRef(-1)
+	if s.cfg.ExitFirst != nil {
+		late = holdLate(nc)
+	}
 	if l.tls {
 		nc = tls.Server(nc, s.cfg.TLS.serverConfig())
 	}
-	c := newConn(s, nc, l)
+	c := newConn(s, nc, l, late)
 	s.mu.Lock()
 	select {
 	case <-s.draining:
 		s.mu.Unlock()
-		nc.Close()
-		c.cancel()
+		c.close()
 		return
 	default:
 	}
