@@ -219,8 +219,9 @@ func (w *Watch) changedLocked() {
 // Track keeps one idle connection to each broker of addrs (broker id →
 // Kafka listener, host:port), and stops those to brokers no longer in
 // it or whose address changed; Track(nil) stops them all, waiting for
-// their goroutines. A tracked connection that ends is Lost; a dial that
-// succeeds is Reached.
+// their goroutines. A tracked connection sends an ApiVersions request at
+// once, so the other broker knows it for a peer's (its client id); one
+// that ends is Lost; a dial whose request is answered is Reached.
 func (w *Watch) Track(addrs map[int32]string, clientID string) {
 	w.trackMu.Lock()
 	defer w.trackMu.Unlock()
@@ -273,6 +274,14 @@ func (w *Watch) track(id int32, t *tracker, clientID string) {
 		}()
 		mark := w.Mark()
 		c, err := Dial(ctx, t.addr, clientID)
+		if err == nil {
+			// A request at once tells the other broker who this is
+			// (its client id): the connections of other brokers end
+			// first when it dies (lib/server, Config.ExitFirst).
+			if _, err = c.Do(ctx, kmsg.NewPtrApiVersionsRequest(), trackTimeout); err != nil {
+				c.Close()
+			}
+		}
 		cancel()
 		if err == nil {
 			t.mu.Lock()

@@ -2,10 +2,14 @@ package peer
 
 import (
 	"context"
+	"encoding/binary"
+	"io"
 	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/mqtest"
@@ -155,9 +159,12 @@ func TestWatchClearsWhenReachedDuringTheProbe(t *testing.T) {
 // that dies.
 type killableBroker struct {
 	ln    net.Listener
-	first chan struct{} // closed at the first connection
+	first chan struct{} // closed at the first request, of clientID
 	mu    sync.Mutex
 	conns []net.Conn
+	// clientID is the client id of the first request, set before first
+	// is closed.
+	clientID string
 }
 
 func newKillableBroker(t *testing.T) *killableBroker {
@@ -173,15 +180,58 @@ func newKillableBroker(t *testing.T) *killableBroker {
 				return
 			}
 			b.mu.Lock()
-			if len(b.conns) == 0 {
-				close(b.first)
-			}
 			b.conns = append(b.conns, c)
 			b.mu.Unlock()
+			go func() {
+				if id := answerApiVersions(c); id != "" {
+					b.mu.Lock()
+					if b.clientID == "" {
+						b.clientID = id
+						close(b.first)
+					}
+					b.mu.Unlock()
+				}
+			}()
 		}
 	}()
 	t.Cleanup(b.kill)
 	return b
+}
+
+// answerApiVersions answers the ApiVersions requests read from c (with
+// no versions: the Watch only needs an answer) until c ends, and
+// returns the client id of the first.
+func answerApiVersions(c net.Conn) (clientID string) {
+	first := make(chan string, 1)
+	go func() {
+		defer close(first)
+		for {
+			var size [4]byte
+			if _, err := io.ReadFull(c, size[:]); err != nil {
+				return
+			}
+			frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+			if _, err := io.ReadFull(c, frame); err != nil || len(frame) < 10 {
+				return
+			}
+			n := int(binary.BigEndian.Uint16(frame[8:]))
+			if 10+n <= len(frame) {
+				select {
+				case first <- string(frame[10 : 10+n]):
+				default:
+				}
+			}
+			resp := kmsg.NewApiVersionsResponse()
+			resp.Version = int16(binary.BigEndian.Uint16(frame[2:]))
+			out := binary.BigEndian.AppendUint32(make([]byte, 4), binary.BigEndian.Uint32(frame[4:]))
+			out = resp.AppendTo(out)
+			binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+			if _, err := c.Write(out); err != nil {
+				return
+			}
+		}
+	}()
+	return <-first
 }
 
 func (b *killableBroker) kill() {
@@ -211,9 +261,16 @@ func TestTrackedBrokerIsGoneTheMomentItsProcessDies(t *testing.T) {
 	w := NewWatch(nil, nil)
 	defer w.Track(nil, "")
 	w.Track(map[int32]string{2: b.ln.Addr().String()}, "test")
-	// Nothing is exchanged on the tracked connection, so only its end can
-	// tell: wait until the broker has it.
-	<-b.first
+	// The tracker says who it is at once, then nothing is exchanged
+	// on the connection, so only its end can tell.
+	select {
+	case <-b.first:
+	case <-time.After(trackTimeout):
+		t.Fatalf("the tracked connection sent no request within %v", trackTimeout)
+	}
+	if b.clientID != "test" {
+		t.Errorf("the tracked connection's first request came from client id %q, want test", b.clientID)
+	}
 	if _, ok := w.Gone(2); ok {
 		t.Fatal("a live broker is gone")
 	}
@@ -247,6 +304,7 @@ func TestTrackedBrokerThatComesBackIsReached(t *testing.T) {
 				return
 			}
 			defer c.Close()
+			go answerApiVersions(c)
 		}
 	}()
 	waitWatch(t, w, func() bool { _, ok := w.Gone(2); return !ok })
@@ -262,6 +320,9 @@ func TestCheckHangupsFindsAClosedConnectionBeforeItsReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if _, err := c.Do(context.Background(), kmsg.NewPtrApiVersionsRequest(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	<-b.first
 	w := NewWatch(nil, nil)
 	w.tracked[2] = &tracker{addr: b.ln.Addr().String(), stop: make(chan struct{}), done: make(chan struct{}), conn: c}
