@@ -63,13 +63,50 @@ const (
 )
 
 // refreshes notes when a client last read a Metadata response (a
-// kgo.HookBrokerRead), for failoverSeries.settle.
-type refreshes struct{ last atomic.Int64 } // unix nanoseconds
+// kgo.HookBrokerRead), for failoverSeries.settle, and keeps its last
+// reads and failed requests of every kind, which a run over its bound
+// logs (since).
+type refreshes struct {
+	last atomic.Int64 // unix nanoseconds
 
-func (r *refreshes) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	mu     sync.Mutex
+	events []string // "15:04:05.000 Metadata from 2" and the like, the last maxEvents
+}
+
+const maxEvents = 64
+
+func (r *refreshes) OnBrokerRead(b kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	now := time.Now()
 	if key == 3 && err == nil { // Metadata
-		r.last.Store(time.Now().UnixNano())
+		r.last.Store(now.UnixNano())
 	}
+	if key != 3 && err == nil {
+		return // only Metadata answers and failures tell how a client found its leader
+	}
+	e := fmt.Sprintf("%s %s from %d", now.Format("15:04:05.000"), kmsg.NameForKey(key), b.NodeID)
+	if err != nil {
+		e += ": " + err.Error()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+	if len(r.events) > maxEvents {
+		r.events = r.events[len(r.events)-maxEvents:]
+	}
+}
+
+// since returns the events kept at or after t.
+func (r *refreshes) since(t time.Time) []string {
+	from := t.Format("15:04:05.000")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		if e[:len(from)] >= from {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // mark is what one client awaits in one run: its first record on
@@ -654,10 +691,21 @@ func (s *failoverSeries) measure(part int32, begun time.Time) {
 		sc.await(s.t, marks[i], begun)
 	}
 	var got []string
+	over := false
 	for _, sc := range s.scenarios {
-		got = append(got, fmt.Sprintf("%s %v", sc.name, sc.times[len(sc.times)-1].Round(time.Millisecond)))
+		took := sc.times[len(sc.times)-1]
+		got = append(got, fmt.Sprintf("%s %v", sc.name, took.Round(time.Millisecond)))
+		over = over || (sc.bound > 0 && took > sc.bound)
 	}
 	s.t.Logf("partition %d: %s", part, strings.Join(got, ", "))
+	if over {
+		// What the clients with kgo's MetadataMinAge heard after the
+		// fault, to tell a stale answer from a slow election.
+		for i, r := range s.refreshes {
+			s.t.Logf("partition %d, client %d of kgo's defaults after the fault at %s: %s", part, i,
+				begun.Format("15:04:05.000"), strings.Join(r.since(begun), "; "))
+		}
+	}
 }
 
 // inSync waits until the chaos topic has its whole ISR again.

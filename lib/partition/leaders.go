@@ -97,16 +97,19 @@ func (m *Manager) LeaderGone(img *controller.Image, topics []string) bool {
 func (m *Manager) Await(ctx context.Context, held func(*controller.Image) bool) *controller.Image {
 	t := m.clock.NewTimer(goneLeaderHold)
 	defer t.Stop()
+	start := m.clock.Now()
 	for {
 		changes, watched := m.ctrl.Changes(), m.cfg.Watch.Changed()
 		img := m.ctrl.Image()
 		if !held(img) {
+			m.log.Info("an answer naming a gone broker waited for the controller", "waited", m.clock.Now().Sub(start))
 			return img
 		}
 		select {
 		case <-changes:
 		case <-watched:
 		case <-t.C():
+			m.log.Info("an answer naming a gone broker waited the whole hold; answering as it is", "waited", m.clock.Now().Sub(start))
 			return m.ctrl.Image()
 		case <-ctx.Done():
 			return m.ctrl.Image()
