@@ -27,6 +27,9 @@ const (
 	cmdResignLeadership   commandType = 14
 	cmdAlterGroupConfigs  commandType = 15
 	cmdAlterReassignments commandType = 16
+	// cmdAlterScramCredentials upserts and deletes users' SCRAM
+	// credentials (AlterUserScramCredentials).
+	cmdAlterScramCredentials commandType = 17
 )
 
 func (t commandType) String() string {
@@ -63,6 +66,8 @@ func (t commandType) String() string {
 		return "AlterGroupConfigs"
 	case cmdAlterReassignments:
 		return "AlterReassignments"
+	case cmdAlterScramCredentials:
+		return "AlterScramCredentials"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -235,6 +240,32 @@ type reassignmentV1 struct {
 	Replicas []int32 `json:"replicas"`
 }
 
+// alterScramCredentialsV1 upserts and deletes SCRAM credentials, all or
+// none: a credential that is invalid (unknown mechanism, iterations out
+// of bounds, empty user or keys) refuses the command. Deleting a
+// credential that does not exist is not an error. Deletions apply
+// before upsertions.
+type alterScramCredentialsV1 struct {
+	Upsertions []scramCredentialV1 `json:"upsertions,omitempty"`
+	Deletions  []scramDeletionV1   `json:"deletions,omitempty"`
+}
+
+// scramCredentialV1 is one user's credential for one mechanism: only the
+// salted keys, never a password or salted password.
+type scramCredentialV1 struct {
+	User       string `json:"user"`
+	Mechanism  string `json:"mechanism"`
+	Salt       []byte `json:"salt"`
+	Iterations int32  `json:"iterations"`
+	StoredKey  []byte `json:"stored_key"`
+	ServerKey  []byte `json:"server_key"`
+}
+
+type scramDeletionV1 struct {
+	User      string `json:"user"`
+	Mechanism string `json:"mechanism"`
+}
+
 type topicPartitionV1 struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
@@ -392,6 +423,8 @@ func decodeCommand(data []byte) (commandType, any, error) {
 		body = new(allocateProducerIDsV1)
 	case t == cmdAlterReassignments && version == 1:
 		body = new(alterReassignmentsV1)
+	case t == cmdAlterScramCredentials && version == 1:
+		body = new(alterScramCredentialsV1)
 	default:
 		return t, nil, fmt.Errorf("%w: %v version %d", ErrUnknownCommand, t, version)
 	}

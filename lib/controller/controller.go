@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
+	"github.com/mqproject/mq/lib/auth"
 	"github.com/mqproject/mq/lib/clock"
 )
 
@@ -1067,6 +1068,34 @@ func (c *Controller) AlterTopicConfigs(ctx context.Context, topic string, set ma
 // cluster-wide defaults when brokerID is -1.
 func (c *Controller) AlterBrokerConfigs(ctx context.Context, brokerID int32, set map[string]string, del []string) error {
 	_, err := c.propose(ctx, cmdAlterBrokerConfigs, &alterBrokerConfigsV1{BrokerID: brokerID, Set: set, Delete: del})
+	return err
+}
+
+// ScramCredentialChange is one change AlterScramCredentials makes: the
+// credential of User for Mechanism set to Credential, or deleted when
+// Delete.
+type ScramCredentialChange struct {
+	User, Mechanism string
+	Credential      auth.Credential
+	Delete          bool
+}
+
+// AlterScramCredentials upserts and deletes SCRAM credentials, all in one
+// command (deletions first). A credential a SCRAM exchange could not use
+// refuses the whole command with ErrInvalidCommand.
+func (c *Controller) AlterScramCredentials(ctx context.Context, changes []ScramCredentialChange) error {
+	var body alterScramCredentialsV1
+	for _, ch := range changes {
+		if ch.Delete {
+			body.Deletions = append(body.Deletions, scramDeletionV1{User: ch.User, Mechanism: ch.Mechanism})
+			continue
+		}
+		body.Upsertions = append(body.Upsertions, scramCredentialV1{
+			User: ch.User, Mechanism: ch.Mechanism, Salt: ch.Credential.Salt, Iterations: int32(ch.Credential.Iterations),
+			StoredKey: ch.Credential.StoredKey, ServerKey: ch.Credential.ServerKey,
+		})
+	}
+	_, err := c.propose(ctx, cmdAlterScramCredentials, &body)
 	return err
 }
 

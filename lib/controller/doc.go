@@ -364,6 +364,17 @@
 // equal snapshots. Restore refuses anything else with ErrInvalidSnapshot
 // and keeps the current image.
 //
+// # Users
+//
+// Image.ScramCredentials holds the SCRAM credentials of the users SASL
+// authenticates (user, then mechanism): salt, iterations, StoredKey and
+// ServerKey, never a password or a salted password. AlterScramCredentials
+// changes them with one AlterScramCredentials command (type 17), all or
+// none: a credential no exchange could use (unknown mechanism, iterations
+// outside 4096 to 16384, no salt or keys) refuses it. Snapshots carry
+// them (scram_credentials, added within version 3: a node that does not
+// know the field refuses the snapshot rather than lose the users).
+//
 // # On disk
 //
 //	Dir/raft.db                       Raft log and stable store (bbolt, raft-boltdb/v2)

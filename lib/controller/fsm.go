@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/mqproject/mq/lib/auth"
 )
 
 const (
@@ -203,6 +205,8 @@ func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
 		res.firstProducerID, err = applyAllocateProducerIDs(&next, c)
 	case *alterReassignmentsV1:
 		err = applyAlterReassignments(&next, c, &res)
+	case *alterScramCredentialsV1:
+		err = applyAlterScramCredentials(&next, c)
 	default:
 		err = fmt.Errorf("%w: no handler for %T", ErrUnknownCommand, body)
 	}
@@ -561,6 +565,65 @@ func applyAlterGroupConfigs(img *Image, c *alterGroupConfigsV1) error {
 		delete(img.GroupConfigs, c.Group)
 	} else {
 		img.GroupConfigs[c.Group] = cfg
+	}
+	return nil
+}
+
+func applyAlterScramCredentials(img *Image, c *alterScramCredentialsV1) error {
+	for _, u := range c.Upsertions {
+		if err := checkScramCredential(u); err != nil {
+			return err
+		}
+	}
+	for _, d := range c.Deletions {
+		if d.User == "" || !slices.Contains(auth.ScramMechanisms, d.Mechanism) {
+			return fmt.Errorf("%w: delete SCRAM credential of user %q, mechanism %q", ErrInvalidCommand, d.User, d.Mechanism)
+		}
+	}
+	creds := maps.Clone(img.ScramCredentials)
+	if creds == nil {
+		creds = map[string]map[string]auth.Credential{}
+	}
+	for _, d := range c.Deletions {
+		if _, ok := creds[d.User][d.Mechanism]; !ok {
+			continue
+		}
+		byMech := maps.Clone(creds[d.User])
+		delete(byMech, d.Mechanism)
+		if len(byMech) == 0 {
+			delete(creds, d.User)
+		} else {
+			creds[d.User] = byMech
+		}
+	}
+	for _, u := range c.Upsertions {
+		byMech := maps.Clone(creds[u.User])
+		if byMech == nil {
+			byMech = map[string]auth.Credential{}
+		}
+		byMech[u.Mechanism] = auth.Credential{
+			Salt: u.Salt, Iterations: int(u.Iterations), StoredKey: u.StoredKey, ServerKey: u.ServerKey,
+		}
+		creds[u.User] = byMech
+	}
+	if len(creds) == 0 {
+		creds = nil
+	}
+	img.ScramCredentials = creds
+	return nil
+}
+
+// checkScramCredential refuses a credential a SCRAM exchange could not
+// use.
+func checkScramCredential(u scramCredentialV1) error {
+	if u.User == "" || !slices.Contains(auth.ScramMechanisms, u.Mechanism) {
+		return fmt.Errorf("%w: SCRAM credential of user %q, mechanism %q", ErrInvalidCommand, u.User, u.Mechanism)
+	}
+	if err := auth.CheckIterations(int(u.Iterations)); err != nil {
+		return fmt.Errorf("%w: SCRAM credential of user %q: %v", ErrInvalidCommand, u.User, err)
+	}
+	if len(u.Salt) == 0 || len(u.StoredKey) == 0 || len(u.ServerKey) == 0 {
+		return fmt.Errorf("%w: SCRAM credential of user %q without salt or keys", ErrInvalidCommand, u.User)
 	}
 	return nil
 }

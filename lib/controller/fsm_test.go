@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mqproject/mq/lib/auth"
 )
 
 // testFSM wraps an fsm with a log index counter, as Raft would feed it.
@@ -344,6 +346,51 @@ func TestFSMCommands(t *testing.T) {
 					t.Errorf("group configs = %v, want %v", img.GroupConfigs, want)
 				}
 			},
+		},
+		{
+			name: "scram credentials upserted and deleted",
+			setup: []step{
+				{cmdAlterScramCredentials, &alterScramCredentialsV1{Upsertions: []scramCredentialV1{
+					scramCred("alice", auth.ScramSHA256), scramCred("alice", auth.ScramSHA512), scramCred("bob", auth.ScramSHA256),
+				}}},
+			},
+			cmd: step{cmdAlterScramCredentials, &alterScramCredentialsV1{
+				Deletions:  []scramDeletionV1{{User: "alice", Mechanism: auth.ScramSHA256}, {User: "bob", Mechanism: auth.ScramSHA256}, {User: "nobody", Mechanism: auth.ScramSHA512}},
+				Upsertions: []scramCredentialV1{scramCred("carol", auth.ScramSHA512)},
+			}},
+			check: func(t *testing.T, img *Image) {
+				if got := img.ScramUsers(); !reflect.DeepEqual(got, []string{"alice", "carol"}) {
+					t.Errorf("users = %v, want [alice carol]", got)
+				}
+				if _, ok := img.ScramCredential("alice", auth.ScramSHA256); ok {
+					t.Errorf("alice's deleted SHA-256 credential is still there")
+				}
+				if c, ok := img.ScramCredential("alice", auth.ScramSHA512); !ok || c.Iterations != 4096 {
+					t.Errorf("alice's SHA-512 credential = %+v, %v", c, ok)
+				}
+			},
+		},
+		{
+			name: "scram credential with too few iterations refused",
+			cmd: step{cmdAlterScramCredentials, &alterScramCredentialsV1{Upsertions: []scramCredentialV1{
+				scramCred("alice", auth.ScramSHA256), {User: "bob", Mechanism: auth.ScramSHA256, Salt: []byte("s"), Iterations: 4095, StoredKey: []byte("k"), ServerKey: []byte("k")},
+			}}},
+			wantErr: ErrInvalidCommand,
+		},
+		{
+			name:    "scram credential of an unknown mechanism refused",
+			cmd:     step{cmdAlterScramCredentials, &alterScramCredentialsV1{Upsertions: []scramCredentialV1{scramCred("alice", "SCRAM-SHA-1")}}},
+			wantErr: ErrInvalidCommand,
+		},
+		{
+			name:    "scram credential without keys refused",
+			cmd:     step{cmdAlterScramCredentials, &alterScramCredentialsV1{Upsertions: []scramCredentialV1{{User: "a", Mechanism: auth.ScramSHA256, Salt: []byte("s"), Iterations: 4096}}}},
+			wantErr: ErrInvalidCommand,
+		},
+		{
+			name:    "scram deletion of an empty user refused",
+			cmd:     step{cmdAlterScramCredentials, &alterScramCredentialsV1{Deletions: []scramDeletionV1{{Mechanism: auth.ScramSHA256}}}},
+			wantErr: ErrInvalidCommand,
 		},
 		{
 			name:    "group config of an empty group id refused",

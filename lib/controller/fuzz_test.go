@@ -22,6 +22,7 @@ func seedCommands(t testing.TB) [][]byte {
 		{cmdAlterTopicConfigs, &alterTopicConfigsV1{Topic: "orders", Set: map[string]string{"a": "b"}, Delete: []string{"retention.ms"}}},
 		{cmdAlterBrokerConfigs, &alterBrokerConfigsV1{BrokerID: -1, Set: map[string]string{"a": "b"}}},
 		{cmdAlterGroupConfigs, &alterGroupConfigsV1{Group: "g", Set: map[string]string{"a": "b"}}},
+		{cmdAlterScramCredentials, &alterScramCredentialsV1{Upsertions: []scramCredentialV1{scramCred("a", "SCRAM-SHA-256")}, Deletions: []scramDeletionV1{{User: "b", Mechanism: "SCRAM-SHA-512"}}}},
 		{cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 0, Leader: 2, ISR: []int32{2, 3}, LeaderEpoch: 1}},
 		{cmdAllocateProducerID, &allocateProducerIDsV1{Count: 50}},
 		{cmdRegisterBroker, &registerBrokerV2{ID: 2, Host: "h2", Port: 9092, RaftAddr: "h2:9093", Unclean: true}},

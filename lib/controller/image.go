@@ -4,7 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"slices"
+
+	"github.com/mqproject/mq/lib/auth"
 )
 
 // ClusterDefaultBroker is the broker ID under which Image.BrokerConfigs
@@ -39,6 +42,10 @@ type Image struct {
 	// resource: share.auto.offset.reset and the like) by group ID; nil
 	// or absent means none.
 	GroupConfigs map[string]map[string]string
+	// ScramCredentials holds the users' SCRAM credentials: user, then
+	// mechanism (auth.ScramSHA256, auth.ScramSHA512). Only salted keys:
+	// never a password. nil when there are none.
+	ScramCredentials map[string]map[string]auth.Credential
 	// NextProducerID is the first producer ID of the next block handed out
 	// by AllocateProducerIDs.
 	NextProducerID int64
@@ -393,4 +400,16 @@ func checkPartitionState(replicas []int32, leader int32, isr []int32) error {
 		return fmt.Errorf("%w: leader %d is not in the isr", ErrInvalidPartitionState, leader)
 	}
 	return nil
+}
+
+// ScramCredential is the credential of user for a SCRAM mechanism; its
+// signature is auth.Credentials'.
+func (img *Image) ScramCredential(user, mechanism string) (auth.Credential, bool) {
+	c, ok := img.ScramCredentials[user][mechanism]
+	return c, ok
+}
+
+// ScramUsers lists the users with a SCRAM credential, sorted.
+func (img *Image) ScramUsers() []string {
+	return slices.Sorted(maps.Keys(img.ScramCredentials))
 }

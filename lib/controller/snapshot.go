@@ -7,6 +7,8 @@ import (
 	"io"
 	"maps"
 	"slices"
+
+	"github.com/mqproject/mq/lib/auth"
 )
 
 // A snapshot is the 4-byte magic "MQCI" (mq cluster image), one version
@@ -55,6 +57,17 @@ type snapshotV2 struct {
 	// GroupConfigs came later within version 2: absent in older
 	// snapshots, which have none.
 	GroupConfigs map[string]map[string]string `json:"group_configs,omitempty"`
+	// ScramCredentials came later within version 3: user, mechanism,
+	// credential. A node that does not know the field refuses the
+	// snapshot rather than drop the users.
+	ScramCredentials map[string]map[string]snapshotScramV1 `json:"scram_credentials,omitempty"`
+}
+
+type snapshotScramV1 struct {
+	Salt       []byte `json:"salt"`
+	Iterations int32  `json:"iterations"`
+	StoredKey  []byte `json:"stored_key"`
+	ServerKey  []byte `json:"server_key"`
 }
 
 type snapshotBrokerV2 struct {
@@ -99,6 +112,17 @@ func writeSnapshot(w io.Writer, img *Image) error {
 		BrokerConfigs:  img.BrokerConfigs,
 		NextProducerID: img.NextProducerID,
 		GroupConfigs:   img.GroupConfigs,
+	}
+	for user, byMech := range img.ScramCredentials {
+		if s.ScramCredentials == nil {
+			s.ScramCredentials = map[string]map[string]snapshotScramV1{}
+		}
+		s.ScramCredentials[user] = map[string]snapshotScramV1{}
+		for mech, c := range byMech {
+			s.ScramCredentials[user][mech] = snapshotScramV1{
+				Salt: c.Salt, Iterations: int32(c.Iterations), StoredKey: c.StoredKey, ServerKey: c.ServerKey,
+			}
+		}
 	}
 	for _, id := range sortedKeys(img.Brokers) {
 		b := img.Brokers[id]
@@ -214,6 +238,21 @@ func readSnapshot(r io.Reader) (*Image, error) {
 	maps.Copy(img.BrokerConfigs, s.BrokerConfigs)
 	if len(s.GroupConfigs) > 0 {
 		img.GroupConfigs = s.GroupConfigs
+	}
+	for user, byMech := range s.ScramCredentials {
+		for mech, c := range byMech {
+			cred := scramCredentialV1{User: user, Mechanism: mech, Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}
+			if err := checkScramCredential(cred); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrInvalidSnapshot, err)
+			}
+			if img.ScramCredentials == nil {
+				img.ScramCredentials = map[string]map[string]auth.Credential{}
+			}
+			if img.ScramCredentials[user] == nil {
+				img.ScramCredentials[user] = map[string]auth.Credential{}
+			}
+			img.ScramCredentials[user][mech] = auth.Credential{Salt: c.Salt, Iterations: int(c.Iterations), StoredKey: c.StoredKey, ServerKey: c.ServerKey}
+		}
 	}
 	if err := img.check(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSnapshot, err)

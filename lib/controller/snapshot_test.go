@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/mqproject/mq/lib/auth"
 )
 
 // richImage builds an image using every kind of command.
@@ -32,6 +34,9 @@ func richImage(t testing.TB) *testFSM {
 	tf.must(cmdAllocateProducerID, &allocateProducerIDsV1{Count: 1000})
 	tf.must(cmdRegisterBroker, broker(4))
 	tf.must(cmdAlterReassignments, &alterReassignmentsV1{Partitions: []reassignmentV1{{Topic: "orders", Partition: 0, Replicas: []int32{4, 2, 3}}}})
+	tf.must(cmdAlterScramCredentials, &alterScramCredentialsV1{Upsertions: []scramCredentialV1{
+		scramCred("alice", auth.ScramSHA256), scramCred("alice", auth.ScramSHA512), scramCred("bob", auth.ScramSHA512),
+	}})
 	return tf
 }
 
@@ -189,5 +194,44 @@ func TestRestoreReadsVersion1Snapshots(t *testing.T) {
 	}
 	if p := img.Partition("a", 0); p == nil || p.LeaderEpoch != 3 || p.PartitionEpoch != 4 || img.Version != 7 || img.NextProducerID != 5 {
 		t.Fatalf("image %+v partition %+v", img, p)
+	}
+}
+
+func TestSnapshotKeepsScramCredentials(t *testing.T) {
+	src := richImage(t)
+	var buf bytes.Buffer
+	if err := writeSnapshot(&buf, src.f.Image()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "password") {
+		t.Fatalf("snapshot mentions a password: %s", buf.String())
+	}
+	img, err := readSnapshot(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := img.ScramUsers(); !reflect.DeepEqual(got, []string{"alice", "bob"}) {
+		t.Fatalf("users after restore = %v", got)
+	}
+	c, ok := img.ScramCredential("bob", auth.ScramSHA512)
+	want := scramCred("bob", auth.ScramSHA512)
+	if !ok || string(c.Salt) != string(want.Salt) || c.Iterations != int(want.Iterations) ||
+		string(c.StoredKey) != string(want.StoredKey) || string(c.ServerKey) != string(want.ServerKey) {
+		t.Fatalf("bob's credential after restore = %+v, %v; want %+v", c, ok, want)
+	}
+	// A snapshot holding a credential no exchange could use is refused.
+	var again bytes.Buffer
+	writeSnapshot(&again, src.f.Image())
+	bad := strings.Replace(again.String(), `"iterations":4096`, `"iterations":1`, 1)
+	if _, err := readSnapshot(strings.NewReader(bad)); !errors.Is(err, ErrInvalidSnapshot) {
+		t.Fatalf("snapshot with 1 iteration: %v", err)
+	}
+}
+
+// scramCred is a credential of user for mechanism with made-up keys.
+func scramCred(user, mechanism string) scramCredentialV1 {
+	return scramCredentialV1{
+		User: user, Mechanism: mechanism, Salt: []byte("salt-" + user), Iterations: 4096,
+		StoredKey: []byte("stored-" + user + mechanism), ServerKey: []byte("server-" + user + mechanism),
 	}
 }
