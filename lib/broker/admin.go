@@ -16,25 +16,28 @@ import (
 )
 
 // adminAPIs lists the administrative APIs: topics and partitions (this
-// file), configs (configs.go) and the cluster (cluster.go).
+// file), configs (configs.go), the cluster (cluster.go) and the users'
+// SCRAM credentials (users.go).
 //
 // They change the cluster image through the controller, synchronously on
 // the connection's reader goroutine: a request pipelined after a
 // CreateTopics on the same connection sees the new topic in the image.
 func (b *Broker) adminAPIs() map[int16]api {
 	return map[int16]api{
-		kmsg.CreateTopics.Int16():               {0, 7, b.handleCreateTopics},
-		kmsg.DeleteTopics.Int16():               {0, 6, b.handleDeleteTopics},
-		kmsg.DescribeConfigs.Int16():            {0, 4, b.handleDescribeConfigs},
-		kmsg.AlterConfigs.Int16():               {0, 2, b.handleAlterConfigs},
-		kmsg.CreatePartitions.Int16():           {0, 3, b.handleCreatePartitions},
-		kmsg.IncrementalAlterConfigs.Int16():    {0, 1, b.handleIncrementalAlterConfigs},
-		kmsg.DescribeCluster.Int16():            {0, 2, b.handleDescribeCluster},
-		kmsg.DescribeLogDirs.Int16():            {0, 5, b.handleDescribeLogDirs},
-		kmsg.ElectLeaders.Int16():               {0, 2, b.handleElectLeaders},
-		kmsg.DescribeQuorum.Int16():             {0, 1, b.handleDescribeQuorum},
-		kmsg.AlterPartitionAssignments.Int16():  {0, 1, b.handleAlterPartitionReassignments},
-		kmsg.ListPartitionReassignments.Int16(): {0, 0, b.handleListPartitionReassignments},
+		kmsg.CreateTopics.Int16():                 {0, 7, b.handleCreateTopics},
+		kmsg.DeleteTopics.Int16():                 {0, 6, b.handleDeleteTopics},
+		kmsg.DescribeConfigs.Int16():              {0, 4, b.handleDescribeConfigs},
+		kmsg.AlterConfigs.Int16():                 {0, 2, b.handleAlterConfigs},
+		kmsg.CreatePartitions.Int16():             {0, 3, b.handleCreatePartitions},
+		kmsg.IncrementalAlterConfigs.Int16():      {0, 1, b.handleIncrementalAlterConfigs},
+		kmsg.DescribeCluster.Int16():              {0, 2, b.handleDescribeCluster},
+		kmsg.DescribeLogDirs.Int16():              {0, 5, b.handleDescribeLogDirs},
+		kmsg.ElectLeaders.Int16():                 {0, 2, b.handleElectLeaders},
+		kmsg.DescribeQuorum.Int16():               {0, 1, b.handleDescribeQuorum},
+		kmsg.AlterPartitionAssignments.Int16():    {0, 1, b.handleAlterPartitionReassignments},
+		kmsg.ListPartitionReassignments.Int16():   {0, 0, b.handleListPartitionReassignments},
+		kmsg.DescribeUserSCRAMCredentials.Int16(): {0, 0, b.handleDescribeUserScramCredentials},
+		kmsg.AlterUserSCRAMCredentials.Int16():    {0, 0, b.handleAlterUserScramCredentials},
 	}
 }
 

@@ -15,7 +15,11 @@
 //     (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs),
 //     elect.go (ElectLeaders, DescribeQuorum), cluster.go
 //     (DescribeCluster), logdirs.go (DescribeLogDirs), reassign.go
-//     (AlterPartitionReassignments, ListPartitionReassignments);
+//     (AlterPartitionReassignments, ListPartitionReassignments),
+//     users.go (DescribeUserScramCredentials, AlterUserScramCredentials:
+//     the SCRAM credentials SASL checks, kept in the controller image as
+//     salted keys only; the salted password a client sends is turned
+//     into StoredKey and ServerKey and dropped);
 //   - groups.go, groups_offsets.go (the classic group and offset APIs
 //     onto lib/group's Coordinator; groups_store.go keeps its records in
 //     __consumer_offsets through lib/coordinator; a group id that is a
