@@ -11,16 +11,21 @@ import (
 
 // forListener is br as a client connected on c's listener should see it,
 // as Kafka answers with the endpoint of the listener a request came on:
-// a client on an ssl:// listener is given br's ssl:// listener (its host
-// when it is a specific one, else br's advertised host), so that it
-// reaches every broker with TLS; any other client, or one whose broker
-// has no ssl:// listener, gets br's advertised address.
+// a client on an ssl://, sasl_plaintext:// or sasl_ssl:// listener is
+// given br's listener of the same scheme (its host when it is a specific
+// one, else br's advertised host), so that it reaches every broker with
+// the same TLS and authentication; any other client, or one whose broker
+// has no listener of that scheme, gets br's advertised address.
 func forListener(c *server.ConnInfo, br controller.Broker) controller.Broker {
-	if c == nil || !strings.HasPrefix(c.Listener, "ssl://") {
+	if c == nil {
+		return br
+	}
+	scheme, _, _ := strings.Cut(c.Listener, "://")
+	if scheme != "ssl" && scheme != "sasl_plaintext" && scheme != "sasl_ssl" {
 		return br
 	}
 	for _, l := range br.Listeners {
-		hostPort, ok := strings.CutPrefix(l, "ssl://")
+		hostPort, ok := strings.CutPrefix(l, scheme+"://")
 		if !ok {
 			continue
 		}

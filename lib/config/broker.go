@@ -30,7 +30,7 @@ type Broker struct {
 
 	NodeID    int32    // node.id (alias broker.id), default 1
 	DataDir   string   // log.dirs (alias log.dir), one directory; default DefaultDataDir
-	Listeners []string // listeners: unix:///path, tcp://host:port, ssl://host:port; default DefaultListeners
+	Listeners []string // listeners: unix:///path, tcp://host:port, ssl://host:port, sasl_plaintext://host:port, sasl_ssl://host:port; default DefaultListeners
 	Advertise string   // advertised.listeners: host:port given to clients in Metadata; default the first TCP listener
 	Voters    string   // controller.quorum.voters: id@host:port,…; empty = single voter
 	LogLevel  string   // log.level (mq): debug|info|warn|error, default info
@@ -43,6 +43,10 @@ type Broker struct {
 	SSLKeyLocation         string // ssl.key.location: its private key, unencrypted
 	SSLCALocation          string // ssl.ca.location: the CAs client certificates must chain to
 	SSLClientAuth          string // ssl.client.auth: none|requested|required, default none
+	// SASL of the sasl_plaintext:// and sasl_ssl:// listeners.
+	SASLEnabledMechanisms   []string // sasl.enabled.mechanisms, default SCRAM-SHA-256,SCRAM-SHA-512
+	SASLPlainAllowPlaintext bool     // sasl.plain.allow.plaintext (mq), default false
+	SASLMaxReceiveSize      int32    // sasl.server.max.receive.size, default 524288
 
 	// MetricsListen is where Prometheus metrics are served over HTTP,
 	// tcp://host:port (metrics.listen, mq); empty (the default): not served.
@@ -239,7 +243,8 @@ var brokerProperties = sortedProperties([]brokerProperty{
 	{name: "log.dirs", kind: directory, envDefault: true, doc: "The directory holding the partition logs and the controller's state.",
 		set: func(b *Broker, v string) { b.DataDir = v }, get: func(b *Broker) string { return b.DataDir }},
 	{name: "log.dir", alias: "log.dirs"},
-	{name: "listeners", kind: listenerList, envDefault: true, doc: "Addresses to listen on: unix:///path, tcp://host:port and ssl://host:port (TCP with TLS: ssl.certificate.location and ssl.key.location; Kafka's SSL listener); port 0 picks a free port.",
+	{name: "listeners", kind: listenerList, envDefault: true, doc: "Addresses to listen on: unix:///path, tcp://host:port, ssl://host:port (TCP with TLS: ssl.certificate.location and ssl.key.location; Kafka's SSL listener), " +
+		"sasl_plaintext://host:port (SASL authentication, sasl.enabled.mechanisms, without TLS; Kafka's SASL_PLAINTEXT) and sasl_ssl://host:port (TLS as on ssl://, then SASL; Kafka's SASL_SSL); port 0 picks a free port.",
 		set: func(b *Broker, v string) { b.Listeners = strings.Split(v, ",") }, get: func(b *Broker) string { return strings.Join(b.Listeners, ",") }},
 	{name: "advertised.listeners", kind: advertised, doc: "The host:port given to clients in Metadata; empty: the first TCP listener's address.",
 		set: func(b *Broker, v string) { b.Advertise = v }, get: func(b *Broker) string { return b.Advertise }},
@@ -254,6 +259,13 @@ var brokerProperties = sortedProperties([]brokerProperty{
 	{name: "ssl.client.auth", kind: oneOf("none", "requested", "required"), def: "none", doc: "Whether the ssl:// listeners ask clients for a certificate: none; requested (a client may connect without one, but one it sends must chain to ssl.ca.location); " +
 		"required (a client without such a certificate is refused). A verified certificate's subject is the connection's principal, User:CN=...,O=... (Kafka's default mapping, the whole distinguished name).",
 		set: func(b *Broker, v string) { b.SSLClientAuth = v }, get: func(b *Broker) string { return b.SSLClientAuth }},
+	{name: "sasl.enabled.mechanisms", kind: saslMechanisms, def: "SCRAM-SHA-256,SCRAM-SHA-512", doc: "The SASL mechanisms the sasl_plaintext:// and sasl_ssl:// listeners offer: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. " +
+		"Users and their SCRAM credentials are created with AlterUserScramCredentials (mqctl user create); PLAIN checks a password against the same credentials, and is offered on sasl_ssl:// only unless sasl.plain.allow.plaintext.",
+		set: func(b *Broker, v string) { b.SASLEnabledMechanisms = strings.Split(v, ",") }, get: func(b *Broker) string { return strings.Join(b.SASLEnabledMechanisms, ",") }},
+	{name: "sasl.plain.allow.plaintext", kind: boolean, def: "false", doc: "Offer PLAIN on sasl_plaintext:// listeners too, where the password crosses the network unencrypted; false offers it on sasl_ssl:// only (mq).",
+		set: func(b *Broker, v string) { b.SASLPlainAllowPlaintext = v == "true" }, get: func(b *Broker) string { return strconv.FormatBool(b.SASLPlainAllowPlaintext) }},
+	{name: "sasl.server.max.receive.size", kind: intAtLeast(10), def: "524288", doc: "The largest request frame, in bytes, a connection on a SASL listener may send before it has authenticated; a larger one closes the connection before it is read.",
+		set: func(b *Broker, v string) { b.SASLMaxReceiveSize = i32(v) }, get: func(b *Broker) string { return fmtInt(b.SASLMaxReceiveSize) }},
 	{name: "controller.quorum.voters", kind: voterList, doc: "The Raft voters, id@host:port,…; empty: this node alone.",
 		set: func(b *Broker, v string) { b.Voters = v }, get: func(b *Broker) string { return b.Voters }},
 	{name: "log.level", kind: oneOf("debug", "info", "warn", "error"), def: "info", doc: "The least severe level of mqd's own log messages.",

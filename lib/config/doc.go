@@ -31,7 +31,10 @@
 // names (ssl.certificate.location, ssl.key.location, ssl.ca.location) and
 // Kafka's ssl.client.auth; Load refuses settings that leave an ssl://
 // listener without a certificate and key, or client certificates without
-// CAs.
+// CAs. sasl_plaintext:// and sasl_ssl:// listeners (a sasl_ssl:// one uses
+// the same ssl.* files) authenticate with sasl.enabled.mechanisms;
+// sasl.plain.allow.plaintext (mq's) lets PLAIN onto sasl_plaintext://,
+// and sasl.server.max.receive.size caps frames before authentication.
 //
 // The same tables document every setting for people: BrokerSettings and
 // TopicSettings give each one's meaning, default, valid values and whether

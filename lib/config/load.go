@@ -36,7 +36,7 @@ var kafkaOnly = map[string]string{
 	"process.roles":                            "every mqd is a broker, and a controller voter when --voters names it",
 	"controller.listener.names":                "the controller quorum talks Raft on controller.quorum.voters' addresses, not on a listener",
 	"inter.broker.listener.name":               "brokers reach each other at the address each registers (advertised.listeners)",
-	"listener.security.protocol.map":           "an mq listener's scheme is its security protocol: tcp:// is PLAINTEXT, ssl:// is SSL",
+	"listener.security.protocol.map":           "an mq listener's scheme is its security protocol: tcp:// is PLAINTEXT, ssl:// is SSL, sasl_plaintext:// is SASL_PLAINTEXT, sasl_ssl:// is SASL_SSL",
 	"num.network.threads":                      "each connection has its own reader and writer goroutine",
 	"num.io.threads":                           "requests run on their connection's goroutines",
 	"num.recovery.threads.per.data.dir":        "mq has no setting for the threads that open and recover logs",
@@ -106,7 +106,7 @@ func kafkaListenerHint(err error, value string) error {
 		return err
 	}
 	c := *e
-	c.Allowed += "; Kafka's PLAINTEXT://host:port is tcp://host:port here and SSL://host:port is ssl://host:port, and a CONTROLLER listener is not needed (the Raft addresses are controller.quorum.voters')"
+	c.Allowed += "; Kafka's PLAINTEXT://host:port is tcp://host:port here, SSL://host:port is ssl://host:port, SASL_PLAINTEXT:// and SASL_SSL:// are sasl_plaintext:// and sasl_ssl://, and a CONTROLLER listener is not needed (the Raft addresses are controller.quorum.voters')"
 	return &c
 }
 
@@ -285,7 +285,7 @@ func Properties() []string {
 func (b *Broker) checkTLS() error {
 	hasSSL := false
 	for _, l := range b.Listeners {
-		hasSSL = hasSSL || strings.HasPrefix(l, "ssl://")
+		hasSSL = hasSSL || strings.HasPrefix(l, "ssl://") || strings.HasPrefix(l, "sasl_ssl://")
 	}
 	cert, key := b.SSLCertificateLocation, b.SSLKeyLocation
 	switch {
@@ -294,7 +294,7 @@ func (b *Broker) checkTLS() error {
 	case cert != "" && key == "":
 		return invalid("ssl.key.location", "", "the private key file of ssl.certificate.location "+cert)
 	case hasSSL && cert == "":
-		return invalid("ssl.certificate.location", "", "a certificate file, with ssl.key.location its key, for the ssl:// listener")
+		return invalid("ssl.certificate.location", "", "a certificate file, with ssl.key.location its key, for the ssl:// or sasl_ssl:// listener")
 	}
 	if b.SSLClientAuth != "" && b.SSLClientAuth != "none" && b.SSLCALocation == "" {
 		return invalid("ssl.ca.location", "", "a file of CA certificates to check client certificates against, as ssl.client.auth is "+b.SSLClientAuth)

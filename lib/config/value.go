@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -160,7 +161,27 @@ var directory = kind{typ: TypeString, allowed: "one directory path", norm: func(
 	return filepath.Clean(v), true
 }}
 
-var listenerList = kind{typ: TypeList, allowed: "a comma-separated list of unix:///absolute/path, tcp://host:port (or host:port) and ssl://host:port", norm: func(v string) (string, bool) {
+// saslMechanisms is a list of the SASL mechanisms mq has, upper case.
+var saslMechanisms = kind{typ: TypeList, allowed: "a comma-separated list of PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512", norm: func(v string) (string, bool) {
+	var out []string
+	for _, m := range strings.Split(v, ",") {
+		m = strings.ToUpper(strings.TrimSpace(m))
+		switch {
+		case m == "":
+			continue
+		case m != "PLAIN" && m != "SCRAM-SHA-256" && m != "SCRAM-SHA-512":
+			return "", false
+		case !slices.Contains(out, m):
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		return "", false
+	}
+	return strings.Join(out, ","), true
+}}
+
+var listenerList = kind{typ: TypeList, allowed: "a comma-separated list of unix:///absolute/path, tcp://host:port (or host:port), ssl://host:port, sasl_plaintext://host:port and sasl_ssl://host:port", norm: func(v string) (string, bool) {
 	var out []string
 	for _, l := range strings.Split(v, ",") {
 		l = strings.TrimSpace(l)
@@ -180,8 +201,9 @@ var listenerList = kind{typ: TypeList, allowed: "a comma-separated list of unix:
 }}
 
 // parseListener checks one listener address and returns its canonical form:
-// unix:///path, tcp://host:port or ssl://host:port (TCP with TLS, Kafka's
-// SSL security protocol); a bare host:port is TCP, as the tools take it in
+// unix:///path, tcp://host:port, ssl://host:port (TCP with TLS, Kafka's
+// SSL security protocol), sasl_plaintext://host:port or
+// sasl_ssl://host:port (SASL_PLAINTEXT, SASL_SSL); a bare host:port is TCP, as the tools take it in
 // -b.
 func parseListener(l string) (string, error) {
 	switch {
@@ -197,8 +219,8 @@ func parseListener(l string) (string, error) {
 			return "", fmt.Errorf("listener %q: %w", l, err)
 		}
 		return l, nil
-	case strings.HasPrefix(l, "ssl://"):
-		hp := strings.TrimPrefix(l, "ssl://")
+	case strings.HasPrefix(l, "ssl://"), strings.HasPrefix(l, "sasl_plaintext://"), strings.HasPrefix(l, "sasl_ssl://"):
+		_, hp, _ := strings.Cut(l, "://")
 		if _, err := splitHostPort(hp, true); err != nil {
 			return "", fmt.Errorf("listener %q: %w", l, err)
 		}
@@ -209,7 +231,7 @@ func parseListener(l string) (string, error) {
 		}
 		return "tcp://" + l, nil
 	}
-	return "", fmt.Errorf("listener %q: want unix:///path, tcp://host:port, ssl://host:port or host:port", l)
+	return "", fmt.Errorf("listener %q: want unix:///path, tcp://host:port, ssl://host:port, sasl_plaintext://host:port, sasl_ssl://host:port or host:port", l)
 }
 
 // splitHostPort checks host:port and returns the port; port 0 only when

@@ -29,6 +29,7 @@ type stateCollector struct {
 	shareGroups, shareInFlight, shareAvailable, shareAcquired, shareArchived, shareOldest, shareDeadLetters *prometheus.Desc
 
 	connections, connectionsAccepted *prometheus.Desc
+	authenticationFailures           *prometheus.Desc
 
 	segmentFilesOpen, segmentFilesOpened, segmentFilesEvicted *prometheus.Desc
 }
@@ -83,8 +84,9 @@ func newStateCollector(source Source, partitionSeries bool) *stateCollector {
 		shareOldest:      d("mq_share_group_oldest_unacked_seconds", "Age of the oldest record the share group has not acknowledged; 0 when there is none.", lag, nil),
 		shareDeadLetters: d("mq_share_group_dead_letters_total", "Records the share group gave up (rejected, or out of delivery attempts) on this node: dead-lettered, or archived without a dead-letter topic.", lag, nil),
 
-		connections:         d("mq_connections", "Open client connections.", nil, nil),
-		connectionsAccepted: d("mq_connections_accepted_total", "Client connections accepted since the node started.", nil, nil),
+		connections:            d("mq_connections", "Open client connections.", nil, nil),
+		connectionsAccepted:    d("mq_connections_accepted_total", "Client connections accepted since the node started.", nil, nil),
+		authenticationFailures: d("mq_authentication_failures_total", "SASL authentications refused (wrong password, unknown user, malformed exchange) since the node started.", nil, nil),
 
 		segmentFilesOpen:    d("mq_log_segment_files_open", "Segment data files open now (bounded by log.max.open.files).", nil, nil),
 		segmentFilesOpened:  d("mq_log_segment_files_opened_total", "Opens of segment data files since the node started, first and again.", nil, nil),
@@ -105,7 +107,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.controllerLeaderID, c.raftState, c.controllerIsLeader, c.brokerFencings,
 		c.groups, c.lagMessages, c.lagSeconds,
 		c.shareGroups, c.shareInFlight, c.shareAvailable, c.shareAcquired, c.shareArchived, c.shareOldest, c.shareDeadLetters,
-		c.connections, c.connectionsAccepted,
+		c.connections, c.connectionsAccepted, c.authenticationFailures,
 		c.segmentFilesOpen, c.segmentFilesOpened, c.segmentFilesEvicted,
 	} {
 		ch <- d
@@ -199,6 +201,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 	gauge(c.connections, float64(s.Connections))
 	counter(c.connectionsAccepted, s.ConnectionsAccepted)
+	counter(c.authenticationFailures, s.AuthenticationFailures)
 
 	gauge(c.segmentFilesOpen, float64(s.SegmentFilesOpen))
 	counter(c.segmentFilesOpened, s.SegmentFilesOpened)

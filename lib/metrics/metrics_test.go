@@ -45,7 +45,7 @@ var fixed = Snapshot{
 		{Group: "h", State: "Empty", Lag: []GroupLag{{Topic: "t", Partition: 0, Messages: 1, Seconds: 2.25}}},
 		{Group: "e", State: "Empty"},
 	},
-	Connections: 3, ConnectionsAccepted: 17,
+	Connections: 3, ConnectionsAccepted: 17, AuthenticationFailures: 4,
 	SegmentFilesOpen: 5, SegmentFilesOpened: 40, SegmentFilesEvicted: 35,
 }
 
@@ -128,6 +128,7 @@ func TestCollectorShowsTheSnapshot(t *testing.T) {
 		"mq_group_lag_seconds{group=h,partition=0,topic=t}":           2.25,
 		"mq_connections{}":                                            3,
 		"mq_connections_accepted_total{}":                             17,
+		"mq_authentication_failures_total{}":                          4,
 		"mq_log_segment_files_open{}":                                 5,
 		"mq_log_segment_files_opened_total{}":                         40,
 		"mq_log_segment_files_evicted_total{}":                        35,
@@ -140,7 +141,7 @@ func TestCollectorShowsTheSnapshot(t *testing.T) {
 	for name, typ := range map[string]dto.MetricType{
 		"mq_topic_bytes_in_total": dto.MetricType_COUNTER, "mq_partition_high_watermark": dto.MetricType_GAUGE,
 		"mq_isr_shrinks_total": dto.MetricType_COUNTER, "mq_group_lag_seconds": dto.MetricType_GAUGE,
-		"mq_connections_accepted_total": dto.MetricType_COUNTER, "mq_controller_broker_fencings_total": dto.MetricType_COUNTER,
+		"mq_connections_accepted_total": dto.MetricType_COUNTER, "mq_authentication_failures_total": dto.MetricType_COUNTER, "mq_controller_broker_fencings_total": dto.MetricType_COUNTER,
 		"mq_log_segment_files_open": dto.MetricType_GAUGE, "mq_log_segment_files_evicted_total": dto.MetricType_COUNTER,
 	} {
 		if types[name] != typ {

@@ -47,6 +47,9 @@ type Snapshot struct {
 	// ConnectionsAccepted the connections accepted since the node started.
 	Connections         int
 	ConnectionsAccepted uint64
+	// AuthenticationFailures counts the SASL authentications refused
+	// since the node started.
+	AuthenticationFailures uint64
 
 	// SegmentFilesOpen is the number of segment data files open now;
 	// SegmentFilesOpened counts their opens and SegmentFilesEvicted the

@@ -71,6 +71,7 @@ func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 	}
 	s.Connections = d.server.Connections()
 	s.ConnectionsAccepted = d.server.ConnectionsAccepted()
+	s.AuthenticationFailures = d.server.AuthenticationFailures()
 	return s
 }
 

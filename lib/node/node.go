@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mqproject/mq/lib/auth"
 	"github.com/mqproject/mq/lib/broker"
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
@@ -245,6 +246,19 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		// before its clients can ask them for metadata.
 		scfg.ExitFirst = peer.IsPeer
 	}
+	if hasSASLListener(s.Listeners) {
+		ctrl := d.ctrl
+		scfg.SASL = &server.SASL{
+			Mechanisms:      s.SASLEnabledMechanisms,
+			PlainWithoutTLS: s.SASLPlainAllowPlaintext,
+			MaxReceiveSize:  s.SASLMaxReceiveSize,
+			// Each login reads the image of the moment: a user created or
+			// deleted on any node counts once this node has applied it.
+			Credentials: func(user, mechanism string) (auth.Credential, bool) {
+				return ctrl.Image().ScramCredential(user, mechanism)
+			},
+		}
+	}
 	if s.MetricsListen != "" {
 		d.metrics = metrics.New(metrics.Config{
 			Source:          d,
@@ -362,12 +376,23 @@ func (d *Daemon) TLSCertificate() *x509.Certificate {
 // ErrNoTLS is ReloadTLS's answer when mqd has no TLS settings.
 var ErrNoTLS = errors.New("node: no TLS certificate configured")
 
+// hasSASLListener reports whether a listener authenticates with SASL.
+func hasSASLListener(listeners []string) bool {
+	for _, l := range listeners {
+		if strings.HasPrefix(l, "sasl_plaintext://") || strings.HasPrefix(l, "sasl_ssl://") {
+			return true
+		}
+	}
+	return false
+}
+
 // advertisedAddress is the host and port this broker gives clients: the
 // advertised address, else the first TCP listener's, else the first
-// ssl:// listener's (a node that serves TLS only).
+// ssl://, sasl_ssl:// or sasl_plaintext:// listener's, in that order (a
+// node that serves only those).
 func advertisedAddress(advertise string, listeners []string) (string, int32, error) {
 	hostPort := strings.TrimPrefix(advertise, "tcp://")
-	for _, scheme := range []string{"tcp://", "ssl://"} {
+	for _, scheme := range []string{"tcp://", "ssl://", "sasl_ssl://", "sasl_plaintext://"} {
 		for _, l := range listeners {
 			if hostPort == "" && strings.HasPrefix(l, scheme) {
 				hostPort = strings.TrimPrefix(l, scheme)

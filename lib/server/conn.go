@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/auth"
 )
 
 // minRequestHeader is the smallest possible request: api key, api version,
@@ -71,6 +73,12 @@ type conn struct {
 	br       *bufio.Reader
 	sizeBuf  [4]byte
 	clientID *string // last client id seen, reused while it does not change
+	// tls and saslListener say what the connection's listener is;
+	// saslPending is true on a SASL listener until SaslAuthenticate
+	// succeeds, and session is the SASL exchange under way.
+	tls, saslListener bool
+	saslPending       bool
+	session           *auth.Session
 
 	// Writer-owned, and the reader's while queued is zero.
 	vec [][]byte
@@ -140,6 +148,10 @@ func newConn(s *Server, nc net.Conn, l *listener, late lateRef) *conn {
 		br:     bufio.NewReaderSize(nc, readBufferSize),
 		slots:  make(chan struct{}, MaxInFlight),
 		queue:  make(chan pending, MaxInFlight),
+
+		tls:          l.tls,
+		saslListener: l.sasl,
+		saslPending:  l.sasl,
 	}
 	c.log = s.log.With("conn", c.info.ID, "remote", remoteString(c.info.Remote, network))
 	return c
@@ -355,6 +367,12 @@ func (c *conn) readRequest() (_ pending, err error) {
 		return pending{}, err
 	}
 	size := int32(binary.BigEndian.Uint32(c.sizeBuf[:]))
+	if c.saslPending && size > c.s.cfg.SASL.MaxReceiveSize {
+		// Before the body is read or reserved: a stranger gets no memory.
+		c.logAuth("request frame before SASL authentication above sasl.server.max.receive.size; closing connection",
+			"size", size, "max", c.s.cfg.SASL.MaxReceiveSize)
+		return pending{}, errStop
+	}
 	if size < minRequestHeader || size > c.s.cfg.MaxRequestBytes {
 		c.log.Warn("request frame size out of range; closing connection",
 			"size", size, "min", minRequestHeader, "max", c.s.cfg.MaxRequestBytes)
@@ -401,6 +419,12 @@ func (c *conn) readRequest() (_ pending, err error) {
 	if c.s.cfg.Observer != nil {
 		p.start = time.Now()
 	}
+	if c.saslPending && key != apiVersionsKey && key != saslHandshakeKey && key != saslAuthenticateKey {
+		// Kafka's answer too: nothing but ApiVersions and SASL before
+		// authentication, and no response to the rest.
+		c.logAuth("request before SASL authentication; closing connection", "api", kmsg.NameForKey(key))
+		return pending{}, errStop
+	}
 	if key == apiVersionsKey && !c.s.api.supports(key, version) {
 		// A version we do not know: its header and body may be laid out
 		// in ways we cannot parse, so answer from the fixed part alone.
@@ -430,6 +454,10 @@ func (c *conn) readRequest() (_ pending, err error) {
 	}
 	if key == apiVersionsKey {
 		p.fixed = c.s.api.response(version)
+		return p, nil
+	}
+	if c.s.cfg.SASL != nil && (key == saslHandshakeKey || key == saslAuthenticateKey) {
+		p.fixed = c.saslRequest(body)
 		return p, nil
 	}
 	req := requestPool.Get().(*Request)

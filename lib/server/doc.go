@@ -1,6 +1,6 @@
 // Package server moves Kafka protocol frames between client connections and
-// a Handler. It listens on Unix sockets, TCP and TCP with TLS (ssl://),
-// reads size-prefixed request
+// a Handler. It listens on Unix sockets, TCP, TCP with TLS (ssl://) and
+// the SASL listeners (sasl_plaintext://, sasl_ssl://), reads size-prefixed request
 // frames, decodes the request header and body with kmsg, calls the Handler,
 // and writes the responses back in request order. It knows nothing about
 // topics, partitions or groups; lib/broker implements Handler. A Handler
@@ -82,6 +82,38 @@
 // other brokers' connections end before any client's: a client that saw
 // its connection end and asks another broker for metadata finds it
 // already knowing (exitorder.go). Closing a connection closes both.
+//
+// # SASL
+//
+// A sasl_plaintext:// listener (Kafka's SASL_PLAINTEXT) and a sasl_ssl://
+// listener (SASL_SSL: TLS as on ssl://, then SASL) authenticate every
+// connection with SASL before serving it (Config.SASL). Until
+// SaslAuthenticate has succeeded, a connection may send ApiVersions,
+// SaslHandshake v1 and SaslAuthenticate v0 to v2 only: any other request
+// closes it unanswered, as Kafka does, and a frame larger than
+// SASL.MaxReceiveSize (sasl.server.max.receive.size, 512 KiB) closes it
+// before its body is read or any memory reserved. The server answers
+// the SASL requests itself (they never reach the Handler) and advertises
+// them in ApiVersions whenever it has SASL. SaslHandshake v0 (after which
+// Kafka's oldest clients send bare tokens) is not served: every client
+// that sends ApiVersions uses v1.
+//
+// The mechanisms offered are SASL.Mechanisms (PLAIN, SCRAM-SHA-256,
+// SCRAM-SHA-512; lib/auth runs them against SASL.Credentials), but PLAIN
+// only on sasl_ssl:// unless SASL.PlainWithoutTLS: a handshake naming a
+// mechanism not offered gets UNSUPPORTED_SASL_MECHANISM with the list,
+// and the connection closes. A refused SaslAuthenticate gets
+// SASL_AUTHENTICATION_FAILED with a message that says neither whether the
+// user exists nor anything secret, and the connection closes; it is
+// counted (AuthenticationFailures) and logged with the peer's address, at
+// most one line a second for the whole server. On success
+// ConnInfo.Principal is "User:" and the user name (on sasl_ssl:// it
+// replaces a client certificate's). Sessions do not expire:
+// SaslAuthenticate's session_lifetime_ms is 0 and clients never
+// re-authenticate (KIP-368). A failed exchange costs the server one
+// PBKDF2 at most for PLAIN and none for SCRAM, on the connection's own
+// goroutine, so a flood of bad logins does not hold up other
+// connections' requests.
 //
 // # Memory
 //

@@ -83,14 +83,17 @@ type ConnInfo struct {
 	Local, Remote net.Addr
 	// Listener is the address of the listener the connection came on,
 	// as Server.Addrs gives it: "tcp://127.0.0.1:9092",
-	// "ssl://0.0.0.0:9093", "unix:///run/mq/mqd.sock".
+	// "ssl://0.0.0.0:9093", "sasl_ssl://0.0.0.0:9094",
+	// "unix:///run/mq/mqd.sock".
 	Listener string
 	// TLS is the connection's TLS state once its handshake is done; nil
 	// on tcp:// and unix:// listeners.
 	TLS *tls.ConnectionState
 	// Principal is who the connection authenticated as, in Kafka's form:
-	// "User:" and the subject of a verified client certificate (see
-	// Principal). Empty when the connection did not authenticate: Kafka's
+	// "User:" and the user name of a SASL login (sasl_plaintext://,
+	// sasl_ssl://; every request on those comes after it), else "User:"
+	// and the subject of a verified client certificate (see Principal).
+	// Empty when the connection did not authenticate: Kafka's
 	// User:ANONYMOUS.
 	Principal string
 }

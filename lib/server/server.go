@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,8 +51,10 @@ var (
 // Config configures a Server.
 type Config struct {
 	// Listeners are the addresses to listen on: "unix:///path/to/sock",
-	// "tcp://host:port" or "ssl://host:port" (TCP with TLS, Kafka's SSL
-	// listener; port 0 picks a free port; see Server.Addrs).
+	// "tcp://host:port", "ssl://host:port" (TCP with TLS, Kafka's SSL
+	// listener), "sasl_plaintext://host:port" (SASL authentication
+	// without TLS) or "sasl_ssl://host:port" (SASL with TLS); port 0
+	// picks a free port; see Server.Addrs.
 	Listeners []string
 	// TLS serves the ssl:// listeners; New refuses an ssl:// listener
 	// without it.
@@ -64,6 +67,11 @@ type Config struct {
 	// of its death before a client of it can ask that broker for
 	// metadata. Nil: connections end in the order of their descriptors.
 	ExitFirst func(clientID string) bool
+	// SASL serves the sasl_plaintext:// and sasl_ssl:// listeners (and
+	// sasl_ssl:// needs TLS too); New refuses such a listener without it.
+	// With SASL, the server answers SaslHandshake and SaslAuthenticate
+	// itself and advertises them in ApiVersions.
+	SASL *SASL
 	// HandshakeTimeout bounds a TLS handshake, from the connection's
 	// accept to its end; default DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
@@ -142,8 +150,12 @@ type Server struct {
 	nextID atomic.Uint64
 	// panics counts recovered panics; tests assert it stays zero.
 	panics atomic.Int64
-	// handshakeLog limits the log lines of failed TLS handshakes.
+	// handshakeLog limits the log lines of failed TLS handshakes, authLog
+	// those of refused SASL authentications.
 	handshakeLog logLimiter
+	authLog      logLimiter
+	// authFailures counts the SASL authentications refused.
+	authFailures atomic.Uint64
 	// recycles says, per API key, whether the handler recycled (Request.Recycle)
 	// the last request of that key: only then is the next one read into a
 	// pooled buffer, so requests that are kept cost no more than their size.
@@ -155,7 +167,8 @@ type Server struct {
 type listener struct {
 	net.Listener
 	network string // "tcp" or "unix"
-	tls     bool   // an ssl:// listener: TCP with TLS
+	tls     bool   // an ssl:// or sasl_ssl:// listener: TCP with TLS
+	sasl    bool   // a sasl_plaintext:// or sasl_ssl:// listener
 	addr    string // as reported by Addrs
 }
 
@@ -173,9 +186,19 @@ func New(cfg Config, h Handler) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		if network == "ssl" && cfg.TLS == nil {
+		if (network == "ssl" || network == "sasl_ssl") && cfg.TLS == nil {
 			return nil, fmt.Errorf("server: listener %q: no TLS certificate configured", l)
 		}
+		if (network == "sasl_plaintext" || network == "sasl_ssl") && cfg.SASL == nil {
+			return nil, fmt.Errorf("server: listener %q: no SASL configured", l)
+		}
+	}
+	if cfg.SASL != nil {
+		sasl := *cfg.SASL
+		if err := sasl.check(); err != nil {
+			return nil, err
+		}
+		cfg.SASL = &sasl
 	}
 	if cfg.HandshakeTimeout == 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
@@ -220,7 +243,11 @@ func New(cfg Config, h Handler) (*Server, error) {
 	if t, ok := h.(ApiVersionsTagger); ok {
 		tags = t.ApiVersionsTags()
 	}
-	api, err := newAPIVersions(h.ApiVersions(), tags, newRequest)
+	list := h.ApiVersions()
+	if cfg.SASL != nil {
+		list = append(slices.Clone(list), saslAPIs...)
+	}
+	api, err := newAPIVersions(list, tags, newRequest)
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +257,7 @@ func New(cfg Config, h Handler) (*Server, error) {
 		handler:      h,
 		newRequest:   newRequest,
 		handshakeLog: logLimiter{interval: time.Second},
+		authLog:      logLimiter{interval: time.Second},
 		log:          logger,
 		api:          api,
 		budget:       newBudget(cfg.QueuedMaxRequestBytes, cfg.MaxRequestBytes),
@@ -241,9 +269,10 @@ func New(cfg Config, h Handler) (*Server, error) {
 	}, nil
 }
 
-// parseListener splits "unix:///path", "tcp://host:port", "ssl://host:port"
-// or "host:port" (TCP, the form lib/config also takes). The network of an
-// ssl:// listener is "ssl".
+// parseListener splits "unix:///path", "tcp://host:port", "ssl://host:port",
+// "sasl_plaintext://host:port", "sasl_ssl://host:port" or "host:port"
+// (TCP, the form lib/config also takes). The network of the TCP
+// listeners other than tcp:// is their scheme.
 func parseListener(s string) (network, addr string, err error) {
 	switch {
 	case strings.HasPrefix(s, "unix://"):
@@ -258,19 +287,19 @@ func parseListener(s string) (network, addr string, err error) {
 			return "", "", fmt.Errorf("server: listener %q: %w", s, err)
 		}
 		return "tcp", addr, nil
-	case strings.HasPrefix(s, "ssl://"):
-		addr = strings.TrimPrefix(s, "ssl://")
+	case strings.HasPrefix(s, "ssl://"), strings.HasPrefix(s, "sasl_plaintext://"), strings.HasPrefix(s, "sasl_ssl://"):
+		network, addr, _ = strings.Cut(s, "://")
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			return "", "", fmt.Errorf("server: listener %q: %w", s, err)
 		}
-		return "ssl", addr, nil
+		return network, addr, nil
 	case !strings.Contains(s, "://"):
 		if _, _, err := net.SplitHostPort(s); err != nil {
 			return "", "", fmt.Errorf("server: listener %q: %w", s, err)
 		}
 		return "tcp", s, nil
 	}
-	return "", "", fmt.Errorf("server: listener %q: want unix:///path, tcp://host:port, ssl://host:port or host:port", s)
+	return "", "", fmt.Errorf("server: listener %q: want unix:///path, tcp://host:port, ssl://host:port, sasl_plaintext://host:port, sasl_ssl://host:port or host:port", s)
 }
 
 // Start listens on every configured address and starts accepting; it returns
@@ -330,6 +359,11 @@ func (s *Server) Connections() int {
 // the Server was made.
 func (s *Server) ConnectionsAccepted() uint64 { return s.nextID.Load() }
 
+// AuthenticationFailures returns the number of SASL authentications
+// refused since the Server was made (wrong password, unknown user,
+// malformed exchange).
+func (s *Server) AuthenticationFailures() uint64 { return s.authFailures.Load() }
+
 // Addrs returns the addresses actually listened on, in Config order, in the
 // Config syntax ("tcp://127.0.0.1:40123", "unix:///run/mq/mqd.sock"). It is
 // empty before Start.
@@ -351,8 +385,13 @@ func listen(network, addr string) (*listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if network == "ssl" {
+	switch network {
+	case "ssl":
 		return &listener{Listener: l, network: "tcp", tls: true, addr: "ssl://" + l.Addr().String()}, nil
+	case "sasl_plaintext":
+		return &listener{Listener: l, network: "tcp", sasl: true, addr: "sasl_plaintext://" + l.Addr().String()}, nil
+	case "sasl_ssl":
+		return &listener{Listener: l, network: "tcp", tls: true, sasl: true, addr: "sasl_ssl://" + l.Addr().String()}, nil
 	}
 	return &listener{Listener: l, network: "tcp", addr: "tcp://" + l.Addr().String()}, nil
 }
