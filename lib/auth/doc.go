@@ -27,6 +27,14 @@
 // iterations and its StoredKey compared in constant time. An authzid
 // other than empty or the user is refused.
 //
+// librdkafka before 2.6.1 (kcat, confluent-kafka) sends a client-final
+// nonce that repeats its own nonce before the server's whole one; Kafka
+// accepts a nonce that ends with the server's, and so does Session. Such
+// a message cannot go through xdg-go (its nonce check is equality and
+// the proof covers the message as sent), so doubledNonceFinal checks its
+// proof with crypto/hmac, RFC 5802's formula, and everything else runs
+// through xdg-go.
+//
 // A Credential holds only the salt, the iteration count (4096 to 16384,
 // Kafka's bounds) and the keys derived from the salted password,
 // StoredKey and ServerKey: neither the password nor the salted password

@@ -6,10 +6,12 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/sha512"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"hash"
 	"slices"
+	"strings"
 
 	"github.com/xdg-go/scram"
 )
@@ -143,13 +145,16 @@ type Session struct {
 	creds     Credentials
 	// scram is the SCRAM conversation (nil for PLAIN).
 	scram *scram.ServerConversation
-	// decoy stands in for the credential of a user that does not exist,
-	// so that an unknown user goes through the whole exchange and fails
-	// where a wrong password does.
-	decoy Credential
-	user  string
-	done  bool
-	ok    bool
+	// cred is the credential the exchange runs against (a random decoy
+	// for a user that does not exist, so that an unknown user goes
+	// through the whole exchange and fails where a wrong password does);
+	// clientFirst and serverFirst are the first two messages, kept for
+	// doubledNonceFinal.
+	cred                     Credential
+	clientFirst, serverFirst string
+	user                     string
+	done                     bool
+	ok                       bool
 }
 
 // NewSession starts the server side of mechanism (Plain, ScramSHA256 or
@@ -178,6 +183,7 @@ func (s *Session) lookup(user string) (scram.StoredCredentials, error) {
 	if !ok {
 		c = decoyCredential(s.mechanism)
 	}
+	s.cred = c
 	return scram.StoredCredentials{
 		KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: c.Iterations},
 		StoredKey:  c.StoredKey,
@@ -225,7 +231,15 @@ func (s *Session) Step(msg []byte) ([]byte, error) {
 		s.user, s.ok = user, true
 		return nil, nil
 	}
+	if s.serverFirst != "" {
+		if out, ok, err := s.doubledNonceFinal(string(msg)); ok {
+			return out, err
+		}
+	}
 	out, err := s.scram.Step(string(msg))
+	if s.serverFirst == "" && err == nil {
+		s.clientFirst, s.serverFirst = string(msg), out
+	}
 	if err != nil {
 		s.done = true
 		return nil, fmt.Errorf("%w: %v", ErrAuthenticationFailed, err)
@@ -293,4 +307,70 @@ func ParsePlain(msg []byte) (authz, user, pass string, err error) {
 		return "", "", "", fmt.Errorf("%w: PLAIN message with an empty user or password", ErrAuthenticationFailed)
 	}
 	return string(parts[0]), string(parts[1]), string(parts[2]), nil
+}
+
+// doubledNonceFinal checks the client-final message of librdkafka before
+// 2.6.1 (kcat, confluent-kafka): its nonce is the client's nonce again
+// followed by the whole nonce of the server-first message, where RFC
+// 5802 wants that nonce alone. Kafka accepts a nonce that ends with the
+// server's (from 3.8.1), and so does mq: the server's part, fresh for
+// the exchange, is still there, so a replayed proof is still refused.
+// xdg-go compares the nonce for equality, and the proof covers the
+// message as sent, so such a message cannot go through it: this checks
+// it as RFC 5802 section 3 says (ClientKey is the proof XOR
+// HMAC(StoredKey, AuthMessage), and H(ClientKey) must be StoredKey,
+// compared in constant time) and answers with the server signature.
+// ok is false for any other message, which goes to xdg-go.
+func (s *Session) doubledNonceFinal(msg string) (out []byte, ok bool, err error) {
+	attrs := strings.Split(msg, ",")
+	serverNonce, found := strings.CutPrefix(strings.Split(s.serverFirst, ",")[0], "r=")
+	if len(attrs) < 3 || !found || !strings.HasPrefix(attrs[1], "r=") {
+		return nil, false, nil
+	}
+	nonce := attrs[1][2:]
+	if nonce == serverNonce || !strings.HasSuffix(nonce, serverNonce) {
+		return nil, false, nil
+	}
+	s.done = true
+	fail := func(why string) ([]byte, bool, error) {
+		return nil, true, fmt.Errorf("%w: %s", ErrAuthenticationFailed, why)
+	}
+	proofAttr := attrs[len(attrs)-1]
+	if !strings.HasPrefix(proofAttr, "p=") {
+		return fail("client-final message without a proof")
+	}
+	proof, err := base64.StdEncoding.DecodeString(proofAttr[2:])
+	if err != nil {
+		return fail("client-final proof not base64")
+	}
+	// The channel binding must be the GS2 header of the client-first
+	// message, base64: no channel binding.
+	gs2End := strings.Index(s.clientFirst, ",n=")
+	if gs2End < 0 || attrs[0] != "c="+base64.StdEncoding.EncodeToString([]byte(s.clientFirst[:gs2End+1])) {
+		return fail("channel binding does not match")
+	}
+	h, _, err := hashOf(s.mechanism)
+	if err != nil {
+		return fail(err.Error())
+	}
+	authMessage := s.clientFirst[gs2End+1:] + "," + s.serverFirst + "," + strings.Join(attrs[:len(attrs)-1], ",")
+	signature := hmacOf(h, s.cred.StoredKey, authMessage)
+	if len(proof) != len(signature) {
+		return fail("proof of the wrong length")
+	}
+	clientKey := make([]byte, len(proof))
+	for i := range proof {
+		clientKey[i] = proof[i] ^ signature[i]
+	}
+	sum := h()
+	sum.Write(clientKey)
+	if !hmac.Equal(sum.Sum(nil), s.cred.StoredKey) {
+		return fail("invalid proof")
+	}
+	user := s.scram.Username()
+	if authz := s.scram.AuthzID(); authz != "" && authz != user {
+		return fail("authorization id differs from the user")
+	}
+	s.user, s.ok = user, true
+	return []byte("v=" + base64.StdEncoding.EncodeToString(hmacOf(h, s.cred.ServerKey, authMessage))), true, nil
 }

@@ -4,8 +4,10 @@ import (
 	"crypto/pbkdf2"
 	"crypto/sha256"
 	"crypto/sha512"
+	"encoding/base64"
 	"errors"
 	"hash"
+	"strings"
 	"testing"
 
 	"github.com/xdg-go/scram"
@@ -196,5 +198,66 @@ func TestIterationsOutsideKafkasBoundsAreRefused(t *testing.T) {
 	}
 	if _, err := NewSession("SCRAM-SHA-1", store{}.lookup); !errors.Is(err, ErrUnknownMechanism) {
 		t.Errorf("SCRAM-SHA-1: %v", err)
+	}
+}
+
+// doubledNonceClient plays librdkafka before 2.6.1: its client-final
+// nonce is its own nonce followed by the server-first nonce. It returns
+// the client-final message with a proof for password.
+func doubledNonceClient(t *testing.T, s *Session, user, password string, salt []byte, iterations int, clientNonce string) (final, authMessage string) {
+	t.Helper()
+	first := "n,,n=" + user + ",r=" + clientNonce
+	serverFirst, err := s.Step([]byte(first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverNonce := strings.TrimPrefix(strings.Split(string(serverFirst), ",")[0], "r=")
+	withoutProof := "c=biws,r=" + clientNonce + serverNonce
+	authMessage = first[3:] + "," + string(serverFirst) + "," + withoutProof
+	salted, err := pbkdf2.Key(sha256.New, password, salt, iterations, sha256.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientKey := hmacOf(sha256.New, salted, "Client Key")
+	stored := sha256.Sum256(clientKey)
+	signature := hmacOf(sha256.New, stored[:], authMessage)
+	proof := make([]byte, len(clientKey))
+	for i := range proof {
+		proof[i] = clientKey[i] ^ signature[i]
+	}
+	return withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof), authMessage
+}
+
+func TestScramAcceptsLibrdkafkasDoubledNonceButNotAReplay(t *testing.T) {
+	creds := store{}
+	creds.add(t, "alice", ScramSHA256, "s3cret")
+	c := creds["alice"][ScramSHA256]
+
+	s, _ := NewSession(ScramSHA256, creds.lookup)
+	final, authMessage := doubledNonceClient(t, s, "alice", "s3cret", c.Salt, c.Iterations, "rdkafkanonce")
+	out, err := s.Step([]byte(final))
+	if err != nil || s.User() != "alice" || !s.Done() {
+		t.Fatalf("doubled nonce, right password: user %q, err %v", s.User(), err)
+	}
+	if want := "v=" + base64.StdEncoding.EncodeToString(hmacOf(sha256.New, c.ServerKey, authMessage)); string(out) != want {
+		t.Fatalf("server-final %q, want %q", out, want)
+	}
+
+	s, _ = NewSession(ScramSHA256, creds.lookup)
+	final, _ = doubledNonceClient(t, s, "alice", "wrong", c.Salt, c.Iterations, "rdkafkanonce")
+	if _, err := s.Step([]byte(final)); !errors.Is(err, ErrAuthenticationFailed) || s.User() != "" {
+		t.Fatalf("doubled nonce, wrong password: user %q, err %v", s.User(), err)
+	}
+
+	// The same final message on a new exchange: its server nonce is not
+	// this exchange's, so the proof is refused.
+	s, _ = NewSession(ScramSHA256, creds.lookup)
+	if _, err := s.Step([]byte("n,,n=alice,r=rdkafkanonce")); err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := NewSession(ScramSHA256, creds.lookup)
+	replayed, _ := doubledNonceClient(t, s2, "alice", "s3cret", c.Salt, c.Iterations, "rdkafkanonce")
+	if _, err := s.Step([]byte(replayed)); !errors.Is(err, ErrAuthenticationFailed) || s.User() != "" {
+		t.Fatalf("replayed doubled-nonce proof: user %q, err %v", s.User(), err)
 	}
 }
