@@ -95,8 +95,9 @@
 // before its body is read or any memory reserved. The server answers
 // the SASL requests itself (they never reach the Handler) and advertises
 // them in ApiVersions whenever it has SASL. SaslHandshake v0 (after which
-// Kafka's oldest clients send bare tokens) is not served: every client
-// that sends ApiVersions uses v1.
+// Kafka's oldest clients send bare tokens) is advertised, as librdkafka
+// wants, but answered UNSUPPORTED_VERSION, and the connection closed:
+// every client that sends ApiVersions uses v1.
 //
 // The mechanisms offered are SASL.Mechanisms (PLAIN, SCRAM-SHA-256,
 // SCRAM-SHA-512; lib/auth runs them against SASL.Credentials), but PLAIN

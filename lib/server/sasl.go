@@ -69,13 +69,16 @@ func (s *SASL) check() error {
 	return nil
 }
 
-// saslAPIs are the versions of the SASL APIs the server serves when it
-// has SASL. SaslHandshake v0, after which the client sends bare tokens
-// without Kafka's request framing, is not served (its connection is
-// closed as any unsupported version): every client that speaks
-// ApiVersions uses v1. SaslAuthenticate v2 is its flexible version.
+// saslAPIs are the versions of the SASL APIs the server advertises when
+// it has SASL. SaslHandshake v0 is listed, because librdkafka takes a
+// broker without it for one that has no SASL at all, but not served:
+// after a v0 handshake the client would send bare tokens without
+// Kafka's request framing. A v0 request is answered UNSUPPORTED_VERSION
+// and the connection closed; every client that sends ApiVersions (and
+// finds SaslAuthenticate in the answer) uses v1. SaslAuthenticate v2 is
+// its flexible version.
 var saslAPIs = []kmsg.ApiVersionsResponseApiKey{
-	{ApiKey: saslHandshakeKey, MinVersion: 1, MaxVersion: 1},
+	{ApiKey: saslHandshakeKey, MinVersion: 0, MaxVersion: 1},
 	{ApiKey: saslAuthenticateKey, MinVersion: 0, MaxVersion: 2},
 }
 
@@ -100,6 +103,11 @@ func (c *conn) saslRequest(body kmsg.Request) Response {
 		if !c.saslListener {
 			resp.ErrorCode = kerr.IllegalSaslState.Code
 			return Response{Msg: resp}
+		}
+		if r.Version == 0 {
+			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			c.logAuth("SaslHandshake v0 (bare SASL tokens) is not served, only v1; closing connection")
+			return Response{Msg: resp, CloseAfter: true}
 		}
 		if !c.saslPending || c.session != nil {
 			resp.ErrorCode = kerr.IllegalSaslState.Code

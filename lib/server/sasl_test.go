@@ -223,6 +223,12 @@ func TestSASLListenerServesOnlyApiVersionsAndSaslBeforeAuthentication(t *testing
 	hreq.SetVersion(0)
 	hreq.Mechanism = auth.ScramSHA256
 	send(t, c, hreq, 4)
+	hresp := kmsg.NewPtrSASLHandshakeResponse()
+	hresp.SetVersion(0)
+	recv(t, c, hresp)
+	if hresp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("SaslHandshake v0: error %d, want UNSUPPORTED_VERSION", hresp.ErrorCode)
+	}
 	expectClosed(t, c)
 
 	// The tcp:// listener needs no authentication.
