@@ -68,12 +68,13 @@ stderr in one line.`,
 			partitionCommand(),
 			brokerCommand(),
 			clusterCommand(),
+			userCommand(),
 			client.CompletionCommand("mqctl"),
 		},
 	}
 }
 
-// globalFlags are -b/--broker, the TLS flags and -o/--output. They are defined on the app
+// globalFlags are -b/--broker, the TLS and SASL flags and -o/--output. They are defined on the app
 // and again on every command that talks to the broker, so that they may
 // come before or after the command; client.FlagString reads the innermost.
 func globalFlags() []cli.Flag {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/sasl"
+
 	"github.com/mqproject/mq/lib/config"
 )
 
@@ -34,11 +36,22 @@ type Addr struct {
 	// ssl://host:port address; TLSFiles.Apply for every address when a
 	// tool is given --tls-* files.
 	TLS *tls.Config
+	// SASL, when set, is the login on every connection (TLSFiles.Apply).
+	SASL sasl.Mechanism
+	// saslScheme marks a sasl_plaintext:// or sasl_ssl:// address, which
+	// is tcp:// or ssl:// with a login that the SASL flags must give.
+	saslScheme bool
 }
 
 // String is the address in the form ParseAddrs reads back:
 // unix:///run/mq/mqd.sock, tcp://127.0.0.1:9092 or ssl://127.0.0.1:9093.
 func (a Addr) String() string {
+	if (a.SASL != nil || a.saslScheme) && a.Network == NetworkTCP {
+		if a.TLS != nil {
+			return "sasl_ssl://" + a.Address
+		}
+		return "sasl_plaintext://" + a.Address
+	}
 	if a.TLS != nil && a.Network == NetworkTCP {
 		return "ssl://" + a.Address
 	}
@@ -47,7 +60,9 @@ func (a Addr) String() string {
 
 // ParseAddrs reads a comma-separated list of broker addresses, each one of
 // unix:///path/to.sock, tcp://host:port, ssl://host:port (TCP with TLS,
-// Kafka's SSL security protocol) or host:port (a missing port is Kafka's
+// Kafka's SSL security protocol), sasl_plaintext://host:port and
+// sasl_ssl://host:port (tcp:// and ssl:// with the login of the SASL
+// flags) or host:port (a missing port is Kafka's
 // 9092). An absolute path alone is a Unix socket too.
 func ParseAddrs(s string) ([]Addr, error) {
 	var addrs []Addr
@@ -86,8 +101,17 @@ func parseAddr(s string) (Addr, error) {
 		a, err := parseTCP(s, rest)
 		a.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 		return a, err
+	case scheme == "sasl_plaintext":
+		a, err := parseTCP(s, rest)
+		a.saslScheme = true
+		return a, err
+	case scheme == "sasl_ssl":
+		a, err := parseTCP(s, rest)
+		a.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		a.saslScheme = true
+		return a, err
 	default:
-		return Addr{}, fmt.Errorf("address %q: unknown scheme %q (want unix://, tcp:// or ssl://)", s, scheme)
+		return Addr{}, fmt.Errorf("address %q: unknown scheme %q (want unix://, tcp://, ssl://, sasl_plaintext:// or sasl_ssl://)", s, scheme)
 	}
 }
 

@@ -108,6 +108,12 @@ func NewClient(addrs []Addr, opts ...kgo.Opt) (*kgo.Client, error) {
 		all = append(all, kgo.DialTLSConfig(a.TLS))
 		break
 	}
+	for _, a := range addrs {
+		if a.SASL != nil {
+			all = append(all, kgo.SASL(a.SASL))
+			break
+		}
+	}
 	all = append(all, opts...)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {

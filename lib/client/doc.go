@@ -23,6 +23,17 @@
 // a key without its certificate (or the reverse) or TLS to a Unix socket
 // is a usage error.
 //
+// And --sasl-mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), --sasl-user
+// and --sasl-password-file (SASLFlags), the password otherwise from
+// $MQ_SASL_PASSWORD, never a flag (flags are visible in ps): they travel
+// in TLSFiles.SASL, and Apply gives every address the franz-go mechanism
+// (Addr.SASL), which NewClient passes to kgo.SASL. With TLS (ssl://,
+// --tls-*) that is Kafka's SASL_SSL, else SASL_PLAINTEXT; -b also takes
+// sasl_plaintext:// and sasl_ssl://, which need the SASL flags. A user
+// or password file without a mechanism, a mechanism without a user or a
+// password, an unknown mechanism and SASL to a Unix socket (which needs
+// no login) are usage errors.
+//
 // NewClient builds a kgo client on those seeds. Kafka clients connect to the
 // host:port a broker advertises, which is useless when all we have is a
 // socket path; so when the seeds are Unix sockets the client dials the socket

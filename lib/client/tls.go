@@ -10,9 +10,11 @@ import (
 
 // TLSFiles are a tool's --tls-ca, --tls-cert and --tls-key: PEM files of
 // the CAs that the broker's certificate must chain to (else the system's),
-// and of the client certificate and its key that the broker may ask for.
+// and of the client certificate and its key that the broker may ask for;
+// and its SASL login, which travels with them to every connection.
 type TLSFiles struct {
 	CA, Cert, Key string
+	SASL          SASL
 }
 
 // TLSFlags are --tls-ca, --tls-cert and --tls-key, the same in every tool.
@@ -26,19 +28,19 @@ func TLSFlags() []cli.Flag {
 	}
 }
 
-// ConnectionFlags are -b/--broker and the TLS flags.
+// ConnectionFlags are -b/--broker, the TLS flags and the SASL flags.
 func ConnectionFlags() []cli.Flag {
-	return append([]cli.Flag{BrokerFlag()}, TLSFlags()...)
+	return append(append([]cli.Flag{BrokerFlag()}, TLSFlags()...), SASLFlags()...)
 }
 
-// TLSFilesOf reads the TLS flags of c, at whatever level of the command
-// line they were given (FlagString).
+// TLSFilesOf reads the TLS and SASL flags of c, at whatever level of the
+// command line they were given (FlagString).
 func TLSFilesOf(c *cli.Context) TLSFiles {
-	return TLSFiles{CA: FlagString(c, "tls-ca"), Cert: FlagString(c, "tls-cert"), Key: FlagString(c, "tls-key")}
+	return TLSFiles{CA: FlagString(c, "tls-ca"), Cert: FlagString(c, "tls-cert"), Key: FlagString(c, "tls-key"), SASL: SASLOf(c)}
 }
 
 // Empty reports whether no TLS file was given.
-func (f TLSFiles) Empty() bool { return f == TLSFiles{} }
+func (f TLSFiles) Empty() bool { return f.CA == "" && f.Cert == "" && f.Key == "" }
 
 // Config reads the files into a client's TLS configuration (TLS 1.2 at
 // least); nil when none was given. A file that cannot be read or holds
@@ -77,9 +79,24 @@ func (f TLSFiles) Config() (*tls.Config, error) {
 
 // Apply returns addrs to be reached with TLS when f names files (every
 // address then uses them) or an address is ssl:// (which, without
-// files, trusts the system's CAs). TLS is over TCP only: a Unix socket
-// among TLS addresses is a usage error.
+// files, trusts the system's CAs), and to log in with f.SASL when
+// given (password from $MQ_SASL_PASSWORD unless a file). TLS and SASL
+// are over TCP only: a Unix socket among TLS or SASL addresses is a
+// usage error, and so is a sasl_plaintext:// or sasl_ssl:// address
+// without a login.
 func (f TLSFiles) Apply(addrs []Addr) ([]Addr, error) {
+	mech, err := f.SASL.mechanism(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err = f.applyTLS(addrs)
+	if err != nil {
+		return nil, err
+	}
+	return withSASL(addrs, mech)
+}
+
+func (f TLSFiles) applyTLS(addrs []Addr) ([]Addr, error) {
 	cfg, err := f.Config()
 	if err != nil {
 		return nil, err
