@@ -269,6 +269,12 @@ func TestToolsWithSASL(t *testing.T) {
 	if r := run("", "mqpipe", append([]string{"consume", "-b", b, "-t", "tools-sasl", "-e"}, login...)...); r.stdout != "one\ntwo\n" {
 		t.Fatalf("mqpipe consume with SASL: %q", r.stdout)
 	}
+	// kcat's -X spelling, with mqpipe.
+	kcatX := []string{"-X", "security.protocol=SASL_SSL", "-X", "ssl.ca.location=" + sb.server.CA, "-X", "sasl.mechanisms=PLAIN",
+		"-X", "sasl.username=alice", "-X", "sasl.password=" + alicePassword}
+	if r := run("", "mqpipe", append([]string{"consume", "-b", sb.sslAddr, "-t", "tools-sasl", "-e"}, kcatX...)...); r.stdout != "one\ntwo\n" {
+		t.Fatalf("mqpipe consume with kcat's -X: %q", r.stdout)
+	}
 	// PLAIN over TLS: ssl:// with the CA and a SASL login is SASL_SSL.
 	plainTLS := []string{"-b", "ssl://" + sb.sslAddr, "--tls-ca", sb.server.CA, "--sasl-mechanism", "PLAIN", "--sasl-user", "alice", "--sasl-password-file", sb.pwFile}
 	if r := run("", "mqctl", append(plainTLS, "topic", "list")...); !strings.Contains(r.stdout, "tools-sasl") {
@@ -308,6 +314,7 @@ func TestToolsWithSASL(t *testing.T) {
 		{"mqctl", []string{"-b", b, "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", "alice", "topic", "list"}, "needs a password"},
 		{"mqpipe", []string{"consume", "-b", b, "-t", "x", "--sasl-mechanism", "GSSAPI", "--sasl-user", "alice"}, "want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"},
 		{"mqctl", []string{"-b", b, "topic", "list"}, "needs --sasl-mechanism"},
+		{"mqpipe", []string{"consume", "-b", sb.plainAddr, "-t", "x", "-X", "security.protocol=sasl_plaintext"}, "needs -X sasl.mechanisms"},
 		{"mqctl", []string{"-b", "unix://" + sb.socket, "user", "create", "carol", "--mechanism", "SCRAM-SHA-256"}, "--password-file FILE is required"},
 		{"mqctl", []string{"-b", "unix://" + sb.socket, "user", "create", "carol", "--mechanism", "SCRAM-SHA-256", "--password-file", bobPw, "--iterations", "100"}, "want 4096 to 16384"},
 	} {

@@ -97,7 +97,7 @@ func consumeCommand() *cli.Command {
 		Aliases:     []string{"C"},
 		Usage:       "print the records of topics to stdout",
 		Description: consumeDoc,
-		Flags: append(client.ConnectionFlags(),
+		Flags: append(connectionFlags(),
 			&cli.StringSliceFlag{Name: "topic", Aliases: []string{"t"}, Usage: "read `TOPIC`; several comma-separated or repeated; ^REGEX reads the topics it matches", Required: true},
 			&cli.StringSliceFlag{Name: "partition", Aliases: []string{"p"}, Usage: "read only partition `N` of each topic; several comma-separated or repeated", DefaultText: "all"},
 			&cli.StringSliceFlag{Name: "offset", Aliases: []string{"o"}, Usage: "start at `OFFSET`: " + pipe.OffsetsUsage, DefaultText: "beginning"},
@@ -115,9 +115,13 @@ func consumeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "line-buffered", Usage: "flush stdout after every message, also into a pipe"},
 		),
 		Action: func(c *cli.Context) error {
+			sec, err := security(c)
+			if err != nil {
+				return err
+			}
 			cfg := pipe.ConsumeConfig{
 				Broker:         client.FlagString(c, "broker"),
-				TLS:            client.TLSFilesOf(c),
+				TLS:            sec,
 				Topics:         topicList(c.StringSlice("topic")),
 				Count:          c.Int64("count"),
 				Exit:           c.Bool("exit"),
@@ -135,7 +139,6 @@ func consumeCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return client.Usagef("consume: unexpected argument %q", c.Args().First())
 			}
-			var err error
 			if cfg.Partitions, err = partitionList(c.StringSlice("partition")); err != nil {
 				return err
 			}

@@ -97,7 +97,7 @@ func execCommand() *cli.Command {
 		Usage:       "run a command once per message: exit 0 acknowledges, failures are retried and dead-lettered",
 		Description: execDoc,
 		ArgsUsage:   "-- COMMAND [ARG...]",
-		Flags: append(client.ConnectionFlags(),
+		Flags: append(connectionFlags(),
 			&cli.StringSliceFlag{Name: "topic", Aliases: []string{"t"}, Usage: "read `TOPIC`; several comma-separated or repeated", Required: true},
 			&cli.StringFlag{Name: "group", Aliases: []string{"g"}, Usage: "work as a member of `GROUP` (a share group; with --ordered a consumer group)", Required: true},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 1, Usage: "run up to `N` commands at once"},
@@ -112,9 +112,13 @@ func execCommand() *cli.Command {
 			&cli.DurationFlag{Name: "session-timeout", Usage: "with --ordered, let the group wait `DURATION` for a silent member", DefaultText: pipe.DefaultSessionTimeout.String()},
 		),
 		Action: func(c *cli.Context) error {
+			sec, err := security(c)
+			if err != nil {
+				return err
+			}
 			o := pipe.ExecOptions{
 				Broker:         client.FlagString(c, "broker"),
-				TLS:            client.TLSFilesOf(c),
+				TLS:            sec,
 				Topics:         splitList(c.StringSlice("topic")),
 				Group:          c.String("group"),
 				Ordered:        c.Bool("ordered"),

@@ -33,7 +33,7 @@ func newApp() *cli.App {
 		Usage:                     "pipe lines into an mq topic, records out of one, or each record into a command",
 		UsageText:                 "mqpipe [-b ADDR] produce -t TOPIC [FLAGS] [FILE...]\nmqpipe [-b ADDR] consume -t TOPIC[,TOPIC...] [FLAGS]\nmqpipe [-b ADDR] exec -t TOPIC -g GROUP [FLAGS] -- COMMAND [ARG...]",
 		Description:               description(),
-		Flags:                     client.ConnectionFlags(),
+		Flags:                     connectionFlags(),
 		HideHelpCommand:           true,
 		DisableSliceFlagSeparator: true, // header values may hold commas; lists are split by us
 		OnUsageError:              kcatModes,
@@ -67,7 +67,14 @@ for root, else /tmp/mq-$UID/mqd.sock) when it exists, else 127.0.0.1:9092,
 which mqpipe says on stderr when stderr is a terminal; -v says which
 address is used and why. An address is unix:///path.sock, tcp://host:port
 or host:port; several are separated by commas. -b and -v may also be given
-after the command.`
+after the command.
+
+TLS and SASL: --tls-ca, --tls-cert, --tls-key, --sasl-mechanism,
+--sasl-user and --sasl-password-file (else $MQ_SASL_PASSWORD), as every
+mq tool takes them, or kcat's -X security.protocol=plaintext|ssl|
+sasl_plaintext|sasl_ssl, -X sasl.mechanisms=, -X sasl.username=, -X
+sasl.password= (visible in ps, as for kcat) and -X ssl.ca.location=,
+ssl.certificate.location=, ssl.key.location=.`
 
 // envelopeDoc documents the JSON envelope of lib/pipe (AppendJSON).
 const envelopeDoc = `mqpipe consume --json prints, and mqpipe produce --format json reads,

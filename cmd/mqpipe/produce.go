@@ -67,7 +67,7 @@ func produceCommand() *cli.Command {
 		Usage:       "send each line of stdin or FILEs as a message",
 		ArgsUsage:   "[FILE...]",
 		Description: produceDoc,
-		Flags: append(client.ConnectionFlags(),
+		Flags: append(connectionFlags(),
 			&cli.StringFlag{Name: "topic", Aliases: []string{"t"}, Usage: "send to `TOPIC` (created on first use if the broker allows)", Required: true},
 			&cli.StringFlag{Name: "key-delimiter", Aliases: []string{"K"}, Usage: "split each line at the first `DELIM` into key and value (a line without it has a null key)"},
 			&cli.StringFlag{Name: "key", Aliases: []string{"k"}, Usage: "give every message the key `KEY`"},
@@ -85,9 +85,13 @@ func produceCommand() *cli.Command {
 			&cli.BoolFlag{Name: "whole-file", Usage: "send each FILE (or stdin) whole as one message, as kcat -P FILE does, not one message per line"},
 		),
 		Action: func(c *cli.Context) error {
+			sec, err := security(c)
+			if err != nil {
+				return err
+			}
 			cfg := pipe.ProduceConfig{
 				Broker:      client.FlagString(c, "broker"),
-				TLS:         client.TLSFilesOf(c),
+				TLS:         sec,
 				Topic:       c.String("topic"),
 				Files:       c.Args().Slice(),
 				WholeFiles:  c.Bool("whole-file"),

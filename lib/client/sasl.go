@@ -19,6 +19,9 @@ const PasswordEnv = "MQ_SASL_PASSWORD"
 // --sasl-password-file (else $MQ_SASL_PASSWORD).
 type SASL struct {
 	Mechanism, User, PasswordFile string
+	// Password, when set, is the password itself: mqpipe's kcat-style
+	// -X sasl.password. It wins over the file and the environment.
+	Password string
 }
 
 // SASLFlags are --sasl-mechanism, --sasl-user and --sasl-password-file,
@@ -60,7 +63,9 @@ func (s SASL) mechanism(getenv func(string) string) (sasl.Mechanism, error) {
 		return nil, Usagef("--sasl-mechanism needs --sasl-user")
 	}
 	password := getenv(PasswordEnv)
-	if s.PasswordFile != "" {
+	if s.Password != "" {
+		password = s.Password
+	} else if s.PasswordFile != "" {
 		var err error
 		if password, err = ReadPasswordFile(s.PasswordFile); err != nil {
 			return nil, err

@@ -14,7 +14,11 @@ import (
 // and its SASL login, which travels with them to every connection.
 type TLSFiles struct {
 	CA, Cert, Key string
-	SASL          SASL
+	// ForceTLS dials with TLS (trusting the system's CAs unless CA) even
+	// without files or an ssl:// address: mqpipe's -X
+	// security.protocol=ssl or sasl_ssl.
+	ForceTLS bool
+	SASL     SASL
 }
 
 // TLSFlags are --tls-ca, --tls-cert and --tls-key, the same in every tool.
@@ -47,7 +51,7 @@ func (f TLSFiles) Empty() bool { return f.CA == "" && f.Cert == "" && f.Key == "
 // no PEM of what it should, and a key without a certificate or the
 // reverse, are usage errors naming the flag.
 func (f TLSFiles) Config() (*tls.Config, error) {
-	if f.Empty() {
+	if f.Empty() && !f.ForceTLS {
 		return nil, nil
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
