@@ -2,6 +2,7 @@ package auth
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -60,6 +61,42 @@ func FuzzScramSession(f *testing.F) {
 		}
 		if s.User() != "" {
 			t.Fatalf("authenticated %q from %q, %q", s.User(), first, final)
+		}
+	})
+}
+
+// FuzzScramDoubledNonceFinal feeds client-final messages whose nonce ends
+// with the exchange's server nonce (what reaches doubledNonceFinal, the
+// form of librdkafka before 2.6.1) around arbitrary text: never a
+// panic, never a login without a proof.
+func FuzzScramDoubledNonceFinal(f *testing.F) {
+	f.Add("c=biws", "rdkafka", ",p=AAAA")
+	f.Add("c=biws", "x", ",p=")
+	f.Add("c=", "", "")
+	f.Add("", "pre", ",p=!!notbase64")
+	f.Add("c=biws", "pre", ",e=1,p=q4tbRgI6l6FQy3H0UNQu1M8Ctdkvx0GAetk9H/EXho4=")
+	creds := store{}
+	c, err := NewCredential(ScramSHA256, "s3cret", MinIteration)
+	if err != nil {
+		f.Fatal(err)
+	}
+	creds["alice"] = map[string]Credential{ScramSHA256: c}
+	f.Fuzz(func(t *testing.T, cbind, prefix, tail string) {
+		s, err := NewSession(ScramSHA256, creds.lookup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		serverFirst, err := s.Step([]byte("n,,n=alice,r=rdkafka"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		serverNonce := strings.TrimPrefix(strings.Split(string(serverFirst), ",")[0], "r=")
+		final := cbind + ",r=" + prefix + serverNonce + tail
+		if _, err := s.Step([]byte(final)); err != nil && !errors.Is(err, ErrAuthenticationFailed) {
+			t.Fatalf("%q: error %v does not wrap ErrAuthenticationFailed", final, err)
+		}
+		if s.User() != "" {
+			t.Fatalf("%q authenticated %q", final, s.User())
 		}
 	})
 }
