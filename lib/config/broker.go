@@ -47,6 +47,8 @@ type Broker struct {
 	SASLEnabledMechanisms   []string // sasl.enabled.mechanisms, default SCRAM-SHA-256,SCRAM-SHA-512
 	SASLPlainAllowPlaintext bool     // sasl.plain.allow.plaintext (mq), default false
 	SASLMaxReceiveSize      int32    // sasl.server.max.receive.size, default 524288
+	// FailedAuthenticationDelay is connection.failed.authentication.delay.ms, default 100 ms.
+	FailedAuthenticationDelay time.Duration
 
 	// MetricsListen is where Prometheus metrics are served over HTTP,
 	// tcp://host:port (metrics.listen, mq); empty (the default): not served.
@@ -266,6 +268,8 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.SASLPlainAllowPlaintext = v == "true" }, get: func(b *Broker) string { return strconv.FormatBool(b.SASLPlainAllowPlaintext) }},
 	{name: "sasl.server.max.receive.size", kind: intAtLeast(10), def: "524288", doc: "The largest request frame, in bytes, a connection on a SASL listener may send before it has authenticated; a larger one closes the connection before it is read.",
 		set: func(b *Broker, v string) { b.SASLMaxReceiveSize = i32(v) }, get: func(b *Broker) string { return fmtInt(b.SASLMaxReceiveSize) }},
+	{name: "connection.failed.authentication.delay.ms", kind: longAtLeast(0), def: "100", doc: "How long a refused SASL authentication waits before its answer and the close of the connection, so that a client guessing passwords gets only a few guesses a second per connection; 0: none. Other connections are not held up.",
+		set: func(b *Broker, v string) { b.FailedAuthenticationDelay = ms(v) }, get: func(b *Broker) string { return fmtMS(b.FailedAuthenticationDelay) }},
 	{name: "controller.quorum.voters", kind: voterList, doc: "The Raft voters, id@host:port,…; empty: this node alone.",
 		set: func(b *Broker, v string) { b.Voters = v }, get: func(b *Broker) string { return b.Voters }},
 	{name: "log.level", kind: oneOf("debug", "info", "warn", "error"), def: "info", doc: "The least severe level of mqd's own log messages.",

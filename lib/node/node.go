@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -252,6 +253,8 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 			Mechanisms:      s.SASLEnabledMechanisms,
 			PlainWithoutTLS: s.SASLPlainAllowPlaintext,
 			MaxReceiveSize:  s.SASLMaxReceiveSize,
+			// 0 in the settings means no delay; -1 says so to the server.
+			FailedAuthenticationDelay: cmp.Or(s.FailedAuthenticationDelay, -1),
 			// Each login reads the image of the moment: a user created or
 			// deleted on any node counts once this node has applied it.
 			Credentials: func(user, mechanism string) (auth.Credential, bool) {

@@ -105,7 +105,9 @@
 // mechanism not offered gets UNSUPPORTED_SASL_MECHANISM with the list,
 // and the connection closes. A refused SaslAuthenticate gets
 // SASL_AUTHENTICATION_FAILED with a message that says neither whether the
-// user exists nor anything secret, and the connection closes; it is
+// user exists nor anything secret, after SASL.FailedAuthenticationDelay
+// (100 ms, Kafka's connection.failed.authentication.delay.ms, waited on
+// the connection's own goroutine), and the connection closes; it is
 // counted (AuthenticationFailures) and logged with the peer's address, at
 // most one line a second for the whole server. On success
 // ConnInfo.Principal is "User:" and the user name (on sasl_ssl:// it

@@ -45,7 +45,18 @@ type SASL struct {
 	// closes the connection before its body is read. Default
 	// DefaultSASLMaxReceiveSize.
 	MaxReceiveSize int32
+	// FailedAuthenticationDelay holds back the answer to a refused
+	// SaslAuthenticate, and the close, this long
+	// (connection.failed.authentication.delay.ms), so that a client
+	// guessing passwords gets a few guesses a second per connection. The
+	// wait is the connection's own: others are not held up. Default
+	// DefaultFailedAuthenticationDelay; negative means none.
+	FailedAuthenticationDelay time.Duration
 }
+
+// DefaultFailedAuthenticationDelay is Kafka's
+// connection.failed.authentication.delay.ms default.
+const DefaultFailedAuthenticationDelay = 100 * time.Millisecond
 
 // check validates s and fills in its defaults.
 func (s *SASL) check() error {
@@ -62,6 +73,9 @@ func (s *SASL) check() error {
 	}
 	if s.MaxReceiveSize == 0 {
 		s.MaxReceiveSize = DefaultSASLMaxReceiveSize
+	}
+	if s.FailedAuthenticationDelay == 0 {
+		s.FailedAuthenticationDelay = DefaultFailedAuthenticationDelay
 	}
 	if s.MaxReceiveSize < minRequestHeader {
 		return fmt.Errorf("server: SASL MaxReceiveSize %d below the minimum request size %d", s.MaxReceiveSize, minRequestHeader)
@@ -140,6 +154,7 @@ func (c *conn) saslRequest(body kmsg.Request) Response {
 			c.s.authFailures.Add(1)
 			c.logAuth("SASL authentication failed; closing connection", "mechanism", c.session.Mechanism(), "err", err)
 			c.session = nil
+			c.failedAuthenticationDelay()
 			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 			msg := "authentication failed: invalid credentials"
 			resp.ErrorMessage = &msg
@@ -157,6 +172,22 @@ func (c *conn) saslRequest(body kmsg.Request) Response {
 		return Response{Msg: resp}
 	}
 	return Response{CloseAfter: true}
+}
+
+// failedAuthenticationDelay waits SASL.FailedAuthenticationDelay on the
+// reader goroutine, or until the connection or the server closes.
+func (c *conn) failedAuthenticationDelay() {
+	d := c.s.cfg.SASL.FailedAuthenticationDelay
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.ctx.Done():
+	case <-c.s.draining:
+	}
 }
 
 // logAuth logs a refused authentication, at most one line a second for

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/mqproject/mq/lib/auth"
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // users is an in-memory credential store.
@@ -283,5 +285,34 @@ func TestNewRefusesASASLListenerWithoutSASL(t *testing.T) {
 	}
 	if _, err := New(Config{Listeners: []string{"tcp://127.0.0.1:0"}, SASL: &SASL{Credentials: users{}.lookup, Mechanisms: []string{"GSSAPI"}}}, newFake(nil)); err == nil {
 		t.Fatal("GSSAPI accepted")
+	}
+}
+
+func TestSASLRefusalIsDelayedWithoutHoldingUpOthers(t *testing.T) {
+	const delay = 2 * time.Second
+	s, _, tlsCfg := startSASLServer(t, newFake(nil), SASL{FailedAuthenticationDelay: delay})
+	addr := s.Addrs()[0]
+	start := time.Now()
+	refused := make(chan error, 1)
+	go func() {
+		refused <- metadataWith(t, addr, tlsCfg, scramMechanism(auth.ScramSHA256, "alice", "guess"))
+	}()
+	mqtest.WaitFor(t, "the refused login counted", func() (bool, string) {
+		return s.AuthenticationFailures() == 1, fmt.Sprintf("%d failures", s.AuthenticationFailures())
+	})
+	// The refusal waits; another client logs in and is served meanwhile.
+	if err := metadataWith(t, addr, tlsCfg, scramMechanism(auth.ScramSHA256, "alice", "s3cret")); err != nil {
+		t.Fatalf("good login while a refusal waits: %v", err)
+	}
+	select {
+	case err := <-refused:
+		t.Fatalf("the refusal came back before the good login was served (%v): %v", time.Since(start), err)
+	default:
+	}
+	if err := <-refused; !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("refused login: %v", err)
+	}
+	if elapsed := time.Since(start); elapsed < delay {
+		t.Fatalf("refusal answered after %v, before the %v delay", elapsed, delay)
 	}
 }
