@@ -82,7 +82,7 @@ func scramMechanism(name, user, password string) sasl.Mechanism {
 
 // metadataWith connects to addr (sasl_plaintext:// or sasl_ssl://) with
 // kgo and m (trusting the server with tlsCfg), and does one Metadata
-// round trip.
+// round trip; it may be called from any goroutine.
 func metadataWith(t *testing.T, addr string, tlsCfg *tls.Config, m sasl.Mechanism) error {
 	t.Helper()
 	scheme, hostPort, _ := strings.Cut(addr, "://")
@@ -92,7 +92,7 @@ func metadataWith(t *testing.T, addr string, tlsCfg *tls.Config, m sasl.Mechanis
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
