@@ -153,6 +153,13 @@ func newConn(s *Server, nc net.Conn, l *listener, late lateRef) *conn {
 		saslListener: l.sasl,
 		saslPending:  l.sasl,
 	}
+	if network == "unix" {
+		// Read once: the kernel recorded the peer's uid when it
+		// connected, and no request can change it.
+		if uid, ok := peerUID(nc); ok {
+			c.info.Principal = auth.UnixUser(uid)
+		}
+	}
 	c.log = s.log.With("conn", c.info.ID, "remote", remoteString(c.info.Remote, network))
 	return c
 }

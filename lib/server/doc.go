@@ -72,6 +72,12 @@
 // connection are written through it: file regions are read into memory
 // and encrypted, not sent with sendfile.
 //
+// A connection on a unix:// listener is authenticated by the kernel: at
+// accept the server reads the peer process's uid (SO_PEERCRED, on Linux)
+// and ConnInfo.Principal is "User:uid:N" (auth.UnixUser). Elsewhere, and
+// on tcp://, a connection that did not authenticate has an empty
+// Principal, Kafka's User:ANONYMOUS.
+//
 // # The order connections end in when the process dies
 //
 // With Config.ExitFirst, every connection holds a second descriptor, a

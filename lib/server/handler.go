@@ -92,9 +92,10 @@ type ConnInfo struct {
 	// Principal is who the connection authenticated as, in Kafka's form:
 	// "User:" and the user name of a SASL login (sasl_plaintext://,
 	// sasl_ssl://; every request on those comes after it), else "User:"
-	// and the subject of a verified client certificate (see Principal).
-	// Empty when the connection did not authenticate: Kafka's
-	// User:ANONYMOUS.
+	// and the subject of a verified client certificate (see Principal);
+	// on a unix:// listener "User:uid:N", N the peer process's uid
+	// (SO_PEERCRED, auth.UnixUser). Empty when the connection did not
+	// authenticate: Kafka's User:ANONYMOUS.
 	Principal string
 }
 
