@@ -43,6 +43,39 @@
 // Every refusal wraps ErrAuthenticationFailed; what it wraps is for the
 // server's log and holds no secret.
 //
+// # Authorization
+//
+// The ACLs are Kafka's: a Binding says that a principal, from a host
+// ("*": any), is allowed or denied (Permission) an Operation on the
+// resources of one ResourceType (TOPIC, GROUP, CLUSTER,
+// TRANSACTIONAL_ID, DELEGATION_TOKEN) whose names match a pattern:
+// LITERAL (the name, or "*" for every name) or PREFIXED (every name
+// starting with it, KIP-290). The principal "User:*" is every user.
+// ACLs is an immutable, indexed set of them; Filter selects bindings
+// for DescribeAcls and DeleteAcls as Kafka's filters do (ANY, and MATCH:
+// the bindings that apply to one named resource).
+//
+// Authorizer.Authorize decides one operation on one resource:
+//
+//   - super users (Policy.SuperUsers, Kafka's super.users; and
+//     Policy.LocalSuperUsers, honoured on the Unix socket only: root and
+//     mqd's own uid) may do anything;
+//   - when no binding at all matches the resource, the answer is
+//     Policy.AllowEveryoneIfNoACLFound (allow.everyone.if.no.acl.found);
+//   - otherwise a DENY for the principal and host of the operation or of
+//     ALL refuses, whatever allows it (deny wins); then an ALLOW of the
+//     operation, of ALL, or of an operation implying it allows: READ,
+//     WRITE, DELETE and ALTER imply DESCRIBE, ALTER_CONFIGS implies
+//     DESCRIBE_CONFIGS; else it is refused.
+//
+// Authorize does not allocate: it runs for every produce and fetch.
+// AuthorizeAny asks whether an operation is allowed on some resource of
+// a type (Kafka's authorizeByResourceType: InitProducerId's WRITE on
+// any topic).
+//
+// The host of a TCP connection is its peer's IP address as text; a Unix
+// socket peer has none, so only bindings for the host "*" apply to it.
+//
 // The package keeps no state of its own and does no I/O: the users'
 // credentials and the ACLs live in the controller's replicated image, and
 // lib/server and lib/broker hand them in.
