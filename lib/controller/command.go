@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/mqproject/mq/lib/auth"
 )
 
 // commandType is the first byte of every record the controller writes to
@@ -30,6 +32,7 @@ const (
 	// cmdAlterScramCredentials upserts and deletes users' SCRAM
 	// credentials (AlterUserScramCredentials).
 	cmdAlterScramCredentials commandType = 17
+	cmdAlterACLs             commandType = 18
 )
 
 func (t commandType) String() string {
@@ -68,6 +71,8 @@ func (t commandType) String() string {
 		return "AlterReassignments"
 	case cmdAlterScramCredentials:
 		return "AlterScramCredentials"
+	case cmdAlterACLs:
+		return "AlterACLs"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -310,6 +315,57 @@ type alterGroupConfigsV1 struct {
 	Delete []string          `json:"delete,omitempty"`
 }
 
+// alterACLsV1 deletes the ACL bindings any of Delete selects, then adds
+// Create (CreateAcls, DeleteAcls). A binding that does not validate
+// refuses the whole command.
+type alterACLsV1 struct {
+	Create []aclBindingV1 `json:"create,omitempty"`
+	Delete []aclFilterV1  `json:"delete,omitempty"`
+}
+
+// aclBindingV1 is an auth.Binding; the enums are Kafka's wire values.
+type aclBindingV1 struct {
+	ResourceType int8   `json:"resource_type"`
+	ResourceName string `json:"resource_name"`
+	PatternType  int8   `json:"pattern_type"`
+	Principal    string `json:"principal"`
+	Host         string `json:"host"`
+	Operation    int8   `json:"operation"`
+	Permission   int8   `json:"permission"`
+}
+
+// aclFilterV1 is an auth.Filter; a nil name, principal or host matches
+// any.
+type aclFilterV1 struct {
+	ResourceType int8    `json:"resource_type"`
+	ResourceName *string `json:"resource_name,omitempty"`
+	PatternType  int8    `json:"pattern_type"`
+	Principal    *string `json:"principal,omitempty"`
+	Host         *string `json:"host,omitempty"`
+	Operation    int8    `json:"operation"`
+	Permission   int8    `json:"permission"`
+}
+
+func aclBindingToV1(b auth.Binding) aclBindingV1 {
+	return aclBindingV1{ResourceType: int8(b.ResourceType), ResourceName: b.ResourceName, PatternType: int8(b.PatternType),
+		Principal: b.Principal, Host: b.Host, Operation: int8(b.Operation), Permission: int8(b.Permission)}
+}
+
+func (b aclBindingV1) binding() auth.Binding {
+	return auth.Binding{ResourceType: auth.ResourceType(b.ResourceType), ResourceName: b.ResourceName, PatternType: auth.PatternType(b.PatternType),
+		Principal: b.Principal, Host: b.Host, Operation: auth.Operation(b.Operation), Permission: auth.Permission(b.Permission)}
+}
+
+func aclFilterToV1(f auth.Filter) aclFilterV1 {
+	return aclFilterV1{ResourceType: int8(f.ResourceType), ResourceName: f.ResourceName, PatternType: int8(f.PatternType),
+		Principal: f.Principal, Host: f.Host, Operation: int8(f.Operation), Permission: int8(f.Permission)}
+}
+
+func (f aclFilterV1) filter() auth.Filter {
+	return auth.Filter{ResourceType: auth.ResourceType(f.ResourceType), ResourceName: f.ResourceName, PatternType: auth.PatternType(f.PatternType),
+		Principal: f.Principal, Host: f.Host, Operation: auth.Operation(f.Operation), Permission: auth.Permission(f.Permission)}
+}
+
 type alterPartitionV1 struct {
 	Topic       string  `json:"topic"`
 	Partition   int32   `json:"partition"`
@@ -425,6 +481,8 @@ func decodeCommand(data []byte) (commandType, any, error) {
 		body = new(alterReassignmentsV1)
 	case t == cmdAlterScramCredentials && version == 1:
 		body = new(alterScramCredentialsV1)
+	case t == cmdAlterACLs && version == 1:
+		body = new(alterACLsV1)
 	default:
 		return t, nil, fmt.Errorf("%w: %v version %d", ErrUnknownCommand, t, version)
 	}

@@ -1099,6 +1099,21 @@ func (c *Controller) AlterScramCredentials(ctx context.Context, changes []ScramC
 	return err
 }
 
+// AlterACLs deletes the ACL bindings any of del selects, then creates
+// create, in one command. A binding or filter that does not validate
+// refuses all of it (ErrInvalidACL).
+func (c *Controller) AlterACLs(ctx context.Context, create []auth.Binding, del []auth.Filter) error {
+	cmd := &alterACLsV1{}
+	for _, b := range create {
+		cmd.Create = append(cmd.Create, aclBindingToV1(b))
+	}
+	for _, f := range del {
+		cmd.Delete = append(cmd.Delete, aclFilterToV1(f))
+	}
+	_, err := c.propose(ctx, cmdAlterACLs, cmd)
+	return err
+}
+
 // AlterGroupConfigs sets and deletes the configs of one group.
 func (c *Controller) AlterGroupConfigs(ctx context.Context, group string, set map[string]string, del []string) error {
 	_, err := c.propose(ctx, cmdAlterGroupConfigs, &alterGroupConfigsV1{Group: group, Set: set, Delete: del})

@@ -1,7 +1,7 @@
 // Package controller keeps the cluster metadata of mq: which brokers exist,
 // which topics and partitions, where their replicas are, who leads each
 // partition in which leader epoch, the in-sync replica sets, dynamic
-// configs, and producer ID blocks. The metadata is a hashicorp/raft
+// configs, producer ID blocks and the ACLs. The metadata is a hashicorp/raft
 // replicated state machine: every change is a command in the Raft log,
 // every node applies the log to the same deterministic FSM, and so every
 // node holds the same cluster image.
@@ -41,6 +41,12 @@
 // reaches). ErrNotController means no leader could be reached
 // within the context (or leadership was lost while committing, when the
 // command may or may not have been applied).
+//
+// AlterACLs (type 18) deletes the ACL bindings a list of auth.Filter
+// selects and creates a list of auth.Binding, in one record; a binding or
+// filter that does not validate refuses all of it (ErrInvalidACL).
+// Image.ACLs is the resulting auth.ACLs, indexed for the broker's
+// authorizer and kept in the snapshot (the field "acls", sorted).
 //
 // Readers take Image for the current image, and follow changes with
 // Changes, which returns a channel closed at the next change:

@@ -16,6 +16,7 @@ var (
 	ErrInvalidConfig            = errors.New("controller: invalid config change")
 	ErrInvalidBroker            = errors.New("controller: invalid broker registration")
 	ErrInvalidProducerIDCount   = errors.New("controller: invalid producer id block size")
+	ErrInvalidACL               = errors.New("controller: invalid ACL")
 
 	// ErrStaleBrokerEpoch refuses a heartbeat, fencing or shutdown of a
 	// broker epoch that is not the broker's current registration (or of a

@@ -207,6 +207,8 @@ func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
 		err = applyAlterReassignments(&next, c, &res)
 	case *alterScramCredentialsV1:
 		err = applyAlterScramCredentials(&next, c)
+	case *alterACLsV1:
+		err = applyAlterACLs(&next, c, &res)
 	default:
 		err = fmt.Errorf("%w: no handler for %T", ErrUnknownCommand, body)
 	}
@@ -625,6 +627,33 @@ func checkScramCredential(u scramCredentialV1) error {
 	if len(u.Salt) == 0 || len(u.StoredKey) == 0 || len(u.ServerKey) == 0 {
 		return fmt.Errorf("%w: SCRAM credential of user %q without salt or keys", ErrInvalidCommand, u.User)
 	}
+	return nil
+}
+
+func applyAlterACLs(img *Image, c *alterACLsV1, res *applyResult) error {
+	create := make([]auth.Binding, len(c.Create))
+	for i, b := range c.Create {
+		create[i] = b.binding()
+		if err := create[i].Validate(); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidACL, err)
+		}
+	}
+	filters := make([]auth.Filter, len(c.Delete))
+	for i, f := range c.Delete {
+		filters[i] = f.filter()
+		if err := filters[i].Validate(); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidACL, err)
+		}
+	}
+	acls, _ := img.ACLs.Delete(filters)
+	if len(create) > 0 {
+		acls = acls.Add(create)
+	}
+	if slices.Equal(acls.Bindings(), img.ACLs.Bindings()) {
+		res.unchanged = true
+		return nil
+	}
+	img.ACLs = acls
 	return nil
 }
 

@@ -371,6 +371,23 @@ func TestFSMCommands(t *testing.T) {
 			},
 		},
 		{
+			name: "ACLs created, then deleted by filter",
+			setup: []step{{cmdAlterACLs, &alterACLsV1{Create: []aclBindingV1{
+				{ResourceType: 2, ResourceName: "orders", PatternType: 3, Principal: "User:alice", Host: "*", Operation: 4, Permission: 3},
+				{ResourceType: 2, ResourceName: "ord", PatternType: 4, Principal: "User:bob", Host: "*", Operation: 3, Permission: 2},
+				{ResourceType: 3, ResourceName: "g", PatternType: 3, Principal: "User:bob", Host: "*", Operation: 3, Permission: 3},
+			}}}},
+			// Of the topic ACLs, those that apply to the topic "orders":
+			// both; the group's stays.
+			cmd: step{cmdAlterACLs, &alterACLsV1{Delete: []aclFilterV1{{ResourceType: 2, ResourceName: new("orders"), PatternType: 2, Operation: 1, Permission: 1}}}},
+			check: func(t *testing.T, img *Image) {
+				got := img.ACLs.Bindings()
+				if len(got) != 1 || got[0].ResourceName != "g" || got[0].Principal != "User:bob" {
+					t.Errorf("ACLs = %v, want only the group's", got)
+				}
+			},
+		},
+		{
 			name: "scram credential with too few iterations refused",
 			cmd: step{cmdAlterScramCredentials, &alterScramCredentialsV1{Upsertions: []scramCredentialV1{
 				scramCred("alice", auth.ScramSHA256), {User: "bob", Mechanism: auth.ScramSHA256, Salt: []byte("s"), Iterations: 4095, StoredKey: []byte("k"), ServerKey: []byte("k")},
@@ -391,6 +408,19 @@ func TestFSMCommands(t *testing.T) {
 			name:    "scram deletion of an empty user refused",
 			cmd:     step{cmdAlterScramCredentials, &alterScramCredentialsV1{Deletions: []scramDeletionV1{{Mechanism: auth.ScramSHA256}}}},
 			wantErr: ErrInvalidCommand,
+		},
+		{
+			name: "an invalid ACL refuses the whole command",
+			cmd: step{cmdAlterACLs, &alterACLsV1{Create: []aclBindingV1{
+				{ResourceType: 2, ResourceName: "orders", PatternType: 3, Principal: "User:alice", Host: "*", Operation: 4, Permission: 3},
+				{ResourceType: 4, ResourceName: "not-the-cluster", PatternType: 3, Principal: "User:alice", Host: "*", Operation: 7, Permission: 3},
+			}}},
+			wantErr: ErrInvalidACL,
+		},
+		{
+			name:    "an ACL filter of an unknown pattern type refused",
+			cmd:     step{cmdAlterACLs, &alterACLsV1{Delete: []aclFilterV1{{ResourceType: 1, PatternType: 0, Operation: 1, Permission: 1}}}},
+			wantErr: ErrInvalidACL,
 		},
 		{
 			name:    "group config of an empty group id refused",

@@ -39,6 +39,10 @@ func seedCommands(t testing.TB) [][]byte {
 			{Topic: "orders", Partition: 0, Leader: 1, ISR: []int32{1}},
 			{Topic: "orders", Partition: 1, Leader: 2, ISR: []int32{2, 3}, LeaderEpoch: 1, PartitionEpoch: 2},
 		}}},
+		{cmdAlterACLs, &alterACLsV1{
+			Create: []aclBindingV1{{ResourceType: 2, ResourceName: "orders", PatternType: 3, Principal: "User:alice", Host: "*", Operation: 4, Permission: 3}},
+			Delete: []aclFilterV1{{ResourceType: 1, PatternType: 2, ResourceName: new("orders"), Operation: 1, Permission: 1}},
+		}},
 		{cmdElectLeaders, &electLeadersV2{Type: 1, Leaders: []uncleanLeaderV2{{Topic: "orders", Partition: 0, Leader: 2, LastEpoch: 3, EndOffset: 40}}, Configured: true}},
 	} {
 		data, err := encodeCommand(s.typ, s.body)

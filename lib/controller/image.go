@@ -49,6 +49,9 @@ type Image struct {
 	// NextProducerID is the first producer ID of the next block handed out
 	// by AllocateProducerIDs.
 	NextProducerID int64
+	// ACLs are the cluster's ACL bindings (CreateAcls, DeleteAcls); nil
+	// when there are none. Every binding passed auth.Binding.Validate.
+	ACLs *auth.ACLs
 }
 
 // Topic is one topic of an Image. Immutable like the Image holding it.

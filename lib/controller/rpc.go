@@ -146,6 +146,7 @@ var wireErrors = []struct {
 	{"InvalidConfig", ErrInvalidConfig},
 	{"InvalidBroker", ErrInvalidBroker},
 	{"InvalidProducerIDCount", ErrInvalidProducerIDCount},
+	{"InvalidACL", ErrInvalidACL},
 	{"StaleBrokerEpoch", ErrStaleBrokerEpoch},
 	{"FencedLeaderEpoch", ErrFencedLeaderEpoch},
 	{"InvalidUpdateVersion", ErrInvalidUpdateVersion},

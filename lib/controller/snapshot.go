@@ -61,6 +61,10 @@ type snapshotV2 struct {
 	// credential. A node that does not know the field refuses the
 	// snapshot rather than drop the users.
 	ScramCredentials map[string]map[string]snapshotScramV1 `json:"scram_credentials,omitempty"`
+	// ACLs came later within version 3, sorted as auth.ACLs keeps them:
+	// absent when there are none. A node that does not know the field
+	// refuses the snapshot rather than forget them.
+	ACLs []aclBindingV1 `json:"acls,omitempty"`
 }
 
 type snapshotScramV1 struct {
@@ -123,6 +127,9 @@ func writeSnapshot(w io.Writer, img *Image) error {
 				Salt: c.Salt, Iterations: int32(c.Iterations), StoredKey: c.StoredKey, ServerKey: c.ServerKey,
 			}
 		}
+	}
+	for _, b := range img.ACLs.Bindings() {
+		s.ACLs = append(s.ACLs, aclBindingToV1(b))
 	}
 	for _, id := range sortedKeys(img.Brokers) {
 		b := img.Brokers[id]
@@ -253,6 +260,16 @@ func readSnapshot(r io.Reader) (*Image, error) {
 			}
 			img.ScramCredentials[user][mech] = auth.Credential{Salt: c.Salt, Iterations: int(c.Iterations), StoredKey: c.StoredKey, ServerKey: c.ServerKey}
 		}
+	}
+	if len(s.ACLs) > 0 {
+		bindings := make([]auth.Binding, len(s.ACLs))
+		for i, b := range s.ACLs {
+			bindings[i] = b.binding()
+			if err := bindings[i].Validate(); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrInvalidSnapshot, err)
+			}
+		}
+		img.ACLs = auth.NewACLs(bindings)
 	}
 	if err := img.check(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSnapshot, err)

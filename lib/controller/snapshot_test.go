@@ -37,6 +37,10 @@ func richImage(t testing.TB) *testFSM {
 	tf.must(cmdAlterScramCredentials, &alterScramCredentialsV1{Upsertions: []scramCredentialV1{
 		scramCred("alice", auth.ScramSHA256), scramCred("alice", auth.ScramSHA512), scramCred("bob", auth.ScramSHA512),
 	}})
+	tf.must(cmdAlterACLs, &alterACLsV1{Create: []aclBindingV1{
+		{ResourceType: 2, ResourceName: "orders", PatternType: 3, Principal: "User:alice", Host: "*", Operation: 4, Permission: 3},
+		{ResourceType: 3, ResourceName: "team-", PatternType: 4, Principal: "User:*", Host: "10.0.0.1", Operation: 3, Permission: 2},
+	}})
 	return tf
 }
 
@@ -142,6 +146,8 @@ func TestRestoreRefusesBadSnapshots(t *testing.T) {
 			`{"name":"a","id":"AQAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1,2],"isr":[1],"leader":1,"adding":[3]}]}]}`...)},
 		{"reassignment removing every replica", append([]byte(snapshotMagic+"\x03"), `{"brokers":[],"broker_configs":{},"topics":[`+
 			`{"name":"a","id":"AQAAAAAAAAAAAAAAAAAAqg","partitions":[{"id":0,"replicas":[1,2],"isr":[1],"leader":1,"adding":[2],"removing":[1,2]}]}]}`...)},
+		{"invalid ACL", append([]byte(snapshotMagic+"\x03"), `{"brokers":[],"broker_configs":{},"topics":[],`+
+			`"acls":[{"resource_type":1,"resource_name":"a","pattern_type":3,"principal":"User:a","host":"*","operation":3,"permission":3}]}`...)},
 		{"zero topic id", append(bytes.Clone(header), `{"brokers":[],"broker_configs":{},"topics":[`+
 			`{"name":"a","id":"AAAAAAAAAAAAAAAAAAAAAA","partitions":[{"id":0,"replicas":[1],"isr":[1],"leader":1}]}]}`...)},
 	}
