@@ -32,6 +32,11 @@ type tlsBroker struct {
 	dir     string
 }
 
+// openACLs lets every principal do what no ACL names: these tests are
+// about the transport, and a TLS listener otherwise closes what no ACL
+// opens (acl_test.go).
+const openACLs = "allow.everyone.if.no.acl.found=true"
+
 // startTLSBroker starts mqd with TLS; clientAuth is ssl.client.auth.
 func startTLSBroker(t *testing.T, clientAuth string, props ...string) *tlsBroker {
 	t.Helper()
@@ -118,7 +123,7 @@ func produceConsume(t *testing.T, cl *kgo.Client, topic string, n int) {
 }
 
 func TestTLSListenerServesKgo(t *testing.T) {
-	tb := startTLSBroker(t, "none")
+	tb := startTLSBroker(t, "none", openACLs)
 	// mqd also listens on plaintext TCP: the metadata a client on the
 	// TLS port gets must send it to the TLS port, or it could not
 	// produce at all.
@@ -133,7 +138,7 @@ func TestTLSListenerServesKgo(t *testing.T) {
 }
 
 func TestTLSRequiredClientCertificates(t *testing.T) {
-	tb := startTLSBroker(t, "required", "log.level=debug")
+	tb := startTLSBroker(t, "required", openACLs, "log.level=debug")
 	// Each refused client tries again until mqd's log says why: mqd logs
 	// one failed handshake a second, so the refusal just before may hold
 	// its line back.
@@ -170,7 +175,7 @@ func TestTLSRequiredClientCertificates(t *testing.T) {
 }
 
 func TestPlaintextClientOnTLSPortIsRefused(t *testing.T) {
-	tb := startTLSBroker(t, "none")
+	tb := startTLSBroker(t, "none", openACLs)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(tb.sslAddr), kgo.RequestRetries(1))
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +206,7 @@ func (tb *tlsBroker) servedSerial(t *testing.T) string {
 }
 
 func TestSIGHUPReloadsTheCertificate(t *testing.T) {
-	tb := startTLSBroker(t, "none")
+	tb := startTLSBroker(t, "none", openACLs)
 	first := tb.servedSerial(t)
 	open := tb.tlsClient(t, nil)
 	if err := open.Ping(ctxFor(t, 10*time.Second)); err != nil {
@@ -280,7 +285,7 @@ func TestKcatOverTLS(t *testing.T) {
 		t.Skip("kcat not installed (CI installs it: apt-get install kcat)")
 	}
 	t.Run("server certificate", func(t *testing.T) {
-		tb := startTLSBroker(t, "none")
+		tb := startTLSBroker(t, "none", openACLs)
 		if _, stderr, ok := kcatTLS(t, tb, nil, "a:one\nb:two\n", "-P", "-t", "kc-tls", "-K:"); !ok {
 			t.Fatalf("kcat produce over TLS failed:\n%s", stderr)
 		}
@@ -294,7 +299,7 @@ func TestKcatOverTLS(t *testing.T) {
 		}
 	})
 	t.Run("client certificate required", func(t *testing.T) {
-		tb := startTLSBroker(t, "required")
+		tb := startTLSBroker(t, "required", openACLs)
 		if _, stderr, ok := kcatTLS(t, tb, &tb.alice, "k:v\n", "-P", "-t", "kc-mtls", "-K:"); !ok {
 			t.Fatalf("kcat produce with a client certificate failed:\n%s", stderr)
 		}
@@ -310,7 +315,7 @@ func TestKcatOverTLS(t *testing.T) {
 }
 
 func TestToolsOverTLS(t *testing.T) {
-	tb := startTLSBroker(t, "required")
+	tb := startTLSBroker(t, "required", openACLs)
 	b := "ssl://" + tb.sslAddr
 	tlsArgs := []string{"--tls-ca", tb.server.CA, "--tls-cert", tb.alice.Cert, "--tls-key", tb.alice.Key}
 	run := func(stdin, name string, args ...string) toolResult {

@@ -88,6 +88,13 @@ again: new connections get the new certificate, open ones keep theirs,
 and files that do not load leave the previous certificate in service
 (one log line says which).
 
+Every request is authorized against the cluster's ACLs (mqctl acl):
+super.users may do anything, and so may root and mqd's own user on the
+Unix socket, whose peer uid is the principal User:uid:N. While every
+listener is tcp:// or unix://, a resource without ACLs is open to all
+(allow.everyone.if.no.acl.found defaults to true); once an ssl://
+listener exists it is closed to all but super users.
+
 On SIGTERM or SIGINT mqd stops accepting connections, answers the requests
 it has read (for up to 30 seconds), flushes and closes its logs and exits
 0; a second signal exits at once with status 130. When the reader of its

@@ -198,6 +198,7 @@ func compareBindings(a, b Binding) int {
 // concurrent use.
 type ACLs struct {
 	all    []Binding                                  // sorted by compareBindings, no duplicates
+	hosts  bool                                       // some binding names a host other than "*"
 	byType [kmsg.ACLResourceTypeUser + 1]resourceACLs // by ResourceType
 }
 
@@ -218,6 +219,7 @@ func NewACLs(bs []Binding) *ACLs {
 	all = slices.Compact(all)
 	a := &ACLs{all: all}
 	for _, b := range all {
+		a.hosts = a.hosts || b.Host != Wildcard
 		if int(b.ResourceType) < 0 || int(b.ResourceType) >= len(a.byType) {
 			continue
 		}
@@ -242,6 +244,11 @@ func (a *ACLs) Len() int {
 	}
 	return len(a.all)
 }
+
+// NeedsHost reports whether some binding names a host other than "*":
+// when none does, Authorize does not look at Request.Host, and the
+// caller need not format it.
+func (a *ACLs) NeedsHost() bool { return a != nil && a.hosts }
 
 // Bindings returns every binding, sorted. Do not modify the slice.
 func (a *ACLs) Bindings() []Binding {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/auth"
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
@@ -82,6 +84,9 @@ type Broker struct {
 	// this broker (fetchsession.go).
 	sessions    *fetchSessions
 	producerIDs *controller.ProducerIDs // cfg.ProducerIDs, or the Broker's own
+	// authz decides what a principal may do (authorize.go), with the ACLs
+	// of the image at hand.
+	authz *auth.Authorizer
 
 	closeOnce sync.Once
 }
@@ -100,6 +105,13 @@ func New(cfg Config) *Broker {
 		b.peers, b.ownPeers = peer.NewPool(peer.PoolClientID+strconv.Itoa(int(cfg.Settings.NodeID))), true
 	}
 	b.producerIDs = cfg.ProducerIDs
+	b.authz = auth.NewAuthorizer(auth.Policy{
+		SuperUsers: auth.ParseSuperUsers(cfg.Settings.SuperUsers),
+		// Root and mqd's own user, on the socket only: the first ACLs
+		// are created from the machine.
+		LocalSuperUsers:           []string{auth.UnixUser(0), auth.UnixUser(uint32(os.Getuid()))},
+		AllowEveryoneIfNoACLFound: cfg.Settings.AllowEveryone(),
+	})
 	if b.producerIDs == nil {
 		b.producerIDs = controller.NewProducerIDs(b.ctrl, b.clock, b.log, controller.ProducerIDBlockSize)
 	}
@@ -114,6 +126,9 @@ func New(cfg Config) *Broker {
 		b.apis[k] = a
 	}
 	for k, a := range b.shareAPIs() {
+		b.apis[k] = a
+	}
+	for k, a := range b.aclAPIs() {
 		b.apis[k] = a
 	}
 	for k, a := range b.extensionAPIs() {
@@ -142,6 +157,9 @@ func (b *Broker) Handle(ctx context.Context, c *server.ConnInfo, req *server.Req
 	if !ok || req.Version < a.min || req.Version > a.max {
 		// The server only passes the keys and versions ApiVersions lists.
 		return func() server.Response { return server.Response{CloseAfter: true} }
+	}
+	if code := b.authorize(c, b.ctrl.Image(), req); code != 0 {
+		return reply(denied(req, code))
 	}
 	return a.handle(ctx, c, req)
 }

@@ -162,6 +162,12 @@ func (tb *testBroker) do(t *testing.T, version int16, req kmsg.Request) kmsg.Res
 
 func (tb *testBroker) doCtx(t *testing.T, ctx context.Context, version int16, req kmsg.Request) kmsg.Response {
 	t.Helper()
+	return tb.doAs(t, ctx, testConn, version, req)
+}
+
+// doAs is doCtx on the connection c (its principal).
+func (tb *testBroker) doAs(t *testing.T, ctx context.Context, c *server.ConnInfo, version int16, req kmsg.Request) kmsg.Response {
+	t.Helper()
 	req.SetVersion(version)
 	// Encode and decode the request, as the server does, so the test sends
 	// only what the wire carries.
@@ -172,7 +178,7 @@ func (tb *testBroker) doCtx(t *testing.T, ctx context.Context, version int16, re
 		t.Fatalf("decode %s v%d request: %v", kmsg.NameForKey(req.Key()), version, err)
 	}
 	sreq := &server.Request{Key: req.Key(), Version: version, CorrelationID: 1, Body: decoded}
-	resp := sreq.Answer(tb.Handle(ctx, testConn, sreq))
+	resp := sreq.Answer(tb.Handle(ctx, c, sreq))
 	if resp.Done != nil {
 		// As the server does once the response is written: pooled state
 		// goes back and is reused by the next request.

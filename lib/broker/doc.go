@@ -29,7 +29,46 @@
 //     refused to ShareGroupHeartbeat), with their state in
 //     __share_group_state and their dead letters through
 //     lib/coordinator; share_config.go the group configs of lib/config);
-//   - damage.go (mq's SkipDamaged and Refetch, lib/kafkaext).
+//   - damage.go (mq's SkipDamaged and Refetch, lib/kafkaext);
+//   - acls.go (DescribeAcls, CreateAcls, DeleteAcls onto the
+//     controller's image).
+//
+// # Authorization
+//
+// Handle authorizes every request before its handler runs, in one place:
+// authorize.go's access table says, by API key, which operations on which
+// resources a request needs, as Kafka asks them (Produce WRITE on each
+// topic; Fetch READ, or CLUSTER_ACTION with a replica id; ListOffsets and
+// OffsetForLeaderEpoch DESCRIBE; CreateTopics CREATE on the cluster or
+// each topic; DeleteTopics and DeleteRecords DELETE; CreatePartitions
+// ALTER; the config APIs DESCRIBE_CONFIGS or ALTER_CONFIGS on the topic,
+// group or cluster; the group APIs READ, DESCRIBE or DELETE on the group,
+// and READ or DESCRIBE on the topics of offsets; share groups alike;
+// FindCoordinator DESCRIBE on the group; the cluster APIs DESCRIBE or
+// ALTER on the cluster, the ACL and SCRAM APIs included; Refetch
+// CLUSTER_ACTION; SkipDamaged ALTER). auth.Authorizer decides each with
+// the ACLs of the current image. A request naming any resource it may not
+// use is answered whole with TOPIC_, GROUP_, CLUSTER_ or
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every resource of the answer
+// (denied.go), where Kafka would serve the allowed ones beside the
+// refused. Produce and Fetch, whose requests commonly name many topics,
+// check their topics themselves, one by one (produce.go, fetch.go's
+// lookup), and serve the allowed ones as Kafka does. Metadata hides the topics a principal may not describe from a
+// listing of all, refuses them by name, and auto-creates only with CREATE
+// on the cluster or topic; ListGroups lists only the describable groups
+// without DESCRIBE on the cluster; InitProducerId asks IDEMPOTENT_WRITE
+// on the cluster or WRITE on some topic (KIP-679).
+//
+// A super user's request, and every request while the image has no ACL
+// and allow.everyone.if.no.acl.found holds, is let through after two
+// lookups and no allocation, so the produce and fetch paths cost nothing
+// more unless ACLs exist.
+//
+// Internal topics (__consumer_offsets, __share_group_state) are never
+// written by clients, whatever the ACLs: a Produce to one, or a
+// DeleteRecords, is INVALID_TOPIC_EXCEPTION, as Kafka answers, unless it
+// is a coordinator's remote write (marked kafkaext.CoordinatorWrite, from
+// a principal with CLUSTER_ACTION).
 //
 // Every answer that names brokers' addresses (Metadata, DescribeCluster,
 // FindCoordinator, the KIP-951 endpoints of Produce, Fetch and

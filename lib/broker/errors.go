@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/mqproject/mq/lib/auth"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/coordinator"
@@ -43,6 +44,11 @@ var (
 	errInvalidTopicName = errors.New("broker: invalid topic name")
 	errUnknownTopic     = errors.New("broker: unknown topic")
 	errKeyless          = errors.New("broker: a record without a key in a compacted topic")
+	// errTopicAuthorization: the ACLs refuse the principal the topic.
+	errTopicAuthorization = errors.New("broker: topic authorization failed")
+	// errInternalTopic: clients may not write internal topics, whatever
+	// the ACLs; only the coordinators do.
+	errInternalTopic = errors.New("broker: internal topics are written by the coordinators only")
 	// errShareGroupID is a consumer group's request for the id of a
 	// share group.
 	errShareGroupID = errors.New("broker: the group is a share group, not a consumer group")
@@ -51,6 +57,10 @@ var (
 var brokerCodes = []errorCode{
 	{errShareGroupID, kerr.GroupIDNotFound},
 	{errUnknownTopic, kerr.UnknownTopicOrPartition},
+	{errTopicAuthorization, kerr.TopicAuthorizationFailed},
+	// Kafka's answer to a client's produce to, or DeleteRecords of, an
+	// internal topic.
+	{errInternalTopic, kerr.InvalidTopicException},
 	{errUnknownTopicID, kerr.UnknownTopicID},
 	{errInvalidTopicName, kerr.InvalidTopicException},
 	{errInvalidAcks, kerr.InvalidRequiredAcks},
@@ -117,6 +127,8 @@ var replicaCodes = []errorCode{
 // controllerCodes: the controller's refusals of admin commands.
 var controllerCodes = []errorCode{
 	{controller.ErrTopicExists, kerr.TopicAlreadyExists},
+	{controller.ErrInvalidACL, kerr.InvalidRequest},
+	{auth.ErrInvalid, kerr.InvalidRequest},
 	{controller.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
 	{controller.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
 	{controller.ErrInvalidPartitions, kerr.InvalidPartitions},

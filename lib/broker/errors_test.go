@@ -78,6 +78,7 @@ var internalErrors = map[string]error{
 	"controller.ErrUnknownCommand":              controller.ErrUnknownCommand,
 	"controller.ErrInvalidPartitionState":       controller.ErrInvalidPartitionState,
 	"controller.ErrInvalidProducerIDCount":      controller.ErrInvalidProducerIDCount,
+	"controller.ErrInvalidACL":                  controller.ErrInvalidACL,
 	"controller.ErrInvalidSnapshot":             controller.ErrInvalidSnapshot,
 	"controller.ErrStaleLeaderEpoch":            controller.ErrStaleLeaderEpoch,
 	"controller.ErrStaleBrokerEpoch":            controller.ErrStaleBrokerEpoch,

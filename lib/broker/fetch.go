@@ -303,6 +303,18 @@ func (f *fetch) lookup(b *Broker, img *controller.Image) {
 				terr = partition.ErrUnknownPartition
 			}
 		}
+		// A consumer needs READ on each topic (authorize.go; a follower's
+		// CLUSTER_ACTION was checked in Handle), and is served the others
+		// beside a refused one, as Kafka does. Checked at every lookup, not
+		// kept: a session may outlive an ACL.
+		denied := false
+		if f.replicaID < 0 {
+			name := ft.name
+			if t != nil {
+				name = t.Name
+			}
+			denied = (t != nil || name != "") && !b.allowed(f.conn, img, topicResource, opRead, name)
+		}
 		for j := range ft.parts {
 			fp := &ft.parts[j]
 			f.flat = append(f.flat, fp)
@@ -320,6 +332,10 @@ func (f *fetch) lookup(b *Broker, img *controller.Image) {
 				fp.lookupImage, fp.lookupGen = version, gen
 			}
 			fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, fp.lookupErr
+			if denied {
+				// Looked up again next time, whoever asks.
+				fp.p, fp.err, fp.lookupImage = nil, errTopicAuthorization, 0
+			}
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/auth"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/group"
 	"github.com/mqproject/mq/lib/server"
@@ -312,9 +313,20 @@ const groupTypeClassic = "classic"
 
 // handleListGroups lists the groups this node coordinates, filtered by
 // state (v4+) and type (v5+).
-func (b *Broker) handleListGroups(_ context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+func (b *Broker) handleListGroups(_ context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.ListGroupsRequest)
 	resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
+	// As Kafka: DESCRIBE on the cluster lists every group, else those the
+	// principal may describe.
+	defer func() {
+		img := b.ctrl.Image()
+		if b.allowed(c, img, clusterResource, opDescribe, auth.ClusterName) {
+			return
+		}
+		resp.Groups = slices.DeleteFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool {
+			return !b.allowed(c, img, groupResource, opDescribe, g.Group)
+		})
+	}()
 	wants := func(typ string) bool {
 		return len(r.TypesFilter) == 0 || slices.ContainsFunc(r.TypesFilter, func(t string) bool { return strings.EqualFold(t, typ) })
 	}
@@ -340,7 +352,8 @@ func (b *Broker) handleListGroups(_ context.Context, _ *server.ConnInfo, req *se
 }
 
 // groupOperations are the ACL operations on a group DescribeGroups reports
-// when asked (v3+): mq has no authorization, so all that apply.
+// when asked (v3+): all that apply to a group, not narrowed to what the
+// ACLs allow the asking principal.
 var groupOperations = func() int32 {
 	var ops int32
 	for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete} {

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/auth"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/server"
@@ -40,7 +41,28 @@ func (b *Broker) handleMetadata(ctx context.Context, c *server.ConnInfo, req *se
 			img := b.parts.AwaitTopics(ctx, img)
 			var failed map[string]error
 			if create := missingTopics(img, r); len(create) > 0 && b.cfg.Settings.AutoCreateTopics && (req.Version < 4 || r.AllowAutoTopicCreation) {
+				// Auto-creation needs CREATE on the cluster or the topic,
+				// as CreateTopics does; the others are refused.
+				var refused map[string]error
+				if !b.allowed(c, img, clusterResource, opCreate, auth.ClusterName) {
+					create = slices.DeleteFunc(create, func(name string) bool {
+						if b.allowed(c, img, topicResource, opCreate, name) {
+							return false
+						}
+						if refused == nil {
+							refused = map[string]error{}
+						}
+						refused[name] = errTopicAuthorization
+						return true
+					})
+				}
 				failed = b.autoCreate(ctx, create)
+				for name, err := range refused {
+					if failed == nil {
+						failed = map[string]error{}
+					}
+					failed[name] = err
+				}
 				img = b.ctrl.Image()
 			}
 			return server.Response{Msg: b.metadata(c, img, r, req.Version, all, failed)}
@@ -115,9 +137,14 @@ func (b *Broker) metadata(c *server.ConnInfo, img *controller.Image, r *kmsg.Met
 		resp.ClusterID = &id
 	}
 	resp.ControllerID = img.ControllerID
+	// Topics the principal may not describe are hidden from a listing of
+	// all, and refused by name (before saying whether they exist).
+	describable := func(name string) bool { return b.allowed(c, img, topicResource, opDescribe, name) }
 	if all {
 		for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
-			resp.Topics = append(resp.Topics, b.topicMetadata(img, img.Topics[name], version))
+			if describable(name) {
+				resp.Topics = append(resp.Topics, b.topicMetadata(img, img.Topics[name], version))
+			}
 		}
 		return resp
 	}
@@ -141,6 +168,12 @@ func (b *Broker) metadata(c *server.ConnInfo, img *controller.Image, r *kmsg.Met
 					}
 				}
 			}
+		}
+		switch {
+		case t != nil && !describable(t.Name):
+			err = errTopicAuthorization
+		case t == nil && rt.Topic != nil && !describable(*rt.Topic):
+			err = errTopicAuthorization
 		}
 		if err != nil {
 			st := kmsg.NewMetadataResponseTopic()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/replica"
 	"github.com/mqproject/mq/lib/server"
 )
@@ -121,7 +122,13 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, c *server.ConnInfo, re
 			sp.Default()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
-			h, err := b.parts.Leader(t, rp.Partition)
+			var h *partition.Hosted
+			var err error
+			if t != nil && isInternalTopic(t) {
+				err = errInternalTopic
+			} else {
+				h, err = b.parts.Leader(t, rp.Partition)
+			}
 			if err == nil {
 				offset := rp.Offset
 				if offset == -1 {

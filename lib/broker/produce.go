@@ -10,9 +10,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/auth"
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/record"
@@ -137,12 +139,32 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 		st := &resp.Topics[i]
 		*st = kmsg.ProduceResponseTopic{Topic: rt.Topic, Partitions: resize(st.Partitions, len(rt.Partitions))}
 		t := img.Topics[rt.Topic]
+		// Each topic needs WRITE (authorize.go), and the others of the
+		// request are served beside a refused one, as Kafka does.
+		// Internal topics are the coordinators' alone, whatever the ACLs:
+		// their writes need CLUSTER_ACTION instead.
+		var refused error
+		internal := t != nil && isInternalTopic(t)
+		switch {
+		case internal && b.coordinatorWrite(c, img, r):
+		case !b.allowed(c, img, topicResource, opWrite, rt.Topic):
+			refused = errTopicAuthorization
+		case internal:
+			refused = errInternalTopic
+		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]
 			sp.Default()
 			sp.Partition = rp.Partition
-			p, res, err := b.produceTo(img, t, rp.Partition, rp.Records, r.Acks, r.TransactionID != nil)
+			var p *partition.Hosted
+			var res log.AppendResult
+			var err error
+			if refused != nil {
+				err = refused
+			} else {
+				p, res, err = b.produceTo(img, t, rp.Partition, rp.Records, r.Acks, r.TransactionID != nil)
+			}
 			if err != nil {
 				sp.ErrorCode = produceError(err, req.Version)
 				sp.BaseOffset = -1
@@ -195,6 +217,18 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 // pass, appends them, recompressed to the topic's codec when it names one
 // (compression.type) that a batch does not have. It returns the result of
 // the first batch with the last offset of the last one.
+// coordinatorWrite reports whether r is a coordinator's write to an
+// internal topic whose partition this node leads (lib/coordinator's
+// remote write, marked kafkaext.CoordinatorWrite), from a principal
+// allowed CLUSTER_ACTION: the one Produce to an internal topic accepted.
+func (b *Broker) coordinatorWrite(c *server.ConnInfo, img *controller.Image, r *kmsg.ProduceRequest) bool {
+	var w kafkaext.CoordinatorWriter
+	if ok, err := kafkaext.Get(&r.UnknownTags, kafkaext.CoordinatorWrite, &w); !ok || err != nil {
+		return false
+	}
+	return b.allowed(c, img, clusterResource, opClusterAction, auth.ClusterName)
+}
+
 func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, index int32, records []byte, acks int16, transactional bool) (*partition.Hosted, log.AppendResult, error) {
 	var res log.AppendResult
 	if acks != 0 && acks != 1 && acks != -1 {

@@ -50,6 +50,14 @@ type Broker struct {
 	// FailedAuthenticationDelay is connection.failed.authentication.delay.ms, default 100 ms.
 	FailedAuthenticationDelay time.Duration
 
+	// SuperUsers is Kafka's super.users: principals separated by ';'
+	// (User:alice;User:CN=ops), allowed everything whatever the ACLs.
+	SuperUsers string
+	// AllowEveryoneIfNoACLFound is allow.everyone.if.no.acl.found: "true",
+	// "false", or "" (the default) for AllowEveryone's choice by the
+	// listeners.
+	AllowEveryoneIfNoACLFound string
+
 	// MetricsListen is where Prometheus metrics are served over HTTP,
 	// tcp://host:port (metrics.listen, mq); empty (the default): not served.
 	MetricsListen string
@@ -270,6 +278,12 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.SASLMaxReceiveSize = i32(v) }, get: func(b *Broker) string { return fmtInt(b.SASLMaxReceiveSize) }},
 	{name: "connection.failed.authentication.delay.ms", kind: longAtLeast(0), def: "100", doc: "How long a refused SASL authentication waits before its answer and the close of the connection, so that a client guessing passwords gets only a few guesses a second per connection; 0: none. Other connections are not held up.",
 		set: func(b *Broker, v string) { b.FailedAuthenticationDelay = ms(v) }, get: func(b *Broker) string { return fmtMS(b.FailedAuthenticationDelay) }},
+	{name: "super.users", kind: principalList, doc: "Principals allowed every operation whatever the ACLs, separated by ';': User:alice;User:CN=ops,O=example. " +
+		"Root (User:uid:0) and mqd's own user (User:uid:N) are super users on the Unix socket besides, so the first ACLs can be created from the machine.",
+		set: func(b *Broker, v string) { b.SuperUsers = v }, get: func(b *Broker) string { return b.SuperUsers }},
+	{name: "allow.everyone.if.no.acl.found", kind: oneOf("", "true", "false"), doc: "Whether an operation on a resource no ACL matches is allowed to every principal. " +
+		"Empty (the default): true when every listener is tcp:// or unix:// (nothing authenticates, so nothing changes until ACLs are created), false once an ssl://, sasl_plaintext:// or sasl_ssl:// listener exists.",
+		set: func(b *Broker, v string) { b.AllowEveryoneIfNoACLFound = v }, get: func(b *Broker) string { return b.AllowEveryoneIfNoACLFound }},
 	{name: "controller.quorum.voters", kind: voterList, doc: "The Raft voters, id@host:port,…; empty: this node alone.",
 		set: func(b *Broker, v string) { b.Voters = v }, get: func(b *Broker) string { return b.Voters }},
 	{name: "log.level", kind: oneOf("debug", "info", "warn", "error"), def: "info", doc: "The least severe level of mqd's own log messages.",
@@ -660,4 +674,23 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// AllowEveryone is allow.everyone.if.no.acl.found as mqd applies it: the
+// setting when given; otherwise true when no listener authenticates
+// (every one tcp:// or unix://), false once one does (ssl://, and the
+// sasl_ listeners).
+func (b *Broker) AllowEveryone() bool {
+	switch b.AllowEveryoneIfNoACLFound {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	for _, l := range b.Listeners {
+		if !strings.HasPrefix(l, "tcp://") && !strings.HasPrefix(l, "unix://") && strings.Contains(l, "://") {
+			return false
+		}
+	}
+	return true
 }

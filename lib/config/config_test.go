@@ -402,6 +402,8 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"sasl.server.max.receive.size", "524288", true}, {"sasl.server.max.receive.size", "0", false},
 		{"connection.failed.authentication.delay.ms", "0", true}, {"connection.failed.authentication.delay.ms", "-1", false},
 		{"ssl.client.auth", "required", true}, {"ssl.client.auth", "yes", false}, {"ssl.key.location", "", true},
+		{"super.users", "User:alice; User:CN=a,O=b", true}, {"super.users", "", true}, {"super.users", "alice", false}, {"super.users", ":alice", false},
+		{"allow.everyone.if.no.acl.found", "true", true}, {"allow.everyone.if.no.acl.found", "", true}, {"allow.everyone.if.no.acl.found", "maybe", false},
 		{"ssl.certificate.location", "/etc/mq/./cert.pem", true}, {"ssl.ca.location", "ca.pem", true},
 		{"advertised.listeners", "", true}, {"advertised.listeners", "h:1", true}, {"advertised.listeners", "tcp://h:1", true},
 		{"advertised.listeners", "h:0", false}, {"advertised.listeners", ":9092", false}, {"advertised.listeners", "h", false},
@@ -976,5 +978,25 @@ func TestLoadChecksTLSSettingsTogether(t *testing.T) {
 	_, err := Load("", nil, map[string]string{"listeners": "SSL://:9093"})
 	if err == nil || !strings.Contains(err.Error(), "SSL://host:port is ssl://host:port") {
 		t.Fatalf("Load with SSL://: %v", err)
+	}
+}
+
+func TestAllowEveryoneDefaultsByTheListeners(t *testing.T) {
+	for _, tc := range []struct {
+		listeners []string
+		setting   string
+		want      bool
+	}{
+		{[]string{"unix:///run/mq.sock", "tcp://127.0.0.1:9092"}, "", true},
+		{[]string{"127.0.0.1:9092"}, "", true},
+		{[]string{"tcp://127.0.0.1:9092", "ssl://:9093"}, "", false},
+		{[]string{"sasl_ssl://:9094"}, "", false},
+		{[]string{"ssl://:9093"}, "true", true},
+		{[]string{"tcp://:9092"}, "false", false},
+	} {
+		b := Broker{Listeners: tc.listeners, AllowEveryoneIfNoACLFound: tc.setting}
+		if got := b.AllowEveryone(); got != tc.want {
+			t.Errorf("listeners %v, setting %q: AllowEveryone = %v, want %v", tc.listeners, tc.setting, got, tc.want)
+		}
 	}
 }

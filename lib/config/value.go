@@ -302,6 +302,22 @@ var rackName = kind{typ: TypeString, allowed: "a name without commas, spaces or 
 	return v, len(v) <= 255
 }}
 
+// principalList is Kafka's super.users: TYPE:NAME principals separated
+// by ';', or empty.
+var principalList = kind{typ: TypeList, allowed: "empty or principals TYPE:NAME separated by ';' (User:alice;User:bob)", norm: func(v string) (string, bool) {
+	var out []string
+	for _, p := range strings.Split(v, ";") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if typ, _, ok := strings.Cut(p, ":"); !ok || typ == "" {
+			return "", false
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ";"), true
+}}
+
 var voterList = kind{typ: TypeList, allowed: "empty or a comma-separated list of id@host:port (controller.quorum.voters)", norm: func(v string) (string, bool) {
 	vs, err := parseVoters(v)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/group"
+	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/peer"
 	"github.com/mqproject/mq/lib/queue"
@@ -384,6 +385,11 @@ func (t *Topic) produceRemote(ctx context.Context, node, p int32, batch []byte) 
 	rp.Partition, rp.Records = p, batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
+	// Without the mark the leader refuses a Produce to an internal topic.
+	if err := kafkaext.Set(&req.UnknownTags, kafkaext.CoordinatorWrite, kafkaext.CoordinatorWriter{From: t.cfg.NodeID}); err != nil {
+		t.cfg.Peers.Put(c, nil)
+		return err
+	}
 	kresp, err := c.Do(ctx, req, requestTimeout)
 	t.cfg.Peers.Put(c, err)
 	if err != nil {

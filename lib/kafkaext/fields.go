@@ -34,7 +34,18 @@ const (
 	// change of one share-partition to the node that leads its partition,
 	// which applies it without being the coordinator.
 	ShareForward uint32 = 10005
+	// CoordinatorWrite is a CoordinatorWriter in a ProduceRequest (v9+):
+	// a coordinator appending to its internal topic on the node that
+	// leads the partition. A Produce to an internal topic without it is
+	// refused, so clients never write those topics.
+	CoordinatorWrite uint32 = 10006
 )
+
+// CoordinatorWriter marks a coordinator's write to an internal topic.
+type CoordinatorWriter struct {
+	// From is the writing node's ID.
+	From int32 `json:"from"`
+}
 
 // ShareForwarded marks a forwarded share-group offsets request.
 type ShareForwarded struct {

@@ -1,0 +1,163 @@
+package broker
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/auth"
+	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/server"
+)
+
+// The connections of the authorization tests: root on the Unix socket (a
+// super user by default), and two certificate users over TCP.
+var (
+	rootConn  = &server.ConnInfo{ID: 10, Network: "unix", Principal: auth.UnixUser(0)}
+	aliceConn = &server.ConnInfo{ID: 11, Network: "tcp", Principal: "User:alice"}
+	bobConn   = &server.ConnInfo{ID: 12, Network: "tcp", Principal: "User:bob"}
+)
+
+func secured(s *config.Broker) { s.AllowEveryoneIfNoACLFound = "false" }
+
+func createACLs(t *testing.T, tb *testBroker, c *server.ConnInfo, bs ...auth.Binding) *kmsg.CreateACLsResponse {
+	t.Helper()
+	req := kmsg.NewPtrCreateACLsRequest()
+	for _, b := range bs {
+		cr := kmsg.NewCreateACLsRequestCreation()
+		cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = b.ResourceType, b.ResourceName, b.PatternType
+		cr.Principal, cr.Host, cr.Operation, cr.PermissionType = b.Principal, b.Host, b.Operation, b.Permission
+		req.Creations = append(req.Creations, cr)
+	}
+	return tb.doAs(t, context.Background(), c, 3, req).(*kmsg.CreateACLsResponse)
+}
+
+func allowTopic(principal, name string, pat kmsg.ACLResourcePatternType, op kmsg.ACLOperation) auth.Binding {
+	return auth.Binding{ResourceType: topicResource, ResourceName: name, PatternType: pat, Principal: principal, Host: "*", Operation: op, Permission: kmsg.ACLPermissionTypeAllow}
+}
+
+func produceAs(t *testing.T, tb *testBroker, c *server.ConnInfo, topic string) int16 {
+	t.Helper()
+	batch, err := record.Build(record.BuildOptions{}, []record.Record{{Value: []byte("v")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := tb.doAs(t, context.Background(), c, produceVersion, produceRequest(topic, 0, -1, batch)).(*kmsg.ProduceResponse)
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+func metadataTopics(t *testing.T, tb *testBroker, c *server.ConnInfo) []string {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	resp := tb.doAs(t, context.Background(), c, 12, req).(*kmsg.MetadataResponse)
+	var names []string
+	for _, tp := range resp.Topics {
+		names = append(names, *tp.Topic)
+	}
+	return names
+}
+
+func TestACLsDecideProduceAndMetadata(t *testing.T) {
+	tb := startBroker(t, "", secured)
+	tb.createTopic(t, "orders", 1, nil)
+	tb.createTopic(t, "orders-eu", 1, nil)
+	tb.createTopic(t, "audit", 1, nil)
+
+	if code := produceAs(t, tb, aliceConn, "orders"); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("alice without an ACL: %v, want TOPIC_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+	if code := produceAs(t, tb, rootConn, "orders"); code != 0 {
+		t.Fatalf("root on the socket: %v", kerr.ErrorForCode(code))
+	}
+	// Only a super user may create ACLs.
+	if res := createACLs(t, tb, aliceConn, allowTopic("User:alice", "orders", kmsg.ACLResourcePatternTypeLiteral, opWrite)); res.Results[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("alice creating an ACL: %v", kerr.ErrorForCode(res.Results[0].ErrorCode))
+	}
+	res := createACLs(t, tb, rootConn,
+		allowTopic("User:alice", "orders", kmsg.ACLResourcePatternTypeLiteral, opWrite),
+		allowTopic("User:bob", "orders", kmsg.ACLResourcePatternTypePrefixed, opWrite),
+		auth.Binding{ResourceType: topicResource, ResourceName: "orders-eu", PatternType: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: "User:bob", Host: "*", Operation: opWrite, Permission: kmsg.ACLPermissionTypeDeny},
+		auth.Binding{ResourceType: kmsg.ACLResourceTypeAny, ResourceName: "x", PatternType: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: "User:bob", Host: "*", Operation: opWrite, Permission: kmsg.ACLPermissionTypeAllow},
+	)
+	for i, want := range []int16{0, 0, 0, kerr.InvalidRequest.Code} {
+		if got := res.Results[i].ErrorCode; got != want {
+			t.Fatalf("creation %d: %v, want %v", i, kerr.ErrorForCode(got), kerr.ErrorForCode(want))
+		}
+	}
+	for _, tc := range []struct {
+		c     *server.ConnInfo
+		topic string
+		want  int16
+	}{
+		{aliceConn, "orders", 0},
+		{aliceConn, "orders-eu", kerr.TopicAuthorizationFailed.Code}, // literal is not a prefix
+		{bobConn, "orders", 0},                                       // prefixed
+		{bobConn, "orders-eu", kerr.TopicAuthorizationFailed.Code},   // deny over the prefix's allow
+		{bobConn, "audit", kerr.TopicAuthorizationFailed.Code},
+		{rootConn, "audit", 0},
+	} {
+		if got := produceAs(t, tb, tc.c, tc.topic); got != tc.want {
+			t.Errorf("%s producing to %s: %v, want %v", tc.c.Principal, tc.topic, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
+		}
+	}
+	// One request to two topics: the refused one does not fail the other.
+	batch, err := record.Build(record.BuildOptions{}, []record.Record{{Value: []byte("v")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := produceRequest("orders", 0, -1, batch)
+	two.Topics = append(two.Topics, produceRequest("audit", 0, -1, batch).Topics...)
+	resp := tb.doAs(t, context.Background(), aliceConn, produceVersion, two).(*kmsg.ProduceResponse)
+	if a, b := resp.Topics[0].Partitions[0].ErrorCode, resp.Topics[1].Partitions[0].ErrorCode; a != 0 || b != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("alice producing to orders and audit at once: %v and %v, want success and TOPIC_AUTHORIZATION_FAILED", kerr.ErrorForCode(a), kerr.ErrorForCode(b))
+	}
+	// WRITE implies DESCRIBE: each sees the topics it may write, no more.
+	if got := metadataTopics(t, tb, aliceConn); len(got) != 1 || got[0] != "orders" {
+		t.Errorf("alice's metadata lists %v, want [orders]", got)
+	}
+	// The DENY of WRITE on orders-eu leaves the DESCRIBE the prefix's
+	// WRITE implies.
+	if got := metadataTopics(t, tb, bobConn); len(got) != 2 || got[0] != "orders" || got[1] != "orders-eu" {
+		t.Errorf("bob's metadata lists %v, want [orders orders-eu]", got)
+	}
+	if got := metadataTopics(t, tb, rootConn); len(got) != 3 {
+		t.Errorf("root's metadata lists %v, want all three", got)
+	}
+}
+
+func TestClientsNeverWriteInternalTopics(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	tb.createTopic(t, shareStateTopic, 1, nil)
+	for _, c := range []*server.ConnInfo{testConn, rootConn} {
+		if got := produceAs(t, tb, c, shareStateTopic); got != kerr.InvalidTopicException.Code {
+			t.Errorf("%q producing to %s: %v, want INVALID_TOPIC_EXCEPTION", c.Principal, shareStateTopic, kerr.ErrorForCode(got))
+		}
+	}
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = shareStateTopic
+	rt.Partitions = append(rt.Partitions, kmsg.DeleteRecordsRequestTopicPartition{Partition: 0, Offset: -1})
+	req.Topics = append(req.Topics, rt)
+	resp := tb.doAs(t, context.Background(), rootConn, 2, req).(*kmsg.DeleteRecordsResponse)
+	if got := resp.Topics[0].Partitions[0].ErrorCode; got != kerr.InvalidTopicException.Code {
+		t.Errorf("DeleteRecords of %s: %v, want INVALID_TOPIC_EXCEPTION", shareStateTopic, kerr.ErrorForCode(got))
+	}
+}
+
+func TestAuthorizeDoesNotAllocateWithoutACLs(t *testing.T) {
+	tb := startBroker(t, "", secured)
+	img := tb.ctrl.Image()
+	req := &server.Request{Key: kmsg.Produce.Int16(), Version: produceVersion, Body: produceRequest("t", 0, 1, nil)}
+	if n := testing.AllocsPerRun(100, func() {
+		if tb.authorize(rootConn, img, req) != 0 {
+			t.Fatal("root refused")
+		}
+	}); n != 0 {
+		t.Fatalf("authorize allocated %v times for a super user", n)
+	}
+}
