@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"crypto/x509/pkix"
+	"encoding/json"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -248,4 +251,76 @@ func firstErr(err error, more func() error) error {
 		return err
 	}
 	return more()
+}
+
+// TestMqctlACL manages the ACLs with mqctl as root on the Unix socket, as
+// an operator does before any user exists, and checks what they allow
+// with alice's certificate client.
+func TestMqctlACL(t *testing.T) {
+	tb := startTLSBroker(t, "required")
+	const alice = "User:CN=alice,O=example"
+	ctx := ctxFor(t, 2*time.Minute)
+	sock := "unix://" + tb.socket
+	mqctl := func(args ...string) toolResult {
+		t.Helper()
+		return runTool(t, time.Minute, "", "mqctl", append([]string{"-b", sock}, args...)...)
+	}
+	if r := mqctl("topic", "create", "orders"); r.code != 0 {
+		t.Fatalf("topic create: %d %s", r.code, r.stderr)
+	}
+	aliceCl := tb.tlsClient(t, &tb.alice, kgo.DisableIdempotentWrite())
+	produce := func() error {
+		return aliceCl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("v")}).FirstErr()
+	}
+	wantCode(t, "alice before any ACL", produce(), kerr.TopicAuthorizationFailed)
+
+	r := mqctl("acl", "add", "--allow", alice, "--operation", "write", "--topic", "orders")
+	if r.code != 0 || !strings.Contains(r.stdout, "topic") || !strings.Contains(r.stdout, alice) {
+		t.Fatalf("acl add: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	wantCode(t, "alice with WRITE", produce(), nil)
+
+	r = mqctl("acl", "add", "--deny", "User:*", "--operation", "all", "--topic", "ord", "--resource-pattern-type", "prefixed", "--host", "10.9.9.9")
+	if r.code != 0 {
+		t.Fatalf("acl add --deny: exit %d: %s", r.code, r.stderr)
+	}
+	r = mqctl("acl", "list", "-o", "json", "--resource-pattern-type", "match", "--topic", "orders")
+	var listed []map[string]string
+	if err := json.Unmarshal([]byte(r.stdout), &listed); err != nil || r.code != 0 {
+		t.Fatalf("acl list -o json: exit %d, %v: %s %s", r.code, err, r.stdout, r.stderr)
+	}
+	want := []map[string]string{
+		{"resource_type": "topic", "resource_name": "ord", "pattern_type": "prefixed", "principal": "User:*", "host": "10.9.9.9", "operation": "all", "permission": "deny"},
+		{"resource_type": "topic", "resource_name": "orders", "pattern_type": "literal", "principal": alice, "host": "*", "operation": "write", "permission": "allow"},
+	}
+	if !reflect.DeepEqual(listed, want) {
+		t.Fatalf("acl list:\n got %v\nwant %v", listed, want)
+	}
+	// The deny is for another host: alice still writes.
+	wantCode(t, "alice beside a deny from another host", produce(), nil)
+
+	r = mqctl("acl", "remove", "--topic", "orders", "--allow", alice)
+	if r.code != 0 || !strings.Contains(r.stdout, "write") {
+		t.Fatalf("acl remove: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	wantCode(t, "alice after the remove", produce(), kerr.TopicAuthorizationFailed)
+
+	for _, args := range [][]string{
+		{"acl", "add", "--allow", "alice", "--operation", "write", "--topic", "orders"},
+		{"acl", "add", "--allow", alice, "--operation", "frobnicate", "--topic", "orders"},
+		{"acl", "add", "--allow", alice, "--operation", "write"},
+		{"acl", "remove", "--allow", alice},
+		{"acl", "list", "--resource-pattern-type", "sideways"},
+	} {
+		r := mqctl(args...)
+		if r.code != 2 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || r.stdout != "" {
+			t.Errorf("mqctl %s: exit %d, stdout %q, stderr %q; want exit 2 and one line", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+	}
+	// Without ALTER on the cluster alice may not add ACLs.
+	r = runTool(t, time.Minute, "", "mqctl", "-b", "ssl://"+tb.sslAddr, "--tls-ca", tb.server.CA, "--tls-cert", tb.alice.Cert, "--tls-key", tb.alice.Key,
+		"acl", "add", "--allow", alice, "--operation", "all", "--topic", "*")
+	if r.code != 1 || !strings.Contains(r.stderr, "CLUSTER_AUTHORIZATION_FAILED") {
+		t.Errorf("alice adding an ACL: exit %d, stderr %q; want 1 and CLUSTER_AUTHORIZATION_FAILED", r.code, r.stderr)
+	}
 }

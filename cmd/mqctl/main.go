@@ -1,6 +1,7 @@
 // Command mqctl administers an mq cluster: topics, configs, records and
 // the cluster itself. This file and one file per noun (topic.go,
-// cluster.go, config.go, records.go, partition.go, reassign.go, broker.go) wire urfave/cli flags to lib/admin,
+// cluster.go, config.go, records.go, partition.go, reassign.go, broker.go,
+// acl.go) wire urfave/cli flags to lib/admin,
 // which holds the logic and the output formats.
 package main
 
@@ -23,7 +24,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:      "mqctl",
 		Version:   version.String(),
-		Usage:     "administer an mq cluster: topics, configs, records, brokers",
+		Usage:     "administer an mq cluster: topics, configs, records, brokers, ACLs",
 		UsageText: "mqctl [-b ADDR] [-o table|json] COMMAND [ARGS...]",
 		Description: `mqctl talks to mqd (or any Kafka broker) with the Kafka admin APIs.
 
@@ -69,6 +70,7 @@ stderr in one line.`,
 			brokerCommand(),
 			clusterCommand(),
 			userCommand(),
+			aclCommand(),
 			client.CompletionCommand("mqctl"),
 		},
 	}

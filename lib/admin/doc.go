@@ -1,5 +1,5 @@
 // Package admin is the logic of mqctl: each command (topics, configs,
-// records, partitions, cluster, groups, queues) is a method of Admin
+// records, partitions, cluster, groups, queues, ACLs) is a method of Admin
 // that talks to the broker through kadm and returns a result value, and
 // each result knows how to print itself as an aligned table (for people)
 // or as JSON (for scripts). cmd/mqctl only wires flags to these methods.
