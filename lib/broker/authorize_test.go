@@ -161,3 +161,151 @@ func TestAuthorizeDoesNotAllocateWithoutACLs(t *testing.T) {
 		t.Fatalf("authorize allocated %v times for a super user", n)
 	}
 }
+
+// TestEveryFamilyRefusesWithItsCode sends one request of each API family
+// the ACLs guard, as a principal no ACL allows anything, at the highest
+// version the broker takes, and reads the refusal where a client reads
+// it: the answers of denied.go must encode and carry Kafka's code.
+func TestEveryFamilyRefusesWithItsCode(t *testing.T) {
+	tb := startBroker(t, "", secured)
+	id := tb.createTopic(t, "orders", 1, nil)
+	topicCode, groupCode, clusterCode := kerr.TopicAuthorizationFailed.Code, kerr.GroupAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Code
+	str := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		req  kmsg.Request
+		want int16
+		code func(kmsg.Response) int16
+	}{
+		{func() kmsg.Request {
+			r := kmsg.NewPtrListOffsetsRequest()
+			r.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "orders", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Timestamp: -1}}}}
+			return r
+		}(), topicCode, func(r kmsg.Response) int16 { return r.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrOffsetForLeaderEpochRequest()
+			r.ReplicaID = -1
+			r.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: "orders", Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{{}}}}
+			return r
+		}(), topicCode, func(r kmsg.Response) int16 {
+			return r.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0].ErrorCode
+		}},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrDeleteRecordsRequest()
+			r.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "orders", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Offset: -1}}}}
+			return r
+		}(), topicCode, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrCreateTopicsRequest()
+			r.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "new", NumPartitions: 1, ReplicationFactor: 1}}
+			return r
+		}(), topicCode, func(r kmsg.Response) int16 { return r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrDeleteTopicsRequest()
+			r.Topics = []kmsg.DeleteTopicsRequestTopic{{TopicID: id}}
+			return r
+		}(), topicCode, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrCreatePartitionsRequest()
+			r.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "orders", Count: 2}}
+			return r
+		}(), topicCode, func(r kmsg.Response) int16 { return r.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrDescribeConfigsRequest()
+			r.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "1"}}
+			return r
+		}(), clusterCode, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			r.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "orders"}}
+			return r
+		}(), topicCode, func(r kmsg.Response) int16 { return r.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrFindCoordinatorRequest()
+			r.CoordinatorKeys = []string{"g"}
+			return r
+		}(), groupCode, func(r kmsg.Response) int16 { return r.(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrJoinGroupRequest()
+			r.Group, r.ProtocolType, r.SessionTimeoutMillis = "g", "consumer", 10000
+			return r
+		}(), groupCode, func(r kmsg.Response) int16 { return r.(*kmsg.JoinGroupResponse).ErrorCode }},
+		{func() kmsg.Request { r := kmsg.NewPtrHeartbeatRequest(); r.Group = "g"; return r }(), groupCode,
+			func(r kmsg.Response) int16 { return r.(*kmsg.HeartbeatResponse).ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrOffsetCommitRequest()
+			r.Group = "g"
+			r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "orders", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{}}}}
+			return r
+		}(), groupCode, func(r kmsg.Response) int16 { return r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrOffsetFetchRequest()
+			r.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g"}}
+			return r
+		}(), groupCode, func(r kmsg.Response) int16 { return r.(*kmsg.OffsetFetchResponse).Groups[0].ErrorCode }},
+		{func() kmsg.Request { r := kmsg.NewPtrOffsetDeleteRequest(); r.Group = "g"; return r }(), groupCode,
+			func(r kmsg.Response) int16 { return r.(*kmsg.OffsetDeleteResponse).ErrorCode }},
+		{func() kmsg.Request { r := kmsg.NewPtrDescribeGroupsRequest(); r.Groups = []string{"g"}; return r }(), groupCode,
+			func(r kmsg.Response) int16 { return r.(*kmsg.DescribeGroupsResponse).Groups[0].ErrorCode }},
+		{func() kmsg.Request { r := kmsg.NewPtrDeleteGroupsRequest(); r.Groups = []string{"g"}; return r }(), groupCode,
+			func(r kmsg.Response) int16 { return r.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrShareGroupHeartbeatRequest()
+			r.GroupID, r.MemberID = "sg", "m"
+			return r
+		}(), groupCode, func(r kmsg.Response) int16 { return r.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrShareGroupDescribeRequest()
+			r.GroupIDs = []string{"sg"}
+			return r
+		}(), groupCode,
+			func(r kmsg.Response) int16 { return r.(*kmsg.ShareGroupDescribeResponse).Groups[0].ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrShareFetchRequest()
+			r.GroupID, r.MemberID = str("sg"), str("m")
+			return r
+		}(), groupCode, func(r kmsg.Response) int16 { return r.(*kmsg.ShareFetchResponse).ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+			r.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "sg"}}
+			return r
+		}(), groupCode, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].ErrorCode }},
+		{func() kmsg.Request { r := kmsg.NewPtrDeleteShareGroupOffsetsRequest(); r.GroupID = "sg"; return r }(), groupCode,
+			func(r kmsg.Response) int16 { return r.(*kmsg.DeleteShareGroupOffsetsResponse).ErrorCode }},
+		{kmsg.NewPtrDescribeClusterRequest(), clusterCode, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeClusterResponse).ErrorCode }},
+		{kmsg.NewPtrDescribeLogDirsRequest(), clusterCode, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeLogDirsResponse).ErrorCode }},
+		{kmsg.NewPtrListPartitionReassignmentsRequest(), clusterCode,
+			func(r kmsg.Response) int16 { return r.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode }},
+		{kmsg.NewPtrAlterPartitionAssignmentsRequest(), clusterCode,
+			func(r kmsg.Response) int16 { return r.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode }},
+		{kmsg.NewPtrElectLeadersRequest(), clusterCode, func(r kmsg.Response) int16 { return r.(*kmsg.ElectLeadersResponse).ErrorCode }},
+		{kmsg.NewPtrDescribeQuorumRequest(), clusterCode, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeQuorumResponse).ErrorCode }},
+		{kmsg.NewPtrDescribeACLsRequest(), clusterCode, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeACLsResponse).ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrDeleteACLsRequest()
+			r.Filters = []kmsg.DeleteACLsRequestFilter{kmsg.NewDeleteACLsRequestFilter()}
+			return r
+		}(), clusterCode, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteACLsResponse).Results[0].ErrorCode }},
+		{func() kmsg.Request {
+			r := kmsg.NewPtrFetchRequest()
+			r.ReplicaID = 2
+			r.ReplicaState.ID = 2
+			r.Topics = []kmsg.FetchRequestTopic{{Topic: "orders", TopicID: id, Partitions: []kmsg.FetchRequestTopicPartition{{}}}}
+			return r
+		}(), clusterCode, func(r kmsg.Response) int16 { return r.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode }},
+	} {
+		key := tc.req.Key()
+		t.Run(kmsg.NameForKey(key), func(t *testing.T) {
+			version := tb.apis[key].max
+			resp := tb.doAs(t, context.Background(), bobConn, version, tc.req)
+			if got := tc.code(resp); got != tc.want {
+				t.Errorf("v%d: %v, want %v", version, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
+			}
+		})
+	}
+	// ListGroups without DESCRIBE on the cluster: only describable groups,
+	// here none.
+	resp := tb.doAs(t, context.Background(), bobConn, tb.apis[kmsg.ListGroups.Int16()].max, kmsg.NewPtrListGroupsRequest()).(*kmsg.ListGroupsResponse)
+	if resp.ErrorCode != 0 || len(resp.Groups) != 0 {
+		t.Errorf("ListGroups: %v %v", kerr.ErrorForCode(resp.ErrorCode), resp.Groups)
+	}
+}
