@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"net"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -307,5 +308,26 @@ func TestEveryFamilyRefusesWithItsCode(t *testing.T) {
 	resp := tb.doAs(t, context.Background(), bobConn, tb.apis[kmsg.ListGroups.Int16()].max, kmsg.NewPtrListGroupsRequest()).(*kmsg.ListGroupsResponse)
 	if resp.ErrorCode != 0 || len(resp.Groups) != 0 {
 		t.Errorf("ListGroups: %v %v", kerr.ErrorForCode(resp.ErrorCode), resp.Groups)
+	}
+}
+
+func TestACLsOfAHostApplyToItsClientsOnly(t *testing.T) {
+	tb := startBroker(t, "", secured)
+	tb.createTopic(t, "orders", 1, nil)
+	near := &server.ConnInfo{ID: 20, Network: "tcp", Principal: "User:alice", Remote: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 5), Port: 40000}}
+	far := &server.ConnInfo{ID: 21, Network: "tcp", Principal: "User:alice", Remote: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 6), Port: 40000}}
+	local := &server.ConnInfo{ID: 22, Network: "unix", Principal: "User:alice"}
+	allow := allowTopic("User:alice", "orders", kmsg.ACLResourcePatternTypeLiteral, opWrite)
+	allow.Host = "10.0.0.5"
+	if res := createACLs(t, tb, rootConn, allow); res.Results[0].ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(res.Results[0].ErrorCode))
+	}
+	for _, tc := range []struct {
+		c    *server.ConnInfo
+		want int16
+	}{{near, 0}, {far, kerr.TopicAuthorizationFailed.Code}, {local, kerr.TopicAuthorizationFailed.Code}} {
+		if got := produceAs(t, tb, tc.c, "orders"); got != tc.want {
+			t.Errorf("alice from %v: %v, want %v", tc.c.Remote, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
+		}
 	}
 }
