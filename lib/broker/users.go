@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -83,7 +84,8 @@ func (b *Broker) handleDescribeUserScramCredentials(_ context.Context, _ *server
 // answered once, in the order of the request (deletions, then
 // upsertions), and a user one of whose changes is refused changes
 // nothing: a user and mechanism named twice is DUPLICATE_RESOURCE, an
-// empty user, iterations outside 4096 to 16384 or an empty salt or
+// empty user or one starting with "uid:" (User:uid:N is a Unix socket
+// peer's principal), iterations outside 4096 to 16384 or an empty salt or
 // password UNACCEPTABLE_CREDENTIAL, a mechanism other than SCRAM-SHA-256
 // and SCRAM-SHA-512 UNSUPPORTED_SASL_MECHANISM, and deleting a
 // credential that does not exist RESOURCE_NOT_FOUND. The other users'
@@ -115,6 +117,10 @@ func (b *Broker) handleAlterUserScramCredentials(ctx context.Context, _ *server.
 			return "", false
 		case user == "":
 			errs[user] = refuse(kerr.UnacceptableCredential, "the user name must not be empty")
+		case strings.HasPrefix(user, "uid:"):
+			// User:uid:N is the principal of a Unix socket peer: a SASL
+			// user of that name would match its ACLs.
+			errs[user] = refuse(kerr.UnacceptableCredential, "user names starting with uid: are the Unix socket's principals")
 		case !known:
 			errs[user] = refuse(kerr.UnsupportedSaslMechanism, "unknown SCRAM mechanism %d", mechanism)
 		case named[key] > 1:

@@ -91,7 +91,7 @@ func TestAlterUserScramCredentialsRefusesWithKafkasCodes(t *testing.T) {
 	noSalt.Salt = nil
 	req.Upsertions = []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{
 		up("ok", 1, 4096), up("few", 1, 4095), up("many", 2, 16385), up("sha1", 3, 4096),
-		up("", 1, 4096), up("dup", 1, 4096), noSalt,
+		up("", 1, 4096), up("dup", 1, 4096), noSalt, up("uid:0", 1, 4096),
 	}
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
@@ -101,6 +101,7 @@ func TestAlterUserScramCredentialsRefusesWithKafkasCodes(t *testing.T) {
 		"ghost": kerr.ResourceNotFound, "dup": kerr.DuplicateResource, "ok": nil,
 		"few": kerr.UnacceptableCredential, "many": kerr.UnacceptableCredential,
 		"sha1": kerr.UnsupportedSaslMechanism, "": kerr.UnacceptableCredential, "nosalt": kerr.UnacceptableCredential,
+		"uid:0": kerr.UnacceptableCredential, // User:uid:N is a Unix socket peer's principal
 	}
 	if len(resp.Results) != len(want) {
 		t.Fatalf("%d results, want %d: %+v", len(resp.Results), len(want), resp.Results)
