@@ -65,15 +65,25 @@ type Broker struct {
 	// series in the metrics (metrics.partition.series, mq), default true.
 	MetricsPartitionSeries bool
 
-	NumPartitions              int32         // num.partitions, default 1
-	DefaultReplicationFactor   int16         // default.replication.factor, default 1
-	AutoCreateTopics           bool          // auto.create.topics.enable, default true
-	MinInsyncReplicas          int32         // min.insync.replicas, default 1
-	UncleanLeaderElection      bool          // unclean.leader.election.enable, default false
-	MessageMaxBytes            int32         // message.max.bytes, default 1048588
-	SocketRequestMaxBytes      int32         // socket.request.max.bytes, default 104857600
-	QueuedMaxRequestBytes      int64         // queued.max.request.bytes, default 256 MiB (mq; Kafka's is -1, no bound); ≤ 0: no bound
-	ConnectionsMaxIdle         time.Duration // connections.max.idle.ms, default 10 min
+	NumPartitions            int32         // num.partitions, default 1
+	DefaultReplicationFactor int16         // default.replication.factor, default 1
+	AutoCreateTopics         bool          // auto.create.topics.enable, default true
+	MinInsyncReplicas        int32         // min.insync.replicas, default 1
+	UncleanLeaderElection    bool          // unclean.leader.election.enable, default false
+	MessageMaxBytes          int32         // message.max.bytes, default 1048588
+	SocketRequestMaxBytes    int32         // socket.request.max.bytes, default 104857600
+	QueuedMaxRequestBytes    int64         // queued.max.request.bytes, default 256 MiB (mq; Kafka's is -1, no bound); ≤ 0: no bound
+	ConnectionsMaxIdle       time.Duration // connections.max.idle.ms, default 10 min
+	// Connection limits of the Kafka listeners (Kafka's names). mq's
+	// MaxConnections default 0 means three quarters of the open-files
+	// limit that log.max.open.files leaves (lib/node).
+	MaxConnections               int32  // max.connections, default 0 (mq; Kafka's is 2147483647)
+	MaxConnectionsPerIP          int32  // max.connections.per.ip, default 2147483647
+	MaxConnectionsPerIPOverrides string // max.connections.per.ip.overrides: ip:count,…; see ParseConnectionOverrides
+	// Caps on what one request, and the cluster, may hold (mq).
+	MaxPartitionsPerRequest    int32         // max.partitions.per.request, default 10000
+	MaxPartitions              int32         // max.partitions, default 200000
+	AutoCreateTopicsPerRequest int32         // auto.create.topics.max.per.request, default 10
 	LogSegmentBytes            int64         // log.segment.bytes, default 1 GiB, at least 14
 	LogRollMS                  int64         // log.roll.ms, else log.roll.hours; default 7 days
 	LogRetentionMS             int64         // log.retention.ms, else .minutes, else .hours; default 168 h; -1 forever
@@ -302,6 +312,25 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.QueuedMaxRequestBytes = i64(v) }, get: func(b *Broker) string { return fmtInt(b.QueuedMaxRequestBytes) }},
 	{name: "connections.max.idle.ms", kind: longAtLeast(1), def: "600000", doc: "Close connections idle this long.",
 		set: func(b *Broker, v string) { b.ConnectionsMaxIdle = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ConnectionsMaxIdle) }},
+	{name: "max.connections", kind: intAtLeast(0), def: "0", doc: "The most connections open at once on all the Kafka listeners together, Unix socket included; a connection over it is closed as soon as it is accepted (Kafka instead stops accepting until one closes). " +
+		"0, mq's default: three quarters of the open-files limit (RLIMIT_NOFILE) mqd starts with that log.max.open.files leaves, at least 16, so that a flood of connections cannot take the descriptors the logs, the controller and replication need. " +
+		"Other brokers' replica fetchers connect to these listeners too and count.",
+		set: func(b *Broker, v string) { b.MaxConnections = i32(v) }, get: func(b *Broker) string { return fmtInt(b.MaxConnections) }},
+	{name: "max.connections.per.ip", kind: intAtLeast(0), def: "2147483647", doc: "The most TCP connections open at once from one IP address; a connection over it is closed as soon as it is accepted. " +
+		"Unix socket connections do not count. 0: none, except from the addresses of max.connections.per.ip.overrides.",
+		set: func(b *Broker, v string) { b.MaxConnectionsPerIP = i32(v) }, get: func(b *Broker) string { return fmtInt(b.MaxConnectionsPerIP) }},
+	{name: "max.connections.per.ip.overrides", kind: connectionOverrides, def: "", doc: "Bounds that replace max.connections.per.ip for some addresses: a comma-separated list of ip:count (an IPv6 address in brackets), e.g. 127.0.0.1:200,[::1]:200. " +
+		"IP addresses only: Kafka also takes host names, which mq refuses.",
+		set: func(b *Broker, v string) { b.MaxConnectionsPerIPOverrides = v }, get: func(b *Broker) string { return b.MaxConnectionsPerIPOverrides }},
+	{name: "max.partitions.per.request", kind: intAtLeast(1), def: "10000", doc: "The most partitions one CreateTopics or CreatePartitions request may add, all its topics together, a topic counting at least one (mq; Kafka 4 has the same bound, fixed); " +
+		"a request over it is refused whole, every topic with POLICY_VIOLATION, before anything else is checked, validate_only or not.",
+		set: func(b *Broker, v string) { b.MaxPartitionsPerRequest = i32(v) }, get: func(b *Broker) string { return fmtInt(b.MaxPartitionsPerRequest) }},
+	{name: "max.partitions", kind: intAtLeast(1), def: "200000", doc: "The most partitions the cluster may hold, all topics together, internal ones included (mq): a CreateTopics, CreatePartitions or automatic creation that would go over it is refused with POLICY_VIOLATION. " +
+		"Checked by the broker that handles the request against its image, so concurrent requests through different brokers may pass it by one request's worth.",
+		set: func(b *Broker, v string) { b.MaxPartitions = i32(v) }, get: func(b *Broker) string { return fmtInt(b.MaxPartitions) }},
+	{name: "auto.create.topics.max.per.request", kind: intAtLeast(0), def: "10", doc: "The most topics one Metadata request may create with auto.create.topics.enable (mq): the others it names are answered UNKNOWN_TOPIC_OR_PARTITION, " +
+		"which clients retry, and are created by their next requests. 0 creates none.",
+		set: func(b *Broker, v string) { b.AutoCreateTopicsPerRequest = i32(v) }, get: func(b *Broker) string { return fmtInt(b.AutoCreateTopicsPerRequest) }},
 	{name: "log.retention.check.interval.ms", kind: longAtLeast(1), def: "300000", doc: "How often retention deletes old segments.",
 		set: func(b *Broker, v string) { b.LogRetentionCheckInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.LogRetentionCheckInterval) }},
 	{name: "log.scrub.bytes.per.sec", kind: longAtLeast(0), def: "16777216", doc: "How fast (bytes per second) the scrubber reads the partition logs to check every batch's CRC, so that damage is found before a consumer meets it (mq); 0 turns it off. Reads check what mqd has not checked yet either way.",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -66,6 +67,69 @@ func intBetween(min, max int64) kind { return integer(TypeInt, 32, min, max) }
 
 // longAtLeast is Kafka's LONG with Range.atLeast(min).
 func longAtLeast(min int64) kind { return integer(TypeLong, 64, min, math.MaxInt64) }
+
+// connectionOverrides is max.connections.per.ip.overrides:
+// ip:count,… (ParseConnectionOverrides).
+var connectionOverrides = kind{typ: TypeString, allowed: "empty or a comma-separated list of ip:count (an IPv6 address in brackets), count ≥ 0", norm: func(v string) (string, bool) {
+	m, err := ParseConnectionOverrides(v)
+	if err != nil {
+		return "", false
+	}
+	return formatConnectionOverrides(m), true
+}}
+
+// ParseConnectionOverrides parses max.connections.per.ip.overrides: a
+// comma-separated list of ip:count, an IPv6 address in brackets
+// ([::1]:5); empty is none. An address listed twice is an error.
+func ParseConnectionOverrides(v string) (map[netip.Addr]int, error) {
+	out := map[netip.Addr]int{}
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		host, count, ok := cutLast(item, ":")
+		if !ok {
+			return nil, fmt.Errorf("%q: want ip:count", item)
+		}
+		ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+		if err != nil || ip.Zone() != "" {
+			return nil, fmt.Errorf("%q: %q is not an IP address", item, host)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(count), 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: %q is not a count", item, count)
+		}
+		ip = ip.Unmap()
+		if _, dup := out[ip]; dup {
+			return nil, fmt.Errorf("%s listed twice", ip)
+		}
+		out[ip] = int(n)
+	}
+	return out, nil
+}
+
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+func formatConnectionOverrides(m map[netip.Addr]int) string {
+	ips := make([]netip.Addr, 0, len(m))
+	for ip := range m {
+		ips = append(ips, ip)
+	}
+	slices.SortFunc(ips, netip.Addr.Compare)
+	parts := make([]string, len(ips))
+	for i, ip := range ips {
+		parts[i] = netip.AddrPortFrom(ip, 0).String()
+		parts[i] = parts[i][:len(parts[i])-1] + strconv.Itoa(m[ip])
+	}
+	return strings.Join(parts, ",")
+}
 
 // anyLong is Kafka's LONG without a validator.
 var anyLong = integer(TypeLong, 64, math.MinInt64, math.MaxInt64)

@@ -28,8 +28,9 @@ type stateCollector struct {
 
 	shareGroups, shareInFlight, shareAvailable, shareAcquired, shareArchived, shareOldest, shareDeadLetters *prometheus.Desc
 
-	connections, connectionsAccepted *prometheus.Desc
-	authenticationFailures           *prometheus.Desc
+	connections, connectionsAccepted, connectionsRefused *prometheus.Desc
+	requestBytesReserved, requestBytesWaiting            *prometheus.Desc
+	authenticationFailures                               *prometheus.Desc
 
 	segmentFilesOpen, segmentFilesOpened, segmentFilesEvicted *prometheus.Desc
 }
@@ -86,6 +87,9 @@ func newStateCollector(source Source, partitionSeries bool) *stateCollector {
 
 		connections:            d("mq_connections", "Open client connections.", nil, nil),
 		connectionsAccepted:    d("mq_connections_accepted_total", "Client connections accepted since the node started.", nil, nil),
+		requestBytesReserved:   d("mq_request_bytes_reserved", "Request bytes held in memory now, of queued.max.request.bytes.", nil, nil),
+		requestBytesWaiting:    d("mq_request_bytes_waiting", "Bytes of the request frames whose size was read and that wait for room in queued.max.request.bytes.", nil, nil),
+		connectionsRefused:     d("mq_connections_refused_total", "Client connections closed as soon as they were accepted, by the limit they were over: max_connections or max_connections_per_ip.", []string{"limit"}, nil),
 		authenticationFailures: d("mq_authentication_failures_total", "SASL authentications refused (wrong password, unknown user, malformed exchange) since the node started.", nil, nil),
 
 		segmentFilesOpen:    d("mq_log_segment_files_open", "Segment data files open now (bounded by log.max.open.files).", nil, nil),
@@ -107,7 +111,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.controllerLeaderID, c.raftState, c.controllerIsLeader, c.brokerFencings,
 		c.groups, c.lagMessages, c.lagSeconds,
 		c.shareGroups, c.shareInFlight, c.shareAvailable, c.shareAcquired, c.shareArchived, c.shareOldest, c.shareDeadLetters,
-		c.connections, c.connectionsAccepted, c.authenticationFailures,
+		c.connections, c.connectionsAccepted, c.connectionsRefused, c.requestBytesReserved, c.requestBytesWaiting, c.authenticationFailures,
 		c.segmentFilesOpen, c.segmentFilesOpened, c.segmentFilesEvicted,
 	} {
 		ch <- d
@@ -202,6 +206,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.connections, float64(s.Connections))
 	counter(c.connectionsAccepted, s.ConnectionsAccepted)
 	counter(c.authenticationFailures, s.AuthenticationFailures)
+	gauge(c.requestBytesReserved, float64(s.RequestBytesReserved))
+	gauge(c.requestBytesWaiting, float64(s.RequestBytesWaiting))
+	for _, limit := range slices.Sorted(maps.Keys(s.ConnectionsRefused)) {
+		counter(c.connectionsRefused, s.ConnectionsRefused[limit], limit)
+	}
 
 	gauge(c.segmentFilesOpen, float64(s.SegmentFilesOpen))
 	counter(c.segmentFilesOpened, s.SegmentFilesOpened)

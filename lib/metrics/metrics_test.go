@@ -45,7 +45,8 @@ var fixed = Snapshot{
 		{Group: "h", State: "Empty", Lag: []GroupLag{{Topic: "t", Partition: 0, Messages: 1, Seconds: 2.25}}},
 		{Group: "e", State: "Empty"},
 	},
-	Connections: 3, ConnectionsAccepted: 17, AuthenticationFailures: 4,
+	Connections: 3, ConnectionsAccepted: 17, ConnectionsRefused: map[string]uint64{"max_connections": 2, "max_connections_per_ip": 1},
+	RequestBytesReserved: 1024, RequestBytesWaiting: 2048, AuthenticationFailures: 4,
 	SegmentFilesOpen: 5, SegmentFilesOpened: 40, SegmentFilesEvicted: 35,
 }
 
@@ -129,6 +130,8 @@ func TestCollectorShowsTheSnapshot(t *testing.T) {
 		"mq_connections{}":                                            3,
 		"mq_connections_accepted_total{}":                             17,
 		"mq_authentication_failures_total{}":                          4,
+		"mq_connections_refused_total{limit=max_connections}":         2,
+		"mq_connections_refused_total{limit=max_connections_per_ip}":  1,
 		"mq_log_segment_files_open{}":                                 5,
 		"mq_log_segment_files_opened_total{}":                         40,
 		"mq_log_segment_files_evicted_total{}":                        35,
@@ -141,8 +144,10 @@ func TestCollectorShowsTheSnapshot(t *testing.T) {
 	for name, typ := range map[string]dto.MetricType{
 		"mq_topic_bytes_in_total": dto.MetricType_COUNTER, "mq_partition_high_watermark": dto.MetricType_GAUGE,
 		"mq_isr_shrinks_total": dto.MetricType_COUNTER, "mq_group_lag_seconds": dto.MetricType_GAUGE,
-		"mq_connections_accepted_total": dto.MetricType_COUNTER, "mq_authentication_failures_total": dto.MetricType_COUNTER, "mq_controller_broker_fencings_total": dto.MetricType_COUNTER,
-		"mq_log_segment_files_open": dto.MetricType_GAUGE, "mq_log_segment_files_evicted_total": dto.MetricType_COUNTER,
+		"mq_connections_accepted_total": dto.MetricType_COUNTER, "mq_connections_refused_total": dto.MetricType_COUNTER,
+		"mq_request_bytes_reserved": dto.MetricType_GAUGE, "mq_request_bytes_waiting": dto.MetricType_GAUGE, "mq_controller_broker_fencings_total": dto.MetricType_COUNTER,
+		"mq_authentication_failures_total": dto.MetricType_COUNTER,
+		"mq_log_segment_files_open":        dto.MetricType_GAUGE, "mq_log_segment_files_evicted_total": dto.MetricType_COUNTER,
 	} {
 		if types[name] != typ {
 			t.Errorf("%s is a %v, want a %v", name, types[name], typ)

@@ -50,6 +50,14 @@ type Snapshot struct {
 	// AuthenticationFailures counts the SASL authentications refused
 	// since the node started.
 	AuthenticationFailures uint64
+	// ConnectionsRefused counts the connections closed as soon as they
+	// were accepted, by the limit they were over: max_connections,
+	// max_connections_per_ip.
+	ConnectionsRefused map[string]uint64
+	// RequestBytesReserved is the request bytes held from
+	// queued.max.request.bytes now, RequestBytesWaiting those of frames
+	// whose size was read and that wait for room.
+	RequestBytesReserved, RequestBytesWaiting int64
 
 	// SegmentFilesOpen is the number of segment data files open now;
 	// SegmentFilesOpened counts their opens and SegmentFilesEvicted the

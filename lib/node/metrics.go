@@ -72,6 +72,9 @@ func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 	s.Connections = d.server.Connections()
 	s.ConnectionsAccepted = d.server.ConnectionsAccepted()
 	s.AuthenticationFailures = d.server.AuthenticationFailures()
+	s.RequestBytesReserved, s.RequestBytesWaiting = d.server.RequestBytes()
+	total, perIP := d.server.ConnectionsRefused()
+	s.ConnectionsRefused = map[string]uint64{"max_connections": total, "max_connections_per_ip": perIP}
 	return s
 }
 

@@ -234,13 +234,19 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		// it would not within the hold.
 		pcfg.Watch = peer.NewWatch(clk, logger.With("component", "broker"))
 	}
+	overrides, err := config.ParseConnectionOverrides(s.MaxConnectionsPerIPOverrides)
+	if err != nil {
+		return nil, &ConfigError{fmt.Errorf("max.connections.per.ip.overrides: %w", err)}
+	}
 	scfg := server.Config{
-		Listeners:             s.Listeners,
-		TLS:                   d.tls,
-		MaxRequestBytes:       s.SocketRequestMaxBytes,
-		QueuedMaxRequestBytes: queuedMaxRequestBytes(s.QueuedMaxRequestBytes),
-		IdleTimeout:           s.ConnectionsMaxIdle,
-		Logger:                logger.With("component", "server"),
+		Listeners:                    s.Listeners,
+		TLS:                          d.tls,
+		MaxRequestBytes:              s.SocketRequestMaxBytes,
+		QueuedMaxRequestBytes:        queuedMaxRequestBytes(s.QueuedMaxRequestBytes),
+		IdleTimeout:                  s.ConnectionsMaxIdle,
+		MaxConnectionsPerIP:          maxConnectionsPerIP(s.MaxConnectionsPerIP),
+		MaxConnectionsPerIPOverrides: overrides,
+		Logger:                       logger.With("component", "server"),
 	}
 	if pcfg.Watch != nil {
 		// When this process dies, the other brokers' Watches hear of it
@@ -281,6 +287,7 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	d.producerIDs = controller.NewProducerIDs(d.ctrl, clk, pcfg.Logger, controller.ProducerIDBlockSize)
 	d.broker = broker.New(broker.Config{Settings: s, Controller: d.ctrl, Partitions: d.parts, Peers: d.peers, ProducerIDs: d.producerIDs,
 		Logger: pcfg.Logger, Clock: clk})
+	scfg.MaxConnections = maxConnections(s.MaxConnections, d.parts.Files().Max(), logger)
 	d.server, err = server.New(scfg, d.broker)
 	if err != nil {
 		return nil, err
@@ -339,6 +346,37 @@ func queuedMaxRequestBytes(v int64) int64 {
 		return -1
 	}
 	return v
+}
+
+// maxConnections is max.connections for server.Config: the setting, or
+// when 0 (mq's default) three quarters of the open-files limit
+// (RLIMIT_NOFILE) left once segmentFiles (log.max.open.files in effect)
+// are open, at least 16. The quarter held back is for what else needs
+// descriptors: listeners, the controller's Raft log and connections,
+// replica fetchers to other brokers, checkpoints and directory fsyncs.
+// With the soft limit of 1024 that many systems start with, 384 (the
+// log files take 512); with systemd's 524288, 196608.
+func maxConnections(setting int32, segmentFiles int, logger *slog.Logger) int {
+	if setting > 0 {
+		return int(setting)
+	}
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == 0 {
+		return 1024
+	}
+	spare := int64(min(rl.Cur, 1<<30)) - int64(segmentFiles)
+	n := int(max(spare*3/4, 16))
+	logger.Debug("max.connections from the open-files limit", "max_connections", n, "nofile", rl.Cur, "log_max_open_files", segmentFiles)
+	return n
+}
+
+// maxConnectionsPerIP is max.connections.per.ip for server.Config:
+// Kafka's 0 (none, but for the overrides) is the server's negative.
+func maxConnectionsPerIP(v int32) int {
+	if v == 0 {
+		return -1
+	}
+	return int(v)
 }
 
 // newTLS reads the certificate and key of the ssl:// listeners, and the

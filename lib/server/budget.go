@@ -30,10 +30,19 @@ import (
 // clients. (Small frames may take the whole budget, so a flood of them can
 // keep a large frame waiting; they are answered quickly and give it back.)
 //
+// Large frames of one source (a peer IP address, or one Unix socket
+// connection) together hold at most shareLimit: half of largeLimit, but
+// room for one frame of the largest size always. A large frame over its
+// source's share waits without holding up the large frames of other
+// sources behind it, so a peer that announces large frames on many
+// connections and sends nothing holds one share at most, and the other
+// clients' large requests are served meanwhile.
+//
 // Its methods are safe for concurrent use.
 type budget struct {
 	limit      int64 // bytes that may be reserved at once
 	largeLimit int64 // of which by large frames
+	shareLimit int64 // of which by the large frames of one source
 
 	mu      sync.Mutex
 	used    int64 // bytes reserved
@@ -43,9 +52,17 @@ type budget struct {
 	waiters []*budgetWaiter
 }
 
+// budgetSource is where frames come from: the connections of one peer
+// IP address, or one Unix socket connection. Its large field is guarded by
+// the budget's mutex.
+type budgetSource struct {
+	large int64 // bytes its large frames hold
+}
+
 // budgetWaiter is a reservation waiting for room, in arrival order.
 type budgetWaiter struct {
 	n       int64
+	src     *budgetSource
 	granted bool          // set under budget.mu
 	ready   chan struct{} // closed once granted
 }
@@ -58,7 +75,8 @@ func newBudget(limit int64, maxFrame int32) *budget {
 	}
 	// At least one frame of the largest size must fit among large ones.
 	largeLimit := max(limit-limit/8, min(limit, int64(maxFrame)))
-	return &budget{limit: limit, largeLimit: largeLimit}
+	shareLimit := max(largeLimit/2, min(largeLimit, int64(maxFrame)))
+	return &budget{limit: limit, largeLimit: largeLimit, shareLimit: shareLimit}
 }
 
 // frameCost is what a frame of size bytes is charged: a small frame its
@@ -75,7 +93,8 @@ func frameCost(size int) int64 {
 
 func isLarge(n int64) bool { return n > smallFrame }
 
-// fits reports whether n bytes may be reserved now; b.mu is held.
+// fits reports whether n bytes may be reserved now as far as the whole
+// budget goes; b.mu is held.
 func (b *budget) fits(n int64) bool {
 	if n > b.limit-b.used {
 		return false
@@ -83,26 +102,35 @@ func (b *budget) fits(n int64) bool {
 	return !isLarge(n) || n <= b.largeLimit-b.large
 }
 
-// take reserves n bytes; b.mu is held and fits(n).
-func (b *budget) take(n int64) {
+// overShare reports whether n bytes would take src over its share; b.mu
+// is held.
+func (b *budget) overShare(n int64, src *budgetSource) bool {
+	return isLarge(n) && src != nil && n > b.shareLimit-src.large
+}
+
+// take reserves n bytes for src; b.mu is held, fits(n) and not overShare.
+func (b *budget) take(n int64, src *budgetSource) {
 	b.used += n
 	if isLarge(n) {
 		b.large += n
+		if src != nil {
+			src.large += n
+		}
 	}
 	b.peak = max(b.peak, b.used)
 }
 
-// acquire reserves n bytes, waiting for room until stop or abort is
-// closed. It reports whether the bytes were reserved; the caller gives
-// them back with release.
-func (b *budget) acquire(n int64, stop, abort <-chan struct{}) bool {
+// acquire reserves n bytes for src (nil: no share to keep to), waiting
+// for room until stop or abort is closed. It reports whether the bytes
+// were reserved; the caller gives them back with release.
+func (b *budget) acquire(n int64, src *budgetSource, stop, abort <-chan struct{}) bool {
 	b.mu.Lock()
-	if len(b.waiters) == 0 && b.fits(n) {
-		b.take(n)
+	if len(b.waiters) == 0 && b.fits(n) && !b.overShare(n, src) {
+		b.take(n, src)
 		b.mu.Unlock()
 		return true
 	}
-	w := &budgetWaiter{n: n, ready: make(chan struct{})}
+	w := &budgetWaiter{n: n, src: src, ready: make(chan struct{})}
 	b.waiters = append(b.waiters, w)
 	b.grant()
 	if w.granted {
@@ -121,7 +149,7 @@ func (b *budget) acquire(n int64, stop, abort <-chan struct{}) bool {
 	defer b.mu.Unlock()
 	if w.granted {
 		// Granted as we gave up: hand the bytes on.
-		b.give(n)
+		b.give(n, src)
 		return false
 	}
 	for i, x := range b.waiters {
@@ -135,21 +163,24 @@ func (b *budget) acquire(n int64, stop, abort <-chan struct{}) bool {
 	return false
 }
 
-// release gives back n bytes reserved by acquire.
-func (b *budget) release(n int64) {
+// release gives back n bytes reserved by acquire for src.
+func (b *budget) release(n int64, src *budgetSource) {
 	if n == 0 {
 		return
 	}
 	b.mu.Lock()
-	b.give(n)
+	b.give(n, src)
 	b.mu.Unlock()
 }
 
-// give returns n bytes and grants what now fits; b.mu is held.
-func (b *budget) give(n int64) {
+// give returns n bytes of src and grants what now fits; b.mu is held.
+func (b *budget) give(n int64, src *budgetSource) {
 	b.used -= n
 	if isLarge(n) {
 		b.large -= n
+		if src != nil {
+			src.large -= n
+		}
 	}
 	if len(b.waiters) > 0 {
 		b.grant()
@@ -157,16 +188,18 @@ func (b *budget) give(n int64) {
 }
 
 // grant reserves room for the waiters that fit, in order: every small one
-// that fits, and large ones until the first that does not (large frames go
-// in arrival order). b.mu is held.
+// that fits, and large ones until the first that does not fit the budget
+// (large frames go in arrival order), passing over those whose source has
+// used its share. b.mu is held.
 func (b *budget) grant() {
 	largeBlocked := false
 	kept := b.waiters[:0]
 	for _, w := range b.waiters {
 		switch {
 		case isLarge(w.n) && largeBlocked:
+		case b.overShare(w.n, w.src):
 		case b.fits(w.n):
-			b.take(w.n)
+			b.take(w.n, w.src)
 			w.granted = true
 			close(w.ready)
 			continue
@@ -179,16 +212,21 @@ func (b *budget) grant() {
 	b.waiters = kept
 }
 
-// budgetStats is what tests see of a budget.
+// budgetStats is what tests and metrics see of a budget.
 type budgetStats struct {
-	used    int64 // bytes reserved now
-	peak    int64 // the most ever reserved at once
-	waits   int64 // reservations that had to wait
-	waiting int   // reservations waiting now
+	used         int64 // bytes reserved now
+	peak         int64 // the most ever reserved at once
+	waits        int64 // reservations that had to wait
+	waiting      int   // reservations waiting now
+	waitingBytes int64 // their bytes
 }
 
 func (b *budget) stats() budgetStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return budgetStats{used: b.used, peak: b.peak, waits: b.waits, waiting: len(b.waiters)}
+	st := budgetStats{used: b.used, peak: b.peak, waits: b.waits, waiting: len(b.waiters)}
+	for _, w := range b.waiters {
+		st.waitingBytes += w.n
+	}
+	return st
 }

@@ -20,7 +20,7 @@ import (
 // whether it was granted. Closing stop gives up.
 func acquireAsync(b *budget, n int64, stop <-chan struct{}) <-chan bool {
 	done := make(chan bool, 1)
-	go func() { done <- b.acquire(n, stop, nil) }()
+	go func() { done <- b.acquire(n, nil, stop, nil) }()
 	return done
 }
 
@@ -77,7 +77,7 @@ func TestBudgetLetsSmallFramesPassAndLargeOnesInOrder(t *testing.T) {
 	waitWaiting(t, b, 2)
 	acquireNow(t, b, MiB) // small: passes both
 	stillWaiting(t, "large frame behind a waiting one", l3)
-	b.release(8 * MiB)
+	b.release(8*MiB, nil)
 	granted(t, "waiting large frame", l2)
 	granted(t, "large frame behind it", l3)
 	if st := b.stats(); st.used != 11*MiB || st.peak != 11*MiB || st.waits != 2 {
@@ -91,7 +91,7 @@ func TestBudgetLetsSmallFramesPassAndLargeOnesInOrder(t *testing.T) {
 	}
 	s := acquireAsync(b, MiB, nil)
 	waitWaiting(t, b, 1)
-	b.release(MiB)
+	b.release(MiB, nil)
 	granted(t, "small frame", s)
 	if st := b.stats(); st.used != 16*MiB || st.peak != 16*MiB {
 		t.Fatalf("stats %+v, want the whole budget used", st)
@@ -416,5 +416,33 @@ func TestBudgetIsGivenBackWhenFramesEndBadly(t *testing.T) {
 	}
 	if n := s.panics.Load(); n != 2 {
 		t.Fatalf("panics %d, want 2", n)
+	}
+}
+
+// A source (a peer's address) that announces large frames on many
+// connections holds one share of the budget; its frames over that wait
+// without holding up the large frames of other sources.
+func TestBudgetKeepsOneSourceToItsShare(t *testing.T) {
+	const MiB = 1 << 20
+	b := newBudget(256*MiB, 100*MiB) // large frames 224 MiB, a source 112
+	var a, other budgetSource
+	acquire := func(n int64, src *budgetSource) <-chan bool {
+		done := make(chan bool, 1)
+		go func() { done <- b.acquire(n, src, nil, nil) }()
+		return done
+	}
+	granted(t, "the source's first frame", acquire(100*MiB, &a))
+	a2 := acquire(100*MiB, &a)
+	waitWaiting(t, b, 1)
+	a3 := acquire(100*MiB, &a)
+	waitWaiting(t, b, 2)
+	granted(t, "another source's large frame behind two waiting ones", acquire(100*MiB, &other))
+	granted(t, "another source's second large frame", acquire(10*MiB, &other))
+	stillWaiting(t, "the source's second frame", a2)
+	b.release(100*MiB, &a)
+	granted(t, "the source's second frame once its first is done", a2)
+	stillWaiting(t, "the source's third frame", a3)
+	if a.large != 100*MiB || other.large != 110*MiB {
+		t.Fatalf("sources hold %d and %d bytes, want 100 and 110 MiB", a.large, other.large)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -68,6 +69,13 @@ type conn struct {
 	late       lateRef
 	exitSorted bool
 
+	// Set once before the goroutines start: the budget share the
+	// connection's frames count toward, and its peer's IP address (tcp
+	// false: a Unix socket connection).
+	src *budgetSource
+	ip  netip.Addr
+	tcp bool
+
 	// Reader-owned. br batches socket reads: a frame's size and body, and
 	// the frames a client pipelines, arrive with one read system call.
 	br       *bufio.Reader
@@ -122,7 +130,7 @@ func (c *conn) finish(p *pending, resp Response) {
 		requestPool.Put(p.req)
 		p.req = nil
 	}
-	c.s.budget.release(p.charge)
+	c.s.budget.release(p.charge, c.src)
 	p.charge = 0
 }
 
@@ -388,7 +396,7 @@ func (c *conn) readRequest() (_ pending, err error) {
 	// Nothing is allocated for the frame before its bytes are reserved;
 	// while there is no room, the connection is not read.
 	charge := frameCost(int(size))
-	if !c.s.budget.acquire(charge, c.ctx.Done(), c.s.draining) {
+	if !c.s.budget.acquire(charge, c.src, c.ctx.Done(), c.s.draining) {
 		select {
 		case <-c.s.draining:
 			return pending{}, errDraining
@@ -398,7 +406,7 @@ func (c *conn) readRequest() (_ pending, err error) {
 	}
 	defer func() {
 		if err != nil {
-			c.s.budget.release(charge)
+			c.s.budget.release(charge, c.src)
 		}
 	}()
 	fp, pooled, err := c.readFrame(int(size))
@@ -781,7 +789,7 @@ func (c *conn) writeLoop() {
 			for p := range c.queue {
 				resp, _ := c.respond(&p)
 				resp.done()
-				c.s.budget.release(p.charge)
+				c.s.budget.release(p.charge, c.src)
 				<-c.slots
 				c.queued.Add(-1)
 			}

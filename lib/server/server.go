@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,6 +98,18 @@ type Config struct {
 	// no such limit.)
 	RequestBodyTimeout time.Duration
 	MinRequestBodyRate int64
+	// MaxConnections bounds the open connections of all listeners
+	// together (max.connections); 0: no bound. MaxConnectionsPerIP bounds
+	// the open TCP connections from one IP address
+	// (max.connections.per.ip); 0: no bound, negative: none, so that only
+	// the addresses of MaxConnectionsPerIPOverrides may connect, each up
+	// to its own bound (max.connections.per.ip.overrides). Unix socket
+	// connections count toward MaxConnections only. A connection over a
+	// bound is closed as soon as it is accepted, before anything is read
+	// from it.
+	MaxConnections               int
+	MaxConnectionsPerIP          int
+	MaxConnectionsPerIPOverrides map[netip.Addr]int
 	// IdleTimeout closes a connection that has sent nothing and has no
 	// request outstanding for this long, and one whose peer accepts no
 	// response bytes for this long (connections.max.idle.ms). Default 10 min.
@@ -145,6 +158,13 @@ type Server struct {
 	started   bool
 	listeners []*listener
 	conns     map[*conn]struct{}
+	// peers holds, for each IP address with open TCP connections, their
+	// count and their share of the budget.
+	peers map[netip.Addr]*peer
+	// refused counts the connections closed at accept, by limit.
+	refusedTotal, refusedPerIP atomic.Uint64
+	// refusedLog limits the log lines of refused connections.
+	refusedLog logLimiter
 
 	wg     sync.WaitGroup // accept loops and connection goroutines
 	nextID atomic.Uint64
@@ -162,6 +182,12 @@ type Server struct {
 	recycles [128]atomic.Bool
 	// newRequest makes the empty request a frame of a key is decoded into.
 	newRequest func(int16) kmsg.Request
+}
+
+// peer is the open TCP connections of one IP address.
+type peer struct {
+	conns int // guarded by Server.mu
+	src   budgetSource
 }
 
 type listener struct {
@@ -231,6 +257,14 @@ func New(cfg Config, h Handler) (*Server, error) {
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	if cfg.MaxConnections < 0 {
+		return nil, fmt.Errorf("server: negative MaxConnections %d", cfg.MaxConnections)
+	}
+	for a, n := range cfg.MaxConnectionsPerIPOverrides {
+		if n < 0 || !a.IsValid() {
+			return nil, fmt.Errorf("server: connection bound %d for %v", n, a)
+		}
+	}
 	if cfg.IdleTimeout < 0 {
 		return nil, fmt.Errorf("server: negative IdleTimeout %v", cfg.IdleTimeout)
 	}
@@ -258,6 +292,8 @@ func New(cfg Config, h Handler) (*Server, error) {
 		newRequest:   newRequest,
 		handshakeLog: logLimiter{interval: time.Second},
 		authLog:      logLimiter{interval: time.Second},
+		refusedLog:   logLimiter{interval: time.Second},
+		peers:        make(map[netip.Addr]*peer),
 		log:          logger,
 		api:          api,
 		budget:       newBudget(cfg.QueuedMaxRequestBytes, cfg.MaxRequestBytes),
@@ -356,13 +392,28 @@ func (s *Server) Connections() int {
 }
 
 // ConnectionsAccepted returns the number of connections accepted since
-// the Server was made.
+// the Server was made (those closed at once over a limit are not).
 func (s *Server) ConnectionsAccepted() uint64 { return s.nextID.Load() }
 
 // AuthenticationFailures returns the number of SASL authentications
 // refused since the Server was made (wrong password, unknown user,
 // malformed exchange).
 func (s *Server) AuthenticationFailures() uint64 { return s.authFailures.Load() }
+
+// RequestBytes returns the request bytes reserved from the budget
+// (Config.QueuedMaxRequestBytes) now, and those of frames waiting for
+// room.
+func (s *Server) RequestBytes() (reserved, waiting int64) {
+	st := s.budget.stats()
+	return st.used, st.waitingBytes
+}
+
+// ConnectionsRefused returns the number of connections closed as soon as
+// they were accepted since the Server was made: over MaxConnections
+// (total) and over the bound of their IP address (perIP).
+func (s *Server) ConnectionsRefused() (total, perIP uint64) {
+	return s.refusedTotal.Load(), s.refusedPerIP.Load()
+}
 
 // Addrs returns the addresses actually listened on, in Config order, in the
 // Config syntax ("tcp://127.0.0.1:40123", "unix:///run/mq/mqd.sock"). It is
@@ -465,6 +516,33 @@ func (s *Server) acceptLoop(l *listener) {
 // work, so a slow or silent peer holds its own goroutine, never the
 // accept loop.
 func (s *Server) startConn(nc net.Conn, l *listener) {
+	ip, tcp := remoteIP(nc)
+	s.mu.Lock()
+	select {
+	case <-s.draining:
+		s.mu.Unlock()
+		nc.Close()
+		return
+	default:
+	}
+	if reason := s.overLimit(ip, tcp); reason != "" {
+		s.mu.Unlock()
+		nc.Close()
+		s.logRefused(nc, reason)
+		return
+	}
+	var src *budgetSource
+	if tcp {
+		p := s.peers[ip]
+		if p == nil {
+			p = &peer{}
+			s.peers[ip] = p
+		}
+		p.conns++
+		src = &p.src
+	} else {
+		src = &budgetSource{} // each Unix socket connection its own
+	}
 	late := lateRef(-1)
 	if s.cfg.ExitFirst != nil {
 		late = holdLate(nc)
@@ -473,14 +551,7 @@ func (s *Server) startConn(nc net.Conn, l *listener) {
 		nc = tls.Server(nc, s.cfg.TLS.serverConfig())
 	}
 	c := newConn(s, nc, l, late)
-	s.mu.Lock()
-	select {
-	case <-s.draining:
-		s.mu.Unlock()
-		c.close()
-		return
-	default:
-	}
+	c.src, c.ip, c.tcp = src, ip, tcp
 	s.conns[c] = struct{}{}
 	s.wg.Add(2)
 	s.mu.Unlock()
@@ -492,7 +563,63 @@ func (s *Server) startConn(nc net.Conn, l *listener) {
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if p := s.peers[c.ip]; c.tcp && p != nil {
+		if p.conns--; p.conns == 0 {
+			delete(s.peers, c.ip)
+		}
+	}
 	s.mu.Unlock()
+}
+
+// remoteIP is the peer's IP address of a TCP connection; tcp is false
+// for a Unix socket connection.
+func remoteIP(nc net.Conn) (ip netip.Addr, tcp bool) {
+	a, ok := nc.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	return a.AddrPort().Addr().Unmap(), true
+}
+
+// overLimit says which bound a new connection from ip (tcp) would go
+// over: "max.connections", "max.connections.per.ip", or "" for none.
+// s.mu is held.
+func (s *Server) overLimit(ip netip.Addr, tcp bool) string {
+	if m := s.cfg.MaxConnections; m > 0 && len(s.conns) >= m {
+		s.refusedTotal.Add(1)
+		return "max.connections"
+	}
+	if !tcp {
+		return ""
+	}
+	bound, ok := s.cfg.MaxConnectionsPerIPOverrides[ip]
+	if !ok {
+		bound = s.cfg.MaxConnectionsPerIP
+		if bound == 0 {
+			return ""
+		}
+		bound = max(bound, 0)
+	}
+	if p := s.peers[ip]; p != nil && p.conns >= bound || bound == 0 {
+		s.refusedPerIP.Add(1)
+		return "max.connections.per.ip"
+	}
+	return ""
+}
+
+// logRefused logs a connection closed over a limit, at most one line a
+// second for the whole server (the line counts those held back): a flood
+// of connections costs a line a second.
+func (s *Server) logRefused(nc net.Conn, limit string) {
+	ok, held := s.refusedLog.allow(time.Now())
+	if !ok {
+		return
+	}
+	args := []any{"remote", remoteString(nc.RemoteAddr(), "unix"), "limit", limit}
+	if held > 0 {
+		args = append(args, "more_refused_since_last_logged", held)
+	}
+	s.log.Warn("connection refused: too many connections; closed", args...)
 }
 
 // beginDrain stops accepting and tells every connection to stop reading
