@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/mqtest"
 )
@@ -257,5 +259,84 @@ func TestAnnouncedFramesNeitherStallOthersNorStay(t *testing.T) {
 	})
 	if !strings.Contains(b.stderr.String(), "arriving too slowly") {
 		t.Errorf("no log line about the frames that did not come:\n%s", tail(b.stderr.String(), 20))
+	}
+}
+
+// Finding: one CreateTopics of 100,000 topics with validate_only took a
+// node to 651 MiB and skipped the real checks. Now the request is
+// refused whole (max.partitions.per.request, POLICY_VIOLATION) before
+// any topic is looked at; nothing is created, and mqd stays within the
+// harness's resident memory bound (checked when it stops).
+func TestHundredThousandTopicValidateOnlyIsRefusedCheaply(t *testing.T) {
+	b := startBroker(t, brokerOpts{})
+	ctx := ctxFor(t, 2*time.Minute)
+	names := make([]string, 100_000)
+	for i := range names {
+		names[i] = fmt.Sprintf("flood-%06d", i)
+	}
+	adm := b.admin()
+	resp, err := adm.ValidateCreateTopics(ctx, 1, 1, nil, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp) != len(names) {
+		t.Fatalf("%d topics answered, want %d", len(resp), len(names))
+	}
+	for _, r := range resp {
+		if !errors.Is(r.Err, kerr.PolicyViolation) {
+			t.Fatalf("topic %s: %v, want POLICY_VIOLATION", r.Topic, r.Err)
+		}
+	}
+	// The same for a real creation; one of a sane size passes.
+	created, err := adm.CreateTopics(ctx, 1, 1, nil, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := created.On(names[0], nil); !errors.Is(r.Err, kerr.PolicyViolation) {
+		t.Fatalf("real creation of 100,000 topics: %v, want POLICY_VIOLATION", r.Err)
+	}
+	ok, err := adm.ValidateCreateTopics(ctx, 1, 1, nil, names[:100]...)
+	if err != nil || ok.Error() != nil {
+		t.Fatalf("validating 100 topics: %v %v", err, ok.Error())
+	}
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(topics) != 0 {
+		t.Fatalf("%d topics exist, want none", len(topics))
+	}
+}
+
+// Finding: a Metadata request naming 1,000 unknown topics created all of
+// them. Now it creates auto.create.topics.max.per.request (10), and the
+// others are answered UNKNOWN_TOPIC_OR_PARTITION.
+func TestMetadataOfThousandUnknownTopicsCreatesFew(t *testing.T) {
+	b := startBroker(t, brokerOpts{})
+	ctx := ctxFor(t, time.Minute)
+	cl := b.client()
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = true
+	for i := range 1000 {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(fmt.Sprintf("unknown-%04d", i))
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknown := 0
+	for _, rt := range resp.Topics {
+		if rt.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+			unknown++
+		}
+	}
+	topics, err := b.admin().ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(topics) != 10 || unknown != 990 {
+		t.Fatalf("%d topics exist and %d were answered unknown; want 10 and 990", len(topics), unknown)
 	}
 }

@@ -152,19 +152,35 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *server.ConnInfo, req
 	ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 	defer cancel()
 
+	// The request's size is checked first, before anything is allocated
+	// per topic: one over the cap is refused whole, as Kafka 4 does.
+	if err := b.checkRequestPartitions(createTopicsPartitions(r, b.effectiveSettings(b.ctrl.Image()).NumPartitions)); err != nil {
+		resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(r.Topics))
+		code, msg := kafkaError(err)
+		for i, t := range r.Topics {
+			rt := &resp.Topics[i]
+			rt.Default()
+			rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, code, msg
+		}
+		return reply(resp)
+	}
+	cluster := b.clusterPartitions(b.ctrl.Image())
 	key := func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic }
 	eachDistinct(r.Topics, key, topicLabel, func(t *kmsg.CreateTopicsRequestTopic, err error) {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
 		if err == nil {
 			var created createdTopic
-			created, err = b.createTopic(ctx, t, r.ValidateOnly)
+			created, err = b.createTopic(ctx, t, r.ValidateOnly, cluster)
 			if err == nil {
 				rt.TopicID = created.id
 				rt.NumPartitions = created.partitions
 				rt.ReplicationFactor = created.replicationFactor
 				rt.Configs = created.configs
 			}
+		}
+		if err == nil {
+			cluster.n += int64(rt.NumPartitions)
 		}
 		rt.ErrorCode, rt.ErrorMessage = kafkaError(err)
 		resp.Topics = append(resp.Topics, rt)
@@ -178,6 +194,57 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *server.ConnInfo, req
 	return reply(resp)
 }
 
+// createTopicsPartitions is the partitions a CreateTopics request would
+// add: each topic's assignments, else its partition count (numPartitions
+// for -1), a topic counting at least one whatever it asks.
+func createTopicsPartitions(r *kmsg.CreateTopicsRequest, numPartitions int32) int64 {
+	var n int64
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		switch {
+		case len(t.ReplicaAssignment) > 0:
+			n += int64(len(t.ReplicaAssignment))
+		case t.NumPartitions == -1:
+			n += int64(max(numPartitions, 1))
+		default:
+			n += int64(max(t.NumPartitions, 1))
+		}
+	}
+	return n
+}
+
+// checkRequestPartitions refuses a request that would add more than
+// max.partitions.per.request partitions, with POLICY_VIOLATION (Kafka's
+// code and wording for its fixed bound of 10,000).
+func (b *Broker) checkRequestPartitions(n int64) error {
+	if limit := int64(b.cfg.Settings.MaxPartitionsPerRequest); limit > 0 && n > limit {
+		return refuse(kerr.PolicyViolation, "excessively large number of partitions per request: %d, max.partitions.per.request is %d", n, limit)
+	}
+	return nil
+}
+
+// partitionCount is the partitions the cluster holds, as a request sees
+// it: its image's, plus those it created itself since.
+type partitionCount struct{ n int64 }
+
+// clusterPartitions counts the partitions of img.
+func (b *Broker) clusterPartitions(img *controller.Image) *partitionCount {
+	var n int64
+	for _, t := range img.Topics {
+		n += int64(len(t.Partitions))
+	}
+	return &partitionCount{n: n}
+}
+
+// checkClusterPartitions refuses adding n partitions to a cluster of
+// have, over max.partitions, with POLICY_VIOLATION.
+func (b *Broker) checkClusterPartitions(have *partitionCount, n int64) error {
+	if limit := int64(b.cfg.Settings.MaxPartitions); limit > 0 && have.n+n > limit {
+		return refuse(kerr.PolicyViolation, "the cluster holds %d partitions: %d more would go over max.partitions (%d)", have.n, n, limit)
+	}
+	return nil
+}
+
 // createdTopic is what a v5+ CreateTopics response tells about a topic.
 type createdTopic struct {
 	id                controller.TopicID
@@ -187,10 +254,12 @@ type createdTopic struct {
 }
 
 // createTopic validates one topic of a CreateTopics request and, unless
-// validateOnly, creates it. Everything the controller would refuse is
-// checked here first, so that validateOnly answers what a real creation
-// would.
-func (b *Broker) createTopic(ctx context.Context, t *kmsg.CreateTopicsRequestTopic, validateOnly bool) (createdTopic, error) {
+// validateOnly, creates it in a cluster of cluster partitions. The
+// checks of the request's form are here; those of the image are the
+// controller's, which validateOnly runs too
+// (Controller.ValidateCreateTopic), so that it answers what a real
+// creation would.
+func (b *Broker) createTopic(ctx context.Context, t *kmsg.CreateTopicsRequestTopic, validateOnly bool, cluster *partitionCount) (createdTopic, error) {
 	if err := validateTopicName(t.Topic); err != nil {
 		return createdTopic{}, err
 	}
@@ -252,9 +321,16 @@ func (b *Broker) createTopic(ctx context.Context, t *kmsg.CreateTopicsRequestTop
 		return createdTopic{}, refuse(kerr.InvalidConfig, "%v", err)
 	}
 	cmd.Configs = configs
+	if err := b.checkClusterPartitions(cluster, int64(cmd.Partitions)); err != nil {
+		return createdTopic{}, err
+	}
 
 	out := createdTopic{partitions: cmd.Partitions, replicationFactor: cmd.ReplicationFactor}
-	if !validateOnly {
+	if validateOnly {
+		if err := b.ctrl.ValidateCreateTopic(cmd); err != nil {
+			return createdTopic{}, err
+		}
+	} else {
 		id, err := b.ctrl.CreateTopic(ctx, cmd)
 		if err != nil {
 			return createdTopic{}, err
@@ -406,10 +482,22 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, _ *server.ConnInfo,
 	ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 	defer cancel()
 
+	img := b.ctrl.Image()
+	if err := b.checkRequestPartitions(createPartitionsAdded(img, r)); err != nil {
+		resp.Topics = make([]kmsg.CreatePartitionsResponseTopic, len(r.Topics))
+		code, msg := kafkaError(err)
+		for i, t := range r.Topics {
+			rt := &resp.Topics[i]
+			rt.Default()
+			rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, code, msg
+		}
+		return reply(resp)
+	}
+	cluster := b.clusterPartitions(img)
 	key := func(t *kmsg.CreatePartitionsRequestTopic) string { return t.Topic }
 	eachDistinct(r.Topics, key, topicLabel, func(t *kmsg.CreatePartitionsRequestTopic, err error) {
 		if err == nil {
-			err = b.createPartitions(ctx, t, r.ValidateOnly)
+			err = b.createPartitions(ctx, t, r.ValidateOnly, cluster)
 		}
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
@@ -419,9 +507,26 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, _ *server.ConnInfo,
 	return reply(resp)
 }
 
+// createPartitionsAdded is the partitions a CreatePartitions request
+// would add to the topics of img: each topic's new count less its
+// current one (the whole count for a topic img lacks), at least one.
+func createPartitionsAdded(img *controller.Image, r *kmsg.CreatePartitionsRequest) int64 {
+	var n int64
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		added := int64(t.Count)
+		if topic := img.Topics[t.Topic]; topic != nil {
+			added -= int64(len(topic.Partitions))
+		}
+		n += max(added, 1)
+	}
+	return n
+}
+
 // createPartitions validates and, unless validateOnly, applies one topic
-// of a CreatePartitions request.
-func (b *Broker) createPartitions(ctx context.Context, t *kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
+// of a CreatePartitions request in a cluster of cluster partitions; the
+// controller's checks run either way (Controller.ValidateCreatePartitions).
+func (b *Broker) createPartitions(ctx context.Context, t *kmsg.CreatePartitionsRequestTopic, validateOnly bool, cluster *partitionCount) error {
 	if err := validateTopicName(t.Topic); err != nil {
 		return err
 	}
@@ -459,12 +564,16 @@ func (b *Broker) createPartitions(ctx context.Context, t *kmsg.CreatePartitionsR
 	} else if n := len(img.Brokers); replicationFactor > n {
 		return refuse(kerr.InvalidReplicationFactor, "the topic's replication factor %d is larger than the number of registered brokers (%d)", replicationFactor, n)
 	}
+	if err := b.checkClusterPartitions(cluster, int64(t.Count-current)); err != nil {
+		return err
+	}
 	if validateOnly {
-		return nil
+		return b.ctrl.ValidateCreatePartitions(t.Topic, t.Count, assignments)
 	}
 	if err := b.ctrl.CreatePartitions(ctx, t.Topic, t.Count, assignments); err != nil {
 		return err
 	}
+	cluster.n += int64(t.Count - current)
 	b.log.Info("created partitions", "topic", t.Topic, "from", current, "to", t.Count)
 	b.syncData()
 	return nil

@@ -27,7 +27,9 @@ func validTopicName(name string) error {
 // handleMetadata answers brokers, cluster and controller ids and topics.
 // Requested topics that do not exist are created when the request allows
 // it (v4+ AllowAutoTopicCreation; always before v4) and the broker has
-// auto.create.topics.enable. A requested topic this node's image lacks
+// auto.create.topics.enable, up to auto.create.topics.max.per.request of
+// them and within max.partitions (autoCreate); invalid names are answered
+// INVALID_TOPIC_EXCEPTION and never created. A requested topic this node's image lacks
 // may have been created through another broker a moment ago: the answer
 // waits, in the Reply, for this node's controller to catch up with the
 // active one (partition.Manager.AwaitTopics) before it says the topic is
@@ -95,15 +97,32 @@ func missingTopics(img *controller.Image, r *kmsg.MetadataRequest) []string {
 }
 
 // autoCreate creates topics with the broker's defaults and returns the
-// errors of those that could not be created.
+// errors of those that could not be created. It creates the first
+// auto.create.topics.max.per.request of names only, and none that would
+// take the cluster over max.partitions; the others stay unknown
+// (UNKNOWN_TOPIC_OR_PARTITION, which clients retry).
 func (b *Broker) autoCreate(ctx context.Context, names []string) map[string]error {
 	failed := map[string]error{}
+	if limit := int(b.cfg.Settings.AutoCreateTopicsPerRequest); len(names) > limit {
+		b.log.Info("metadata request names more unknown topics than auto.create.topics.max.per.request: creating the first",
+			"unknown", len(names), "auto_create_topics_max_per_request", limit)
+		names = names[:limit]
+	}
+	partitions := max(b.cfg.Settings.NumPartitions, 1)
+	cluster := b.clusterPartitions(b.ctrl.Image())
 	for _, name := range names {
+		if err := b.checkClusterPartitions(cluster, int64(partitions)); err != nil {
+			b.log.Warn("auto-create topic", "topic", name, "err", err)
+			break
+		}
 		_, err := b.ctrl.CreateTopic(ctx, controller.CreateTopic{
 			Name:              name,
-			Partitions:        max(b.cfg.Settings.NumPartitions, 1),
+			Partitions:        partitions,
 			ReplicationFactor: max(b.cfg.Settings.DefaultReplicationFactor, 1),
 		})
+		if err == nil {
+			cluster.n += int64(partitions)
+		}
 		if err != nil && !errors.Is(err, controller.ErrTopicExists) {
 			b.log.Warn("auto-create topic", "topic", name, "err", err)
 			failed[name] = err

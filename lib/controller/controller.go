@@ -1035,6 +1035,28 @@ func (c *Controller) CreateTopic(ctx context.Context, t CreateTopic) (TopicID, e
 	return id, nil
 }
 
+// ValidateCreateTopic answers what CreateTopic would, against this node's
+// image, without proposing anything: the same checks, by the same code as
+// the command's apply (a CreateTopics request's validate_only).
+func (c *Controller) ValidateCreateTopic(t CreateTopic) error {
+	id, err := NewTopicID()
+	if err != nil {
+		return err
+	}
+	_, err = checkCreateTopic(c.Image(), &createTopicV1{
+		Name: t.Name, ID: id, Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor,
+		Assignments: t.Assignments, Configs: t.Configs, Internal: t.Internal,
+	})
+	return err
+}
+
+// ValidateCreatePartitions answers what CreatePartitions would, against
+// this node's image, without proposing anything (validate_only).
+func (c *Controller) ValidateCreatePartitions(topic string, total int32, assignments [][]int32) error {
+	_, _, err := checkCreatePartitions(c.Image(), &createPartitionsV1{Topic: topic, Total: total, Assignments: assignments})
+	return err
+}
+
 // DeleteTopic removes a topic from the image (ErrUnknownTopic if absent).
 func (c *Controller) DeleteTopic(ctx context.Context, name string) error {
 	res, err := c.propose(ctx, cmdDeleteTopic, &deleteTopicV1{Name: name})

@@ -256,49 +256,9 @@ func applyRegisterBroker(img *Image, index uint64, c *registerBrokerV1) error {
 }
 
 func applyCreateTopic(img *Image, c *createTopicV1) error {
-	if c.Name == "" {
-		return fmt.Errorf("%w: empty topic name", ErrInvalidCommand)
-	}
-	if _, ok := img.Topics[c.Name]; ok {
-		return fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
-	}
-	if !c.ID.valid() {
-		return fmt.Errorf("%w: reserved topic id %s", ErrInvalidCommand, c.ID)
-	}
-	if other, ok := img.TopicsByID[c.ID]; ok {
-		return fmt.Errorf("%w: topic id %s already names %q", ErrTopicExists, c.ID, other.Name)
-	}
-	if err := checkConfigs(c.Configs, nil); err != nil {
+	assignments, err := checkCreateTopic(img, c)
+	if err != nil {
 		return err
-	}
-	var assignments [][]int32
-	if len(c.Assignments) > 0 {
-		if c.Partitions > 0 && int(c.Partitions) != len(c.Assignments) {
-			return fmt.Errorf("%w: %d partitions but %d assignments", ErrInvalidPartitions, c.Partitions, len(c.Assignments))
-		}
-		if len(c.Assignments) > MaxPartitions {
-			return fmt.Errorf("%w: %d assignments, at most %d", ErrInvalidPartitions, len(c.Assignments), MaxPartitions)
-		}
-		if c.ReplicationFactor > 0 {
-			for _, a := range c.Assignments {
-				if len(a) != int(c.ReplicationFactor) {
-					return fmt.Errorf("%w: %d replicas with replication factor %d", ErrInvalidReplicaAssignment, len(a), c.ReplicationFactor)
-				}
-			}
-		}
-		if err := checkAssignments(img, c.Assignments); err != nil {
-			return err
-		}
-		assignments = c.Assignments
-	} else {
-		if c.Partitions <= 0 || c.Partitions > MaxPartitions {
-			return fmt.Errorf("%w: %d, want 1..%d", ErrInvalidPartitions, c.Partitions, MaxPartitions)
-		}
-		var err error
-		assignments, err = assignReplicas(img, c.ID, 0, c.Partitions, c.ReplicationFactor)
-		if err != nil {
-			return err
-		}
 	}
 	t := &Topic{
 		Name:       c.Name,
@@ -318,6 +278,57 @@ func applyCreateTopic(img *Image, c *createTopicV1) error {
 	img.Topics[t.Name] = t
 	img.TopicsByID[t.ID] = t
 	return nil
+}
+
+// checkCreateTopic is every check of applyCreateTopic, which it changes
+// nothing for: it returns the replicas of the new partitions, or why c
+// is refused. Controller.ValidateCreateTopic runs it alone.
+func checkCreateTopic(img *Image, c *createTopicV1) ([][]int32, error) {
+	if c.Name == "" {
+		return nil, fmt.Errorf("%w: empty topic name", ErrInvalidCommand)
+	}
+	if _, ok := img.Topics[c.Name]; ok {
+		return nil, fmt.Errorf("%w: %q", ErrTopicExists, c.Name)
+	}
+	if !c.ID.valid() {
+		return nil, fmt.Errorf("%w: reserved topic id %s", ErrInvalidCommand, c.ID)
+	}
+	if other, ok := img.TopicsByID[c.ID]; ok {
+		return nil, fmt.Errorf("%w: topic id %s already names %q", ErrTopicExists, c.ID, other.Name)
+	}
+	if err := checkConfigs(c.Configs, nil); err != nil {
+		return nil, err
+	}
+	var assignments [][]int32
+	if len(c.Assignments) > 0 {
+		if c.Partitions > 0 && int(c.Partitions) != len(c.Assignments) {
+			return nil, fmt.Errorf("%w: %d partitions but %d assignments", ErrInvalidPartitions, c.Partitions, len(c.Assignments))
+		}
+		if len(c.Assignments) > MaxPartitions {
+			return nil, fmt.Errorf("%w: %d assignments, at most %d", ErrInvalidPartitions, len(c.Assignments), MaxPartitions)
+		}
+		if c.ReplicationFactor > 0 {
+			for _, a := range c.Assignments {
+				if len(a) != int(c.ReplicationFactor) {
+					return nil, fmt.Errorf("%w: %d replicas with replication factor %d", ErrInvalidReplicaAssignment, len(a), c.ReplicationFactor)
+				}
+			}
+		}
+		if err := checkAssignments(img, c.Assignments); err != nil {
+			return nil, err
+		}
+		assignments = c.Assignments
+	} else {
+		if c.Partitions <= 0 || c.Partitions > MaxPartitions {
+			return nil, fmt.Errorf("%w: %d, want 1..%d", ErrInvalidPartitions, c.Partitions, MaxPartitions)
+		}
+		var err error
+		assignments, err = assignReplicas(img, c.ID, 0, c.Partitions, c.ReplicationFactor)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return assignments, nil
 }
 
 // newPartition returns a new partition whose alive replicas are in sync,
@@ -429,48 +440,61 @@ func applyDeleteTopic(img *Image, c *deleteTopicV1) error {
 }
 
 func applyCreatePartitions(img *Image, c *createPartitionsV1) error {
-	old, ok := img.Topics[c.Topic]
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownTopic, c.Topic)
+	old, assignments, err := checkCreatePartitions(img, c)
+	if err != nil {
+		return err
 	}
 	current := int32(len(old.Partitions))
-	if c.Total <= current {
-		return fmt.Errorf("%w: topic %q has %d partitions, asked for %d", ErrInvalidPartitions, c.Topic, current, c.Total)
-	}
-	if c.Total > MaxPartitions {
-		return fmt.Errorf("%w: %d, at most %d", ErrInvalidPartitions, c.Total, MaxPartitions)
-	}
-	added := c.Total - current
-	var assignments [][]int32
-	if len(c.Assignments) > 0 {
-		if len(c.Assignments) != int(added) {
-			return fmt.Errorf("%w: %d new partitions but %d assignments", ErrInvalidReplicaAssignment, added, len(c.Assignments))
-		}
-		if len(c.Assignments[0]) != len(old.Partitions[0].Replicas) {
-			return fmt.Errorf("%w: %d replicas, topic has %d", ErrInvalidReplicaAssignment, len(c.Assignments[0]), len(old.Partitions[0].Replicas))
-		}
-		if err := checkAssignments(img, c.Assignments); err != nil {
-			return err
-		}
-		assignments = c.Assignments
-	} else {
-		rf := len(old.Partitions[0].Replicas)
-		if rf > math.MaxInt16 {
-			return fmt.Errorf("%w: %d", ErrInvalidReplicationFactor, rf)
-		}
-		var err error
-		assignments, err = assignReplicas(img, old.ID, current, added, int16(rf))
-		if err != nil {
-			return err
-		}
-	}
 	t := *old
-	t.Partitions = slices.Grow(slices.Clip(old.Partitions), int(added))
+	t.Partitions = slices.Grow(slices.Clip(old.Partitions), len(assignments))
 	for i, replicas := range assignments {
 		t.Partitions = append(t.Partitions, newPartition(img, current+int32(i), replicas))
 	}
 	replaceTopic(img, &t)
 	return nil
+}
+
+// checkCreatePartitions is every check of applyCreatePartitions, which it
+// changes nothing for: it returns the topic and the replicas of its new
+// partitions, or why c is refused. Controller.ValidateCreatePartitions
+// runs it alone.
+func checkCreatePartitions(img *Image, c *createPartitionsV1) (*Topic, [][]int32, error) {
+	old, ok := img.Topics[c.Topic]
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownTopic, c.Topic)
+	}
+	current := int32(len(old.Partitions))
+	if c.Total <= current {
+		return nil, nil, fmt.Errorf("%w: topic %q has %d partitions, asked for %d", ErrInvalidPartitions, c.Topic, current, c.Total)
+	}
+	if c.Total > MaxPartitions {
+		return nil, nil, fmt.Errorf("%w: %d, at most %d", ErrInvalidPartitions, c.Total, MaxPartitions)
+	}
+	added := c.Total - current
+	var assignments [][]int32
+	if len(c.Assignments) > 0 {
+		if len(c.Assignments) != int(added) {
+			return nil, nil, fmt.Errorf("%w: %d new partitions but %d assignments", ErrInvalidReplicaAssignment, added, len(c.Assignments))
+		}
+		if len(c.Assignments[0]) != len(old.Partitions[0].Replicas) {
+			return nil, nil, fmt.Errorf("%w: %d replicas, topic has %d", ErrInvalidReplicaAssignment, len(c.Assignments[0]), len(old.Partitions[0].Replicas))
+		}
+		if err := checkAssignments(img, c.Assignments); err != nil {
+			return nil, nil, err
+		}
+		assignments = c.Assignments
+	} else {
+		rf := len(old.Partitions[0].Replicas)
+		if rf > math.MaxInt16 {
+			return nil, nil, fmt.Errorf("%w: %d", ErrInvalidReplicationFactor, rf)
+		}
+		var err error
+		assignments, err = assignReplicas(img, old.ID, current, added, int16(rf))
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return old, assignments, nil
 }
 
 // replaceTopic puts t in place of the topic of the same name and ID.
