@@ -119,15 +119,17 @@ type Config struct {
 // Start brings up a node with cfg.Settings s and returns once it is
 // serving:
 //
-//  1. create s.DataDir (0750) and lock it (DataDir/.lock, flock, holding
-//     our pid): a second mqd on the same directory gets a
+//  1. create s.DataDir (0750; one that exists and that others may read
+//     or enter is logged as a warning) and lock it (DataDir/.lock,
+//     flock, holding our pid): a second mqd on the same directory gets a
 //     *DataDirInUseError;
 //  2. open the controller in DataDir/__controller with the voters of
 //     s.Voters;
 //  3. open the partitions (lib/partition), whose follow loop opens the
 //     logs of those this node hosts, leading none of them yet, and the
 //     Broker on them;
-//  4. start the Server on s.Listeners, and wait for those logs (a
+//  4. start the Server on s.Listeners (a Unix socket's directory that
+//     another user could write in is a *ConfigError), and wait for those logs (a
 //     request for one still opening gets a retriable error, and so does
 //     a produce or fetch for one the image names this node leader of);
 //  5. register this broker with the controller under its advertised
@@ -182,6 +184,10 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		}
 	}()
 
+	if fi, err := os.Stat(s.DataDir); err == nil && fi.Mode().Perm()&0o005 != 0 {
+		logger.Warn("the data directory is open to other users: they can read the messages in it; chmod o-rwx it",
+			"data_dir", s.DataDir, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
+	}
 	if err := vfs.MkdirAllDurable(vfs.OS, s.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
@@ -293,6 +299,9 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	if err := d.server.Start(); err != nil {
+		if unsafe := (*server.UnsafeSocketDirError)(nil); errors.As(err, &unsafe) {
+			return nil, &ConfigError{err}
+		}
 		return nil, err
 	}
 	if err := d.parts.Opened(ctx); err != nil {

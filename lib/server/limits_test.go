@@ -1,9 +1,13 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,5 +129,75 @@ func TestOnlyOverriddenAddressesConnectWhenPerIPBoundIsNone(t *testing.T) {
 	expectClosed(t, dial(t, tcp))
 	if !answers(t, dialFrom(t, "127.0.0.2", tcp)) {
 		t.Fatal("the overridden address was refused")
+	}
+}
+
+// Finding: a Unix socket's directory that another user created (or may
+// write in) was used, so that user could swap in their own socket. Now
+// Start refuses it with an UnsafeSocketDirError, and a missing one is
+// created 0700.
+func TestSocketDirectoryAnotherUserCouldWriteIsRefused(t *testing.T) {
+	base, err := os.MkdirTemp("", "mqs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	start := func(dir string) error {
+		s, err := New(Config{Listeners: []string{"unix://" + filepath.Join(dir, "mqd.sock")}}, newFake(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Start()
+		s.Close()
+		return err
+	}
+
+	fresh := filepath.Join(base, "fresh", "mq")
+	if err := start(fresh); err != nil {
+		t.Fatalf("a missing directory: %v", err)
+	}
+	if fi, err := os.Stat(fresh); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("created socket directory: %v %v, want mode 0700", fi.Mode().Perm(), err)
+	}
+
+	cases := []struct {
+		name  string
+		mode  os.FileMode
+		owner int // -1: ours
+	}{
+		{"group-writable", 0o770, -1},
+		{"world-writable", 0o777, -1},
+		{"world-writable with the sticky bit", 0o1777, -1},
+		{"another user's", 0o700, 4242},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(base, strings.ReplaceAll(tc.name, " ", "-"))
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			if tc.owner >= 0 {
+				if os.Geteuid() != 0 {
+					t.Skip("giving a directory to another user needs root")
+				}
+				if err := os.Chown(dir, tc.owner, tc.owner); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := start(dir)
+			var unsafe *UnsafeSocketDirError
+			if !errors.As(err, &unsafe) || unsafe.Dir != dir {
+				t.Fatalf("Start: %v, want an UnsafeSocketDirError for %s", err, dir)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error of more than one line: %q", err)
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "mqd.sock")); err == nil {
+				t.Error("a socket was made in the refused directory")
+			}
+		})
 	}
 }

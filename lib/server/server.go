@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -447,11 +448,50 @@ func listen(network, addr string) (*listener, error) {
 	return &listener{Listener: l, network: "tcp", addr: "tcp://" + l.Addr().String()}, nil
 }
 
-// listenUnix creates the socket's directory (0750) if missing, replaces a
+// UnsafeSocketDirError is the directory of a Unix socket listener that
+// another user could replace the socket in: owned by another user than
+// mqd's (or root), or writable by group or others. Start refuses it.
+type UnsafeSocketDirError struct {
+	Dir    string
+	Reason string // "is owned by uid 1001", "is writable by others (mode 0777)"
+}
+
+func (e *UnsafeSocketDirError) Error() string {
+	return fmt.Sprintf("socket directory %s %s: another user could replace the socket; remove it, or give it to mqd's user with mode 0700 or 0750", e.Dir, e.Reason)
+}
+
+// checkSocketDir refuses a socket directory another user could write
+// in: it must be owned by this process's user or root, and writable by
+// no one else.
+func checkSocketDir(dir string, fi fs.FileInfo) error {
+	if !fi.IsDir() {
+		return &UnsafeSocketDirError{Dir: dir, Reason: "is not a directory"}
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		if uid := os.Geteuid(); int(st.Uid) != uid && st.Uid != 0 {
+			return &UnsafeSocketDirError{Dir: dir, Reason: fmt.Sprintf("is owned by uid %d, not mqd's (%d)", st.Uid, uid)}
+		}
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return &UnsafeSocketDirError{Dir: dir, Reason: fmt.Sprintf("is writable by group or others (mode %04o)", perm)}
+	}
+	return nil
+}
+
+// listenUnix creates the socket's directory (0700) if missing, refuses
+// one another user could write in (UnsafeSocketDirError), replaces a
 // stale socket file nobody answers on, and makes the socket 0660. The
 // listener unlinks the file when closed.
 func listenUnix(path string) (*listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSocketDir(dir, fi); err != nil {
 		return nil, err
 	}
 	if fi, err := os.Lstat(path); err == nil {
