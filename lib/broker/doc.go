@@ -9,9 +9,13 @@
 //   - produce.go (Produce), fetch.go (Fetch, with fetchsession.go's
 //     KIP-227 sessions for followers and consumers), offsets.go
 //     (ListOffsets, DeleteRecords), epochs.go (OffsetForLeaderEpoch),
-//     metadata.go (Metadata, InitProducerId), hints.go (KIP-951 leader
+//     metadata.go (Metadata, whose automatic creation makes at most
+//     auto.create.topics.max.per.request topics, and InitProducerId),
+//     hints.go (KIP-951 leader
 //     hints on NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH);
-//   - admin.go (CreateTopics, DeleteTopics, CreatePartitions), configs.go
+//   - admin.go (CreateTopics, DeleteTopics, CreatePartitions, with the
+//     caps max.partitions.per.request and max.partitions; validate_only
+//     runs the controller's own checks), configs.go
 //     (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs),
 //     elect.go (ElectLeaders, DescribeQuorum), cluster.go
 //     (DescribeCluster), logdirs.go (DescribeLogDirs), reassign.go

@@ -40,7 +40,10 @@
 // answer carries the command's log index, which the image's Version then
 // reaches). ErrNotController means no leader could be reached
 // within the context (or leadership was lost while committing, when the
-// command may or may not have been applied).
+// command may or may not have been applied). ValidateCreateTopic and
+// ValidateCreatePartitions run the checks of those commands' apply, the
+// same code, on this node's image without proposing anything (a
+// request's validate_only).
 //
 // AlterACLs (type 18) deletes the ACL bindings a list of auth.Filter
 // selects and creates a list of auth.Binding, in one record; a binding or

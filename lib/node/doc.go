@@ -7,16 +7,19 @@
 //
 // Start, in order:
 //
-//  1. creates the data directory durably (lib/vfs) and locks it
-//     (DATA_DIR/.lock, flock, holding the pid): a second mqd on the same
-//     directory gets a *DataDirInUseError;
+//  1. creates the data directory durably (lib/vfs), 0750, warning about
+//     one that exists and that other users may read or enter, and locks
+//     it (DATA_DIR/.lock, flock, holding the pid): a second mqd on the
+//     same directory gets a *DataDirInUseError;
 //  2. checks meta.properties (node id, then cluster id once known) and
 //     opens the controller (lib/controller) in DATA_DIR/__controller;
 //  3. opens the partitions (lib/partition), which start recovering, and
 //     builds the Broker (lib/broker) on them;
 //  4. starts the Server (lib/server) on the listeners, with the metrics
 //     endpoint (lib/metrics) when metrics.listen is set, and waits for
-//     the partitions to open;
+//     the partitions to open; max.connections 0 becomes three quarters
+//     of the open-files limit that log.max.open.files leaves, and a Unix
+//     socket directory another user could write in is a *ConfigError;
 //  5. registers the broker with the controller under its advertised
 //     address and waits for an image holding the registration, from which
 //     on the node may lead (partition.Manager.MayLead); from the

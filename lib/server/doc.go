@@ -33,6 +33,25 @@
 // then it stops reading until the writer catches up (backpressure).
 // Different connections run fully in parallel.
 //
+// # Connection limits
+//
+// Config.MaxConnections bounds the open connections of all listeners
+// together (max.connections), Config.MaxConnectionsPerIP those of one
+// peer IP address (max.connections.per.ip, with per-address
+// MaxConnectionsPerIPOverrides); Unix socket connections count toward
+// the first only. A connection over a bound is closed in the accept
+// loop, before its goroutines start or anything is read, logged at most
+// once a second for the whole server (the line counts those held back)
+// and counted (ConnectionsRefused). ConnectionsAccepted counts the
+// others.
+//
+// # Unix sockets
+//
+// The directory of a unix:// listener is created 0700 when missing. One
+// that exists must be owned by this process's user (or root) and
+// writable by no one else, or Start fails with an UnsafeSocketDirError:
+// another user could replace the socket in it and receive the clients.
+//
 // A response that is complete when Handle returns (Request.Ready: a produce
 // already acknowledged, a fetch with data at hand) skips the handoff: when
 // no earlier response is still queued, the reader writes it itself, so the
@@ -145,6 +164,15 @@
 // frame whose bytes arrive too slowly once reserved (Config.RequestBodyTimeout
 // and MinRequestBodyRate) closes its connection, so a peer that announces a
 // large frame and trickles it cannot keep its reservation for long.
+//
+// The large frames of one source, a peer IP address (all its
+// connections) or one Unix socket connection, together hold at most half
+// of what large frames may (but room for one of the largest size
+// always). A frame over its source's share waits without holding up the
+// large frames of other sources, so a peer that announces large frames on
+// many connections and sends nothing holds one share, and the large
+// requests of other clients are served meanwhile. RequestBytes reports
+// the bytes reserved and waiting.
 //
 // Bytes a handler keeps beyond the response (byte fields of a request it
 // does not Recycle) are outside the budget, and so is memory the Go
