@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"strconv"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/controller"
 )
 
 // A CreateTopics of more partitions than max.partitions.per.request is
@@ -128,5 +130,30 @@ func TestMetadataAutoCreatesAtMostTheCapPerRequest(t *testing.T) {
 		if rt.ErrorCode != 0 {
 			t.Errorf("topic %s asked again: %s", *rt.Topic, errName(rt.ErrorCode))
 		}
+	}
+}
+
+// auto.create.topics.enable and num.partitions are dynamic: altered at
+// runtime (here the cluster-wide default), they decide what Metadata
+// creates from then on.
+func TestMetadataAutoCreationFollowsTheDynamicSettings(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	ctx := context.Background()
+	if err := tb.ctrl.AlterBrokerConfigs(ctx, controller.ClusterDefaultBroker, map[string]string{"auto.create.topics.enable": "false"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	resp := tb.do(t, 12, metadataRequest(true, "off")).(*kmsg.MetadataResponse)
+	if code := resp.Topics[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("auto.create.topics.enable=false: %s, want UNKNOWN_TOPIC_OR_PARTITION", errName(code))
+	}
+	if n := len(tb.ctrl.Image().Topics); n != 0 {
+		t.Fatalf("%d topics created with auto.create.topics.enable=false", n)
+	}
+	if err := tb.ctrl.AlterBrokerConfigs(ctx, controller.ClusterDefaultBroker, map[string]string{"auto.create.topics.enable": "true", "num.partitions": "3"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	resp = tb.do(t, 12, metadataRequest(true, "on")).(*kmsg.MetadataResponse)
+	if rt := resp.Topics[0]; rt.ErrorCode != 0 || len(rt.Partitions) != 3 {
+		t.Errorf("auto.create.topics.enable=true, num.partitions=3: %s, %d partitions", errName(rt.ErrorCode), len(rt.Partitions))
 	}
 }

@@ -42,7 +42,8 @@ func (b *Broker) handleMetadata(ctx context.Context, c *server.ConnInfo, req *se
 		return func() server.Response {
 			img := b.parts.AwaitTopics(ctx, img)
 			var failed map[string]error
-			if create := missingTopics(img, r); len(create) > 0 && b.cfg.Settings.AutoCreateTopics && (req.Version < 4 || r.AllowAutoTopicCreation) {
+			settings := b.effectiveSettings(img) // auto.create.topics.enable and num.partitions are dynamic
+			if create := missingTopics(img, r); len(create) > 0 && settings.AutoCreateTopics && (req.Version < 4 || r.AllowAutoTopicCreation) {
 				// Auto-creation needs CREATE on the cluster or the topic,
 				// as CreateTopics does; the others are refused.
 				var refused map[string]error
@@ -58,7 +59,7 @@ func (b *Broker) handleMetadata(ctx context.Context, c *server.ConnInfo, req *se
 						return true
 					})
 				}
-				failed = b.autoCreate(ctx, create)
+				failed = b.autoCreate(ctx, settings, create)
 				for name, err := range refused {
 					if failed == nil {
 						failed = map[string]error{}
@@ -96,19 +97,20 @@ func missingTopics(img *controller.Image, r *kmsg.MetadataRequest) []string {
 	return out
 }
 
-// autoCreate creates topics with the broker's defaults and returns the
+// autoCreate creates topics with the broker's settings (dynamic ones
+// applied) and returns the
 // errors of those that could not be created. It creates the first
 // auto.create.topics.max.per.request of names only, and none that would
 // take the cluster over max.partitions; the others stay unknown
 // (UNKNOWN_TOPIC_OR_PARTITION, which clients retry).
-func (b *Broker) autoCreate(ctx context.Context, names []string) map[string]error {
+func (b *Broker) autoCreate(ctx context.Context, settings config.Broker, names []string) map[string]error {
 	failed := map[string]error{}
 	if limit := int(b.cfg.Settings.AutoCreateTopicsPerRequest); len(names) > limit {
 		b.log.Info("metadata request names more unknown topics than auto.create.topics.max.per.request: creating the first",
 			"unknown", len(names), "auto_create_topics_max_per_request", limit)
 		names = names[:limit]
 	}
-	partitions := max(b.cfg.Settings.NumPartitions, 1)
+	partitions := max(settings.NumPartitions, 1)
 	cluster := b.clusterPartitions(b.ctrl.Image())
 	for _, name := range names {
 		if err := b.checkClusterPartitions(cluster, int64(partitions)); err != nil {
@@ -118,7 +120,7 @@ func (b *Broker) autoCreate(ctx context.Context, names []string) map[string]erro
 		_, err := b.ctrl.CreateTopic(ctx, controller.CreateTopic{
 			Name:              name,
 			Partitions:        partitions,
-			ReplicationFactor: max(b.cfg.Settings.DefaultReplicationFactor, 1),
+			ReplicationFactor: max(settings.DefaultReplicationFactor, 1),
 		})
 		if err == nil {
 			cluster.n += int64(partitions)
