@@ -306,6 +306,24 @@ func TestHundredThousandTopicValidateOnlyIsRefusedCheaply(t *testing.T) {
 	if len(topics) != 0 {
 		t.Fatalf("%d topics exist, want none", len(topics))
 	}
+
+	// CreatePartitions likewise.
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "grow"); err != nil {
+		t.Fatal(err)
+	}
+	for _, validateOnly := range []bool{true, false} {
+		grow := adm.CreatePartitions
+		if validateOnly {
+			grow = adm.ValidateCreatePartitions
+		}
+		resp, err := grow(ctx, 20_000, "grow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := resp.On("grow", nil); !errors.Is(r.Err, kerr.PolicyViolation) {
+			t.Fatalf("validate_only %v: adding 20,000 partitions: %v, want POLICY_VIOLATION", validateOnly, r.Err)
+		}
+	}
 }
 
 // Finding: a Metadata request naming 1,000 unknown topics created all of
