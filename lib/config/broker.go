@@ -317,7 +317,7 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		"Other brokers' replica fetchers connect to these listeners too and count.",
 		set: func(b *Broker, v string) { b.MaxConnections = i32(v) }, get: func(b *Broker) string { return fmtInt(b.MaxConnections) }},
 	{name: "max.connections.per.ip", kind: intAtLeast(0), def: "2147483647", doc: "The most TCP connections open at once from one IP address; a connection over it is closed as soon as it is accepted. " +
-		"Unix socket connections do not count. 0: none, except from the addresses of max.connections.per.ip.overrides.",
+		"Unix socket connections do not count. 0: none, except from the addresses of max.connections.per.ip.overrides, which must then be set.",
 		set: func(b *Broker, v string) { b.MaxConnectionsPerIP = i32(v) }, get: func(b *Broker) string { return fmtInt(b.MaxConnectionsPerIP) }},
 	{name: "max.connections.per.ip.overrides", kind: connectionOverrides, def: "", doc: "Bounds that replace max.connections.per.ip for some addresses: a comma-separated list of ip:count (an IPv6 address in brackets), e.g. 127.0.0.1:200,[::1]:200. " +
 		"IP addresses only: Kafka also takes host names, which mq refuses.",

@@ -242,6 +242,19 @@ func TestLoadEnvironment(t *testing.T) {
 	}
 }
 
+// max.connections.per.ip=0 lets no TCP client in but those of the
+// overrides: without any, Load refuses it, as Kafka does.
+func TestLoadRefusesNoConnectionsPerIPWithoutOverrides(t *testing.T) {
+	_, err := Load("", envOf(nil), map[string]string{"max.connections.per.ip": "0"})
+	if !errors.Is(err, ErrInvalidValue) || !strings.Contains(err.Error(), "max.connections.per.ip.overrides") {
+		t.Fatalf("Load = %v, want an invalid value error naming the overrides", err)
+	}
+	b, err := Load("", envOf(nil), map[string]string{"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "10.0.0.1:5"})
+	if err != nil || b.MaxConnectionsPerIP != 0 || b.MaxConnectionsPerIPOverrides != "10.0.0.1:5" {
+		t.Fatalf("with an override: %v %+v", err, b)
+	}
+}
+
 // queued.max.request.bytes is checked against socket.request.max.bytes
 // once every layer is applied, whichever layer set either.
 func TestLoadRefusesRequestBudgetBelowLargestRequest(t *testing.T) {

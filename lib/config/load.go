@@ -212,10 +212,15 @@ func Load(file string, env func(string) string, flags map[string]string) (Broker
 // is applied: queued.max.request.bytes must hold a request of
 // socket.request.max.bytes (Kafka refuses the same), else the largest
 // requests could never be read; and the TLS settings must be whole
-// (checkTLS).
+// (checkTLS); and max.connections.per.ip 0 (no TCP connection but from
+// the overrides) needs max.connections.per.ip.overrides, as Kafka
+// requires.
 func (b *Broker) checkTogether() error {
 	if err := b.checkTLS(); err != nil {
 		return err
+	}
+	if b.MaxConnectionsPerIP == 0 && b.MaxConnectionsPerIPOverrides == "" {
+		return invalid("max.connections.per.ip", "0", "at least 1, or 0 with max.connections.per.ip.overrides naming the addresses that may connect")
 	}
 	q, max := b.QueuedMaxRequestBytes, int64(b.SocketRequestMaxBytes)
 	if q <= 0 || q >= max {
