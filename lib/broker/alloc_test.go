@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/server"
 )
@@ -30,8 +31,19 @@ const hotPathFetchVersion = 12
 
 // newHotPath produces to a topic with configs (nil: the defaults).
 func newHotPath(tb testing.TB, configs map[string]string) *hotPath {
+	return newFollowedHotPath(tb, configs, -1)
+}
+
+// newFollowedHotPath is newHotPath whose topic has follower (>= 0) as a
+// replica out of the ISR, for fetches as that follower.
+func newFollowedHotPath(tb testing.TB, configs map[string]string, follower int32) *hotPath {
 	b := startBroker(tb, "", nil)
-	id := b.createTopic(tb, "hot", 1, configs)
+	var id controller.TopicID
+	if follower >= 0 {
+		id = b.createFollowedTopic(tb, "hot", 1, configs, follower)
+	} else {
+		id = b.createTopic(tb, "hot", 1, configs)
+	}
 	const n = 10
 	recs := make([]record.Record, n)
 	for i := range recs {

@@ -138,6 +138,44 @@ func (tb *testBroker) createTopic(t testing.TB, name string, partitions int32, c
 	return id
 }
 
+// createFollowedTopic is createTopic whose partitions have broker
+// follower (registered here, never running) as their second replica,
+// out of the ISR: the tests that fetch as that follower need it to be a
+// replica, since the leader refuses fetches from any other replica id.
+func (tb *testBroker) createFollowedTopic(t testing.TB, name string, partitions int32, configs map[string]string, follower int32) controller.TopicID {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, ok := tb.ctrl.Image().Brokers[follower]; !ok {
+		if _, err := tb.ctrl.RegisterBroker(ctx, controller.Broker{ID: follower, Host: "127.0.0.1", Port: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	assignments := make([][]int32, partitions)
+	for i := range assignments {
+		assignments[i] = []int32{1, follower}
+	}
+	id, err := tb.ctrl.CreateTopic(ctx, controller.CreateTopic{Name: name, Partitions: partitions, ReplicationFactor: 2, Assignments: assignments, Configs: configs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range partitions {
+		epoch := tb.ctrl.Image().Topics[name].Partitions[p].LeaderEpoch
+		if err := tb.ctrl.OverridePartition(ctx, controller.PartitionOverride{Topic: name, Partition: p, Leader: 1, ISR: []int32{1}, LeaderEpoch: epoch}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tb.waitFor(t, fmt.Sprintf("topic %s open", name), func() bool {
+		for p := range partitions {
+			if h := tb.parts.Lookup(name, p); h == nil || !h.IsLeader() || len(h.State().ISR) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	return id
+}
+
 // waitFor waits for cond, a state change made by another goroutine, as
 // waitUntil does.
 func (tb *testBroker) waitFor(t testing.TB, what string, cond func() bool) {

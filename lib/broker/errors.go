@@ -113,6 +113,9 @@ var partitionCodes = []errorCode{
 
 // replicaCodes: a partition replica's refusals.
 var replicaCodes = []errorCode{
+	// A fetch or Refetch as a replica id the leader does not know: what
+	// Kafka answers, and a real follower re-reads the metadata on it.
+	{replica.ErrNotReplica, kerr.NotLeaderForPartition},
 	{replica.ErrNotLeader, kerr.NotLeaderForPartition},
 	{replica.ErrClosed, kerr.NotLeaderForPartition},
 	{replica.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},

@@ -51,6 +51,7 @@ var internalErrors = map[string]error{
 	"log.ErrFailed":                             log.ErrFailed,
 	"log.ErrDamaged":                            log.ErrDamaged,
 	"replica.ErrNotLeader":                      replica.ErrNotLeader,
+	"replica.ErrNotReplica":                     replica.ErrNotReplica,
 	"replica.ErrClosed":                         replica.ErrClosed,
 	"replica.ErrFencedLeaderEpoch":              replica.ErrFencedLeaderEpoch,
 	"replica.ErrUnknownLeaderEpoch":             replica.ErrUnknownLeaderEpoch,

@@ -413,3 +413,40 @@ func TestFetchErrorMapping(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchAsANonReplicaIsRefused: a client that fetches with a replica
+// id that is not a follower of the partition (no such broker, or this
+// leader's own id) gets NOT_LEADER_OR_FOLLOWER and no records, from
+// above the high-water mark or below it, and the high-water mark stays
+// where the real follower left it.
+func TestFetchAsANonReplicaIsRefused(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	id := tb.createFollowedTopic(t, "imp", 1, nil, 2)
+	h := tb.parts.Lookup("imp", 0)
+	produce(t, tb, "imp", 0, 1, testBatch(t, record.BuildOptions{}, "r", 3))
+	hw := h.HighWatermark()
+	for _, replica := range []int32{999, 1, 3} {
+		for _, version := range []int16{12, 15} {
+			req := fetchRequest("imp", id, 0, 0, 0)
+			if version >= 15 {
+				req.ReplicaState.ID = replica
+			} else {
+				req.ReplicaID = replica
+			}
+			got := fetchOne(t, tb, version, req)
+			if got.ErrorCode != kerr.NotLeaderForPartition.Code || len(got.RecordBatches) != 0 {
+				t.Fatalf("fetch v%d as replica %d: %v with %d bytes, want NOT_LEADER_OR_FOLLOWER and nothing",
+					version, replica, kerr.ErrorForCode(got.ErrorCode), len(got.RecordBatches))
+			}
+		}
+	}
+	if got := h.HighWatermark(); got != hw {
+		t.Fatalf("high-water mark moved from %d to %d by fetches of non-replicas", hw, got)
+	}
+	// The replica itself is served.
+	req := fetchRequest("imp", id, 0, 0, 0)
+	req.ReplicaID = 2
+	if got := fetchOne(t, tb, 12, req); got.ErrorCode != 0 || len(got.RecordBatches) == 0 {
+		t.Fatalf("fetch as the follower: %v with %d bytes", kerr.ErrorForCode(got.ErrorCode), len(got.RecordBatches))
+	}
+}

@@ -68,7 +68,7 @@ func answered(resp *kmsg.FetchResponse) map[int32]int {
 
 func TestFetchSessionOfAFollower(t *testing.T) {
 	tb := startBroker(t, "", nil)
-	topic := tb.createTopic(t, "fs", 3, nil)
+	topic := tb.createFollowedTopic(t, "fs", 3, nil, followerID)
 	for p := int32(0); p < 3; p++ {
 		produce(t, tb, "fs", p, 1, testBatch(t, record.BuildOptions{}, "a", 1))
 	}
@@ -157,7 +157,7 @@ func TestFetchSessionOfAFollower(t *testing.T) {
 
 func TestFetchSessionRefusals(t *testing.T) {
 	tb := startBroker(t, "", nil)
-	topic := tb.createTopic(t, "fr", 1, nil)
+	topic := tb.createFollowedTopic(t, "fr", 1, nil, followerID)
 	resp := tb.do(t, 13, sessionFetch(topic, 0, 0, 0, map[int32]int64{0: 0})).(*kmsg.FetchResponse)
 	if resp.SessionID == 0 {
 		t.Fatal("no session created")

@@ -22,8 +22,8 @@ import (
 func TestLeaderThrottleHoldsOnlyThrottledFollowers(t *testing.T) {
 	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	tb := startBrokerOn(t, "", nil, nil, clk)
-	thrID := tb.createTopic(t, "thr", 1, map[string]string{"leader.replication.throttled.replicas": "*"})
-	freeID := tb.createTopic(t, "free", 1, nil)
+	thrID := tb.createFollowedTopic(t, "thr", 1, map[string]string{"leader.replication.throttled.replicas": "*"}, 2)
+	freeID := tb.createFollowedTopic(t, "free", 1, nil, 2)
 	big := testBatch(t, record.BuildOptions{}, string(bytes.Repeat([]byte("x"), 1000)), 10) // about 10 kB
 	for range 4 {
 		produce(t, tb, "thr", 0, 1, big)
@@ -32,8 +32,8 @@ func TestLeaderThrottleHoldsOnlyThrottledFollowers(t *testing.T) {
 	quota, _ := tb.parts.ReplicationQuotas()
 	quota.SetRate(100_000) // empty: a quantum (5 kB) after 50 ms
 
-	// Broker 2 is no replica here, so out of the ISR: a follower fetch
-	// (replica id 2) of both topics.
+	// Broker 2 is a replica out of the ISR (it never runs): a follower
+	// fetch (replica id 2) of both topics.
 	follower := func(maxWait int32) *kmsg.FetchRequest {
 		req := fetchRequest("thr", thrID, 0, 0, maxWait)
 		req.ReplicaID = 2
@@ -98,8 +98,8 @@ func TestLeaderThrottleHoldsOnlyThrottledFollowers(t *testing.T) {
 // throttle adds no allocation to a follower's fetch, held to a rate or
 // not.
 func TestThrottledFollowerFetchAllocatesNothing(t *testing.T) {
-	h := newHotPath(t, map[string]string{"leader.replication.throttled.replicas": "*"})
-	h.fetch.ReplicaID = 2 // no replica here: out of the ISR, throttled
+	h := newFollowedHotPath(t, map[string]string{"leader.replication.throttled.replicas": "*"}, 2)
+	h.fetch.ReplicaID = 2 // a replica out of the ISR: throttled
 	quota, _ := h.tb.parts.ReplicationQuotas()
 	for _, rate := range []int64{1 << 40, 1} { // always an allowance; never one
 		quota.SetRate(rate)

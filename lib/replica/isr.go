@@ -139,7 +139,8 @@ func (p *Partition) ProposeISR(eligible func(replica int32) bool) (ISRChange, bo
 // leaderEpoch is the epoch the follower follows in. It returns
 // ErrNotLeader on a follower, ErrFencedLeaderEpoch or
 // ErrUnknownLeaderEpoch when leaderEpoch is not this leader's, and
-// ErrNotLeader too when replica is not one of its followers.
+// ErrNotReplica (an ErrNotLeader) when replica is not one of its
+// followers; then nothing changes.
 func (p *Partition) GrantRefetch(replica, leaderEpoch int32, offset int64) (bool, error) {
 	p.stateMu.RLock()
 	defer p.stateMu.RUnlock()
@@ -153,7 +154,7 @@ func (p *Partition) GrantRefetch(replica, leaderEpoch int32, offset int64) (bool
 	defer p.mu.Unlock()
 	f := p.followers[replica]
 	if f == nil || replica == p.cfg.NodeID {
-		return false, fmt.Errorf("%w: broker %d is not a follower of this partition", ErrNotLeader, replica)
+		return false, fmt.Errorf("%w: broker %d", ErrNotReplica, replica)
 	}
 	f.refetching, f.refetchAt = true, offset
 	return !slices.Contains(p.maximalISR, replica), nil

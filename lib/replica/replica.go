@@ -53,6 +53,12 @@ var (
 	// follower keeps its log rather than cut records that may be on no
 	// other replica, and waits for a new leader epoch (ResetFetchOffset).
 	ErrLeaderLostRecords = errors.New("replica: the leader's log ends below what was fetched from it in the same leader epoch")
+	// ErrNotReplica: a fetch or a Refetch named a replica id that is not
+	// a follower of this leader (not in the partition's replicas, adding
+	// ones included, or this node itself). It wraps ErrNotLeader, so it
+	// is answered NOT_LEADER_OR_FOLLOWER, as Kafka answers a replica it
+	// does not recognise: a real follower re-reads the metadata.
+	ErrNotReplica = fmt.Errorf("%w: not a replica of this partition", ErrNotLeader)
 )
 
 // Role is a replica's part in its partition.
@@ -732,7 +738,9 @@ type ReadInfo struct {
 // records its fetch and reads nothing (a throttled follower over its
 // quota, see Quota). A consumer (replicaID < 0) reads only
 // below the high-water mark; a follower (replicaID >= 0) reads up to the
-// log end offset and has its fetch position recorded first. An offset
+// log end offset and has its fetch position recorded first; a replicaID
+// that is not a follower of this leader is ErrNotReplica and reads
+// nothing, moving neither the high-water mark nor the ISR. An offset
 // outside [log start, log end] is log.ErrOffsetOutOfRange. When there is
 // nothing to read, the region is empty (zero Len) and err is nil.
 //
@@ -774,6 +782,11 @@ func (p *Partition) read(offset int64, maxBytes int, replicaID int32, anyRole bo
 		return log.Region{}, ReadInfo{}, err
 	}
 	if replicaID >= 0 {
+		// Only a follower reads past the high-water mark or moves it: a
+		// fetch naming any other replica id reads nothing.
+		if !p.isFollower(replicaID) {
+			return log.Region{}, ReadInfo{}, fmt.Errorf("%w: broker %d", ErrNotReplica, replicaID)
+		}
 		p.recordFollowerFetch(replicaID, offset)
 	}
 	p.mu.Lock()
@@ -820,6 +833,14 @@ func (p *Partition) RecordFollowerFetch(replicaID int32, offset int64) bool {
 		return false
 	}
 	return p.recordFollowerFetch(replicaID, offset)
+}
+
+// isFollower reports whether replicaID is a follower of this leader;
+// stateMu is held.
+func (p *Partition) isFollower(replicaID int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return replicaID != p.cfg.NodeID && p.followers[replicaID] != nil
 }
 
 // recordFollowerFetch is RecordFollowerFetch with stateMu held for reading.

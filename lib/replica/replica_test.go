@@ -637,3 +637,42 @@ func TestChangesAfterCloseDoNotPanic(t *testing.T) {
 		t.Fatal("a closed partition's Changed blocks")
 	}
 }
+
+// A fetch naming a replica id that is not a follower (an unknown broker,
+// a broker outside the replica set, the leader itself) reads nothing past
+// the high-water mark and never moves it or the ISR: a client posing as
+// a follower gets NOT_LEADER_OR_FOLLOWER and no records.
+func TestReadByNonReplicaIsRefusedAndMovesNothing(t *testing.T) {
+	p, _ := newPartition(t, Config{ReplicaLagTime: 10 * time.Second})
+	mustBecome(t, p, 0, self, []int32{self, 2, 3}, []int32{self, 2, 3})
+	if _, err := p.Append(batch(t, 5), 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int32{999, 4, self} {
+		r, _, err := p.Read(0, 1<<20, id)
+		if !errors.Is(err, ErrNotReplica) || !errors.Is(err, ErrNotLeader) || r.Len != 0 {
+			t.Fatalf("Read as replica %d: %d bytes, %v; want ErrNotReplica and nothing", id, r.Len, err)
+		}
+		if _, err := p.GrantRefetch(id, 0, 0); !errors.Is(err, ErrNotReplica) {
+			t.Fatalf("GrantRefetch(%d): %v, want ErrNotReplica", id, err)
+		}
+	}
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("high-water mark %d after fetches by non-replicas, want 0", hw)
+	}
+	if c, ok := p.ProposeISR(nil); ok {
+		t.Fatalf("proposed %+v after fetches by non-replicas, want nothing", c)
+	}
+	// The real followers still read past the mark and move it.
+	for _, id := range []int32{2, 3} {
+		if r, _, err := p.Read(0, 1<<20, id); err != nil || r.Len == 0 {
+			t.Fatalf("Read as follower %d: %d bytes, %v", id, r.Len, err)
+		}
+		if _, _, err := p.Read(5, 1<<20, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high-water mark %d after the followers fetched, want 5", hw)
+	}
+}
