@@ -92,6 +92,20 @@ func bodyVersion(body any) byte {
 	return 1
 }
 
+// retired reports whether a record of type t and version is one this
+// build reads (it may be in a log, and is replayed with its own meaning)
+// but never writes. A propose received over the RPC is refused for it:
+// only Apply of the log reads retired versions.
+func retired(t commandType, version byte) bool {
+	switch t {
+	case cmdRegisterBroker:
+		return version < 3
+	case cmdFenceBroker, cmdUnfenceBroker:
+		return version < 2
+	}
+	return false
+}
+
 // Command bodies. The JSON field names are part of the on-disk format:
 // rename a Go field freely, never a tag. A change of meaning needs a new
 // version (and decodeCommand keeps reading the old one).

@@ -91,7 +91,9 @@
 //
 // Every RPC carries the sender's voter set. A node whose set differs
 // refuses it with ErrVotersMismatch, and the sender's Fatal channel
-// receives the error (mqd exits on it). A Raft connection carries it too,
+// receives the error (mqd exits on it). The refusal names neither set,
+// nor does any refusal name a broker's current epoch or a partition's:
+// they are what a forged request would need. A Raft connection carries it too,
 // right after its first byte, since Raft's own RPCs name no cluster: one
 // with another set (a node of another cluster on a stale or reused
 // address), or without one, is closed before Raft reads from it, with a
@@ -99,6 +101,27 @@
 // not wait for a first command. A node restarted with other --voters than
 // the voters of its stored Raft configuration fails Open with
 // ErrVotersMismatch.
+//
+// # Limits of the port
+//
+// What the port reads from a peer is bounded before anything is
+// trusted. An accepted connection must send its greeting (kind byte and,
+// for Raft, voter set) within handshakeTimeout (10 s); at most
+// maxGreeting (128) connections may be greeting at once, more are closed
+// as they are accepted. An RPC message announces its length: one over
+// maxRPCMessage (64 MiB) is refused unread, and the body is buffered as
+// it arrives, never allocated at the announced size. A served RPC
+// connection must send each whole request within rpcIdleTimeout (2 min)
+// of its last answer, and a Raft connection served here is closed after
+// raftIdleTimeout (2 min) without a byte; the dialing side redials.
+// Raft's own frames (msgpack, read by hashicorp/raft) carry no length
+// this node could check; only the nodes that pass the greeting reach
+// that decoder.
+//
+// A propose sent over the RPC must be a record this build writes: one
+// that does not decode, or of a version kept only to replay old logs
+// (RegisterBroker 1 and 2, FenceBroker 1, UnfenceBroker 1), is refused
+// with ErrUnknownCommand or ErrInvalidCommand before it reaches the log.
 //
 // # Broker liveness
 //

@@ -194,7 +194,7 @@ func checkBrokerEpoch(img *Image, id int32, epoch int64) (Broker, error) {
 		return Broker{}, fmt.Errorf("%w: broker %d is not registered", ErrStaleBrokerEpoch, id)
 	}
 	if b.Epoch != epoch {
-		return Broker{}, fmt.Errorf("%w: broker %d is at epoch %d, not %d", ErrStaleBrokerEpoch, id, b.Epoch, epoch)
+		return Broker{}, fmt.Errorf("%w: broker %d is not at epoch %d", ErrStaleBrokerEpoch, id, epoch)
 	}
 	return b, nil
 }
@@ -404,11 +404,11 @@ func checkLeaderProposal(old *Topic, partition, leader, leaderEpoch, partitionEp
 	where := fmt.Sprintf("%q partition %d", topic, partition)
 	switch {
 	case leaderEpoch != p.LeaderEpoch:
-		return nil, p, where, fmt.Errorf("%w: %s: leader epoch %d, current %d", ErrFencedLeaderEpoch, where, leaderEpoch, p.LeaderEpoch)
+		return nil, p, where, fmt.Errorf("%w: %s: leader epoch %d is not the current one", ErrFencedLeaderEpoch, where, leaderEpoch)
 	case leader != p.Leader || leader < 0:
 		return nil, p, where, fmt.Errorf("%w: %s: broker %d, leader is %d", ErrNotLeader, where, leader, p.Leader)
 	case partitionEpoch != p.PartitionEpoch:
-		return nil, p, where, fmt.Errorf("%w: %s: partition epoch %d, current %d", ErrInvalidUpdateVersion, where, partitionEpoch, p.PartitionEpoch)
+		return nil, p, where, fmt.Errorf("%w: %s: partition epoch %d is not the current one", ErrInvalidUpdateVersion, where, partitionEpoch)
 	}
 	return old, p, where, nil
 }

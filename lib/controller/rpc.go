@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -27,8 +28,13 @@ import (
 // wireErrors) and their message, and come back as an error that
 // errors.Is the same sentinel.
 
-// maxRPCMessage bounds one RPC message.
+// maxRPCMessage bounds one RPC message; a longer one is refused before
+// any of it is read.
 const maxRPCMessage = 64 << 20
+
+// rpcIdleTimeout bounds how long an RPC connection may stay silent, or
+// take to send one whole request, before the serving node closes it.
+const rpcIdleTimeout = 2 * time.Minute
 
 // RPC operations.
 const (
@@ -224,11 +230,17 @@ func readMessage(r io.Reader, v any) error {
 	if size > maxRPCMessage {
 		return fmt.Errorf("rpc message of %d bytes", size)
 	}
-	body := make([]byte, size)
-	if _, err := io.ReadFull(r, body); err != nil {
+	// The body is read into a buffer that grows with what arrives, not
+	// allocated at the announced size: a peer announcing the maximum and
+	// sending nothing costs nothing.
+	var body bytes.Buffer
+	if _, err := io.CopyN(&body, r, int64(size)); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
 		return err
 	}
-	return json.Unmarshal(body, v)
+	return json.Unmarshal(body.Bytes(), v)
 }
 
 // errUnreachable marks a call that failed before the request was sent:
@@ -448,6 +460,10 @@ func (c *Controller) serveRPC(conn net.Conn) {
 	r := bufio.NewReader(conn)
 	for {
 		var req rpcRequest
+		// A request must arrive whole within rpcIdleTimeout of the last
+		// answer (a deadline of the connection: wall time). The nodes'
+		// pools drop a connection closed for it before they use it again.
+		conn.SetReadDeadline(time.Now().Add(rpcIdleTimeout))
 		if err := readMessage(r, &req); err != nil {
 			return
 		}
@@ -470,7 +486,9 @@ func (c *Controller) serveRPC(conn net.Conn) {
 func (c *Controller) handleRPC(req *rpcRequest, heartbeaters map[int32]int64) (any, error) {
 	if !slices.Equal(req.Voters, c.voterList) {
 		c.logger.Warn("controller: refusing a node whose voters differ", "node", req.From, "its_voters", req.Voters, "voters", c.voterList)
-		return nil, fmt.Errorf("%w: node %d has voters %v, node %d has %v", ErrVotersMismatch, c.cfg.NodeID, c.voterList, req.From, req.Voters)
+		// The answer names neither set: the voter list is what a Raft
+		// connection must carry, and an outsider is not told it.
+		return nil, fmt.Errorf("%w: node %d refused the voter set of node %d", ErrVotersMismatch, c.cfg.NodeID, req.From)
 	}
 	if req.Op != opHello {
 		select {
@@ -495,6 +513,15 @@ func (c *Controller) handleRPC(req *rpcRequest, heartbeaters map[int32]int64) (a
 		var data []byte
 		if err := json.Unmarshal(req.Body, &data); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+		}
+		// Only a record this build writes goes into the log: one that does
+		// not decode, or of a version kept only to replay old logs, is
+		// refused here rather than committed and refused by every FSM.
+		if _, _, err := decodeCommand(data); err != nil {
+			return nil, err
+		}
+		if retired(commandType(data[0]), data[1]) {
+			return nil, fmt.Errorf("%w: %v version %d is no longer written", ErrUnknownCommand, commandType(data[0]), data[1])
 		}
 		res, err := c.applyLocal(ctx, data)
 		if err != nil {

@@ -36,8 +36,21 @@ const (
 )
 
 // handshakeTimeout bounds how long an accepted connection may take to
-// send its first byte. It is a read deadline, so wall time.
+// send its greeting (its kind, and a Raft connection's voter set; with
+// TLS, the handshake too). It is a read deadline, so wall time.
 const handshakeTimeout = 10 * time.Second
+
+// raftIdleTimeout bounds how long a Raft connection accepted here may
+// send nothing before it is closed (a read deadline renewed by every
+// read: wall time). hashicorp/raft sets no deadline on the connections
+// it serves; the dialer redials one closed for it.
+const raftIdleTimeout = 2 * time.Minute
+
+// maxGreeting is how many accepted connections may be sending their
+// greeting at once; more are closed as they are accepted, so silent
+// connections cannot exhaust the node's descriptors for longer than
+// handshakeTimeout.
+const maxGreeting = 128
 
 // mux is the raft.StreamLayer of a node: one TCP listener whose
 // connections are Raft's ('V') or the controller RPCs' ('M'). Raft takes
@@ -61,6 +74,10 @@ type mux struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{} // open RPC connections, closed by Close
+
+	// greeting counts the accepted connections whose greeting is not
+	// read yet (at most maxGreeting).
+	greeting atomic.Int32
 
 	// rpcAccepted counts the RPC connections accepted.
 	rpcAccepted atomic.Uint64
@@ -123,7 +140,14 @@ func (m *mux) acceptLoop() {
 			}
 			continue
 		}
+		if m.greeting.Add(1) > maxGreeting {
+			m.greeting.Add(-1)
+			m.logger.Debug("controller: too many connections greeting at once, closing one", "remote", conn.RemoteAddr())
+			conn.Close()
+			continue
+		}
 		if !m.track(conn) {
+			m.greeting.Add(-1)
 			conn.Close()
 			return
 		}
@@ -153,8 +177,16 @@ func (m *mux) untrack(conn net.Conn) {
 	delete(m.conns, conn)
 }
 
-// route reads the first byte of conn and hands the connection on.
+// route reads the greeting of conn and hands the connection on.
 func (m *mux) route(conn net.Conn) {
+	greeted := false
+	greet := func() {
+		if !greeted {
+			greeted = true
+			m.greeting.Add(-1)
+		}
+	}
+	defer greet()
 	var kind [1]byte
 	conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	if _, err := conn.Read(kind[:]); err != nil {
@@ -165,7 +197,7 @@ func (m *mux) route(conn net.Conn) {
 	switch kind[0] {
 	case connRaft:
 		theirs, err := readVoters(conn)
-		conn.SetReadDeadline(time.Time{})
+		greet()
 		if err != nil || theirs != m.voters {
 			m.logger.Warn("controller: refusing a raft connection from a node whose voters differ", "remote", conn.RemoteAddr(), "its_voters", theirs, "voters", m.voters, "err", err)
 			m.untrack(conn)
@@ -175,7 +207,7 @@ func (m *mux) route(conn net.Conn) {
 		// Raft owns the connection from here; it closes it itself.
 		m.untrack(conn)
 		select {
-		case m.raftConns <- conn:
+		case m.raftConns <- idleConn{conn}:
 		case <-m.done:
 			conn.Close()
 		}
@@ -185,7 +217,7 @@ func (m *mux) route(conn net.Conn) {
 		conn.Close()
 	case connRPC:
 		m.rpcAccepted.Add(1)
-		conn.SetReadDeadline(time.Time{})
+		greet()
 		m.serveRPC(conn)
 		m.untrack(conn)
 		conn.Close()
@@ -194,6 +226,15 @@ func (m *mux) route(conn net.Conn) {
 		m.untrack(conn)
 		conn.Close()
 	}
+}
+
+// idleConn is a Raft connection served here: every read must end
+// within raftIdleTimeout.
+type idleConn struct{ net.Conn }
+
+func (c idleConn) Read(p []byte) (int, error) {
+	c.Conn.SetReadDeadline(time.Now().Add(raftIdleTimeout))
+	return c.Conn.Read(p)
 }
 
 // Accept implements net.Listener for Raft: its connections only.
