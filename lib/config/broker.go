@@ -58,6 +58,16 @@ type Broker struct {
 	// listeners.
 	AllowEveryoneIfNoACLFound string
 
+	// The node's identity among the nodes (mq): PEM files of its
+	// certificate (serverAuth and clientAuth), its key, and the cluster
+	// CA. Set, the controller port (Raft and the controller RPCs) is
+	// mutual TLS and accepts only nodes of that CA, each speaking only
+	// for its own node ID. Read again on SIGHUP. Separate from ssl.*: the
+	// client CAs of the Kafka listeners must not make a client a node.
+	ControllerSSLCertificateLocation string // controller.ssl.certificate.location
+	ControllerSSLKeyLocation         string // controller.ssl.key.location
+	ControllerSSLCALocation          string // controller.ssl.ca.location
+
 	// MetricsListen is where Prometheus metrics are served over HTTP,
 	// tcp://host:port (metrics.listen, mq); empty (the default): not served.
 	MetricsListen string
@@ -294,6 +304,15 @@ var brokerProperties = sortedProperties([]brokerProperty{
 	{name: "allow.everyone.if.no.acl.found", kind: oneOf("", "true", "false"), doc: "Whether an operation on a resource no ACL matches is allowed to every principal. " +
 		"Empty (the default): true when every listener is tcp:// or unix:// (nothing authenticates, so nothing changes until ACLs are created), false once an ssl://, sasl_plaintext:// or sasl_ssl:// listener exists.",
 		set: func(b *Broker, v string) { b.AllowEveryoneIfNoACLFound = v }, get: func(b *Broker) string { return b.AllowEveryoneIfNoACLFound }},
+	{name: "controller.ssl.certificate.location", kind: filePath, doc: "The PEM file of this node's certificate among the nodes (extended key usages serverAuth and clientAuth), followed by its intermediate CAs. " +
+		"With controller.ssl.key.location and controller.ssl.ca.location, the controller port (Raft and the controller RPCs) speaks mutual TLS: every node must present a certificate of that CA, " +
+		"and each node's certificate speaks only for its node ID, bound at its first registration. Read again on SIGHUP (mq).",
+		set: func(b *Broker, v string) { b.ControllerSSLCertificateLocation = v }, get: func(b *Broker) string { return b.ControllerSSLCertificateLocation }},
+	{name: "controller.ssl.key.location", kind: filePath, doc: "The PEM file of the private key of controller.ssl.certificate.location (not encrypted), readable by mqd alone; read again on SIGHUP (mq).",
+		set: func(b *Broker, v string) { b.ControllerSSLKeyLocation = v }, get: func(b *Broker) string { return b.ControllerSSLKeyLocation }},
+	{name: "controller.ssl.ca.location", kind: filePath, doc: "The PEM file of the cluster CA: the certificates of the other nodes must chain to it. Keep it apart from ssl.ca.location, the Kafka clients' CA, " +
+		"unless every client certificate it signs may act as a node. Read again on SIGHUP (mq).",
+		set: func(b *Broker, v string) { b.ControllerSSLCALocation = v }, get: func(b *Broker) string { return b.ControllerSSLCALocation }},
 	{name: "controller.quorum.voters", kind: voterList, doc: "The Raft voters, id@host:port,…; empty: this node alone.",
 		set: func(b *Broker, v string) { b.Voters = v }, get: func(b *Broker) string { return b.Voters }},
 	{name: "log.level", kind: oneOf("debug", "info", "warn", "error"), def: "info", doc: "The least severe level of mqd's own log messages.",

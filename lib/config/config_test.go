@@ -422,6 +422,7 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"super.users", "User:alice; User:CN=a,O=b", true}, {"super.users", "", true}, {"super.users", "alice", false}, {"super.users", ":alice", false},
 		{"allow.everyone.if.no.acl.found", "true", true}, {"allow.everyone.if.no.acl.found", "", true}, {"allow.everyone.if.no.acl.found", "maybe", false},
 		{"ssl.certificate.location", "/etc/mq/./cert.pem", true}, {"ssl.ca.location", "ca.pem", true},
+		{"controller.ssl.certificate.location", "/etc/mq/node.pem", true}, {"controller.ssl.key.location", "", true}, {"controller.ssl.ca.location", "cluster-ca.pem", true},
 		{"advertised.listeners", "", true}, {"advertised.listeners", "h:1", true}, {"advertised.listeners", "tcp://h:1", true},
 		{"advertised.listeners", "h:0", false}, {"advertised.listeners", ":9092", false}, {"advertised.listeners", "h", false},
 		{"controller.quorum.voters", "", true}, {"controller.quorum.voters", "1@h:9093,2@[::1]:9093,3@h3", true},
@@ -982,6 +983,10 @@ func TestLoadChecksTLSSettingsTogether(t *testing.T) {
 		{"certificate without key", map[string]string{"listeners": "ssl://:9093", "ssl.certificate.location": "/c.pem"}, "ssl.key.location: want the private key file"},
 		{"client auth without CA", map[string]string{"listeners": "ssl://:9093", "ssl.certificate.location": "c", "ssl.key.location": "k", "ssl.client.auth": "requested"}, "ssl.ca.location: want a file of CA certificates"},
 		{"unknown client auth", map[string]string{"ssl.client.auth": "optional"}, `invalid value "optional" for ssl.client.auth: want one of none, requested, required`},
+		{"controller TLS whole", map[string]string{"controller.ssl.certificate.location": "n.pem", "controller.ssl.key.location": "n-key.pem", "controller.ssl.ca.location": "ca.pem"}, ""},
+		{"controller TLS without CA", map[string]string{"controller.ssl.certificate.location": "n.pem", "controller.ssl.key.location": "n-key.pem"}, "controller.ssl.ca.location: want the cluster CA file"},
+		{"controller TLS without key", map[string]string{"controller.ssl.certificate.location": "n.pem", "controller.ssl.ca.location": "ca.pem"}, "controller.ssl.key.location: want the private key file"},
+		{"controller TLS CA alone", map[string]string{"controller.ssl.ca.location": "ca.pem"}, "controller.ssl.certificate.location: want this node's certificate file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := Load("", nil, tc.flags)

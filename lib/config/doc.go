@@ -35,6 +35,9 @@
 // the same ssl.* files) authenticate with sasl.enabled.mechanisms;
 // sasl.plain.allow.plaintext (mq's) lets PLAIN onto sasl_plaintext://,
 // and sasl.server.max.receive.size caps frames before authentication.
+// The controller port's mutual TLS (controller.ssl.certificate.location,
+// controller.ssl.key.location, controller.ssl.ca.location, mq's names)
+// takes all three files or none.
 //
 // The same tables document every setting for people: BrokerSettings and
 // TopicSettings give each one's meaning, default, valid values and whether

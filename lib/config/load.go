@@ -304,5 +304,17 @@ func (b *Broker) checkTLS() error {
 	if b.SSLClientAuth != "" && b.SSLClientAuth != "none" && b.SSLCALocation == "" {
 		return invalid("ssl.ca.location", "", "a file of CA certificates to check client certificates against, as ssl.client.auth is "+b.SSLClientAuth)
 	}
+	// The controller port's TLS takes all three files or none.
+	ccert, ckey, cca := b.ControllerSSLCertificateLocation, b.ControllerSSLKeyLocation, b.ControllerSSLCALocation
+	if ccert != "" || ckey != "" || cca != "" {
+		switch {
+		case ccert == "":
+			return invalid("controller.ssl.certificate.location", "", "this node's certificate file, as controller.ssl.key.location or controller.ssl.ca.location is set")
+		case ckey == "":
+			return invalid("controller.ssl.key.location", "", "the private key file of controller.ssl.certificate.location "+ccert)
+		case cca == "":
+			return invalid("controller.ssl.ca.location", "", "the cluster CA file that the other nodes' certificates chain to")
+		}
+	}
 	return nil
 }

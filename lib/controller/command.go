@@ -33,6 +33,7 @@ const (
 	// credentials (AlterUserScramCredentials).
 	cmdAlterScramCredentials commandType = 17
 	cmdAlterACLs             commandType = 18
+	cmdBindNode              commandType = 19
 )
 
 func (t commandType) String() string {
@@ -73,6 +74,8 @@ func (t commandType) String() string {
 		return "AlterScramCredentials"
 	case cmdAlterACLs:
 		return "AlterACLs"
+	case cmdBindNode:
+		return "BindNode"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -408,6 +411,16 @@ type alterPartitionV3 struct {
 	Changes []alterPartitionV2 `json:"changes"`
 }
 
+// bindNodeV1 binds a node ID to the principal of the certificate its
+// node authenticates with on the Raft port (Config.TLS): from then on
+// only a connection with that principal speaks for the node. A binding
+// is never changed: binding a bound ID to another principal, or a
+// principal bound to another ID, is refused.
+type bindNodeV1 struct {
+	ID        int32  `json:"id"`
+	Principal string `json:"principal"`
+}
+
 // resignLeadershipV1 is a leader giving up a partition whose log it
 // cannot serve whole (a damaged range below the high-water mark): it
 // leaves the leadership and the ISR, and the first live ISR member in
@@ -497,6 +510,8 @@ func decodeCommand(data []byte) (commandType, any, error) {
 		body = new(alterScramCredentialsV1)
 	case t == cmdAlterACLs && version == 1:
 		body = new(alterACLsV1)
+	case t == cmdBindNode && version == 1:
+		body = new(bindNodeV1)
 	default:
 		return t, nil, fmt.Errorf("%w: %v version %d", ErrUnknownCommand, t, version)
 	}

@@ -101,6 +101,13 @@ type Config struct {
 	// be gone (process_gone, see doc.go): brokers are then fenced only
 	// when their session times out (broker.process.probe.enable=false).
 	NoProcessProbes bool
+	// TLS, when set, makes the Raft port mutual TLS (controller.ssl.*
+	// settings): every connection, Raft's and the RPCs', both ways,
+	// presents this node's certificate and must present one of the
+	// cluster CA, and the RPCs are checked against the node IDs the
+	// certificates are bound to (see doc.go). Nil: plain TCP. Unused with
+	// a single voter.
+	TLS *TLS
 
 	// raftTimeout, when set, replaces Raft's heartbeat and election
 	// timeouts (tests make failover quick with it).
@@ -123,6 +130,8 @@ type Controller struct {
 	// rpcPool holds idle connections of this node's RPCs to others
 	// (call), closed by Close.
 	rpcPool rpcPool
+	// rpcRefusals rate-limits the log lines of refused RPCs.
+	rpcRefusals logLimiter
 	// raftStarted is closed once raft is set: the RPC listener starts
 	// first (Raft's transport runs on it), so a peer's request can come
 	// before there is a Raft to serve it.
@@ -264,7 +273,7 @@ func Open(cfg Config) (*Controller, error) {
 		if bind == "" {
 			bind = self.Addr
 		}
-		c.mux, err = listenMux(bind, self.Addr, c.voterList, c.serveRPC, cfg.Clock, logger)
+		c.mux, err = listenMux(bind, self.Addr, c.voterList, c.serveRPC, cfg.TLS, cfg.Clock, logger)
 		if err != nil {
 			return nil, err
 		}
@@ -534,6 +543,29 @@ func (c *Controller) join(ctx context.Context, j joinRequest) error {
 			return fmt.Errorf("controller: add non-voter %d: %w", j.ID, err)
 		}
 		c.logger.Info("controller: non-voter joined", "node", j.ID, "addr", j.Addr)
+		return nil
+	})
+}
+
+// RemoveNonvoter removes node id, a non-voter, from the Raft
+// configuration (on the leader): a node that joined by mistake, or was
+// retired, stops receiving the log. A voter is refused
+// (ErrVotersMismatch: the voters are fixed by --voters); an ID not in
+// the configuration is no error. The removed node, when it starts
+// again, asks to join again: stop it for good first.
+func (c *Controller) RemoveNonvoter(ctx context.Context, id int32) error {
+	if slices.ContainsFunc(c.cfg.Voters, func(v Voter) bool { return v.ID == id }) || (len(c.cfg.Voters) == 0 && id == c.cfg.NodeID) {
+		return fmt.Errorf("%w: node %d is a voter", ErrVotersMismatch, id)
+	}
+	return c.onLeader(ctx, opRemoveNonvoter, removeRequest{ID: id}, nil, func(ctx context.Context) error {
+		f := c.raft.RemoveServer(serverID(id), 0, timeoutOf(ctx))
+		if err := f.Error(); err != nil {
+			if errors.Is(err, raft.ErrNotLeader) {
+				return errRetry
+			}
+			return fmt.Errorf("controller: remove non-voter %d: %w", id, err)
+		}
+		c.logger.Info("controller: non-voter removed", "node", id)
 		return nil
 	})
 }
@@ -990,6 +1022,13 @@ func (c *Controller) RegisterBrokerAfterLoss(ctx context.Context, b Broker, lost
 			v4.LostCommitted = append(v4.LostCommitted, lostReplicaV4{Topic: l.Topic, Partition: l.Partition, EndOffset: l.EndOffset, HighWatermark: l.HighWatermark})
 		}
 		body = v4
+	}
+	if c.cfg.TLS != nil && b.ID == c.cfg.NodeID {
+		// The node's certificate speaks for it from its first
+		// registration on; a binding already there is left as it is.
+		if _, err := c.propose(ctx, cmdBindNode, &bindNodeV1{ID: b.ID, Principal: c.cfg.TLS.Principal()}); err != nil {
+			return 0, err
+		}
 	}
 	res, err := c.propose(ctx, cmdRegisterBroker, body)
 	if err != nil {

@@ -102,6 +102,43 @@
 // the voters of its stored Raft configuration fails Open with
 // ErrVotersMismatch.
 //
+// # Authenticated nodes (TLS)
+//
+// With Config.TLS (NewTLS over TLSFiles: the node's certificate and key,
+// the cluster CA) every connection of the Raft port, Raft's and the
+// RPCs', is mutual TLS 1.2 or later. The accepting node requires a
+// client certificate that chains to the cluster CA, within
+// handshakeTimeout, before it reads the kind byte: a connection without
+// one, or with another CA's, is closed unread (logged at most once a
+// second), so a stranger's AppendEntries or RequestVote never reaches
+// hashicorp/raft. The dialing node checks the other's certificate
+// against the same CA (not its host name: nodes are dialed at the
+// addresses of --voters and of the image). A node certificate carries
+// both extended key usages, serverAuth and clientAuth. TLS.Reload reads
+// the files again (mqd does on SIGHUP); open connections keep theirs.
+//
+// A certificate's principal is "User:" and its subject (CertPrincipal,
+// the Kafka listeners' mapping). RegisterBroker, for the node's own
+// broker, first proposes BindNode (command 19): the image's
+// NodePrincipals binds the node ID to the principal of its certificate,
+// once and for good (a renewed certificate keeps its subject). The
+// leader then takes from a connection only what its principal may say:
+// the request's sender (rpcRequest.From) must be bound to it, or, not
+// bound yet, be binding itself with a principal bound to no other node
+// (before that it may only greet, join and describe the quorum);
+// registrations, heartbeats, controlled shutdowns, joins, and ISR changes
+// and resignations as a partition's leader must name the sender's own
+// ID; FenceBroker, UnfenceBroker, the election record and
+// OverridePartition are never taken from another node, since only the
+// active controller proposes them itself. Anything else is refused with
+// ErrNodeNotAuthorized. Every RPC also carries the sender's cluster ID
+// once it has one: a node of another cluster is refused with
+// ErrVotersMismatch.
+//
+// Without Config.TLS the port is plain TCP and these checks are off: any
+// host that reaches it is trusted. RemoveNonvoter removes a non-voter
+// that joined from the Raft configuration.
+//
 // # Limits of the port
 //
 // What the port reads from a peer is bounded before anything is
@@ -115,8 +152,8 @@
 // of its last answer, and a Raft connection served here is closed after
 // raftIdleTimeout (2 min) without a byte; the dialing side redials.
 // Raft's own frames (msgpack, read by hashicorp/raft) carry no length
-// this node could check; only the nodes that pass the greeting reach
-// that decoder.
+// this node could check; only the nodes that pass the greeting (with
+// TLS, authenticated nodes) reach that decoder.
 //
 // A propose sent over the RPC must be a record this build writes: one
 // that does not decode, or of a version kept only to replay old logs
@@ -383,7 +420,7 @@
 //     the ISR; version 1 elects uncleanly as RegisterBroker 2 does.
 //   - ElectLeaders 1 for preferred and 2 for unclean elections: 2 names
 //     the chosen leaders, where 1 elects the first live replica.
-//   - Every other command 1.
+//   - Every other command 1 (BindNode, type 19, included).
 //
 // Nothing checks that every node reads a type or version before one
 // writes it (ResignLeadership, type 14, and AlterPartition 3 included): a

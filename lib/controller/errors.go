@@ -49,6 +49,11 @@ var (
 	// ErrVotersMismatch: this node's voter set (--voters) differs from the
 	// one stored in its Raft state, or from a peer's.
 	ErrVotersMismatch = errors.New("controller: voters differ")
+	// ErrNodeNotAuthorized: a request on the Raft port came from a
+	// certificate that may not speak for the node it names, or asked
+	// what only the active controller itself may propose (with
+	// Config.TLS); or a BindNode would change a binding.
+	ErrNodeNotAuthorized = errors.New("controller: not authorized for this node")
 
 	// ErrNotController is returned by a command when no Raft leader could
 	// be reached before its context ended, or when the leader lost its

@@ -209,6 +209,8 @@ func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
 		err = applyAlterScramCredentials(&next, c)
 	case *alterACLsV1:
 		err = applyAlterACLs(&next, c, &res)
+	case *bindNodeV1:
+		err = applyBindNode(&next, c, &res)
 	default:
 		err = fmt.Errorf("%w: no handler for %T", ErrUnknownCommand, body)
 	}
@@ -219,6 +221,31 @@ func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
 		return old, res
 	}
 	return &next, res
+}
+
+func applyBindNode(img *Image, c *bindNodeV1, res *applyResult) error {
+	if c.ID < 0 || c.Principal == "" {
+		return fmt.Errorf("%w: node %d principal %q", ErrInvalidCommand, c.ID, c.Principal)
+	}
+	if bound, ok := img.NodePrincipals[c.ID]; ok {
+		if bound != c.Principal {
+			return fmt.Errorf("%w: node %d is bound to another principal", ErrNodeNotAuthorized, c.ID)
+		}
+		res.unchanged = true
+		return nil
+	}
+	for id, p := range img.NodePrincipals {
+		if p == c.Principal {
+			return fmt.Errorf("%w: principal %s is bound to node %d", ErrNodeNotAuthorized, c.Principal, id)
+		}
+	}
+	bound := maps.Clone(img.NodePrincipals)
+	if bound == nil {
+		bound = map[int32]string{}
+	}
+	bound[c.ID] = c.Principal
+	img.NodePrincipals = bound
+	return nil
 }
 
 func applyControllerElected(img *Image, c *controllerElectedV1) error {

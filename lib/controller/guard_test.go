@@ -24,7 +24,7 @@ import (
 // logs (a registration that elects uncleanly, a fence that does) and
 // records that do not decode are refused before Raft sees them.
 func TestProposeTakesOnlyCurrentVersions(t *testing.T) {
-	c := &Controller{raftStarted: make(chan struct{}), voterList: []string{"1@a"}, closing: context.Background()}
+	c := &Controller{raftStarted: make(chan struct{}), voterList: []string{"1@a"}, closing: context.Background(), fsm: newFSM(nil)}
 	close(c.raftStarted)
 	for _, tc := range []struct {
 		name string
@@ -43,7 +43,7 @@ func TestProposeTakesOnlyCurrentVersions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = c.handleRPC(&rpcRequest{Op: opPropose, From: 2, Voters: []string{"1@a"}, TimeoutMillis: 1000, Body: body}, nil)
+		_, err = c.handleRPC(&rpcRequest{Op: opPropose, From: 2, Voters: []string{"1@a"}, TimeoutMillis: 1000, Body: body}, nil, "")
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
@@ -72,8 +72,8 @@ func mustEncode(t *testing.T, typ commandType, body any) []byte {
 // must carry.
 func TestVotersMismatchNamesNoVoters(t *testing.T) {
 	c := &Controller{raftStarted: make(chan struct{}), voterList: []string{"1@secret-host:9093"}, closing: context.Background(),
-		logger: slog.New(slog.DiscardHandler)}
-	_, err := c.handleRPC(&rpcRequest{Op: opHello, From: 7, Voters: []string{"7@x:1"}}, nil)
+		logger: slog.New(slog.DiscardHandler), fsm: newFSM(nil)}
+	_, err := c.handleRPC(&rpcRequest{Op: opHello, From: 7, Voters: []string{"7@x:1"}}, nil, "")
 	if !errors.Is(err, ErrVotersMismatch) {
 		t.Fatalf("other voters: %v, want ErrVotersMismatch", err)
 	}
@@ -120,13 +120,13 @@ func TestSilentConnectionsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	served := make(chan struct{}, 1)
-	m, err := listenMux(bind, bind, []string{"1@" + bind}, func(c net.Conn) {
+	m, err := listenMux(bind, bind, []string{"1@" + bind}, func(c net.Conn, _ string) {
 		select {
 		case served <- struct{}{}:
 		default:
 		}
 		io.Copy(io.Discard, c) // served until the dialer closes it
-	}, clock.Real(), slog.New(slog.DiscardHandler))
+	}, nil, clock.Real(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

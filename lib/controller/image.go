@@ -52,6 +52,10 @@ type Image struct {
 	// ACLs are the cluster's ACL bindings (CreateAcls, DeleteAcls); nil
 	// when there are none. Every binding passed auth.Binding.Validate.
 	ACLs *auth.ACLs
+	// NodePrincipals binds node IDs to the principal of the certificate
+	// each node authenticates with on the Raft port (BindNode, with
+	// Config.TLS); nil or absent means none.
+	NodePrincipals map[int32]string
 }
 
 // Topic is one topic of an Image. Immutable like the Image holding it.

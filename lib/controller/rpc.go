@@ -44,12 +44,17 @@ const (
 	opQuorum    = "quorum"    // answer: Quorum
 	opHello     = "hello"     // the voter-set check alone
 	opElect     = "elect"     // body: electRequest; answer: wireResult
+	// opRemoveNonvoter removes a non-voter; body: removeRequest.
+	opRemoveNonvoter = "remove_nonvoter"
 )
 
 type rpcRequest struct {
 	Op     string   `json:"op"`
 	From   int32    `json:"from"`
 	Voters []string `json:"voters"`
+	// ClusterID is the sender's, once its image has one: a node of
+	// another cluster is refused like one with other voters.
+	ClusterID string `json:"cluster_id,omitempty"`
 	// TimeoutMillis is what is left of the caller's deadline.
 	TimeoutMillis int64           `json:"timeout_ms"`
 	Body          json.RawMessage `json:"body,omitempty"`
@@ -63,6 +68,10 @@ type rpcResponse struct {
 type wireError struct {
 	Name    string `json:"name,omitempty"`
 	Message string `json:"message"`
+}
+
+type removeRequest struct {
+	ID int32 `json:"id"`
 }
 
 type joinRequest struct {
@@ -141,6 +150,7 @@ var wireErrors = []struct {
 }{
 	{"retry", errRetry},
 	{"VotersMismatch", ErrVotersMismatch},
+	{"NodeNotAuthorized", ErrNodeNotAuthorized},
 	{"TopicExists", ErrTopicExists},
 	{"UnknownTopic", ErrUnknownTopic},
 	{"UnknownPartition", ErrUnknownPartition},
@@ -256,7 +266,7 @@ func (e errUnreachable) Unwrap() error { return e.err }
 // may not: it could be applied twice.
 func repeatable(op string) bool {
 	switch op {
-	case opHeartbeat, opJoin, opQuorum, opHello:
+	case opHeartbeat, opJoin, opQuorum, opHello, opRemoveNonvoter:
 		return true
 	}
 	return false
@@ -272,7 +282,7 @@ func repeatable(op string) bool {
 // arrived is sent once more on a new connection, when op is repeatable.
 // A propose's failure after it was written stays "outcome unknown".
 func (c *Controller) call(ctx context.Context, address, op string, in, out any) error {
-	req := rpcRequest{Op: op, From: c.cfg.NodeID, Voters: c.voterList}
+	req := rpcRequest{Op: op, From: c.cfg.NodeID, Voters: c.voterList, ClusterID: c.Image().ClusterID}
 	if in != nil {
 		body, err := json.Marshal(in)
 		if err != nil {
@@ -293,7 +303,7 @@ func (c *Controller) call(ctx context.Context, address, op string, in, out any) 
 		}
 		if conn == nil {
 			dialCtx, cancel := context.WithDeadline(ctx, deadline)
-			nc, err := dialKind(dialCtx, address, connRPC, "")
+			nc, err := dialKind(dialCtx, address, connRPC, "", c.cfg.TLS)
 			cancel()
 			if err != nil {
 				return errUnreachable{err}
@@ -451,7 +461,10 @@ func (p *rpcPool) close() {
 // It notes the brokers that register or heartbeat on it (normally the
 // one of the node at the other end); when the connection ends, the
 // active controller probes them (rpcConnEnded).
-func (c *Controller) serveRPC(conn net.Conn) {
+//
+// principal is the peer's certificate principal (with Config.TLS): every
+// request is checked against it (authorizeRPC).
+func (c *Controller) serveRPC(conn net.Conn, principal string) {
 	heartbeaters := map[int32]int64{}
 	defer func() {
 		conn.Close()
@@ -467,7 +480,7 @@ func (c *Controller) serveRPC(conn net.Conn) {
 		if err := readMessage(r, &req); err != nil {
 			return
 		}
-		body, err := c.handleRPC(&req, heartbeaters)
+		body, err := c.handleRPC(&req, heartbeaters, principal)
 		resp := rpcResponse{Err: encodeError(err)}
 		if err == nil && body != nil {
 			resp.Body, err = json.Marshal(body)
@@ -481,9 +494,14 @@ func (c *Controller) serveRPC(conn net.Conn) {
 	}
 }
 
-// handleRPC answers one request; the broker and epoch of a heartbeat, or
-// of a registration, go in heartbeaters (when not nil).
-func (c *Controller) handleRPC(req *rpcRequest, heartbeaters map[int32]int64) (any, error) {
+// handleRPC answers one request that came on a connection authenticated
+// as principal (empty without TLS); the broker and epoch of a heartbeat,
+// or of a registration, go in heartbeaters (when not nil).
+func (c *Controller) handleRPC(req *rpcRequest, heartbeaters map[int32]int64, principal string) (any, error) {
+	if ours := c.Image().ClusterID; req.ClusterID != "" && ours != "" && req.ClusterID != ours {
+		c.logger.Warn("controller: refusing a node of another cluster", "node", req.From, "its_cluster_id", req.ClusterID)
+		return nil, fmt.Errorf("%w: node %d is of another cluster", ErrVotersMismatch, req.From)
+	}
 	if !slices.Equal(req.Voters, c.voterList) {
 		c.logger.Warn("controller: refusing a node whose voters differ", "node", req.From, "its_voters", req.Voters, "voters", c.voterList)
 		// The answer names neither set: the voter list is what a Raft
@@ -506,6 +524,14 @@ func (c *Controller) handleRPC(req *rpcRequest, heartbeaters map[int32]int64) (a
 	defer cancel()
 	stop := context.AfterFunc(c.closing, cancel)
 	defer stop()
+	if c.cfg.TLS != nil {
+		if err := c.authorizeRPC(req, principal); err != nil {
+			if ok, held := c.rpcRefusals.allow(time.Now()); ok {
+				c.logger.Warn("controller: refusing a request", "node", req.From, "principal", principal, "op", req.Op, "err", err, "refused_since_last_line", held)
+			}
+			return nil, err
+		}
+	}
 	switch req.Op {
 	case opHello:
 		return nil, nil
@@ -564,6 +590,12 @@ func (c *Controller) handleRPC(req *rpcRequest, heartbeaters map[int32]int64) (a
 		return nil, c.join(ctx, j)
 	case opQuorum:
 		return c.quorumLocal()
+	case opRemoveNonvoter:
+		var r removeRequest
+		if err := json.Unmarshal(req.Body, &r); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+		}
+		return nil, c.RemoveNonvoter(ctx, r.ID)
 	}
 	return nil, fmt.Errorf("controller: unknown rpc %q", req.Op)
 }

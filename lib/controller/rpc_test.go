@@ -77,13 +77,13 @@ func TestErrorsCrossTheWireAsTheirSentinels(t *testing.T) {
 // the leader before it restarted) is told to retry elsewhere, not served
 // by a Raft that is not there yet (mqd crashed on a nil *raft.Raft).
 func TestRPCsBeforeRaftStartsAreRetried(t *testing.T) {
-	c := &Controller{raftStarted: make(chan struct{}), voterList: []string{"1@a"}, closing: context.Background()}
+	c := &Controller{raftStarted: make(chan struct{}), voterList: []string{"1@a"}, closing: context.Background(), fsm: newFSM(nil)}
 	for _, op := range []string{opPropose, opHeartbeat, opElect, opJoin, opQuorum} {
-		if _, err := c.handleRPC(&rpcRequest{Op: op, From: 2, Voters: []string{"1@a"}, TimeoutMillis: 1000}, nil); !errors.Is(err, errRetry) {
+		if _, err := c.handleRPC(&rpcRequest{Op: op, From: 2, Voters: []string{"1@a"}, TimeoutMillis: 1000}, nil, ""); !errors.Is(err, errRetry) {
 			t.Errorf("%s before Raft starts: %v, want errRetry", op, err)
 		}
 	}
-	if _, err := c.handleRPC(&rpcRequest{Op: opHello, From: 2, Voters: []string{"1@a"}}, nil); err != nil {
+	if _, err := c.handleRPC(&rpcRequest{Op: opHello, From: 2, Voters: []string{"1@a"}}, nil, ""); err != nil {
 		t.Errorf("hello before Raft starts: %v", err)
 	}
 }
@@ -202,7 +202,7 @@ func TestRequestOnAStaleConnection(t *testing.T) {
 	} {
 		t.Run(tc.op, func(t *testing.T) {
 			p := startFakePeer(t)
-			c := &Controller{cfg: Config{NodeID: 2}, voterList: []string{"1@a"}, fatal: make(chan error, 1)}
+			c := &Controller{cfg: Config{NodeID: 2}, voterList: []string{"1@a"}, fatal: make(chan error, 1), fsm: newFSM(nil)}
 			defer c.rpcPool.close()
 			ctx := ctxFor(t, 10*time.Second)
 			address := p.ln.Addr().String()

@@ -65,6 +65,8 @@ type snapshotV2 struct {
 	// absent when there are none. A node that does not know the field
 	// refuses the snapshot rather than forget them.
 	ACLs []aclBindingV1 `json:"acls,omitempty"`
+	// NodePrincipals too came later within version 3 (BindNode).
+	NodePrincipals map[int32]string `json:"node_principals,omitempty"`
 }
 
 type snapshotScramV1 struct {
@@ -116,6 +118,7 @@ func writeSnapshot(w io.Writer, img *Image) error {
 		BrokerConfigs:  img.BrokerConfigs,
 		NextProducerID: img.NextProducerID,
 		GroupConfigs:   img.GroupConfigs,
+		NodePrincipals: img.NodePrincipals,
 	}
 	for user, byMech := range img.ScramCredentials {
 		if s.ScramCredentials == nil {
@@ -270,6 +273,9 @@ func readSnapshot(r io.Reader) (*Image, error) {
 			}
 		}
 		img.ACLs = auth.NewACLs(bindings)
+	}
+	if len(s.NodePrincipals) > 0 {
+		img.NodePrincipals = s.NodePrincipals
 	}
 	if err := img.check(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSnapshot, err)

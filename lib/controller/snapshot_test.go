@@ -41,6 +41,7 @@ func richImage(t testing.TB) *testFSM {
 		{ResourceType: 2, ResourceName: "orders", PatternType: 3, Principal: "User:alice", Host: "*", Operation: 4, Permission: 3},
 		{ResourceType: 3, ResourceName: "team-", PatternType: 4, Principal: "User:*", Host: "10.0.0.1", Operation: 3, Permission: 2},
 	}})
+	tf.must(cmdBindNode, &bindNodeV1{ID: 2, Principal: "User:CN=node-2"})
 	return tf
 }
 

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -61,9 +62,17 @@ type mux struct {
 	advertise addr
 	// voters is this node's voter set as a Raft connection carries it:
 	// a connection carrying another is refused.
-	voters   string
-	logger   *slog.Logger
-	serveRPC func(net.Conn)
+	voters string
+	logger *slog.Logger
+	// serveRPC serves an RPC connection; principal is the peer's
+	// certificate principal (CertPrincipal), empty without TLS.
+	serveRPC func(conn net.Conn, principal string)
+	// tls, when set, makes every connection mutual TLS: the handshake,
+	// with a certificate of the cluster CA required, comes before any
+	// byte is routed. Nil: plain TCP.
+	tls *TLS
+	// refusals rate-limits the log lines of refused handshakes.
+	refusals logLimiter
 	// clock times the pause after a failed Accept.
 	clock clock.Clock
 
@@ -96,7 +105,7 @@ func (a addr) String() string  { return string(a) }
 // address the other nodes dial, voters the voter set (ID@addr strings
 // sorted by ID) that Raft connections must carry both ways, clk the
 // controller's clock.
-func listenMux(bind, advertise string, voters []string, serveRPC func(net.Conn), clk clock.Clock, logger *slog.Logger) (*mux, error) {
+func listenMux(bind, advertise string, voters []string, serveRPC func(net.Conn, string), tlsID *TLS, clk clock.Clock, logger *slog.Logger) (*mux, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("controller: raft listener on %s: %w", bind, err)
@@ -107,6 +116,7 @@ func listenMux(bind, advertise string, voters []string, serveRPC func(net.Conn),
 		voters:    strings.Join(voters, ","),
 		logger:    logger,
 		serveRPC:  serveRPC,
+		tls:       tlsID,
 		clock:     clk,
 		raftConns: make(chan net.Conn),
 		done:      make(chan struct{}),
@@ -177,8 +187,10 @@ func (m *mux) untrack(conn net.Conn) {
 	delete(m.conns, conn)
 }
 
-// route reads the greeting of conn and hands the connection on.
-func (m *mux) route(conn net.Conn) {
+// route reads the greeting of raw and hands the connection on; with
+// TLS, after a handshake that proved the peer holds a certificate of
+// the cluster CA.
+func (m *mux) route(raw net.Conn) {
 	greeted := false
 	greet := func() {
 		if !greeted {
@@ -187,10 +199,28 @@ func (m *mux) route(conn net.Conn) {
 		}
 	}
 	defer greet()
+	conn := raw
+	raw.SetDeadline(time.Now().Add(handshakeTimeout))
+	principal := ""
+	if m.tls != nil {
+		tc := tls.Server(raw, m.tls.ServerConfig())
+		if err := tc.Handshake(); err != nil {
+			if ok, held := m.refusals.allow(time.Now()); ok {
+				m.logger.Warn("controller: refusing a connection that did not authenticate as a node of this cluster",
+					"remote", raw.RemoteAddr(), "err", err, "refused_since_last_line", held)
+			}
+			m.untrack(raw)
+			raw.Close()
+			return
+		}
+		st := tc.ConnectionState()
+		principal = CertPrincipal(&st)
+		conn = tc
+	}
+	raw.SetWriteDeadline(time.Time{})
 	var kind [1]byte
-	conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	if _, err := conn.Read(kind[:]); err != nil {
-		m.untrack(conn)
+	if _, err := io.ReadFull(conn, kind[:]); err != nil {
+		m.untrack(raw)
 		conn.Close()
 		return
 	}
@@ -200,12 +230,12 @@ func (m *mux) route(conn net.Conn) {
 		greet()
 		if err != nil || theirs != m.voters {
 			m.logger.Warn("controller: refusing a raft connection from a node whose voters differ", "remote", conn.RemoteAddr(), "its_voters", theirs, "voters", m.voters, "err", err)
-			m.untrack(conn)
+			m.untrack(raw)
 			conn.Close()
 			return
 		}
 		// Raft owns the connection from here; it closes it itself.
-		m.untrack(conn)
+		m.untrack(raw)
 		select {
 		case m.raftConns <- idleConn{conn}:
 		case <-m.done:
@@ -213,17 +243,17 @@ func (m *mux) route(conn net.Conn) {
 		}
 	case connRaftUnchecked:
 		m.logger.Warn("controller: refusing a raft connection from a build without the voter-set check: upgrade every node", "remote", conn.RemoteAddr())
-		m.untrack(conn)
+		m.untrack(raw)
 		conn.Close()
 	case connRPC:
 		m.rpcAccepted.Add(1)
 		greet()
-		m.serveRPC(conn)
-		m.untrack(conn)
+		m.serveRPC(conn, principal)
+		m.untrack(raw)
 		conn.Close()
 	default:
 		m.logger.Debug("controller: refusing connection of unknown kind", "remote", conn.RemoteAddr(), "kind", kind[0])
-		m.untrack(conn)
+		m.untrack(raw)
 		conn.Close()
 	}
 }
@@ -272,7 +302,7 @@ func (m *mux) Addr() net.Addr { return m.advertise }
 func (m *mux) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return dialKind(ctx, string(address), connRaft, m.voters)
+	return dialKind(ctx, string(address), connRaft, m.voters, m.tls)
 }
 
 // readVoters reads the voter set a Raft connection's dialer sent.
@@ -290,15 +320,25 @@ func readVoters(conn net.Conn) (string, error) {
 }
 
 // dialKind connects to a node's Raft port for connections of kind; a Raft
-// connection carries voters after its kind.
-func dialKind(ctx context.Context, address string, kind byte, voters string) (net.Conn, error) {
+// connection carries voters after its kind. With tlsID the connection is
+// mutual TLS: the handshake, presenting this node's certificate and
+// checking the other's against the cluster CA, comes first.
+func dialKind(ctx context.Context, address string, kind byte, voters string, tlsID *TLS) (net.Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", address)
 	if err != nil {
 		return nil, err
 	}
 	if deadline, ok := ctx.Deadline(); ok {
-		conn.SetWriteDeadline(deadline)
+		conn.SetDeadline(deadline)
+	}
+	if tlsID != nil {
+		tc := tls.Client(conn, tlsID.ClientConfig())
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("controller: TLS handshake with %s: %w", address, err)
+		}
+		conn = tc
 	}
 	greeting := []byte{kind}
 	if kind == connRaft {
@@ -313,6 +353,26 @@ func dialKind(ctx context.Context, address string, kind byte, voters string) (ne
 		conn.Close()
 		return nil, err
 	}
-	conn.SetWriteDeadline(time.Time{})
+	conn.SetDeadline(time.Time{})
 	return conn, nil
+}
+
+// logLimiter lets one log line through per second and counts the lines
+// it held back, so that a flood of refused handshakes costs a line a
+// second. Safe for concurrent use.
+type logLimiter struct {
+	mu   sync.Mutex
+	last time.Time
+	held int
+}
+
+func (l *logLimiter) allow(now time.Time) (ok bool, held int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.last) < time.Second {
+		l.held++
+		return false, 0
+	}
+	held, l.last, l.held = l.held, now, 0
+	return true, held
 }

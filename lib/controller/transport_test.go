@@ -24,7 +24,7 @@ func TestRaftConnectionsCarryTheVoterSet(t *testing.T) {
 		t.Fatal(perr)
 	}
 	ours := []string{"1@" + bind, "2@127.0.0.1:1", "3@127.0.0.1:2"}
-	m, err := listenMux(bind, bind, ours, func(c net.Conn) {}, clock.Real(), slog.New(slog.DiscardHandler))
+	m, err := listenMux(bind, bind, ours, func(c net.Conn, _ string) {}, nil, clock.Real(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,13 +46,13 @@ func TestRaftConnectionsCarryTheVoterSet(t *testing.T) {
 		refuse bool
 	}{
 		{name: "same voters", dial: func(ctx context.Context) (net.Conn, error) {
-			return dialKind(ctx, bind, connRaft, strings.Join(ours, ","))
+			return dialKind(ctx, bind, connRaft, strings.Join(ours, ","), nil)
 		}},
 		{name: "other voters", refuse: true, dial: func(ctx context.Context) (net.Conn, error) {
-			return dialKind(ctx, bind, connRaft, "1@127.0.0.1:9,2@127.0.0.1:10")
+			return dialKind(ctx, bind, connRaft, "1@127.0.0.1:9,2@127.0.0.1:10", nil)
 		}},
 		{name: "no voters (an older build)", refuse: true, dial: func(ctx context.Context) (net.Conn, error) {
-			return dialKind(ctx, bind, connRaftUnchecked, "")
+			return dialKind(ctx, bind, connRaftUnchecked, "", nil)
 		}},
 		{name: "voters cut short", refuse: true, dial: func(ctx context.Context) (net.Conn, error) {
 			var d net.Dialer

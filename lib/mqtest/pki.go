@@ -65,6 +65,9 @@ type Leaf struct {
 	// Client makes a client certificate (extended key usage clientAuth)
 	// instead of a server one.
 	Client bool
+	// Node makes a certificate for both uses (serverAuth and clientAuth),
+	// as a node presents on the controller port and to other brokers.
+	Node bool
 	// NotBefore and NotAfter default to an hour ago and a day from now.
 	NotBefore, NotAfter time.Time
 }
@@ -93,6 +96,9 @@ func (ca *CA) Issue(t testing.TB, l Leaf) (certPEM, keyPEM []byte) {
 	}
 	if l.Client {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	}
+	if l.Node {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	}
 	for _, h := range l.Hosts {
 		if ip := net.ParseIP(h); ip != nil {

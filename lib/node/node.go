@@ -45,6 +45,9 @@ type Daemon struct {
 	server   *server.Server
 	// tls serves the ssl:// listeners; nil without a certificate.
 	tls *server.TLS
+	// nodeTLS is this node's identity on the controller port
+	// (controller.ssl.*); nil without it.
+	nodeTLS *controller.TLS
 
 	// lagTimes caches the record timestamps of group lag (metrics.go).
 	lagTimes lagTimeCache
@@ -177,7 +180,11 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	d := &Daemon{settings: s, log: logger, clock: clk, fatal: make(chan error, 1), tls: tlsFiles}
+	nodeTLS, err := newNodeTLS(s)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	d := &Daemon{settings: s, log: logger, clock: clk, fatal: make(chan error, 1), tls: tlsFiles, nodeTLS: nodeTLS}
 	defer func() {
 		if err != nil {
 			d.closeParts(context.Background())
@@ -210,6 +217,7 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		AutoLeaderRebalance:          s.AutoLeaderRebalance,
 		LeaderImbalanceCheckInterval: s.LeaderImbalanceCheckInterval,
 		NoProcessProbes:              !s.ProcessProbe,
+		TLS:                          nodeTLS,
 	}
 	d.ctrl, err = controller.Open(ccfg)
 	if err != nil {
@@ -402,25 +410,51 @@ func newTLS(s config.Broker) (*server.TLS, error) {
 	})
 }
 
-// ReloadTLS reads the ssl:// listeners' certificate, key and client CAs
-// again (mqd does on SIGHUP): connections made afterwards are served with
-// them, those open keep theirs. When the files do not load it returns why
-// and the listeners keep what they had. Without TLS settings it does
+// ReloadTLS reads the TLS files again (mqd does on SIGHUP): the ssl://
+// listeners' certificate, key and client CAs, and this node's identity on
+// the controller port (controller.ssl.*). Connections made afterwards use
+// them, those open keep theirs. Files that do not load are reported and
+// what they replaced stays in use. Without any TLS settings it does
 // nothing and returns ErrNoTLS.
 func (d *Daemon) ReloadTLS() error {
-	if d.tls == nil {
+	if d.tls == nil && d.nodeTLS == nil {
 		return ErrNoTLS
 	}
-	return d.tls.Reload()
+	var errs []error
+	if d.tls != nil {
+		errs = append(errs, d.tls.Reload())
+	}
+	if d.nodeTLS != nil {
+		errs = append(errs, d.nodeTLS.Reload())
+	}
+	return errors.Join(errs...)
 }
 
 // TLSCertificate is the certificate the ssl:// listeners present to new
-// connections; nil without TLS settings.
+// connections, or without them the one this node presents on the
+// controller port; nil without TLS settings.
 func (d *Daemon) TLSCertificate() *x509.Certificate {
-	if d.tls == nil {
-		return nil
+	switch {
+	case d.tls != nil:
+		return d.tls.Certificate()
+	case d.nodeTLS != nil:
+		return d.nodeTLS.Certificate()
 	}
-	return d.tls.Certificate()
+	return nil
+}
+
+// newNodeTLS reads this node's certificate, key and cluster CA for the
+// controller port when controller.ssl.certificate.location is set
+// (config.Load checked that the three come together); nil otherwise.
+func newNodeTLS(s config.Broker) (*controller.TLS, error) {
+	if s.ControllerSSLCertificateLocation == "" {
+		return nil, nil
+	}
+	return controller.NewTLS(controller.TLSFiles{
+		Cert: s.ControllerSSLCertificateLocation,
+		Key:  s.ControllerSSLKeyLocation,
+		CA:   s.ControllerSSLCALocation,
+	})
 }
 
 // ErrNoTLS is ReloadTLS's answer when mqd has no TLS settings.

@@ -1,0 +1,214 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509/pkix"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/mqtest"
+)
+
+// startSecuredCluster starts n nodes whose controller port is mutual TLS
+// (controller.ssl.*): each node has a certificate CN=node-ID of one CA.
+func startSecuredCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	ca := mqtest.NewCA(t, "cluster CA")
+	dir := t.TempDir()
+	files := map[int32]mqtest.TLSFiles{}
+	for id := int32(1); id <= int32(n); id++ {
+		name := fmt.Sprintf("node-%d", id)
+		files[id] = ca.WriteFiles(t, dir, name, mqtest.Leaf{Subject: pkix.Name{CommonName: name}, Node: true, Hosts: []string{"127.0.0.1"}})
+	}
+	return startCluster(t, n, clusterOpts{nodeProps: func(id int32) []string {
+		f := files[id]
+		return []string{"controller.ssl.certificate.location=" + f.Cert, "controller.ssl.key.location=" + f.Key, "controller.ssl.ca.location=" + f.CA}
+	}})
+}
+
+// TestSecuredClusterReplicatesAndFailsOver: with the controller port
+// authenticated, a 3-node cluster replicates and a killed leader's
+// partition is taken over, every acknowledged record kept.
+func TestSecuredClusterReplicatesAndFailsOver(t *testing.T) {
+	c := startSecuredCluster(t, 3)
+	c.createRF3("secured", 1)
+	cl := c.client(kgo.RecordRetries(20))
+	ctx := ctxFor(t, 2*time.Minute)
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "secured", Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+				t.Fatalf("produce %d: %v", i, err)
+			}
+		}
+	}
+	produce(0, 20)
+	leader := c.node(c.waitPartitions("secured", "in sync", fullISR)[0].leader)
+	leader.kill()
+	c.waitPartitionsOn(leader, "secured", "another leader", func(ps []partitionState) bool {
+		return ps[0].leader >= 0 && ps[0].leader != leader.id
+	})
+	produce(20, 40)
+	consumer := c.client(kgo.ConsumeTopics("secured"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got []string
+	for len(got) < 40 {
+		fs := consumer.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of 40: %v", len(got), err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	for i, v := range got {
+		if want := fmt.Sprintf("v%d", i); v != want {
+			t.Fatalf("record %d = %q, want %q", i, v, want)
+		}
+	}
+}
+
+// TestSecuredClusterRefusesOutsiders: an outsider on the controller port
+// (no certificate, or another CA's) gets no answer to a controller RPC
+// and no Raft connection, so it can neither create topics, register,
+// fence nor override partitions, nor speak Raft; the cluster keeps its
+// brokers and its controller. A plain client fetching as replica 999 is
+// refused and the high-water mark stays.
+func TestSecuredClusterRefusesOutsiders(t *testing.T) {
+	c := startSecuredCluster(t, 3)
+	c.createRF3("guarded", 1)
+	ctx := ctxFor(t, 2*time.Minute)
+	cl := c.client()
+	for i := range 5 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "guarded", Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	controllerBefore := c.node(1).quorumLeader(ctx)
+
+	stranger := mqtest.NewCA(t, "stranger CA")
+	sf := stranger.WriteFiles(t, t.TempDir(), "node-1", mqtest.Leaf{Subject: pkix.Name{CommonName: "node-1"}, Node: true})
+	strangerCert, err := tls.LoadX509KeyPair(sf.Cert, sf.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	voters := strings.Split(c.voters, ",")
+	createTopic := append([]byte{3, 1}, `{"name":"evil","id":"AAAAAAAAAAAAAAAAAAAAAA","partitions":1,"replication_factor":1}`...)
+	rpc := func(op string, body []byte) []byte {
+		js, _ := json.Marshal(body)
+		req, _ := json.Marshal(map[string]any{"op": op, "from": 1, "voters": voters, "timeout_ms": 5000, "body": json.RawMessage(js)})
+		frame := binary.BigEndian.AppendUint32([]byte{'M'}, uint32(len(req)))
+		return append(frame, req...)
+	}
+	raftGreeting := binary.BigEndian.AppendUint16([]byte{'V'}, uint16(len(c.voters)))
+	raftGreeting = append(raftGreeting, c.voters...)
+	for _, node := range c.nodes {
+		for _, tc := range []struct {
+			name  string
+			tls   bool
+			bytes []byte
+		}{
+			{"plaintext create topic", false, rpc("propose", createTopic)},
+			{"plaintext register", false, rpc("propose", append([]byte{2, 3}, `{"id":1,"host":"evil","port":1}`...))},
+			{"plaintext fence", false, rpc("propose", append([]byte{10, 2}, `{"id":2,"epoch":1}`...))},
+			{"plaintext override", false, rpc("propose", append([]byte{8, 1}, `{"topic":"guarded","partition":0,"leader":-1,"isr":[],"leader_epoch":99}`...))},
+			{"plaintext join", false, rpc("join", []byte(`{"id":9,"addr":"127.0.0.1:1"}`))},
+			{"plaintext raft", false, raftGreeting},
+			{"other CA create topic", true, rpc("propose", createTopic)},
+			{"other CA raft", true, raftGreeting},
+		} {
+			t.Run(fmt.Sprintf("node %d %s", node.id, tc.name), func(t *testing.T) {
+				conn, err := net.DialTimeout("tcp", node.raftAddr, 5*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				conn.SetDeadline(time.Now().Add(30 * time.Second))
+				if tc.tls {
+					tconn := tls.Client(conn, &tls.Config{Certificates: []tls.Certificate{strangerCert}, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})
+					if err := tconn.Handshake(); err != nil {
+						return // refused at the handshake
+					}
+					// TLS 1.3: the server's refusal of the certificate
+					// arrives with the first read.
+					conn = tconn
+				}
+				conn.Write(tc.bytes)
+				n, err := io.ReadFull(conn, make([]byte, 1))
+				var timeout net.Error
+				if n > 0 || err == nil || errors.As(err, &timeout) && timeout.Timeout() {
+					t.Fatalf("read %d bytes, %v: want the connection closed unanswered", n, err)
+				}
+			})
+		}
+	}
+
+	// Nothing the outsider sent took effect.
+	meta, err := kadm.NewClient(cl).Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := meta.Topics["evil"]; ok {
+		t.Fatal("an outsider created a topic")
+	}
+	for _, b := range meta.Brokers {
+		if b.Host != "127.0.0.1" {
+			t.Fatalf("broker %d registered at %s", b.NodeID, b.Host)
+		}
+	}
+	ps := c.waitPartitions("guarded", "still in sync", fullISR)
+	if after := c.node(1).quorumLeader(ctx); after != controllerBefore {
+		t.Fatalf("the active controller moved from %d to %d", controllerBefore, after)
+	}
+
+	// A client posing as replica 999 reads nothing and moves nothing.
+	td, err := kadm.NewClient(cl).ListTopics(ctx, "guarded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hwBefore := highWatermark(t, cl, "guarded")
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.ReplicaState.ID = 999, 999
+	req.MaxBytes, req.MinBytes = 1<<20, 1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = "guarded", td["guarded"].ID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes = 0, 1<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl.Broker(int(ps[0].leader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != kerr.NotLeaderForPartition.Code || len(p.RecordBatches) != 0 {
+		t.Fatalf("fetch as replica 999: %v with %d bytes, want NOT_LEADER_OR_FOLLOWER and nothing", kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))
+	}
+	if hw := highWatermark(t, cl, "guarded"); hw != hwBefore {
+		t.Fatalf("high-water mark moved from %d to %d", hwBefore, hw)
+	}
+}
+
+// highWatermark is partition 0's end offset as ListOffsets shows it.
+func highWatermark(t *testing.T, cl *kgo.Client, topic string) int64 {
+	t.Helper()
+	offs, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := offs.Lookup(topic, 0)
+	if o.Err != nil {
+		t.Fatal(o.Err)
+	}
+	return o.Offset
+}
