@@ -32,6 +32,11 @@ type clusterOpts struct {
 	props []string
 	// nodeProps gives one node's own properties (broker.rack…); nil: none.
 	nodeProps func(id int32) []string
+	// nodeArgs gives one node's own command-line arguments (an extra
+	// --listen…), kept across restarts; nil: none.
+	nodeArgs func(id int32) []string
+	// secured: securedOpts set up the nodes' certificates already.
+	secured bool
 	// disks gives the nodes it names (node id → size in bytes) a data
 	// directory on an ext4 loop disk of their own (see loopDisk); the
 	// others get a directory of the test's. Needs root.
@@ -88,6 +93,9 @@ func startCluster(t testing.TB, n int, o clusterOpts) *cluster {
 	if o.voters <= 0 || o.voters > n {
 		o.voters = n
 	}
+	if *clusterSecured && !o.netns && !o.secured {
+		o = securedOpts(t, n, o)
+	}
 	c := &cluster{t: t}
 	if o.netns {
 		c.net = newTestNet(t, n) // removed after the nodes are stopped
@@ -118,6 +126,9 @@ func startCluster(t testing.TB, n int, o clusterOpts) *cluster {
 		}
 		if o.nodeProps != nil {
 			node.props = append(node.props, o.nodeProps(node.id)...)
+		}
+		if o.nodeArgs != nil {
+			node.args = append(node.args, o.nodeArgs(node.id)...)
 		}
 	}
 	t.Cleanup(c.cleanup)

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -22,21 +23,60 @@ import (
 	"github.com/mqproject/mq/lib/mqtest"
 )
 
-// startSecuredCluster starts n nodes whose controller port is mutual TLS
-// (controller.ssl.*): each node has a certificate CN=node-ID of one CA.
+// clusterSecured runs every cluster of the e2e tests (the chaos rows
+// included; not those on a network of their own) secured as
+// startSecuredCluster's: make chaos CHAOSFLAGS=-cluster.secured.
+var clusterSecured = flag.Bool("cluster.secured", false, "start every loopback cluster with its own traffic authenticated (controller.ssl.*, security.inter.broker.protocol=SSL)")
+
+// startSecuredCluster starts n nodes whose own traffic is authenticated:
+// each node has a certificate CN=node-ID of one CA, its controller port
+// is mutual TLS (controller.ssl.*), and its followers fetch over the
+// leaders' ssl:// listeners with it (security.inter.broker.protocol
+// SSL; the listener serves the same certificate and asks clients for
+// theirs). The test's own clients use the plaintext tcp:// listeners.
 func startSecuredCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	return startCluster(t, n, securedOpts(t, n, clusterOpts{}))
+}
+
+// securedOpts adds to o what secures a cluster of n nodes (see
+// startSecuredCluster), after o's own per-node properties and arguments.
+func securedOpts(t testing.TB, n int, o clusterOpts) clusterOpts {
 	t.Helper()
 	ca := mqtest.NewCA(t, "cluster CA")
 	dir := t.TempDir()
 	files := map[int32]mqtest.TLSFiles{}
+	ssl := map[int32]string{}
 	for id := int32(1); id <= int32(n); id++ {
 		name := fmt.Sprintf("node-%d", id)
 		files[id] = ca.WriteFiles(t, dir, name, mqtest.Leaf{Subject: pkix.Name{CommonName: name}, Node: true, Hosts: []string{"127.0.0.1"}})
+		addr, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ssl[id] = addr
 	}
-	return startCluster(t, n, clusterOpts{nodeProps: func(id int32) []string {
+	props, args := o.nodeProps, o.nodeArgs
+	o.nodeProps = func(id int32) []string {
+		var own []string
+		if props != nil {
+			own = props(id)
+		}
 		f := files[id]
-		return []string{"controller.ssl.certificate.location=" + f.Cert, "controller.ssl.key.location=" + f.Key, "controller.ssl.ca.location=" + f.CA}
-	}})
+		return append(own,
+			"controller.ssl.certificate.location="+f.Cert, "controller.ssl.key.location="+f.Key, "controller.ssl.ca.location="+f.CA,
+			"ssl.certificate.location="+f.Cert, "ssl.key.location="+f.Key, "ssl.ca.location="+f.CA, "ssl.client.auth=requested",
+			"security.inter.broker.protocol=SSL")
+	}
+	o.nodeArgs = func(id int32) []string {
+		var own []string
+		if args != nil {
+			own = args(id)
+		}
+		return append(own, "--listen", "ssl://"+ssl[id])
+	}
+	o.secured = true
+	return o
 }
 
 // TestSecuredClusterReplicatesAndFailsOver: with the controller port
@@ -171,32 +211,54 @@ func TestSecuredClusterRefusesOutsiders(t *testing.T) {
 		t.Fatalf("the active controller moved from %d to %d", controllerBefore, after)
 	}
 
-	// A client posing as replica 999 reads nothing and moves nothing.
+	// A client posing as replica 999, or as a real follower, reads nothing
+	// and moves nothing: its connection carries no certificate of that
+	// node. It poses while at the log end, where a follower's fetch would
+	// count as holding every record.
 	td, err := kadm.NewClient(cl).ListTopics(ctx, "guarded")
 	if err != nil {
 		t.Fatal(err)
 	}
 	hwBefore := highWatermark(t, cl, "guarded")
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID, req.ReplicaState.ID = 999, 999
-	req.MaxBytes, req.MinBytes = 1<<20, 1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = "guarded", td["guarded"].ID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.FetchOffset, rp.PartitionMaxBytes = 0, 1<<20
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl.Broker(int(ps[0].leader)))
-	if err != nil {
-		t.Fatal(err)
+	follower := ps[0].replicas[0]
+	if follower == ps[0].leader {
+		follower = ps[0].replicas[1]
 	}
-	p := resp.Topics[0].Partitions[0]
-	if p.ErrorCode != kerr.NotLeaderForPartition.Code || len(p.RecordBatches) != 0 {
-		t.Fatalf("fetch as replica 999: %v with %d bytes, want NOT_LEADER_OR_FOLLOWER and nothing", kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))
+	for _, replica := range []int32{999, follower} {
+		for _, offset := range []int64{0, hwBefore} {
+			req := kmsg.NewPtrFetchRequest()
+			req.ReplicaID, req.ReplicaState.ID = replica, replica
+			req.MaxBytes, req.MinBytes = 1<<20, 1
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = "guarded", td["guarded"].ID
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.FetchOffset, rp.PartitionMaxBytes = offset, 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl.Broker(int(ps[0].leader)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+				t.Fatalf("fetch as replica %d from a client: %v, want CLUSTER_AUTHORIZATION_FAILED", replica, kerr.ErrorForCode(resp.ErrorCode))
+			}
+			for _, tp := range resp.Topics {
+				for _, p := range tp.Partitions {
+					if len(p.RecordBatches) != 0 {
+						t.Fatalf("fetch as replica %d from a client read %d bytes", replica, len(p.RecordBatches))
+					}
+				}
+			}
+		}
 	}
 	if hw := highWatermark(t, cl, "guarded"); hw != hwBefore {
 		t.Fatalf("high-water mark moved from %d to %d", hwBefore, hw)
 	}
+	// The real followers, over their certificates, still replicate.
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "guarded", Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("acks=all produce after the refused fetches: %v", err)
+	}
+	c.waitPartitions("guarded", "in sync after", fullISR)
 }
 
 // highWatermark is partition 0's end offset as ListOffsets shows it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
@@ -90,8 +91,14 @@ func (b *Broker) handleRefetch(ctx context.Context, c *server.ConnInfo, req *ser
 	r := req.Body.(*kafkaext.RefetchRequest)
 	resp := &kafkaext.RefetchResponse{Version: req.Version, Partitions: []kafkaext.RefetchPartitionResponse{}}
 	img := b.ctrl.Image()
+	allowed := b.speaksAsReplica(c, r.ReplicaID)
 	for _, rp := range r.Partitions {
 		pr := kafkaext.RefetchPartitionResponse{Topic: rp.Topic, Partition: rp.Partition}
+		if !allowed {
+			pr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			resp.Partitions = append(resp.Partitions, pr)
+			continue
+		}
 		h, err := b.parts.Leader(img.Topics[rp.Topic], rp.Partition)
 		if err == nil {
 			pr.Granted, err = h.GrantRefetch(r.ReplicaID, rp.LeaderEpoch, rp.Offset)
@@ -110,6 +117,24 @@ func (b *Broker) handleRefetch(ctx context.Context, c *server.ConnInfo, req *ser
 		resp.Partitions = append(resp.Partitions, pr)
 	}
 	return reply(resp)
+}
+
+// speaksAsReplica reports whether the connection c may fetch, or ask a
+// Refetch, as broker replica. With security.inter.broker.protocol SSL
+// only a connection whose client certificate is the one bound to that
+// node ID (controller.Image.NodePrincipals) may: a client posing as a
+// follower is refused CLUSTER_AUTHORIZATION_FAILED before anything is
+// read. Otherwise any connection may, and the partition decides whether
+// replica is one of its followers (replica.ErrNotReplica).
+func (b *Broker) speaksAsReplica(c *server.ConnInfo, replica int32) bool {
+	if b.cfg.Settings.InterBrokerProtocol != "SSL" {
+		return true
+	}
+	if c == nil || c.Principal == "" {
+		return false
+	}
+	bound, ok := b.ctrl.Image().NodePrincipals[replica]
+	return ok && bound == c.Principal
 }
 
 // damagedRange is a log.Damage as mq's tools see it.

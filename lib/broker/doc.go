@@ -81,6 +81,15 @@
 // listener gets each broker's ssl:// listener, any other client the
 // advertised address.
 //
+// A Fetch with a replica id, and a Refetch, speak as a follower. With
+// security.inter.broker.protocol SSL they are served only on a
+// connection whose client certificate's principal is the one the image
+// binds to that replica's node ID (controller.Image.NodePrincipals):
+// anything else is answered CLUSTER_AUTHORIZATION_FAILED, unread. Either
+// way the partition serves them only to one of its followers
+// (replica.ErrNotReplica: NOT_LEADER_OR_FOLLOWER), so a fetch as an
+// unknown replica never reads past the high-water mark nor moves it.
+//
 // broker.go registers every family's APIs and versions, which ApiVersions
 // lists. errors.go is the one place where internal errors become Kafka
 // codes: one table per internal error domain (the broker's own,

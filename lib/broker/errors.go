@@ -132,6 +132,9 @@ var controllerCodes = []errorCode{
 	{controller.ErrTopicExists, kerr.TopicAlreadyExists},
 	{controller.ErrInvalidACL, kerr.InvalidRequest},
 	{auth.ErrInvalid, kerr.InvalidRequest},
+	// The controller refused this node's certificate for what it asked:
+	// the cluster's own authentication failed, not the client's.
+	{controller.ErrNodeNotAuthorized, kerr.ClusterAuthorizationFailed},
 	{controller.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
 	{controller.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
 	{controller.ErrInvalidPartitions, kerr.InvalidPartitions},

@@ -92,6 +92,7 @@ var internalErrors = map[string]error{
 	"controller.ErrEligibleLeadersNotAvailable": controller.ErrEligibleLeadersNotAvailable,
 	"controller.ErrNoReassignmentInProgress":    controller.ErrNoReassignmentInProgress,
 	"controller.ErrVotersMismatch":              controller.ErrVotersMismatch,
+	"controller.ErrNodeNotAuthorized":           controller.ErrNodeNotAuthorized,
 	"config.ErrUnknownConfig":                   config.ErrUnknownConfig,
 	"config.ErrInvalidValue":                    config.ErrInvalidValue,
 	"config.ErrNotDynamic":                      config.ErrNotDynamic,

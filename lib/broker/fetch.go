@@ -202,6 +202,9 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 	if req.Version >= 15 {
 		replicaID = r.ReplicaState.ID
 	}
+	if replicaID >= 0 && !b.speaksAsReplica(c, replicaID) {
+		return req.Ready(fetchErrorResponse(r, kerr.ClusterAuthorizationFailed))
+	}
 	f := getFetch()
 	f.version, f.replicaID, f.maxBytes, f.minBytes = req.Version, replicaID, r.MaxBytes, r.MinBytes
 	f.ctrl, f.conn = b.ctrl, c

@@ -67,6 +67,12 @@ type Broker struct {
 	ControllerSSLCertificateLocation string // controller.ssl.certificate.location
 	ControllerSSLKeyLocation         string // controller.ssl.key.location
 	ControllerSSLCALocation          string // controller.ssl.ca.location
+	// InterBrokerProtocol is Kafka's security.inter.broker.protocol:
+	// PLAINTEXT (the default) or SSL. With SSL a follower fetches from
+	// its leader's ssl:// listener presenting the node's certificate
+	// (controller.ssl.*), and a leader serves a fetch or Refetch with a
+	// replica id only on a connection whose certificate is that node's.
+	InterBrokerProtocol string
 
 	// MetricsListen is where Prometheus metrics are served over HTTP,
 	// tcp://host:port (metrics.listen, mq); empty (the default): not served.
@@ -313,6 +319,11 @@ var brokerProperties = sortedProperties([]brokerProperty{
 	{name: "controller.ssl.ca.location", kind: filePath, doc: "The PEM file of the cluster CA: the certificates of the other nodes must chain to it. Keep it apart from ssl.ca.location, the Kafka clients' CA, " +
 		"unless every client certificate it signs may act as a node. Read again on SIGHUP (mq).",
 		set: func(b *Broker, v string) { b.ControllerSSLCALocation = v }, get: func(b *Broker) string { return b.ControllerSSLCALocation }},
+	{name: "security.inter.broker.protocol", kind: oneOf("PLAINTEXT", "SSL"), def: "PLAINTEXT", doc: "How brokers fetch from each other. PLAINTEXT: over the leader's advertised (tcp://) listener, and a fetch with a replica id is served to any connection. " +
+		"SSL: a follower fetches from its leader's ssl:// listener, presenting this node's certificate (controller.ssl.certificate.location; the leader's certificate must chain to controller.ssl.ca.location), " +
+		"and a leader serves a fetch with a replica id, or a Refetch, only on a connection whose client certificate is the one bound to that replica's node ID (CLUSTER_AUTHORIZATION_FAILED otherwise). " +
+		"SSL needs controller.ssl.*, an ssl:// listener and ssl.client.auth requested or required, with ssl.ca.location holding the cluster CA.",
+		set: func(b *Broker, v string) { b.InterBrokerProtocol = v }, get: func(b *Broker) string { return b.InterBrokerProtocol }},
 	{name: "controller.quorum.voters", kind: voterList, doc: "The Raft voters, id@host:port,…; empty: this node alone.",
 		set: func(b *Broker, v string) { b.Voters = v }, get: func(b *Broker) string { return b.Voters }},
 	{name: "log.level", kind: oneOf("debug", "info", "warn", "error"), def: "info", doc: "The least severe level of mqd's own log messages.",

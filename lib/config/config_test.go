@@ -27,6 +27,7 @@ func TestDefaultsAreKafkas(t *testing.T) {
 		SASLEnabledMechanisms:      []string{"SCRAM-SHA-256", "SCRAM-SHA-512"},
 		SASLMaxReceiveSize:         524288,
 		FailedAuthenticationDelay:  100 * time.Millisecond,
+		InterBrokerProtocol:        "PLAINTEXT",
 		MetricsPartitionSeries:     true,
 		NumPartitions:              1,
 		DefaultReplicationFactor:   1,
@@ -422,6 +423,7 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"super.users", "User:alice; User:CN=a,O=b", true}, {"super.users", "", true}, {"super.users", "alice", false}, {"super.users", ":alice", false},
 		{"allow.everyone.if.no.acl.found", "true", true}, {"allow.everyone.if.no.acl.found", "", true}, {"allow.everyone.if.no.acl.found", "maybe", false},
 		{"ssl.certificate.location", "/etc/mq/./cert.pem", true}, {"ssl.ca.location", "ca.pem", true},
+		{"security.inter.broker.protocol", "SSL", true}, {"security.inter.broker.protocol", "ssl", true}, {"security.inter.broker.protocol", "SASL_SSL", false},
 		{"controller.ssl.certificate.location", "/etc/mq/node.pem", true}, {"controller.ssl.key.location", "", true}, {"controller.ssl.ca.location", "cluster-ca.pem", true},
 		{"advertised.listeners", "", true}, {"advertised.listeners", "h:1", true}, {"advertised.listeners", "tcp://h:1", true},
 		{"advertised.listeners", "h:0", false}, {"advertised.listeners", ":9092", false}, {"advertised.listeners", "h", false},
@@ -987,6 +989,13 @@ func TestLoadChecksTLSSettingsTogether(t *testing.T) {
 		{"controller TLS without CA", map[string]string{"controller.ssl.certificate.location": "n.pem", "controller.ssl.key.location": "n-key.pem"}, "controller.ssl.ca.location: want the cluster CA file"},
 		{"controller TLS without key", map[string]string{"controller.ssl.certificate.location": "n.pem", "controller.ssl.ca.location": "ca.pem"}, "controller.ssl.key.location: want the private key file"},
 		{"controller TLS CA alone", map[string]string{"controller.ssl.ca.location": "ca.pem"}, "controller.ssl.certificate.location: want this node's certificate file"},
+		{"inter-broker SSL", map[string]string{"listeners": "ssl://:9093", "ssl.certificate.location": "c", "ssl.key.location": "k", "ssl.ca.location": "ca", "ssl.client.auth": "requested",
+			"controller.ssl.certificate.location": "n.pem", "controller.ssl.key.location": "n-key.pem", "controller.ssl.ca.location": "ca.pem", "security.inter.broker.protocol": "ssl"}, ""},
+		{"inter-broker SSL without node certificate", map[string]string{"listeners": "ssl://:9093", "ssl.certificate.location": "c", "ssl.key.location": "k", "ssl.ca.location": "ca", "ssl.client.auth": "requested",
+			"security.inter.broker.protocol": "SSL"}, "controller.ssl.certificate.location: want this node's certificate, which security.inter.broker.protocol SSL"},
+		{"inter-broker SSL without client certificates", map[string]string{"listeners": "ssl://:9093", "ssl.certificate.location": "c", "ssl.key.location": "k",
+			"controller.ssl.certificate.location": "n.pem", "controller.ssl.key.location": "n-key.pem", "controller.ssl.ca.location": "ca.pem", "security.inter.broker.protocol": "SSL"}, "ssl.client.auth"},
+		{"inter-broker SSL without ssl listener", map[string]string{"controller.ssl.certificate.location": "n.pem", "controller.ssl.key.location": "n-key.pem", "controller.ssl.ca.location": "ca.pem", "security.inter.broker.protocol": "SSL"}, "listeners: want an ssl:// listener"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := Load("", nil, tc.flags)

@@ -316,5 +316,15 @@ func (b *Broker) checkTLS() error {
 			return invalid("controller.ssl.ca.location", "", "the cluster CA file that the other nodes' certificates chain to")
 		}
 	}
+	if b.InterBrokerProtocol == "SSL" {
+		switch {
+		case ccert == "":
+			return invalid("controller.ssl.certificate.location", "", "this node's certificate, which security.inter.broker.protocol SSL presents to the leaders")
+		case !hasSSL:
+			return invalid("listeners", "", "an ssl:// listener, which security.inter.broker.protocol SSL fetches from")
+		case b.SSLClientAuth != "requested" && b.SSLClientAuth != "required":
+			return invalid("ssl.client.auth", b.SSLClientAuth, "requested or required, so that security.inter.broker.protocol SSL sees the followers' certificates")
+		}
+	}
 	return nil
 }

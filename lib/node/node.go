@@ -242,6 +242,10 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 	// The node leads nothing until its registration is in the image.
 	pcfg := partition.Config{Settings: s, Controller: d.ctrl, Logger: logger.With("component", "broker"), Clock: clk, AwaitRegistration: true}
+	if s.InterBrokerProtocol == "SSL" && nodeTLS != nil {
+		// Followers fetch over their leaders' ssl:// listeners as this node.
+		pcfg.PeerTLS = nodeTLS.ClientConfig
+	}
 	if s.ProcessProbe {
 		// Gone brokers found by this node hold Metadata answers until the
 		// controller, probing too, has fenced them; without its probes

@@ -33,8 +33,10 @@
 // checkpoints say the image's topic of that name wrote it (a replica
 // moved away while the node was down), and otherwise logged and kept.
 // Then it hands each followed partition to the replica Fetcher of its
-// leader (num.replica.fetchers per leader, lib/replica over lib/peer),
-// and calls the AfterApply hooks. Refresh applies the current image at
+// leader (num.replica.fetchers per leader, lib/replica over lib/peer;
+// with Config.PeerTLS, security.inter.broker.protocol SSL, over the
+// leader's ssl:// listener with this node's certificate, and not at all
+// from a leader without one), and calls the AfterApply hooks. Refresh applies the current image at
 // once, serialized with the loop, for a handler that just created a
 // topic.
 //

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/mqproject/mq/lib/controller"
@@ -58,7 +59,13 @@ func (rf *replicaFetchers) sync(img *controller.Image) {
 		if !ok || br.Fenced || br.Port <= 0 {
 			continue // the controller is moving the leadership; wait for it
 		}
-		addrs[pos.Leader] = net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
+		addr := net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
+		if rf.m.cfg.PeerTLS != nil {
+			if addr = sslListener(br); addr == "" {
+				continue // no ssl:// listener: nothing to fetch from safely
+			}
+		}
+		addrs[pos.Leader] = addr
 		tp := key{h.Topic(), h.Partition.Partition()}
 		key := fetcherKey{leader: pos.Leader, index: int32(hashPartition(tp) % uint32(n))}
 		want[key] = append(want[key], h.Partition)
@@ -92,7 +99,7 @@ func (rf *replicaFetchers) start(key fetcherKey, addr string) fetcher {
 	leader := peer.NewLeader(peer.LeaderConfig{
 		NodeID: s.NodeID, Addr: addr, MaxWait: s.ReplicaFetchWait,
 		MaxBytes: s.ReplicaFetchResponseMaxBytes, PartitionMaxBytes: s.ReplicaFetchMaxBytes,
-		Watch: rf.m.cfg.Watch, LeaderID: key.leader,
+		Watch: rf.m.cfg.Watch, LeaderID: key.leader, TLS: rf.m.cfg.PeerTLS,
 	})
 	f := replica.NewFetcher(replica.FetcherConfig{
 		Leader: key.leader, Backoff: s.ReplicaFetchBackoff, Clock: rf.m.clock, Quota: rf.m.throttles.follower,
@@ -103,6 +110,26 @@ func (rf *replicaFetchers) start(key fetcherKey, addr string) fetcher {
 		leader.Close()
 	}()
 	return fetcher{Fetcher: f, addr: addr}
+}
+
+// sslListener is the host:port of br's first ssl:// listener (an
+// unspecified host is br's advertised one), or "" when it has none.
+func sslListener(br controller.Broker) string {
+	for _, l := range br.Listeners {
+		hostPort, ok := strings.CutPrefix(l, "ssl://")
+		if !ok {
+			continue
+		}
+		host, port, err := net.SplitHostPort(hostPort)
+		if err != nil || port == "" || port == "0" {
+			continue
+		}
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			host = br.Host
+		}
+		return net.JoinHostPort(host, port)
+	}
+	return ""
 }
 
 // close stops every fetcher and waits for them.

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,6 +82,11 @@ type Config struct {
 	// Watch hears how the followers' connections to their leaders fare
 	// (peer.Watch); nil: nobody listens.
 	Watch *peer.Watch
+	// PeerTLS, when set (security.inter.broker.protocol SSL), is the TLS
+	// of the followers' connections, called at each dial: they fetch
+	// from their leader's ssl:// listener, presenting this node's
+	// certificate. A leader with no ssl:// listener is not fetched from.
+	PeerTLS func() *tls.Config
 }
 
 // Manager holds the partition replicas this node hosts and keeps them

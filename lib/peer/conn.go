@@ -3,6 +3,7 @@ package peer
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -55,6 +56,12 @@ func IsPeer(clientID string) bool {
 // Dial connects to a broker at addr (host:port); clientID names this
 // node's part in the broker's logs (PoolClientID + "1").
 func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
+	return DialTLS(ctx, addr, clientID, nil)
+}
+
+// DialTLS is Dial to an ssl:// listener when cfg is not nil: the TLS
+// handshake, bounded by ctx, completes before it returns.
+func DialTLS(ctx context.Context, addr, clientID string, cfg *tls.Config) (*Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -62,6 +69,14 @@ func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
 	}
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
+	}
+	if cfg != nil {
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("TLS handshake: %w", err)
+		}
+		conn = tc
 	}
 	return &Conn{
 		addr: addr,

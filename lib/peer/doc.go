@@ -10,6 +10,15 @@
 // by a timeout and by its context; after any error the connection must
 // be closed, as its stream may be mid-response.
 //
+// DialTLS dials an ssl:// listener: the TLS handshake, with the
+// tls.Config given (a node's certificate and the cluster CA), completes
+// within the dial's context. A Leader whose LeaderConfig.TLS is set dials
+// its leader that way, taking the config afresh at each dial so that a
+// certificate read again on SIGHUP is used from the next connection on;
+// lib/partition sets it, and picks the leader's ssl:// listener, when
+// security.inter.broker.protocol is SSL. The other peers (coordinators,
+// metrics) dial the advertised plaintext address.
+//
 // A Pool keeps idle Conns by address for callers on many goroutines
 // (Get, Put); it is safe for concurrent use and holds no lock across I/O.
 //

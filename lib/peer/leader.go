@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strconv"
 	"time"
@@ -39,6 +40,10 @@ func nextSessionEpoch(e int32) int32 {
 type LeaderConfig struct {
 	NodeID int32  // the follower's broker id, sent as the replica id
 	Addr   string // the leader's listener, host:port
+	// TLS, when set, makes the connection TLS (Addr is then an ssl://
+	// listener's host:port): it is called at each dial, so that a
+	// certificate read again is used from the next connection on.
+	TLS func() *tls.Config
 	// MaxWait is replica.fetch.wait.max.ms, the leader's long-poll.
 	MaxWait time.Duration
 	// MaxBytes is replica.fetch.response.max.bytes, PartitionMaxBytes
@@ -109,7 +114,11 @@ func (l *Leader) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error
 		mark = l.cfg.Watch.Mark()
 	}
 	if l.conn == nil {
-		c, err := Dial(ctx, l.cfg.Addr, "mq-follower-"+strconv.Itoa(int(l.cfg.NodeID)))
+		var cfg *tls.Config
+		if l.cfg.TLS != nil {
+			cfg = l.cfg.TLS()
+		}
+		c, err := DialTLS(ctx, l.cfg.Addr, "mq-follower-"+strconv.Itoa(int(l.cfg.NodeID)), cfg)
 		if err != nil {
 			l.lost(ctx)
 			return nil, fmt.Errorf("cannot reach leader at %s: %w", l.cfg.Addr, err)
