@@ -119,6 +119,9 @@ perf-move:
 # brokers CHAOSFLAGS=-chaos.failover.runs=N times per series (default 10,
 # not DURATION) and prints per scenario the median and worst time clients
 # stalled; a scenario past its bound counts under row-checks.
+# CHAOSFLAGS=-cluster.secured runs the rows on loopback on secured
+# clusters (node certificates: controller port mutual TLS, followers
+# fetching over ssl://); the rows on a network of their own stay plain.
 DURATION ?= 60s
 CHAOS    ?= ^TestChaos
 chaos:

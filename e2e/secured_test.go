@@ -76,6 +76,7 @@ func securedOpts(t testing.TB, n int, o clusterOpts) clusterOpts {
 		return append(own, "--listen", "ssl://"+ssl[id])
 	}
 	o.secured = true
+	t.Logf("cluster secured: controller port mutual TLS, followers fetching over ssl:// as their node")
 	return o
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -234,5 +235,41 @@ func TestBindNodeNeverChangesABinding(t *testing.T) {
 	tf.must(cmdBindNode, &bindNodeV1{ID: 2, Principal: "User:CN=node-2"})
 	if got := tf.f.Image().NodePrincipals; len(got) != 2 || got[1] != "User:CN=node-1" || got[2] != "User:CN=node-2" {
 		t.Fatalf("bindings %v", got)
+	}
+}
+
+// TestTLSReload: Reload reads the files again, and files that do not
+// load leave what was read before in use.
+func TestTLSReload(t *testing.T) {
+	ca := mqtest.NewCA(t, "cluster")
+	dir := t.TempDir()
+	f := ca.WriteFiles(t, dir, "node-1", mqtest.Leaf{Subject: pkix.Name{CommonName: "node-1"}, Node: true})
+	tl, err := NewTLS(TLSFiles{Cert: f.Cert, Key: f.Key, CA: f.CA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := tl.Certificate().SerialNumber
+	if tl.Principal() != "User:CN=node-1" {
+		t.Fatalf("principal %q", tl.Principal())
+	}
+	ca.WriteFiles(t, dir, "node-1", mqtest.Leaf{Subject: pkix.Name{CommonName: "node-1"}, Node: true})
+	if err := tl.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	second := tl.Certificate().SerialNumber
+	if second.Cmp(first) == 0 {
+		t.Fatal("Reload kept the old certificate")
+	}
+	if err := os.WriteFile(f.Key, []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.Reload(); err == nil {
+		t.Fatal("Reload of a broken key file succeeded")
+	}
+	if tl.Certificate().SerialNumber.Cmp(second) != 0 {
+		t.Fatal("a failed Reload replaced the certificate")
+	}
+	if _, err := NewTLS(TLSFiles{Cert: f.Cert, Key: f.Key}); err == nil {
+		t.Fatal("NewTLS without a CA file succeeded")
 	}
 }
