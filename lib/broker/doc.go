@@ -89,6 +89,11 @@
 // way the partition serves them only to one of its followers
 // (replica.ErrNotReplica: NOT_LEADER_OR_FOLLOWER), so a fetch as an
 // unknown replica never reads past the high-water mark nor moves it.
+// A Fetch v15 whose ReplicaState carries a broker epoch older than the
+// image's registration of that broker (KIP-903: a process from before
+// the broker registered again, which may have lost its log) is refused
+// STALE_BROKER_EPOCH, unread; a newer one (this node's image is behind)
+// is served.
 //
 // broker.go registers every family's APIs and versions, which ApiVersions
 // lists. errors.go is the one place where internal errors become Kafka

@@ -205,6 +205,9 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 	if replicaID >= 0 && !b.speaksAsReplica(c, replicaID) {
 		return req.Ready(fetchErrorResponse(r, kerr.ClusterAuthorizationFailed))
 	}
+	if req.Version >= 15 && replicaID >= 0 && staleReplicaEpoch(b.ctrl.Image(), replicaID, r.ReplicaState.Epoch) {
+		return req.Ready(fetchErrorResponse(r, kerr.StaleBrokerEpoch))
+	}
 	f := getFetch()
 	f.version, f.replicaID, f.maxBytes, f.minBytes = req.Version, replicaID, r.MaxBytes, r.MinBytes
 	f.ctrl, f.conn = b.ctrl, c
@@ -238,6 +241,20 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 	}
 	f.deadline = b.clock.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	return f.reply
+}
+
+// staleReplicaEpoch reports whether a follower's fetch carries a broker
+// epoch (KIP-903; -1: none) older than the one img holds for it: a
+// process of the broker from before its latest registration (which may
+// have lost what it had) must not count as a follower of any
+// partition. An epoch newer than img's is this node's image being
+// behind, and is served.
+func staleReplicaEpoch(img *controller.Image, replica int32, epoch int64) bool {
+	if epoch < 0 {
+		return false
+	}
+	br, ok := img.Brokers[replica]
+	return ok && epoch < br.Epoch
 }
 
 // waitAndRespond is the Reply of a fetch that found less than MinBytes: it

@@ -450,3 +450,36 @@ func TestFetchAsANonReplicaIsRefused(t *testing.T) {
 		t.Fatalf("fetch as the follower: %v with %d bytes", kerr.ErrorForCode(got.ErrorCode), len(got.RecordBatches))
 	}
 }
+
+// TestFetchWithAStaleBrokerEpochIsRefused: a follower's Fetch v15 carries
+// its broker epoch (KIP-903); one older than the image's registration of
+// that broker (a process from before its latest registration) is
+// refused STALE_BROKER_EPOCH and reads nothing. The current epoch, none
+// (-1), or one newer than this node's image knows are served.
+func TestFetchWithAStaleBrokerEpochIsRefused(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	id := tb.createFollowedTopic(t, "kip903", 1, nil, 2)
+	produce(t, tb, "kip903", 0, 1, testBatch(t, record.BuildOptions{}, "r", 3))
+	current := tb.ctrl.Image().Brokers[2].Epoch
+	for _, tc := range []struct {
+		epoch int64
+		want  *kerr.Error
+	}{
+		{current - 1, kerr.StaleBrokerEpoch},
+		{current, nil},
+		{-1, nil},
+		{current + 10, nil},
+	} {
+		req := fetchRequest("", id, 0, 0, 0)
+		req.ReplicaState.ID, req.ReplicaState.Epoch = 2, tc.epoch
+		resp := tb.do(t, 15, req).(*kmsg.FetchResponse)
+		switch {
+		case tc.want != nil:
+			if resp.ErrorCode != tc.want.Code || len(resp.Topics) != 0 {
+				t.Fatalf("epoch %d (current %d): %v with %d topics, want %v", tc.epoch, current, kerr.ErrorForCode(resp.ErrorCode), len(resp.Topics), tc.want)
+			}
+		case resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions[0].RecordBatches) == 0:
+			t.Fatalf("epoch %d (current %d): %v, want the records", tc.epoch, current, kerr.ErrorForCode(resp.ErrorCode))
+		}
+	}
+}

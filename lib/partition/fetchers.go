@@ -100,6 +100,7 @@ func (rf *replicaFetchers) start(key fetcherKey, addr string) fetcher {
 		NodeID: s.NodeID, Addr: addr, MaxWait: s.ReplicaFetchWait,
 		MaxBytes: s.ReplicaFetchResponseMaxBytes, PartitionMaxBytes: s.ReplicaFetchMaxBytes,
 		Watch: rf.m.cfg.Watch, LeaderID: key.leader, TLS: rf.m.cfg.PeerTLS,
+		BrokerEpoch: rf.m.regEpoch.Load,
 	})
 	f := replica.NewFetcher(replica.FetcherConfig{
 		Leader: key.leader, Backoff: s.ReplicaFetchBackoff, Clock: rf.m.clock, Quota: rf.m.throttles.follower,

@@ -19,6 +19,12 @@
 // security.inter.broker.protocol is SSL. The other peers (coordinators,
 // metrics) dial the advertised plaintext address.
 //
+// A Leader's Fetch carries the follower's broker epoch once
+// LeaderConfig.BrokerEpoch gives one (Fetch v15's ReplicaState,
+// KIP-903; v13 with the replica id before): a leader refuses the
+// fetches of an epoch older than its image's registration of the broker
+// (STALE_BROKER_EPOCH), which the Fetcher backs off on like any refusal.
+//
 // A Pool keeps idle Conns by address for callers on many goroutines
 // (Get, Put); it is safe for concurrent use and holds no lock across I/O.
 //

@@ -18,7 +18,10 @@ import (
 // topics by ID, so a topic deleted and re-created under the same name is
 // never mistaken for the old one.
 const (
-	followerFetchVersion       = 13
+	followerFetchVersion = 13
+	// followerEpochFetchVersion is the Fetch that carries the
+	// follower's broker epoch (ReplicaState, KIP-903).
+	followerEpochFetchVersion  = 15
 	followerEpochsVersion      = 4
 	followerListOffsetsVersion = 4
 )
@@ -40,6 +43,11 @@ func nextSessionEpoch(e int32) int32 {
 type LeaderConfig struct {
 	NodeID int32  // the follower's broker id, sent as the replica id
 	Addr   string // the leader's listener, host:port
+	// BrokerEpoch, when set, is the follower's broker epoch (its
+	// registration's), sent with every Fetch once positive (v15's
+	// ReplicaState, KIP-903): a leader refuses the fetches of an epoch
+	// older than the one its image holds for this broker.
+	BrokerEpoch func() int64
 	// TLS, when set, makes the connection TLS (Addr is then an ssl://
 	// listener's host:port): it is called at each dial, so that a
 	// certificate read again is used from the next connection on.
@@ -318,6 +326,12 @@ func (l *Leader) Fetch(ctx context.Context, qs []replica.FetchQuery, maxWait tim
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = followerFetchVersion
 	req.ReplicaID = l.cfg.NodeID
+	if l.cfg.BrokerEpoch != nil {
+		if epoch := l.cfg.BrokerEpoch(); epoch > 0 {
+			req.Version = followerEpochFetchVersion
+			req.ReplicaState.ID, req.ReplicaState.Epoch = l.cfg.NodeID, epoch
+		}
+	}
 	wait := l.cfg.MaxWait
 	if maxWait > 0 && maxWait < wait {
 		wait = max(maxWait, time.Millisecond)

@@ -57,3 +57,46 @@ func TestFetchAsksAtMostEachPartitionsMaxBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchCarriesTheBrokerEpoch: once the follower knows its broker
+// epoch, its Fetch is v15 with ReplicaState (KIP-903) naming it and its
+// epoch; before, v13 with the replica id alone.
+func TestFetchCarriesTheBrokerEpoch(t *testing.T) {
+	type sent struct {
+		version   int16
+		replica   int32
+		id, epoch int64
+	}
+	asked := make(chan sent, 1)
+	addr := fakeBroker(t, func(corr int32, body []byte) []byte {
+		version := int16(binary.BigEndian.Uint16(body[2:4]))
+		n := int(int16(binary.BigEndian.Uint16(body[8:10])))
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = version
+		if err := req.ReadFrom(body[10+max(n, 0)+1:]); err != nil {
+			t.Errorf("decode fetch v%d: %v", version, err)
+		}
+		asked <- sent{version, req.ReplicaID, int64(req.ReplicaState.ID), req.ReplicaState.Epoch}
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = version
+		return resp.AppendTo(append(binary.BigEndian.AppendUint32(nil, uint32(corr)), 0))
+	})
+	var epoch int64
+	l := NewLeader(LeaderConfig{NodeID: 3, Addr: addr, MaxWait: time.Millisecond, MaxBytes: 1 << 20, PartitionMaxBytes: 1 << 20,
+		BrokerEpoch: func() int64 { return epoch }})
+	defer l.Close()
+	qs := []replica.FetchQuery{{Key: replica.Key{Topic: "t", TopicID: [16]byte{1}, Partition: 0}}}
+	if _, err := l.Fetch(context.Background(), qs, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-asked; got.version != followerFetchVersion || got.replica != 3 {
+		t.Fatalf("before registering: %+v, want v%d as replica 3", got, followerFetchVersion)
+	}
+	epoch = 42
+	if _, err := l.Fetch(context.Background(), qs, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-asked; got.version != followerEpochFetchVersion || got.id != 3 || got.epoch != 42 {
+		t.Fatalf("registered at epoch 42: %+v, want v%d with replica 3 at epoch 42", got, followerEpochFetchVersion)
+	}
+}
