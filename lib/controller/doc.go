@@ -128,9 +128,10 @@
 // (before that it may only greet, join and describe the quorum);
 // registrations, heartbeats, controlled shutdowns, joins, and ISR changes
 // and resignations as a partition's leader must name the sender's own
-// ID; FenceBroker, UnfenceBroker, the election record and
-// OverridePartition are never taken from another node, since only the
-// active controller proposes them itself. Anything else is refused with
+// ID; FenceBroker, UnfenceBroker, the election record, ElectLeaders 2
+// (an unclean election naming its leaders) and OverridePartition are
+// never taken from another node, since only the active controller
+// proposes them itself. Anything else is refused with
 // ErrNodeNotAuthorized. Every RPC also carries the sender's cluster ID
 // once it has one: a node of another cluster is refused with
 // ErrVotersMismatch.

@@ -13,8 +13,10 @@ import (
 // (which RegisterBroker does first). Commands that speak as a broker
 // (its registration, heartbeat, controlled shutdown, a partition's ISR
 // change or resignation as its leader, a non-voter's join) must name
-// req.From; fencing, unfencing and the election record are the active
-// controller's own and are never taken from another node, nor is
+// req.From; fencing, unfencing, the election record and an unclean
+// election naming its leaders are the active controller's own and are
+// never taken from another node (an operator's election goes by the
+// elect RPC, where the active controller chooses), nor is
 // OverridePartition, which sets a partition by hand.
 func (c *Controller) authorizeRPC(req *rpcRequest, principal string) error {
 	if principal == "" {
@@ -105,7 +107,7 @@ func proposalSpeaksFor(from int32, body any) error {
 		return nil
 	case *resignLeadershipV1:
 		return speaksFor(from, b.Leader)
-	case *fenceBrokerV1, *fenceBrokerV2, *unfenceBrokerV1, *unfenceBrokerV2, *controllerElectedV1, *alterPartitionV1:
+	case *fenceBrokerV1, *fenceBrokerV2, *unfenceBrokerV1, *unfenceBrokerV2, *controllerElectedV1, *alterPartitionV1, *electLeadersV2:
 		return fmt.Errorf("%w: node %d may not propose %T", ErrNodeNotAuthorized, from, body)
 	}
 	return nil

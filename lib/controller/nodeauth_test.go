@@ -133,6 +133,7 @@ func TestSecuredPortRefusesStrangers(t *testing.T) {
 		{"node 2 fences node 3", ids[2], propose(cmdFenceBroker, &fenceBrokerV2{ID: 3, Epoch: epochs[3]}), ErrNodeNotAuthorized},
 		{"node 2 shuts node 3 down", ids[2], propose(cmdControlledShutdown, &controlledShutdownV1{ID: 3, Epoch: epochs[3]}), ErrNodeNotAuthorized},
 		{"node 2 heartbeats as node 3", ids[2], heartbeat(Heartbeat{BrokerID: 3, BrokerEpoch: epochs[3], WantShutDown: true}), ErrNodeNotAuthorized},
+		{"node 2 elects a leader of its choice", ids[2], propose(cmdElectLeaders, &electLeadersV2{Type: 1, Partitions: []topicPartitionV1{{Topic: "orders", Partition: 0}}, Leaders: []uncleanLeaderV2{{Topic: "orders", Partition: 0, Leader: 2}}}), ErrNodeNotAuthorized},
 		{"node 2 overrides a partition", ids[2], propose(cmdAlterPartition, &alterPartitionV1{Topic: "orders", Partition: 0, Leader: 2, ISR: []int32{2}, LeaderEpoch: p.LeaderEpoch + 1}), ErrNodeNotAuthorized},
 		{"a follower changes an ISR as its leader", ids[follower], func() rpcRequest {
 			r := propose(cmdAlterPartition, &alterPartitionV2{Topic: "orders", Partition: 0, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: []int32{p.Leader}})
