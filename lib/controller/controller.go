@@ -273,7 +273,7 @@ func Open(cfg Config) (*Controller, error) {
 		if bind == "" {
 			bind = self.Addr
 		}
-		c.mux, err = listenMux(bind, self.Addr, c.voterList, c.serveRPC, cfg.TLS, cfg.Clock, logger)
+		c.mux, err = listenMux(bind, self.Addr, c.voterList, c.serveRPC, cfg.TLS, func() string { return c.Image().ClusterID }, cfg.Clock, logger)
 		if err != nil {
 			return nil, err
 		}

@@ -89,15 +89,18 @@
 // background and until it succeeds, to add it (AddNonvoter); Open does
 // not wait for that. It then holds the whole image like a voter.
 //
-// Every RPC carries the sender's voter set. A node whose set differs
+// Every RPC carries the sender's voter set, and its cluster ID once its
+// image has one. A node whose set (or cluster ID) differs
 // refuses it with ErrVotersMismatch, and the sender's Fatal channel
 // receives the error (mqd exits on it). The refusal names neither set,
 // nor does any refusal name a broker's current epoch or a partition's:
-// they are what a forged request would need. A Raft connection carries it too,
-// right after its first byte, since Raft's own RPCs name no cluster: one
-// with another set (a node of another cluster on a stale or reused
-// address), or without one, is closed before Raft reads from it, with a
-// warning. Each voter greets the others once at start, so the check does
+// they are what a forged request would need. A Raft connection carries
+// both too, right after its first byte ('C': the voter set, then the
+// cluster ID, empty before the image has one; 'V', the voter set alone,
+// is still accepted), since Raft's own RPCs name no cluster: one with
+// another set or another cluster ID (a node of another cluster on a
+// stale or reused address), or without a set, is closed before Raft
+// reads from it, with a warning. Each voter greets the others once at start, so the check does
 // not wait for a first command. A node restarted with other --voters than
 // the voters of its stored Raft configuration fails Open with
 // ErrVotersMismatch.
@@ -132,12 +135,10 @@
 // (an unclean election naming its leaders) and OverridePartition are
 // never taken from another node, since only the active controller
 // proposes them itself. Anything else is refused with
-// ErrNodeNotAuthorized. Every RPC also carries the sender's cluster ID
-// once it has one: a node of another cluster is refused with
-// ErrVotersMismatch.
+// ErrNodeNotAuthorized.
 //
-// Without Config.TLS the port is plain TCP and these checks are off: any
-// host that reaches it is trusted. RemoveNonvoter removes a non-voter
+// Without Config.TLS the port is plain TCP and the checks of principals
+// are off: any host that reaches it and sends the voter set is trusted. RemoveNonvoter removes a non-voter
 // that joined from the Raft configuration.
 //
 // # Limits of the port

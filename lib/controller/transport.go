@@ -30,6 +30,12 @@ const (
 	// reached this port (a stale address, a reused port) would have its
 	// log replicated here.
 	connRaft byte = 'V'
+	// connRaftCluster is connRaft whose voter set is followed by the
+	// dialer's cluster ID (one byte of length, then the ID; empty before
+	// its image has one): a node of another cluster that has the same
+	// voter list (the same addresses reused) is refused too. Nodes dial
+	// with it; connRaft is still accepted.
+	connRaftCluster byte = 'C'
 	// connRaftUnchecked is a Raft connection without a voter set: it is
 	// refused, with a log line saying why.
 	connRaftUnchecked byte = 'R'
@@ -73,6 +79,9 @@ type mux struct {
 	tls *TLS
 	// refusals rate-limits the log lines of refused handshakes.
 	refusals logLimiter
+	// clusterID is this node's cluster ID ("" before its image has one),
+	// which its Raft connections carry and check.
+	clusterID func() string
 	// clock times the pause after a failed Accept.
 	clock clock.Clock
 
@@ -105,7 +114,10 @@ func (a addr) String() string  { return string(a) }
 // address the other nodes dial, voters the voter set (ID@addr strings
 // sorted by ID) that Raft connections must carry both ways, clk the
 // controller's clock.
-func listenMux(bind, advertise string, voters []string, serveRPC func(net.Conn, string), tlsID *TLS, clk clock.Clock, logger *slog.Logger) (*mux, error) {
+func listenMux(bind, advertise string, voters []string, serveRPC func(net.Conn, string), tlsID *TLS, clusterID func() string, clk clock.Clock, logger *slog.Logger) (*mux, error) {
+	if clusterID == nil {
+		clusterID = func() string { return "" }
+	}
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("controller: raft listener on %s: %w", bind, err)
@@ -117,6 +129,7 @@ func listenMux(bind, advertise string, voters []string, serveRPC func(net.Conn, 
 		logger:    logger,
 		serveRPC:  serveRPC,
 		tls:       tlsID,
+		clusterID: clusterID,
 		clock:     clk,
 		raftConns: make(chan net.Conn),
 		done:      make(chan struct{}),
@@ -225,9 +238,19 @@ func (m *mux) route(raw net.Conn) {
 		return
 	}
 	switch kind[0] {
-	case connRaft:
+	case connRaft, connRaftCluster:
 		theirs, err := readVoters(conn)
+		cluster := ""
+		if err == nil && kind[0] == connRaftCluster {
+			cluster, err = readClusterID(conn)
+		}
 		greet()
+		if ours := m.clusterID(); err == nil && cluster != "" && ours != "" && cluster != ours {
+			m.logger.Warn("controller: refusing a raft connection from a node of another cluster", "remote", conn.RemoteAddr(), "its_cluster_id", cluster)
+			m.untrack(raw)
+			conn.Close()
+			return
+		}
 		if err != nil || theirs != m.voters {
 			m.logger.Warn("controller: refusing a raft connection from a node whose voters differ", "remote", conn.RemoteAddr(), "its_voters", theirs, "voters", m.voters, "err", err)
 			m.untrack(raw)
@@ -302,7 +325,20 @@ func (m *mux) Addr() net.Addr { return m.advertise }
 func (m *mux) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return dialKind(ctx, string(address), connRaft, m.voters, m.tls)
+	return dialKind(ctx, string(address), connRaftCluster, m.voters+"\x00"+m.clusterID(), m.tls)
+}
+
+// readClusterID reads the cluster ID a connRaftCluster dialer sent.
+func readClusterID(conn net.Conn) (string, error) {
+	var n [1]byte
+	if _, err := io.ReadFull(conn, n[:]); err != nil {
+		return "", fmt.Errorf("read cluster id: %w", err)
+	}
+	b := make([]byte, n[0])
+	if _, err := io.ReadFull(conn, b); err != nil {
+		return "", fmt.Errorf("read cluster id: %w", err)
+	}
+	return string(b), nil
 }
 
 // readVoters reads the voter set a Raft connection's dialer sent.
@@ -320,7 +356,8 @@ func readVoters(conn net.Conn) (string, error) {
 }
 
 // dialKind connects to a node's Raft port for connections of kind; a Raft
-// connection carries voters after its kind. With tlsID the connection is
+// connection carries voters after its kind, and a connRaftCluster one
+// the cluster ID after them (voters is then "VOTERS\x00CLUSTERID"). With tlsID the connection is
 // mutual TLS: the handshake, presenting this node's certificate and
 // checking the other's against the cluster CA, comes first.
 func dialKind(ctx context.Context, address string, kind byte, voters string, tlsID *TLS) (net.Conn, error) {
@@ -341,13 +378,18 @@ func dialKind(ctx context.Context, address string, kind byte, voters string, tls
 		conn = tc
 	}
 	greeting := []byte{kind}
-	if kind == connRaft {
-		if len(voters) > math.MaxUint16 {
+	if kind == connRaft || kind == connRaftCluster {
+		voters, cluster, _ := strings.Cut(voters, "\x00")
+		if len(voters) > math.MaxUint16 || len(cluster) > math.MaxUint8 {
 			conn.Close()
-			return nil, fmt.Errorf("controller: voter set of %d bytes is too long", len(voters))
+			return nil, fmt.Errorf("controller: voter set of %d bytes or cluster id of %d is too long", len(voters), len(cluster))
 		}
 		greeting = binary.BigEndian.AppendUint16(greeting, uint16(len(voters)))
 		greeting = append(greeting, voters...)
+		if kind == connRaftCluster {
+			greeting = append(greeting, byte(len(cluster)))
+			greeting = append(greeting, cluster...)
+		}
 	}
 	if _, err := conn.Write(greeting); err != nil {
 		conn.Close()

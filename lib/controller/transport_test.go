@@ -24,7 +24,7 @@ func TestRaftConnectionsCarryTheVoterSet(t *testing.T) {
 		t.Fatal(perr)
 	}
 	ours := []string{"1@" + bind, "2@127.0.0.1:1", "3@127.0.0.1:2"}
-	m, err := listenMux(bind, bind, ours, func(c net.Conn, _ string) {}, nil, clock.Real(), slog.New(slog.DiscardHandler))
+	m, err := listenMux(bind, bind, ours, func(c net.Conn, _ string) {}, nil, func() string { return "ours" }, clock.Real(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +47,15 @@ func TestRaftConnectionsCarryTheVoterSet(t *testing.T) {
 	}{
 		{name: "same voters", dial: func(ctx context.Context) (net.Conn, error) {
 			return dialKind(ctx, bind, connRaft, strings.Join(ours, ","), nil)
+		}},
+		{name: "same voters and cluster", dial: func(ctx context.Context) (net.Conn, error) {
+			return dialKind(ctx, bind, connRaftCluster, strings.Join(ours, ",")+"\x00ours", nil)
+		}},
+		{name: "same voters, no cluster id yet", dial: func(ctx context.Context) (net.Conn, error) {
+			return dialKind(ctx, bind, connRaftCluster, strings.Join(ours, ",")+"\x00", nil)
+		}},
+		{name: "same voters, another cluster", refuse: true, dial: func(ctx context.Context) (net.Conn, error) {
+			return dialKind(ctx, bind, connRaftCluster, strings.Join(ours, ",")+"\x00theirs", nil)
 		}},
 		{name: "other voters", refuse: true, dial: func(ctx context.Context) (net.Conn, error) {
 			return dialKind(ctx, bind, connRaft, "1@127.0.0.1:9,2@127.0.0.1:10", nil)
