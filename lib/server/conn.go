@@ -63,10 +63,14 @@ type conn struct {
 
 	closeOnce sync.Once
 
-	// late is the connection's late descriptor (exitorder.go), under
-	// lateMu; exitSorted is the reader's, set once ExitFirst was asked.
+	// sock is the accepted socket (under TLS), for sortForExit. late is
+	// the duplicate of it a peer's connection holds (exitorder.go) and
+	// closed whether close ran, under lateMu; exitSorted is the
+	// reader's, set once ExitFirst was asked.
+	sock       syscall.Conn
 	lateMu     sync.Mutex
 	late       lateRef
+	closed     bool
 	exitSorted bool
 
 	// Set once before the goroutines start: the budget share the
@@ -137,13 +141,14 @@ func (c *conn) finish(p *pending, resp Response) {
 // requestPool holds the Requests of recycled requests (Request.Recycle).
 var requestPool = sync.Pool{New: func() any { return new(Request) }}
 
-func newConn(s *Server, nc net.Conn, l *listener, late lateRef) *conn {
+func newConn(s *Server, nc net.Conn, l *listener, sock syscall.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
 	network := l.network
 	c := &conn{
 		s:    s,
 		nc:   nc,
-		late: late,
+		late: noLate,
+		sock: sock,
 		info: ConnInfo{
 			ID:       s.nextID.Add(1),
 			Network:  network,
@@ -184,6 +189,9 @@ func remoteString(a net.Addr, network string) string {
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		c.nc.Close()
+		c.lateMu.Lock()
+		c.closed = true
+		c.lateMu.Unlock()
 		c.releaseLate()
 		c.cancel()
 	})

@@ -99,49 +99,13 @@
 //
 // # The order connections end in when the process dies
 //
-// With Config.ExitFirst, every connection holds a second descriptor, a
-// duplicate numbered in the upper half of the descriptor limit, from its
-// accept; a connection whose first client id ExitFirst names (another
-// broker's) closes it at that request. A killed process's descriptors are
-// closed in order, and a socket ends with its last descriptor, so the
-// other brokers' connections end before any client's: a client that saw
-// its connection end and asks another broker for metadata finds it
-// already knowing (exitorder.go). Closing a connection closes both.
-//
-// # SASL
-//
-// A sasl_plaintext:// listener (Kafka's SASL_PLAINTEXT) and a sasl_ssl://
-// listener (SASL_SSL: TLS as on ssl://, then SASL) authenticate every
-// connection with SASL before serving it (Config.SASL). Until
-// SaslAuthenticate has succeeded, a connection may send ApiVersions,
-// SaslHandshake v1 and SaslAuthenticate v0 to v2 only: any other request
-// closes it unanswered, as Kafka does, and a frame larger than
-// SASL.MaxReceiveSize (sasl.server.max.receive.size, 512 KiB) closes it
-// before its body is read or any memory reserved. The server answers
-// the SASL requests itself (they never reach the Handler) and advertises
-// them in ApiVersions whenever it has SASL. SaslHandshake v0 (after which
-// Kafka's oldest clients send bare tokens) is advertised, as librdkafka
-// wants, but answered UNSUPPORTED_VERSION, and the connection closed:
-// every client that sends ApiVersions uses v1.
-//
-// The mechanisms offered are SASL.Mechanisms (PLAIN, SCRAM-SHA-256,
-// SCRAM-SHA-512; lib/auth runs them against SASL.Credentials), but PLAIN
-// only on sasl_ssl:// unless SASL.PlainWithoutTLS: a handshake naming a
-// mechanism not offered gets UNSUPPORTED_SASL_MECHANISM with the list,
-// and the connection closes. A refused SaslAuthenticate gets
-// SASL_AUTHENTICATION_FAILED with a message that says neither whether the
-// user exists nor anything secret, after SASL.FailedAuthenticationDelay
-// (100 ms, Kafka's connection.failed.authentication.delay.ms, waited on
-// the connection's own goroutine), and the connection closes; it is
-// counted (AuthenticationFailures) and logged with the peer's address, at
-// most one line a second for the whole server. On success
-// ConnInfo.Principal is "User:" and the user name (on sasl_ssl:// it
-// replaces a client certificate's). Sessions do not expire:
-// SaslAuthenticate's session_lifetime_ms is 0 and clients never
-// re-authenticate (KIP-368). A failed exchange costs the server one
-// PBKDF2 at most for PLAIN and none for SCRAM, on the connection's own
-// goroutine, so a flood of bad logins does not hold up other
-// connections' requests.
+// With Config.ExitFirst, a connection whose first client id ExitFirst
+// names (another broker's) takes a duplicate of its socket numbered in
+// the upper half of the descriptor limit. A killed process's sockets end
+// from the one with the highest descriptor down (Linux 6), so the other
+// brokers' connections end before any client's: a client that saw its
+// connection end and asks another broker for metadata finds it already
+// knowing (exitorder.go). Closing the connection closes the duplicate.
 //
 // # Memory
 //

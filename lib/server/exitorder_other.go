@@ -2,8 +2,10 @@
 
 package server
 
-import "net"
+import "syscall"
 
-func holdLate(net.Conn) lateRef { return -1 }
+func lateBase() int { return 0 }
+
+func holdLate(syscall.Conn) lateRef { return noLate }
 
 func closeLate(lateRef) {}

@@ -62,12 +62,12 @@ type Config struct {
 	// without it.
 	TLS *TLS
 	// ExitFirst, when set, names by client id the connections that
-	// should end first when the process dies: the other brokers'. Every
-	// other connection then holds a second descriptor numbered in the
-	// upper half of the descriptor limit, which the kernel closes after
-	// the lower ones (exitorder.go), so a broker tracking this one hears
-	// of its death before a client of it can ask that broker for
-	// metadata. Nil: connections end in the order of their descriptors.
+	// should end first when the process dies: the other brokers'. Each
+	// of them then holds a second descriptor numbered in the upper half
+	// of the descriptor limit, which Linux 6 releases first when the
+	// process dies (exitorder.go), so a broker tracking this one hears of
+	// its death before a client of it can ask that broker for metadata.
+	// Nil: connections end in the order of their descriptors.
 	ExitFirst func(clientID string) bool
 	// SASL serves the sasl_plaintext:// and sasl_ssl:// listeners (and
 	// sasl_ssl:// needs TLS too); New refuses such a listener without it.
@@ -583,14 +583,14 @@ func (s *Server) startConn(nc net.Conn, l *listener) {
 	} else {
 		src = &budgetSource{} // each Unix socket connection its own
 	}
-	late := lateRef(-1)
+	var sock syscall.Conn
 	if s.cfg.ExitFirst != nil {
-		late = holdLate(nc)
+		sock = socketOf(nc)
 	}
 	if l.tls {
 		nc = tls.Server(nc, s.cfg.TLS.serverConfig())
 	}
-	c := newConn(s, nc, l, late)
+	c := newConn(s, nc, l, sock)
 	c.src, c.ip, c.tcp = src, ip, tcp
 	s.conns[c] = struct{}{}
 	s.wg.Add(2)
