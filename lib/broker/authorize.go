@@ -412,7 +412,25 @@ func (b *Broker) unrestricted(c *server.ConnInfo, img *controller.Image) bool {
 	if img.ACLs == nil && b.authz.AllowsEveryone() {
 		return true
 	}
-	return b.authz.IsSuperUser(auth.Request{Principal: c.Principal, Local: c.Network == "unix"})
+	return b.authz.IsSuperUser(auth.Request{Principal: c.Principal, Local: c.Network == "unix"}) || isNode(c, img)
+}
+
+// isNode reports whether c authenticated with the certificate of a node
+// of the cluster (the principal bound to its node ID, controller
+// BindNode): the brokers are super users, as Kafka advises, so that
+// replication and the coordinators' requests need no ACLs. A SASL user
+// of the same name is not a node: the principal must be the client
+// certificate's.
+func isNode(c *server.ConnInfo, img *controller.Image) bool {
+	if c.TLS == nil || c.Principal == "" || len(img.NodePrincipals) == 0 {
+		return false
+	}
+	for _, p := range img.NodePrincipals {
+		if p == c.Principal {
+			return server.Principal(c.TLS) == c.Principal
+		}
+	}
+	return false
 }
 
 // authRequest is the auth.Request of c doing op on a resource.

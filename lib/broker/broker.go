@@ -212,6 +212,13 @@ func (b *Broker) peer(ctx context.Context, node int32) (*peer.Conn, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: node %d is not registered", coordinator.ErrLeaderUnknown, node)
 	}
+	if b.peers.TLS() {
+		addr := partition.SSLListener(br)
+		if addr == "" {
+			return nil, fmt.Errorf("%w: node %d has no ssl:// listener for the other brokers", coordinator.ErrLeaderUnknown, node)
+		}
+		return b.peers.Get(ctx, addr)
+	}
 	return b.peers.Get(ctx, net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port))))
 }
 

@@ -301,7 +301,13 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.peers = peer.NewPool(peer.PoolClientID + strconv.Itoa(int(s.NodeID)))
+	if pcfg.PeerTLS != nil {
+		// Share-group state and the other coordinators' requests go to
+		// the other brokers' ssl:// listeners as this node too.
+		d.peers = peer.NewPoolTLS(peer.PoolClientID+strconv.Itoa(int(s.NodeID)), pcfg.PeerTLS)
+	} else {
+		d.peers = peer.NewPool(peer.PoolClientID + strconv.Itoa(int(s.NodeID)))
+	}
 	d.producerIDs = controller.NewProducerIDs(d.ctrl, clk, pcfg.Logger, controller.ProducerIDBlockSize)
 	d.broker = broker.New(broker.Config{Settings: s, Controller: d.ctrl, Partitions: d.parts, Peers: d.peers, ProducerIDs: d.producerIDs,
 		Logger: pcfg.Logger, Clock: clk})

@@ -22,6 +22,9 @@ import (
 func TestUserCreatedOnOneNodeLogsInOnEvery(t *testing.T) {
 	c := startCluster(t, 3, func(s *config.Broker) {
 		s.Listeners = append(s.Listeners, "sasl_plaintext://127.0.0.1:0")
+		// The brokers replicate as User:ANONYMOUS over tcp://, and the
+		// user is created from tcp:// too: no ACLs in this test.
+		s.AllowEveryoneIfNoACLFound = "true"
 	})
 	adm := kadm.NewClient(c.client())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

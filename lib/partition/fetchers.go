@@ -61,7 +61,7 @@ func (rf *replicaFetchers) sync(img *controller.Image) {
 		}
 		addr := net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
 		if rf.m.cfg.PeerTLS != nil {
-			if addr = sslListener(br); addr == "" {
+			if addr = SSLListener(br); addr == "" {
 				continue // no ssl:// listener: nothing to fetch from safely
 			}
 		}
@@ -113,9 +113,9 @@ func (rf *replicaFetchers) start(key fetcherKey, addr string) fetcher {
 	return fetcher{Fetcher: f, addr: addr}
 }
 
-// sslListener is the host:port of br's first ssl:// listener (an
+// SSLListener is the host:port of br's first ssl:// listener (an
 // unspecified host is br's advertised one), or "" when it has none.
-func sslListener(br controller.Broker) string {
+func SSLListener(br controller.Broker) string {
 	for _, l := range br.Listeners {
 		hostPort, ok := strings.CutPrefix(l, "ssl://")
 		if !ok {

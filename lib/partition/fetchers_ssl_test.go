@@ -22,7 +22,7 @@ func TestSSLListenerOfALeader(t *testing.T) {
 		{[]string{"ssl://bad", "ssl://h:0", "ssl://h2:9094"}, "h2:9094"},
 	} {
 		br := controller.Broker{ID: 1, Host: "mq1.example.com", Port: 9092, Listeners: tc.listeners}
-		if got := sslListener(br); got != tc.want {
+		if got := SSLListener(br); got != tc.want {
 			t.Errorf("listeners %v: %q, want %q", tc.listeners, got, tc.want)
 		}
 	}

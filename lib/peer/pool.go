@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"crypto/tls"
 	"sync"
 )
 
@@ -14,6 +15,9 @@ const maxIdlePerAddr = 4
 // concurrent use; the zero value is not usable, build it with NewPool.
 type Pool struct {
 	clientID string
+	// tls, when set, makes every connection TLS with the config it
+	// returns (a node's certificate): the addresses are then ssl:// ones.
+	tls func() *tls.Config
 
 	mu     sync.Mutex
 	idle   map[string][]*Conn
@@ -26,6 +30,17 @@ func NewPool(clientID string) *Pool {
 	return &Pool{clientID: clientID, idle: map[string][]*Conn{}}
 }
 
+// NewPoolTLS is NewPool whose connections are TLS with the config cfg
+// returns at each dial: give it the other brokers' ssl:// listeners.
+func NewPoolTLS(clientID string, cfg func() *tls.Config) *Pool {
+	p := NewPool(clientID)
+	p.tls = cfg
+	return p
+}
+
+// TLS reports whether the pool's connections are TLS (NewPoolTLS).
+func (p *Pool) TLS() bool { return p.tls != nil }
+
 // Get returns an idle connection to addr, or a new one.
 func (p *Pool) Get(ctx context.Context, addr string) (*Conn, error) {
 	p.mu.Lock()
@@ -36,6 +51,9 @@ func (p *Pool) Get(ctx context.Context, addr string) (*Conn, error) {
 		return c, nil
 	}
 	p.mu.Unlock()
+	if p.tls != nil {
+		return DialTLS(ctx, addr, p.clientID, p.tls())
+	}
 	return Dial(ctx, addr, p.clientID)
 }
 

@@ -58,6 +58,11 @@ func TestUnixSocketPrincipalOfAnotherUser(t *testing.T) {
 	if err := os.Chmod(filepath.Dir(filepath.Dir(sock)), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// listenUnix made the socket's own directory 0700; 0750 lets group 0
+	// in, as an operator would to share the socket with a group.
+	if err := os.Chmod(filepath.Dir(sock), 0o750); err != nil {
+		t.Fatal(err)
+	}
 	dir, err := os.MkdirTemp("", "mqpeer")
 	if err != nil {
 		t.Fatal(err)
