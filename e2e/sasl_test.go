@@ -51,7 +51,7 @@ func startSASLBroker(t *testing.T, props ...string) *saslBroker {
 	}
 	addrs := freeAddrs(t, 2)
 	sb.plainAddr, sb.sslAddr = addrs[0], addrs[1]
-	props = append([]string{"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+	props = append([]string{openACLs, "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
 		"ssl.certificate.location=" + sb.server.Cert, "ssl.key.location=" + sb.server.Key}, props...)
 	sb.broker = startBroker(t, brokerOpts{props: props, args: []string{"--listen", "sasl_plaintext://" + sb.plainAddr, "--listen", "sasl_ssl://" + sb.sslAddr}})
 	sb.pwFile = filepath.Join(dir, "alice.pw")

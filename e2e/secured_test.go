@@ -90,7 +90,13 @@ func securedOptsPKI(t testing.TB, n int, o clusterOpts, pki *securedPKI) cluster
 		return append(own,
 			"controller.ssl.certificate.location="+f.Cert, "controller.ssl.key.location="+f.Key, "controller.ssl.ca.location="+f.CA,
 			"ssl.certificate.location="+f.Cert, "ssl.key.location="+f.Key, "ssl.ca.location="+f.CA, "ssl.client.auth=requested",
-			"security.inter.broker.protocol=SSL")
+			"security.inter.broker.protocol=SSL",
+			// The tests' clients are anonymous on tcp:// and may do
+			// anything; the nodes, on ssl:// with their certificates, are
+			// let in as nodes (ACLs are enforced: an ssl:// listener
+			// exists), which is what replication and the coordinators
+			// need.
+			"super.users=User:ANONYMOUS")
 	}
 	o.nodeArgs = func(id int32) []string {
 		var own []string
