@@ -56,6 +56,7 @@ var documentedMetrics = map[string]dto.MetricType{
 	"mq_connections":                       dto.MetricType_GAUGE,
 	"mq_connections_accepted_total":        dto.MetricType_COUNTER,
 	"mq_connections_refused_total":         dto.MetricType_COUNTER,
+	"mq_authentication_failures_total":     dto.MetricType_COUNTER,
 	"mq_request_bytes_reserved":            dto.MetricType_GAUGE,
 	"mq_request_bytes_waiting":             dto.MetricType_GAUGE,
 	"mq_log_segment_files_open":            dto.MetricType_GAUGE,
