@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto/x509"
 	"strconv"
 	"strings"
 )
@@ -10,6 +11,13 @@ const Anonymous = "User:ANONYMOUS"
 
 // User is the principal of the user name.
 func User(name string) string { return "User:" + name }
+
+// CertificateUser is the principal of a verified certificate: "User:"
+// and its subject as an RFC 2253 distinguished name, Kafka's default
+// mapping. The Kafka listeners (lib/server) and the controller port
+// (lib/controller) both use it, so that the principal a node's
+// certificate is bound to on one is the one it has on the other.
+func CertificateUser(cert *x509.Certificate) string { return User(cert.Subject.String()) }
 
 // UnixUser is the principal of a Unix socket peer running as uid.
 func UnixUser(uid uint32) string { return "User:uid:" + strconv.FormatUint(uint64(uid), 10) }

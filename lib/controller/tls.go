@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/mqproject/mq/lib/auth"
 )
 
 // TLSFiles names the PEM files of a node's identity on the Raft port.
@@ -127,7 +129,7 @@ func CertPrincipal(cs *tls.ConnectionState) string {
 	if cs == nil || len(cs.PeerCertificates) == 0 {
 		return ""
 	}
-	return "User:" + cs.PeerCertificates[0].Subject.String()
+	return auth.CertificateUser(cs.PeerCertificates[0])
 }
 
 func (f TLSFiles) load() (*tlsState, error) {
@@ -146,5 +148,5 @@ func (f TLSFiles) load() (*tlsState, error) {
 	if !cas.AppendCertsFromPEM(data) {
 		return nil, fmt.Errorf("controller: TLS CA file %s: no PEM certificate in it", f.CA)
 	}
-	return &tlsState{cert: cert, cas: cas, principal: "User:" + cert.Leaf.Subject.String()}, nil
+	return &tlsState{cert: cert, cas: cas, principal: auth.CertificateUser(cert.Leaf)}, nil
 }

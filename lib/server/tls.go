@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mqproject/mq/lib/auth"
 )
 
 // DefaultHandshakeTimeout bounds a TLS handshake when Config leaves
@@ -160,7 +162,7 @@ func Principal(st *tls.ConnectionState) string {
 	if st == nil || len(st.VerifiedChains) == 0 || len(st.PeerCertificates) == 0 {
 		return ""
 	}
-	return "User:" + st.PeerCertificates[0].Subject.String()
+	return auth.CertificateUser(st.PeerCertificates[0])
 }
 
 // logLimiter lets through one log line per interval and counts the lines
