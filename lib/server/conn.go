@@ -191,8 +191,10 @@ func (c *conn) close() {
 		c.nc.Close()
 		c.lateMu.Lock()
 		c.closed = true
+		late := c.late
+		c.late = noLate
 		c.lateMu.Unlock()
-		c.releaseLate()
+		closeLate(late)
 		c.cancel()
 	})
 }

@@ -31,16 +31,6 @@ type lateRef int
 
 const noLate = lateRef(-1)
 
-// releaseLate closes the connection's duplicate, if it holds one,
-// exactly once.
-func (c *conn) releaseLate() {
-	c.lateMu.Lock()
-	fd := c.late
-	c.late = noLate
-	c.lateMu.Unlock()
-	closeLate(fd)
-}
-
 // sortForExit gives a connection whose client id ExitFirst names its
 // duplicate, once, at its first request with a client id.
 func (c *conn) sortForExit(clientID string) {
