@@ -181,10 +181,11 @@
 //   - process_gone: its process is seen to be gone. The active controller
 //     notes which broker (ID, epoch) registers or heartbeats on each RPC
 //     connection; when such a connection ends while it is active and not
-//     closing, it dials the broker's RaftAddr once (lib/probe, 1 s). The
-//     process is gone when the dial is refused (ECONNREFUSED: the host
-//     says nothing listens there), or when it connects but the connection
-//     is reset or closed within that second: a dying process may release
+//     closing, it probes the broker's RaftAddr (lib/probe, 2 s a dial).
+//     The process is gone when the dial is refused (ECONNREFUSED: the
+//     host says nothing listens there) or reset, or when it connects but
+//     the connection is reset or closed within the probe, or stays quiet
+//     and a second dial is refused or reset: a dying process may release
 //     its connections before its listener, whose close then resets the
 //     connections it had not accepted, while a live node's port keeps a
 //     connection open until the dialer speaks. It is fenced only when no
