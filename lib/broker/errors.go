@@ -131,6 +131,9 @@ var replicaCodes = []errorCode{
 var controllerCodes = []errorCode{
 	{controller.ErrTopicExists, kerr.TopicAlreadyExists},
 	{controller.ErrInvalidACL, kerr.InvalidRequest},
+	// One change too large for one controller record: Kafka refuses what
+	// its limits forbid with POLICY_VIOLATION.
+	{controller.ErrCommandTooLarge, kerr.PolicyViolation},
 	{auth.ErrInvalid, kerr.InvalidRequest},
 	// The controller refused this node's certificate for what it asked:
 	// the cluster's own authentication failed, not the client's.

@@ -80,6 +80,7 @@ var internalErrors = map[string]error{
 	"controller.ErrInvalidPartitionState":       controller.ErrInvalidPartitionState,
 	"controller.ErrInvalidProducerIDCount":      controller.ErrInvalidProducerIDCount,
 	"controller.ErrInvalidACL":                  controller.ErrInvalidACL,
+	"controller.ErrCommandTooLarge":             controller.ErrCommandTooLarge,
 	"controller.ErrInvalidSnapshot":             controller.ErrInvalidSnapshot,
 	"controller.ErrStaleLeaderEpoch":            controller.ErrStaleLeaderEpoch,
 	"controller.ErrStaleBrokerEpoch":            controller.ErrStaleBrokerEpoch,

@@ -112,6 +112,14 @@ type Config struct {
 	// raftTimeout, when set, replaces Raft's heartbeat and election
 	// timeouts (tests make failover quick with it).
 	raftTimeout time.Duration
+	// raftMaxMessage and raftIdle, when set, replace raftMaxMessage and
+	// raftIdleTimeout for the Raft connections this node serves (tests
+	// reach the bounds with them).
+	raftMaxMessage int64
+	raftIdle       time.Duration
+	// raftTrailingLogs, when set, is how many entries a snapshot leaves
+	// in the log (tests make a lagging node need a snapshot with it).
+	raftTrailingLogs uint64
 	// probed, when set, is called after each probe of a broker's process
 	// (fenceIfGone) with whether the dial was refused.
 	probed func(broker int32, gone bool)
@@ -273,7 +281,7 @@ func Open(cfg Config) (*Controller, error) {
 		if bind == "" {
 			bind = self.Addr
 		}
-		c.mux, err = listenMux(bind, self.Addr, c.voterList, c.serveRPC, cfg.TLS, func() string { return c.Image().ClusterID }, cfg.Clock, logger)
+		c.mux, err = listenMux(bind, self.Addr, c.voterList, c.serveRPC, cfg.TLS, func() string { return c.Image().ClusterID }, cfg.Clock, logger, raftLimits{cfg.raftMaxMessage, cfg.raftIdle})
 		if err != nil {
 			return nil, err
 		}
@@ -398,6 +406,12 @@ func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id
 func raftConfig(cfg Config, single bool, hlog *hclogAdapter) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(cfg.NodeID)
+	// With commands of at most maxCommand bytes, no AppendEntries is over
+	// raftMaxMessage, the most a served Raft connection may send at once.
+	rc.MaxAppendEntries = raftMaxAppendEntries
+	if cfg.raftTrailingLogs > 0 {
+		rc.TrailingLogs = cfg.raftTrailingLogs
+	}
 	rc.Logger = hlog
 	// These timeouts drive hashicorp/raft's own timers, which run on wall
 	// time whatever cfg.Clock is.
@@ -910,6 +924,9 @@ func (c *Controller) propose(ctx context.Context, t commandType, body any) (appl
 	if err != nil {
 		return applyResult{}, err
 	}
+	if len(data) > maxCommand {
+		return applyResult{}, fmt.Errorf("%w: %v of %d bytes, at most %d", ErrCommandTooLarge, t, len(data), maxCommand)
+	}
 	return c.applyOnLeader(ctx, opPropose, data, func(ctx context.Context) (applyResult, error) {
 		return c.applyLocal(ctx, data)
 	})
@@ -942,6 +959,9 @@ func (c *Controller) applyOnLeader(ctx context.Context, op string, in any, local
 // The error is Raft's (ErrNotController when leadership was lost and the
 // command may or may not be committed); the FSM's refusal is res.err.
 func (c *Controller) applyLocal(ctx context.Context, data []byte) (applyResult, error) {
+	if len(data) > maxCommand {
+		return applyResult{}, fmt.Errorf("%w: %d bytes, at most %d", ErrCommandTooLarge, len(data), maxCommand)
+	}
 	if c.raft.State() != raft.Leader {
 		return applyResult{}, errRetry
 	}

@@ -152,10 +152,19 @@
 // it arrives, never allocated at the announced size. A served RPC
 // connection must send each whole request within rpcIdleTimeout (2 min)
 // of its last answer, and a Raft connection served here is closed after
-// raftIdleTimeout (2 min) without a byte; the dialing side redials.
-// Raft's own frames (msgpack, read by hashicorp/raft) carry no length
-// this node could check; only the nodes that pass the greeting (with
-// TLS, authenticated nodes) reach that decoder.
+// raftIdleTimeout (2 min) without a byte, with a log line; the dialing
+// side redials. Raft's own messages (an RPC type byte and a msgpack
+// value, read whole by hashicorp/raft) carry no length of their own:
+// raftFrames (raftframe.go) follows them as the bytes arrive and closes
+// the connection, with a log line, at the first header announcing more
+// than raftMaxMessage (about 129 MiB) for one message, containers
+// nested deeper than raftMaxDepth (32), or an unknown RPC type, before
+// hashicorp/raft's decoder reads that header. An InstallSnapshot's data,
+// which follows its request raw, is not counted. The bound holds every
+// message a leader sends: a command is at most maxCommand (8 MiB; a
+// larger proposal is refused with ErrCommandTooLarge before it reaches
+// the log) and an AppendEntries carries at most raftMaxAppendEntries (16)
+// of them.
 //
 // A propose sent over the RPC must be a record this build writes: one
 // that does not decode, or of a version kept only to replay old logs

@@ -66,6 +66,10 @@ var (
 	// ErrInvalidCommand is the FSM's answer to a record of a known type and
 	// version whose body does not decode.
 	ErrInvalidCommand = errors.New("controller: malformed command")
+	// ErrCommandTooLarge refuses a proposal whose encoded command is over
+	// maxCommand bytes (8 MiB), before it reaches the log: every entry
+	// must fit in a Raft message its followers accept.
+	ErrCommandTooLarge = errors.New("controller: command too large")
 	// ErrInvalidSnapshot is returned by Restore for bytes that are not a
 	// snapshot this version can read.
 	ErrInvalidSnapshot = errors.New("controller: invalid snapshot")

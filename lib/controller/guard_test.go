@@ -126,7 +126,7 @@ func TestSilentConnectionsAreBounded(t *testing.T) {
 		default:
 		}
 		io.Copy(io.Discard, c) // served until the dialer closes it
-	}, nil, nil, clock.Real(), slog.New(slog.DiscardHandler))
+	}, nil, nil, clock.Real(), slog.New(slog.DiscardHandler), raftLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,6 +149,7 @@ var wireErrors = []struct {
 	err  error
 }{
 	{"retry", errRetry},
+	{"CommandTooLarge", ErrCommandTooLarge},
 	{"VotersMismatch", ErrVotersMismatch},
 	{"NodeNotAuthorized", ErrNodeNotAuthorized},
 	{"TopicExists", ErrTopicExists},

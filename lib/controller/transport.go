@@ -99,6 +99,17 @@ type mux struct {
 
 	// rpcAccepted counts the RPC connections accepted.
 	rpcAccepted atomic.Uint64
+
+	// limits bound what a Raft connection served here may send.
+	limits raftLimits
+}
+
+// raftLimits bound the Raft connections a node serves: the largest
+// message (raftMaxMessage when zero) and how long one may send nothing
+// (raftIdleTimeout when zero).
+type raftLimits struct {
+	maxMessage int64
+	idle       time.Duration
 }
 
 var _ raft.StreamLayer = (*mux)(nil)
@@ -114,9 +125,15 @@ func (a addr) String() string  { return string(a) }
 // address the other nodes dial, voters the voter set (ID@addr strings
 // sorted by ID) that Raft connections must carry both ways, clk the
 // controller's clock.
-func listenMux(bind, advertise string, voters []string, serveRPC func(net.Conn, string), tlsID *TLS, clusterID func() string, clk clock.Clock, logger *slog.Logger) (*mux, error) {
+func listenMux(bind, advertise string, voters []string, serveRPC func(net.Conn, string), tlsID *TLS, clusterID func() string, clk clock.Clock, logger *slog.Logger, limits raftLimits) (*mux, error) {
 	if clusterID == nil {
 		clusterID = func() string { return "" }
+	}
+	if limits.maxMessage <= 0 {
+		limits.maxMessage = raftMaxMessage
+	}
+	if limits.idle <= 0 {
+		limits.idle = raftIdleTimeout
 	}
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
@@ -134,6 +151,7 @@ func listenMux(bind, advertise string, voters []string, serveRPC func(net.Conn, 
 		raftConns: make(chan net.Conn),
 		done:      make(chan struct{}),
 		conns:     map[net.Conn]struct{}{},
+		limits:    limits,
 	}
 	m.wg.Add(1)
 	go m.acceptLoop()
@@ -260,7 +278,7 @@ func (m *mux) route(raw net.Conn) {
 		// Raft owns the connection from here; it closes it itself.
 		m.untrack(raw)
 		select {
-		case m.raftConns <- idleConn{conn}:
+		case m.raftConns <- &raftServedConn{Conn: conn, idle: m.limits.idle, frames: newRaftFrames(m.limits.maxMessage), logger: m.logger}:
 		case <-m.done:
 			conn.Close()
 		}
@@ -279,15 +297,6 @@ func (m *mux) route(raw net.Conn) {
 		m.untrack(raw)
 		conn.Close()
 	}
-}
-
-// idleConn is a Raft connection served here: every read must end
-// within raftIdleTimeout.
-type idleConn struct{ net.Conn }
-
-func (c idleConn) Read(p []byte) (int, error) {
-	c.Conn.SetReadDeadline(time.Now().Add(raftIdleTimeout))
-	return c.Conn.Read(p)
 }
 
 // Accept implements net.Listener for Raft: its connections only.

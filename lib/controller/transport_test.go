@@ -24,7 +24,7 @@ func TestRaftConnectionsCarryTheVoterSet(t *testing.T) {
 		t.Fatal(perr)
 	}
 	ours := []string{"1@" + bind, "2@127.0.0.1:1", "3@127.0.0.1:2"}
-	m, err := listenMux(bind, bind, ours, func(c net.Conn, _ string) {}, nil, func() string { return "ours" }, clock.Real(), slog.New(slog.DiscardHandler))
+	m, err := listenMux(bind, bind, ours, func(c net.Conn, _ string) {}, nil, func() string { return "ours" }, clock.Real(), slog.New(slog.DiscardHandler), raftLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,281 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/hashicorp/raft"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/auth"
+	"github.com/mqproject/mq/lib/mqtest"
+)
+
+// raftStream encodes messages as hashicorp/raft's NetworkTransport
+// writes them: the RPC type byte, then the request in msgpack.
+type raftStream struct {
+	t   *testing.T
+	buf bytes.Buffer
+	enc *codec.Encoder
+}
+
+func newRaftStream(t *testing.T) *raftStream {
+	s := &raftStream{t: t}
+	s.enc = codec.NewEncoder(&s.buf, &codec.MsgpackHandle{})
+	return s
+}
+
+func (s *raftStream) add(rpcType byte, req any) {
+	s.buf.WriteByte(rpcType)
+	if err := s.enc.Encode(req); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// feedChunks feeds b to f in random pieces.
+func feedChunks(f *raftFrames, b []byte, rng *rand.Rand) error {
+	for len(b) > 0 {
+		n := min(len(b), 1+rng.IntN(300))
+		if err := f.feed(b[:n]); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+func TestRaftFramesFollowRaftsOwnMessages(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+
+	s := newRaftStream(t)
+	header := raft.RPCHeader{ProtocolVersion: 3, ID: []byte("1"), Addr: []byte("127.0.0.1:9093")}
+	var entries []*raft.Log
+	for i := range raftMaxAppendEntries {
+		data := make([]byte, rng.IntN(70000))
+		entries = append(entries, &raft.Log{Index: uint64(i + 1), Term: 2, Type: raft.LogCommand, Data: data, AppendedAt: time.Now()})
+	}
+	s.add(0, &raft.AppendEntriesRequest{RPCHeader: header, Term: 2, PrevLogEntry: 7, Entries: entries, LeaderCommitIndex: 9})
+	// A snapshot's data follows its request, raw: here bytes that are
+	// no msgpack at all (0xc1 is never one), far more than a message may hold.
+	snapshot := bytes.Repeat([]byte{0xc1}, 3<<20)
+	s.add(2, &raft.InstallSnapshotRequest{RPCHeader: header, SnapshotVersion: 1, Term: 2, LastLogIndex: 1 << 40, LastLogTerm: 2,
+		Configuration: bytes.Repeat([]byte{1}, 300), ConfigurationIndex: 5, Size: int64(len(snapshot))})
+	s.buf.Write(snapshot)
+	s.add(1, &raft.RequestVoteRequest{RPCHeader: header, Term: 3, LastLogIndex: 12, LastLogTerm: 2, LeadershipTransfer: true})
+	s.add(4, &raft.RequestPreVoteRequest{RPCHeader: header, Term: 3, LastLogIndex: 12, LastLogTerm: 2})
+	s.add(3, &raft.TimeoutNowRequest{RPCHeader: header})
+	s.add(0, &raft.AppendEntriesRequest{RPCHeader: header, Term: 3}) // a heartbeat
+
+	f := newRaftFrames(raftMaxMessage)
+	if err := feedChunks(f, s.buf.Bytes(), rng); err != nil {
+		t.Fatalf("raft's own messages refused: %v", err)
+	}
+	if f.inMessage || f.snapshot != 0 || len(f.stack) != 0 {
+		t.Fatalf("after the last message: in a message %v, snapshot bytes due %d, open containers %v", f.inMessage, f.snapshot, f.stack)
+	}
+	// The same stream under a bound below its AppendEntries.
+	if err := feedChunks(newRaftFrames(1<<16), s.buf.Bytes(), rng); !errors.Is(err, errRaftMessage) {
+		t.Fatalf("an AppendEntries over the bound: %v, want errRaftMessage", err)
+	}
+}
+
+func TestRaftFramesRefuseAtTheAnnouncement(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stream []byte
+	}{
+		{"bin32 of 3 GiB", []byte{0, 0x81, 0xa4, 'D', 'a', 't', 'a', 0xc6, 0xc0, 0, 0, 0}},
+		{"str32 of 3 GiB", []byte{0, 0xdb, 0xc0, 0, 0, 0}},
+		{"ext32 of 3 GiB", []byte{0, 0xc9, 0xc0, 0, 0, 0, 1}},
+		{"array32 of 3G values", []byte{0, 0xdd, 0xc0, 0, 0, 0}},
+		{"map32 of 2G pairs", []byte{0, 0xdf, 0x80, 0, 0, 0}},
+		{"nesting", append([]byte{0}, bytes.Repeat([]byte{0x91}, raftMaxDepth+1)...)},
+		{"unknown rpc type", []byte{9}},
+		{"never-used byte", []byte{0, 0xc1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := newRaftFrames(raftMaxMessage).feed(tc.stream); !errors.Is(err, errRaftMessage) {
+				t.Fatalf("%x: %v, want errRaftMessage", tc.stream, err)
+			}
+		})
+	}
+}
+
+// logBuffer is a slog handler's output, safe for concurrent use.
+type logBuffer struct {
+	mu  chan struct{}
+	buf bytes.Buffer
+}
+
+func newLogBuffer() *logBuffer { return &logBuffer{mu: make(chan struct{}, 1)} }
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu <- struct{}{}
+	defer func() { <-l.mu }()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu <- struct{}{}
+	defer func() { <-l.mu }()
+	return l.buf.String()
+}
+
+// raftGreeted dials node's Raft port and sends the greeting its voters
+// expect, as a node of the cluster would.
+func raftGreeted(t *testing.T, tc *testCluster, node *Controller) net.Conn {
+	t.Helper()
+	voters := strings.Join(tc.Get(node.cfg.NodeID).voterList, ",")
+	conn, err := dialKind(ctxFor(t, 10*time.Second), node.cfg.RaftAddr, connRaftCluster, voters+"\x00"+node.Image().ClusterID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// closedByPeer waits (up to 10 s) for the other end to close conn.
+func closedByPeer(t *testing.T, conn net.Conn) {
+	t.Helper()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := io.Copy(io.Discard, conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the node kept the connection open")
+	}
+}
+
+func TestRaftConnectionsAreBoundedAndReplicationGoesOn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three raft nodes over TCP")
+	}
+	const bound = 256 << 10
+	logs := newLogBuffer()
+	tc := startCluster(t, 3, 0, func(c *Config) {
+		c.raftMaxMessage = bound
+		c.raftIdle = time.Second
+		c.raftTrailingLogs = 5
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	leader := tc.leader()
+	var follower *Controller
+	for _, c := range tc.Running() {
+		if c != leader {
+			follower = c
+			break
+		}
+	}
+
+	// refusedLine waits for the log line of the refusal of conn.
+	refusedLine := func(t *testing.T, conn net.Conn, what string) {
+		t.Helper()
+		mqtest.WaitFor(t, "the refusal logged", func() (bool, string) {
+			for _, l := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(l, what) && strings.Contains(l, "remote="+conn.LocalAddr().String()) {
+					return true, ""
+				}
+			}
+			return false, logs.String()
+		})
+	}
+
+	t.Run("a message announcing 3 GiB is refused at its header", func(t *testing.T) {
+		conn := raftGreeted(t, tc, follower)
+		if _, err := conn.Write([]byte{0, 0x81, 0xa7, 'E', 'n', 't', 'r', 'i', 'e', 's', 0x91, 0x81, 0xa4, 'D', 'a', 't', 'a', 0xc6, 0xc0, 0, 0, 0}); err != nil {
+			t.Fatal(err)
+		}
+		closedByPeer(t, conn)
+		refusedLine(t, conn, "closing a raft connection that sent a message out of bounds")
+	})
+
+	t.Run("a message sent past the bound is not read", func(t *testing.T) {
+		// An AppendEntries of 64 entries of bound/2 bytes each: every
+		// length announced is within the bound, their sum is not.
+		const entries, each = 64, bound / 2
+		msg := []byte{0, 0x81, 0xa7, 'E', 'n', 't', 'r', 'i', 'e', 's', 0xdc, 0, entries}
+		for range entries {
+			msg = append(msg, 0x81, 0xa4, 'D', 'a', 't', 'a', 0xc6)
+			msg = binary.BigEndian.AppendUint32(msg, each)
+			msg = append(msg, make([]byte, each)...)
+		}
+		conn := raftGreeted(t, tc, follower)
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		go conn.Write(msg) // fails once the node closes
+		closedByPeer(t, conn)
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > uint64(len(msg))/4 {
+			t.Fatalf("the node allocated %d bytes for a %d-byte message on a connection bounded to %d", grew, len(msg), bound)
+		}
+		refusedLine(t, conn, "closing a raft connection that sent a message out of bounds")
+	})
+
+	t.Run("an idle connection is closed", func(t *testing.T) {
+		conn := raftGreeted(t, tc, follower)
+		closedByPeer(t, conn)
+		refusedLine(t, conn, "closing a raft connection idle for longer than its deadline")
+	})
+
+	// Replication goes on, and a node that missed more than the leader
+	// keeps in its log is sent a snapshot larger than the bound.
+	lagging := tc.Get(3)
+	if lagging == leader {
+		lagging = follower
+	}
+	laggingID := lagging.cfg.NodeID
+	tc.Stop(laggingID)
+	for i := range 40 {
+		var bindings []auth.Binding
+		for j := range 100 {
+			bindings = append(bindings, auth.Binding{ResourceType: kmsg.ACLResourceTypeTopic, PatternType: kmsg.ACLResourcePatternTypeLiteral,
+				ResourceName: fmt.Sprintf("topic-%d-%d-%s", i, j, strings.Repeat("x", 40)), Principal: "User:alice", Host: "*",
+				Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow})
+		}
+		if err := leader.AlterACLs(ctxFor(t, 10*time.Second), bindings, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := leader.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	var snap bytes.Buffer
+	if err := writeSnapshot(&snap, leader.Image()); err != nil {
+		t.Fatal(err)
+	}
+	if snap.Len() <= bound {
+		t.Fatalf("the snapshot is %d bytes, not over the bound %d", snap.Len(), bound)
+	}
+	tc.Start(laggingID)
+	tc.converged(leader)
+	if got := tc.Get(laggingID).raft.Stats()["last_snapshot_index"]; got == "0" {
+		t.Fatalf("node %d caught up without a snapshot", laggingID)
+	}
+	if _, err := tc.Get(laggingID).RegisterBroker(ctxFor(t, 10*time.Second), Broker{ID: laggingID, Host: "127.0.0.1", Port: 9092}); err != nil {
+		t.Fatal(err)
+	}
+	tc.converged(leader)
+}
+
+func TestProposalOverMaxCommandIsRefused(t *testing.T) {
+	c := openController(t, t.TempDir())
+	big := map[string]string{"x": strings.Repeat("y", maxCommand)}
+	err := c.AlterGroupConfigs(context.Background(), "g", big, nil)
+	if !errors.Is(err, ErrCommandTooLarge) {
+		t.Fatalf("a %d-byte command: %v, want ErrCommandTooLarge", maxCommand, err)
+	}
+}
