@@ -14,7 +14,7 @@ import (
 func brokerCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "broker",
-		Usage: "show what brokers hold; move every replica off one",
+		Usage: "show what brokers hold; move every replica off one; remove one for good",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "describe",
@@ -104,6 +104,38 @@ cluster rebalance's.`),
 						}
 						fmt.Fprintf(stderr, "%s: broker %d holds no replica: it can be stopped\n", c.App.Name, id)
 						return nil, nil
+					}, nil
+				}),
+			},
+			{
+				Name:      "unregister",
+				Usage:     "remove a stopped broker that holds no replica from the cluster for good",
+				ArgsUsage: "ID",
+				UsageText: doc("mqctl broker unregister ID", `Removes broker ID from the cluster for good (Kafka's UnregisterBroker):
+its registration, the binding of its node ID to its certificate (so that
+another node may take the ID or the certificate), and, for a node that
+joined the controller quorum as a non-voter, its place there. Needs ALTER
+on the CLUSTER. Refused (exit 1, saying why) for a voter of the
+controller quorum (--voters), for a broker still running or holding a
+replica (mqctl broker decommission ID, then stop it), and for an ID the
+cluster does not know. Stop the node for good first: a node that starts
+again registers and joins again. Prints BROKER RESULT; JSON: {"broker":
+int, "result": "unregistered"}.`),
+				Flags: commandFlags(),
+				Action: action(func(c *cli.Context) (job, error) {
+					if c.NArg() != 1 {
+						return nil, client.Usagef("broker unregister: want one broker ID, got %d arguments", c.NArg())
+					}
+					id, err := parseBrokerID("broker unregister", c.Args().First())
+					if err != nil {
+						return nil, err
+					}
+					return func(ctx context.Context, a *admin.Admin) (admin.Result, error) {
+						r, err := a.UnregisterBroker(ctx, id)
+						if err != nil {
+							return nil, err
+						}
+						return r, nil
 					}, nil
 				}),
 			},

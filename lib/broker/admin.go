@@ -38,6 +38,7 @@ func (b *Broker) adminAPIs() map[int16]api {
 		kmsg.ListPartitionReassignments.Int16():   {0, 0, b.handleListPartitionReassignments},
 		kmsg.DescribeUserSCRAMCredentials.Int16(): {0, 0, b.handleDescribeUserScramCredentials},
 		kmsg.AlterUserSCRAMCredentials.Int16():    {0, 0, b.handleAlterUserScramCredentials},
+		kmsg.UnregisterBroker.Int16():             {0, 0, b.handleUnregisterBroker},
 	}
 }
 

@@ -167,6 +167,7 @@ var access = map[int16]func(img *controller.Image, body kmsg.Request, check chec
 	kmsg.DeleteACLs.Int16():                   cluster(opAlter),
 	kmsg.DescribeUserSCRAMCredentials.Int16(): cluster(opDescribe),
 	kmsg.AlterUserSCRAMCredentials.Int16():    cluster(opAlter),
+	kmsg.UnregisterBroker.Int16():             cluster(opAlter),
 	kafkaext.SkipDamagedKey:                   cluster(opAlter), // an operator's, like ElectLeaders
 	kafkaext.RefetchKey:                       cluster(opClusterAction),
 

@@ -35,7 +35,8 @@
 //     lib/coordinator; share_config.go the group configs of lib/config);
 //   - damage.go (mq's SkipDamaged and Refetch, lib/kafkaext);
 //   - acls.go (DescribeAcls, CreateAcls, DeleteAcls onto the
-//     controller's image).
+//     controller's image); unregister.go (UnregisterBroker onto
+//     controller.UnregisterBroker).
 //
 // # Authorization
 //

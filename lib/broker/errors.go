@@ -134,6 +134,9 @@ var controllerCodes = []errorCode{
 	// One change too large for one controller record: Kafka refuses what
 	// its limits forbid with POLICY_VIOLATION.
 	{controller.ErrCommandTooLarge, kerr.PolicyViolation},
+	{controller.ErrBrokerNotRegistered, kerr.BrokerIDNotRegistered},
+	{controller.ErrBrokerInUse, kerr.InvalidRequest},
+	{controller.ErrVoter, kerr.InvalidRequest},
 	{auth.ErrInvalid, kerr.InvalidRequest},
 	// The controller refused this node's certificate for what it asked:
 	// the cluster's own authentication failed, not the client's.

@@ -34,6 +34,9 @@ const (
 	cmdAlterScramCredentials commandType = 17
 	cmdAlterACLs             commandType = 18
 	cmdBindNode              commandType = 19
+	// cmdUnregisterBroker removes a stopped broker that hosts no replica
+	// from the image, with its certificate binding (UnregisterBroker).
+	cmdUnregisterBroker commandType = 30
 )
 
 func (t commandType) String() string {
@@ -76,6 +79,8 @@ func (t commandType) String() string {
 		return "AlterACLs"
 	case cmdBindNode:
 		return "BindNode"
+	case cmdUnregisterBroker:
+		return "UnregisterBroker"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -421,6 +426,13 @@ type bindNodeV1 struct {
 	Principal string `json:"principal"`
 }
 
+// unregisterBrokerV1 removes broker ID's registration and its node's
+// certificate binding; refused while the broker is alive or hosts a
+// replica.
+type unregisterBrokerV1 struct {
+	ID int32 `json:"id"`
+}
+
 // resignLeadershipV1 is a leader giving up a partition whose log it
 // cannot serve whole (a damaged range below the high-water mark): it
 // leaves the leadership and the ISR, and the first live ISR member in
@@ -512,6 +524,8 @@ func decodeCommand(data []byte) (commandType, any, error) {
 		body = new(alterACLsV1)
 	case t == cmdBindNode && version == 1:
 		body = new(bindNodeV1)
+	case t == cmdUnregisterBroker && version == 1:
+		body = new(unregisterBrokerV1)
 	default:
 		return t, nil, fmt.Errorf("%w: %v version %d", ErrUnknownCommand, t, version)
 	}

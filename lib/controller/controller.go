@@ -568,7 +568,7 @@ func (c *Controller) join(ctx context.Context, j joinRequest) error {
 // the configuration is no error. The removed node, when it starts
 // again, asks to join again: stop it for good first.
 func (c *Controller) RemoveNonvoter(ctx context.Context, id int32) error {
-	if slices.ContainsFunc(c.cfg.Voters, func(v Voter) bool { return v.ID == id }) || (len(c.cfg.Voters) == 0 && id == c.cfg.NodeID) {
+	if c.isVoter(id) {
 		return fmt.Errorf("%w: node %d is a voter", ErrVotersMismatch, id)
 	}
 	return c.onLeader(ctx, opRemoveNonvoter, removeRequest{ID: id}, nil, func(ctx context.Context) error {
@@ -582,6 +582,46 @@ func (c *Controller) RemoveNonvoter(ctx context.Context, id int32) error {
 		c.logger.Info("controller: non-voter removed", "node", id)
 		return nil
 	})
+}
+
+// isVoter reports whether node id is a voter of the quorum.
+func (c *Controller) isVoter(id int32) bool {
+	return slices.ContainsFunc(c.cfg.Voters, func(v Voter) bool { return v.ID == id }) || (len(c.cfg.Voters) == 0 && id == c.cfg.NodeID)
+}
+
+// UnregisterBroker removes node id from the cluster for good (Kafka's
+// UnregisterBroker): its broker's registration and its certificate
+// binding (cmdUnregisterBroker), then, for a non-voter that joined, its
+// place in the Raft configuration (RemoveNonvoter). A voter is refused
+// with ErrVoter; a broker that is alive or hosts a replica with
+// ErrBrokerInUse (stop it, after moving its replicas off it); a node
+// the cluster does not know with ErrBrokerNotRegistered. A node removed
+// asks to register and join again when it starts: stop it for good.
+func (c *Controller) UnregisterBroker(ctx context.Context, id int32) error {
+	if c.isVoter(id) {
+		return fmt.Errorf("%w: node %d is a voter of the controller quorum (--voters)", ErrVoter, id)
+	}
+	img := c.Image()
+	_, registered := img.Brokers[id]
+	_, bound := img.NodePrincipals[id]
+	if !registered && !bound && !c.raftMember(id) {
+		return fmt.Errorf("%w: node %d", ErrBrokerNotRegistered, id)
+	}
+	if _, err := c.propose(ctx, cmdUnregisterBroker, &unregisterBrokerV1{ID: id}); err != nil {
+		return err
+	}
+	c.logger.Info("controller: broker unregistered", "broker", id)
+	return c.RemoveNonvoter(ctx, id)
+}
+
+// raftMember reports whether node id is in this node's view of the Raft
+// configuration.
+func (c *Controller) raftMember(id int32) bool {
+	f := c.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	return slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool { return s.ID == serverID(id) })
 }
 
 // pause waits d of the controller's clock; false when the controller

@@ -124,7 +124,9 @@
 // the Kafka listeners' mapping). RegisterBroker, for the node's own
 // broker, first proposes BindNode (command 19): the image's
 // NodePrincipals binds the node ID to the principal of its certificate,
-// once and for good (a renewed certificate keeps its subject). The
+// once and for good (a renewed certificate keeps its subject), until
+// UnregisterBroker (command 30) removes the broker, which unbinds its
+// node ID and certificate. The
 // leader then takes from a connection only what its principal may say:
 // the request's sender (rpcRequest.From) must be bound to it, or, not
 // bound yet, be binding itself with a principal bound to no other node
@@ -138,8 +140,15 @@
 // ErrNodeNotAuthorized.
 //
 // Without Config.TLS the port is plain TCP and the checks of principals
-// are off: any host that reaches it and sends the voter set is trusted. RemoveNonvoter removes a non-voter
-// that joined from the Raft configuration.
+// are off: any host that reaches it and sends the voter set is trusted.
+//
+// UnregisterBroker retires a node for good: it proposes
+// UnregisterBroker (command 30), which removes the broker's
+// registration and its certificate binding and is refused
+// (ErrBrokerInUse) while the broker is alive or a replica of any
+// partition, then removes a non-voter that joined from the Raft
+// configuration (RemoveNonvoter). A voter is refused (ErrVoter): the
+// voters are fixed by --voters.
 //
 // # Limits of the port
 //

@@ -66,6 +66,15 @@ var (
 	// ErrInvalidCommand is the FSM's answer to a record of a known type and
 	// version whose body does not decode.
 	ErrInvalidCommand = errors.New("controller: malformed command")
+	// ErrBrokerInUse refuses to unregister a broker that is alive or
+	// still hosts a replica.
+	ErrBrokerInUse = errors.New("controller: broker in use")
+	// ErrBrokerNotRegistered: UnregisterBroker named a node the cluster
+	// does not know (neither registered, bound, nor in Raft).
+	ErrBrokerNotRegistered = errors.New("controller: broker not registered")
+	// ErrVoter refuses to remove a voter of the controller quorum: the
+	// voters are fixed by --voters.
+	ErrVoter = errors.New("controller: node is a voter")
 	// ErrCommandTooLarge refuses a proposal whose encoded command is over
 	// maxCommand bytes (8 MiB), before it reaches the log: every entry
 	// must fit in a Raft message its followers accept.

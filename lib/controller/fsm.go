@@ -211,6 +211,8 @@ func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
 		err = applyAlterACLs(&next, c, &res)
 	case *bindNodeV1:
 		err = applyBindNode(&next, c, &res)
+	case *unregisterBrokerV1:
+		err = applyUnregisterBroker(&next, c, &res)
 	default:
 		err = fmt.Errorf("%w: no handler for %T", ErrUnknownCommand, body)
 	}
@@ -245,6 +247,55 @@ func applyBindNode(img *Image, c *bindNodeV1, res *applyResult) error {
 	}
 	bound[c.ID] = c.Principal
 	img.NodePrincipals = bound
+	return nil
+}
+
+// applyUnregisterBroker removes a broker from the image: its
+// registration and its node's certificate binding (a new node may then
+// bind that ID or that certificate). Its dynamic configs stay, as
+// Kafka's do. A broker that is alive (not fenced, not shut down) or
+// still a replica of a partition is refused with ErrBrokerInUse; one
+// the image does not know leaves it unchanged.
+func applyUnregisterBroker(img *Image, c *unregisterBrokerV1, res *applyResult) error {
+	if c.ID < 0 {
+		return fmt.Errorf("%w: broker id %d", ErrInvalidCommand, c.ID)
+	}
+	b, registered := img.Brokers[c.ID]
+	if registered && b.alive() {
+		return fmt.Errorf("%w: broker %d is running (neither fenced nor shut down): stop it first", ErrBrokerInUse, c.ID)
+	}
+	hosted, first := 0, ""
+	for _, t := range sortedTopics(img) {
+		for _, p := range t.Partitions {
+			if slices.Contains(p.Replicas, c.ID) {
+				if hosted == 0 {
+					first = fmt.Sprintf("%s:%d", t.Name, p.ID)
+				}
+				hosted++
+			}
+		}
+	}
+	if hosted > 0 {
+		return fmt.Errorf("%w: broker %d still hosts replicas of %d partitions (%s among them): move them off it first", ErrBrokerInUse, c.ID, hosted, first)
+	}
+	_, bound := img.NodePrincipals[c.ID]
+	if !registered && !bound {
+		res.unchanged = true
+		return nil
+	}
+	if registered {
+		brokers := maps.Clone(img.Brokers)
+		delete(brokers, c.ID)
+		img.Brokers = brokers
+	}
+	if bound {
+		principals := maps.Clone(img.NodePrincipals)
+		delete(principals, c.ID)
+		if len(principals) == 0 {
+			principals = nil
+		}
+		img.NodePrincipals = principals
+	}
 	return nil
 }
 

@@ -35,6 +35,7 @@ func seedCommands(t testing.TB) [][]byte {
 		{cmdRegisterBroker, &registerBrokerV3{ID: 2, Host: "h2", Port: 9092, RaftAddr: "h2:9093"}},
 		{cmdFenceBroker, &fenceBrokerV2{ID: 2, Epoch: 3}},
 		{cmdBindNode, &bindNodeV1{ID: 2, Principal: "User:CN=node-2"}},
+		{cmdUnregisterBroker, &unregisterBrokerV1{ID: 2}},
 		{cmdUnfenceBroker, &unfenceBrokerV2{ID: 2, Epoch: 3}},
 		{cmdAlterPartition, &alterPartitionV3{Changes: []alterPartitionV2{
 			{Topic: "orders", Partition: 0, Leader: 1, ISR: []int32{1}},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,6 +238,41 @@ func TestBindNodeNeverChangesABinding(t *testing.T) {
 	if got := tf.f.Image().NodePrincipals; len(got) != 2 || got[1] != "User:CN=node-1" || got[2] != "User:CN=node-2" {
 		t.Fatalf("bindings %v", got)
 	}
+}
+
+// TestUnregisterBrokerUnbindsItsNode: a broker that is stopped and hosts
+// no replica leaves the image with its certificate binding, after which
+// another node may bind that ID or that certificate; one that runs or
+// hosts a replica is refused and keeps both.
+func TestUnregisterBrokerUnbindsItsNode(t *testing.T) {
+	tf := newTestFSM(t)
+	for id := int32(1); id <= 4; id++ {
+		tf.must(cmdBindNode, &bindNodeV1{ID: id, Principal: fmt.Sprintf("User:CN=node-%d", id)})
+		tf.must(cmdRegisterBroker, broker(id))
+	}
+	tf.must(cmdCreateTopic, &createTopicV1{Name: "orders", ID: topicID(1), Partitions: 1, ReplicationFactor: 3, Assignments: [][]int32{{1, 2, 4}}})
+	if res := tf.do(cmdUnregisterBroker, &unregisterBrokerV1{ID: 4}); !errors.Is(res.err, ErrBrokerInUse) || !strings.Contains(res.err.Error(), "running") {
+		t.Fatalf("unregister a running broker: %v, want ErrBrokerInUse (running)", res.err)
+	}
+	tf.must(cmdControlledShutdown, &controlledShutdownV1{ID: 4, Epoch: tf.f.Image().Brokers[4].Epoch})
+	if res := tf.do(cmdUnregisterBroker, &unregisterBrokerV1{ID: 4}); !errors.Is(res.err, ErrBrokerInUse) || !strings.Contains(res.err.Error(), "orders:0") {
+		t.Fatalf("unregister a broker hosting orders:0: %v, want ErrBrokerInUse naming it", res.err)
+	}
+	tf.must(cmdDeleteTopic, &deleteTopicV1{Name: "orders"})
+	tf.must(cmdUnregisterBroker, &unregisterBrokerV1{ID: 4})
+	img := tf.f.Image()
+	if _, ok := img.Brokers[4]; ok {
+		t.Fatal("broker 4 still registered")
+	}
+	if _, ok := img.NodePrincipals[4]; ok || len(img.NodePrincipals) != 3 {
+		t.Fatalf("bindings after unregistering 4: %v", img.NodePrincipals)
+	}
+	if res := tf.do(cmdUnregisterBroker, &unregisterBrokerV1{ID: 4}); res.err != nil || !res.unchanged {
+		t.Fatalf("unregister 4 again: %+v, want accepted and unchanged", res)
+	}
+	// The ID and the certificate are free again, each on its own.
+	tf.must(cmdBindNode, &bindNodeV1{ID: 4, Principal: "User:CN=node-4-new"})
+	tf.must(cmdBindNode, &bindNodeV1{ID: 5, Principal: "User:CN=node-4"})
 }
 
 // TestTLSReload: Reload reads the files again, and files that do not

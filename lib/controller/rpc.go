@@ -150,6 +150,9 @@ var wireErrors = []struct {
 }{
 	{"retry", errRetry},
 	{"CommandTooLarge", ErrCommandTooLarge},
+	{"BrokerInUse", ErrBrokerInUse},
+	{"BrokerNotRegistered", ErrBrokerNotRegistered},
+	{"Voter", ErrVoter},
 	{"VotersMismatch", ErrVotersMismatch},
 	{"NodeNotAuthorized", ErrNodeNotAuthorized},
 	{"TopicExists", ErrTopicExists},
