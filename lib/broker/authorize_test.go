@@ -279,6 +279,7 @@ func TestEveryFamilyRefusesWithItsCode(t *testing.T) {
 		{kmsg.NewPtrAlterPartitionAssignmentsRequest(), clusterCode,
 			func(r kmsg.Response) int16 { return r.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode }},
 		{kmsg.NewPtrElectLeadersRequest(), clusterCode, func(r kmsg.Response) int16 { return r.(*kmsg.ElectLeadersResponse).ErrorCode }},
+		{kmsg.NewPtrUnregisterBrokerRequest(), clusterCode, func(r kmsg.Response) int16 { return r.(*kmsg.UnregisterBrokerResponse).ErrorCode }},
 		{kmsg.NewPtrDescribeQuorumRequest(), clusterCode, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeQuorumResponse).ErrorCode }},
 		{kmsg.NewPtrDescribeACLsRequest(), clusterCode, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeACLsResponse).ErrorCode }},
 		{func() kmsg.Request {
