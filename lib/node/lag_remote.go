@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"strconv"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/metrics"
+	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/peer"
 )
 
@@ -51,6 +53,13 @@ func (d *Daemon) fetchRemoteLag(want []remoteLag, now time.Time) []remoteLag {
 			continue
 		}
 		addr := net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
+		if d.peerTLS != nil {
+			// As every connection to another broker: its ssl://
+			// listener, as this node, or none.
+			if addr = partition.SSLListener(br); addr == "" {
+				continue
+			}
+		}
 		byLeader[addr] = append(byLeader[addr], r)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), remoteLagTimeout)
@@ -75,7 +84,11 @@ func (d *Daemon) fetchRemoteLag(want []remoteLag, now time.Time) []remoteLag {
 // askLeaderLag is fetchRemoteLag for the partitions one leader at addr
 // leads.
 func (d *Daemon) askLeaderLag(ctx context.Context, addr string, parts []remoteLag, now time.Time) []remoteLag {
-	conn, err := peer.Dial(ctx, addr, "mq-metrics-"+strconv.Itoa(int(d.settings.NodeID)))
+	var cfg *tls.Config
+	if d.peerTLS != nil {
+		cfg = d.peerTLS()
+	}
+	conn, err := peer.DialTLS(ctx, addr, "mq-metrics-"+strconv.Itoa(int(d.settings.NodeID)), cfg)
 	if err != nil {
 		return nil
 	}

@@ -3,6 +3,7 @@ package node
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -41,8 +42,12 @@ type Daemon struct {
 	ctrl     *controller.Controller
 	parts    *partition.Manager
 	peers    *peer.Pool // connections to the other brokers, for the broker's coordinators
-	broker   *broker.Broker
-	server   *server.Server
+	// peerTLS, with security.inter.broker.protocol SSL, is the TLS config
+	// (this node's certificate) of every connection to another broker's
+	// ssl:// listener; nil: they go to the plaintext listeners.
+	peerTLS func() *tls.Config
+	broker  *broker.Broker
+	server  *server.Server
 	// tls serves the ssl:// listeners; nil without a certificate.
 	tls *server.TLS
 	// nodeTLS is this node's identity on the controller port
@@ -250,8 +255,13 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		// Gone brokers found by this node hold Metadata answers until the
 		// controller, probing too, has fenced them; without its probes
 		// it would not within the hold.
-		pcfg.Watch = peer.NewWatch(clk, logger.With("component", "broker"))
+		if pcfg.PeerTLS != nil {
+			pcfg.Watch = peer.NewWatchTLS(clk, logger.With("component", "broker"), pcfg.PeerTLS)
+		} else {
+			pcfg.Watch = peer.NewWatch(clk, logger.With("component", "broker"))
+		}
 	}
+	d.peerTLS = pcfg.PeerTLS
 	overrides, err := config.ParseConnectionOverrides(s.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return nil, &ConfigError{fmt.Errorf("max.connections.per.ip.overrides: %w", err)}

@@ -65,7 +65,9 @@
 // newer than the image's: the lookup then finds the replica led here,
 // not UNKNOWN_LEADER_EPOCH.
 //
-// The fetchers' connections feed the node's peer.Watch. Gone, LeaderGone
+// The fetchers' connections feed the node's peer.Watch, which the
+// Manager has track every other broker (at its ssl:// listener with
+// Config.PeerTLS, as the fetchers dial). Gone, LeaderGone
 // and Await let the Metadata and FindCoordinator handlers hold an answer
 // naming a leader the Watch found gone, for up to goneLeaderHold (4 s)
 // after its connection broke, until the controller has elected another:

@@ -30,9 +30,17 @@ func (m *Manager) trackPeers(img *controller.Image) {
 	}
 	addrs := make(map[int32]string, len(img.Brokers))
 	for id, b := range img.Brokers {
-		if id != m.cfg.Settings.NodeID && b.Host != "" {
-			addrs[id] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		if id == m.cfg.Settings.NodeID || b.Host == "" {
+			continue
 		}
+		addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		if m.cfg.PeerTLS != nil {
+			// As this node's followers do: the ssl:// listener, or none.
+			if addr = SSLListener(b); addr == "" {
+				continue
+			}
+		}
+		addrs[id] = addr
 	}
 	m.cfg.Watch.Track(addrs, peer.WatchClientID+strconv.Itoa(int(m.cfg.Settings.NodeID)))
 }

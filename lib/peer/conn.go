@@ -31,6 +31,7 @@ const maxResponse = 256 << 20
 type Conn struct {
 	addr string
 	conn net.Conn
+	raw  net.Conn // the TCP connection under conn (conn itself without TLS)
 	r    *bufio.Reader
 	f    *kmsg.RequestFormatter
 	corr int32
@@ -70,6 +71,7 @@ func DialTLS(ctx context.Context, addr, clientID string, cfg *tls.Config) (*Conn
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
+	raw := conn
 	if cfg != nil {
 		tc := tls.Client(conn, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
@@ -81,6 +83,7 @@ func DialTLS(ctx context.Context, addr, clientID string, cfg *tls.Config) (*Conn
 	return &Conn{
 		addr: addr,
 		conn: conn,
+		raw:  raw,
 		r:    bufio.NewReaderSize(conn, 64<<10),
 		f:    kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)),
 	}, nil
@@ -158,9 +161,10 @@ func (c *Conn) AwaitEnd(d time.Duration) error {
 
 // HungUp reports whether the broker closed or reset the connection, as
 // the kernel knows it now, without reading: true before a goroutine
-// blocked in AwaitEnd has been scheduled to see it (hungUp).
+// blocked in AwaitEnd has been scheduled to see it (hungUp). It looks
+// at the TCP connection, under TLS too.
 func (c *Conn) HungUp() bool {
-	sc, ok := c.conn.(syscall.Conn)
+	sc, ok := c.raw.(syscall.Conn)
 	return ok && hungUp(sc)
 }
 

@@ -16,8 +16,12 @@
 // its leader that way, taking the config afresh at each dial so that a
 // certificate read again on SIGHUP is used from the next connection on;
 // lib/partition sets it, and picks the leader's ssl:// listener, when
-// security.inter.broker.protocol is SSL. The other peers (coordinators,
-// metrics) dial the advertised plaintext address.
+// security.inter.broker.protocol is SSL. So does every other connection
+// to another broker then: a Pool of NewPoolTLS (the coordinators' and
+// share groups' requests), a Watch of NewWatchTLS (its tracked
+// connections) and lib/node's lag lookups for the metrics, each to the
+// other broker's ssl:// listener; otherwise they dial the advertised
+// plaintext address. Conn.HungUp looks at the TCP connection under TLS.
 //
 // A Leader's Fetch carries the follower's broker epoch once
 // LeaderConfig.BrokerEpoch gives one (Fetch v15's ReplicaState,

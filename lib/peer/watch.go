@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,9 @@ type Watch struct {
 	// probe reports whether the process at a broker's address is gone:
 	// probe.Gone in production.
 	probe func(ctx context.Context, addr string) bool
+	// tls, when set, returns the TLS config of each tracked connection
+	// (NewWatchTLS); nil: plain TCP.
+	tls func() *tls.Config
 
 	// suspects counts the brokers probing or gone, so that Gone on a
 	// healthy cluster is one atomic load.
@@ -98,6 +102,19 @@ func NewWatch(clk clock.Clock, log *slog.Logger) *Watch {
 	return &Watch{clock: clk, log: log, probe: probe.Gone, brokers: map[int32]*watched{}, changed: make(chan struct{}),
 		tracked: map[int32]*tracker{}}
 }
+
+// NewWatchTLS is NewWatch whose tracked connections are TLS with the
+// config cfg returns at each dial: Track it the other brokers' ssl://
+// listeners (security.inter.broker.protocol SSL), as a Pool of
+// NewPoolTLS.
+func NewWatchTLS(clk clock.Clock, log *slog.Logger, cfg func() *tls.Config) *Watch {
+	w := NewWatch(clk, log)
+	w.tls = cfg
+	return w
+}
+
+// TLS reports whether the tracked connections are TLS (NewWatchTLS).
+func (w *Watch) TLS() bool { return w.tls != nil }
 
 // Lost reports that a connection to broker id at addr broke or could not
 // be made. Unless a probe of it already runs or it is known gone, the
@@ -217,7 +234,7 @@ func (w *Watch) changedLocked() {
 }
 
 // Track keeps one idle connection to each broker of addrs (broker id →
-// Kafka listener, host:port), and stops those to brokers no longer in
+// Kafka listener, host:port: an ssl:// one for a Watch of NewWatchTLS), and stops those to brokers no longer in
 // it or whose address changed; Track(nil) stops them all, waiting for
 // their goroutines. A tracked connection sends an ApiVersions request at
 // once, so the other broker knows it for a peer's (its client id); one
@@ -273,7 +290,11 @@ func (w *Watch) track(id int32, t *tracker, clientID string) {
 			}
 		}()
 		mark := w.Mark()
-		c, err := Dial(ctx, t.addr, clientID)
+		var cfg *tls.Config
+		if w.tls != nil {
+			cfg = w.tls()
+		}
+		c, err := DialTLS(ctx, t.addr, clientID, cfg)
 		if err == nil {
 			// A request at once tells the other broker who this is
 			// (its client id): the connections of other brokers end
