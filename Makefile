@@ -71,9 +71,12 @@ bench:
 # medians with the targets, broker CPU and peak memory. PERFFLAGS go to
 # `mqbench suite` (e.g. PERFFLAGS=--runs=1); MQD_FLAGS go to mqd (e.g.
 # MQD_FLAGS='--metrics tcp://127.0.0.1:9308' to measure with metrics on).
+# PERF_LISTENERS picks the listeners measured over, a fresh mqd each, and
+# sets their figures side by side (e.g. PERF_LISTENERS="tcp ssl sasl_ssl";
+# default unix; see lib/bench/perf.sh).
 perf:
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mqd ./cmd/mqbench
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mqd ./cmd/mqbench ./cmd/mqctl
 	./lib/bench/perf.sh $(BIN) $(PERFFLAGS)
 
 # How mqd's lifecycle grows with the partitions it hosts (issue 19): for
