@@ -37,6 +37,11 @@ const (
 	// cmdUnregisterBroker removes a stopped broker that hosts no replica
 	// from the image, with its certificate binding (UnregisterBroker).
 	cmdUnregisterBroker commandType = 30
+	// Tiered storage: the remote-log metadata (remote.go). 23 and 24
+	// are kept for it.
+	cmdRemoteSegmentUploaded commandType = 20
+	cmdRemoteSegmentsDeleted commandType = 21
+	cmdRemotePurged          commandType = 22
 )
 
 func (t commandType) String() string {
@@ -81,6 +86,12 @@ func (t commandType) String() string {
 		return "BindNode"
 	case cmdUnregisterBroker:
 		return "UnregisterBroker"
+	case cmdRemoteSegmentUploaded:
+		return "RemoteSegmentUploaded"
+	case cmdRemoteSegmentsDeleted:
+		return "RemoteSegmentsDeleted"
+	case cmdRemotePurged:
+		return "RemotePurged"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -526,6 +537,12 @@ func decodeCommand(data []byte) (commandType, any, error) {
 		body = new(bindNodeV1)
 	case t == cmdUnregisterBroker && version == 1:
 		body = new(unregisterBrokerV1)
+	case t == cmdRemoteSegmentUploaded && version == 1:
+		body = new(remoteSegmentUploadedV1)
+	case t == cmdRemoteSegmentsDeleted && version == 1:
+		body = new(remoteSegmentsDeletedV1)
+	case t == cmdRemotePurged && version == 1:
+		body = new(remotePurgedV1)
 	default:
 		return t, nil, fmt.Errorf("%w: %v version %d", ErrUnknownCommand, t, version)
 	}

@@ -213,6 +213,12 @@ func applyCommand(old *Image, index uint64, body any) (*Image, applyResult) {
 		err = applyBindNode(&next, c, &res)
 	case *unregisterBrokerV1:
 		err = applyUnregisterBroker(&next, c, &res)
+	case *remoteSegmentUploadedV1:
+		err = applyRemoteSegmentUploaded(&next, c)
+	case *remoteSegmentsDeletedV1:
+		err = applyRemoteSegmentsDeleted(&next, c)
+	case *remotePurgedV1:
+		err = applyRemotePurged(&next, c, &res)
 	default:
 		err = fmt.Errorf("%w: no handler for %T", ErrUnknownCommand, body)
 	}
@@ -514,6 +520,7 @@ func applyDeleteTopic(img *Image, c *deleteTopicV1) error {
 	img.TopicsByID = maps.Clone(img.TopicsByID)
 	delete(img.Topics, t.Name)
 	delete(img.TopicsByID, t.ID)
+	dropRemoteLogs(img, t.ID)
 	return nil
 }
 

@@ -56,6 +56,12 @@ type Image struct {
 	// each node authenticates with on the Raft port (BindNode, with
 	// Config.TLS); nil or absent means none.
 	NodePrincipals map[int32]string
+	// RemoteLogs are the remote parts of the tiered partitions' logs
+	// (remote.storage.enable); nil or absent means none.
+	RemoteLogs map[RemotePartition]*RemoteLog
+	// RemotePurges are deleted topics whose remote objects are still to
+	// be deleted from the store (RemotePurged ends it).
+	RemotePurges []TopicID
 }
 
 // Topic is one topic of an Image. Immutable like the Image holding it.
@@ -292,6 +298,17 @@ func (img *Image) check() error {
 	for id, cfg := range img.BrokerConfigs {
 		if id < -1 || len(cfg) == 0 {
 			return fmt.Errorf("broker configs for %d: bad id or empty", id)
+		}
+	}
+	for k, r := range img.RemoteLogs {
+		t := img.TopicsByID[k.Topic]
+		if t == nil || k.Partition < 0 || int(k.Partition) >= len(t.Partitions) || r == nil || len(r.Segments) == 0 {
+			return fmt.Errorf("remote log of %s-%d: no such partition, or empty", k.Topic, k.Partition)
+		}
+		for i, s := range r.Segments {
+			if s.EndOffset < s.BaseOffset || i > 0 && s.BaseOffset != r.Segments[i-1].EndOffset+1 {
+				return fmt.Errorf("remote log of %s-%d: segment %d at %d is not contiguous", k.Topic, k.Partition, i, s.BaseOffset)
+			}
 		}
 	}
 	if len(img.Topics) != len(img.TopicsByID) {

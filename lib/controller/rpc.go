@@ -163,6 +163,8 @@ var wireErrors = []struct {
 	{"InvalidReplicaAssignment", ErrInvalidReplicaAssignment},
 	{"InvalidPartitionState", ErrInvalidPartitionState},
 	{"StaleLeaderEpoch", ErrStaleLeaderEpoch},
+	{"RemoteSegmentExists", ErrRemoteSegmentExists},
+	{"InvalidRemoteDelete", ErrInvalidRemoteDelete},
 	{"InvalidConfig", ErrInvalidConfig},
 	{"InvalidBroker", ErrInvalidBroker},
 	{"InvalidProducerIDCount", ErrInvalidProducerIDCount},

@@ -67,6 +67,17 @@ type snapshotV2 struct {
 	ACLs []aclBindingV1 `json:"acls,omitempty"`
 	// NodePrincipals too came later within version 3 (BindNode).
 	NodePrincipals map[int32]string `json:"node_principals,omitempty"`
+	// RemoteLogs and RemotePurges too came later within version 3
+	// (tiered storage); a node that does not know them refuses the
+	// snapshot rather than forget remote data.
+	RemoteLogs   []snapshotRemoteLogV1 `json:"remote_logs,omitempty"`
+	RemotePurges []TopicID             `json:"remote_purges,omitempty"`
+}
+
+type snapshotRemoteLogV1 struct {
+	Topic     TopicID         `json:"topic_id"`
+	Partition int32           `json:"partition"`
+	Segments  []RemoteSegment `json:"segments"`
 }
 
 type snapshotScramV1 struct {
@@ -134,6 +145,10 @@ func writeSnapshot(w io.Writer, img *Image) error {
 	for _, b := range img.ACLs.Bindings() {
 		s.ACLs = append(s.ACLs, aclBindingToV1(b))
 	}
+	for _, k := range sortedRemote(img.RemoteLogs) {
+		s.RemoteLogs = append(s.RemoteLogs, snapshotRemoteLogV1{Topic: k.Topic, Partition: k.Partition, Segments: img.RemoteLogs[k].Segments})
+	}
+	s.RemotePurges = img.RemotePurges
 	for _, id := range sortedKeys(img.Brokers) {
 		b := img.Brokers[id]
 		s.Brokers = append(s.Brokers, snapshotBrokerV2{
@@ -277,10 +292,30 @@ func readSnapshot(r io.Reader) (*Image, error) {
 	if len(s.NodePrincipals) > 0 {
 		img.NodePrincipals = s.NodePrincipals
 	}
+	for _, r := range s.RemoteLogs {
+		if img.RemoteLogs == nil {
+			img.RemoteLogs = map[RemotePartition]*RemoteLog{}
+		}
+		img.RemoteLogs[RemotePartition{r.Topic, r.Partition}] = &RemoteLog{Segments: r.Segments}
+	}
+	if len(s.RemotePurges) > 0 {
+		img.RemotePurges = s.RemotePurges
+	}
 	if err := img.check(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSnapshot, err)
 	}
 	return img, nil
+}
+
+func sortedRemote(m map[RemotePartition]*RemoteLog) []RemotePartition {
+	out := slices.Collect(maps.Keys(m))
+	slices.SortFunc(out, func(a, b RemotePartition) int {
+		if c := bytes.Compare(a.Topic[:], b.Topic[:]); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out
 }
 
 func sortedKeys[K ~int32, V any](m map[K]V) []K {
