@@ -18,9 +18,16 @@ type RemotePartition struct {
 // RemoteSegment is one log segment copied to the remote store
 // (remote.storage.enable), as its uploader recorded it.
 type RemoteSegment struct {
-	// BaseOffset is the segment's base offset, EndOffset its last offset.
+	// BaseOffset is the segment's first offset in the remote log,
+	// EndOffset its last offset.
 	BaseOffset int64 `json:"base_offset"`
 	EndOffset  int64 `json:"end_offset"`
+	// ObjectBase is the base offset of the local segment the objects
+	// were copied from, which the index entries are relative to: below
+	// BaseOffset when a new leader's segment started before the remote
+	// end (replicas roll segments at their own sizes), the offsets
+	// before BaseOffset then being the previous segment's.
+	ObjectBase int64 `json:"object_base"`
 	// MaxTimestamp is the largest batch max timestamp in it, -1 for none.
 	MaxTimestamp int64 `json:"max_timestamp"`
 	// Size is the bytes of its data object.
@@ -155,7 +162,7 @@ func applyRemoteSegmentUploaded(img *Image, c *remoteSegmentUploadedV1) error {
 		return err
 	}
 	s := c.Segment
-	if s.BaseOffset < 0 || s.EndOffset < s.BaseOffset || s.Size < 0 || s.Key == "" || s.LeaderEpoch != c.LeaderEpoch {
+	if s.ObjectBase < 0 || s.ObjectBase > s.BaseOffset || s.EndOffset < s.BaseOffset || s.Size < 0 || s.Key == "" || s.LeaderEpoch != c.LeaderEpoch {
 		return fmt.Errorf("%w: remote segment %+v", ErrInvalidCommand, s)
 	}
 	k := RemotePartition{c.Topic, c.Partition}

@@ -7,7 +7,7 @@ import (
 )
 
 func remoteSeg(base, end int64, epoch int32) RemoteSegment {
-	return RemoteSegment{BaseOffset: base, EndOffset: end, MaxTimestamp: base, Size: 100, LeaderEpoch: epoch, Key: "k"}
+	return RemoteSegment{BaseOffset: base, ObjectBase: base, EndOffset: end, MaxTimestamp: base, Size: 100, LeaderEpoch: epoch, Key: "k"}
 }
 
 // TestRemoteLogCommands checks the remote-log metadata rules: segments

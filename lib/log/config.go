@@ -84,6 +84,16 @@ type Config struct {
 	// LogAppendTime is message.timestamp.type=LogAppendTime: Append stamps
 	// each batch with the clock's time.
 	LogAppendTime bool
+	// RemoteStorage is remote.storage.enable: the log's closed segments
+	// are copied to a remote store (lib/tier), and EnforceRetention
+	// applies LocalRetentionMS and LocalRetentionBytes instead of the
+	// retention above, to the segments below the remote end
+	// (SetRemoteEnd) only: a segment not recorded as uploaded stays.
+	RemoteStorage bool
+	// LocalRetentionMS and LocalRetentionBytes are local.retention.ms and
+	// local.retention.bytes, resolved (-2, "as retention", already
+	// replaced by the retention's value); -1 is unlimited.
+	LocalRetentionMS, LocalRetentionBytes int64
 }
 
 // Defaults.

@@ -93,6 +93,7 @@ type Log struct {
 	maxTS         int64  // largest timestamp in the log, when maxTSValid
 	maxTSBase     int64  // base offset of the batch holding maxTS
 	maxTSValid    bool
+	remoteEnd     int64        // offset after the last one recorded remotely (SetRemoteEnd); -1: none
 	scannedEnd    int64        // during load: offset after the last recovered batch
 	damage        []Damage     // damaged ranges, by offset (damage.go)
 	loadedEpochs  *epochCache  // during load: the checkpointed leader-epoch history
@@ -175,7 +176,7 @@ type AppendResult struct {
 // recovers it: segments after the recovery point are checked batch by batch
 // and a torn or corrupt tail is truncated.
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
-	l := &Log{dir: dir, fs: opts.FS, files: opts.Files, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized(), counters: opts.Counters, clean: opts.Clean, synced: opts.Synced, ckpts: opts.Checkpoints, owner: opts.Owner}
+	l := &Log{dir: dir, fs: opts.FS, files: opts.Files, clock: opts.Clock, logger: opts.Logger, cfg: cfg.normalized(), counters: opts.Counters, clean: opts.Clean, synced: opts.Synced, ckpts: opts.Checkpoints, owner: opts.Owner, remoteEnd: -1}
 	if l.fs == nil {
 		l.fs = vfs.OS
 	}

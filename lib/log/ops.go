@@ -294,7 +294,9 @@ func (l *Log) afterStartMovedLocked() error {
 // EnforceRetention deletes the oldest closed segments that retention.ms
 // (largest timestamp older than that, by the Clock) or retention.bytes (the
 // log stays at least that big without them) condemn. The active segment
-// is never deleted. It returns the number of segments deleted.
+// is never deleted. With Config.RemoteStorage it applies the local
+// retention instead, and deletes only segments below the remote end
+// (SetRemoteEnd). It returns the number of segments deleted.
 func (l *Log) EnforceRetention() (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -306,16 +308,24 @@ func (l *Log) EnforceRetention() (int, error) {
 	for _, s := range l.segs {
 		total += s.size
 	}
+	retentionMS, retentionBytes := l.cfg.RetentionMS, l.cfg.RetentionBytes
+	if l.cfg.RemoteStorage {
+		retentionMS, retentionBytes = l.cfg.LocalRetentionMS, l.cfg.LocalRetentionBytes
+	}
 	deleted := 0
 	for len(l.segs) > 1 {
 		seg := l.segs[0]
-		expired := l.cfg.RetentionBytes >= 0 && total-seg.size >= l.cfg.RetentionBytes
-		if !expired && l.cfg.RetentionMS >= 0 {
+		if l.cfg.RemoteStorage && l.segs[1].base > l.remoteEnd {
+			// Not recorded in the remote store yet: kept, however old.
+			break
+		}
+		expired := retentionBytes >= 0 && total-seg.size >= retentionBytes
+		if !expired && retentionMS >= 0 {
 			ts, err := l.segRetentionTimeLocked(seg)
 			if err != nil {
 				return deleted, err
 			}
-			expired = now-ts > l.cfg.RetentionMS
+			expired = now-ts > retentionMS
 		}
 		if !expired {
 			break

@@ -1,0 +1,77 @@
+// Package tier is mq's tiered storage: it copies the closed segments of
+// partitions with remote.storage.enable to a remote object store,
+// records them in the remote-log metadata the controller replicates
+// (controller.RemoteLog), applies retention to the remote part, deletes
+// the remote data of deleted topics, and reads remote segments back for
+// Fetch and ListOffsets.
+//
+// # Use
+//
+//	store, err := tier.OpenStore(ctx, "file:///var/lib/mq/remote") // or s3://bucket?endpoint=…&region=…, mem://
+//	t := tier.New(tier.Config{Store: store, Metadata: ctrl})
+//	err = t.Sync(ctx, tier.Partition{…})        // on the leader, from lib/partition's tiering task
+//	b, err := t.Read(ctx, remoteLog, offset, n) // whole batches of the remote segment holding offset
+//
+// # Store
+//
+// Stores are reached through gocloud.dev/blob. Credentials of an s3://
+// store come from the environment and the AWS credential files, as the
+// AWS SDK finds them; never from a flag, and the store's URL is logged
+// without its query. A segment is four objects under
+// "<topic id>/<partition>/<base offset>-<leader epoch>-<random>": .log
+// (the data file as it was closed), .index and .timeindex (lib/log's
+// formats) and .epochs (the leader-epoch entries of its range, in the
+// text of lib/log's leader-epoch checkpoint).
+//
+// # Uploads and the metadata
+//
+// Sync runs on a partition's leader only. It uploads, oldest first, the
+// closed local segments wholly below the high-water mark that end after
+// the remote log's end, and records each (controller.RecordRemoteSegment)
+// with the leader's epoch. The controller refuses a record from any epoch
+// but the partition's current one and a segment that does not start at
+// the remote end, so a segment is recorded once, whichever leader
+// uploaded it, and a new leader continues from what the image says. A
+// segment whose record is refused has its objects deleted again. A new
+// leader's segments may start before the remote end (replicas roll at
+// their own sizes): the segment is then recorded from the remote end on
+// (RemoteSegment.BaseOffset), its objects holding the earlier offsets too
+// (ObjectBase). A leader that stops between uploading and recording
+// leaves objects no record names; they are not read, and not deleted
+// either.
+//
+// After each upload the log learns where the remote copy ends
+// (log.SetRemoteEnd): local retention (local.retention.ms/bytes) deletes
+// only segments below it, so a store that is down fills the local disk
+// rather than lose data. Followers get the remote end from the image.
+//
+// # Retention
+//
+// Retention (retention.ms, retention.bytes) applies to the whole log:
+// RetentionPlan counts the remote bytes plus the local bytes from the
+// remote end on, so offsets held both remotely and locally count once
+// (counting them twice made a new Kafka leader delete data within
+// retention). The leader deletes the oldest remote segments first in the
+// metadata, with its epoch (refused when stale: nothing is deleted),
+// then their objects. A deleted topic's remote logs leave the image at
+// once and its ID waits in Image.RemotePurges; Purge (run by the active
+// controller's node) deletes its objects and then forgets it.
+//
+// # Reads
+//
+// Read finds the remote segment holding an offset in the image, the
+// position from the segment's offset index (index objects stay in
+// memory, at most maxIndexes of them), and returns whole batches from
+// the one holding the offset, up to maxBytes, reading the data object in
+// windows of at least 64 KiB. Every read gives up after
+// Config.ReadTimeout. OffsetForTimestamp answers ListOffsets by
+// timestamp from the time indexes.
+//
+// # Concurrency
+//
+// A Tier's methods may be called from any goroutine. idxMu guards the
+// index objects in memory, lagMu the upload lag of each partition; no
+// lock is held across a store request. Sync of one partition must not
+// run concurrently with itself (lib/partition's one tiering goroutine
+// calls it).
+package tier
