@@ -105,20 +105,24 @@ type Broker struct {
 	LogRetentionMS             int64         // log.retention.ms, else .minutes, else .hours; default 168 h; -1 forever
 	LogRetentionBytes          int64         // log.retention.bytes, default -1 (no limit)
 	LogRetentionCheckInterval  time.Duration // log.retention.check.interval.ms, default 5 min
-	LogScrubBytesPerSec        int64         // log.scrub.bytes.per.sec (mq), default 16 MiB/s; 0 off
-	LogCleanerThreads          int32         // log.cleaner.threads, default 1; 0 turns compaction off
-	LogMaxOpenFiles            int32         // log.max.open.files (mq): segment descriptors kept open, default 0 = half of RLIMIT_NOFILE at start
-	LogCleanerDedupeBufferSize int64         // log.cleaner.dedupe.buffer.size, default 128 MiB, shared by the threads
-	LogCleanerBackoff          time.Duration // log.cleaner.backoff.ms, default 15 s
-	LogScrubInterval           time.Duration // log.scrub.interval.ms (mq), default 7 days
-	LogFlushPolicy             string        // log.flush.policy (mq): os|interval|always, default os
-	LogFlushInterval           time.Duration // log.flush.interval.ms, default 1 s (mq; Kafka's is "never")
-	LogIndexIntervalBytes      int32         // log.index.interval.bytes, default 4096
-	LogMessageTimestampType    string        // log.message.timestamp.type: CreateTime|LogAppendTime, default CreateTime
-	OffsetsTopicNumPartitions  int32         // offsets.topic.num.partitions, default 50
-	OffsetsRetention           time.Duration // offsets.retention.minutes, default 7 days
-	GroupInitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms, default 3 s
-	GroupInitialRebalanceAlone time.Duration // group.initial.rebalance.alone.ms (mq), default 500 ms; 0 off
+	// Tiered storage (topics with remote.storage.enable; lib/tier).
+	RemoteLogStorageURL          string        // remote.log.storage.url: "" is file://DATA_DIR/remote-log (RemoteStorageURL)
+	RemoteLogReaderCacheBytes    int64         // remote.log.reader.cache.bytes, default 256 MiB
+	RemoteLogManagerTaskInterval time.Duration // remote.log.manager.task.interval.ms, default 30 s
+	LogScrubBytesPerSec          int64         // log.scrub.bytes.per.sec (mq), default 16 MiB/s; 0 off
+	LogCleanerThreads            int32         // log.cleaner.threads, default 1; 0 turns compaction off
+	LogMaxOpenFiles              int32         // log.max.open.files (mq): segment descriptors kept open, default 0 = half of RLIMIT_NOFILE at start
+	LogCleanerDedupeBufferSize   int64         // log.cleaner.dedupe.buffer.size, default 128 MiB, shared by the threads
+	LogCleanerBackoff            time.Duration // log.cleaner.backoff.ms, default 15 s
+	LogScrubInterval             time.Duration // log.scrub.interval.ms (mq), default 7 days
+	LogFlushPolicy               string        // log.flush.policy (mq): os|interval|always, default os
+	LogFlushInterval             time.Duration // log.flush.interval.ms, default 1 s (mq; Kafka's is "never")
+	LogIndexIntervalBytes        int32         // log.index.interval.bytes, default 4096
+	LogMessageTimestampType      string        // log.message.timestamp.type: CreateTime|LogAppendTime, default CreateTime
+	OffsetsTopicNumPartitions    int32         // offsets.topic.num.partitions, default 50
+	OffsetsRetention             time.Duration // offsets.retention.minutes, default 7 days
+	GroupInitialRebalanceDelay   time.Duration // group.initial.rebalance.delay.ms, default 3 s
+	GroupInitialRebalanceAlone   time.Duration // group.initial.rebalance.alone.ms (mq), default 500 ms; 0 off
 
 	// Share groups (KIP-932): the defaults of their group configs.
 	ShareRecordLockDuration   time.Duration // group.share.record.lock.duration.ms, default 30 s
@@ -361,6 +365,13 @@ var brokerProperties = sortedProperties([]brokerProperty{
 	{name: "auto.create.topics.max.per.request", kind: intAtLeast(0), def: "10", doc: "The most topics one Metadata request may create with auto.create.topics.enable (mq): the others it names are answered UNKNOWN_TOPIC_OR_PARTITION, " +
 		"which clients retry, and are created by their next requests. 0 creates none.",
 		set: func(b *Broker, v string) { b.AutoCreateTopicsPerRequest = i32(v) }, get: func(b *Broker) string { return fmtInt(b.AutoCreateTopicsPerRequest) }},
+	{name: "remote.log.storage.url", kind: storeURL, def: "", doc: "The remote store of topics with remote.storage.enable (mq): file:///absolute/path, or s3://bucket?endpoint=URL&region=R (any S3-compatible store; " +
+		"credentials only from the environment and the AWS credential files, as the AWS SDK finds them). Empty: file://DATA_DIR/remote-log, a directory on this machine.",
+		set: func(b *Broker, v string) { b.RemoteLogStorageURL = v }, get: func(b *Broker) string { return b.RemoteLogStorageURL }},
+	{name: "remote.log.reader.cache.bytes", kind: longAtLeast(0), def: "268435456", doc: "The bound of the cache of remote segment bytes that Fetch reads below the local log start go through (mq).",
+		set: func(b *Broker, v string) { b.RemoteLogReaderCacheBytes = i64(v) }, get: func(b *Broker) string { return fmtInt(b.RemoteLogReaderCacheBytes) }},
+	{name: "remote.log.manager.task.interval.ms", kind: longAtLeast(1), def: "30000", doc: "How often a leader copies the closed segments of its tiered partitions to the remote store and applies retention to their remote part; after a failure it tries again with a growing backoff.",
+		set: func(b *Broker, v string) { b.RemoteLogManagerTaskInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.RemoteLogManagerTaskInterval) }},
 	{name: "log.retention.check.interval.ms", kind: longAtLeast(1), def: "300000", doc: "How often retention deletes old segments.",
 		set: func(b *Broker, v string) { b.LogRetentionCheckInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.LogRetentionCheckInterval) }},
 	{name: "log.scrub.bytes.per.sec", kind: longAtLeast(0), def: "16777216", doc: "How fast (bytes per second) the scrubber reads the partition logs to check every batch's CRC, so that damage is found before a consumer meets it (mq); 0 turns it off. Reads check what mqd has not checked yet either way.",
@@ -752,4 +763,13 @@ func (b *Broker) AllowEveryone() bool {
 		}
 	}
 	return true
+}
+
+// RemoteStorageURL is remote.log.storage.url, or its default: the
+// directory remote-log in the data directory.
+func (b Broker) RemoteStorageURL() string {
+	if b.RemoteLogStorageURL != "" {
+		return b.RemoteLogStorageURL
+	}
+	return "file://" + filepath.Join(b.DataDir, "remote-log")
 }

@@ -18,54 +18,56 @@ func envOf(kv map[string]string) func(string) string {
 func TestDefaultsAreKafkas(t *testing.T) {
 	b := defaultsFor(envOf(map[string]string{"HOME": "/home/u"}), 1000)
 	want := Broker{
-		NodeID:                     1,
-		DataDir:                    "/home/u/.local/state/mq",
-		Listeners:                  []string{"unix:///tmp/mq-1000/mqd.sock", "tcp://127.0.0.1:9092"},
-		LogLevel:                   "info",
-		LogFormat:                  "text",
-		SSLClientAuth:              "none",
-		SASLEnabledMechanisms:      []string{"SCRAM-SHA-256", "SCRAM-SHA-512"},
-		SASLMaxReceiveSize:         524288,
-		FailedAuthenticationDelay:  100 * time.Millisecond,
-		InterBrokerProtocol:        "PLAINTEXT",
-		MetricsPartitionSeries:     true,
-		NumPartitions:              1,
-		DefaultReplicationFactor:   1,
-		AutoCreateTopics:           true,
-		MinInsyncReplicas:          1,
-		UncleanLeaderElection:      false,
-		MessageMaxBytes:            1048588,
-		SocketRequestMaxBytes:      104857600,
-		QueuedMaxRequestBytes:      256 << 20, // mq's; Kafka's is -1
-		ConnectionsMaxIdle:         10 * time.Minute,
-		MaxConnectionsPerIP:        math.MaxInt32,
-		MaxPartitionsPerRequest:    10000,
-		MaxPartitions:              200000,
-		AutoCreateTopicsPerRequest: 10,
-		LogSegmentBytes:            1 << 30,
-		LogRollMS:                  168 * 3600 * 1000,
-		LogRetentionMS:             168 * 3600 * 1000,
-		LogRetentionBytes:          -1,
-		LogRetentionCheckInterval:  5 * time.Minute,
-		LogScrubBytesPerSec:        16 << 20,
-		LogCleanerThreads:          1,
-		LogCleanerDedupeBufferSize: 128 << 20,
-		LogCleanerBackoff:          15 * time.Second,
-		LogScrubInterval:           7 * 24 * time.Hour,
-		LogFlushPolicy:             "os",
-		LogFlushInterval:           time.Second,
-		LogIndexIntervalBytes:      4096,
-		LogMessageTimestampType:    "CreateTime",
-		OffsetsTopicNumPartitions:  50,
-		OffsetsRetention:           7 * 24 * time.Hour,
-		GroupInitialRebalanceDelay: 3 * time.Second,
-		GroupInitialRebalanceAlone: 500 * time.Millisecond,
-		ShareRecordLockDuration:    30 * time.Second,
-		ShareDeliveryAttemptLimit:  5,
-		SharePartitionMaxLocks:     2000,
-		ShareSessionTimeout:        45 * time.Second,
-		ShareHeartbeatInterval:     5 * time.Second,
-		ShareStateTopicPartitions:  50,
+		NodeID:                       1,
+		DataDir:                      "/home/u/.local/state/mq",
+		Listeners:                    []string{"unix:///tmp/mq-1000/mqd.sock", "tcp://127.0.0.1:9092"},
+		LogLevel:                     "info",
+		LogFormat:                    "text",
+		SSLClientAuth:                "none",
+		SASLEnabledMechanisms:        []string{"SCRAM-SHA-256", "SCRAM-SHA-512"},
+		SASLMaxReceiveSize:           524288,
+		FailedAuthenticationDelay:    100 * time.Millisecond,
+		InterBrokerProtocol:          "PLAINTEXT",
+		MetricsPartitionSeries:       true,
+		NumPartitions:                1,
+		DefaultReplicationFactor:     1,
+		AutoCreateTopics:             true,
+		MinInsyncReplicas:            1,
+		UncleanLeaderElection:        false,
+		MessageMaxBytes:              1048588,
+		SocketRequestMaxBytes:        104857600,
+		QueuedMaxRequestBytes:        256 << 20, // mq's; Kafka's is -1
+		ConnectionsMaxIdle:           10 * time.Minute,
+		MaxConnectionsPerIP:          math.MaxInt32,
+		MaxPartitionsPerRequest:      10000,
+		MaxPartitions:                200000,
+		AutoCreateTopicsPerRequest:   10,
+		LogSegmentBytes:              1 << 30,
+		LogRollMS:                    168 * 3600 * 1000,
+		LogRetentionMS:               168 * 3600 * 1000,
+		LogRetentionBytes:            -1,
+		LogRetentionCheckInterval:    5 * time.Minute,
+		RemoteLogReaderCacheBytes:    256 << 20,
+		RemoteLogManagerTaskInterval: 30 * time.Second,
+		LogScrubBytesPerSec:          16 << 20,
+		LogCleanerThreads:            1,
+		LogCleanerDedupeBufferSize:   128 << 20,
+		LogCleanerBackoff:            15 * time.Second,
+		LogScrubInterval:             7 * 24 * time.Hour,
+		LogFlushPolicy:               "os",
+		LogFlushInterval:             time.Second,
+		LogIndexIntervalBytes:        4096,
+		LogMessageTimestampType:      "CreateTime",
+		OffsetsTopicNumPartitions:    50,
+		OffsetsRetention:             7 * 24 * time.Hour,
+		GroupInitialRebalanceDelay:   3 * time.Second,
+		GroupInitialRebalanceAlone:   500 * time.Millisecond,
+		ShareRecordLockDuration:      30 * time.Second,
+		ShareDeliveryAttemptLimit:    5,
+		SharePartitionMaxLocks:       2000,
+		ShareSessionTimeout:          45 * time.Second,
+		ShareHeartbeatInterval:       5 * time.Second,
+		ShareStateTopicPartitions:    50,
 
 		BrokerSessionTimeout:                   9 * time.Second,
 		BrokerHeartbeatInterval:                2 * time.Second,
@@ -104,6 +106,8 @@ func TestDefaultsAreKafkas(t *testing.T) {
 		CompressionType:      "producer",
 		// Kafka's: a day, none, none, half.
 		DeleteRetentionMS: 86400000, MaxCompactionLagMS: math.MaxInt64, MinCleanableDirtyRatio: 0.5,
+		// Kafka's: as retention.ms and retention.bytes.
+		LocalRetentionMS: -2, LocalRetentionBytes: -2,
 	}
 	if td != wantTopic {
 		t.Errorf("topic defaults:\n got %+v\nwant %+v", td, wantTopic)
@@ -477,6 +481,10 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"log.retention.minutes", "-1", true}, {"log.retention.minutes", "-2", false},
 		{"log.retention.ms", "-1", true}, {"log.retention.ms", "-2", false}, {"log.retention.ms", "9223372036854775807", true},
 		{"log.retention.bytes", "-1", true}, {"log.retention.bytes", "x", false},
+		{"remote.log.storage.url", "", true}, {"remote.log.storage.url", "file:///var/lib/mq/remote", true}, {"remote.log.storage.url", "file://relative", false},
+		{"remote.log.storage.url", "s3://bucket?endpoint=http://127.0.0.1:8333&region=us-east-1", true}, {"remote.log.storage.url", "s3://", false}, {"remote.log.storage.url", "http://x", false},
+		{"remote.log.reader.cache.bytes", "0", true}, {"remote.log.reader.cache.bytes", "-1", false},
+		{"remote.log.manager.task.interval.ms", "1", true}, {"remote.log.manager.task.interval.ms", "0", false},
 		{"log.flush.policy", "interval", true}, {"log.flush.policy", "never", false},
 		{"log.flush.interval.ms", "0", true}, {"log.flush.interval.ms", "-1", false},
 		{"log.index.interval.bytes", "0", true}, {"log.index.interval.bytes", "-1", false},
@@ -595,6 +603,9 @@ func TestTopicConfigValidation(t *testing.T) {
 		{"segment.ms", "1", true}, {"segment.ms", "0", false},
 		{"retention.ms", "-1", true}, {"retention.ms", "0", true}, {"retention.ms", "-2", false}, {"retention.ms", "9223372036854775808", false},
 		{"retention.bytes", "-1", true}, {"retention.bytes", "1073741824", true}, {"retention.bytes", "", false},
+		{"remote.storage.enable", "true", true}, {"remote.storage.enable", "yes", false},
+		{"local.retention.ms", "-2", true}, {"local.retention.ms", "0", true}, {"local.retention.ms", "-3", false},
+		{"local.retention.bytes", "-2", true}, {"local.retention.bytes", "1024", true}, {"local.retention.bytes", "-3", false},
 		{"max.message.bytes", "0", true}, {"max.message.bytes", "-1", false},
 		{"min.insync.replicas", "1", true}, {"min.insync.replicas", "0", false},
 		{"flush.policy", "always", true}, {"flush.policy", "sometimes", false},
@@ -1037,5 +1048,22 @@ func TestAllowEveryoneDefaultsByTheListeners(t *testing.T) {
 		if got := b.AllowEveryone(); got != tc.want {
 			t.Errorf("listeners %v, setting %q: AllowEveryone = %v, want %v", tc.listeners, tc.setting, got, tc.want)
 		}
+	}
+}
+
+func TestRemoteStorageRefusedForCompactedTopics(t *testing.T) {
+	b := Defaults()
+	for _, policy := range []string{"compact", "compact,delete"} {
+		got, err := ResolveTopic(b, map[string]string{"remote.storage.enable": "true", "cleanup.policy": policy})
+		if !errors.Is(err, ErrInvalidValue) || got.RemoteStorageEnable {
+			t.Errorf("remote storage with cleanup.policy=%s: %v, enabled %v; want ErrInvalidValue, disabled", policy, err, got.RemoteStorageEnable)
+		}
+	}
+	got, err := ResolveTopic(b, map[string]string{"remote.storage.enable": "true", "retention.bytes": "100"})
+	if err != nil || !got.RemoteStorageEnable {
+		t.Fatalf("remote storage with delete: %v %v", err, got.RemoteStorageEnable)
+	}
+	if ms, bytes := got.LocalRetention(); ms != got.RetentionMS || bytes != 100 {
+		t.Fatalf("local retention -2 resolved to %d %d", ms, bytes)
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +36,27 @@ type Topic struct {
 	// and follower.replication.throttled.replicas, "" (none), "*" (every
 	// replica) or partition:broker pairs; ThrottledReplica reads them.
 	LeaderThrottledReplicas, FollowerThrottledReplicas string
+	// Tiered storage (lib/tier). RemoteStorageEnable is
+	// remote.storage.enable: closed segments are copied to the broker's
+	// remote.log.storage.url and local.retention.ms and
+	// local.retention.bytes bound the local part (-2: as retention.ms and
+	// retention.bytes; LocalRetention resolves it). Refused together with
+	// a compacting cleanup.policy.
+	RemoteStorageEnable                   bool
+	LocalRetentionMS, LocalRetentionBytes int64
+}
+
+// LocalRetention returns local.retention.ms and local.retention.bytes
+// with -2 ("as retention") resolved.
+func (t Topic) LocalRetention() (ms, bytes int64) {
+	ms, bytes = t.LocalRetentionMS, t.LocalRetentionBytes
+	if ms == -2 {
+		ms = t.RetentionMS
+	}
+	if bytes == -2 {
+		bytes = t.RetentionBytes
+	}
+	return ms, bytes
 }
 
 // topicProperty describes one topic config.
@@ -74,6 +96,13 @@ var topicProperties = func() []topicProperty {
 			set: func(t *Topic, v string) { t.MessageTimestampType = v }},
 		{name: "unclean.leader.election.enable", kind: boolean, broker: "unclean.leader.election.enable", doc: "Allow a replica outside the ISR to become leader, losing data.",
 			set: func(t *Topic, v string) { t.UncleanLeaderElection = v == "true" }},
+		{name: "remote.storage.enable", kind: boolean, def: "false", doc: "Copy closed segments to the remote store (the broker's remote.log.storage.url) and keep only local.retention.ms / local.retention.bytes of them on local disk; " +
+			"Fetch and ListOffsets read older offsets from the store. Refused (INVALID_CONFIG) for a topic whose cleanup.policy compacts.",
+			set: func(t *Topic, v string) { t.RemoteStorageEnable = v == "true" }},
+		{name: "local.retention.ms", kind: longAtLeast(-2), def: "-2", doc: "With remote.storage.enable: delete local segments older than this once they are in the remote store; -2: as retention.ms, -1: keep them.",
+			set: func(t *Topic, v string) { t.LocalRetentionMS = i64(v) }},
+		{name: "local.retention.bytes", kind: longAtLeast(-2), def: "-2", doc: "With remote.storage.enable: delete the oldest local segments in the remote store while the local log is larger than this; -2: as retention.bytes, -1: no limit.",
+			set: func(t *Topic, v string) { t.LocalRetentionBytes = i64(v) }},
 		{name: "compression.type", kind: compressionType, broker: "compression.type", doc: "The codec batches are stored with; producer keeps the producer's.",
 			set: func(t *Topic, v string) { t.CompressionType = v }},
 
@@ -200,6 +229,14 @@ func ResolveTopic(b Broker, overrides map[string]string) (Topic, error) {
 		}
 		if p.set != nil {
 			p.set(&t, v)
+		}
+	}
+	if t.RemoteStorageEnable && t.CleanupPolicy != "delete" {
+		// Compacted logs are not tiered: the cleaner rewrites segments
+		// the remote store would keep stale copies of.
+		t.RemoteStorageEnable = false
+		if firstErr == nil {
+			firstErr = fmt.Errorf("%w: remote.storage.enable=true needs cleanup.policy=delete (compacted topics are not tiered), not %q", ErrInvalidValue, t.CleanupPolicy)
 		}
 	}
 	return t, firstErr

@@ -331,6 +331,19 @@ var advertised = kind{typ: TypeString, allowed: "host:port with a port from 1 to
 
 // filePath accepts a path to a file, or empty for none; its canonical
 // form is cleaned.
+var storeURL = kind{typ: TypeString, allowed: "empty, file:///absolute/path, s3://bucket with its query, or mem://", norm: func(v string) (string, bool) {
+	switch {
+	case v == "", v == "mem://":
+		return v, true
+	case strings.HasPrefix(v, "file:///"):
+		return v, !strings.ContainsAny(v, "?#")
+	case strings.HasPrefix(v, "s3://"):
+		bucket, _, _ := strings.Cut(strings.TrimPrefix(v, "s3://"), "?")
+		return v, bucket != "" && !strings.Contains(bucket, "/")
+	}
+	return "", false
+}}
+
 var filePath = kind{typ: TypeString, allowed: "a file path, or empty for none", norm: func(v string) (string, bool) {
 	if v == "" {
 		return "", true
