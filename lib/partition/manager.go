@@ -196,6 +196,9 @@ type Manager struct {
 	leading     chan struct{}
 	leadingOnce sync.Once
 
+	// tiering is the node's tiered storage (tier.go).
+	tiering tiering
+
 	// tasks stops the log tasks (StartLogTasks), tasksDone is closed
 	// once they all ended.
 	tasks     context.CancelFunc
@@ -453,7 +456,8 @@ func (m *Manager) Close() error {
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
 	m.closed = true
-	return m.closeAll(true) // high-water marks checkpointed first
+	err := m.closeAll(true) // high-water marks checkpointed first
+	return errors.Join(err, m.closeTier())
 }
 
 // openFirst opens the partitions of img, the first image applied: those
@@ -853,15 +857,19 @@ func logConfig(t config.Topic) (log.Config, error) {
 	if cleanupCompacts(t.CleanupPolicy) && t.MaxCompactionLagMS > 0 {
 		segmentMS = min(segmentMS, t.MaxCompactionLagMS)
 	}
+	localMS, localBytes := t.LocalRetention()
 	return log.Config{
-		SegmentBytes:       t.SegmentBytes,
-		SegmentMS:          segmentMS,
-		RetentionMS:        retentionMS,
-		RetentionBytes:     retentionBytes,
-		IndexIntervalBytes: t.IndexIntervalBytes,
-		FlushPolicy:        policy,
-		FlushInterval:      time.Duration(t.FlushMS) * time.Millisecond,
-		LogAppendTime:      t.MessageTimestampType == "LogAppendTime",
+		SegmentBytes:        t.SegmentBytes,
+		SegmentMS:           segmentMS,
+		RetentionMS:         retentionMS,
+		RetentionBytes:      retentionBytes,
+		IndexIntervalBytes:  t.IndexIntervalBytes,
+		FlushPolicy:         policy,
+		FlushInterval:       time.Duration(t.FlushMS) * time.Millisecond,
+		LogAppendTime:       t.MessageTimestampType == "LogAppendTime",
+		RemoteStorage:       t.RemoteStorageEnable,
+		LocalRetentionMS:    localMS,
+		LocalRetentionBytes: localBytes,
 	}, nil
 }
 

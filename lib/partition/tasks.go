@@ -10,6 +10,7 @@ import (
 // the Manager's clock, until Close:
 //
 //   - retention every log.retention.check.interval.ms (EnforceRetention);
+//   - tiered storage every remote.log.manager.task.interval.ms (SyncTiers);
 //   - the scrubber at log.scrub.bytes.per.sec (scrub.go);
 //   - log.cleaner.threads compaction loops (clean.go).
 //
@@ -25,6 +26,7 @@ func (m *Manager) StartLogTasks() {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	m.runRetention(ctx, &wg, s.LogRetentionCheckInterval)
+	m.runTiering(ctx, &wg, s.RemoteLogManagerTaskInterval)
 	m.runScrubber(ctx, &wg, s.LogScrubBytesPerSec, s.LogScrubInterval)
 	m.runCleaner(ctx, &wg, s.LogCleanerThreads, s.LogCleanerDedupeBufferSize, s.LogCleanerBackoff)
 	done := make(chan struct{})
