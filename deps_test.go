@@ -27,6 +27,7 @@ var allowed = map[string][]string{
 	"lib/mqtest":      {"lib/loopback"},
 	"lib/vfs":         {},
 	"lib/probe":       {},
+	"lib/tier":        {},
 	"lib/controller":  {"lib/auth", "lib/clock", "lib/probe"},
 	"lib/log":         {"lib/clock", "lib/record", "lib/vfs"},
 	"lib/replica":     {"lib/clock", "lib/log", "lib/record"},
@@ -70,6 +71,7 @@ var allowedInTests = map[string][]string{
 	"lib/server": {"lib/mqtest"},
 	"lib/pipe":   {"lib/mqtest"},
 	"lib/peer":   {"lib/mqtest"},
+	"lib/tier":   {"lib/mqtest"},
 	// A pseudo-terminal, for what a tool does when it writes to one, or
 	// reads a person's answer from one.
 	"lib/client":  {"lib/mqtest"},
@@ -90,7 +92,7 @@ var allowedInTests = map[string][]string{
 var testOnly = []string{"lib/mqtest"}
 
 // serverSide are the packages that only mqd may link.
-var serverSide = []string{"lib/auth", "lib/clock", "lib/probe", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/tier", "lib/coordinator", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/node", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs"}
+var serverSide = []string{"lib/auth", "lib/clock", "lib/probe", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/coordinator", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/node", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs", "lib/tier"}
 
 type listedPackage struct {
 	ImportPath   string

@@ -67,7 +67,47 @@
 // Config.ReadTimeout. OffsetForTimestamp answers ListOffsets by
 // timestamp from the time indexes.
 //
-// # Concurrency
+// # Reading remote objects: Cache
+//
+// A Cache holds fixed-size chunks (CacheConfig.ChunkBytes) of immutable
+// remote objects, read with one ranged GET each through a Ranger, in at
+// most CacheConfig.MaxBytes of memory, the GETs in flight included:
+//
+//	c := tier.NewCache(store, tier.CacheConfig{MaxBytes: 256 << 20})
+//	defer c.Close()
+//	n, err := c.ReadAt(ctx, key, size, p, off) // like io.ReaderAt
+//	c.Forget(key)                              // the object was deleted
+//
+// Rules it keeps:
+//   - One GET per chunk at a time: readers of a chunk that is loading wait
+//     for its GET (they count as misses) rather than start another.
+//   - GETs run on the cache's context, cancelled only by Close: a
+//     reader's context bounds its own wait, and a reader that gives up
+//     leaves the GET to finish for the others. A failed GET is not kept:
+//     its waiting readers get the error, the next reader tries again.
+//   - Read-ahead: a read that starts at an object's start, or within a
+//     chunk of where one of the last four reads of that object ended, is
+//     sequential; it starts the GETs of up to CacheConfig.ReadAhead chunks
+//     past its end, in parallel, so a replay is bounded by the store's
+//     bandwidth and not by one round trip per chunk. Read-ahead only
+//     takes room that is free or held by chunks already read; it never
+//     waits for room and never evicts a chunk nobody read yet.
+//   - A read that needs a GET and finds no room evicts the least recently
+//     used cached chunk that no reader is copying from, and otherwise
+//     waits for room (GETs in flight end; readers unpin).
+//   - The lock is never held across a GET: a slow store delays only the
+//     reads that need its chunks.
+//   - Objects are immutable: a read with another size than the object's
+//     chunks were read with drops them first.
+//
+// # Goroutines and locks
+//
+// Cache.mu guards the cache's maps, LRU list, counters and every chunk's
+// state; a chunk's data and error are written once by its GET goroutine
+// before its done channel closes. One goroutine per GET in flight; Close
+// cancels them and waits for them, so a Ranger must return when its
+// context is cancelled.
+//
 //
 // A Tier's methods may be called from any goroutine. idxMu guards the
 // index objects in memory, lagMu the upload lag of each partition; no
