@@ -27,7 +27,6 @@ var allowed = map[string][]string{
 	"lib/mqtest":      {"lib/loopback"},
 	"lib/vfs":         {},
 	"lib/probe":       {},
-	"lib/tier":        {},
 	"lib/controller":  {"lib/auth", "lib/clock", "lib/probe"},
 	"lib/log":         {"lib/clock", "lib/record", "lib/vfs"},
 	"lib/replica":     {"lib/clock", "lib/log", "lib/record"},

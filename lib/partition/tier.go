@@ -188,7 +188,7 @@ func (m *Manager) closeTier() error {
 	if m.tiering.t == nil {
 		return nil
 	}
-	if err := m.tiering.t.Store().Close(); err != nil {
+	if err := m.tiering.t.Close(); err != nil {
 		return fmt.Errorf("close the remote log store: %w", err)
 	}
 	return nil

@@ -62,8 +62,8 @@
 // Read finds the remote segment holding an offset in the image, the
 // position from the segment's offset index (index objects stay in
 // memory, at most maxIndexes of them), and returns whole batches from
-// the one holding the offset, up to maxBytes, reading the data object in
-// windows of at least 64 KiB. Every read gives up after
+// the one holding the offset, up to maxBytes, reading the data object
+// through the Tier's Cache (below) in windows of at least 64 KiB. Every read gives up after
 // Config.ReadTimeout. OffsetForTimestamp answers ListOffsets by
 // timestamp from the time indexes.
 //
@@ -107,7 +107,6 @@
 // before its done channel closes. One goroutine per GET in flight; Close
 // cancels them and waits for them, so a Ranger must return when its
 // context is cancelled.
-//
 //
 // A Tier's methods may be called from any goroutine. idxMu guards the
 // index objects in memory, lagMu the upload lag of each partition; no

@@ -53,6 +53,7 @@ type Tier struct {
 	log    *slog.Logger
 	clock  clock.Clock
 	ranges rangeReader
+	cache  *Cache
 
 	idxMu   sync.Mutex
 	indexes map[string][]byte // index objects by key, at most maxIndexes
@@ -100,28 +101,25 @@ func New(cfg Config) *Tier {
 	if t.cfg.ReadTimeout <= 0 {
 		t.cfg.ReadTimeout = 10 * time.Second
 	}
-	t.ranges = t.directRange
+	t.cache = NewCache(cfg.Store, CacheConfig{MaxBytes: cfg.CacheBytes, Logger: t.log})
+	t.ranges = t.cache.ReadAt
 	return t
 }
+
+// Close stops the cache's reads and closes the store.
+func (t *Tier) Close() error {
+	t.cache.Close()
+	return t.store.Close()
+}
+
+// CacheStats returns the remote read cache's counters.
+func (t *Tier) CacheStats() CacheStats { return t.cache.Stats() }
 
 // Stats returns the Tier's counters.
 func (t *Tier) Stats() *Stats { return &t.stats }
 
 // Store returns the Tier's store.
 func (t *Tier) Store() *Store { return t.store }
-
-// directRange reads from the store with no cache.
-func (t *Tier) directRange(ctx context.Context, key string, size int64, p []byte, off int64) (int, error) {
-	if off >= size {
-		return 0, io.EOF
-	}
-	b, err := t.store.ReadRange(ctx, key, off, min(int64(len(p)), size-off))
-	n := copy(p, b)
-	if err == nil && n < len(p) {
-		err = io.EOF
-	}
-	return n, err
-}
 
 // Object keys: every object of a partition is under
 // "<topic id>/<partition>/", a segment's objects share the stem
@@ -261,6 +259,7 @@ func (t *Tier) deleteObjects(stem string) {
 		}
 	}
 	t.forgetIndexes(stem)
+	t.cache.Forget(stem + extLog)
 }
 
 // RetentionPlan returns the offset the remote log should start at after
