@@ -16,6 +16,7 @@ import (
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/replica"
+	"github.com/mqproject/mq/lib/tier"
 )
 
 // This file is the one place where internal errors become Kafka error
@@ -90,6 +91,9 @@ var recordCodes = []errorCode{
 // logCodes: a partition log's refusals.
 var logCodes = []errorCode{
 	{log.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	// A remote segment deleted by retention between the lookup and the read.
+	{tier.ErrNoRemoteData, kerr.OffsetOutOfRange},
+	{tier.ErrNotFound, kerr.OffsetOutOfRange},
 	// Not CORRUPT_MESSAGE, which is what Kafka answers: kgo retries that
 	// one silently forever, so a consumer would hang at the damage.
 	// INVALID_RECORD is not retriable for kgo and reaches the application

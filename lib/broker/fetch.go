@@ -33,6 +33,12 @@ type fetchPartition struct {
 	highWatermark  int64
 	logStartOffset int64
 	region         log.Region // Len 0: no records
+	// remote holds the batches read from the remote store (tiered.go)
+	// instead of region, for a consumer's offset below the local log
+	// start; remoteWant is the bytes such a read is to ask for, set by
+	// read and done in the Reply (readRemote), 0 for none.
+	remote     []byte
+	remoteWant int
 	currentLeader  leaderHint // KIP-951, for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (hints.go)
 	omit           bool       // an incremental response leaves it out: nothing new
 	// throttled: the last read was for a follower the replication
@@ -130,6 +136,10 @@ type fetch struct {
 	// funcs bound to this fetch.
 	buf     []byte
 	parts   []server.Part
+	// remotePending: a partition waits for a remote read (remoteWant);
+	// tiers is the node's partitions, whose Tier reads it.
+	remotePending bool
+	tiers         *partition.Manager
 	regions []log.Region
 	// errCodes are the nonzero partition error codes encoded, for the
 	// server's Observer (server.Response.ErrorCodes).
@@ -138,6 +148,8 @@ type fetch struct {
 	timer    clock.Timer
 	cases    []reflect.SelectCase
 	reply    server.Reply
+	// remoteReply reads what read left to the remote store, then answers.
+	remoteReply server.Reply
 	done     func()
 }
 
@@ -150,6 +162,7 @@ func getFetch() *fetch {
 	}
 	f := new(fetch)
 	f.reply = f.waitAndRespond
+	f.remoteReply = f.readRemoteAndRespond
 	f.done = f.release
 	return f
 }
@@ -178,6 +191,7 @@ func (f *fetch) release() {
 	f.flat, f.start = f.flat[:0], 0
 	f.session, f.sessionID, f.incremental, f.counts = nil, 0, false, nil
 	f.ctx, f.quota, f.hold = nil, nil, 0
+	f.remotePending, f.tiers = false, nil
 	fetchPool.Put(f)
 }
 
@@ -210,7 +224,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 	}
 	f := getFetch()
 	f.version, f.replicaID, f.maxBytes, f.minBytes = req.Version, replicaID, r.MaxBytes, r.MinBytes
-	f.ctrl, f.conn = b.ctrl, c
+	f.ctrl, f.conn, f.tiers = b.ctrl, c, b.parts
 	if replicaID >= 0 {
 		f.quota, _ = b.parts.ReplicationQuotas()
 	}
@@ -233,6 +247,11 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 	// that is to wait reads again, taking them, so that an append since
 	// the first read is seen, not waited for.
 	if f.read(false) || r.MaxWaitMillis <= 0 || f.read(true) {
+		if f.remotePending {
+			// Remote reads wait for the store: in the Reply.
+			f.ctx = ctx
+			return f.remoteReply
+		}
 		return req.Ready(f.response())
 	}
 	f.ctx = ctx
@@ -266,6 +285,7 @@ func (f *fetch) waitAndRespond() server.Response {
 			break
 		}
 	}
+	f.readRemote()
 	return f.response()
 }
 
@@ -384,6 +404,7 @@ func (f *fetch) read(take bool) bool {
 	f.waitOn = f.waitOn[:0]
 	f.lastRead = -1
 	f.hold = 0
+	f.remotePending = false
 	waitable := 0
 	remaining := int64(f.maxBytes)
 	var total int64
@@ -404,6 +425,7 @@ func (f *fetch) read(take bool) bool {
 		fp.region.Release()
 		fp.region = log.Region{}
 		fp.throttled = false
+		fp.remoteWant = 0
 		if fp.p == nil {
 			failed = true
 			continue
@@ -453,13 +475,22 @@ func (f *fetch) read(take bool) bool {
 			readBytes = int(share.Limit(int64(readBytes)))
 		}
 		region, info, err := f.readPartition(fp, readBytes)
+		if err != nil && f.remoteCovers(fp, err) {
+			// Below the local log start, in the remote log: read in
+			// the Reply.
+			info = fp.p.Offsets()
+			fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, f.logStart(fp, info.LogStartOffset), nil
+			fp.remoteWant = readBytes
+			f.remotePending = true
+			continue
+		}
 		if err != nil {
 			// Like Kafka: offsets are unknown (-1) in an error answer.
 			fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, err
 			failed = true
 			continue
 		}
-		fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, info.LogStartOffset, nil
+		fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, f.logStart(fp, info.LogStartOffset), nil
 		if region.Len == 0 {
 			if seen != nil && readBytes > 0 { // not when held back: there may be news
 				fp.quietRead = quietRead{seen: seen, seenOffset: fp.fetchOffset, seenEpoch: fp.currentLeaderEpoch,
@@ -487,7 +518,7 @@ func (f *fetch) read(take bool) bool {
 	if skipped > 0 && f.counts != nil { // a sessionless fetch skips in its wait loop
 		f.counts.skipped.Add(int64(skipped))
 	}
-	return failed || total >= int64(f.minBytes) || waitable == 0
+	return failed || f.remotePending || total >= int64(f.minBytes) || waitable == 0
 }
 
 // tracksChanges reports whether f keeps the partitions' Changed channels
@@ -577,7 +608,10 @@ func (f *fetch) response() server.Response {
 					fp.p.Traffic.MessagesOut.Add(uint64(max(fp.region.LastOffset+1-max(fp.fetchOffset, fp.region.BaseOffset), 0)))
 				}
 			}
-			fp.region = log.Region{}
+			if len(fp.remote) > 0 && f.replicaID < 0 && fp.p != nil {
+				fp.p.Traffic.BytesOut.Add(uint64(len(fp.remote)))
+			}
+			fp.region, fp.remote = log.Region{}, nil
 		}
 	}
 	return server.Response{Parts: parts, Flexible: f.version >= 12, Done: f.done, ErrorCodes: f.errCodes}
@@ -593,7 +627,7 @@ func (f *fetch) encode() []server.Part {
 	for i := range f.topics {
 		size += 40 + len(f.topics[i].name) + 60*len(f.topics[i].parts)
 		for j := range f.topics[i].parts {
-			if f.topics[i].parts[j].region.Len > 0 {
+			if f.topics[i].parts[j].region.Len > 0 || len(f.topics[i].parts[j].remote) > 0 {
 				n += 2
 			}
 		}
@@ -643,12 +677,19 @@ func (f *fetch) encode() []server.Part {
 				buf = appendInt32(buf, -1) // PreferredReadReplica
 			}
 			n := fp.region.Len
+			if fp.remote != nil {
+				n = int64(len(fp.remote))
+			}
 			if flexible {
 				buf = binary.AppendUvarint(buf, uint64(n)+1)
 			} else {
 				buf = appendInt32(buf, int32(n))
 			}
-			if n > 0 {
+			switch {
+			case n > 0 && fp.remote != nil:
+				parts = append(parts, server.Part{Bytes: buf[mark:len(buf):len(buf)]}, server.Part{Bytes: fp.remote})
+				mark = len(buf)
+			case n > 0:
 				parts = append(parts, server.Part{Bytes: buf[mark:len(buf):len(buf)]},
 					server.Part{Source: fp.region.File(), Offset: fp.region.Pos, Len: n})
 				mark = len(buf)

@@ -458,7 +458,7 @@ func (f *fetch) markSent() {
 			sp := f.sessionParts[k]
 			k++
 			sp.lookup, sp.quiet = fp.partitionLookup, fp.quietRead
-			if f.incremental && fp.region.Len == 0 && fp.err == nil && sp.sent &&
+			if f.incremental && fp.region.Len == 0 && fp.remote == nil && fp.err == nil && sp.sent &&
 				fp.highWatermark == sp.sentHighWatermark && fp.logStartOffset == sp.sentStart {
 				fp.omit = true
 				continue

@@ -27,6 +27,16 @@ const (
 // asked. The leader epoch returned is the partition's current one.
 func (b *Broker) handleListOffsets(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.ListOffsetsRequest)
+	if b.listNeedsRemote(r) {
+		// A lookup by timestamp in remote data waits for the store:
+		// answered in the Reply, off the connection's reader.
+		return func() server.Response { return server.Response{Msg: b.listOffsets(ctx, r, req.Version)} }
+	}
+	return reply(b.listOffsets(ctx, r, req.Version))
+}
+
+// listOffsets answers a ListOffsets request.
+func (b *Broker) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest, version int16) *kmsg.ListOffsetsResponse {
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
 	img := b.ctrl.Image()
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(r.Topics))
@@ -43,11 +53,11 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *server.ConnInfo, req 
 			sp.Default()
 			sp.Partition = rp.Partition
 			epoch := rp.CurrentLeaderEpoch
-			if req.Version < 4 {
+			if version < 4 {
 				epoch = -1
 			}
 			t := b.parts.TopicAt(rt.Topic, t, rp.Partition, epoch)
-			offset, ts, leaderEpoch, err := b.listOffset(t, rp.Partition, epoch, rp.Timestamp, r.ReplicaID, req.Version)
+			offset, ts, leaderEpoch, err := b.listOffset(ctx, t, rp.Partition, epoch, rp.Timestamp, r.ReplicaID, version)
 			sp.ErrorCode = offsetsError(err)
 			if err != nil {
 				sp.Offset, sp.Timestamp = -1, -1
@@ -56,11 +66,11 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *server.ConnInfo, req 
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = offset, ts, leaderEpoch
 		}
 	}
-	return reply(resp)
+	return resp
 }
 
 // listOffset answers one partition of ListOffsets.
-func (b *Broker) listOffset(t *controller.Topic, index, currentEpoch int32, timestamp int64, replicaID int32, version int16) (offset, ts int64, epoch int32, err error) {
+func (b *Broker) listOffset(ctx context.Context, t *controller.Topic, index, currentEpoch int32, timestamp int64, replicaID int32, version int16) (offset, ts int64, epoch int32, err error) {
 	h, err := b.parts.Leader(t, index)
 	if err != nil {
 		return 0, 0, 0, err
@@ -79,7 +89,9 @@ func (b *Broker) listOffset(t *controller.Topic, index, currentEpoch int32, time
 			return 0, 0, 0, replica.ErrHighWatermarkBehind // Kafka: OFFSET_NOT_AVAILABLE
 		}
 		return info.HighWatermark, -1, epoch, nil
-	case timestamp == listEarliest, timestamp == listEarliestLocal && version >= 8:
+	case timestamp == listEarliest:
+		return b.logStart(h, info.LogStartOffset, replicaID), -1, epoch, nil
+	case timestamp == listEarliestLocal && version >= 8:
 		return info.LogStartOffset, -1, epoch, nil
 	case timestamp == listMaxTimestamp && version >= 7:
 		maxTS, maxOffset := h.Log().MaxTimestamp()
@@ -88,6 +100,9 @@ func (b *Broker) listOffset(t *controller.Topic, index, currentEpoch int32, time
 		}
 		return maxOffset, maxTS, epoch, nil
 	case timestamp >= 0:
+		if o, foundTS, ok, err := b.remoteOffsetForTimestamp(ctx, h, info.LogStartOffset, timestamp, replicaID); err != nil || ok {
+			return o, foundTS, epoch, err
+		}
 		o, foundTS, err := h.Log().OffsetForTimestamp(timestamp)
 		if errors.Is(err, log.ErrNotFound) || err == nil && o >= info.HighWatermark {
 			// No record at or after timestamp that consumers may read.

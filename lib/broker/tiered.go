@@ -1,0 +1,137 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/partition"
+	"github.com/mqproject/mq/lib/server"
+)
+
+// Tiered storage on the fetch path (lib/tier): a consumer's offset below
+// the local log start that the partition's remote log holds is read from
+// the remote store, in the Reply (the writer goroutine), never on the
+// reader, so a slow or down store delays only that fetch; the read gives
+// up after the Tier's read timeout and the partition is answered
+// KAFKA_STORAGE_ERROR, which clients retry. Followers are not served
+// remotely: below the leader's local log start they get
+// OFFSET_OUT_OF_RANGE, and restart their log at the leader's local log
+// start (ListOffsets answers a replica with the local start).
+
+// remoteCovers reports whether err, a consumer's read of fp, is an offset
+// below the local log that the remote log holds.
+func (f *fetch) remoteCovers(fp *fetchPartition, err error) bool {
+	if f.replicaID >= 0 || !errors.Is(err, log.ErrOffsetOutOfRange) {
+		return false
+	}
+	rl := f.ctrl.Image().RemoteLog(fp.p.TopicID(), fp.partition)
+	return rl.StartOffset() >= 0 && fp.fetchOffset >= rl.StartOffset() && fp.fetchOffset < rl.EndOffset()
+}
+
+// logStart is the log start offset a consumer is told: the remote log's
+// start when the partition has one below the local start.
+func (f *fetch) logStart(fp *fetchPartition, local int64) int64 {
+	if f.replicaID >= 0 {
+		return local
+	}
+	if start := f.ctrl.Image().RemoteLog(fp.p.TopicID(), fp.partition).StartOffset(); start >= 0 && start < local {
+		return start
+	}
+	return local
+}
+
+// readRemote does the remote reads read left (remoteWant), each bounded
+// by the Tier's read timeout and the connection's context.
+func (f *fetch) readRemote() {
+	if !f.remotePending {
+		return
+	}
+	f.remotePending = false
+	t, terr := f.tiers.Tier()
+	img := f.ctrl.Image()
+	for _, fp := range f.flat {
+		want := fp.remoteWant
+		if want == 0 {
+			continue
+		}
+		fp.remoteWant = 0
+		if terr != nil {
+			fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, terr
+			continue
+		}
+		b, err := t.Read(f.ctx, img.RemoteLog(fp.p.TopicID(), fp.partition), fp.fetchOffset, want)
+		if err != nil {
+			fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, err
+			continue
+		}
+		fp.remote = b
+	}
+}
+
+// readRemoteAndRespond is the Reply of a fetch whose read left remote
+// reads to do.
+func (f *fetch) readRemoteAndRespond() server.Response {
+	f.readRemote()
+	return f.response()
+}
+
+// logStart is the log start offset ListOffsets EARLIEST answers: for a
+// consumer, the remote log's start when the partition has one below the
+// local start; for a replica, the local start, which a follower that
+// fell below the leader's local log restarts at.
+func (b *Broker) logStart(h *partition.Hosted, local int64, replicaID int32) int64 {
+	if replicaID >= 0 {
+		return local
+	}
+	if start := b.ctrl.Image().RemoteLog(h.TopicID(), h.Partition.Partition()).StartOffset(); start >= 0 && start < local {
+		return start
+	}
+	return local
+}
+
+// remoteOffsetForTimestamp answers ListOffsets by timestamp from the
+// remote log, when the partition has remote data below its local start
+// (ok false: look locally).
+func (b *Broker) remoteOffsetForTimestamp(ctx context.Context, h *partition.Hosted, local, ts int64, replicaID int32) (offset, timestamp int64, ok bool, err error) {
+	rl := b.ctrl.Image().RemoteLog(h.TopicID(), h.Partition.Partition())
+	if replicaID >= 0 || rl.StartOffset() < 0 || rl.StartOffset() >= local {
+		return -1, -1, false, nil
+	}
+	t, err := b.parts.Tier()
+	if err != nil {
+		return -1, -1, false, err
+	}
+	o, found, ok, err := t.OffsetForTimestamp(ctx, rl, ts)
+	if err != nil || !ok || o >= local {
+		return -1, -1, false, err
+	}
+	return o, found, true, nil
+}
+
+// listNeedsRemote reports whether a ListOffsets request looks a
+// timestamp up in a partition with remote data below its local start
+// (a consumer's only), which may wait for the store.
+func (b *Broker) listNeedsRemote(r *kmsg.ListOffsetsRequest) bool {
+	if r.ReplicaID >= 0 {
+		return false
+	}
+	img := b.ctrl.Image()
+	if len(img.RemoteLogs) == 0 {
+		return false
+	}
+	for i := range r.Topics {
+		t := img.Topics[r.Topics[i].Topic]
+		if t == nil {
+			continue
+		}
+		for _, p := range r.Topics[i].Partitions {
+			if p.Timestamp >= 0 && img.RemoteLog(t.ID, p.Partition) != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
