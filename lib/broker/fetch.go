@@ -37,10 +37,10 @@ type fetchPartition struct {
 	// instead of region, for a consumer's offset below the local log
 	// start; remoteWant is the bytes such a read is to ask for, set by
 	// read and done in the Reply (readRemote), 0 for none.
-	remote     []byte
-	remoteWant int
-	currentLeader  leaderHint // KIP-951, for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (hints.go)
-	omit           bool       // an incremental response leaves it out: nothing new
+	remote        []byte
+	remoteWant    int
+	currentLeader leaderHint // KIP-951, for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (hints.go)
+	omit          bool       // an incremental response leaves it out: nothing new
 	// throttled: the last read was for a follower the replication
 	// throttle holds to the leader's quota (fetch.quota); the bytes it
 	// read were counted against the quota by that read.
@@ -134,13 +134,13 @@ type fetch struct {
 	// Kept across uses: the encoded response (buf, parts), the regions it
 	// sends, the wait's timer and select cases, and the Reply and Done
 	// funcs bound to this fetch.
-	buf     []byte
-	parts   []server.Part
+	buf   []byte
+	parts []server.Part
 	// remotePending: a partition waits for a remote read (remoteWant);
 	// tiers is the node's partitions, whose Tier reads it.
 	remotePending bool
 	tiers         *partition.Manager
-	regions []log.Region
+	regions       []log.Region
 	// errCodes are the nonzero partition error codes encoded, for the
 	// server's Observer (server.Response.ErrorCodes).
 	errCodes []int16
@@ -150,7 +150,7 @@ type fetch struct {
 	reply    server.Reply
 	// remoteReply reads what read left to the remote store, then answers.
 	remoteReply server.Reply
-	done     func()
+	done        func()
 }
 
 var fetchPool sync.Pool
