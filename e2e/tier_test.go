@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +116,7 @@ func listOffset(t *testing.T, cl *kgo.Client, topic string, ts int64) (int64, in
 // records, and returns their values.
 func consumeTiered(t *testing.T, addr, topic string, n int) []string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,6 +205,140 @@ func TestTieredReplayFromTheBeginning(t *testing.T) {
 				t.Fatalf("log start after a restart: %d (error %d)", got, code)
 			}
 			checkSame(t, "kgo after a restart", consumeTiered(t, b.addr, topic, n), want)
+		})
+	}
+}
+
+// logObjects returns the data objects (.log) among keys.
+func logObjects(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if strings.HasSuffix(k, ".log") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// TestTieredRetentionAndTopicDeletionDeleteRemoteData: retention.bytes
+// deletes the oldest remote segments (objects and all; the log start
+// moves and reads from it are whole), and deleting the topic deletes
+// every remote object of it.
+func TestTieredRetentionAndTopicDeletionDeleteRemoteData(t *testing.T) {
+	for _, st := range tierStores {
+		t.Run(st.name, func(t *testing.T) {
+			url, objects := st.open(t)
+			b := startBroker(t, brokerOpts{props: tierProps(url)})
+			adm := b.admin()
+			ctx := ctxFor(t, 30*time.Second)
+			const topic = "tiered-retention"
+			created, err := adm.CreateTopic(ctx, 1, 1, tieredTopicConfigs(nil), topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prefix := base64.RawURLEncoding.EncodeToString(created.ID[:]) + "/"
+			const n = 3000
+			want := produceNumbered(t, b.client(kgo.ProducerBatchCompression(kgo.NoCompression())), topic, 0, n, time.Now())
+			cl := b.client()
+			waitTiered(t, cl, topic, n/2)
+			before := len(logObjects(objects(prefix)))
+
+			// Keep about 100 KiB of the ~390 KiB.
+			if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.bytes", Value: kadm.StringPtr("100000")}}, topic); err != nil {
+				t.Fatal(err)
+			}
+			var start int64
+			mqtest.WaitFor(t, "remote retention", func() (bool, string) {
+				var code int16
+				start, code = listOffset(t, cl, topic, -2)
+				after := len(logObjects(objects(prefix)))
+				return code == 0 && start >= n/2 && after < before, fmt.Sprintf("log start %d (error %d), %d data objects (%d before)", start, code, after, before)
+			})
+			local, _ := listOffset(t, cl, topic, -4)
+			if start >= local {
+				t.Fatalf("log start %d not below the local log start %d: nothing remote left to read", start, local)
+			}
+			checkSame(t, "kgo from the log start after retention", consumeTiered(t, b.addr, topic, int(n-start)), want[start:])
+
+			if _, err := adm.DeleteTopic(ctx, topic); err != nil {
+				t.Fatal(err)
+			}
+			mqtest.WaitFor(t, "the remote data of the deleted topic deleted", func() (bool, string) {
+				left := objects(prefix)
+				return len(left) == 0, fmt.Sprintf("%d objects left: %v", len(left), left)
+			})
+		})
+	}
+}
+
+// TestTieredLeaderFailoverDuringUploads: a 3-node cluster loses the
+// leader of a tiered partition while it uploads; the new leader continues
+// from the metadata: every acknowledged record reads back once, in
+// order, from offset 0, no data object of the store overlaps another
+// recorded one, and the killed node, restarted, rejoins the ISR
+// copying only the leader's local part.
+func TestTieredLeaderFailoverDuringUploads(t *testing.T) {
+	for _, st := range tierStores {
+		t.Run(st.name, func(t *testing.T) {
+			url, objects := st.open(t)
+			c := startCluster(t, 3, clusterOpts{props: tierProps(url)})
+			const topic = "tiered-failover"
+			ctx := ctxFor(t, 60*time.Second)
+			resp, err := c.admin().CreateTopic(ctx, 1, 3, tieredTopicConfigs(map[string]string{"min.insync.replicas": "2"}), topic)
+			if err == nil {
+				err = resp.Err
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.waitPartitions(topic, topic+" in sync", fullISR)
+			cl := c.client(kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RequiredAcks(kgo.AllISRAcks()))
+			now := time.Now()
+			want := produceNumbered(t, cl, topic, 0, 1500, now)
+			leader := c.waitPartitions(topic, "a leader", func(ps []partitionState) bool { return ps[0].leader > 0 })[0].leader
+			if len(logObjects(objects(""))) == 0 {
+				// Uploads are under way (100 ms task): wait for the first.
+				mqtest.WaitFor(t, "a first upload", func() (bool, string) { return len(logObjects(objects(""))) > 0, "none" })
+			}
+			c.node(leader).kill()
+			c.waitPartitions(topic, "a new leader", func(ps []partitionState) bool { return ps[0].leader > 0 && ps[0].leader != leader })
+			want = append(want, produceNumbered(t, cl, topic, 1500, 1500, now)...)
+			waitTiered(t, cl, topic, 2000)
+
+			checkSame(t, "kgo from the beginning after a failover", consumeTiered(t, c.bootstrapList(), topic, len(want)), want)
+			// Recorded segments are contiguous (the controller refuses
+			// others). The killed leader may have left an object it
+			// had not recorded; any later leader uploads each base
+			// offset once.
+			type object struct {
+				base  string
+				epoch int
+			}
+			var objs []object
+			firstEpoch := -1
+			for _, k := range logObjects(objects("")) {
+				parts := strings.SplitN(filepath.Base(k), "-", 3)
+				epoch, _ := strconv.Atoi(parts[1])
+				objs = append(objs, object{parts[0], epoch})
+				if firstEpoch < 0 || epoch < firstEpoch {
+					firstEpoch = epoch
+				}
+			}
+			later := map[string]int{}
+			for _, o := range objs {
+				if o.epoch != firstEpoch {
+					later[o.base]++
+					if later[o.base] > 1 {
+						t.Fatalf("base offset %s uploaded twice after the failover: %+v", o.base, objs)
+					}
+				}
+			}
+			if len(later) == 0 {
+				t.Fatalf("the new leader uploaded nothing: %+v", objs)
+			}
+
+			c.node(leader).start()
+			c.waitPartitions(topic, "the killed node back in the ISR", fullISR)
 		})
 	}
 }
