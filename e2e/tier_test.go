@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,6 +24,9 @@ import (
 type tierStore struct {
 	name string
 	open func(t *testing.T) (url string, objects func(prefix string) []string)
+	// outage makes the store fail every request until the returned
+	// func is called; nil: the store cannot be taken down.
+	outage func(t *testing.T, url string) (back func())
 }
 
 // tierStores are the stores of the tiered-storage tests.
@@ -42,7 +46,26 @@ var tierStores = []tierStore{
 			})
 			return keys
 		}
-	}},
+	},
+		// A file where the store's directory was: every write fails
+		// (ENOTDIR), whoever the tests run as.
+		outage: func(t *testing.T, url string) func() {
+			dir := strings.TrimPrefix(url, "file://")
+			if err := os.Rename(dir, dir+".away"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(dir, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				if err := os.Remove(dir); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(dir+".away", dir); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
 }
 
 // tierProps are the broker settings of the tiered-storage tests: the
@@ -341,4 +364,107 @@ func TestTieredLeaderFailoverDuringUploads(t *testing.T) {
 			c.waitPartitions(topic, "the killed node back in the ISR", fullISR)
 		})
 	}
+}
+
+// TestTieredStoreDownThenBack: while the store refuses writes, local
+// retention deletes nothing that is not uploaded (the local log start
+// stays put), mqctl cluster health names the failing uploads, and
+// produce and the reads of local data go on; once it is back the
+// uploads catch up and everything reads back from offset 0.
+func TestTieredStoreDownThenBack(t *testing.T) {
+	for _, st := range tierStores {
+		if st.outage == nil {
+			continue
+		}
+		t.Run(st.name, func(t *testing.T) {
+			url, _ := st.open(t)
+			b := startBroker(t, brokerOpts{props: tierProps(url)})
+			ctx := ctxFor(t, 30*time.Second)
+			const topic = "tiered-outage"
+			if _, err := b.admin().CreateTopic(ctx, 1, 1, tieredTopicConfigs(nil), topic); err != nil {
+				t.Fatal(err)
+			}
+			pcl := b.client(kgo.ProducerBatchCompression(kgo.NoCompression()))
+			now := time.Now()
+			want := produceNumbered(t, pcl, topic, 0, 1000, now)
+			cl := b.client()
+			waitTiered(t, cl, topic, 500)
+
+			back := st.outage(t, url)
+			want = append(want, produceNumbered(t, pcl, topic, 1000, 2000, now)...)
+			mqtest.WaitFor(t, "uploads failing in cluster health", func() (bool, string) {
+				h, res := clusterHealth(t, b.addr)
+				for _, p := range h.Problems {
+					if p.Kind == "tier_uploads_failing" {
+						return res.code == 1, ""
+					}
+				}
+				return false, res.stdout
+			})
+			checkSame(t, "the local tail while the store is down", consumeFrom(t, b.addr, topic, 2500, 500), want[2500:])
+			// ~260 KiB past the 32 KiB of local.retention.bytes, and the
+			// local log still starts no later than the remote one ends.
+			extent := describeTiered(t, b, topic)
+			if extent.LocalStartOffset > extent.RemoteEndOffset || extent.RemoteEndOffset > 1000 || extent.LocalEndOffset != 3000 || extent.RemoteStartOffset != 0 {
+				t.Fatalf("topic describe while the store is down: %+v", extent)
+			}
+
+			back()
+			waitTiered(t, cl, topic, 2500)
+			checkSame(t, "kgo from the beginning after the outage", consumeTiered(t, b.addr, topic, len(want)), want)
+			mqtest.WaitFor(t, "a healthy cluster again", func() (bool, string) {
+				_, res := clusterHealth(t, b.addr)
+				return res.code == 0, res.stdout
+			})
+		})
+	}
+}
+
+// consumeFrom reads n records of partition 0 of topic from offset.
+func consumeFrom(t *testing.T, addr, topic string, offset int64, n int) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(offset)}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := ctxFor(t, 30*time.Second)
+	var got []string
+	for len(got) < n {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("after %d records: %v", len(got), err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got[:n]
+}
+
+// describeTiered returns partition 0's extents as mqctl topic describe
+// -o json shows them.
+func describeTiered(t *testing.T, b *broker, topic string) (e struct {
+	LocalStartOffset  int64 `json:"local_start_offset"`
+	LocalEndOffset    int64 `json:"local_end_offset"`
+	LocalBytes        int64 `json:"local_bytes"`
+	RemoteStartOffset int64 `json:"remote_start_offset"`
+	RemoteEndOffset   int64 `json:"remote_end_offset"`
+	RemoteBytes       int64 `json:"remote_bytes"`
+}) {
+	t.Helper()
+	res := runTool(t, 30*time.Second, "", "mqctl", "-b", b.addr, "topic", "describe", topic, "-o", "json")
+	var ds []struct {
+		Partitions []struct {
+			Tiered *json.RawMessage `json:"tiered"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &ds); err != nil || len(ds) != 1 || len(ds[0].Partitions) != 1 || ds[0].Partitions[0].Tiered == nil {
+		t.Fatalf("topic describe -o json (exit %d, %v): %s", res.code, err, res.stdout)
+	}
+	if err := json.Unmarshal(*ds[0].Partitions[0].Tiered, &e); err != nil {
+		t.Fatal(err)
+	}
+	if table := runTool(t, 30*time.Second, "", "mqctl", "-b", b.addr, "topic", "describe", topic); !strings.Contains(table.stdout, "REMOTE") {
+		t.Fatalf("topic describe shows no REMOTE column:\n%s", table.stdout)
+	}
+	return e
 }

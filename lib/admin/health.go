@@ -24,6 +24,7 @@ const (
 	ProblemUnreachable      = "unreachable_broker"        // it does not answer, though the controller has not fenced it (yet)
 	ProblemNoQuorum         = "controller_no_quorum"      // no active controller, or too few voters in contact
 	ProblemFailingLogDir    = "failing_log_dir"           // writes to a broker's log directory fail
+	ProblemTierUploads      = "tier_uploads_failing"      // a broker's uploads to the remote store fail
 	ProblemLaggingGroup     = "lagging_group"             // a group further behind in time than --max-lag
 	ProblemUnknownQuorum    = "controller_quorum_unknown" // the quorum could not be described
 	ProblemUnknownLag       = "group_lag_unknown"         // --max-lag asked, but the groups' lag could not be read
@@ -274,6 +275,12 @@ func assessHealth(f healthFacts, maxLag time.Duration) Health {
 				p := problem(ProblemFailingLogDir)
 				p.Broker = b.ID
 				p.Detail = fmt.Sprintf("failing log directory %s on broker %d: %s", d.Path, b.ID, orDash(d.Error))
+				brokerProblems = append(brokerProblems, p)
+			}
+			if d.TierUploadFailing {
+				p := problem(ProblemTierUploads)
+				p.Broker = b.ID
+				p.Detail = fmt.Sprintf("uploads to the remote store failing on broker %d (%d bytes waiting; local retention waits for them): %s", b.ID, d.TierUploadLagBytes, orDash(d.TierError))
 				brokerProblems = append(brokerProblems, p)
 			}
 		}

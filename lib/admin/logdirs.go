@@ -37,6 +37,27 @@ type LogDirDescription struct {
 	// brokers only; 0 otherwise).
 	StorageErrors uint64 `json:"storage_errors"`
 	DamagedRanges uint64 `json:"damaged_ranges"`
+	// TierUploadFailing is set while the broker's last upload of a
+	// tiered partition to the remote store failed, TierError its error;
+	// TierUploadLagBytes is what waits to be uploaded (mq brokers that
+	// tier partitions only).
+	TierUploadFailing  bool   `json:"tier_upload_failing,omitempty"`
+	TierError          string `json:"tier_error,omitempty"`
+	TierUploadLagBytes int64  `json:"tier_upload_lag_bytes,omitempty"`
+}
+
+// TieredExtent is where a tiered partition's log is: on the leader's
+// disk and in the remote store (remote.storage.enable). Offsets are -1
+// where a part is empty; the end offsets are the offset after the last
+// one held.
+type TieredExtent struct {
+	LocalStartOffset  int64 `json:"local_start_offset"`
+	LocalEndOffset    int64 `json:"local_end_offset"`
+	LocalBytes        int64 `json:"local_bytes"`
+	RemoteStartOffset int64 `json:"remote_start_offset"`
+	RemoteEndOffset   int64 `json:"remote_end_offset"`
+	RemoteBytes       int64 `json:"remote_bytes"`
+	RemoteSegments    int   `json:"remote_segments"`
 }
 
 // ReplicaDamage is a damaged range of one replica's log: offsets its
@@ -87,6 +108,9 @@ type logDirs struct {
 	failing map[string]map[int32][]ReplicaStorageError
 	damaged map[string]map[int32][]ReplicaDamage
 	cleaner map[string]map[int32][]ReplicaCleaner
+	// tiered are the tiered partitions' extents by topic, partition and
+	// broker.
+	tiered map[string]map[int32]map[int32]TieredExtent
 	// sizes are the bytes of each replica asked about, by topic,
 	// partition and broker.
 	sizes map[string]map[int32]map[int32]int64
@@ -156,6 +180,19 @@ func (a *Admin) describeLogDirs(ctx context.Context, brokers []int32, topics map
 						out.sizes[rt.Topic][rp.Partition] = map[int32]int64{}
 					}
 					out.sizes[rt.Topic][rp.Partition][node] = rp.Size
+					var e kafkaext.TieredExtent
+					if ok, err := kafkaext.Get(&rp.UnknownTags, kafkaext.LogDirTiered, &e); ok && err == nil {
+						if out.tiered == nil {
+							out.tiered = map[string]map[int32]map[int32]TieredExtent{}
+						}
+						if out.tiered[rt.Topic] == nil {
+							out.tiered[rt.Topic] = map[int32]map[int32]TieredExtent{}
+						}
+						if out.tiered[rt.Topic][rp.Partition] == nil {
+							out.tiered[rt.Topic][rp.Partition] = map[int32]TieredExtent{}
+						}
+						out.tiered[rt.Topic][rp.Partition][node] = TieredExtent(e)
+					}
 					var h kafkaext.PartitionHealth
 					if ok, err := kafkaext.Get(&rp.UnknownTags, kafkaext.LogDirPartition, &h); !ok || err != nil {
 						continue
@@ -219,6 +256,10 @@ func describeDir(rd *kmsg.DescribeLogDirsResponseDir) LogDirDescription {
 	if ok, err := kafkaext.Get(&rd.UnknownTags, kafkaext.LogDir, &h); ok && err == nil {
 		d.Failing, d.Error, d.FailingSinceMillis, d.StorageErrors = h.Failing, h.Error, h.FailingSinceMillis, h.StorageErrors
 		d.DamagedRanges = h.CorruptRanges
+	}
+	var th kafkaext.TierHealth
+	if ok, err := kafkaext.Get(&rd.UnknownTags, kafkaext.LogDirTier, &th); ok && err == nil {
+		d.TierUploadFailing, d.TierError, d.TierUploadLagBytes = th.UploadFailing, th.Error, th.UploadLagBytes
 	}
 	if err := kerr.ErrorForCode(rd.ErrorCode); err != nil {
 		d.Failing = true

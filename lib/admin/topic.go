@@ -97,6 +97,9 @@ type PartitionDescription struct {
 	// Cleaner is what the log cleaner has done to each replica, for a
 	// compacted topic (cleanup.policy compact).
 	Cleaner []ReplicaCleaner `json:"cleaner,omitempty"`
+	// Tiered is where a tiered topic's partition is (remote.storage.enable),
+	// as its leader reports it: local and remote offsets and bytes.
+	Tiered *TieredExtent `json:"tiered,omitempty"`
 	// leaderSilent: the leader did not answer (see Error), which for a
 	// client is a partition without a leader.
 	leaderSilent bool
@@ -126,9 +129,10 @@ type TopicDescriptions []TopicDescription
 // leader's replica; when some partition could not be fully described (no
 // leader, a leader that does not answer), an ERROR column says why.
 func (ds TopicDescriptions) Table() ([]string, [][]string) {
-	failing, damaged, cleaned, errs, moving := false, false, false, false, false
+	failing, damaged, cleaned, errs, moving, tiered := false, false, false, false, false, false
 	for _, d := range ds {
 		for _, p := range d.Partitions {
+			tiered = tiered || p.Tiered != nil
 			moving = moving || len(p.Adding)+len(p.Removing) > 0
 			errs = errs || p.Error != ""
 			failing = failing || len(p.StorageErrors) > 0
@@ -145,6 +149,9 @@ func (ds TopicDescriptions) Table() ([]string, [][]string) {
 			}
 			if moving {
 				row = append(row, moveState(p))
+			}
+			if tiered {
+				row = append(row, localExtent(p.Tiered), remoteExtent(p.Tiered))
 			}
 			if failing {
 				row = append(row, writesState(p.StorageErrors))
@@ -164,6 +171,9 @@ func (ds TopicDescriptions) Table() ([]string, [][]string) {
 	header := []string{"TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE", "LOG-START", "HIGH-WATERMARK"}
 	if moving {
 		header = append(header, "MOVING")
+	}
+	if tiered {
+		header = append(header, "LOCAL", "REMOTE")
 	}
 	if failing {
 		header = append(header, "WRITES")
@@ -366,6 +376,9 @@ func (a *Admin) DescribeTopics(ctx context.Context, topics []string, f Partition
 				pd := &td.Partitions[i]
 				pd.Damaged = dirs.damaged[name][pd.Partition]
 				pd.Cleaner = dirs.cleaner[name][pd.Partition]
+				if e, ok := dirs.tiered[name][pd.Partition][pd.Leader]; ok {
+					pd.Tiered = &e
+				}
 				m := moving[tp{name, pd.Partition}]
 				pd.Adding, pd.Removing = m.AddingReplicas, m.RemovingReplicas
 			}
@@ -949,4 +962,21 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// localExtent and remoteExtent show a tiered partition's parts:
+// "START-END BYTES" (END exclusive), "-" for an empty part or a
+// partition that is not tiered.
+func localExtent(e *TieredExtent) string {
+	if e == nil || e.LocalStartOffset < 0 || e.LocalEndOffset <= e.LocalStartOffset {
+		return "-"
+	}
+	return fmt.Sprintf("%d-%d %dB", e.LocalStartOffset, e.LocalEndOffset, e.LocalBytes)
+}
+
+func remoteExtent(e *TieredExtent) string {
+	if e == nil || e.RemoteStartOffset < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d-%d %dB", e.RemoteStartOffset, e.RemoteEndOffset, e.RemoteBytes)
 }

@@ -87,10 +87,20 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *server.ConnInfo, re
 				b.log.Error("describe log dirs", "err", err)
 			}
 		}
+		if e, ok := b.tieredExtent(p.Topic, p.Partition); ok {
+			if err := kafkaext.Set(&rp.UnknownTags, kafkaext.LogDirTiered, e); err != nil {
+				b.log.Error("describe log dirs", "err", err)
+			}
+		}
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	if err := kafkaext.Set(&rd.UnknownTags, kafkaext.LogDir, dirHealth(&dir)); err != nil {
 		b.log.Error("describe log dirs", "err", err)
+	}
+	if h, ok := b.tierHealth(); ok {
+		if err := kafkaext.Set(&rd.UnknownTags, kafkaext.LogDirTier, h); err != nil {
+			b.log.Error("describe log dirs", "err", err)
+		}
 	}
 	resp.Dirs = append(resp.Dirs, rd)
 	return reply(resp)

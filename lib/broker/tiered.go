@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/server"
@@ -134,4 +135,41 @@ func (b *Broker) listNeedsRemote(r *kmsg.ListOffsetsRequest) bool {
 		}
 	}
 	return false
+}
+
+// tieredExtent is the kafkaext.LogDirTiered field of a hosted partition
+// that is tiered or has remote data.
+func (b *Broker) tieredExtent(topic string, partition int32) (kafkaext.TieredExtent, bool) {
+	h := b.parts.Lookup(topic, partition)
+	if h == nil {
+		return kafkaext.TieredExtent{}, false
+	}
+	rl := b.ctrl.Image().RemoteLog(h.TopicID(), partition)
+	if cfg := h.Config(); rl == nil && (cfg == nil || !cfg.RemoteStorageEnable) {
+		return kafkaext.TieredExtent{}, false
+	}
+	l := h.Log()
+	e := kafkaext.TieredExtent{
+		LocalStartOffset: l.StartOffset(), LocalEndOffset: l.EndOffset(), LocalBytes: l.Size(),
+		RemoteStartOffset: rl.StartOffset(), RemoteEndOffset: rl.EndOffset(), RemoteBytes: rl.Size(),
+	}
+	if rl != nil {
+		e.RemoteSegments = len(rl.Segments)
+	}
+	return e, true
+}
+
+// tierHealth is the kafkaext.LogDirTier field of the node's log
+// directory, once it tiers anything.
+func (b *Broker) tierHealth() (kafkaext.TierHealth, bool) {
+	t := b.parts.TierIfOpen()
+	if t == nil {
+		return kafkaext.TierHealth{}, false
+	}
+	s := t.Stats()
+	h := kafkaext.TierHealth{UploadFailing: s.Failing.Load() != 0, UploadLagBytes: s.LagBytes.Load()}
+	if h.UploadFailing {
+		h.Error = b.parts.TierError()
+	}
+	return h, true
 }

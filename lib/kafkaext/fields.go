@@ -39,7 +39,37 @@ const (
 	// leads the partition. A Produce to an internal topic without it is
 	// refused, so clients never write those topics.
 	CoordinatorWrite uint32 = 10006
+	// LogDirTiered is a TieredExtent in a
+	// DescribeLogDirsResponseTopicPartition (v2+): a tiered partition's
+	// local and remote extents.
+	LogDirTiered uint32 = 10010
+	// LogDirTier is a TierHealth in a DescribeLogDirsResponseDir (v2+),
+	// from a node that tiers partitions.
+	LogDirTier uint32 = 10011
 )
+
+// TieredExtent is where a tiered partition's log is (remote.storage.enable):
+// the replica's local segments and the remote store's, by the replicated
+// remote-log metadata. Offsets are -1 and bytes 0 where a part is empty.
+type TieredExtent struct {
+	LocalStartOffset  int64 `json:"local_start_offset"`
+	LocalEndOffset    int64 `json:"local_end_offset"`
+	LocalBytes        int64 `json:"local_bytes"`
+	RemoteStartOffset int64 `json:"remote_start_offset"`
+	RemoteEndOffset   int64 `json:"remote_end_offset"` // the offset after the last one held remotely
+	RemoteBytes       int64 `json:"remote_bytes"`
+	RemoteSegments    int   `json:"remote_segments"`
+}
+
+// TierHealth is how a node's uploads to the remote store go.
+type TierHealth struct {
+	// UploadFailing is set while the last upload of some tiered
+	// partition led by the node failed; Error is its error.
+	UploadFailing bool   `json:"upload_failing"`
+	Error         string `json:"error,omitempty"`
+	// UploadLagBytes is the bytes of closed segments not uploaded yet.
+	UploadLagBytes int64 `json:"upload_lag_bytes"`
+}
 
 // CoordinatorWriter marks a coordinator's write to an internal topic.
 type CoordinatorWriter struct {

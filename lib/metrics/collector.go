@@ -33,6 +33,9 @@ type stateCollector struct {
 	authenticationFailures                               *prometheus.Desc
 
 	segmentFilesOpen, segmentFilesOpened, segmentFilesEvicted *prometheus.Desc
+
+	tierLag, tierFailing, tierUploaded, tierUploadBytes, tierFailures *prometheus.Desc
+	tierDeleted, tierReadBytes, tierReadErrors, tierGETs              *prometheus.Desc
 }
 
 func newStateCollector(source Source, partitionSeries bool) *stateCollector {
@@ -95,6 +98,16 @@ func newStateCollector(source Source, partitionSeries bool) *stateCollector {
 		segmentFilesOpen:    d("mq_log_segment_files_open", "Segment data files open now (bounded by log.max.open.files).", nil, nil),
 		segmentFilesOpened:  d("mq_log_segment_files_opened_total", "Opens of segment data files since the node started, first and again.", nil, nil),
 		segmentFilesEvicted: d("mq_log_segment_files_evicted_total", "Idle segment data files closed to stay within log.max.open.files.", nil, nil),
+
+		tierLag:         d("mq_tier_upload_lag_bytes", "Bytes of closed segments of the tiered partitions led here, below the high-water mark, not in the remote store yet.", nil, nil),
+		tierFailing:     d("mq_tier_upload_failing", "1 while the last upload of some tiered partition led here failed (the store is down or refuses), else 0.", nil, nil),
+		tierUploaded:    d("mq_tier_segments_uploaded_total", "Segments copied to the remote store and recorded.", nil, nil),
+		tierUploadBytes: d("mq_tier_uploaded_bytes_total", "Bytes of the segments copied to the remote store and recorded.", nil, nil),
+		tierFailures:    d("mq_tier_upload_failures_total", "Failed rounds of uploads to the remote store (each retried with backoff).", nil, nil),
+		tierDeleted:     d("mq_tier_segments_deleted_total", "Remote segments deleted by retention.", nil, nil),
+		tierReadBytes:   d("mq_tier_remote_read_bytes_total", "Bytes of batches read from the remote store for Fetch.", nil, nil),
+		tierReadErrors:  d("mq_tier_remote_read_errors_total", "Reads from the remote store that failed or timed out.", nil, nil),
+		tierGETs:        d("mq_tier_store_gets_total", "Ranged GETs of remote segment data the read cache issued (read-ahead included).", nil, nil),
 	}
 }
 
@@ -113,6 +126,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.shareGroups, c.shareInFlight, c.shareAvailable, c.shareAcquired, c.shareArchived, c.shareOldest, c.shareDeadLetters,
 		c.connections, c.connectionsAccepted, c.connectionsRefused, c.requestBytesReserved, c.requestBytesWaiting, c.authenticationFailures,
 		c.segmentFilesOpen, c.segmentFilesOpened, c.segmentFilesEvicted,
+		c.tierLag, c.tierFailing, c.tierUploaded, c.tierUploadBytes, c.tierFailures,
+		c.tierDeleted, c.tierReadBytes, c.tierReadErrors, c.tierGETs,
 	} {
 		ch <- d
 	}
@@ -215,6 +230,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.segmentFilesOpen, float64(s.SegmentFilesOpen))
 	counter(c.segmentFilesOpened, s.SegmentFilesOpened)
 	counter(c.segmentFilesEvicted, s.SegmentFilesEvicted)
+
+	gauge(c.tierLag, float64(s.Tier.UploadLagBytes))
+	gauge(c.tierFailing, bool01(s.Tier.UploadFailing))
+	counter(c.tierUploaded, s.Tier.SegmentsUploaded)
+	counter(c.tierUploadBytes, s.Tier.BytesUploaded)
+	counter(c.tierFailures, s.Tier.UploadFailures)
+	counter(c.tierDeleted, s.Tier.SegmentsDeleted)
+	counter(c.tierReadBytes, s.Tier.RemoteReadBytes)
+	counter(c.tierReadErrors, s.Tier.RemoteReadErrors)
+	counter(c.tierGETs, s.Tier.StoreGETs)
 }
 
 func bool01(b bool) float64 {

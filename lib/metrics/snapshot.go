@@ -64,6 +64,21 @@ type Snapshot struct {
 	// idle ones closed for log.max.open.files, since the node started.
 	SegmentFilesOpen                        int
 	SegmentFilesOpened, SegmentFilesEvicted uint64
+
+	// Tier is what tiered storage counted since the node started, and
+	// its upload lag now (zeros when no tiered topic needed it).
+	Tier Tier
+}
+
+// Tier is tiered storage's counters (lib/tier).
+type Tier struct {
+	// UploadLagBytes is the bytes of closed segments below the
+	// high-water mark, of the tiered partitions led here, not in the
+	// remote store yet; UploadFailing is whether an upload failed last.
+	UploadLagBytes                                                   int64
+	UploadFailing                                                    bool
+	SegmentsUploaded, BytesUploaded, UploadFailures, SegmentsDeleted uint64
+	RemoteReadBytes, RemoteReadErrors, StoreGETs                     uint64
 }
 
 // Throttle is what one side of the replication throttle counted: the

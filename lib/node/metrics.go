@@ -63,6 +63,16 @@ func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 	d.lagTimes.retain(seen)
 	fs := d.parts.Files().Stats()
 	s.SegmentFilesOpen, s.SegmentFilesOpened, s.SegmentFilesEvicted = fs.Open, fs.Opens, fs.Evictions
+	if t := d.parts.TierIfOpen(); t != nil {
+		ts := t.Stats()
+		s.Tier = metrics.Tier{
+			UploadLagBytes: ts.LagBytes.Load(), UploadFailing: ts.Failing.Load() != 0,
+			SegmentsUploaded: uint64(ts.SegmentsUploaded.Load()), BytesUploaded: uint64(ts.BytesUploaded.Load()),
+			UploadFailures: uint64(ts.UploadFailures.Load()), SegmentsDeleted: uint64(ts.SegmentsDeleted.Load()),
+			RemoteReadBytes: uint64(ts.RemoteReadBytes.Load()), RemoteReadErrors: uint64(ts.RemoteReadErrors.Load()),
+			StoreGETs: uint64(t.CacheStats().GETs),
+		}
+	}
 	s.ControllerLeaderID = d.ctrl.LeaderID()
 	s.RaftState = d.ctrl.RaftState()
 	s.BrokerFencings = d.ctrl.BrokerFencings()

@@ -20,6 +20,7 @@ type tiering struct {
 	mu      sync.Mutex
 	t       *tier.Tier
 	backoff map[controller.RemotePartition]retryState // under mu
+	lastErr string                                    // the last failure's error, under mu
 }
 
 // retryState is when a partition is tried next after failures, and the
@@ -142,6 +143,7 @@ func (m *Manager) tierResult(id controller.RemotePartition, err error) {
 		if m.tiering.backoff == nil {
 			m.tiering.backoff = map[controller.RemotePartition]retryState{}
 		}
+		m.tiering.lastErr = err.Error()
 		r := m.tiering.backoff[id]
 		r.wait = min(max(2*r.wait, tierBackoffMin), tierBackoffMax)
 		r.next = m.clock.Now().Add(r.wait)
@@ -157,6 +159,17 @@ func (m *Manager) tierResult(id controller.RemotePartition, err error) {
 		}
 		t.Stats().Failing.Store(failing)
 	}
+}
+
+// TierError is the error of the last failed upload round, "" when none
+// failed.
+func (m *Manager) TierError() string {
+	m.tiering.mu.Lock()
+	defer m.tiering.mu.Unlock()
+	if len(m.tiering.backoff) == 0 {
+		return ""
+	}
+	return m.tiering.lastErr
 }
 
 // runTiering runs SyncTiers every interval (default 30 s) in wg until
