@@ -362,6 +362,19 @@ func TestTieredLeaderFailoverDuringUploads(t *testing.T) {
 
 			c.node(leader).start()
 			c.waitPartitions(topic, "the killed node back in the ISR", fullISR)
+			// It had up to offset 1500; the leader's local log starts
+			// at 2000 or later: it restarted its log there
+			// (OFFSET_MOVED_TO_TIERED_STORAGE) instead of copying what
+			// is remote.
+			segs, _ := filepath.Glob(filepath.Join(c.node(leader).dataDir, topic+"-0", "*.log"))
+			for _, seg := range segs {
+				if base, _ := strconv.ParseInt(strings.TrimSuffix(filepath.Base(seg), ".log"), 10, 64); base < 2000 {
+					t.Fatalf("the rejoined replica holds segment %s, below the leader's local log start: %v", seg, segs)
+				}
+			}
+			if len(segs) == 0 {
+				t.Fatal("the rejoined replica has no segment")
+			}
 		})
 	}
 }

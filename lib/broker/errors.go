@@ -56,6 +56,7 @@ var (
 )
 
 var brokerCodes = []errorCode{
+	{errMovedToTieredStorage, kerr.OffsetMovedToTieredStorage},
 	{errShareGroupID, kerr.GroupIDNotFound},
 	{errUnknownTopic, kerr.UnknownTopicOrPartition},
 	{errTopicAuthorization, kerr.TopicAuthorizationFailed},

@@ -475,6 +475,11 @@ func (f *fetch) read(take bool) bool {
 			readBytes = int(share.Limit(int64(readBytes)))
 		}
 		region, info, err := f.readPartition(fp, readBytes)
+		if err != nil && f.replicaID >= 0 && f.movedToTiered(fp, err) {
+			// A follower below the leader's local log start: it
+			// restarts its log at that start (lib/replica Fetcher).
+			err = errMovedToTieredStorage
+		}
 		if err != nil && f.remoteCovers(fp, err) {
 			// Below the local log start, in the remote log: read in
 			// the Reply.

@@ -22,6 +22,22 @@ import (
 // OFFSET_OUT_OF_RANGE, and restart their log at the leader's local log
 // start (ListOffsets answers a replica with the local start).
 
+// errMovedToTieredStorage answers a follower's fetch below the leader's
+// local log start of a partition with remote data:
+// OFFSET_MOVED_TO_TIERED_STORAGE (KIP-405).
+var errMovedToTieredStorage = errors.New("broker: offset moved to tiered storage")
+
+// movedToTiered reports whether err, a follower's read of fp, is an
+// offset below the local log start of a partition whose remote log
+// holds data.
+func (f *fetch) movedToTiered(fp *fetchPartition, err error) bool {
+	if !errors.Is(err, log.ErrOffsetOutOfRange) {
+		return false
+	}
+	rl := f.ctrl.Image().RemoteLog(fp.p.TopicID(), fp.partition)
+	return rl.StartOffset() >= 0 && fp.fetchOffset < fp.p.Log().StartOffset()
+}
+
 // remoteCovers reports whether err, a consumer's read of fp, is an offset
 // below the local log that the remote log holds.
 func (f *fetch) remoteCovers(fp *fetchPartition, err error) bool {

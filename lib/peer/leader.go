@@ -160,6 +160,10 @@ func codeErr(code int16) error {
 		return nil
 	case kerr.OffsetOutOfRange.Code:
 		return fmt.Errorf("%w (%w)", replica.ErrOutOfLeaderRange, kerr.OffsetOutOfRange)
+	case kerr.OffsetMovedToTieredStorage.Code:
+		// Below the leader's local log (KIP-405): the follower restarts
+		// at its local log start, which ListOffsets answers a replica.
+		return fmt.Errorf("%w (%w)", replica.ErrOutOfLeaderRange, kerr.OffsetMovedToTieredStorage)
 	}
 	return kerr.ErrorForCode(code)
 }
