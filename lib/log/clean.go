@@ -111,12 +111,25 @@ type cleanPlan struct {
 	end        int64 // offset after the last segment of segs
 	gen        uint64
 	newest     map[int64]int64 // producer id → base offset of its newest batch
+	aborted    []AbortedTxn    // the log's aborted transactions
 	state      cleanerState
 	interval   int32
 	segBytes   int64
 	now        int64  // unix ms
 	readBuf    []byte // the pass's read buffer
 	writeBuf   []byte // and write buffer
+}
+
+// abortedAt reports whether producer pid's batch at offset belongs to a
+// transaction that aborted.
+func (p *cleanPlan) abortedAt(pid, offset int64) bool {
+	i, _ := slices.BinarySearchFunc(p.aborted, offset, func(a AbortedTxn, o int64) int { return cmpInt64(a.LastOffset, o) })
+	for _, a := range p.aborted[i:] {
+		if a.ProducerID == pid && a.FirstOffset <= offset {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *Log) cleanNow(o CleanOptions) time.Time {
@@ -142,6 +155,11 @@ func (l *Log) planLocked(o CleanOptions) (*cleanPlan, error) {
 	}
 	for _, d := range l.damage {
 		limit = min(limit, d.From)
+	}
+	// A transaction still open may yet abort: nothing from its first
+	// offset on is cleaned.
+	if fu := l.producers.firstUnstable(); fu >= 0 {
+		limit = min(limit, fu)
 	}
 	p.firstDirty = max(l.cleaner.firstDirty, l.segs[0].base)
 	p.end = l.segs[0].base
@@ -232,6 +250,7 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 	p, err := l.planLocked(o)
 	if err == nil {
 		p.state = cleanerState{firstDirty: l.cleaner.firstDirty, ranges: append([]cleanedRange(nil), l.cleaner.ranges...)}
+		p.aborted = slices.Clone(l.aborted)
 		p.newest = make(map[int64]int64, len(l.producers.m))
 		for pid, e := range l.producers.m {
 			if e.n > 0 {
@@ -384,7 +403,8 @@ func (l *Log) buildOffsetMap(ctx context.Context, p *cleanPlan, m *offsetMap) (i
 		}
 		stop := int64(-1)
 		err := l.readSegment(p, i, func(pos int64, b []byte, h *record.Header) error {
-			if h.LastOffset() < p.firstDirty || h.Control() {
+			// An aborted record must not hide an older value of its key.
+			if h.LastOffset() < p.firstDirty || h.Control() || h.Transactional() && p.abortedAt(h.ProducerID, h.BaseOffset) {
 				return nil
 			}
 			if !m.room(int(h.NumRecords)) {

@@ -1,8 +1,10 @@
 package log
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -58,6 +60,28 @@ func (l *Log) commitGroup(p *cleanPlan, g []int, out *groupOutput) (bool, error)
 		l.removeCleaned(out.base)
 		return false, nil
 	}
+	// The group's aborted transactions go to the new segment's index
+	// before the swap commits: the first segment's file, whose name the
+	// new segment takes, then holds them all, and Open keeps each entry
+	// once whichever files it finds.
+	groupEnd := int64(math.MaxInt64)
+	if k := first + len(g); k < len(l.segs) {
+		groupEnd = l.segs[k].base
+	}
+	var entries []byte
+	for _, a := range l.aborted {
+		if a.LastOffset >= out.base && a.LastOffset < groupEnd {
+			entries = appendTxnEntry(entries, a)
+		}
+	}
+	if len(entries) > 0 && !bytes.Equal(entries, l.txnFiles[out.base]) {
+		if err := vfs.WriteFileAtomic(l.fs, txnIndexPath(l.dir, out.base), entries, 0o644); err != nil {
+			_ = out.f.Close()
+			l.removeCleaned(out.base)
+			return false, fmt.Errorf("log: clean: %w", err)
+		}
+		l.txnFiles[out.base] = entries
+	}
 	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, out.base)
 	var err error
 	for _, path := range []string{indexPath, timeIndexPath, logPath} {
@@ -108,6 +132,7 @@ func (l *Log) commitGroup(p *cleanPlan, g []int, out *groupOutput) (bool, error)
 	err = l.checkpointSealedLocked()
 	for _, b := range oldBases {
 		l.removeSegmentFiles(b)
+		delete(l.txnFiles, b)
 	}
 	for _, path := range []string{indexPath, timeIndexPath, logPath} {
 		if err == nil {

@@ -29,6 +29,14 @@ var (
 	// batches and answers ErrOutOfOrderSequence for an unknown producer id
 	// with a sequence other than 0.
 	ErrUnknownProducerID = errors.New("log: unknown producer id")
+	// ErrInvalidTxnState: a producer's batch that does not fit its
+	// transaction: a non-transactional batch while its transaction is
+	// open, or a transactional one the Verifier did not find in an
+	// ongoing transaction.
+	ErrInvalidTxnState = errors.New("log: invalid transaction state")
+	// ErrCoordinatorFenced: a transaction marker from a coordinator
+	// epoch older than the last one the producer's markers carried.
+	ErrCoordinatorFenced = errors.New("log: transaction coordinator fenced")
 	// ErrClosed: the log was closed.
 	ErrClosed = errors.New("log: closed")
 	// ErrFailed wraps the error that put the log in the failed state: a

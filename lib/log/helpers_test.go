@@ -25,10 +25,11 @@ type batchSpec struct {
 	tsStep    int64 // timestamp delta between records
 	seed      uint64
 
-	idempotent bool
-	pid        int64
-	epoch      int16
-	seq        int32
+	idempotent    bool
+	transactional bool
+	pid           int64
+	epoch         int16
+	seq           int32
 }
 
 // makeBatch builds a valid uncompressed batch at offset 0.
@@ -52,6 +53,7 @@ func makeBatch(t testing.TB, s batchSpec) []byte {
 		ProducerID:    s.pid,
 		ProducerEpoch: s.epoch,
 		BaseSequence:  s.seq,
+		Transactional: s.transactional,
 	}, recs)
 	if err != nil {
 		t.Fatal(err)

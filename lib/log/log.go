@@ -84,6 +84,13 @@ type Log struct {
 	ckptLogStart  int64 // log start in the checkpoint file; -1 unknown, noCheckpoint none
 	epochs        epochCache
 	producers     producerState
+	// aborted are the aborted transactions of the log, by marker offset,
+	// and txnFiles what each segment's .txnindex holds, by base offset
+	// (txnindex.go). firstUnstable is the first offset of the oldest
+	// open transaction (-1: none), written under mu, read without it.
+	aborted       []AbortedTxn
+	txnFiles      map[int64][]byte
+	firstUnstable atomic.Int64
 	failed        error  // non-nil: appends fail (ErrFailed)
 	health        health // storage incidents of appends (health.go)
 	counters      *StorageCounters
@@ -184,6 +191,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		l.files = defaultFiles()
 	}
 	l.segFiles = make(fileSet)
+	l.firstUnstable.Store(-1)
 	if l.clock == nil {
 		l.clock = clock.Real()
 	}
@@ -308,6 +316,7 @@ func (l *Log) load() error {
 		}
 		l.epochs.truncateFrom(start)
 		l.producers = newProducerState()
+		l.aborted, l.txnFiles = nil, map[int64][]byte{}
 		l.snapOffset = -1
 		l.loadCleanerLocked()
 		return nil
@@ -759,8 +768,15 @@ func (l *Log) loadProducerStateLocked() error {
 	l.producers = newProducerState()
 	l.snapOffset = -1
 	rejected := false
+	indexed := true
+	if l.txnFiles == nil {
+		indexed = l.loadTxnIndexesLocked()
+	}
 	b, err := l.readCheckpointLocked(producerStateFile)
-	if err == nil {
+	if err == nil && !indexed {
+		// The aborted transactions before the snapshot would be missing.
+		rejected = true
+	} else if err == nil {
 		ps, off, derr := decodeProducerSnapshot(b)
 		switch {
 		case derr != nil:
@@ -777,10 +793,27 @@ func (l *Log) loadProducerStateLocked() error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		l.logger.Warn("cannot read producer-state snapshot", "err", err)
 	}
+	// The aborted transactions past from are made again from their
+	// markers, and those of deleted segments forgotten.
+	l.dropAbortedFromLocked(from)
+	l.aborted = slices.DeleteFunc(l.aborted, func(a AbortedTxn) bool { return a.LastOffset < l.segs[0].base })
 	if from < l.end {
-		if err := l.walkHeadersLocked(from, l.producers.update); err != nil {
+		if err := l.walkBatchesLocked(from, func(h *record.Header, f io.ReaderAt, pos int64) {
+			if h.ProducerID < 0 {
+				return
+			}
+			typ, ce := controlAt(f, pos, h)
+			if ab, ok := l.producers.update(h, typ, ce); ok {
+				l.aborted = append(l.aborted, ab)
+			}
+		}); err != nil {
 			return err
 		}
+	}
+	l.sortAbortedLocked()
+	l.firstUnstable.Store(l.producers.firstUnstable())
+	if err := l.writeTxnIndexesLocked(); err != nil {
+		return err
 	}
 	l.producers.evictBelow(l.logStart)
 	if rejected {
@@ -793,6 +826,12 @@ func (l *Log) loadProducerStateLocked() error {
 // walkHeadersLocked calls fn with the header of every batch whose last
 // offset is ≥ from, in order. Called with mu held exclusively.
 func (l *Log) walkHeadersLocked(from int64, fn func(h *record.Header)) error {
+	return l.walkBatchesLocked(from, func(h *record.Header, _ io.ReaderAt, _ int64) { fn(h) })
+}
+
+// walkBatchesLocked is walkHeadersLocked with each batch's file and
+// position, for callers that read a batch's records (markers).
+func (l *Log) walkBatchesLocked(from int64, fn func(h *record.Header, f io.ReaderAt, pos int64)) error {
 	bufp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(bufp)
 	buf := *bufp
@@ -816,9 +855,9 @@ func (l *Log) walkHeadersLocked(from int64, fn func(h *record.Header)) error {
 				pos, next = part.start, part.next
 			}
 			for pos < part.end {
-				res := scanSegment(seg.file, seg.base, pos, part.end, next, true, buf, func(_ int64, h *record.Header) error {
+				res := scanSegment(seg.file, seg.base, pos, part.end, next, true, buf, func(p int64, h *record.Header) error {
 					if h.LastOffset() >= from {
-						fn(h)
+						fn(h, seg.file, p)
 					}
 					return nil
 				})
@@ -881,7 +920,7 @@ func (l *Log) createSegmentLocked(base int64) (*segment, error) {
 	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, base)
 	// Files of an earlier segment at this base (a log cut back to it, or
 	// restarted there) would be taken for this one's.
-	for _, p := range []string{indexPath, timeIndexPath} {
+	for _, p := range []string{indexPath, timeIndexPath, txnIndexPath(l.dir, base)} {
 		if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("create segment %d: %w", base, err)
 		}
@@ -910,7 +949,7 @@ func (l *Log) createSegmentLocked(base int64) (*segment, error) {
 func (l *Log) removeSegmentFiles(base int64) {
 	logPath, indexPath, timeIndexPath := segmentPaths(l.dir, base)
 	l.files.retire(l.segFiles, logPath) // Regions may still read it
-	for _, p := range []string{logPath, indexPath, timeIndexPath} {
+	for _, p := range []string{logPath, indexPath, timeIndexPath, txnIndexPath(l.dir, base)} {
 		if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			l.logger.Warn("cannot remove segment file", "file", filepath.Base(p), "err", err)
 		}
@@ -920,6 +959,11 @@ func (l *Log) removeSegmentFiles(base int64) {
 // deleteSegmentLocked removes seg (not the active one) from the log. Its
 // data file stays open for the Regions still holding it.
 func (l *Log) deleteSegmentLocked(seg *segment) {
+	to := int64(math.MaxInt64)
+	if i := slices.Index(l.segs, seg); i >= 0 && i+1 < len(l.segs) {
+		to = l.segs[i+1].base
+	}
+	l.dropAbortedRangeLocked(seg.base, to)
 	seg.deleted = true
 	seg.tail = nil
 	l.segs = slices.DeleteFunc(l.segs, func(s *segment) bool { return s == seg })
@@ -1124,7 +1168,14 @@ func (l *Log) appendLeader(batch []byte, leaderEpoch int32) (AppendResult, error
 		l.mu.Unlock()
 		return AppendResult{}, err
 	}
-	if h.ProducerID >= 0 && h.BaseSequence >= 0 {
+	if h.Control() {
+		if typ, ce := controlOf(batch); typ == record.ControlAbort || typ == record.ControlCommit {
+			if err := l.producers.checkMarker(&record.Marker{ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, CoordinatorEpoch: ce}); err != nil {
+				l.mu.Unlock()
+				return AppendResult{}, err
+			}
+		}
+	} else if h.ProducerID >= 0 && h.BaseSequence >= 0 {
 		dup, err := l.producers.check(&h)
 		if err != nil {
 			l.mu.Unlock()
@@ -1288,13 +1339,40 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, now int64) (uint64, e
 	seg.checked.add(checkedRange{start: pos, end: seg.size, first: h.BaseOffset, next: h.LastOffset() + 1})
 	seg.indexBatch(h, pos, l.cfg.IndexIntervalBytes)
 	seg.addTail(h, pos)
-	l.producers.update(h)
 	l.end = h.LastOffset() + 1
+	if err := l.updateProducersLocked(h, batch); err != nil {
+		// The batch is in the log; its index entry is rebuilt from it by
+		// the next Open. Reads go on; appends stop until then, so that no
+		// read_committed reader is served past an abort it cannot see.
+		l.failed = fmt.Errorf("%w: %w", ErrFailed, err)
+		l.logger.Error("log failed", "err", l.failed)
+	}
 	if l.maxTSValid && h.MaxTimestamp > l.maxTS {
 		l.maxTS, l.maxTSBase = h.MaxTimestamp, h.BaseOffset
 	}
 	l.writeSeq++
 	return l.writeSeq, nil
+}
+
+// updateProducersLocked records an appended batch (held in batch, or
+// when nil read from the log) in the producer state, and an aborted
+// transaction it ends in the aborted-transaction index.
+func (l *Log) updateProducersLocked(h *record.Header, batch []byte) error {
+	if h.ProducerID < 0 {
+		return nil
+	}
+	typ, ce := int16(noControl), int32(-1)
+	if h.Control() {
+		typ, ce = controlOf(batch)
+	}
+	ab, ok := l.producers.update(h, typ, ce)
+	if h.Transactional() {
+		l.firstUnstable.Store(l.producers.firstUnstable())
+	}
+	if ok {
+		return l.addAbortedLocked(ab)
+	}
+	return nil
 }
 
 // rollLocked closes the active segment (fsync, indexes) and starts a new

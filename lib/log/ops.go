@@ -253,6 +253,8 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.logStart, l.end, l.recoveryPoint = offset, offset, offset
 	l.epochs = epochCache{}
 	l.producers = newProducerState()
+	l.aborted, l.txnFiles = nil, map[int64][]byte{}
+	l.firstUnstable.Store(-1)
 	return l.checkpointAllLocked()
 }
 

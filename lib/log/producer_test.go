@@ -167,9 +167,9 @@ func TestProducerStateFollowsTruncation(t *testing.T) {
 func TestProducerSnapshotRoundTrip(t *testing.T) {
 	ps := newProducerState()
 	for i := range 8 {
-		ps.update(&recordHeader{ProducerID: 5, ProducerEpoch: 1, BaseSequence: int32(i * 3), LastOffsetDelta: 2, BaseOffset: int64(i * 3)})
+		ps.update(&recordHeader{ProducerID: 5, ProducerEpoch: 1, BaseSequence: int32(i * 3), LastOffsetDelta: 2, BaseOffset: int64(i * 3)}, noControl, -1)
 	}
-	ps.update(&recordHeader{ProducerID: 6, ProducerEpoch: 0, BaseSequence: 0, BaseOffset: 100})
+	ps.update(&recordHeader{ProducerID: 6, ProducerEpoch: 0, BaseSequence: 0, BaseOffset: 100}, noControl, -1)
 	b := ps.encode(123)
 	got, off, err := decodeProducerSnapshot(b)
 	if err != nil || off != 123 {
@@ -197,7 +197,7 @@ func TestSnapshotPastTheLogEndIsNeverUsedLater(t *testing.T) {
 			// log will not have.
 			gone := newProducerState()
 			for i := range 6 {
-				gone.update(&recordHeader{ProducerID: 1, BaseSequence: int32(i), BaseOffset: int64(i)})
+				gone.update(&recordHeader{ProducerID: 1, BaseSequence: int32(i), BaseOffset: int64(i)}, noControl, -1)
 			}
 			tl := openTestLog(t, testConfig())
 			tl.appendN(2, 20) // 3 records

@@ -32,7 +32,7 @@ func parseSegmentName(name string) (base int64, ext string, ok bool) {
 		return 0, "", false
 	}
 	ext = "." + ext
-	if ext != logExt && ext != indexExt && ext != timeIndexExt {
+	if ext != logExt && ext != indexExt && ext != timeIndexExt && ext != txnIndexExt {
 		return 0, "", false
 	}
 	base, err := strconv.ParseInt(stem, 10, 64)
