@@ -87,6 +87,7 @@ var recordCodes = []errorCode{
 	{record.ErrBadCodec, kerr.CorruptMessage},
 	{record.ErrCorrupt, kerr.CorruptMessage},
 	{record.ErrTooLarge, kerr.MessageTooLarge},
+	{record.ErrBadControl, kerr.InvalidRecord},
 }
 
 // logCodes: a partition log's refusals.
@@ -103,6 +104,8 @@ var logCodes = []errorCode{
 	{log.ErrDamaged, kerr.InvalidRecord},
 	{log.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{log.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{log.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{log.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 	{log.ErrUnknownProducerID, kerr.UnknownProducerID},
 	// A log closed under a request was moved or deleted: the client looks
 	// the leader up again.

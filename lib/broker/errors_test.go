@@ -29,6 +29,9 @@ import (
 // by qualified name. TestEveryInternalErrorHasItsCode finds them in the
 // sources, so a new one cannot be forgotten here.
 var internalErrors = map[string]error{
+	"log.ErrInvalidTxnState":                    log.ErrInvalidTxnState,
+	"log.ErrCoordinatorFenced":                  log.ErrCoordinatorFenced,
+	"record.ErrBadControl":                      record.ErrBadControl,
 	"queue.ErrUnknownMember":                    queue.ErrUnknownMember,
 	"queue.ErrFencedMemberEpoch":                queue.ErrFencedMemberEpoch,
 	"queue.ErrInvalidHeartbeat":                 queue.ErrInvalidHeartbeat,

@@ -29,10 +29,14 @@ type fetchPartition struct {
 	partitionLookup    // p: nil when err is set at resolution
 	quietRead          // a consumer's session's last read with nothing new
 
-	err            error
-	highWatermark  int64
-	logStartOffset int64
-	region         log.Region // Len 0: no records
+	err              error
+	highWatermark    int64
+	lastStableOffset int64
+	logStartOffset   int64
+	region           log.Region // Len 0: no records
+	// aborted are the aborted transactions a read_committed consumer
+	// needs for the region (read_uncommitted: none).
+	aborted []log.AbortedTxn
 	// remote holds the batches read from the remote store (tiered.go)
 	// instead of region, for a consumer's offset below the local log
 	// start; remoteWant is the bytes such a read is to ask for, set by
@@ -68,6 +72,7 @@ type quietRead struct {
 	seenOffset         int64
 	seenEpoch          int32
 	seenHWM, seenStart int64
+	seenLSO            int64
 }
 
 type fetchTopic struct {
@@ -85,6 +90,9 @@ type fetch struct {
 	replicaID int32
 	maxBytes  int32
 	minBytes  int32
+	// committed: a read_committed consumer's fetch (isolation level 1),
+	// which reads below the last stable offset.
+	committed bool
 	topics    []fetchTopic
 	// waitOn are the change channels of the partitions read, taken before
 	// reading so that an append between the read and the wait is not missed:
@@ -224,6 +232,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *server.ConnInfo, req *serve
 	}
 	f := getFetch()
 	f.version, f.replicaID, f.maxBytes, f.minBytes = req.Version, replicaID, r.MaxBytes, r.MinBytes
+	f.committed = replicaID < 0 && req.Version >= 4 && r.IsolationLevel == 1
 	f.ctrl, f.conn, f.tiers = b.ctrl, c, b.parts
 	if replicaID >= 0 {
 		f.quota, _ = b.parts.ReplicationQuotas()
@@ -424,6 +433,7 @@ func (f *fetch) read(take bool) bool {
 		}
 		fp.region.Release()
 		fp.region = log.Region{}
+		fp.aborted = fp.aborted[:0]
 		fp.throttled = false
 		fp.remoteWant = 0
 		if fp.p == nil {
@@ -437,6 +447,7 @@ func (f *fetch) read(take bool) bool {
 				f.waitOn = append(f.waitOn, fp.seen)
 			}
 			fp.highWatermark, fp.logStartOffset, fp.err = fp.seenHWM, fp.seenStart, nil
+			fp.lastStableOffset = fp.seenLSO
 			continue
 		}
 		// A consumer's session takes the channel of every partition it
@@ -465,6 +476,7 @@ func (f *fetch) read(take bool) bool {
 				continue
 			}
 			fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, info.LogStartOffset, nil
+			fp.lastStableOffset = info.LastStableOffset
 			continue
 		}
 		readBytes := int(max(limit, 1))
@@ -496,10 +508,11 @@ func (f *fetch) read(take bool) bool {
 			continue
 		}
 		fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, f.logStart(fp, info.LogStartOffset), nil
+		fp.lastStableOffset = info.LastStableOffset
 		if region.Len == 0 {
 			if seen != nil && readBytes > 0 { // not when held back: there may be news
 				fp.quietRead = quietRead{seen: seen, seenOffset: fp.fetchOffset, seenEpoch: fp.currentLeaderEpoch,
-					seenHWM: info.HighWatermark, seenStart: info.LogStartOffset}
+					seenHWM: info.HighWatermark, seenStart: info.LogStartOffset, seenLSO: info.LastStableOffset}
 			}
 			continue
 		}
@@ -511,6 +524,9 @@ func (f *fetch) read(take bool) bool {
 			continue
 		}
 		fp.region = region
+		if f.committed {
+			fp.aborted = fp.p.Log().AbortedTxns(fp.aborted[:0], fp.fetchOffset, region.LastOffset+1)
+		}
 		f.lastRead = at
 		total += region.Len
 		remaining -= region.Len
@@ -540,6 +556,9 @@ func (f *fetch) tracksChanges() bool {
 // sent by mq yet) or, as the chaos checker does, to read every replica back
 // through the protocol. Older consumers and followers need the leader.
 func (f *fetch) readPartition(fp *fetchPartition, maxBytes int) (log.Region, replica.ReadInfo, error) {
+	if f.committed {
+		return fp.p.ReadCommitted(fp.fetchOffset, maxBytes, fp.currentLeaderEpoch, f.version >= 11)
+	}
 	if f.replicaID < 0 && f.version >= 11 {
 		return fp.p.ReadAnyReplica(fp.fetchOffset, maxBytes)
 	}
@@ -673,11 +692,26 @@ func (f *fetch) encode() []server.Part {
 			buf = appendInt32(buf, fp.partition)
 			buf = appendInt16(buf, code)
 			buf = appendInt64(buf, fp.highWatermark)
-			buf = appendInt64(buf, fp.highWatermark) // LastStableOffset: no transactions, so the HW
+			lso := fp.lastStableOffset
+			if fp.err != nil {
+				lso = -1
+			}
+			buf = appendInt64(buf, lso)
 			if f.version >= 5 {
 				buf = appendInt64(buf, fp.logStartOffset)
 			}
-			buf = appendNullArrayLen(buf, flexible) // AbortedTransactions: null
+			if f.committed && fp.err == nil {
+				buf = appendArrayLen(buf, len(fp.aborted), flexible)
+				for _, a := range fp.aborted {
+					buf = appendInt64(buf, a.ProducerID)
+					buf = appendInt64(buf, a.FirstOffset)
+					if flexible {
+						buf = append(buf, 0) // no tagged fields
+					}
+				}
+			} else {
+				buf = appendNullArrayLen(buf, flexible) // AbortedTransactions: null
+			}
 			if f.version >= 11 {
 				buf = appendInt32(buf, -1) // PreferredReadReplica
 			}

@@ -44,12 +44,12 @@ func TestFetchEncodingDecodesWithKmsg(t *testing.T) {
 	for v := fetchAPI.min; v <= fetchAPI.max; v++ {
 		f := &fetch{version: v, topics: []fetchTopic{
 			{name: "alpha", id: topicID, parts: []fetchPartition{
-				{partition: 0, highWatermark: 5, logStartOffset: 0, region: log.RegionOf(file, pos1, int64(len(batch1)), 0, 2)},
-				{partition: 1, highWatermark: 9, logStartOffset: 2}, // no records
-				{partition: 2, highWatermark: -1, logStartOffset: -1, err: log.ErrOffsetOutOfRange},
+				{partition: 0, highWatermark: 5, lastStableOffset: 5, logStartOffset: 0, region: log.RegionOf(file, pos1, int64(len(batch1)), 0, 2)},
+				{partition: 1, highWatermark: 9, lastStableOffset: 9, logStartOffset: 2}, // no records
+				{partition: 2, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1, err: log.ErrOffsetOutOfRange},
 			}},
 			{name: "beta", id: [16]byte{9}, parts: []fetchPartition{
-				{partition: 3, highWatermark: 7, logStartOffset: 1, region: log.RegionOf(file, pos2, int64(len(batch2)), 3, 4)},
+				{partition: 3, highWatermark: 7, lastStableOffset: 7, logStartOffset: 1, region: log.RegionOf(file, pos2, int64(len(batch2)), 3, 4)},
 			}},
 			{name: "gamma", parts: nil},
 		}}
@@ -480,6 +480,58 @@ func TestFetchWithAStaleBrokerEpochIsRefused(t *testing.T) {
 			}
 		case resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions[0].RecordBatches) == 0:
 			t.Fatalf("epoch %d (current %d): %v, want the records", tc.epoch, current, kerr.ErrorForCode(resp.ErrorCode))
+		}
+	}
+}
+
+// TestReadCommittedFetchEncodingDecodesWithKmsg checks a read_committed
+// answer (a last stable offset below the high-water mark, the aborted
+// transactions) against kmsg's decoder for every version that has them.
+func TestReadCommittedFetchEncodingDecodesWithKmsg(t *testing.T) {
+	batch := testBatch(t, record.BuildOptions{}, "one", 3)
+	file, err := os.Create(filepath.Join(t.TempDir(), "segment"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	if _, err := file.Write(batch); err != nil {
+		t.Fatal(err)
+	}
+	aborted := []log.AbortedTxn{{ProducerID: 11, FirstOffset: 0, LastOffset: 9}, {ProducerID: 12, FirstOffset: 2, LastOffset: 3}}
+	b := &Broker{}
+	fetchAPI := b.dataAPIs()[kmsg.Fetch.Int16()]
+	for v := max(fetchAPI.min, 4); v <= fetchAPI.max; v++ {
+		f := &fetch{version: v, committed: true, topics: []fetchTopic{
+			{name: "alpha", id: [16]byte{1}, parts: []fetchPartition{
+				{partition: 0, highWatermark: 20, lastStableOffset: 3, logStartOffset: 0, aborted: aborted,
+					region: log.RegionOf(file, 0, int64(len(batch)), 0, 2)},
+				{partition: 1, highWatermark: 9, lastStableOffset: 9, logStartOffset: 2}, // nothing aborted
+				{partition: 2, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1, err: log.ErrOffsetOutOfRange},
+			}},
+		}}
+		resp := f.response()
+		got := kmsg.NewPtrFetchResponse()
+		got.Version = v
+		if err := got.ReadFrom(partsBytes(t, resp.Parts)); err != nil {
+			t.Fatalf("v%d: kmsg cannot decode: %v", v, err)
+		}
+		ps := got.Topics[0].Partitions
+		if len(ps) != 3 {
+			t.Fatalf("v%d: %d partitions", v, len(ps))
+		}
+		p0 := ps[0]
+		if p0.HighWatermark != 20 || p0.LastStableOffset != 3 || !bytes.Equal(p0.RecordBatches, batch) {
+			t.Fatalf("v%d: partition 0 %+v", v, p0)
+		}
+		if len(p0.AbortedTransactions) != 2 || p0.AbortedTransactions[0].ProducerID != 11 || p0.AbortedTransactions[0].FirstOffset != 0 ||
+			p0.AbortedTransactions[1].ProducerID != 12 || p0.AbortedTransactions[1].FirstOffset != 2 {
+			t.Fatalf("v%d: aborted %+v", v, p0.AbortedTransactions)
+		}
+		if ps[1].AbortedTransactions == nil || len(ps[1].AbortedTransactions) != 0 || ps[1].LastStableOffset != 9 {
+			t.Fatalf("v%d: partition 1 %+v: want an empty, not null, aborted list", v, ps[1])
+		}
+		if ps[2].ErrorCode != kerr.OffsetOutOfRange.Code || ps[2].LastStableOffset != -1 {
+			t.Fatalf("v%d: partition 2 %+v", v, ps[2])
 		}
 	}
 }

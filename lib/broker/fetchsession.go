@@ -168,6 +168,7 @@ type sessionPartition struct {
 	// so the next response includes the partition.
 	sent                         bool
 	sentHighWatermark, sentStart int64
+	sentLastStable               int64
 
 	// The last fetch's lookup, and what its read left for the next.
 	lookup partitionLookup
@@ -459,11 +460,12 @@ func (f *fetch) markSent() {
 			k++
 			sp.lookup, sp.quiet = fp.partitionLookup, fp.quietRead
 			if f.incremental && fp.region.Len == 0 && fp.remote == nil && fp.err == nil && sp.sent &&
-				fp.highWatermark == sp.sentHighWatermark && fp.logStartOffset == sp.sentStart {
+				fp.highWatermark == sp.sentHighWatermark && fp.logStartOffset == sp.sentStart && fp.lastStableOffset == sp.sentLastStable {
 				fp.omit = true
 				continue
 			}
 			sp.sent, sp.sentHighWatermark, sp.sentStart = true, fp.highWatermark, fp.logStartOffset
+			sp.sentLastStable = fp.lastStableOffset
 		}
 	}
 }

@@ -715,6 +715,7 @@ func (p *Partition) Offsets() ReadInfo {
 func (p *Partition) readInfoLocked() ReadInfo {
 	return ReadInfo{
 		HighWatermark:       p.highWatermark,
+		LastStableOffset:    p.log.LastStableOffset(p.highWatermark),
 		HighWatermarkBehind: p.role == Leader && p.highWatermark < p.epochStart,
 		LogStartOffset:      p.log.StartOffset(),
 		LogEndOffset:        p.logEndOffset,
@@ -725,6 +726,9 @@ func (p *Partition) readInfoLocked() ReadInfo {
 // ReadInfo is the partition's state at the time of a Read.
 type ReadInfo struct {
 	HighWatermark int64
+	// LastStableOffset is the high-water mark, or the first offset of
+	// the oldest transaction still open when that is below it.
+	LastStableOffset int64
 	// HighWatermarkBehind: this is a new leader whose high-water mark has
 	// not reached the start of its epoch yet (ErrHighWatermarkBehind).
 	HighWatermarkBehind bool
@@ -749,7 +753,7 @@ type ReadInfo struct {
 // reaches the start of its epoch, so that no consumer sees the mark go
 // backwards across a leader change.
 func (p *Partition) Read(offset int64, maxBytes int, replicaID int32) (log.Region, ReadInfo, error) {
-	return p.read(offset, maxBytes, replicaID, false, -1)
+	return p.read(offset, maxBytes, replicaID, false, -1, false)
 }
 
 // ReadInEpoch is Read for a fetch made in leaderEpoch (its
@@ -759,7 +763,7 @@ func (p *Partition) Read(offset int64, maxBytes int, replicaID int32) (log.Regio
 // between a separate check and the read) is never recorded, since the
 // follower's records at that offset may not be this leadership's.
 func (p *Partition) ReadInEpoch(offset int64, maxBytes int, replicaID, leaderEpoch int32) (log.Region, ReadInfo, error) {
-	return p.read(offset, maxBytes, replicaID, false, leaderEpoch)
+	return p.read(offset, maxBytes, replicaID, false, leaderEpoch, false)
 }
 
 // ReadAnyReplica is a consumer's Read from this replica whether it leads
@@ -768,11 +772,20 @@ func (p *Partition) ReadInEpoch(offset int64, maxBytes int, replicaID, leaderEpo
 // fetch, so it may lag the leader's but never passes it. Records below it
 // are on every in-sync replica, the same bytes as on the leader.
 func (p *Partition) ReadAnyReplica(offset int64, maxBytes int) (log.Region, ReadInfo, error) {
-	return p.read(offset, maxBytes, -1, true, -1)
+	return p.read(offset, maxBytes, -1, true, -1, false)
 }
 
-// read is Read; anyRole lets a follower serve a consumer.
-func (p *Partition) read(offset int64, maxBytes int, replicaID int32, anyRole bool, leaderEpoch int32) (log.Region, ReadInfo, error) {
+// ReadCommitted is a read_committed consumer's read: below the last
+// stable offset instead of the high-water mark, from the leader in
+// leaderEpoch (-1: any), or with anyReplica from this replica whether it
+// leads or follows, as ReadAnyReplica.
+func (p *Partition) ReadCommitted(offset int64, maxBytes int, leaderEpoch int32, anyReplica bool) (log.Region, ReadInfo, error) {
+	return p.read(offset, maxBytes, -1, anyReplica, leaderEpoch, true)
+}
+
+// read is Read; anyRole lets a follower serve a consumer, committed stops
+// a consumer's read at the last stable offset.
+func (p *Partition) read(offset int64, maxBytes int, replicaID int32, anyRole bool, leaderEpoch int32, committed bool) (log.Region, ReadInfo, error) {
 	p.stateMu.RLock()
 	defer p.stateMu.RUnlock()
 	if p.role != Leader && !(anyRole && p.role == Follower) {
@@ -803,8 +816,11 @@ func (p *Partition) read(offset int64, maxBytes int, replicaID int32, anyRole bo
 		return log.Region{}, info, fmt.Errorf("%w: %d not in [%d, %d]", log.ErrOffsetOutOfRange, offset, info.LogStartOffset, info.LogEndOffset)
 	}
 	limit := info.HighWatermark
-	if replicaID >= 0 {
+	switch {
+	case replicaID >= 0:
 		limit = info.LogEndOffset
+	case committed:
+		limit = info.LastStableOffset
 	}
 	if offset >= limit || (maxBytes <= 0 && replicaID >= 0) {
 		// Nothing new, or a throttled follower over its quota: its
