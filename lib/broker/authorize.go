@@ -170,6 +170,9 @@ var access = map[int16]func(img *controller.Image, body kmsg.Request, check chec
 	kmsg.UnregisterBroker.Int16():             cluster(opAlter),
 	kafkaext.SkipDamagedKey:                   cluster(opAlter), // an operator's, like ElectLeaders
 	kafkaext.RefetchKey:                       cluster(opClusterAction),
+	kmsg.WriteTxnMarkers.Int16():              cluster(opClusterAction),
+	// DescribeProducers checks READ per topic (txnmarkers.go), answering
+	// a refused topic's partitions beside the others.
 
 	kmsg.FindCoordinator.Int16(): func(_ *controller.Image, body kmsg.Request, check checkFunc) bool {
 		r := body.(*kmsg.FindCoordinatorRequest)

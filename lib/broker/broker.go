@@ -41,8 +41,19 @@ type Config struct {
 	// runs its prefetch. nil: the Broker takes blocks itself, when a
 	// request finds none at hand.
 	ProducerIDs *controller.ProducerIDs
-	Logger      *slog.Logger // nil = silent
-	Clock       clock.Clock  // drives fetch waits and group timers; nil = real time
+	// VerifyTransactions makes a partition leader ask the transaction
+	// coordinator (AddPartitionsToTxn v4) before it appends the first
+	// batch of a producer's transaction (KIP-890; Kafka's
+	// transaction.partition.verification.enable). TxnVerifier, when set,
+	// is asked instead (tests).
+	VerifyTransactions bool
+	TxnVerifier        TxnVerifier
+	// GroupTxnCompleted is called once a transaction marker written by
+	// WriteTxnMarkers to a __consumer_offsets partition reached its
+	// high-water mark; nil: nobody is told.
+	GroupTxnCompleted GroupTxnCompleted
+	Logger            *slog.Logger // nil = silent
+	Clock             clock.Clock  // drives fetch waits and group timers; nil = real time
 }
 
 // topicPartition names one partition.
@@ -87,6 +98,11 @@ type Broker struct {
 	// authz decides what a principal may do (authorize.go), with the ACLs
 	// of the image at hand.
 	authz *auth.Authorizer
+	// txnVerifier asks the transaction coordinators about transactional
+	// produces (txnverify.go); nil: nobody is asked. groupTxnCompleted
+	// is Config.GroupTxnCompleted.
+	txnVerifier       TxnVerifier
+	groupTxnCompleted GroupTxnCompleted
 
 	closeOnce sync.Once
 }
@@ -105,6 +121,10 @@ func New(cfg Config) *Broker {
 		b.peers, b.ownPeers = peer.NewPool(peer.PoolClientID+strconv.Itoa(int(cfg.Settings.NodeID))), true
 	}
 	b.producerIDs = cfg.ProducerIDs
+	b.txnVerifier, b.groupTxnCompleted = cfg.TxnVerifier, cfg.GroupTxnCompleted
+	if b.txnVerifier == nil && cfg.VerifyTransactions {
+		b.txnVerifier = peerVerifier{b}
+	}
 	b.authz = auth.NewAuthorizer(auth.Policy{
 		SuperUsers: auth.ParseSuperUsers(cfg.Settings.SuperUsers),
 		// Root and mqd's own user, on the socket only: the first ACLs
@@ -236,6 +256,9 @@ func (b *Broker) dataAPIs() map[int16]api {
 		kmsg.Metadata.Int16():       {min: 0, max: 13, handle: b.handleMetadata},
 		kmsg.DeleteRecords.Int16():  {min: 0, max: 2, handle: b.handleDeleteRecords},
 		kmsg.InitProducerID.Int16(): {min: 0, max: 4, handle: b.handleInitProducerID},
+
+		kmsg.WriteTxnMarkers.Int16():   {min: 0, max: 1, handle: b.handleWriteTxnMarkers},   // txnmarkers.go
+		kmsg.DescribeProducers.Int16(): {min: 0, max: 0, handle: b.handleDescribeProducers}, // txnmarkers.go
 
 		kmsg.OffsetForLeaderEpoch.Int16(): {min: 0, max: 4, handle: b.handleOffsetForLeaderEpoch}, // epochs.go
 	}

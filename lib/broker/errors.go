@@ -38,6 +38,7 @@ var (
 	errEmptyRecords     = errors.New("broker: produce without a record batch")
 	errTransactional    = errors.New("broker: transactions are not supported")
 	errControlBatch     = errors.New("broker: control batches cannot be produced")
+	errTxnWithoutID     = errors.New("broker: transactional batches need the request's transactional id")
 	errMessageTooLarge  = errors.New("broker: message too large")
 	errInvalidAcks      = errors.New("broker: acks must be -1, 0 or 1")
 	errUnknownTopicID   = errors.New("broker: unknown topic id")
@@ -73,6 +74,10 @@ var brokerCodes = []errorCode{
 	{errTransactional, kerr.TransactionalIDAuthorizationFailed},
 	{errEmptyRecords, kerr.InvalidRecord},
 	{errControlBatch, kerr.InvalidRecord},
+	{errTxnWithoutID, kerr.InvalidRecord},
+	// The coordinator could not be asked whether a transactional batch
+	// belongs to an ongoing transaction: the producer retries.
+	{errTxnVerification, kerr.NotEnoughReplicas},
 	{errKeyless, kerr.InvalidRecord},
 	{errInvalidTimestamp, kerr.InvalidRequest},
 }

@@ -57,7 +57,8 @@ func (b *Broker) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest, ve
 				epoch = -1
 			}
 			t := b.parts.TopicAt(rt.Topic, t, rp.Partition, epoch)
-			offset, ts, leaderEpoch, err := b.listOffset(ctx, t, rp.Partition, epoch, rp.Timestamp, r.ReplicaID, version)
+			committed := version >= 2 && r.IsolationLevel == 1
+			offset, ts, leaderEpoch, err := b.listOffset(ctx, t, rp.Partition, epoch, rp.Timestamp, r.ReplicaID, version, committed)
 			sp.ErrorCode = offsetsError(err)
 			if err != nil {
 				sp.Offset, sp.Timestamp = -1, -1
@@ -69,8 +70,10 @@ func (b *Broker) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest, ve
 	return resp
 }
 
-// listOffset answers one partition of ListOffsets.
-func (b *Broker) listOffset(ctx context.Context, t *controller.Topic, index, currentEpoch int32, timestamp int64, replicaID int32, version int16) (offset, ts int64, epoch int32, err error) {
+// listOffset answers one partition of ListOffsets. A read_committed
+// consumer (committed) is answered below the last stable offset, as its
+// fetches read, instead of the high-water mark.
+func (b *Broker) listOffset(ctx context.Context, t *controller.Topic, index, currentEpoch int32, timestamp int64, replicaID int32, version int16, committed bool) (offset, ts int64, epoch int32, err error) {
 	h, err := b.parts.Leader(t, index)
 	if err != nil {
 		return 0, 0, 0, err
@@ -80,6 +83,10 @@ func (b *Broker) listOffset(ctx context.Context, t *controller.Topic, index, cur
 	}
 	info := h.Offsets()
 	epoch = info.LeaderEpoch
+	visible := info.HighWatermark
+	if committed && replicaID < 0 {
+		visible = info.LastStableOffset
+	}
 	switch {
 	case timestamp == listLatest:
 		if replicaID >= 0 {
@@ -88,14 +95,14 @@ func (b *Broker) listOffset(ctx context.Context, t *controller.Topic, index, cur
 		if info.HighWatermarkBehind {
 			return 0, 0, 0, replica.ErrHighWatermarkBehind // Kafka: OFFSET_NOT_AVAILABLE
 		}
-		return info.HighWatermark, -1, epoch, nil
+		return visible, -1, epoch, nil
 	case timestamp == listEarliest:
 		return b.logStart(h, info.LogStartOffset, replicaID), -1, epoch, nil
 	case timestamp == listEarliestLocal && version >= 8:
 		return info.LogStartOffset, -1, epoch, nil
 	case timestamp == listMaxTimestamp && version >= 7:
 		maxTS, maxOffset := h.Log().MaxTimestamp()
-		if maxOffset < 0 || maxOffset >= info.HighWatermark {
+		if maxOffset < 0 || maxOffset >= visible {
 			return -1, -1, epoch, nil
 		}
 		return maxOffset, maxTS, epoch, nil
@@ -104,7 +111,7 @@ func (b *Broker) listOffset(ctx context.Context, t *controller.Topic, index, cur
 			return o, foundTS, epoch, err
 		}
 		o, foundTS, err := h.Log().OffsetForTimestamp(timestamp)
-		if errors.Is(err, log.ErrNotFound) || err == nil && o >= info.HighWatermark {
+		if errors.Is(err, log.ErrNotFound) || err == nil && o >= visible {
 			// No record at or after timestamp that consumers may read.
 			return -1, -1, epoch, nil
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/auth"
@@ -163,7 +164,11 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 			if refused != nil {
 				err = refused
 			} else {
-				p, res, err = b.produceTo(img, t, rp.Partition, rp.Records, r.Acks, r.TransactionID != nil)
+				var txn *txnProduce
+				if r.TransactionID != nil {
+					txn = &txnProduce{ctx: ctx, id: *r.TransactionID, topic: rt.Topic, add: req.Version >= 12}
+				}
+				p, res, err = b.produceTo(img, t, rp.Partition, rp.Records, r.Acks, txn)
 			}
 			if err != nil {
 				sp.ErrorCode = produceError(err, req.Version)
@@ -229,7 +234,7 @@ func (b *Broker) coordinatorWrite(c *server.ConnInfo, img *controller.Image, r *
 	return b.allowed(c, img, clusterResource, opClusterAction, auth.ClusterName)
 }
 
-func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, index int32, records []byte, acks int16, transactional bool) (*partition.Hosted, log.AppendResult, error) {
+func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, index int32, records []byte, acks int16, txn *txnProduce) (*partition.Hosted, log.AppendResult, error) {
 	var res log.AppendResult
 	if acks != 0 && acks != 1 && acks != -1 {
 		return nil, res, errInvalidAcks
@@ -261,11 +266,13 @@ func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, index int
 		if _, err := record.Validate(batch); err != nil {
 			return nil, res, err
 		}
-		if h.Transactional() || transactional {
-			return nil, res, errTransactional
-		}
 		if h.Control() {
 			return nil, res, errControlBatch
+		}
+		if h.Transactional() {
+			if err := b.verifyTxn(p, index, &h, txn); err != nil {
+				return nil, res, err
+			}
 		}
 		if compacts(cfg) {
 			if err := checkKeys(batch, p); err != nil {
@@ -291,6 +298,56 @@ func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, index int
 		return nil, res, err
 	}
 	return p, res, nil
+}
+
+// txnProduce is what a transactional Produce tells about its
+// transaction: the transactional id, and whether the producer speaks
+// transaction.version 2 (Produce v12+, KIP-890 part 2), whose partitions
+// the leaders add to the transaction themselves.
+type txnProduce struct {
+	ctx   context.Context
+	id    string
+	topic string
+	add   bool
+}
+
+// verifyTxn checks a transactional batch before its append: it needs a
+// transactional id, and, with a TxnVerifier, the first batch of a
+// producer's transaction on the partition needs the coordinator's word
+// that the transaction is ongoing and includes the partition (KIP-890),
+// which the log remembers until the producer's next marker. Later
+// batches of the transaction append without asking. A coordinator that
+// cannot be asked, or is moving, is NOT_ENOUGH_REPLICAS (retriable);
+// its refusal INVALID_TXN_STATE, or INVALID_PRODUCER_EPOCH for a fenced
+// producer.
+func (b *Broker) verifyTxn(p *partition.Hosted, index int32, h *record.Header, txn *txnProduce) error {
+	if txn == nil {
+		return fmt.Errorf("%w: a transactional batch without a transactional id", errTxnWithoutID)
+	}
+	if b.txnVerifier == nil || p.Log().OngoingTxn(h.ProducerID) {
+		return nil
+	}
+	err := b.txnVerifier.VerifyTxn(txn.ctx, txn.id, h.ProducerID, h.ProducerEpoch, txn.topic, index, txn.add)
+	if err != nil {
+		return verifyError(err)
+	}
+	p.Log().MarkTxnVerified(h.ProducerID, h.ProducerEpoch)
+	return nil
+}
+
+// verifyError is the error a produce answers for a failed verification.
+func verifyError(err error) error {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return fmt.Errorf("%w: %w", replica.ErrNotEnoughReplicas, err)
+	}
+	switch ke {
+	case kerr.NotCoordinator, kerr.CoordinatorNotAvailable, kerr.CoordinatorLoadInProgress, kerr.ConcurrentTransactions:
+		return fmt.Errorf("%w: %w", replica.ErrNotEnoughReplicas, err)
+	case kerr.InvalidProducerEpoch, kerr.ProducerFenced:
+		return fmt.Errorf("%w: %w", log.ErrInvalidProducerEpoch, err)
+	}
+	return fmt.Errorf("%w: %w", log.ErrInvalidTxnState, err)
 }
 
 // appendBatches appends validated batches to p and returns the result of

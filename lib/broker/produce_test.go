@@ -102,7 +102,8 @@ func TestProduceRefusals(t *testing.T) {
 		{"empty records", "t", 0, nil, produceVersion, kerr.InvalidRecord.Code},
 		{"good then corrupt", "t", 0, goodThenBad, produceVersion, kerr.CorruptMessage.Code},
 		{"over max.message.bytes", "small", 0, large, produceVersion, kerr.MessageTooLarge.Code},
-		{"transactional batch", "t", 0, txn, produceVersion, kerr.TransactionalIDAuthorizationFailed.Code},
+		{"transactional batch without a transactional id", "t", 0, txn, produceVersion, kerr.InvalidRecord.Code},
+		{"control batch", "t", 0, record.BuildMarker(record.Marker{ProducerID: 1, Commit: true}, 0), produceVersion, kerr.InvalidRecord.Code},
 		{"acks 2", "t", 0, good, produceVersion, kerr.InvalidRequiredAcks.Code},
 	}
 	for _, tt := range tests {

@@ -91,21 +91,27 @@ type Log struct {
 	aborted       []AbortedTxn
 	txnFiles      map[int64][]byte
 	firstUnstable atomic.Int64
-	failed        error  // non-nil: appends fail (ErrFailed)
-	health        health // storage incidents of appends (health.go)
-	counters      *StorageCounters
-	closed        bool   // Close was called
-	writeSeq      uint64 // number of writes to segment files, for group commit
-	truncGen      uint64 // bumped by every truncation
-	maxTS         int64  // largest timestamp in the log, when maxTSValid
-	maxTSBase     int64  // base offset of the batch holding maxTS
-	maxTSValid    bool
-	remoteEnd     int64        // offset after the last one recorded remotely (SetRemoteEnd); -1: none
-	scannedEnd    int64        // during load: offset after the last recovered batch
-	damage        []Damage     // damaged ranges, by offset (damage.go)
-	loadedEpochs  *epochCache  // during load: the checkpointed leader-epoch history
-	cleaner       cleanerState // the cleaner checkpoint (cleanstate.go)
-	spike         epochSpike   // during load: see checkEpochLocked
+	// txnVerified are the producers a coordinator confirmed in an ongoing
+	// transaction (MarkTxnVerified), with their epoch, until their next
+	// marker; once txnVerifying is set, a transactional batch that would
+	// open a transaction needs its producer there.
+	txnVerified  map[int64]int16
+	txnVerifying bool
+	failed       error  // non-nil: appends fail (ErrFailed)
+	health       health // storage incidents of appends (health.go)
+	counters     *StorageCounters
+	closed       bool   // Close was called
+	writeSeq     uint64 // number of writes to segment files, for group commit
+	truncGen     uint64 // bumped by every truncation
+	maxTS        int64  // largest timestamp in the log, when maxTSValid
+	maxTSBase    int64  // base offset of the batch holding maxTS
+	maxTSValid   bool
+	remoteEnd    int64        // offset after the last one recorded remotely (SetRemoteEnd); -1: none
+	scannedEnd   int64        // during load: offset after the last recovered batch
+	damage       []Damage     // damaged ranges, by offset (damage.go)
+	loadedEpochs *epochCache  // during load: the checkpointed leader-epoch history
+	cleaner      cleanerState // the cleaner checkpoint (cleanstate.go)
+	spike        epochSpike   // during load: see checkEpochLocked
 	// durableCkpt are the checkpoint files this process knows durable,
 	// with their contents (shutdown.go): writing one again is skipped.
 	durableCkpt map[string][]byte
@@ -1177,6 +1183,9 @@ func (l *Log) appendLeader(batch []byte, leaderEpoch int32) (AppendResult, error
 		}
 	} else if h.ProducerID >= 0 && h.BaseSequence >= 0 {
 		dup, err := l.producers.check(&h)
+		if err == nil && dup == nil {
+			err = l.checkVerifiedLocked(&h)
+		}
 		if err != nil {
 			l.mu.Unlock()
 			return AppendResult{}, err
@@ -1366,6 +1375,9 @@ func (l *Log) updateProducersLocked(h *record.Header, batch []byte) error {
 		typ, ce = controlOf(batch)
 	}
 	ab, ok := l.producers.update(h, typ, ce)
+	if h.Control() {
+		delete(l.txnVerified, h.ProducerID)
+	}
 	if h.Transactional() {
 		l.firstUnstable.Store(l.producers.firstUnstable())
 	}

@@ -326,3 +326,33 @@ func (l *Log) OngoingTxn(pid int64) bool {
 func (l *Log) AppendMarker(m record.Marker, leaderEpoch int32) (AppendResult, error) {
 	return l.Append(record.BuildMarker(m, l.clock.Now().UnixMilli()), leaderEpoch)
 }
+
+// MarkTxnVerified records that the transaction coordinator confirmed
+// producer pid, in epoch, in an ongoing transaction that includes this
+// partition (KIP-890): its next transactional batch may open the
+// transaction here, unless a marker for the producer comes first. From
+// the first call on, the log refuses a transactional batch that would
+// open a transaction without such a confirmation (ErrInvalidTxnState), so
+// a marker appended between a leader's verification and its append
+// cannot leave a transaction open that the coordinator does not know.
+func (l *Log) MarkTxnVerified(pid int64, epoch int16) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.txnVerified == nil {
+		l.txnVerified = map[int64]int16{}
+	}
+	l.txnVerified[pid] = epoch
+	l.txnVerifying = true
+}
+
+// checkVerifiedLocked refuses a transactional batch that would open a
+// transaction its producer was not confirmed in (see MarkTxnVerified).
+func (l *Log) checkVerifiedLocked(h *record.Header) error {
+	if !l.txnVerifying || !h.Transactional() || l.producers.ongoingTxn(h.ProducerID) {
+		return nil
+	}
+	if epoch, ok := l.txnVerified[h.ProducerID]; !ok || epoch != h.ProducerEpoch {
+		return fmt.Errorf("%w: producer %d epoch %d is in no verified transaction here", ErrInvalidTxnState, h.ProducerID, h.ProducerEpoch)
+	}
+	return nil
+}
