@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 
@@ -270,5 +271,50 @@ func TestMarkerBetweenVerificationAndAppendRefusesTheBatch(t *testing.T) {
 	}
 	if r := txnProduceOne(t, tb, "tx", 40, 0, 0, true, "late"); r.ErrorCode != kerr.InvalidTxnState.Code {
 		t.Fatalf("append after the marker: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+func TestMarkerOnConsumerOffsetsTellsTheGroupCoordinator(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	tb.createTopic(t, offsetsTopic, 2, nil)
+	tb.createTopic(t, "tx", 1, nil)
+	type call struct {
+		partition int32
+		pid       int64
+		epoch     int16
+		commit    bool
+	}
+	var mu sync.Mutex
+	var calls []call
+	tb.groupTxnCompleted = func(partition int32, pid int64, epoch int16, commit bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, call{partition, pid, epoch, commit})
+	}
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed = 50, 2, true
+	for _, topic := range []string{offsetsTopic, "tx"} {
+		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		mt.Topic, mt.Partitions = topic, []int32{0}
+		if topic == offsetsTopic {
+			mt.Partitions = []int32{1}
+		}
+		m.Topics = append(m.Topics, mt)
+	}
+	req.Markers = append(req.Markers, m)
+	resp := tb.do(t, 1, req).(*kmsg.WriteTxnMarkersResponse)
+	for _, rt := range resp.Markers[0].Topics {
+		if rt.Partitions[0].ErrorCode != 0 {
+			t.Fatalf("%s: %v", rt.Topic, kerr.ErrorForCode(rt.Partitions[0].ErrorCode))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []call{{1, 50, 2, true}}; !slices.Equal(calls, want) {
+		t.Fatalf("group coordinator told %+v, want %+v", calls, want)
+	}
+	if end := tb.parts.Lookup(offsetsTopic, 1).Log().EndOffset(); end != 1 {
+		t.Fatalf("__consumer_offsets-1 ends at %d, want the marker at 0", end)
 	}
 }
