@@ -19,9 +19,11 @@ import (
 // commits one's transactions and aborts the other's with WriteTxnMarkers;
 // a kgo consumer reading committed sees the committed records only, in
 // order, and one reading uncommitted sees them all. After a crash and a
-// restart the read_committed consumer sees the same.
+// restart the read_committed consumer sees the same. With no
+// coordinator to verify the transactions with, the partition does not
+// ask one (transaction.partition.verification.enable=false).
 func TestReadCommittedSeesCommittedTransactionsOnly(t *testing.T) {
-	b := startBroker(t, brokerOpts{})
+	b := startBroker(t, brokerOpts{props: []string{"transaction.partition.verification.enable=false"}})
 	ctx := ctxFor(t, time.Minute)
 	const topic = "txn"
 	if _, err := b.admin().CreateTopic(ctx, 1, 1, nil, topic); err != nil {

@@ -338,7 +338,7 @@ func (b *Broker) verifyTxn(p *partition.Hosted, index int32, h *record.Header, t
 // verifyError is the error a produce answers for a failed verification.
 func verifyError(err error) error {
 	var ke *kerr.Error
-	if !errors.As(err, &ke) {
+	if errors.Is(err, errTxnVerification) || !errors.As(err, &ke) {
 		return fmt.Errorf("%w: %w", replica.ErrNotEnoughReplicas, err)
 	}
 	switch ke {

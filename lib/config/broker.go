@@ -141,6 +141,11 @@ type Broker struct {
 	ControlledShutdown                     bool          // controlled.shutdown.enable, default true
 	ControlledShutdownTimeout              time.Duration // controlled.shutdown.timeout.ms (mq), default 30 s
 	ReplicaLagTime                         time.Duration // replica.lag.time.max.ms, default 30 s
+	// TxnPartitionVerification: a partition leader asks the transaction
+	// coordinator before it appends the first batch of a producer's
+	// transaction (KIP-890); transaction.partition.verification.enable,
+	// default true.
+	TxnPartitionVerification bool
 	NumReplicaFetchers                     int32         // num.replica.fetchers, default 1
 	ReplicaFetchMaxBytes                   int32         // replica.fetch.max.bytes, default 1 MiB
 	ReplicaFetchResponseMaxBytes           int32         // replica.fetch.response.max.bytes, default 10 MiB
@@ -421,6 +426,8 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.ControlledShutdown = v == "true" }, get: func(b *Broker) string { return strconv.FormatBool(b.ControlledShutdown) }},
 	{name: "controlled.shutdown.timeout.ms", kind: longAtLeast(1), def: "30000", doc: "How long a controlled shutdown waits for the leaderships to move before stopping anyway (mq).",
 		set: func(b *Broker, v string) { b.ControlledShutdownTimeout = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ControlledShutdownTimeout) }},
+	{name: "transaction.partition.verification.enable", kind: boolean, def: "true", doc: "A partition leader asks the transaction coordinator (AddPartitionsToTxn) whether a producer's transaction is ongoing and includes the partition before it appends the transaction's first batch there, and refuses it with INVALID_TXN_STATE otherwise (KIP-890): no transaction is left open on a partition that its coordinator does not know.",
+		set: func(b *Broker, v string) { b.TxnPartitionVerification = v == "true" }, get: func(b *Broker) string { return strconv.FormatBool(b.TxnPartitionVerification) }},
 	{name: "replica.lag.time.max.ms", kind: longAtLeast(1), def: "30000", doc: "A follower that has not caught up with the leader for this long leaves the in-sync replicas.",
 		set: func(b *Broker, v string) { b.ReplicaLagTime = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ReplicaLagTime) }},
 	{name: "num.replica.fetchers", kind: intAtLeast(1), def: "1", doc: "Connections a follower uses to fetch from each leader broker; partitions are spread over them.",

@@ -75,6 +75,7 @@ func TestDefaultsAreKafkas(t *testing.T) {
 		ControlledShutdown:                     true,
 		ControlledShutdownTimeout:              30 * time.Second, // mq's
 		ReplicaLagTime:                         30 * time.Second,
+		TxnPartitionVerification:               true,
 		NumReplicaFetchers:                     1,
 		ReplicaFetchMaxBytes:                   1 << 20,
 		ReplicaFetchResponseMaxBytes:           10 << 20,
@@ -507,6 +508,7 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"controlled.shutdown.enable", "false", true}, {"controlled.shutdown.enable", "no", false},
 		{"controlled.shutdown.timeout.ms", "1", true}, {"controlled.shutdown.timeout.ms", "0", false},
 		{"replica.lag.time.max.ms", "1", true}, {"replica.lag.time.max.ms", "0", false},
+		{"transaction.partition.verification.enable", "false", true}, {"transaction.partition.verification.enable", "no", false},
 		{"num.replica.fetchers", "4", true}, {"num.replica.fetchers", "0", false},
 		{"replica.fetch.max.bytes", "1", true}, {"replica.fetch.max.bytes", "0", false},
 		{"replica.fetch.response.max.bytes", "1", true}, {"replica.fetch.response.max.bytes", "0", false},
