@@ -13,6 +13,15 @@
 //     auto.create.topics.max.per.request topics, and InitProducerId),
 //     hints.go (KIP-951 leader
 //     hints on NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH);
+//   - txnmarkers.go (WriteTxnMarkers: the transaction coordinator's
+//     markers, appended as acks=all writes and answered once they reached
+//     the high-water mark, then Config.GroupTxnCompleted for
+//     __consumer_offsets; DescribeProducers, KIP-664), txnverify.go
+//     (TxnVerifier: a transactional produce's first batch on a partition
+//     is checked with the coordinator, AddPartitionsToTxn v4, before the
+//     append, KIP-890). A Fetch or ListOffsets with isolation level 1
+//     (read_committed) reads below the last stable offset, and a fetch
+//     then lists the aborted transactions of what it returns;
 //   - admin.go (CreateTopics, DeleteTopics, CreatePartitions, with the
 //     caps max.partitions.per.request and max.partitions; validate_only
 //     runs the controller's own checks), configs.go
@@ -51,7 +60,8 @@
 // and READ or DESCRIBE on the topics of offsets; share groups alike;
 // FindCoordinator DESCRIBE on the group; the cluster APIs DESCRIBE or
 // ALTER on the cluster, the ACL and SCRAM APIs included; Refetch
-// CLUSTER_ACTION; SkipDamaged ALTER). auth.Authorizer decides each with
+// CLUSTER_ACTION; SkipDamaged ALTER; WriteTxnMarkers CLUSTER_ACTION;
+// DescribeProducers READ on each topic, checked by its handler). auth.Authorizer decides each with
 // the ACLs of the current image. A request naming any resource it may not
 // use is answered whole with TOPIC_, GROUP_, CLUSTER_ or
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every resource of the answer

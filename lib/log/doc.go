@@ -39,10 +39,11 @@
 //	00000000000000000000.log        batches back to back
 //	00000000000000000000.index      offset index, once it has entries or the segment is sealed
 //	00000000000000000000.timeindex  time index, likewise
+//	00000000000000000000.txnindex   aborted transactions, when the segment holds an abort marker
 //	recovery-point-offset-checkpoint  below it everything is fsynced (default: nothing)
 //	log-start-offset-checkpoint     when the log start is not the first segment's base
 //	leader-epoch-checkpoint         the history (default: none)
-//	producer-state                  idempotent producers (default: none; rebuilt from the batches)
+//	producer-state                  producers and their open transactions (default: none; rebuilt from the batches)
 //	sealed-segments                 closed segments as they were sealed
 //	damaged-ranges                  damage found, while there is some
 //	high-water-mark-checkpoint      the replica's high-water mark, when one was written
@@ -97,9 +98,10 @@
 // "<from> <to> <unix ms> <tombstones>" line per offset range telling when
 // a pass first cleaned it and whether it may still hold tombstones (see
 // cleanstate.go). The producer-state snapshot is binary (see
-// producer.go): "MQPS", version byte 1, the log end offset it is valid at,
-// the producers with their epoch and last five batches (first and last
-// sequence, base and last offset), and a CRC32C; Close writes it only when
+// producer.go): "MQPS", version byte 2 (1 is read too), the log end offset
+// it is valid at, the producers with their epoch, coordinator epoch, open
+// transaction's first offset, last timestamp and last five batches (first
+// and last sequence, base and last offset), and a CRC32C; Close writes it only when
 // the batches after the last one are more than walkBytes, which the next
 // Open reads instead. Every checkpoint is
 // replaced atomically: temporary file, fsync, rename, fsync of the
@@ -276,8 +278,14 @@
 //     log still knows its last sequence; the others go when they are left
 //     with nothing. The producer state in memory and in its snapshot is
 //     not touched: duplicates and sequence gaps are detected as before.
-//   - Control and transactional batches are copied as they are (mq has no
-//     transactions yet), and so are the batches at or after CleanedTo.
+//   - Control and transactional batches are copied as they are, and so
+//     are the batches at or after CleanedTo: aborted records and markers
+//     stay (Kafka removes them once no reader can need them; here they
+//     cost space, never correctness). A pass never reaches the first open
+//     transaction (it may yet abort), a batch of an aborted transaction
+//     puts no key in the offset map (an aborted value must not hide an
+//     older committed one), and a group's aborted-transaction entries are
+//     written to the new segment's .txnindex before its swap commits.
 //
 // Since merged batches start where their first input batch started, an
 // offset that was a batch boundary may now be inside a batch: a consumer
@@ -301,6 +309,36 @@
 // key. Appends and reads go on during a pass; the swap holds the log's
 // lock. A truncation, retention or Close that changes a group's segments
 // meanwhile makes the pass stop before it, without advancing CleanedTo.
+//
+// # Transactions
+//
+// A transactional batch (attributes bit 4) opens its producer's
+// transaction on the log, at its base offset, unless one is open; a
+// control batch (bit 5) holding a commit or abort marker
+// (record.ControlType) closes it. LastStableOffset(hw) is hw, or the first
+// offset of the oldest open transaction when lower: read_committed
+// readers stop there. AppendMarker appends a marker for the transaction
+// coordinator (WriteTxnMarkers); Append refuses, atomically with the
+// write, a marker from an older producer epoch (ErrInvalidProducerEpoch)
+// or coordinator epoch (ErrCoordinatorFenced), a transactional batch from
+// an older producer epoch, and a producer's non-transactional batch while
+// its transaction is open (ErrInvalidTxnState). After MarkTxnVerified
+// (KIP-890: the coordinator confirmed the producer's transaction) a
+// transactional batch that would open a transaction needs that
+// confirmation, which the producer's next marker ends.
+//
+// An abort marker records an AbortedTxn (producer id, first offset, the
+// marker's offset, the LSO it left) in memory and in its segment's
+// .txnindex (txnindex.go: Kafka's 34-byte entries), appended and fsynced
+// with the marker. The index is a cache of the markers: Open drops the
+// entries from where it replays the batch headers into the producer
+// state (the snapshot's offset, or the log's start without a usable
+// snapshot or with an unreadable index) and makes them again, rewriting
+// the files that differ; TruncateTo does the same, so an entry past the
+// cut goes and its transaction is open again; a deleted segment takes
+// its file and entries. AbortedTxns answers a read_committed read with
+// the entries overlapping it. Producers lists the producer state
+// (DescribeProducers).
 //
 // # Durability
 //

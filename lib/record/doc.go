@@ -82,4 +82,8 @@
 // allowed), snappy as a raw block or in the xerial framing older Java
 // clients used, LZ4 frames and zstd frames. Decoders and buffers are
 // pooled; all functions are safe for concurrent use, an Iter is not.
+//
+// A control batch holds one control record (control.go): BuildMarker
+// makes a transaction marker, ControlType reads its type and coordinator
+// epoch back.
 package record

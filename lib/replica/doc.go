@@ -25,6 +25,7 @@
 //	err = p.WaitHighWatermark(ctx, res.LastOffset) // acks=all: until HW > LastOffset
 //	r, info, err := p.Read(offset, maxBytes, replicaID) // a follower's fetch records its offset
 //	defer r.Release()
+//	r, info, err = p.ReadCommitted(offset, maxBytes, epoch, anyReplica) // read_committed: below info.LastStableOffset
 //	<-p.Changed()                                // fetch long-poll: closed at the next HW or log end advance
 //	change, ok := p.ProposeISR(eligible)         // the ISR loop: send AlterPartition when ok (eligible: the broker may join)
 //	p.ISRProposalRefused(change)                 // refused, provably nothing applied
