@@ -141,11 +141,7 @@ type Broker struct {
 	ControlledShutdown                     bool          // controlled.shutdown.enable, default true
 	ControlledShutdownTimeout              time.Duration // controlled.shutdown.timeout.ms (mq), default 30 s
 	ReplicaLagTime                         time.Duration // replica.lag.time.max.ms, default 30 s
-	// TxnPartitionVerification: a partition leader asks the transaction
-	// coordinator before it appends the first batch of a producer's
-	// transaction (KIP-890); transaction.partition.verification.enable,
-	// default true.
-	TxnPartitionVerification bool
+	TxnPartitionVerification               bool          // transaction.partition.verification.enable, default true: a leader asks the coordinator before a transaction's first batch (KIP-890)
 	NumReplicaFetchers                     int32         // num.replica.fetchers, default 1
 	ReplicaFetchMaxBytes                   int32         // replica.fetch.max.bytes, default 1 MiB
 	ReplicaFetchResponseMaxBytes           int32         // replica.fetch.response.max.bytes, default 10 MiB
