@@ -1,8 +1,10 @@
 package log
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -375,4 +377,85 @@ func TestCleanStopsAtAnOpenTransaction(t *testing.T) {
 	if res.CleanedTo > open.base {
 		t.Fatalf("cleaned to %d past the open transaction at %d", res.CleanedTo, open.base)
 	}
+}
+
+// A follower appending the leader's batches (markers included) has the
+// same open transactions and aborted ones.
+func TestFollowerRebuildsTransactionsFromReplicatedBatches(t *testing.T) {
+	leader := openTestLog(t, smallSegments())
+	want := abortSome(t, leader)
+	open := leader.append(txnBatch(t, 9, 0, 0, 1), 0)
+	follower := openTestLog(t, smallSegments())
+	for next := int64(0); next < leader.EndOffset(); {
+		b, err := leader.ReadBytes(next, leader.EndOffset(), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for len(b) > 0 {
+			batch, rest, h, err := record.Next(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := follower.AppendAsFollower(slices.Clone(batch)); err != nil {
+				t.Fatal(err)
+			}
+			next, b = h.LastOffset()+1, rest
+		}
+	}
+	if got := follower.abortedAll(); !slices.Equal(got, want) {
+		t.Fatalf("follower's aborted %+v, want %+v", got, want)
+	}
+	if got := follower.LastStableOffset(follower.EndOffset()); got != open.base {
+		t.Fatalf("follower's LSO %d, want %d", got, open.base)
+	}
+	follower.crash()
+	follower.open()
+	if got := follower.abortedAll(); !slices.Equal(got, want) {
+		t.Fatalf("follower's aborted after a crash %+v, want %+v", got, want)
+	}
+}
+
+// A snapshot of version 1 (written before transactions) still loads.
+func TestProducerSnapshotVersion1Loads(t *testing.T) {
+	be := binary.BigEndian
+	b := []byte("MQPS\x01")
+	b = be.AppendUint64(b, 40)
+	b = be.AppendUint32(b, 1)
+	b = be.AppendUint64(b, 77) // producer id
+	b = be.AppendUint16(b, 3)  // epoch
+	b = append(b, 1)
+	b = be.AppendUint32(b, 0)
+	b = be.AppendUint32(b, 4)
+	b = be.AppendUint64(b, 30)
+	b = be.AppendUint64(b, 34)
+	b = be.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	ps, off, err := decodeProducerSnapshot(b)
+	if err != nil || off != 40 {
+		t.Fatalf("decode: %d %v", off, err)
+	}
+	e := ps.m[77]
+	if e == nil || e.epoch != 3 || e.n != 1 || e.newest().lastSeq != 4 || e.txnOpen || len(ps.ongoing) != 0 {
+		t.Fatalf("entry %+v", e)
+	}
+}
+
+func FuzzProducerSnapshot(f *testing.F) {
+	ps := newProducerState()
+	ps.update(&record.Header{ProducerID: 5, ProducerEpoch: 1, BaseSequence: 0, LastOffsetDelta: 2, BaseOffset: 3, Attributes: 0x10}, noControl, -1)
+	ps.update(&record.Header{ProducerID: 6, BaseSequence: 0, BaseOffset: 9}, noControl, -1)
+	f.Add(ps.encode(20))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, off, err := decodeProducerSnapshot(b)
+		if err != nil {
+			return
+		}
+		for pid, first := range got.ongoing {
+			if first >= off || !got.m[pid].txnOpen {
+				t.Fatalf("open transaction %d of %d at %d, snapshot at %d", pid, pid, first, off)
+			}
+		}
+		if again, off2, err := decodeProducerSnapshot(got.encode(off)); err != nil || off2 != off || len(again.m) != len(got.m) {
+			t.Fatalf("re-encoding: %v", err)
+		}
+	})
 }
