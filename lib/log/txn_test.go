@@ -10,7 +10,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/vfs/crashfs"
 )
 
 // txnBatch is a transactional batch of n records from producer pid.
@@ -458,4 +460,139 @@ func FuzzProducerSnapshot(f *testing.F) {
 			t.Fatalf("re-encoding: %v", err)
 		}
 	})
+}
+
+// modelAborted computes the aborted transactions of l from its batches:
+// what the index must say whatever survived a crash.
+func modelAborted(t *testing.T, l *Log) (aborted []AbortedTxn, firstOpen int64) {
+	t.Helper()
+	open := map[int64]int64{}
+	for next := l.StartOffset(); next < l.EndOffset(); {
+		b, err := l.ReadBytes(next, l.EndOffset(), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for len(b) > 0 {
+			batch, rest, h, err := record.Next(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case h.Control():
+				typ, _, err := record.ControlType(batch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if first, ok := open[h.ProducerID]; ok && typ == record.ControlAbort {
+					aborted = append(aborted, AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset})
+				}
+				delete(open, h.ProducerID)
+			case h.Transactional():
+				if _, ok := open[h.ProducerID]; !ok {
+					open[h.ProducerID] = h.BaseOffset
+				}
+			}
+			next, b = h.LastOffset()+1, rest
+		}
+	}
+	firstOpen = -1
+	for _, o := range open {
+		if firstOpen < 0 || o < firstOpen {
+			firstOpen = o
+		}
+	}
+	return aborted, firstOpen
+}
+
+func withoutLSO(as []AbortedTxn) []AbortedTxn {
+	out := slices.Clone(as)
+	for i := range out {
+		out[i].LastStableOffset = 0
+	}
+	return out
+}
+
+// TestAbortedIndexAfterPowerLoss cuts the power at every point of a run
+// of transactions over several segments (FlushAlways: an acknowledged
+// marker is durable) and checks that the reopened log's aborted
+// transactions and last stable offset are exactly what its batches say,
+// and that every acknowledged abort is there.
+func TestAbortedIndexAfterPowerLoss(t *testing.T) {
+	cfg := smallSegments()
+	cfg.FlushPolicy = FlushAlways
+	run := func(crashAt int64, mode crashfs.Mode) (total int64) {
+		fsys := crashfs.New(mode, uint64(crashAt))
+		opts := Options{FS: fsys, Clock: clock.NewManual(testStart)}
+		l, err := Open(powerLossDir, cfg, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if crashAt >= 0 {
+			fsys.CrashAfter(crashAt)
+		}
+		var acked []AbortedTxn
+		seq := map[int64]int32{}
+		first := map[int64]int64{}
+		for round := range 8 {
+			for _, pid := range []int64{1, 2} {
+				res, err := l.Append(txnBatch(t, pid, 0, seq[pid], 2), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				seq[pid] += 2
+				first[pid] = res.BaseOffset
+			}
+			for _, pid := range []int64{1, 2} {
+				abort := pid == 2 || round%3 == 2
+				res, err := l.AppendMarker(record.Marker{ProducerID: pid, Commit: !abort}, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if abort && fsys.Crashed() == nil {
+					acked = append(acked, AbortedTxn{ProducerID: pid, FirstOffset: first[pid], LastOffset: res.BaseOffset})
+				}
+			}
+		}
+		if crashAt < 0 {
+			_ = l.Close()
+			return fsys.Ops()
+		}
+		crashed := fsys.Crashed()
+		abandon(l)
+		if crashed == nil {
+			crashed = fsys.Crash()
+		}
+		opts.FS = crashed
+		l, err = Open(powerLossDir, cfg, opts)
+		if err != nil {
+			t.Fatalf("crash at op %d: open: %v", crashAt, err)
+		}
+		defer l.Close()
+		got := l.AbortedTxns(nil, 0, l.EndOffset())
+		want, firstOpen := modelAborted(t, l)
+		if !slices.Equal(withoutLSO(got), want) {
+			t.Fatalf("crash at op %d (%v): aborted %+v, the batches say %+v", crashAt, mode, got, want)
+		}
+		for _, a := range acked {
+			if !slices.Contains(withoutLSO(got), a) {
+				t.Fatalf("crash at op %d (%v): acknowledged abort %+v lost; have %+v", crashAt, mode, a, got)
+			}
+		}
+		wantLSO := l.EndOffset()
+		if firstOpen >= 0 {
+			wantLSO = firstOpen
+		}
+		if lso := l.LastStableOffset(l.EndOffset()); lso != wantLSO {
+			t.Fatalf("crash at op %d (%v): LSO %d, want %d", crashAt, mode, lso, wantLSO)
+		}
+		return 0
+	}
+	total := run(-1, crashfs.Strict)
+	t.Logf("%d file system operations", total)
+	step := max(total/60, 1)
+	for _, mode := range []crashfs.Mode{crashfs.Strict, crashfs.Torn} {
+		for at := int64(0); at < total; at += step {
+			run(at, mode)
+		}
+	}
 }
