@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -130,6 +131,24 @@ func TestReadCommittedSeesCommittedTransactionsOnly(t *testing.T) {
 	}
 	if got := read(kgo.ReadUncommitted(), len(all)); !slices.Equal(got, all) {
 		t.Fatalf("read_uncommitted saw %v, want %v", got, all)
+	}
+
+	// DescribeProducers (kadm) names the open transaction's start.
+	described, err := b.admin().DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open []int64
+	described.EachProducer(func(d kadm.DescribedProducer) {
+		if d.CurrentTxnStartOffset >= 0 {
+			open = append(open, d.ProducerID)
+		}
+		if d.CoordinatorEpoch != 1 {
+			t.Errorf("producer %d: coordinator epoch %d, want 1", d.ProducerID, d.CoordinatorEpoch)
+		}
+	})
+	if !slices.Equal(open, []int64{committer}) {
+		t.Fatalf("producers with an open transaction: %v, want [%d]", open, committer)
 	}
 
 	// The aborted-transaction index and the open transaction survive a crash.

@@ -626,6 +626,25 @@ func (l *Log) cleanGroup(p *cleanPlan, g []int, f *cleanFilter) (out *groupOutpu
 			corrupt := func(err error) error {
 				return &CorruptionError{Segment: segmentName(seg.base, logExt), Position: pos, Err: err}
 			}
+			if h.BaseOffset < f.cleanedTo && h.Transactional() && !h.Control() && h.NumRecords > 0 && p.abortedAt(h.ProducerID, h.BaseOffset) {
+				// An aborted transaction's records go; its batch stays,
+				// without records, so that the offsets still tile and a
+				// producer state rebuilt from the log still sees the
+				// transaction its marker ends.
+				if err := bb.flush(w); err != nil {
+					return err
+				}
+				nb, err := record.AppendBatch(w.scratch[:0], record.BuildOptionsFrom(*h), nil)
+				if err != nil {
+					return fmt.Errorf("log: clean: empty aborted batch at %d: %w", h.BaseOffset, err)
+				}
+				if h.LogAppendTime() {
+					record.SetLogAppendTime(nb, h.MaxTimestamp)
+				}
+				w.scratch = nb
+				out.removed += int64(h.NumRecords)
+				return w.write(nb)
+			}
 			if h.BaseOffset >= f.cleanedTo || h.Control() || h.Transactional() {
 				if err := bb.flush(w); err != nil {
 					return err

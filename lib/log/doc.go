@@ -278,14 +278,18 @@
 //     log still knows its last sequence; the others go when they are left
 //     with nothing. The producer state in memory and in its snapshot is
 //     not touched: duplicates and sequence gaps are detected as before.
-//   - Control and transactional batches are copied as they are, and so
-//     are the batches at or after CleanedTo: aborted records and markers
-//     stay (Kafka removes them once no reader can need them; here they
-//     cost space, never correctness). A pass never reaches the first open
-//     transaction (it may yet abort), a batch of an aborted transaction
-//     puts no key in the offset map (an aborted value must not hide an
-//     older committed one), and a group's aborted-transaction entries are
-//     written to the new segment's .txnindex before its swap commits.
+//   - A batch of an aborted transaction loses its records and keeps its
+//     header (offsets, producer, sequence, the transactional bit), so a
+//     producer state rebuilt from the log still sees the transaction its
+//     abort marker ends; it puts no key in the offset map (an aborted
+//     value must not hide an older committed one). Markers, and the
+//     batches of committed transactions, are copied as they are, and so
+//     are the batches at or after CleanedTo: Kafka also removes a marker
+//     once delete.retention.ms passed after its transaction's records
+//     went; here markers stay, costing a batch each. A pass never reaches
+//     the first open transaction (it may yet abort), and a group's
+//     aborted-transaction entries are written to the new segment's
+//     .txnindex before its swap commits.
 //
 // Since merged batches start where their first input batch started, an
 // offset that was a batch boundary may now be inside a batch: a consumer

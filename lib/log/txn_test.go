@@ -354,6 +354,11 @@ func TestCleanKeepsCommittedValuesUnderAbortedOnes(t *testing.T) {
 	if got := committedView(t, tl); !equalViews(got, before) {
 		t.Fatalf("after cleaning, read_committed sees %v, want %v", got, before)
 	}
+	for _, r := range readAll(t, tl.Log, 1<<20) {
+		if string(r.value) == "aborted" && r.offset < abortedBefore[3].FirstOffset {
+			t.Fatalf("an aborted record at %d survived the cleaning", r.offset)
+		}
+	}
 	if got := tl.abortedAll(); !slices.Equal(got, abortedBefore) {
 		t.Fatalf("after cleaning: aborted %+v, want %+v", got, abortedBefore)
 	}
