@@ -676,3 +676,37 @@ func TestReadByNonReplicaIsRefusedAndMovesNothing(t *testing.T) {
 		t.Fatalf("high-water mark %d after the followers fetched, want 5", hw)
 	}
 }
+
+func TestReadCommittedStopsAtTheLastStableOffset(t *testing.T) {
+	p, _ := newPartition(t, Config{})
+	mustBecome(t, p, 0, self, []int32{1, 2}, []int32{1, 2})
+	txn, err := record.Build(record.BuildOptions{BaseTimestamp: 1_700_000_000_000, Idempotent: true, Transactional: true, ProducerID: 3},
+		[]record.Record{{Value: []byte("in a transaction")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][]byte{batch(t, 2), txn, batch(t, 2)} { // offsets 0-1, 2, 3-4
+		if _, err := p.Append(b, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.RecordFollowerFetch(2, 4) // HW 4
+	r, info, err := p.ReadCommitted(0, 1<<20, -1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	if info.HighWatermark != 4 || info.LastStableOffset != 2 || r.LastOffset != 1 {
+		t.Fatalf("read_committed: region to %d, info %+v; want up to 1 with LSO 2", r.LastOffset, info)
+	}
+	if _, err := p.Append(record.BuildMarker(record.Marker{ProducerID: 3, Commit: true}, 0), 1); err != nil {
+		t.Fatal(err)
+	}
+	if info := p.Offsets(); info.LastStableOffset != 4 {
+		t.Fatalf("after the commit: %+v, want the LSO at the high-water mark", info)
+	}
+	p.RecordFollowerFetch(2, 6)
+	if info := p.Offsets(); info.LastStableOffset != 6 || info.HighWatermark != 6 {
+		t.Fatalf("with the marker replicated: %+v", info)
+	}
+}
