@@ -33,6 +33,7 @@ var allowed = map[string][]string{
 	"lib/peer":        {"lib/clock", "lib/probe", "lib/replica", "lib/kafkaext"},
 	"lib/group":       {"lib/clock", "lib/record"},
 	"lib/queue":       {"lib/clock", "lib/record"},
+	"lib/txn":         {"lib/clock", "lib/record"},
 	"lib/coordinator": {"lib/config", "lib/controller", "lib/group", "lib/kafkaext", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica"},
 	"lib/metrics":     {"lib/server"},
 	"lib/tier":        {"lib/clock", "lib/controller", "lib/log", "lib/record"},
