@@ -34,11 +34,11 @@ var allowed = map[string][]string{
 	"lib/group":       {"lib/clock", "lib/record"},
 	"lib/queue":       {"lib/clock", "lib/record"},
 	"lib/txn":         {"lib/clock", "lib/record"},
-	"lib/coordinator": {"lib/config", "lib/controller", "lib/group", "lib/kafkaext", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica"},
+	"lib/coordinator": {"lib/config", "lib/controller", "lib/group", "lib/kafkaext", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica", "lib/txn"},
 	"lib/metrics":     {"lib/server"},
 	"lib/tier":        {"lib/clock", "lib/controller", "lib/log", "lib/record"},
 	"lib/partition":   {"lib/clock", "lib/config", "lib/controller", "lib/kafkaext", "lib/log", "lib/peer", "lib/replica", "lib/tier", "lib/vfs"},
-	"lib/broker":      {"lib/auth", "lib/clock", "lib/config", "lib/controller", "lib/coordinator", "lib/group", "lib/kafkaext", "lib/log", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica", "lib/server", "lib/tier", "lib/version"},
+	"lib/broker":      {"lib/auth", "lib/clock", "lib/config", "lib/controller", "lib/coordinator", "lib/group", "lib/kafkaext", "lib/log", "lib/partition", "lib/peer", "lib/queue", "lib/record", "lib/replica", "lib/server", "lib/tier", "lib/txn", "lib/version"},
 	"lib/node":        {"lib/auth", "lib/broker", "lib/clock", "lib/config", "lib/controller", "lib/kafkaext", "lib/metrics", "lib/partition", "lib/peer", "lib/record", "lib/replica", "lib/server", "lib/tier", "lib/vfs"},
 	"lib/client":      {"lib/config", "lib/kafkaext"},
 	"lib/pipe":        {"lib/client", "lib/kafkaext", "lib/record"},
@@ -92,7 +92,7 @@ var allowedInTests = map[string][]string{
 var testOnly = []string{"lib/mqtest"}
 
 // serverSide are the packages that only mqd may link.
-var serverSide = []string{"lib/auth", "lib/clock", "lib/probe", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/coordinator", "lib/controller", "lib/group", "lib/queue", "lib/server", "lib/broker", "lib/node", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs", "lib/tier"}
+var serverSide = []string{"lib/auth", "lib/clock", "lib/probe", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/coordinator", "lib/controller", "lib/group", "lib/queue", "lib/txn", "lib/server", "lib/broker", "lib/node", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs", "lib/tier"}
 
 type listedPackage struct {
 	ImportPath   string

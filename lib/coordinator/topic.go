@@ -22,6 +22,7 @@ import (
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/replica"
+	"github.com/mqproject/mq/lib/txn"
 )
 
 // ErrLeaderUnknown is a partition of the topic whose leader this node
@@ -239,10 +240,10 @@ func IsNotLeader(err error) bool {
 const readBytes = 1 << 20
 
 // Replay calls fn for every record of partition p, which this node hosts,
-// from its log start to its log end; a nil value is a tombstone. The
-// coordinator of a partition is its leader, whose log holds everything
-// acknowledged.
-func (t *Topic) Replay(p int32, fn func(key, value []byte) error) error {
+// from its log start to its log end, transaction markers included; a nil
+// value is a tombstone. The coordinator of a partition is its leader,
+// whose log holds everything acknowledged.
+func (t *Topic) Replay(p int32, fn func(e group.Entry) error) error {
 	ct := t.cfg.Controller.Image().Topics[t.cfg.Name]
 	if ct == nil || p < 0 || int(p) >= len(ct.Partitions) {
 		return partition.ErrUnknownPartition
@@ -256,7 +257,7 @@ func (t *Topic) Replay(p int32, fn func(key, value []byte) error) error {
 
 // replayLog calls fn for every record of a hosted log, from its start to
 // its end.
-func replayLog(h *partition.Hosted, fn func(key, value []byte) error) error {
+func replayLog(h *partition.Hosted, fn func(e group.Entry) error) error {
 	l := h.Log()
 	offset, end := l.StartOffset(), l.EndOffset()
 	for offset < end {
@@ -277,9 +278,9 @@ func replayLog(h *partition.Hosted, fn func(key, value []byte) error) error {
 }
 
 // replayBatches calls fn for each record at or past offset in data (whole
-// batches; control batches skipped) and returns the offset after the last
-// batch.
-func replayBatches(data []byte, offset int64, fn func(key, value []byte) error) (int64, error) {
+// batches, control batches included) and returns the offset after the
+// last batch.
+func replayBatches(data []byte, offset int64, fn func(e group.Entry) error) (int64, error) {
 	for rest := data; len(rest) > 0; {
 		batch, next, hdr, err := record.Next(rest)
 		if err != nil {
@@ -288,16 +289,14 @@ func replayBatches(data []byte, offset int64, fn func(key, value []byte) error) 
 		if batch == nil {
 			break
 		}
-		if !hdr.Control() {
-			err := record.Iterate(batch, 0, func(r *record.Record) error {
-				if r.Offset(&hdr) < offset {
-					return nil // before the start: the batch straddles it
-				}
-				return fn(r.Key, r.Value)
-			})
-			if err != nil {
-				return offset, fmt.Errorf("at %d: %w", hdr.BaseOffset, err)
+		err = group.EntriesOf(batch, func(r *record.Record, e group.Entry) error {
+			if r.Offset(&hdr) < offset {
+				return nil // before the start: the batch straddles it
 			}
+			return fn(e)
+		})
+		if err != nil {
+			return offset, fmt.Errorf("at %d: %w", hdr.BaseOffset, err)
 		}
 		offset = hdr.LastOffset() + 1
 		rest = next
@@ -346,15 +345,22 @@ func (t *Topic) Read(ctx context.Context, p int32, fn func(key, value []byte) er
 	if p < 0 || int(p) >= len(ct.Partitions) {
 		return partition.ErrUnknownPartition
 	}
+	// Records only: a share-partition's state is never transactional.
+	records := func(e group.Entry) error {
+		if e.Control {
+			return nil
+		}
+		return fn(e.Key, e.Value)
+	}
 	h, err := t.cfg.Hosted.Leader(ct, p)
 	if err == nil {
-		return replayLog(h, fn)
+		return replayLog(h, records)
 	}
 	leader := ct.Partitions[p].Leader
 	if leader < 0 || leader == t.cfg.NodeID {
 		return err
 	}
-	return t.readRemote(ctx, leader, p, fn)
+	return t.readRemote(ctx, leader, p, records)
 }
 
 // requestTimeout bounds one request to another node.
@@ -407,7 +413,7 @@ func (t *Topic) produceRemote(ctx context.Context, node, p int32, batch []byte) 
 
 // readRemote reads partition p from node, its start to its high-water
 // mark, and calls fn for each record.
-func (t *Topic) readRemote(ctx context.Context, node, p int32, fn func(key, value []byte) error) error {
+func (t *Topic) readRemote(ctx context.Context, node, p int32, fn func(e group.Entry) error) error {
 	c, err := t.peer(ctx, node)
 	if err != nil {
 		return err
@@ -556,7 +562,7 @@ func (t *Topic) Close() {
 }
 
 // Owner is a coordinator that loads its state per partition of the
-// topic: lib/group's Coordinator.
+// topic: lib/group's Coordinator, lib/txn's.
 type Owner interface {
 	Owned() []int32
 	LoadAsync(p int32, done func(error))
@@ -580,7 +586,8 @@ func (t *Topic) SyncOwnership(o Owner) {
 			continue
 		}
 		o.LoadAsync(p, func(err error) {
-			if err != nil && !errors.Is(err, group.ErrNotCoordinator) && !errors.Is(err, group.ErrClosed) {
+			if err != nil && !errors.Is(err, group.ErrNotCoordinator) && !errors.Is(err, group.ErrClosed) &&
+				!errors.Is(err, txn.ErrNotCoordinator) && !errors.Is(err, txn.ErrClosed) {
 				t.log.Error("load coordinator partition", "topic", t.cfg.Name, "partition", p, "err", err)
 			}
 		})

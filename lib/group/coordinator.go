@@ -295,8 +295,16 @@ func (c *Coordinator) replay(partition int32) ([]*group, int, error) {
 		return g
 	}
 	records := 0
-	err := c.cfg.Store.Replay(partition, func(key, value []byte) error {
+	err := c.cfg.Store.Replay(partition, func(e Entry) error {
 		records++
+		if e.Control {
+			// A transaction's end: its offsets count, or go.
+			for _, g := range groups {
+				g.completeTransaction(e.ProducerID, e.Commit)
+			}
+			return nil
+		}
+		key, value := e.Key, e.Value
 		k, err := decodeKey(key)
 		if err != nil {
 			c.log.Warn("skipping unreadable __consumer_offsets record", "partition", partition, "err", err)
@@ -314,7 +322,12 @@ func (c *Coordinator) replay(partition int32) ([]*group, int, error) {
 				c.log.Warn("skipping unreadable offset record", "group", k.group, "err", err)
 				return nil
 			}
-			g.offsets[tp] = Offset{Offset: v.offset, LeaderEpoch: v.leaderEpoch, Metadata: v.metadata, CommitTime: time.UnixMilli(v.commitMS)}
+			o := Offset{Offset: v.offset, LeaderEpoch: v.leaderEpoch, Metadata: v.metadata, CommitTime: time.UnixMilli(v.commitMS)}
+			if e.Transactional {
+				g.addTxnOffsets(e.ProducerID, map[TopicPartition]Offset{tp: o})
+				return nil
+			}
+			g.offsets[tp] = o
 			return nil
 		}
 		if value == nil {
@@ -337,7 +350,7 @@ func (c *Coordinator) replay(partition int32) ([]*group, int, error) {
 	now := c.clock.Now()
 	var out []*group
 	for _, g := range groups {
-		if len(g.offsets) == 0 && !g.hasMetadata {
+		if len(g.offsets) == 0 && len(g.txnOffsets) == 0 && !g.hasMetadata {
 			continue
 		}
 		// The group's state starts at load time: an Empty group counts as
@@ -449,6 +462,12 @@ type write struct {
 // orders the coordinator's records like its state changes. The caller
 // finishes the write with awaitLocked or awaitAsync.
 func (c *Coordinator) appendLocked(partition int32, keys, values [][]byte) (*write, error) {
+	return c.appendBatchLocked(partition, record.BuildOptions{}, keys, values)
+}
+
+// appendBatchLocked is appendLocked with the batch's producer fields in
+// opts (a transaction's offsets).
+func (c *Coordinator) appendBatchLocked(partition int32, opts record.BuildOptions, keys, values [][]byte) (*write, error) {
 	op := c.owned[partition]
 	if op == nil {
 		return nil, ErrNotCoordinator
@@ -457,7 +476,8 @@ func (c *Coordinator) appendLocked(partition int32, keys, values [][]byte) (*wri
 	for i := range keys {
 		recs[i] = record.Record{OffsetDelta: int32(i), Key: keys[i], Value: values[i]}
 	}
-	batch, err := record.Build(record.BuildOptions{BaseTimestamp: c.clock.Now().UnixMilli()}, recs)
+	opts.BaseTimestamp = c.clock.Now().UnixMilli()
+	batch, err := record.Build(opts, recs)
 	if err != nil {
 		return nil, err
 	}

@@ -64,6 +64,17 @@
 // older layouts: no rebalance timeout, which then is the session
 // timeout, or no instance ids).
 //
+// # Transactions
+//
+// TxnCommitOffsets (TxnOffsetCommit) appends a transactional batch of the
+// producer, as Kafka does, and holds its offsets as that producer's
+// pending offsets, not shown by FetchOffsets (HasPendingOffsets tells
+// OffsetFetch's require_stable). The partition leader's WriteTxnMarkers
+// handler appends the transaction's marker to the partition and then
+// calls CompleteTransaction: a commit makes the pending offsets the
+// group's, an abort drops them. Replay does the same from the batches'
+// producer ids and the markers (Store.Replay's Entry).
+//
 // Offsets of a group that has been Empty for OffsetsRetention, and were
 // committed at least that long ago, are deleted every
 // RetentionCheckInterval; an empty group left without offsets goes away.

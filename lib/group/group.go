@@ -83,6 +83,11 @@ type group struct {
 	members []*member         // in join order
 	pending map[string]*timer // member ids handed out with MEMBER_ID_REQUIRED, not joined yet
 	offsets map[TopicPartition]Offset
+	// txnOffsets are the offsets committed in transactions not ended yet,
+	// by producer id: they become offsets when the transaction's commit
+	// marker is written to the group's partition, and go at its abort
+	// (CompleteTransaction).
+	txnOffsets map[int64]map[TopicPartition]Offset
 
 	// Writes waiting for durability (see Coordinator.appendLocked).
 	writes         map[TopicPartition]*offsetWrites // per offset key with writes waiting
@@ -152,7 +157,8 @@ func (t *timer) stop() {
 
 func (c *Coordinator) newGroup(id string, partition int32) *group {
 	return &group{c: c, id: id, partition: partition, state: Empty, stateTime: c.clock.Now(),
-		pending: map[string]*timer{}, offsets: map[TopicPartition]Offset{}, writes: map[TopicPartition]*offsetWrites{}}
+		pending: map[string]*timer{}, offsets: map[TopicPartition]Offset{}, writes: map[TopicPartition]*offsetWrites{},
+		txnOffsets: map[int64]map[TopicPartition]Offset{}}
 }
 
 func (m *member) metadata(protocol string) []byte {
@@ -657,7 +663,7 @@ func (g *group) offsetKeys() []TopicPartition {
 // partition (replay) would not find it either.
 func (g *group) dropIfVacant() {
 	if g.c.groups[g.id] == g && g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 &&
-		len(g.offsets) == 0 && len(g.writes) == 0 && !g.hasMetadata && g.metadataWrites == 0 && !g.deleting {
+		len(g.offsets) == 0 && len(g.writes) == 0 && len(g.txnOffsets) == 0 && !g.hasMetadata && g.metadataWrites == 0 && !g.deleting {
 		g.shutdown(ErrCoordinatorUnavailable)
 		delete(g.c.groups, g.id)
 	}

@@ -23,10 +23,43 @@ type Store interface {
 	// wait for replication. The returned Pending waits for that; nil
 	// means the batch is durable already (no other replica to wait for).
 	Append(partition int32, batch []byte) (Pending, error)
-	// Replay calls fn for every record of the partition, in offset order.
-	// key and value are valid only during the call; a nil value is a
-	// tombstone.
-	Replay(partition int32, fn func(key, value []byte) error) error
+	// Replay calls fn for every record of the partition, in offset order,
+	// transaction markers included. The entry's bytes are valid only
+	// during the call; a nil value is a tombstone.
+	Replay(partition int32, fn func(e Entry) error) error
+}
+
+// Entry is one record of a replay, with what its batch says of it.
+type Entry struct {
+	Key, Value []byte
+	// ProducerID is the producer of the record's batch, -1 for none.
+	ProducerID int64
+	// Transactional: the record belongs to ProducerID's transaction and
+	// counts once a commit marker of ProducerID follows it.
+	Transactional bool
+	// Control: the record is ProducerID's transaction marker (its key and
+	// value are the control record's); Commit says which.
+	Control bool
+	Commit  bool
+}
+
+// EntriesOf calls fn for each record of batch as an Entry: its producer,
+// and for a control batch whether its marker commits (a control
+// record's key is a version int16 then a type int16, 1 for commit).
+func EntriesOf(batch []byte, fn func(r *record.Record, e Entry) error) error {
+	h, err := record.ParseHeader(batch)
+	if err != nil {
+		return err
+	}
+	e := Entry{ProducerID: h.ProducerID, Transactional: h.Transactional(), Control: h.Control()}
+	return record.Iterate(batch, 0, func(r *record.Record) error {
+		e := e
+		e.Key, e.Value = r.Key, r.Value
+		if e.Control {
+			e.Commit = len(r.Key) >= 4 && r.Key[2] == 0 && r.Key[3] == 1
+		}
+		return fn(r, e)
+	})
 }
 
 // Pending is an appended batch on its way to durability.
@@ -191,15 +224,36 @@ func (h *HeldWait) Wait(ctx context.Context) error {
 }
 
 // Replay iterates the stored batches.
-func (s *MemStore) Replay(partition int32, fn func(key, value []byte) error) error {
+func (s *MemStore) Replay(partition int32, fn func(e Entry) error) error {
 	s.mu.Lock()
 	batches := append([][]byte(nil), s.batches[partition]...)
 	s.mu.Unlock()
 	for _, b := range batches {
-		if err := record.Iterate(b, 0, func(r *record.Record) error { return fn(r.Key, r.Value) }); err != nil {
+		if err := EntriesOf(b, func(_ *record.Record, e Entry) error { return fn(e) }); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// AppendMarker stores a transaction marker of producerID, as a partition
+// leader does on WriteTxnMarkers.
+func (s *MemStore) AppendMarker(partition int32, producerID int64, epoch int16, commit bool) error {
+	key := []byte{0, 0, 0, 0}
+	if commit {
+		key[3] = 1
+	}
+	b, err := record.Build(record.BuildOptions{Idempotent: true, ProducerID: producerID, ProducerEpoch: epoch, BaseSequence: -1,
+		Transactional: true, Control: true}, []record.Record{{Key: key, Value: []byte{0, 0, 0, 0, 0, 0}}})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.batches == nil {
+		s.batches = map[int32][][]byte{}
+	}
+	s.batches[partition] = append(s.batches[partition], b)
 	return nil
 }
 
@@ -261,6 +315,6 @@ func (s *MemStore) Compact(partition int32, dropTombstones bool) error {
 // Records returns the number of records stored for a partition.
 func (s *MemStore) Records(partition int32) int {
 	n := 0
-	s.Replay(partition, func(_, _ []byte) error { n++; return nil })
+	s.Replay(partition, func(Entry) error { n++; return nil })
 	return n
 }
