@@ -266,6 +266,48 @@ var access = map[int16]func(img *controller.Image, body kmsg.Request, check chec
 		return true
 	},
 
+	// Transactions: WRITE on the transactional id, and on what the
+	// transaction touches (AddPartitionsToTxn's topics are checked in its
+	// handler, partition by partition, as Kafka answers them); the
+	// partition leaders' batches (v4+) and the markers are the brokers'
+	// own (CLUSTER_ACTION). ListTransactions hides the ids the principal
+	// may not describe (txn.go).
+	kmsg.AddPartitionsToTxn.Int16(): func(_ *controller.Image, body kmsg.Request, check checkFunc) bool {
+		r := body.(*kmsg.AddPartitionsToTxnRequest)
+		if r.Version >= 4 {
+			return check(clusterResource, opClusterAction, auth.ClusterName)
+		}
+		return check(txnResource, opWrite, r.TransactionalID)
+	},
+	kmsg.AddOffsetsToTxn.Int16(): func(_ *controller.Image, body kmsg.Request, check checkFunc) bool {
+		r := body.(*kmsg.AddOffsetsToTxnRequest)
+		return check(txnResource, opWrite, r.TransactionalID) && check(groupResource, opRead, r.Group)
+	},
+	kmsg.EndTxn.Int16(): func(_ *controller.Image, body kmsg.Request, check checkFunc) bool {
+		return check(txnResource, opWrite, body.(*kmsg.EndTxnRequest).TransactionalID)
+	},
+	kmsg.TxnOffsetCommit.Int16(): func(_ *controller.Image, body kmsg.Request, check checkFunc) bool {
+		r := body.(*kmsg.TxnOffsetCommitRequest)
+		if !check(txnResource, opWrite, r.TransactionalID) || !check(groupResource, opRead, r.Group) {
+			return false
+		}
+		for i := range r.Topics {
+			if !check(topicResource, opRead, r.Topics[i].Topic) {
+				return false
+			}
+		}
+		return true
+	},
+	kmsg.DescribeTransactions.Int16(): func(_ *controller.Image, body kmsg.Request, check checkFunc) bool {
+		for _, id := range body.(*kmsg.DescribeTransactionsRequest).TransactionalIDs {
+			if !check(txnResource, opDescribe, id) {
+				return false
+			}
+		}
+		return true
+	},
+	kmsg.WriteTxnMarkers.Int16(): cluster(opClusterAction),
+
 	kmsg.ShareGroupHeartbeat.Int16(): groupNeed(opRead, func(r *kmsg.ShareGroupHeartbeatRequest) string { return r.GroupID }),
 	kmsg.ShareGroupDescribe.Int16(): func(_ *controller.Image, body kmsg.Request, check checkFunc) bool {
 		for _, g := range body.(*kmsg.ShareGroupDescribeRequest).GroupIDs {

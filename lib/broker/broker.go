@@ -85,6 +85,7 @@ type Broker struct {
 	// ownPeers: peers is the Broker's own, closed with it.
 	ownPeers bool
 	groups   *groupCoordinator // consumer groups and committed offsets (groups*.go)
+	txns     *txnCoordinator   // transactions (txn*.go)
 	// shareGroups are the share groups this node coordinates (share.go),
 	// shares the share-partitions this node leads (share_fetch.go), with
 	// their state in shareState (__share_group_state).
@@ -148,6 +149,9 @@ func New(cfg Config) *Broker {
 	for k, a := range b.shareAPIs() {
 		b.apis[k] = a
 	}
+	for k, a := range b.txnAPIs() {
+		b.apis[k] = a
+	}
 	for k, a := range b.aclAPIs() {
 		b.apis[k] = a
 	}
@@ -155,6 +159,7 @@ func New(cfg Config) *Broker {
 		b.apis[k] = a
 	}
 	b.groups = newGroupCoordinator(b)
+	b.txns = newTxnCoordinator(b)
 	s := cfg.Settings
 	stateParts := s.ShareStateTopicPartitions
 	if stateParts <= 0 {
@@ -212,6 +217,7 @@ func (b *Broker) ApiVersionsTags() kmsg.Tags {
 func (b *Broker) Close() {
 	b.closeOnce.Do(func() {
 		b.groups.close()
+		b.txns.close()
 		b.shareState.Close()
 		if b.ownPeers {
 			b.peers.Close()

@@ -42,6 +42,14 @@
 //     refused to ShareGroupHeartbeat), with their state in
 //     __share_group_state and their dead letters through
 //     lib/coordinator; share_config.go the group configs of lib/config);
+//   - txn.go (InitProducerId with a transactional id, AddPartitionsToTxn
+//     from clients and, v4+, from partition leaders verifying
+//     (KIP-890), AddOffsetsToTxn, EndTxn, DescribeTransactions,
+//     ListTransactions onto lib/txn's Coordinator, with its records in
+//     __transaction_state through lib/coordinator; TxnOffsetCommit onto
+//     lib/group's); txn_markers.go sends the markers of ended
+//     transactions: WriteTxnMarkers to each partition's leader, retried
+//     until each has its marker;
 //   - damage.go (mq's SkipDamaged and Refetch, lib/kafkaext);
 //   - acls.go (DescribeAcls, CreateAcls, DeleteAcls onto the
 //     controller's image); unregister.go (UnregisterBroker onto
@@ -58,7 +66,12 @@
 // ALTER; the config APIs DESCRIBE_CONFIGS or ALTER_CONFIGS on the topic,
 // group or cluster; the group APIs READ, DESCRIBE or DELETE on the group,
 // and READ or DESCRIBE on the topics of offsets; share groups alike;
-// FindCoordinator DESCRIBE on the group; the cluster APIs DESCRIBE or
+// FindCoordinator DESCRIBE on the group or transactional id; the
+// transaction APIs WRITE on the transactional id (and READ on the group
+// of AddOffsetsToTxn and TxnOffsetCommit, WRITE on each topic of
+// AddPartitionsToTxn, answered per partition), DescribeTransactions
+// DESCRIBE, the brokers' own AddPartitionsToTxn v4+ and WriteTxnMarkers
+// CLUSTER_ACTION; the cluster APIs DESCRIBE or
 // ALTER on the cluster, the ACL and SCRAM APIs included; Refetch
 // CLUSTER_ACTION; SkipDamaged ALTER; WriteTxnMarkers CLUSTER_ACTION;
 // DescribeProducers READ on each topic, checked by its handler). auth.Authorizer decides each with
@@ -71,15 +84,18 @@
 // lookup), and serve the allowed ones as Kafka does. Metadata hides the topics a principal may not describe from a
 // listing of all, refuses them by name, and auto-creates only with CREATE
 // on the cluster or topic; ListGroups lists only the describable groups
-// without DESCRIBE on the cluster; InitProducerId asks IDEMPOTENT_WRITE
-// on the cluster or WRITE on some topic (KIP-679).
+// without DESCRIBE on the cluster, ListTransactions the describable
+// transactional ids; InitProducerId asks WRITE on its transactional id,
+// or without one IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+// (KIP-679).
 //
 // A super user's request, and every request while the image has no ACL
 // and allow.everyone.if.no.acl.found holds, is let through after two
 // lookups and no allocation, so the produce and fetch paths cost nothing
 // more unless ACLs exist.
 //
-// Internal topics (__consumer_offsets, __share_group_state) are never
+// Internal topics (__consumer_offsets, __share_group_state,
+// __transaction_state) are never
 // written by clients, whatever the ACLs: a Produce to one, or a
 // DeleteRecords, is INVALID_TOPIC_EXCEPTION, as Kafka answers, unless it
 // is a coordinator's remote write (marked kafkaext.CoordinatorWrite, from
@@ -159,8 +175,9 @@
 // reached.
 //
 // The parts run their own: lib/partition's loops (which call the group
-// coordinator's ownership sync after each image: coordinator.Topic's
-// FollowLeadership), lib/group's timers, lib/coordinator's remote-write
+// and transaction coordinators' ownership syncs after each image:
+// coordinator.Topic's FollowLeadership), lib/group's and lib/txn's timers
+// and lib/txn's marker goroutines, lib/coordinator's remote-write
 // senders. Handlers that need a topic they just created apply the current
 // image themselves (partition.Manager.Refresh).
 //

@@ -17,6 +17,7 @@ import (
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/replica"
 	"github.com/mqproject/mq/lib/tier"
+	"github.com/mqproject/mq/lib/txn"
 )
 
 // This file is the one place where internal errors become Kafka error
@@ -201,6 +202,19 @@ var groupCodes = []errorCode{
 	{group.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 }
 
+// txnCodes: the transaction coordinator's refusals.
+var txnCodes = []errorCode{
+	{txn.ErrNotCoordinator, kerr.NotCoordinator},
+	{txn.ErrClosed, kerr.NotCoordinator},
+	{txn.ErrLoadInProgress, kerr.CoordinatorLoadInProgress},
+	{txn.ErrConcurrent, kerr.ConcurrentTransactions},
+	{txn.ErrProducerIDMapping, kerr.InvalidProducerIDMapping},
+	{txn.ErrProducerFenced, kerr.ProducerFenced},
+	{txn.ErrInvalidState, kerr.InvalidTxnState},
+	{txn.ErrInvalidTimeout, kerr.InvalidTransactionTimeout},
+	{txn.ErrNotFound, kerr.TransactionalIDNotFound},
+}
+
 // queueCodes: share groups (KIP-932): membership, share sessions and
 // acknowledgements.
 var queueCodes = []errorCode{
@@ -336,6 +350,23 @@ func groupError(err error) int16 {
 		return kerr.CoordinatorNotAvailable.Code
 	}
 	return kafkaCode(err, kerr.UnknownServerError, groupCodes, queueCodes, brokerCodes, partitionCodes)
+}
+
+// txnError maps an error of the transaction APIs to its Kafka error code
+// (txnCode turns PRODUCER_FENCED into what older versions know). A
+// failure to write __transaction_state is NOT_COORDINATOR when this node
+// lost the partition's leadership, else COORDINATOR_NOT_AVAILABLE (clients
+// retry), as Kafka maps its storage errors for these APIs; so is a
+// producer id the controller could not hand out.
+func txnError(err error) int16 {
+	var se *txn.StoreError
+	if errors.As(err, &se) {
+		if coordinator.IsNotLeader(se.Err) {
+			return kerr.NotCoordinator.Code
+		}
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return kafkaCode(err, kerr.CoordinatorNotAvailable, txnCodes, coordinatorCodes)
 }
 
 // skipDamagedError maps an error of SkipDamaged to its Kafka error code.

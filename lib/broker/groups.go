@@ -48,13 +48,10 @@ const (
 // COORDINATOR_LOAD_IN_PROGRESS (which makes clients retry).
 const findCoordinatorLoadWait = 5 * time.Second
 
-// handleFindCoordinator answers where a group's coordinator is: the leader
-// of its partition of __consumer_offsets, created on first use. v4
-// batches keys. Transaction coordinators (key type 1) do not exist in mq:
-// they get TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the code a producer
-// treats as fatal (the same answer transactional produce gets), rather
-// than a retriable code it would retry forever. Other key types are
-// INVALID_REQUEST.
+// handleFindCoordinator answers where a group's coordinator is (key type
+// 0), or a transactional id's (key type 1): the leader of its partition
+// of __consumer_offsets or __transaction_state, created on first use. v4
+// batches keys. Other key types are INVALID_REQUEST.
 func (b *Broker) handleFindCoordinator(ctx context.Context, conn *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.FindCoordinatorRequest)
 	keys := r.CoordinatorKeys
@@ -82,47 +79,52 @@ func (b *Broker) findCoordinator(ctx context.Context, conn *server.ConnInfo, key
 	fail := func(e *kerr.Error, text string) (int32, string, int32, int16, *string) {
 		return -1, "", -1, e.Code, &text
 	}
+	var k coordinatorKind
 	switch {
+	case keyType == coordinatorTransaction && key == "":
+		return fail(kerr.InvalidRequest, "empty transactional id")
 	case keyType == coordinatorTransaction:
-		return fail(kerr.TransactionalIDAuthorizationFailed, "mq has no transaction coordinator")
+		k = b.txnCoordinatorFor()
 	case keyType != coordinatorGroup:
-		return fail(kerr.InvalidRequest, "only group coordinators (key type 0) exist")
+		return fail(kerr.InvalidRequest, "only group and transaction coordinators (key types 0 and 1) exist")
 	case key == "":
 		return fail(kerr.InvalidGroupID, "empty group id")
+	default:
+		k = b.groupCoordinatorFor()
 	}
 	ctx, cancel := context.WithTimeout(ctx, findCoordinatorLoadWait)
 	defer cancel()
-	t, err := b.groups.ensureTopic(ctx)
+	t, err := k.topic.Ensure(ctx)
 	if err != nil {
-		b.log.Warn("find coordinator", "group", key, "err", err)
+		b.log.Warn("find coordinator", k.what, key, "err", err)
 		return fail(kerr.CoordinatorNotAvailable, err.Error())
 	}
-	p := group.PartitionFor(key, int32(len(t.Partitions)))
+	p := k.partition(key, int32(len(t.Partitions)))
 	img := b.ctrl.Image()
 	if b.parts.Gone(t.Partitions[p].Leader) {
 		// Not a coordinator the client would find gone: the controller
-		// is electing another leader of the group's partition.
+		// is electing another leader of the key's partition.
 		img = b.parts.Await(ctx, func(img *controller.Image) bool {
 			t := img.Topics[t.Name]
 			return t != nil && b.parts.Gone(t.Partitions[p].Leader)
 		})
 		if t = img.Topics[t.Name]; t == nil {
-			return fail(kerr.CoordinatorNotAvailable, "the group's partition is gone")
+			return fail(kerr.CoordinatorNotAvailable, "the "+k.what+"'s partition is gone")
 		}
 	}
 	leader := t.Partitions[p].Leader
 	br, ok := img.Brokers[leader]
 	if leader < 0 || !ok {
-		return fail(kerr.CoordinatorNotAvailable, "the group's partition has no leader")
+		return fail(kerr.CoordinatorNotAvailable, "the "+k.what+"'s partition has no leader")
 	}
 	if leader == b.cfg.Settings.NodeID {
-		if b.groups.c.Check(key) != nil {
-			b.groups.syncOwnership()
+		if k.check(key) != nil {
+			k.sync()
 		}
-		b.groups.c.WaitLoaded(key, ctx.Done())
-		switch err := b.groups.c.Check(key); {
-		case err == group.ErrLoadInProgress:
-			return fail(kerr.CoordinatorLoadInProgress, "loading the group's partition")
+		k.waitLoad(key, ctx.Done())
+		switch err := k.check(key); {
+		case k.loading(err):
+			return fail(kerr.CoordinatorLoadInProgress, "loading the "+k.what+"'s partition")
 		case err != nil:
 			return fail(kerr.CoordinatorNotAvailable, err.Error())
 		}

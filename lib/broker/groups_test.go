@@ -237,8 +237,16 @@ func TestFindCoordinator(t *testing.T) {
 	}
 	req.CoordinatorType = 1
 	resp = roundTrip[*kmsg.FindCoordinatorResponse](t, tb.Broker, 4, req)
-	if errName(resp.Coordinators[0].ErrorCode) != "TRANSACTIONAL_ID_AUTHORIZATION_FAILED" {
-		t.Errorf("transaction coordinator: %s", errName(resp.Coordinators[0].ErrorCode))
+	if resp.Coordinators[0].ErrorCode != 0 || resp.Coordinators[0].NodeID != 1 || errName(resp.Coordinators[2].ErrorCode) != "INVALID_REQUEST" {
+		t.Errorf("transaction coordinator: %+v", resp.Coordinators)
+	}
+	if top := tb.ctrl.Image().Topics[transactionStateTopic]; top == nil || !top.Internal || top.Configs["cleanup.policy"] != "compact" {
+		t.Errorf("transaction state topic: %+v", top)
+	}
+	req.CoordinatorType = 2
+	resp = roundTrip[*kmsg.FindCoordinatorResponse](t, tb.Broker, 4, req)
+	if errName(resp.Coordinators[0].ErrorCode) != "INVALID_REQUEST" {
+		t.Errorf("key type 2: %s", errName(resp.Coordinators[0].ErrorCode))
 	}
 	img := tb.ctrl.Image()
 	if top := img.Topics[offsetsTopic]; top == nil || !top.Internal || len(top.Partitions) != 4 || top.Configs["cleanup.policy"] != "compact" {

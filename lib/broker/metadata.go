@@ -248,21 +248,17 @@ func (b *Broker) topicMetadata(img *controller.Image, t *controller.Topic, versi
 
 // handleInitProducerID gives idempotent producers a new producer ID with
 // epoch 0 (like Kafka, also when the request names its previous ID and
-// epoch). Transactional producers are refused with
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED: mq has no transaction coordinator,
-// and a non-retriable error makes kgo and librdkafka fail the
-// transactional producer at once instead of retrying until a timeout (as
-// they would on COORDINATOR_NOT_AVAILABLE). The ID comes from a block
-// held by this broker (controller.ProducerIDs): without a controller, producers
-// start while a block lasts; once none is left, the answer is the
-// retriable COORDINATOR_NOT_AVAILABLE (metadataCodes).
+// epoch); a transactional producer's goes to the transaction coordinator
+// (txn.go). The ID comes from a block held by this broker
+// (controller.ProducerIDs): without a controller, producers start while a
+// block lasts; once none is left, the answer is the retriable
+// COORDINATOR_NOT_AVAILABLE (metadataCodes).
 func (b *Broker) handleInitProducerID(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.InitProducerIDRequest)
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if r.TransactionalID != nil {
-		resp.ErrorCode = metadataError(errTransactional)
-		return reply(resp)
+		return b.initTransactional(ctx, req, r, resp)
 	}
 	return func() server.Response {
 		id, err := b.producerIDs.Take(ctx)

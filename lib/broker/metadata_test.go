@@ -151,10 +151,4 @@ func TestInitProducerID(t *testing.T) {
 		}
 		seen[resp.ProducerID] = true
 	}
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.TransactionalID = kmsg.StringPtr("txn")
-	resp := tb.do(t, 4, req).(*kmsg.InitProducerIDResponse)
-	if resp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code || resp.ProducerID != -1 {
-		t.Fatalf("transactional InitProducerId: %v id %d", kerr.ErrorForCode(resp.ErrorCode), resp.ProducerID)
-	}
 }

@@ -132,6 +132,13 @@ type Broker struct {
 	ShareHeartbeatInterval    time.Duration // group.share.heartbeat.interval.ms, default 5 s
 	ShareStateTopicPartitions int32         // share.coordinator.state.topic.num.partitions, default 50
 
+	// Transactions (KIP-98): the transaction coordinator.
+	TransactionStateTopicPartitions   int32         // transaction.state.log.num.partitions, default 50
+	TransactionStateReplicationFactor int16         // transaction.state.log.replication.factor, default 3 (at most the live brokers)
+	TransactionMaxTimeout             time.Duration // transaction.max.timeout.ms, default 15 min
+	TransactionalIDExpiration         time.Duration // transactional.id.expiration.ms, default 7 days
+	TransactionAbortCheckInterval     time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms, default 10 s
+
 	// The cluster: liveness, replication, leadership.
 	RaftAddress                            string        // controller.raft.address (mq): this node's Raft host:port when it is not a voter
 	Rack                                   string        // broker.rack, default none
@@ -408,6 +415,16 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.ShareHeartbeatInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ShareHeartbeatInterval) }},
 	{name: "share.coordinator.state.topic.num.partitions", kind: intAtLeast(1), def: "50", doc: "Partitions of the __share_group_state topic (fixed once it exists).",
 		set: func(b *Broker, v string) { b.ShareStateTopicPartitions = i32(v) }, get: func(b *Broker) string { return fmtInt(b.ShareStateTopicPartitions) }},
+	{name: "transaction.state.log.num.partitions", kind: intAtLeast(1), def: "50", doc: "Partitions of the __transaction_state topic (fixed once it exists): the transaction coordinator of a transactional id is the leader of its partition.",
+		set: func(b *Broker, v string) { b.TransactionStateTopicPartitions = i32(v) }, get: func(b *Broker) string { return fmtInt(b.TransactionStateTopicPartitions) }},
+	{name: "transaction.state.log.replication.factor", kind: integer(TypeShort, 16, 1, math.MaxInt16), def: "3", doc: "Replication factor of __transaction_state when it is created; fewer when fewer brokers are alive then.",
+		set: func(b *Broker, v string) { b.TransactionStateReplicationFactor = int16(i32(v)) }, get: func(b *Broker) string { return fmtInt(b.TransactionStateReplicationFactor) }},
+	{name: "transaction.max.timeout.ms", kind: intAtLeast(1), def: "900000", doc: "The longest transaction timeout a producer may ask for (InitProducerId); a longer one is refused with INVALID_TRANSACTION_TIMEOUT.",
+		set: func(b *Broker, v string) { b.TransactionMaxTimeout = ms(v) }, get: func(b *Broker) string { return fmtMS(b.TransactionMaxTimeout) }},
+	{name: "transactional.id.expiration.ms", kind: intAtLeast(1), def: "604800000", doc: "A transactional id with no transaction and no use for this long is removed from __transaction_state.",
+		set: func(b *Broker, v string) { b.TransactionalIDExpiration = ms(v) }, get: func(b *Broker) string { return fmtMS(b.TransactionalIDExpiration) }},
+	{name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", kind: intAtLeast(1), def: "10000", doc: "How often the transaction coordinator aborts the transactions open longer than their timeout (fencing their producer).",
+		set: func(b *Broker, v string) { b.TransactionAbortCheckInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.TransactionAbortCheckInterval) }},
 	{name: "controller.raft.address", kind: advertised, doc: "This node's Raft address (host:port) when it is not one of controller.quorum.voters: it joins the quorum as a non-voter there, so that it holds the cluster metadata too (mq). Voters use their entry in controller.quorum.voters.",
 		set: func(b *Broker, v string) { b.RaftAddress = v }, get: func(b *Broker) string { return b.RaftAddress }},
 	{name: "broker.rack", kind: rackName, doc: "The rack (or zone) of this broker: the replicas of a new partition go to different racks where there are enough.",
