@@ -108,7 +108,11 @@ in-sync replicas than replicas) that no such broker explains; a log
 directory whose writes fail; a controller without quorum (no active
 controller: the broker asked answers NOT_CONTROLLER or nothing within the
 timeout, or the leader is in contact with no majority of the voters:
-itself and the voters neither fenced nor unreachable) and, with
+itself and the voters neither fenced nor unreachable); a hung
+transaction: open (Ongoing or ending) for longer than its timeout and a
+minute, which its coordinator should have aborted ("hung transaction ID:
+PrepareCommit for 5m0s (timeout 1m0s), producer 7 epoch 3, coordinator
+2"; mqctl txn describe shows it) and, with
 --max-lag, each partition on which a consumer group's lag in time (as
 group describe reports it) exceeds DURATION (30s, 5m, 1h30m, 2d). Groups
 without members (state Empty: their consumers are gone) are not judged
@@ -122,13 +126,16 @@ on stderr); 2 a bad flag; 3 no broker can be reached.
 JSON: {"healthy": bool, "problems": [{"kind": "unreachable_broker"|
  "fenced_broker"|"offline_partition"|"under_replicated"|
  "failing_log_dir"|"controller_no_quorum"|"controller_quorum_unknown"|
- "lagging_group"|"group_lag_unknown", "topic": string, "partition": int,
- "broker": int, "group": string, "lag_time_ms": int, "detail": string,
+ "lagging_group"|"group_lag_unknown"|"hung_transaction"|
+ "transactions_unknown", "topic": string, "partition": int,
+ "broker": int, "group": string, "lag_time_ms": int,
+ "transactional_id": string (hung_transaction only), "detail": string,
  "partitions": [{"topic": string, "partition": int, "internal": bool,
  "leader": int, "replicas": [int], "isr": [int], "offline": bool}]}]};
  fields that do not apply to a kind are "" or -1; broker is the broker
  that does not answer or is fenced, the broker of the log directory, the
- leader of an under-replicated partition or of the quorum; partitions are
+ leader of an under-replicated partition or of the quorum, the
+ coordinator of a hung transaction; partitions are
  the partitions an unreachable or fenced broker affects (offline: no live
  leader), [] for the other kinds; detail is the line the table prints.`),
 				Flags: append(commandFlags(),

@@ -28,6 +28,8 @@ const (
 	ProblemLaggingGroup     = "lagging_group"             // a group further behind in time than --max-lag
 	ProblemUnknownQuorum    = "controller_quorum_unknown" // the quorum could not be described
 	ProblemUnknownLag       = "group_lag_unknown"         // --max-lag asked, but the groups' lag could not be read
+	ProblemHungTransaction  = "hung_transaction"          // a transaction open well past its timeout
+	ProblemUnknownTxns      = "transactions_unknown"      // the open transactions could not be read
 )
 
 // HealthTimeout is cluster health's default --timeout: how long the whole
@@ -58,6 +60,8 @@ type HealthProblem struct {
 	Group     string `json:"group"`
 	// LagTimeMillis is a lagging group's lag in time on the partition.
 	LagTimeMillis int64 `json:"lag_time_ms"`
+	// TransactionalID is a hung transaction's (only for that kind).
+	TransactionalID string `json:"transactional_id,omitempty"`
 	// Detail says what is wrong in words, as the line printed for it.
 	Detail string `json:"detail"`
 	// Partitions are the partitions a fenced or unreachable broker leaves
@@ -121,6 +125,11 @@ type healthFacts struct {
 	namedGroups bool
 	// groupsErr says why the groups could not be read; "" when they were.
 	groupsErr string
+	// transactions are the transactions not ended, txnErr why they could
+	// not be read ("" when they were), now the time they are judged at.
+	transactions TxnDescriptions
+	txnErr       string
+	now          time.Time
 }
 
 // healthPartition is one partition as Metadata gives it.
@@ -138,7 +147,9 @@ type healthPartition struct {
 
 // ClusterHealth checks the cluster: brokers that do not answer, fenced
 // brokers, offline partitions, under-replicated partitions, failing log
-// directories, a controller without quorum and, with a maximum lag,
+// directories, a controller without quorum, transactions open longer
+// than their timeout and a minute (hung: their coordinator should have
+// aborted them) and, with a maximum lag,
 // consumer groups whose lag in time on some partition exceeds it. The
 // whole check is bounded by the check's Timeout. The error is a failure
 // (exit 1) when there is any problem; the Health is returned with it.
@@ -150,6 +161,13 @@ func (a *Admin) ClusterHealth(ctx context.Context, check HealthCheck) (*Health, 
 	var groups GroupDescriptions
 	var groupsErr error
 	var wg sync.WaitGroup
+	var txns TxnDescriptions
+	var txnErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		txns, txnErr = a.openTransactions(ctx)
+	}()
 	if check.MaxLag > 0 {
 		wg.Add(1)
 		go func() {
@@ -162,7 +180,10 @@ func (a *Admin) ClusterHealth(ctx context.Context, check HealthCheck) (*Health, 
 	if err != nil {
 		return nil, err
 	}
-	f := healthFacts{cluster: *cd, groups: groups, namedGroups: len(check.Groups) > 0}
+	f := healthFacts{cluster: *cd, groups: groups, namedGroups: len(check.Groups) > 0, transactions: txns, now: a.now()}
+	if txnErr != nil {
+		f.txnErr = errorLine(txnErr)
+	}
 	if groupsErr != nil && !Partial(groups) {
 		f.groupsErr = errorLine(groupsErr)
 	}
@@ -312,6 +333,13 @@ func assessHealth(f healthFacts, maxLag time.Duration) Health {
 				add(p)
 			}
 		}
+	}
+	h.Problems = append(h.Problems, hungTransactions(f.transactions, f.now, problem)...)
+	if f.txnErr != "" && len(down) == 0 {
+		// With a broker down, its line says why already.
+		p := problem(ProblemUnknownTxns)
+		p.Detail = "transactions not checked: " + f.txnErr
+		add(p)
 	}
 	h.Healthy = len(h.Problems) == 0
 	return h

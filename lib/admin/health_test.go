@@ -218,3 +218,30 @@ func TestClusterDescriptionSaysWhenTheQuorumIsLost(t *testing.T) {
 		t.Error("NOT_CONTROLLER: not NoQuorum")
 	}
 }
+
+// TestHealthReportsHungTransactions: a transaction open longer than its
+// timeout and the grace the coordinator's abort check needs is a problem;
+// one within it, or without a start, is not.
+func TestHealthReportsHungTransactions(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	f := healthyCluster()
+	f.now = now
+	f.transactions = TxnDescriptions{
+		{TransactionalID: "fresh", State: "Ongoing", ProducerID: 1, TimeoutMillis: 60_000, StartMillis: now.Add(-90 * time.Second).UnixMilli(), Coordinator: 2},
+		{TransactionalID: "stuck", State: "PrepareCommit", ProducerID: 7, ProducerEpoch: 3, TimeoutMillis: 60_000, StartMillis: now.Add(-5 * time.Minute).UnixMilli(), Coordinator: 2},
+		{TransactionalID: "none", State: "Ongoing", StartMillis: -1},
+	}
+	h := assessHealth(f, 0)
+	if h.Healthy || len(h.Problems) != 1 {
+		t.Fatalf("problems: %+v", h.Problems)
+	}
+	p := h.Problems[0]
+	want := "hung transaction stuck: PrepareCommit for 5m0s (timeout 1m0s), producer 7 epoch 3, coordinator 2"
+	if p.Kind != ProblemHungTransaction || p.TransactionalID != "stuck" || p.Broker != 2 || p.Detail != want {
+		t.Errorf("got %+v\nwant detail %q", p, want)
+	}
+	f.transactions, f.txnErr = nil, "no answer within the timeout"
+	if h := assessHealth(f, 0); len(h.Problems) != 1 || h.Problems[0].Kind != ProblemUnknownTxns {
+		t.Errorf("transactions not read: %+v", h.Problems)
+	}
+}
