@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
@@ -86,8 +87,9 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, _ *server.ConnInfo, req
 
 // handleOffsetFetch returns committed offsets: of one group (v0-v7) or
 // several (v8+); of the partitions asked, or all (no topics, v2+).
-// Uncommitted partitions have offset -1. mq has no transactions, so
-// RequireStable changes nothing.
+// Uncommitted partitions have offset -1. With RequireStable (v7+,
+// KIP-447), a partition with offsets committed in a transaction not ended
+// yet answers UNSTABLE_OFFSET_COMMIT (the client asks again).
 func (b *Broker) handleOffsetFetch(_ context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.OffsetFetchRequest)
 	resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
@@ -116,6 +118,9 @@ func (b *Broker) handleOffsetFetch(_ context.Context, _ *server.ConnInfo, req *s
 				p.Partition, p.Offset, p.LeaderEpoch = o.Partition, o.Offset.Offset, o.LeaderEpoch
 				md := o.Metadata
 				p.Metadata = &md
+				if r.RequireStable && b.groups.c.HasPendingOffsets(rg.Group, o.TopicPartition) {
+					p.Offset, p.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+				}
 				t := &g.Topics[len(g.Topics)-1]
 				t.Partitions = append(t.Partitions, p)
 			}
@@ -155,6 +160,9 @@ func (b *Broker) handleOffsetFetch(_ context.Context, _ *server.ConnInfo, req *s
 		p.Metadata = &md
 		if req.Version < 2 {
 			p.ErrorCode = code
+		}
+		if req.Version >= 7 && r.RequireStable && b.groups.c.HasPendingOffsets(r.Group, o.TopicPartition) {
+			p.Offset, p.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
 		}
 		t := &resp.Topics[len(resp.Topics)-1]
 		t.Partitions = append(t.Partitions, p)

@@ -284,6 +284,21 @@ func TestTransactionAPIs(t *testing.T) {
 	if p := tresp.Topics[0].Partitions; p[0].ErrorCode != 0 || p[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("TxnOffsetCommit: %+v", p)
 	}
+	// Until the transaction's marker, OffsetFetch shows no offset, and
+	// with require_stable says it is unstable (KIP-447).
+	of := kmsg.NewPtrOffsetFetchRequest()
+	og := kmsg.NewOffsetFetchRequestGroup()
+	og.Group, og.Topics = "g", []kmsg.OffsetFetchRequestGroupTopic{{Topic: "a", Partitions: []int32{0}}}
+	of.Groups = []kmsg.OffsetFetchRequestGroup{og}
+	op := tb.do(t, 8, of).(*kmsg.OffsetFetchResponse).Groups[0].Topics[0].Partitions[0]
+	if op.Offset != -1 || op.ErrorCode != 0 {
+		t.Errorf("OffsetFetch of a pending transaction's offset: %d %s", op.Offset, errName(op.ErrorCode))
+	}
+	of.RequireStable = true
+	op = tb.do(t, 8, of).(*kmsg.OffsetFetchResponse).Groups[0].Topics[0].Partitions[0]
+	if op.ErrorCode != kerr.UnstableOffsetCommit.Code {
+		t.Errorf("OffsetFetch require_stable: %s", errName(op.ErrorCode))
+	}
 }
 
 // TestTransactionTimeoutFencesTheProducer: a transaction open longer than
