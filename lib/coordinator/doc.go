@@ -1,7 +1,8 @@
 // Package coordinator is the runtime of the coordinators whose state
 // lives in compacted internal topics: lib/group's classic group
 // coordinator on __consumer_offsets, lib/queue's share-partitions on
-// __share_group_state. One Topic per internal topic:
+// __share_group_state, lib/txn's transaction coordinator on
+// __transaction_state. One Topic per internal topic:
 //
 //	t := coordinator.New(coordinator.Config{Name: "__consumer_offsets", Partitions: 50, ...})
 //	ct, err := t.Ensure(ctx)          // created (compacted, internal) on first use
@@ -12,8 +13,11 @@
 //	w, err = t.Write(ctx, p, batch)   // any partition: here, or queued to its leader
 //	err = t.Read(ctx, p, fn)          // any partition: here, or fetched from its leader
 //
-// Topic implements group.Store (Append, Replay) and queue.Store
-// (PartitionCount, Write, Read).
+// Topic implements group.Store (Append, Replay: every record with its
+// batch's producer, and the transaction markers, so that offsets
+// committed in a transaction count from their commit marker on) and
+// queue.Store (PartitionCount, Write, Read); TxnStore is its view as
+// txn.Store.
 //
 // DeadLetters writes share groups' dead letters (lib/queue's
 // LeaderConfig.DeadLetter) to their dead-letter topics, ordinary topics
