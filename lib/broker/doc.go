@@ -47,9 +47,11 @@
 //     (KIP-890), AddOffsetsToTxn, EndTxn, DescribeTransactions,
 //     ListTransactions onto lib/txn's Coordinator, with its records in
 //     __transaction_state through lib/coordinator; TxnOffsetCommit onto
-//     lib/group's); txn_markers.go sends the markers of ended
-//     transactions: WriteTxnMarkers to each partition's leader, retried
-//     until each has its marker;
+//     lib/group's, after txn_verify.go asked the transaction coordinator
+//     that the group's partition is in the transaction, KIP-890);
+//     txn_markers.go sends the markers of ended transactions:
+//     WriteTxnMarkers to each partition's leader, retried until each has
+//     its marker;
 //   - damage.go (mq's SkipDamaged and Refetch, lib/kafkaext);
 //   - acls.go (DescribeAcls, CreateAcls, DeleteAcls onto the
 //     controller's image); unregister.go (UnregisterBroker onto

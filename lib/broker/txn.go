@@ -269,12 +269,36 @@ func (b *Broker) handleEndTxn(ctx context.Context, _ *server.ConnInfo, req *serv
 }
 
 // handleTxnOffsetCommit commits offsets in a transaction (lib/group holds
-// them until the transaction's marker). Like OffsetCommit it runs on the
-// reader goroutine.
+// them until the transaction's marker), once the transaction coordinator
+// confirmed that the group's partition of __consumer_offsets is in the
+// producer's ongoing transaction (KIP-890; verifyTxn): otherwise every
+// partition gets the coordinator's answer (INVALID_TXN_STATE,
+// PRODUCER_FENCED…), or COORDINATOR_NOT_AVAILABLE when it could not be
+// asked (clients retry). Like OffsetCommit it runs on the reader
+// goroutine.
 func (b *Broker) handleTxnOffsetCommit(ctx context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.TxnOffsetCommitRequest)
 	resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	img := b.ctrl.Image()
+	verified := int16(0)
+	if offsets := img.Topics[offsetsTopic]; offsets == nil {
+		verified = kerr.InvalidTxnState.Code // AddOffsetsToTxn creates it: none came
+	} else {
+		tp := txn.TopicPartition{Topic: offsetsTopic, Partition: group.PartitionFor(r.Group, int32(len(offsets.Partitions)))}
+		codes, err := b.verifyTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp})
+		switch {
+		case err != nil:
+			b.log.Debug("verify transaction", "transactional_id", r.TransactionalID, "err", err)
+			verified = kerr.CoordinatorNotAvailable.Code
+		case codes[tp] == kerr.NotCoordinator.Code || codes[tp] == kerr.CoordinatorLoadInProgress.Code:
+			verified = kerr.CoordinatorNotAvailable.Code
+		default:
+			verified = codes[tp]
+		}
+		if verified == kerr.ProducerFenced.Code && req.Version < fencedSince[req.Key] {
+			verified = kerr.InvalidProducerEpoch.Code
+		}
+	}
 	tr := group.TxnCommitRequest{Group: r.Group, ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch, Generation: -1}
 	if req.Version >= 3 {
 		tr.MemberID, tr.InstanceID, tr.Generation = r.MemberID, optString(r.InstanceID), r.Generation
@@ -300,7 +324,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, _ *server.ConnInfo, 
 	}
 	var errs []error
 	var err error
-	if len(tr.Offsets) > 0 {
+	if len(tr.Offsets) > 0 && verified == 0 {
 		errs, err = b.groups.c.TxnCommitOffsets(ctx, tr)
 	}
 	for _, t := range r.Topics {
@@ -318,6 +342,8 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, _ *server.ConnInfo, 
 		switch {
 		case s.index < 0:
 			rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		case verified != 0:
+			rp.ErrorCode = verified
 		case err != nil:
 			rp.ErrorCode = groupError(err)
 		default:

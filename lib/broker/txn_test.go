@@ -254,8 +254,9 @@ func TestTransactionAPIs(t *testing.T) {
 	}
 
 	// ListTransactions and its filters.
-	if r := initTxn(t, tb, 4, "t2", 30_000); r.ErrorCode != 0 {
-		t.Fatal(errName(r.ErrorCode))
+	t2 := initTxn(t, tb, 4, "t2", 30_000)
+	if t2.ErrorCode != 0 {
+		t.Fatal(errName(t2.ErrorCode))
 	}
 	lr := kmsg.NewPtrListTransactionsRequest()
 	lresp := tb.do(t, 1, lr).(*kmsg.ListTransactionsResponse)
@@ -274,15 +275,29 @@ func TestTransactionAPIs(t *testing.T) {
 		t.Errorf("ListTransactions pattern: %+v", lresp.TransactionStates)
 	}
 
-	// TxnOffsetCommit: held until the marker (lib/group), unknown
+	// TxnOffsetCommit: refused unless the group's partition is in the
+	// transaction (KIP-890), held until the marker (lib/group), unknown
 	// partitions refused.
 	tc := kmsg.NewPtrTxnOffsetCommitRequest()
-	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch = "t2", "g", r2.ProducerID, 0
+	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch = "t2", "g", t2.ProducerID, 0
 	tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "a", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{
 		{Partition: 0, Offset: 5}, {Partition: 9, Offset: 5}}}}
 	tresp := tb.do(t, 3, tc).(*kmsg.TxnOffsetCommitResponse)
+	if p := tresp.Topics[0].Partitions; p[0].ErrorCode != kerr.InvalidTxnState.Code || p[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("TxnOffsetCommit without AddOffsetsToTxn: %+v", p)
+	}
+	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch = "t2", t2.ProducerID, 0
+	if resp := tb.do(t, 3, ao).(*kmsg.AddOffsetsToTxnResponse); resp.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %s", errName(resp.ErrorCode))
+	}
+	tresp = tb.do(t, 3, tc).(*kmsg.TxnOffsetCommitResponse)
 	if p := tresp.Topics[0].Partitions; p[0].ErrorCode != 0 || p[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("TxnOffsetCommit: %+v", p)
+	}
+	tc.ProducerEpoch = 9
+	tresp = tb.do(t, 2, tc).(*kmsg.TxnOffsetCommitResponse)
+	if p := tresp.Topics[0].Partitions; p[0].ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Errorf("TxnOffsetCommit v2 of another epoch: %+v", p)
 	}
 	// Until the transaction's marker, OffsetFetch shows no offset, and
 	// with require_stable says it is unstable (KIP-447).
