@@ -81,7 +81,7 @@ func (b *Broker) txnAPIs() map[int16]api {
 		kmsg.AddPartitionsToTxn.Int16():   {0, 5, b.handleAddPartitionsToTxn},
 		kmsg.AddOffsetsToTxn.Int16():      {0, 4, b.handleAddOffsetsToTxn},
 		kmsg.EndTxn.Int16():               {0, 5, b.handleEndTxn},
-		kmsg.TxnOffsetCommit.Int16():      {0, 4, b.handleTxnOffsetCommit},
+		kmsg.TxnOffsetCommit.Int16():      {0, 5, b.handleTxnOffsetCommit},
 		kmsg.DescribeTransactions.Int16(): {0, 0, b.handleDescribeTransactions},
 		kmsg.ListTransactions.Int16():     {0, 2, b.handleListTransactions},
 	}
@@ -271,7 +271,8 @@ func (b *Broker) handleEndTxn(ctx context.Context, _ *server.ConnInfo, req *serv
 // handleTxnOffsetCommit commits offsets in a transaction (lib/group holds
 // them until the transaction's marker), once the transaction coordinator
 // confirmed that the group's partition of __consumer_offsets is in the
-// producer's ongoing transaction (KIP-890; verifyTxn): otherwise every
+// producer's ongoing transaction, or (v5, transaction.version 2) added it
+// (KIP-890; verifyTxn): otherwise every
 // partition gets the coordinator's answer (INVALID_TXN_STATE,
 // PRODUCER_FENCED…), or COORDINATOR_NOT_AVAILABLE when it could not be
 // asked (clients retry). Like OffsetCommit it runs on the reader
@@ -285,7 +286,9 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, _ *server.ConnInfo, 
 		verified = kerr.InvalidTxnState.Code // AddOffsetsToTxn creates it: none came
 	} else {
 		tp := txn.TopicPartition{Topic: offsetsTopic, Partition: group.PartitionFor(r.Group, int32(len(offsets.Partitions)))}
-		codes, err := b.verifyTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp})
+		// v5 is transaction.version 2: the partition is added here, the
+		// client sends no AddOffsetsToTxn.
+		codes, err := b.verifyTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp}, req.Version >= 5)
 		switch {
 		case err != nil:
 			b.log.Debug("verify transaction", "transactional_id", r.TransactionalID, "err", err)

@@ -299,6 +299,16 @@ func TestTransactionAPIs(t *testing.T) {
 	if p := tresp.Topics[0].Partitions; p[0].ErrorCode != kerr.InvalidProducerEpoch.Code {
 		t.Errorf("TxnOffsetCommit v2 of another epoch: %+v", p)
 	}
+	// v5 (transaction.version 2) adds the group's partition itself.
+	t3 := initTxn(t, tb, 4, "t3", 30_000)
+	tc.TransactionalID, tc.ProducerID, tc.ProducerEpoch, tc.Group = "t3", t3.ProducerID, 0, "g"
+	tresp = tb.do(t, 5, tc).(*kmsg.TxnOffsetCommitResponse)
+	if p := tresp.Topics[0].Partitions; p[0].ErrorCode != 0 {
+		t.Errorf("TxnOffsetCommit v5: %+v", p)
+	}
+	if d := describeTxn(t, tb, "t3"); d.State != "Ongoing" || len(d.Topics) != 1 || d.Topics[0].Topic != "__consumer_offsets" {
+		t.Errorf("after TxnOffsetCommit v5: %+v", d)
+	}
 	// Until the transaction's marker, OffsetFetch shows no offset, and
 	// with require_stable says it is unstable (KIP-447).
 	of := kmsg.NewPtrOffsetFetchRequest()

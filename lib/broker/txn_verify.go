@@ -15,12 +15,13 @@ import (
 // verifyTxn asks the coordinator of transactional id whether each of tps
 // is in the ongoing transaction of producerID at epoch (KIP-890 part 1:
 // a write to a partition not added to the transaction would be left
-// open, hanging, by a transaction that ends without it). It asks the
-// coordinator here when this node is it, else sends it AddPartitionsToTxn
-// v4 with VerifyOnly. It returns each partition's code; the error is a
-// coordinator that could not be asked (the caller answers a retriable
-// code).
-func (b *Broker) verifyTxn(ctx context.Context, id string, producerID int64, epoch int16, tps []txn.TopicPartition) (map[txn.TopicPartition]int16, error) {
+// open, hanging, by a transaction that ends without it), or with add
+// adds them to it (part 2: transaction.version 2 clients add no
+// partitions themselves). It asks the coordinator here when this node is
+// it, else sends it AddPartitionsToTxn v4. It returns each partition's
+// code; the error is a coordinator that could not be asked (the caller
+// answers a retriable code).
+func (b *Broker) verifyTxn(ctx context.Context, id string, producerID int64, epoch int16, tps []txn.TopicPartition, add bool) (map[txn.TopicPartition]int16, error) {
 	t, err := b.txns.state.Ensure(ctx)
 	if err != nil {
 		return nil, err
@@ -28,6 +29,13 @@ func (b *Broker) verifyTxn(ctx context.Context, id string, producerID int64, epo
 	p := txn.PartitionFor(id, int32(len(t.Partitions)))
 	leader := t.Partitions[p].Leader
 	codes := make(map[txn.TopicPartition]int16, len(tps))
+	if leader == b.cfg.Settings.NodeID && add {
+		code := txnError(b.txns.c.AddPartitions(ctx, id, producerID, epoch, tps))
+		for _, tp := range tps {
+			codes[tp] = code
+		}
+		return codes, nil
+	}
 	if leader == b.cfg.Settings.NodeID {
 		errs, err := b.txns.c.Verify(id, producerID, epoch, tps)
 		for i, tp := range tps {
@@ -49,7 +57,7 @@ func (b *Broker) verifyTxn(ctx context.Context, id string, producerID int64, epo
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
 	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = id, producerID, epoch, true
+	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = id, producerID, epoch, !add
 	for _, tp := range tps {
 		if n := len(tr.Topics); n > 0 && tr.Topics[n-1].Topic == tp.Topic {
 			tr.Topics[n-1].Partitions = append(tr.Topics[n-1].Partitions, tp.Partition)
