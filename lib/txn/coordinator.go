@@ -536,10 +536,11 @@ func (c *Coordinator) initLocked(ctx context.Context, r InitRequest, newID int64
 	if r.ProducerID >= 0 && t.durable {
 		switch {
 		case r.ProducerID == m.ProducerID && r.ProducerEpoch == m.Epoch:
-		case r.ProducerID == m.ProducerID && r.ProducerEpoch == m.LastEpoch && !m.State.completing() && m.State != Ongoing:
-			// A retry whose answer was lost: it has the epoch already.
+		case r.ProducerID == m.ProducerID && r.ProducerEpoch == m.LastEpoch && m.State == Empty:
+			// A retry whose answer was lost (nothing happened since): it
+			// has the epoch already.
 			return m.ProducerID, m.Epoch, false, nil
-		case r.ProducerID == m.PrevProducerID && m.State != Ongoing && !m.State.completing():
+		case r.ProducerID == m.PrevProducerID && m.State == Empty:
 			// The producer's id changed at its last bump and the client
 			// missed it: the retry gets the current one.
 			return m.ProducerID, m.Epoch, false, nil
