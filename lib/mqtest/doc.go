@@ -70,4 +70,18 @@
 // Terminal opens a pseudo-terminal, for tests of what a tool does when its
 // output is a terminal (a progress line, a note on stderr) and when it is
 // not.
+//
+// # An S3-compatible store
+//
+// StartSeaweed runs SeaweedFS (`weed server`: master, volume server,
+// filer, S3 gateway) on loopback ports of its own with a bucket, for the
+// tests of tiered storage; it is killed and its directory removed when the
+// test ends, and Stop and Start take it down and back on the same data:
+//
+//	s := mqtest.StartSeaweed(t) // skipped without weed, failed in CI (InCI)
+//	s.Setenv(t)                 // the keys, for gocloud clients and mqd processes
+//	bucket, err := blob.OpenBucket(ctx, s.URL()) // s3://mq-tier?endpoint=…
+//
+// The weed binary is $MQ_WEED or weed on $PATH; `.ci/seaweedfs` builds
+// it (CI does, once, and keeps it).
 package mqtest
