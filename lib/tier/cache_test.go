@@ -713,3 +713,30 @@ func readAndCheck(ctx context.Context, t *testing.T, c *Cache, key string, obj [
 		return false
 	}
 }
+
+func TestCacheTellsSequentialReads(t *testing.T) {
+	type read struct{ off, end int64 }
+	for _, tc := range []struct {
+		name  string
+		reads []read // in a chunk size of 100
+		want  []bool
+	}{
+		{"an object's start", []read{{0, 10}}, []bool{true}},
+		{"elsewhere, first", []read{{500, 510}}, []bool{false}},
+		{"the next read", []read{{500, 510}, {510, 520}}, []bool{false, true}},
+		{"within a chunk past the end", []read{{500, 510}, {610, 620}}, []bool{false, true}},
+		{"within a chunk before the end", []read{{500, 600}, {500, 600}}, []bool{false, true}},
+		{"a jump", []read{{500, 510}, {611, 620}}, []bool{false, false}},
+		{"two readers taking turns", []read{{100, 110}, {900, 910}, {110, 120}, {910, 920}}, []bool{false, false, true, true}},
+		{"a fifth reader pushes out the first", []read{{1000, 1001}, {2000, 2001}, {3000, 3001}, {4000, 4001}, {5000, 5001}, {1001, 1002}, {5001, 5002}}, []bool{false, false, false, false, false, false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var o object
+			for i, r := range tc.reads {
+				if got := o.sequential(r.off, r.end, 100); got != tc.want[i] {
+					t.Fatalf("read %d [%d, %d): sequential %v, want %v", i, r.off, r.end, got, tc.want[i])
+				}
+			}
+		})
+	}
+}
