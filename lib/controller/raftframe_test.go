@@ -26,12 +26,12 @@ import (
 // raftStream encodes messages as hashicorp/raft's NetworkTransport
 // writes them: the RPC type byte, then the request in msgpack.
 type raftStream struct {
-	t   *testing.T
+	t   testing.TB
 	buf bytes.Buffer
 	enc *codec.Encoder
 }
 
-func newRaftStream(t *testing.T) *raftStream {
+func newRaftStream(t testing.TB) *raftStream {
 	s := &raftStream{t: t}
 	s.enc = codec.NewEncoder(&s.buf, &codec.MsgpackHandle{})
 	return s
@@ -278,4 +278,37 @@ func TestProposalOverMaxCommandIsRefused(t *testing.T) {
 	if !errors.Is(err, ErrCommandTooLarge) {
 		t.Fatalf("a %d-byte command: %v, want ErrCommandTooLarge", maxCommand, err)
 	}
+}
+
+// FuzzRaftFrames: any bytes, fed whole or one at a time, are followed
+// alike (the same refusal or none, the same state after), never panic,
+// and never hold more than raftMaxDepth containers open.
+func FuzzRaftFrames(f *testing.F) {
+	s := newRaftStream(f)
+	header := raft.RPCHeader{ProtocolVersion: 3, ID: []byte("1"), Addr: []byte("a:1")}
+	s.add(0, &raft.AppendEntriesRequest{RPCHeader: header, Term: 2, Entries: []*raft.Log{{Index: 1, Term: 2, Data: []byte("x")}}})
+	s.add(2, &raft.InstallSnapshotRequest{RPCHeader: header, Size: 3})
+	s.buf.WriteString("abc")
+	s.add(1, &raft.RequestVoteRequest{RPCHeader: header, Term: 3})
+	f.Add(s.buf.Bytes(), uint16(1<<12))
+	f.Add([]byte{0, 0xdf, 0, 0, 0, 2, 0xa4, 'S', 'i', 'z', 'e', 0xcc, 9}, uint16(100))
+	f.Fuzz(func(t *testing.T, b []byte, max uint16) {
+		whole, single := newRaftFrames(int64(max)), newRaftFrames(int64(max))
+		errWhole := whole.feed(b)
+		var errSingle error
+		for i := range b {
+			if errSingle = single.feed(b[i : i+1]); errSingle != nil {
+				break
+			}
+			if len(single.stack) > raftMaxDepth {
+				t.Fatalf("%d containers open", len(single.stack))
+			}
+		}
+		if (errWhole == nil) != (errSingle == nil) {
+			t.Fatalf("whole: %v, a byte at a time: %v", errWhole, errSingle)
+		}
+		if errWhole == nil && (whole.inMessage != single.inMessage || whole.size != single.size || whole.snapshot != single.snapshot || len(whole.stack) != len(single.stack)) {
+			t.Fatalf("whole and a byte at a time differ: %+v, %+v", whole, single)
+		}
+	})
 }
