@@ -173,7 +173,9 @@
 // message a leader sends: a command is at most maxCommand (8 MiB; a
 // larger proposal is refused with ErrCommandTooLarge before it reaches
 // the log) and an AppendEntries carries at most raftMaxAppendEntries (16)
-// of them.
+// of them. The answers read on a Raft connection this node dialed are
+// followed the same way (an error string and a response each, at most
+// raftMaxResponse, 1 MiB).
 //
 // A propose sent over the RPC must be a record this build writes: one
 // that does not decode, or of a version kept only to replay old logs

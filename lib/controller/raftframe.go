@@ -30,6 +30,9 @@ const (
 	// raftMaxDepth bounds the nesting of msgpack containers in one
 	// message; Raft's deepest (AppendEntries → entries → an entry) is 3.
 	raftMaxDepth = 32
+	// raftMaxResponse bounds one answer read on a Raft connection this
+	// node dialed: an error string and a response, a few hundred bytes.
+	raftMaxResponse = 1 << 20
 )
 
 // The RPC types of hashicorp/raft's NetworkTransport (its rpc* constants).
@@ -52,6 +55,10 @@ var errRaftMessage = errors.New("controller: raft message out of bounds")
 // goroutine (the connection's reader).
 type raftFrames struct {
 	max int64
+	// responses: the stream is the answers on a connection this node
+	// dialed, each two values (an error string, then the response) with
+	// no RPC type byte.
+	responses bool
 	// inMessage: the RPC type was read and its value is being read.
 	inMessage bool
 	rpcType   byte
@@ -84,6 +91,14 @@ func newRaftFrames(max int64) *raftFrames {
 	return &raftFrames{max: max, stack: make([]int64, 0, 8), key: make([]byte, 0, 8)}
 }
 
+// newRaftResponseFrames is raftFrames for the answers read on a Raft
+// connection this node dialed.
+func newRaftResponseFrames(max int64) *raftFrames {
+	f := newRaftFrames(max)
+	f.responses = true
+	return f
+}
+
 // feed takes the next bytes of the stream; an error means the
 // connection must be closed.
 func (f *raftFrames) feed(p []byte) error {
@@ -111,6 +126,11 @@ func (f *raftFrames) feed(p []byte) error {
 		}
 		b := p[0]
 		p = p[1:]
+		if !f.inMessage && f.responses {
+			f.inMessage, f.rpcType, f.size = true, 0xff, 0
+			f.stack = append(f.stack[:0], 2)
+			f.snapFound, f.snapSize = false, 0
+		}
 		if !f.inMessage {
 			if b > raftRPCLast {
 				return fmt.Errorf("%w: unknown rpc type %d", errRaftMessage, b)
@@ -288,6 +308,26 @@ func (f *raftFrames) valueDone(v int64, isInt bool) {
 	if f.rpcType == raftRPCInstallSnapshot && f.snapFound && f.snapSize > 0 {
 		f.snapshot = f.snapSize
 	}
+}
+
+// raftDialedConn is a Raft connection this node dialed: the answers
+// read on it are bounded (raftFrames, responses). Raft sets its own
+// deadlines on it. One that sends an answer out of bounds is closed, with
+// a log line.
+type raftDialedConn struct {
+	net.Conn
+	frames *raftFrames
+	logger *slog.Logger
+}
+
+func (c *raftDialedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if ferr := c.frames.feed(p[:n]); ferr != nil {
+		c.logger.Warn("controller: closing a raft connection whose peer answered out of bounds", "remote", c.RemoteAddr(), "err", ferr)
+		c.Conn.Close()
+		return 0, ferr
+	}
+	return n, err
 }
 
 // raftServedConn is a Raft connection served here: every read must end

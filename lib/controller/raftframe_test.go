@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/auth"
+	"github.com/mqproject/mq/lib/loopback"
 	"github.com/mqproject/mq/lib/mqtest"
 )
 
@@ -280,7 +281,7 @@ func TestProposalOverMaxCommandIsRefused(t *testing.T) {
 	}
 }
 
-// FuzzRaftFrames: any bytes, fed whole or one at a time, are followed
+// FuzzRaftFrames: any bytes, requests or answers, fed whole or one at a time, are followed
 // alike (the same refusal or none, the same state after), never panic,
 // and never hold more than raftMaxDepth containers open.
 func FuzzRaftFrames(f *testing.F) {
@@ -290,10 +291,15 @@ func FuzzRaftFrames(f *testing.F) {
 	s.add(2, &raft.InstallSnapshotRequest{RPCHeader: header, Size: 3})
 	s.buf.WriteString("abc")
 	s.add(1, &raft.RequestVoteRequest{RPCHeader: header, Term: 3})
-	f.Add(s.buf.Bytes(), uint16(1<<12))
-	f.Add([]byte{0, 0xdf, 0, 0, 0, 2, 0xa4, 'S', 'i', 'z', 'e', 0xcc, 9}, uint16(100))
-	f.Fuzz(func(t *testing.T, b []byte, max uint16) {
-		whole, single := newRaftFrames(int64(max)), newRaftFrames(int64(max))
+	f.Add(s.buf.Bytes(), uint16(1<<12), false)
+	f.Add([]byte{0, 0xdf, 0, 0, 0, 2, 0xa4, 'S', 'i', 'z', 'e', 0xcc, 9}, uint16(100), false)
+	f.Add([]byte{0xa0, 0x81, 0xa4, 'T', 'e', 'r', 'm', 3}, uint16(100), true)
+	f.Fuzz(func(t *testing.T, b []byte, max uint16, responses bool) {
+		frames := newRaftFrames
+		if responses {
+			frames = newRaftResponseFrames
+		}
+		whole, single := frames(int64(max)), frames(int64(max))
 		errWhole := whole.feed(b)
 		var errSingle error
 		for i := range b {
@@ -310,5 +316,111 @@ func FuzzRaftFrames(f *testing.F) {
 		if errWhole == nil && (whole.inMessage != single.inMessage || whole.size != single.size || whole.snapshot != single.snapshot || len(whole.stack) != len(single.stack)) {
 			t.Fatalf("whole and a byte at a time differ: %+v, %+v", whole, single)
 		}
+	})
+}
+
+func TestRaftFramesFollowRaftsOwnAnswers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), 0))
+	s := newRaftStream(t)
+	header := raft.RPCHeader{ProtocolVersion: 3, ID: []byte("2"), Addr: []byte("127.0.0.1:9093")}
+	for _, answer := range []struct {
+		err  string
+		resp any
+	}{
+		{"", &raft.AppendEntriesResponse{RPCHeader: header, Term: 2, LastLog: 12, Success: true}},
+		{"", &raft.RequestVoteResponse{RPCHeader: header, Term: 3, Granted: true}},
+		{"", &raft.RequestPreVoteResponse{RPCHeader: header, Term: 3}},
+		{"unknown rpc type 9", &raft.InstallSnapshotResponse{RPCHeader: header, Term: 3, Success: false}},
+		{"", &raft.TimeoutNowResponse{RPCHeader: header}},
+	} {
+		if err := s.enc.Encode(answer.err); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.enc.Encode(answer.resp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newRaftResponseFrames(raftMaxResponse)
+	if err := feedChunks(f, s.buf.Bytes(), rng); err != nil {
+		t.Fatalf("raft's own answers refused: %v", err)
+	}
+	if f.inMessage || len(f.stack) != 0 {
+		t.Fatalf("after the last answer: in one %v, open containers %v", f.inMessage, f.stack)
+	}
+	if err := newRaftResponseFrames(raftMaxResponse).feed([]byte{0xdb, 0xc0, 0, 0, 0}); !errors.Is(err, errRaftMessage) {
+		t.Fatalf("an error string of 3 GiB: %v, want errRaftMessage", err)
+	}
+}
+
+// TestRaftAnswerOutOfBoundsClosesTheConnection: a node whose other voter
+// answers its RequestVote with an error string announcing 3 GiB closes
+// the connection at that header and logs it.
+func TestRaftAnswerOutOfBoundsClosesTheConnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a raft node over TCP")
+	}
+	fake, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	closed := make(chan error, 1)
+	go func() {
+		for {
+			conn, err := fake.Accept()
+			if err != nil {
+				return
+			}
+			var kind [1]byte
+			if _, err := io.ReadFull(conn, kind[:]); err != nil || (kind[0] != connRaft && kind[0] != connRaftCluster) {
+				conn.Close() // the controller's RPCs: not this test's
+				continue
+			}
+			// The rest of the greeting and the request, whatever they
+			// hold; then the answer's first value announces 3 GiB.
+			buf := make([]byte, 4096)
+			if _, err := conn.Read(buf); err != nil {
+				closed <- err
+				return
+			}
+			if _, err := conn.Write([]byte{0xdb, 0xc0, 0, 0, 0}); err != nil {
+				closed <- err
+				return
+			}
+			conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = io.Copy(io.Discard, conn)
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				err = errors.New("the node kept the connection open")
+			} else {
+				err = nil
+			}
+			conn.Close()
+			closed <- err
+			return
+		}
+	}()
+	self, err := loopback.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := newLogBuffer()
+	c, err := Open(Config{NodeID: 1, Dir: t.TempDir(), RaftAddr: self, raftTimeout: testRaftTimeout,
+		Voters: []Voter{{ID: 1, Addr: self}, {ID: 2, Addr: fake.Addr().String()}}, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the node never dialed its other voter")
+	}
+	mqtest.WaitFor(t, "the refusal logged", func() (bool, string) {
+		l := logs.String()
+		return strings.Contains(l, "closing a raft connection whose peer answered out of bounds") && strings.Contains(l, "remote="+fake.Addr().String()), l
 	})
 }

@@ -334,7 +334,11 @@ func (m *mux) Addr() net.Addr { return m.advertise }
 func (m *mux) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return dialKind(ctx, string(address), connRaftCluster, m.voters+"\x00"+m.clusterID(), m.tls)
+	conn, err := dialKind(ctx, string(address), connRaftCluster, m.voters+"\x00"+m.clusterID(), m.tls)
+	if err != nil {
+		return nil, err
+	}
+	return &raftDialedConn{Conn: conn, frames: newRaftResponseFrames(raftMaxResponse), logger: m.logger}, nil
 }
 
 // readClusterID reads the cluster ID a connRaftCluster dialer sent.
