@@ -443,14 +443,20 @@
 //     the ISR; version 1 elects uncleanly as RegisterBroker 2 does.
 //   - ElectLeaders 1 for preferred and 2 for unclean elections: 2 names
 //     the chosen leaders, where 1 elects the first live replica.
-//   - Every other command 1 (BindNode, type 19, included).
+//   - Every other command 1 (BindNode, type 19, included; the
+//     remote-log metadata's RemoteSegmentUploaded 20,
+//     RemoteSegmentsDeleted 21 and RemotePurged 22, remote.go: a segment
+//     is recorded and remote segments deleted only with the partition's
+//     current leader epoch, segments contiguous, deletions of the oldest
+//     up to a segment boundary; 23 and 24 are kept for tiered storage).
 //
 // Nothing checks that every node reads a type or version before one
 // writes it (ResignLeadership, type 14, and AlterPartition 3 included): a
 // node that cannot read a record refuses it and its image misses the
 // change, so the nodes of a cluster run one build.
 //
-// Snapshots carry the whole image: "MQCI", one version byte (2; version 1,
+// Snapshots carry the whole image (the remote logs and pending purges
+// too): "MQCI", one version byte (2; version 1,
 // without the brokers' Raft address and liveness, is still read), and a
 // JSON body with brokers and topics in sorted order, so equal images give
 // equal snapshots. Restore refuses anything else with ErrInvalidSnapshot

@@ -23,6 +23,12 @@
 // (the first batch is returned whole even when larger, as KIP-74 says).
 // ReadBytes copies the same bytes into memory.
 //
+// A log with Config.RemoteStorage (remote.storage.enable, lib/tier) is
+// told where its remote copy ends (SetRemoteEnd): EnforceRetention then
+// applies local.retention.ms and local.retention.bytes, and never
+// deletes a segment reaching past the remote end. ClosedSegments,
+// SegmentData and SizeFrom give the uploader what it copies.
+//
 // A leader calls BeginEpoch(epoch) when its leadership starts, so the
 // leader-epoch history has the epoch at the log end before any append;
 // EndOffsetForEpoch answers OffsetForLeaderEpoch from the history. A

@@ -147,14 +147,24 @@
 // log.cleaner.backoff.ms when none does; and the scrubber at
 // log.scrub.bytes.per.sec, woken when a partition opens.
 //
+// The tiering task (tier.go, SyncTiers) runs every
+// remote.log.manager.task.interval.ms: each tiered partition led here
+// runs tier.Sync (uploads, then remote retention), waiting a backoff of
+// 1 s doubling to a minute after a failure; each followed one takes the
+// remote end from the image (log.SetRemoteEnd), so its local retention
+// too deletes only what is recorded remotely; on the active
+// controller's node, deleted topics' remote data is purged. The Tier
+// (and its store, remote.log.storage.url) is made on first need and
+// closed by Close; Manager.Tier gives it to lib/broker's remote reads.
+//
 // # Goroutines
 //
 //   - follow: applies images, syncs the fetchers, calls the hooks.
 //   - maintain: ISR and resignation proposals, each in a goroutine of its
 //     own while in flight; high-water mark checkpoints.
 //   - one goroutine per replica Fetcher.
-//   - the log tasks, once started: one for retention, one scrubber,
-//     log.cleaner.threads cleaners.
+//   - the log tasks, once started: one for retention, one for tiering,
+//     one scrubber, log.cleaner.threads cleaners.
 //   - each lib/log Log may run a flusher and background fsyncs.
 //
 // # Locks, in the order they may be taken
