@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,9 @@ type Tier struct {
 
 	lagMu sync.Mutex
 	lag   map[controller.RemotePartition]int64 // the last lag Sync found of each partition
+	// swept is the leader epoch each partition's stray objects were last
+	// deleted in (sweep), under lagMu.
+	swept map[controller.RemotePartition]int32
 }
 
 // rangeReader reads p from the object key of size bytes at off.
@@ -170,6 +174,9 @@ type Partition struct {
 // and deletes the remote segments retention condemns. It stops at the
 // first failure; the next Sync starts over from the metadata.
 func (t *Tier) Sync(ctx context.Context, p Partition) error {
+	if err := t.sweep(ctx, p); err != nil {
+		return err
+	}
 	rl := t.meta.Image().RemoteLog(p.ID.Topic, p.ID.Partition)
 	end := rl.EndOffset()
 	segs, err := p.Log.ClosedSegments(max(end, 0))
@@ -354,4 +361,52 @@ func (t *Tier) Forget(p controller.RemotePartition) {
 	defer t.lagMu.Unlock()
 	t.stats.LagBytes.Add(-t.lag[p])
 	delete(t.lag, p)
+}
+
+// sweep deletes, once per leadership, the objects of the partition that
+// no record names and that an earlier leader epoch wrote: a leader that
+// stopped between uploading and recording left them, and its epoch can
+// never record them now (the controller refuses a stale epoch).
+func (t *Tier) sweep(ctx context.Context, p Partition) error {
+	t.lagMu.Lock()
+	done := t.swept != nil && t.swept[p.ID] == p.LeaderEpoch
+	t.lagMu.Unlock()
+	if done {
+		return nil
+	}
+	keys, err := t.store.List(ctx, PartitionPrefix(p.ID))
+	if err != nil {
+		return err
+	}
+	recorded := map[string]bool{}
+	for _, s := range segmentsOf(t.meta.Image().RemoteLog(p.ID.Topic, p.ID.Partition)) {
+		recorded[s.Key] = true
+	}
+	for _, k := range keys {
+		stem := strings.TrimSuffix(k, path.Ext(k))
+		var base int64
+		var epoch int32
+		var rnd string
+		if _, err := fmt.Sscanf(path.Base(stem), "%d-%d-%s", &base, &epoch, &rnd); err != nil || recorded[stem] || epoch >= p.LeaderEpoch {
+			continue
+		}
+		if err := t.store.Delete(ctx, k); err != nil {
+			return err
+		}
+		t.log.Info("deleted an object no record names", "partition", p.Name, "key", k)
+	}
+	t.lagMu.Lock()
+	if t.swept == nil {
+		t.swept = map[controller.RemotePartition]int32{}
+	}
+	t.swept[p.ID] = p.LeaderEpoch
+	t.lagMu.Unlock()
+	return nil
+}
+
+func segmentsOf(r *controller.RemoteLog) []controller.RemoteSegment {
+	if r == nil {
+		return nil
+	}
+	return r.Segments
 }

@@ -243,3 +243,32 @@ func TestRetentionPlanCountsOverlapOnce(t *testing.T) {
 		t.Fatalf("plan without retention = %d", got)
 	}
 }
+
+// TestSyncDeletesStrayObjectsOfEarlierLeaders: objects a leader of an
+// earlier epoch uploaded and never recorded go at the next leader's
+// first Sync; recorded ones and the current epoch's stay.
+func TestSyncDeletesStrayObjectsOfEarlierLeaders(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "mem://")
+	f.appendBatches(t, 60)
+	stray := PartitionPrefix(f.id) + fmt.Sprintf("%020d-%d-deadbeef.log", 0, -1)
+	current := PartitionPrefix(f.id) + fmt.Sprintf("%020d-%d-cafecafe.log", 0, 0)
+	for _, k := range []string{stray, current} {
+		if err := f.store.Put(ctx, k, strings.NewReader("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.tier.Sync(ctx, f.partition(0)); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := f.store.List(ctx, "")
+	rl := f.ctrl.Image().RemoteLog(f.id.Topic, 0)
+	if len(keys) != 4*len(rl.Segments)+1 {
+		t.Fatalf("%d objects for %d segments: %v", len(keys), len(rl.Segments), keys)
+	}
+	for _, k := range keys {
+		if k == stray {
+			t.Fatalf("stray object %s of an earlier epoch kept", k)
+		}
+	}
+}
