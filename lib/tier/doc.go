@@ -37,8 +37,9 @@
 // their own sizes): the segment is then recorded from the remote end on
 // (RemoteSegment.BaseOffset), its objects holding the earlier offsets too
 // (ObjectBase). A leader that stops between uploading and recording
-// leaves objects no record names; they are not read, and not deleted
-// either.
+// leaves objects no record names; the next leader's first Sync deletes
+// the partition's unrecorded objects of earlier epochs (sweep), which
+// those epochs can never record.
 //
 // After each upload the log learns where the remote copy ends
 // (log.SetRemoteEnd): local retention (local.retention.ms/bytes) deletes
