@@ -1079,3 +1079,14 @@ func TestRemoteStorageRefusedForCompactedTopics(t *testing.T) {
 		t.Fatalf("local retention -2 resolved to %d %d", ms, bytes)
 	}
 }
+
+func TestLocalRetentionIsBoundedByRetention(t *testing.T) {
+	for _, tc := range []struct{ local, whole, want int64 }{
+		{-2, 100, 100}, {-2, -1, -1}, {-1, 100, 100}, {-1, -1, -1}, {50, 100, 50}, {200, 100, 100}, {50, -1, 50},
+	} {
+		got, _ := Topic{LocalRetentionMS: tc.local, RetentionMS: tc.whole, LocalRetentionBytes: tc.local, RetentionBytes: tc.whole}.LocalRetention()
+		if got != tc.want {
+			t.Errorf("local %d, retention %d: %d, want %d", tc.local, tc.whole, got, tc.want)
+		}
+	}
+}

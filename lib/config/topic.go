@@ -47,16 +47,25 @@ type Topic struct {
 }
 
 // LocalRetention returns local.retention.ms and local.retention.bytes
-// with -2 ("as retention") resolved.
+// with -2 ("as retention") resolved, and never more than retention.ms
+// and retention.bytes: the local part of the log is bounded by what the
+// whole log keeps.
 func (t Topic) LocalRetention() (ms, bytes int64) {
-	ms, bytes = t.LocalRetentionMS, t.LocalRetentionBytes
-	if ms == -2 {
-		ms = t.RetentionMS
+	return localBound(t.LocalRetentionMS, t.RetentionMS), localBound(t.LocalRetentionBytes, t.RetentionBytes)
+}
+
+// localBound is a local retention (-2: as retention, -1: unlimited)
+// bounded by the whole log's (-1: unlimited).
+func localBound(local, whole int64) int64 {
+	switch {
+	case local == -2:
+		return whole
+	case whole < 0:
+		return local
+	case local < 0 || local > whole:
+		return whole
 	}
-	if bytes == -2 {
-		bytes = t.RetentionBytes
-	}
-	return ms, bytes
+	return local
 }
 
 // topicProperty describes one topic config.
@@ -99,9 +108,9 @@ var topicProperties = func() []topicProperty {
 		{name: "remote.storage.enable", kind: boolean, def: "false", doc: "Copy closed segments to the remote store (the broker's remote.log.storage.url) and keep only local.retention.ms / local.retention.bytes of them on local disk; " +
 			"Fetch and ListOffsets read older offsets from the store. Refused (INVALID_CONFIG) for a topic whose cleanup.policy compacts.",
 			set: func(t *Topic, v string) { t.RemoteStorageEnable = v == "true" }},
-		{name: "local.retention.ms", kind: longAtLeast(-2), def: "-2", doc: "With remote.storage.enable: delete local segments older than this once they are in the remote store; -2: as retention.ms, -1: keep them.",
+		{name: "local.retention.ms", kind: longAtLeast(-2), def: "-2", doc: "With remote.storage.enable: delete local segments older than this once they are in the remote store; -2: as retention.ms, -1: no bound but retention.ms (never more than it).",
 			set: func(t *Topic, v string) { t.LocalRetentionMS = i64(v) }},
-		{name: "local.retention.bytes", kind: longAtLeast(-2), def: "-2", doc: "With remote.storage.enable: delete the oldest local segments in the remote store while the local log is larger than this; -2: as retention.bytes, -1: no limit.",
+		{name: "local.retention.bytes", kind: longAtLeast(-2), def: "-2", doc: "With remote.storage.enable: delete the oldest local segments in the remote store while the local log is larger than this; -2: as retention.bytes, -1: no bound but retention.bytes (never more than it).",
 			set: func(t *Topic, v string) { t.LocalRetentionBytes = i64(v) }},
 		{name: "compression.type", kind: compressionType, broker: "compression.type", doc: "The codec batches are stored with; producer keeps the producer's.",
 			set: func(t *Topic, v string) { t.CompressionType = v }},
