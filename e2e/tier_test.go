@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -265,6 +267,11 @@ func TestTieredRetentionAndTopicDeletionDeleteRemoteData(t *testing.T) {
 			cl := b.client()
 			waitTiered(t, cl, topic, n/2)
 			before := len(logObjects(objects(prefix)))
+			del := kadm.Offsets{}
+			del.Add(kadm.Offset{Topic: topic, Partition: 0, At: 100})
+			if rs, err := adm.DeleteRecords(ctx, del); err != nil || !errors.Is(rs[topic][0].Err, kerr.PolicyViolation) {
+				t.Fatalf("DeleteRecords on a tiered topic: %v %+v, want POLICY_VIOLATION", err, rs)
+			}
 
 			// Keep about 100 KiB of the ~390 KiB.
 			if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.bytes", Value: kadm.StringPtr("100000")}}, topic); err != nil {

@@ -59,6 +59,7 @@ var (
 
 var brokerCodes = []errorCode{
 	{errMovedToTieredStorage, kerr.OffsetMovedToTieredStorage},
+	{errTieredDeleteRecords, kerr.PolicyViolation},
 	{errShareGroupID, kerr.GroupIDNotFound},
 	{errUnknownTopic, kerr.UnknownTopicOrPartition},
 	{errTopicAuthorization, kerr.TopicAuthorizationFailed},

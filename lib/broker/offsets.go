@@ -151,6 +151,10 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, c *server.ConnInfo, re
 			} else {
 				h, err = b.parts.Leader(t, rp.Partition)
 			}
+			if err == nil && (img.RemoteLog(t.ID, rp.Partition) != nil || h.Config().RemoteStorageEnable) {
+				// The remote part would keep serving what is deleted.
+				err = errTieredDeleteRecords
+			}
 			if err == nil {
 				offset := rp.Offset
 				if offset == -1 {

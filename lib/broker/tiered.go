@@ -27,6 +27,11 @@ import (
 // OFFSET_MOVED_TO_TIERED_STORAGE (KIP-405).
 var errMovedToTieredStorage = errors.New("broker: offset moved to tiered storage")
 
+// errTieredDeleteRecords refuses DeleteRecords on a tiered partition
+// (POLICY_VIOLATION): it would move the local log start only, and the
+// remote part would keep serving what was deleted.
+var errTieredDeleteRecords = errors.New("broker: DeleteRecords is not supported on topics with remote.storage.enable")
+
 // movedToTiered reports whether err, a follower's read of fp, is an
 // offset below the local log start of a partition whose remote log
 // holds data.
