@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/fileblob"
@@ -19,13 +20,23 @@ import (
 // bucketRanger reads ranges of a gocloud bucket's objects, one ranged GET
 // each, and counts them.
 type bucketRanger struct {
-	bucket *blob.Bucket
-	gets   atomic.Int64
-	bytes  atomic.Int64
+	bucket  *blob.Bucket
+	latency time.Duration // added to each GET: a remote store's round trip
+	gets    atomic.Int64
+	bytes   atomic.Int64
 }
 
 func (r *bucketRanger) ReadRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
 	r.gets.Add(1)
+	if r.latency > 0 {
+		t := time.NewTimer(r.latency)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
 	rr, err := r.bucket.NewRangeReader(ctx, key, off, n, nil)
 	if err != nil {
 		return nil, err
