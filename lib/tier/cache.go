@@ -191,6 +191,7 @@ func (c *Cache) ReadAt(ctx context.Context, key string, size int64, p []byte, of
 	for i := first; i <= last; i++ {
 		ch, err := c.pin(ctx, key, size, i)
 		if err != nil {
+			c.tidy(key)
 			return n, err
 		}
 		if i == first {
@@ -230,6 +231,16 @@ func (c *Cache) object(key string, size int64) *object {
 		c.objects[key] = o
 	}
 	return o
+}
+
+// tidy drops key's object when it holds no chunk: a read that gave up
+// before its first chunk leaves nothing behind.
+func (c *Cache) tidy(key string) {
+	c.mu.Lock()
+	if o := c.objects[key]; o != nil && len(o.chunks) == 0 {
+		delete(c.objects, key)
+	}
+	c.mu.Unlock()
 }
 
 // sequential records a read of [off, end) and says whether it continues

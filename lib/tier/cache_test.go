@@ -457,6 +457,39 @@ func TestCacheReadWaitsForRoomAndGivesUpWithItsContext(t *testing.T) {
 	checkInvariants(t, c)
 }
 
+func TestCacheReadThatGivesUpLeavesNothing(t *testing.T) {
+	obj := randomBytes(rand.New(rand.NewPCG(31, 32)), 2000)
+	store := newFakeStore(map[string][]byte{"a": obj, "b": obj})
+	store.hold = make(chan struct{})
+	c := NewCache(store, CacheConfig{ChunkBytes: 1000, MaxBytes: 1000, ReadAhead: -1})
+	defer c.Close()
+	held := make(chan error, 1)
+	go func() {
+		_, err := c.ReadAt(context.Background(), "a", 2000, make([]byte, 10), 500)
+		held <- err
+	}()
+	mqtest.WaitFor(t, "a's GET", func() (bool, string) {
+		st := c.Stats()
+		return st.InFlight == 1, fmt.Sprintf("%+v", st)
+	})
+	// No room for b's chunk: the read waits, then gives up.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.ReadAt(ctx, "b", 2000, make([]byte, 10), 500); !errors.Is(err, context.Canceled) {
+		t.Fatalf("read without room, cancelled: %v", err)
+	}
+	c.mu.Lock()
+	_, kept := c.objects["b"]
+	c.mu.Unlock()
+	if kept {
+		t.Fatal("a read that fetched nothing left its object in the cache")
+	}
+	close(store.hold)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCacheSequentialReaderOverlapsOneGETPerChunk(t *testing.T) {
 	const (
 		chunkBytes = 64 << 10
