@@ -713,11 +713,14 @@ func (p *Partition) Offsets() ReadInfo {
 
 // readInfoLocked is Offsets with stateMu (for reading) and mu held.
 func (p *Partition) readInfoLocked() ReadInfo {
+	start := p.log.StartOffset()
 	return ReadInfo{
-		HighWatermark:       p.highWatermark,
-		LastStableOffset:    p.log.LastStableOffset(p.highWatermark),
+		HighWatermark: p.highWatermark,
+		// An open transaction whose first batches retention deleted
+		// holds the LSO at the log start, as Kafka does.
+		LastStableOffset:    max(p.log.LastStableOffset(p.highWatermark), min(start, p.highWatermark)),
 		HighWatermarkBehind: p.role == Leader && p.highWatermark < p.epochStart,
-		LogStartOffset:      p.log.StartOffset(),
+		LogStartOffset:      start,
 		LogEndOffset:        p.logEndOffset,
 		LeaderEpoch:         p.leaderEpoch,
 	}

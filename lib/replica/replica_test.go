@@ -699,6 +699,14 @@ func TestReadCommittedStopsAtTheLastStableOffset(t *testing.T) {
 	if info.HighWatermark != 4 || info.LastStableOffset != 2 || r.LastOffset != 1 {
 		t.Fatalf("read_committed: region to %d, info %+v; want up to 1 with LSO 2", r.LastOffset, info)
 	}
+	// Records deleted past the open transaction's start: the LSO is the
+	// log start, not an offset no read may ask for.
+	if _, err := p.DeleteRecordsBefore(3); err != nil {
+		t.Fatal(err)
+	}
+	if info := p.Offsets(); info.LastStableOffset != 3 {
+		t.Fatalf("after deleting records before 3: %+v, want the LSO at the log start", info)
+	}
 	if _, err := p.Append(record.BuildMarker(record.Marker{ProducerID: 3, Commit: true}, 0), 1); err != nil {
 		t.Fatal(err)
 	}
