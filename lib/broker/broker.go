@@ -41,6 +41,9 @@ type Config struct {
 	// runs its prefetch. nil: the Broker takes blocks itself, when a
 	// request finds none at hand.
 	ProducerIDs *controller.ProducerIDs
+	Logger      *slog.Logger // nil = silent
+	Clock       clock.Clock  // drives fetch waits and group timers; nil = real time
+
 	// VerifyTransactions makes a partition leader ask the transaction
 	// coordinator (AddPartitionsToTxn v4) before it appends the first
 	// batch of a producer's transaction (KIP-890; Kafka's
@@ -52,8 +55,6 @@ type Config struct {
 	// WriteTxnMarkers to a __consumer_offsets partition reached its
 	// high-water mark; nil: nobody is told.
 	GroupTxnCompleted GroupTxnCompleted
-	Logger            *slog.Logger // nil = silent
-	Clock             clock.Clock  // drives fetch waits and group timers; nil = real time
 }
 
 // topicPartition names one partition.

@@ -29,14 +29,10 @@ type fetchPartition struct {
 	partitionLookup    // p: nil when err is set at resolution
 	quietRead          // a consumer's session's last read with nothing new
 
-	err              error
-	highWatermark    int64
-	lastStableOffset int64
-	logStartOffset   int64
-	region           log.Region // Len 0: no records
-	// aborted are the aborted transactions a read_committed consumer
-	// needs for the region (read_uncommitted: none).
-	aborted []log.AbortedTxn
+	err            error
+	highWatermark  int64
+	logStartOffset int64
+	region         log.Region // Len 0: no records
 	// remote holds the batches read from the remote store (tiered.go)
 	// instead of region, for a consumer's offset below the local log
 	// start; remoteWant is the bytes such a read is to ask for, set by
@@ -49,6 +45,11 @@ type fetchPartition struct {
 	// throttle holds to the leader's quota (fetch.quota); the bytes it
 	// read were counted against the quota by that read.
 	throttled bool
+	// lastStableOffset is read with highWatermark; aborted are the
+	// aborted transactions a read_committed consumer needs for the
+	// region (read_uncommitted: none).
+	lastStableOffset int64
+	aborted          []log.AbortedTxn
 }
 
 // partitionLookup is lookup's answer for a partition: its hosted replica

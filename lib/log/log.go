@@ -84,34 +84,21 @@ type Log struct {
 	ckptLogStart  int64 // log start in the checkpoint file; -1 unknown, noCheckpoint none
 	epochs        epochCache
 	producers     producerState
-	// aborted are the aborted transactions of the log, by marker offset,
-	// and txnFiles what each segment's .txnindex holds, by base offset
-	// (txnindex.go). firstUnstable is the first offset of the oldest
-	// open transaction (-1: none), written under mu, read without it.
-	aborted       []AbortedTxn
-	txnFiles      map[int64][]byte
-	firstUnstable atomic.Int64
-	// txnVerified are the producers a coordinator confirmed in an ongoing
-	// transaction (MarkTxnVerified), with their epoch, until their next
-	// marker; once txnVerifying is set, a transactional batch that would
-	// open a transaction needs its producer there.
-	txnVerified  map[int64]int16
-	txnVerifying bool
-	failed       error  // non-nil: appends fail (ErrFailed)
-	health       health // storage incidents of appends (health.go)
-	counters     *StorageCounters
-	closed       bool   // Close was called
-	writeSeq     uint64 // number of writes to segment files, for group commit
-	truncGen     uint64 // bumped by every truncation
-	maxTS        int64  // largest timestamp in the log, when maxTSValid
-	maxTSBase    int64  // base offset of the batch holding maxTS
-	maxTSValid   bool
-	remoteEnd    int64        // offset after the last one recorded remotely (SetRemoteEnd); -1: none
-	scannedEnd   int64        // during load: offset after the last recovered batch
-	damage       []Damage     // damaged ranges, by offset (damage.go)
-	loadedEpochs *epochCache  // during load: the checkpointed leader-epoch history
-	cleaner      cleanerState // the cleaner checkpoint (cleanstate.go)
-	spike        epochSpike   // during load: see checkEpochLocked
+	failed        error  // non-nil: appends fail (ErrFailed)
+	health        health // storage incidents of appends (health.go)
+	counters      *StorageCounters
+	closed        bool   // Close was called
+	writeSeq      uint64 // number of writes to segment files, for group commit
+	truncGen      uint64 // bumped by every truncation
+	maxTS         int64  // largest timestamp in the log, when maxTSValid
+	maxTSBase     int64  // base offset of the batch holding maxTS
+	maxTSValid    bool
+	remoteEnd     int64        // offset after the last one recorded remotely (SetRemoteEnd); -1: none
+	scannedEnd    int64        // during load: offset after the last recovered batch
+	damage        []Damage     // damaged ranges, by offset (damage.go)
+	loadedEpochs  *epochCache  // during load: the checkpointed leader-epoch history
+	cleaner       cleanerState // the cleaner checkpoint (cleanstate.go)
+	spike         epochSpike   // during load: see checkEpochLocked
 	// durableCkpt are the checkpoint files this process knows durable,
 	// with their contents (shutdown.go): writing one again is skipped.
 	durableCkpt map[string][]byte
@@ -135,6 +122,20 @@ type Log struct {
 	// scan or the clean start's walk rebuilt the leader-epoch history
 	// (MaxInt64: neither did).
 	walkedFrom int64
+
+	// aborted are the aborted transactions of the log, by marker offset,
+	// and txnFiles what each segment's .txnindex holds, by base offset
+	// (txnindex.go). firstUnstable is the first offset of the oldest
+	// open transaction (-1: none), written under mu, read without it.
+	aborted       []AbortedTxn
+	txnFiles      map[int64][]byte
+	firstUnstable atomic.Int64
+	// txnVerified are the producers a coordinator confirmed in an ongoing
+	// transaction (MarkTxnVerified), with their epoch, until their next
+	// marker; once txnVerifying is set, a transactional batch that would
+	// open a transaction needs its producer there.
+	txnVerified  map[int64]int16
+	txnVerifying bool
 
 	// hwMu serializes high-water mark checkpoints (hw.go); taken before mu,
 	// and by Delete so that no checkpoint is written into a directory
