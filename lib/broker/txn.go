@@ -189,12 +189,17 @@ func requestTopics(topics []kmsg.AddPartitionsToTxnRequestTopic) []txn.TopicPart
 }
 
 // addPartitions adds (or verifies) tps in id's transaction and returns
-// each partition's code.
+// each partition's code. A client's partitions (v0-v3) must exist and be
+// its to write; a broker's (v4+) are its own, which this node's image may
+// not hold yet.
 func (b *Broker) addPartitions(ctx context.Context, c *server.ConnInfo, req *server.Request, id string, producerID int64, epoch int16, verify bool, tps []txn.TopicPartition) map[txn.TopicPartition]int16 {
 	codes := make(map[txn.TopicPartition]int16, len(tps))
 	img := b.ctrl.Image()
 	failed := false
 	for _, tp := range tps {
+		if req.Version >= 4 {
+			break
+		}
 		switch {
 		case !b.allowed(c, img, topicResource, opWrite, tp.Topic):
 			codes[tp], failed = kerr.TopicAuthorizationFailed.Code, true
