@@ -48,14 +48,47 @@ type Seaweed struct {
 }
 
 // WeedBinary returns the path of SeaweedFS's weed binary: $MQ_WEED, else
-// weed on $PATH; "" when there is none. `.ci/seaweedfs` builds it.
+// the path a build under way writes to the file $MQ_WEED_WAIT once it
+// ends (.ci/run starts .ci/seaweedfs in the background, beside the
+// tests: this waits for it, up to weedBuildWait), else weed on $PATH; ""
+// when there is none. `.ci/seaweedfs` builds it.
 func WeedBinary() string {
 	if p := os.Getenv("MQ_WEED"); p != "" {
 		return p
 	}
+	if status := os.Getenv("MQ_WEED_WAIT"); status != "" {
+		return awaitWeedBuild(status)
+	}
 	p, _ := exec.LookPath("weed")
 	return p
 }
+
+// weedBuildWait bounds how long WeedBinary waits for a build under way:
+// longer than a build takes on two busy cores.
+const weedBuildWait = 20 * time.Minute
+
+// awaitWeedBuild waits for the file status, which a build writes once it
+// ends: the binary's path, or nothing when it failed.
+func awaitWeedBuild(status string) string {
+	weedBuild.Do(func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		deadline := time.Now().Add(weedBuildWait)
+		for time.Now().Before(deadline) {
+			if b, err := os.ReadFile(status); err == nil {
+				weedBuilt = strings.TrimSpace(string(b))
+				return
+			}
+			<-tick.C
+		}
+	})
+	return weedBuilt
+}
+
+var (
+	weedBuild sync.Once
+	weedBuilt string // awaitWeedBuild's answer
+)
 
 // InCI reports whether the tests run in CI (.ci/run: CI is set), where a
 // tool the tests need is a failure when absent, not a skip.
@@ -70,7 +103,7 @@ func StartSeaweed(tb testing.TB) *Seaweed {
 	bin := WeedBinary()
 	if bin == "" {
 		if InCI() {
-			tb.Fatal("SeaweedFS's weed is missing: .ci/run builds it with .ci/seaweedfs and sets MQ_WEED")
+			tb.Fatal("SeaweedFS's weed is missing: .ci/run builds it with .ci/seaweedfs (MQ_WEED_WAIT: its build failed or took too long)")
 		}
 		tb.Skip("SeaweedFS's weed is missing: build it with .ci/seaweedfs and set MQ_WEED to the path it prints")
 	}
