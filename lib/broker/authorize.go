@@ -306,7 +306,6 @@ var access = map[int16]func(img *controller.Image, body kmsg.Request, check chec
 		}
 		return true
 	},
-	kmsg.WriteTxnMarkers.Int16(): cluster(opClusterAction),
 
 	kmsg.ShareGroupHeartbeat.Int16(): groupNeed(opRead, func(r *kmsg.ShareGroupHeartbeatRequest) string { return r.GroupID }),
 	kmsg.ShareGroupDescribe.Int16(): func(_ *controller.Image, body kmsg.Request, check checkFunc) bool {

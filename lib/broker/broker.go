@@ -125,7 +125,7 @@ func New(cfg Config) *Broker {
 	b.producerIDs = cfg.ProducerIDs
 	b.txnVerifier, b.groupTxnCompleted = cfg.TxnVerifier, cfg.GroupTxnCompleted
 	if b.txnVerifier == nil && cfg.VerifyTransactions {
-		b.txnVerifier = peerVerifier{b}
+		b.txnVerifier = coordinatorVerifier{b}
 	}
 	b.authz = auth.NewAuthorizer(auth.Policy{
 		SuperUsers: auth.ParseSuperUsers(cfg.Settings.SuperUsers),
@@ -160,6 +160,9 @@ func New(cfg Config) *Broker {
 		b.apis[k] = a
 	}
 	b.groups = newGroupCoordinator(b)
+	if b.groupTxnCompleted == nil {
+		b.groupTxnCompleted = b.groups.c.CompleteTransaction
+	}
 	b.txns = newTxnCoordinator(b)
 	s := cfg.Settings
 	stateParts := s.ShareStateTopicPartitions
@@ -264,7 +267,7 @@ func (b *Broker) dataAPIs() map[int16]api {
 		kmsg.DeleteRecords.Int16():  {min: 0, max: 2, handle: b.handleDeleteRecords},
 		kmsg.InitProducerID.Int16(): {min: 0, max: 4, handle: b.handleInitProducerID},
 
-		kmsg.WriteTxnMarkers.Int16():   {min: 0, max: 1, handle: b.handleWriteTxnMarkers},   // txnmarkers.go
+		kmsg.WriteTxnMarkers.Int16():   {min: 0, max: 2, handle: b.handleWriteTxnMarkers},   // txnmarkers.go
 		kmsg.DescribeProducers.Int16(): {min: 0, max: 0, handle: b.handleDescribeProducers}, // txnmarkers.go
 
 		kmsg.OffsetForLeaderEpoch.Int16(): {min: 0, max: 4, handle: b.handleOffsetForLeaderEpoch}, // epochs.go

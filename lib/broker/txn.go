@@ -277,7 +277,7 @@ func (b *Broker) handleEndTxn(ctx context.Context, _ *server.ConnInfo, req *serv
 // them until the transaction's marker), once the transaction coordinator
 // confirmed that the group's partition of __consumer_offsets is in the
 // producer's ongoing transaction, or (v5, transaction.version 2) added it
-// (KIP-890; verifyTxn): otherwise every
+// (KIP-890; askTxnCoordinator): otherwise every
 // partition gets the coordinator's answer (INVALID_TXN_STATE,
 // PRODUCER_FENCED…), or COORDINATOR_NOT_AVAILABLE when it could not be
 // asked (clients retry). Like OffsetCommit it runs on the reader
@@ -293,7 +293,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, _ *server.ConnInfo, 
 		tp := txn.TopicPartition{Topic: offsetsTopic, Partition: group.PartitionFor(r.Group, int32(len(offsets.Partitions)))}
 		// v5 is transaction.version 2: the partition is added here, the
 		// client sends no AddOffsetsToTxn.
-		codes, err := b.verifyTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp}, req.Version >= 5)
+		codes, err := b.askTxnCoordinator(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp}, req.Version >= 5)
 		switch {
 		case err != nil:
 			b.log.Debug("verify transaction", "transactional_id", r.TransactionalID, "err", err)

@@ -28,8 +28,10 @@ type markerLeader struct {
 	received []string
 }
 
+// ApiVersions is the Broker's: it serves WriteTxnMarkers, which Handle
+// answers here instead.
 func (m *markerLeader) ApiVersions() []kmsg.ApiVersionsResponseApiKey {
-	return append(m.Broker.ApiVersions(), kmsg.ApiVersionsResponseApiKey{ApiKey: kmsg.WriteTxnMarkers.Int16(), MinVersion: 0, MaxVersion: 2})
+	return m.Broker.ApiVersions()
 }
 
 func (m *markerLeader) Handle(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {

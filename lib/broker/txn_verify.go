@@ -12,7 +12,7 @@ import (
 	"github.com/mqproject/mq/lib/txn"
 )
 
-// verifyTxn asks the coordinator of transactional id whether each of tps
+// askTxnCoordinator asks the coordinator of transactional id whether each of tps
 // is in the ongoing transaction of producerID at epoch (KIP-890 part 1:
 // a write to a partition not added to the transaction would be left
 // open, hanging, by a transaction that ends without it), or with add
@@ -21,7 +21,7 @@ import (
 // it, else sends it AddPartitionsToTxn v4. It returns each partition's
 // code; the error is a coordinator that could not be asked (the caller
 // answers a retriable code).
-func (b *Broker) verifyTxn(ctx context.Context, id string, producerID int64, epoch int16, tps []txn.TopicPartition, add bool) (map[txn.TopicPartition]int16, error) {
+func (b *Broker) askTxnCoordinator(ctx context.Context, id string, producerID int64, epoch int16, tps []txn.TopicPartition, add bool) (map[txn.TopicPartition]int16, error) {
 	t, err := b.txns.state.Ensure(ctx)
 	if err != nil {
 		return nil, err

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mqproject/mq/lib/txn"
 )
 
 // TxnVerifier asks a transaction coordinator whether producer (id,
@@ -22,74 +23,24 @@ type TxnVerifier interface {
 	VerifyTxn(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32, add bool) error
 }
 
-// txnVerifyTimeout bounds one verification: FindCoordinator and
-// AddPartitionsToTxn, each one round trip to another broker.
+// txnVerifyTimeout bounds one verification: at most one round trip to
+// another broker.
 const txnVerifyTimeout = 5 * time.Second
 
-// peerVerifier is the TxnVerifier of a broker with
-// Config.VerifyTransactions: it finds the coordinator with FindCoordinator
-// (key type 1) sent to this node, and asks it with AddPartitionsToTxn v4
-// (VerifyOnly unless add), over the broker's peer connections.
-type peerVerifier struct{ b *Broker }
+// coordinatorVerifier is the TxnVerifier of a broker with
+// Config.VerifyTransactions: it asks the transactional id's coordinator,
+// this node's own when it leads the id's partition of
+// __transaction_state, else another broker's with AddPartitionsToTxn v4
+// (askTxnCoordinator; VerifyOnly unless add).
+type coordinatorVerifier struct{ b *Broker }
 
-func (v peerVerifier) VerifyTxn(ctx context.Context, txnID string, producerID int64, producerEpoch int16, topic string, partition int32, add bool) error {
+func (v coordinatorVerifier) VerifyTxn(ctx context.Context, txnID string, producerID int64, producerEpoch int16, topic string, partition int32, add bool) error {
 	ctx, cancel := context.WithTimeout(ctx, txnVerifyTimeout)
 	defer cancel()
-	find := kmsg.NewPtrFindCoordinatorRequest()
-	find.Version = 4
-	find.CoordinatorType = 1
-	find.CoordinatorKeys = []string{txnID}
-	resp, err := v.do(ctx, v.b.cfg.Settings.NodeID, find)
+	tp := txn.TopicPartition{Topic: topic, Partition: partition}
+	codes, err := v.b.askTxnCoordinator(ctx, txnID, producerID, producerEpoch, []txn.TopicPartition{tp}, add)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errTxnVerification, err)
 	}
-	fr := resp.(*kmsg.FindCoordinatorResponse)
-	if len(fr.Coordinators) != 1 {
-		return fmt.Errorf("%w: FindCoordinator answered %d coordinators", errTxnVerification, len(fr.Coordinators))
-	}
-	if err := kerr.ErrorForCode(fr.Coordinators[0].ErrorCode); err != nil {
-		return fmt.Errorf("%w: FindCoordinator: %w", errTxnVerification, err)
-	}
-	add4 := kmsg.NewPtrAddPartitionsToTxnRequest()
-	add4.Version = 4
-	txn := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	txn.TransactionalID, txn.ProducerID, txn.ProducerEpoch, txn.VerifyOnly = txnID, producerID, producerEpoch, !add
-	t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-	t.Topic, t.Partitions = topic, []int32{partition}
-	txn.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{t}
-	add4.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{txn}
-	resp, err = v.do(ctx, fr.Coordinators[0].NodeID, add4)
-	if err != nil {
-		return err
-	}
-	ar := resp.(*kmsg.AddPartitionsToTxnResponse)
-	if err := kerr.ErrorForCode(ar.ErrorCode); err != nil {
-		return err
-	}
-	for _, rt := range ar.Transactions {
-		for _, tt := range rt.Topics {
-			for _, p := range tt.Partitions {
-				if tt.Topic == topic && p.Partition == partition {
-					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-						return err
-					}
-					return nil
-				}
-			}
-		}
-	}
-	return fmt.Errorf("%w: the coordinator did not answer for %s-%d", errTxnVerification, topic, partition)
-}
-
-func (v peerVerifier) do(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
-	conn, err := v.b.peer(ctx, node)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errTxnVerification, err)
-	}
-	resp, err := conn.Do(ctx, req, txnVerifyTimeout)
-	v.b.peers.Put(conn, err)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errTxnVerification, err)
-	}
-	return resp, nil
+	return kerr.ErrorForCode(codes[tp])
 }
