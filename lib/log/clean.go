@@ -645,7 +645,11 @@ func (l *Log) cleanGroup(p *cleanPlan, g []int, f *cleanFilter) (out *groupOutpu
 				out.removed += int64(h.NumRecords)
 				return w.write(nb)
 			}
-			if h.BaseOffset >= f.cleanedTo || h.Control() || h.Transactional() {
+			// Markers stay. The batches of committed transactions are
+			// cleaned as any producer's: the pass stops before the first
+			// open transaction, so every transactional batch below
+			// cleanedTo has its outcome known.
+			if h.BaseOffset >= f.cleanedTo || h.Control() {
 				if err := bb.flush(w); err != nil {
 					return err
 				}

@@ -288,9 +288,10 @@
 //     header (offsets, producer, sequence, the transactional bit), so a
 //     producer state rebuilt from the log still sees the transaction its
 //     abort marker ends; it puts no key in the offset map (an aborted
-//     value must not hide an older committed one). Markers, and the
-//     batches of committed transactions, are copied as they are, and so
-//     are the batches at or after CleanedTo: Kafka also removes a marker
+//     value must not hide an older committed one). The batches of
+//     committed transactions are cleaned as an idempotent producer's
+//     (above). Markers are copied as they are, and so are the batches at
+//     or after CleanedTo: Kafka also removes a marker
 //     once delete.retention.ms passed after its transaction's records
 //     went; here markers stay, costing a batch each. A pass never reaches
 //     the first open transaction (it may yet abort), and a group's

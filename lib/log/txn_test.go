@@ -325,9 +325,20 @@ func committedView(t *testing.T, tl *testLog) map[string]latestEntry {
 func TestCleanKeepsCommittedValuesUnderAbortedOnes(t *testing.T) {
 	tl := openTestLog(t, cleanConfig())
 	ts := testStart.UnixMilli()
-	seq := int32(0)
+	seq, seq4 := int32(0), int32(0)
 	for i := range 40 {
 		tl.append(kvBatch(t, ts, put(fmt.Sprintf("k%d", i%5), fmt.Sprintf("v%d", i))), 0)
+		if i%10 == 4 {
+			// A committed transaction writes every key, overwritten
+			// later by plain records.
+			var kvs []kv
+			for k := range 5 {
+				kvs = append(kvs, put(fmt.Sprintf("k%d", k), "committed"))
+			}
+			tl.append(txnKV(t, 4, seq4, ts, kvs...), 0)
+			seq4 += 5
+			tl.marker(4, 0, true, 0)
+		}
 		if i%10 == 9 {
 			// An aborted transaction overwrites every key.
 			var kvs []kv
@@ -357,6 +368,9 @@ func TestCleanKeepsCommittedValuesUnderAbortedOnes(t *testing.T) {
 	for _, r := range readAll(t, tl.Log, 1<<20) {
 		if string(r.value) == "aborted" && r.offset < abortedBefore[3].FirstOffset {
 			t.Fatalf("an aborted record at %d survived the cleaning", r.offset)
+		}
+		if string(r.value) == "committed" && r.offset < abortedBefore[2].LastOffset {
+			t.Fatalf("a committed transactional record at %d, overwritten since, survived the cleaning", r.offset)
 		}
 	}
 	if got := tl.abortedAll(); !slices.Equal(got, abortedBefore) {
