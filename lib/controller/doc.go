@@ -166,11 +166,11 @@
 // value, read whole by hashicorp/raft) carry no length of their own:
 // raftFrames (raftframe.go) follows them as the bytes arrive and closes
 // the connection, with a log line, at the first header announcing more
-// than raftMaxMessage (about 129 MiB) for one message, containers
+// than raftMaxMessage (about 257 MiB) for one message, containers
 // nested deeper than raftMaxDepth (32), or an unknown RPC type, before
 // hashicorp/raft's decoder reads that header. An InstallSnapshot's data,
 // which follows its request raw, is not counted. The bound holds every
-// message a leader sends: a command is at most maxCommand (8 MiB; a
+// message a leader sends: a command is at most maxCommand (16 MiB; a
 // larger proposal is refused with ErrCommandTooLarge before it reaches
 // the log) and an AppendEntries carries at most raftMaxAppendEntries (16)
 // of them. The answers read on a Raft connection this node dialed are

@@ -76,7 +76,7 @@ var (
 	// voters are fixed by --voters.
 	ErrVoter = errors.New("controller: node is a voter")
 	// ErrCommandTooLarge refuses a proposal whose encoded command is over
-	// maxCommand bytes (8 MiB), before it reaches the log: every entry
+	// maxCommand bytes (16 MiB), before it reaches the log: every entry
 	// must fit in a Raft message its followers accept.
 	ErrCommandTooLarge = errors.New("controller: command too large")
 	// ErrInvalidSnapshot is returned by Restore for bytes that are not a

@@ -19,7 +19,11 @@ const (
 	// maxCommand bounds one encoded controller command, a Raft log
 	// entry's data (KRaft bounds a metadata record batch to 8 MiB the
 	// same way). A larger proposal is refused with ErrCommandTooLarge.
-	maxCommand = 8 << 20
+	// The largest commands are a registration listing the replicas that
+	// lost committed records (about 105 bytes each: 16 MiB holds some
+	// 160,000) and an election or reassignment naming partitions one by
+	// one (TestLargestCommandsFitMaxCommand).
+	maxCommand = 16 << 20
 	// raftMaxAppendEntries is how many entries one AppendEntries carries
 	// at most (Raft's MaxAppendEntries).
 	raftMaxAppendEntries = 16

@@ -424,3 +424,35 @@ func TestRaftAnswerOutOfBoundsClosesTheConnection(t *testing.T) {
 		return strings.Contains(l, "closing a raft connection whose peer answered out of bounds") && strings.Contains(l, "remote="+fake.Addr().String()), l
 	})
 }
+
+// TestLargestCommandsFitMaxCommand: a registration reporting 150,000
+// replicas that lost committed records (more than any node hosts under
+// the default max.partitions spread over three brokers) fits in one
+// command, and so do an election and a reassignment naming 100,000
+// partitions one by one.
+func TestLargestCommandsFitMaxCommand(t *testing.T) {
+	reg := &registerBrokerV4{registerBrokerV3: registerBrokerV3{ID: 1, Host: "broker-1.example.com", Port: 9092, RaftAddr: "broker-1.example.com:9093"}}
+	elect := &electLeadersV1{Type: 0}
+	move := &alterReassignmentsV1{}
+	for i := range 150_000 {
+		topic := fmt.Sprintf("orders-eu-west-%03d", i%1000)
+		reg.LostCommitted = append(reg.LostCommitted, lostReplicaV4{Topic: topic, Partition: int32(i / 1000), EndOffset: 1 << 40, HighWatermark: 1<<40 + 12345})
+		if i < 100_000 {
+			elect.Partitions = append(elect.Partitions, topicPartitionV1{Topic: topic, Partition: int32(i / 1000)})
+			move.Partitions = append(move.Partitions, reassignmentV1{Topic: topic, Partition: int32(i / 1000), Replicas: []int32{1, 2, 3}})
+		}
+	}
+	for _, c := range []struct {
+		t    commandType
+		body any
+	}{{cmdRegisterBroker, reg}, {cmdElectLeaders, elect}, {cmdAlterReassignments, move}} {
+		data, err := encodeCommand(c.t, c.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) > maxCommand {
+			t.Errorf("%v: %d bytes, over maxCommand (%d)", c.t, len(data), maxCommand)
+		}
+		t.Logf("%v: %d bytes", c.t, len(data))
+	}
+}
