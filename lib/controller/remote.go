@@ -30,8 +30,11 @@ type RemoteSegment struct {
 	ObjectBase int64 `json:"object_base"`
 	// MaxTimestamp is the largest batch max timestamp in it, -1 for none.
 	MaxTimestamp int64 `json:"max_timestamp"`
-	// Size is the bytes of its data object.
-	Size int64 `json:"size"`
+	// Size is the bytes of its data object; Skipped those of them before
+	// BaseOffset (the previous segment's offsets, see ObjectBase), which
+	// the remote log's size does not count.
+	Size    int64 `json:"size"`
+	Skipped int64 `json:"skipped,omitempty"`
 	// LeaderEpoch is the leader epoch of the partition leader that
 	// uploaded it.
 	LeaderEpoch int32 `json:"leader_epoch"`
@@ -64,16 +67,19 @@ func (r *RemoteLog) EndOffset() int64 {
 	return r.Segments[len(r.Segments)-1].EndOffset + 1
 }
 
-// Size is the bytes held remotely.
+// Size is the bytes held remotely, each offset counted once.
 func (r *RemoteLog) Size() int64 {
 	var n int64
 	if r != nil {
 		for _, s := range r.Segments {
-			n += s.Size
+			n += s.Bytes()
 		}
 	}
 	return n
 }
+
+// Bytes is the segment's bytes from BaseOffset on.
+func (s RemoteSegment) Bytes() int64 { return s.Size - s.Skipped }
 
 // Find returns the segment holding offset, and false when none does.
 func (r *RemoteLog) Find(offset int64) (RemoteSegment, bool) {
@@ -162,7 +168,7 @@ func applyRemoteSegmentUploaded(img *Image, c *remoteSegmentUploadedV1) error {
 		return err
 	}
 	s := c.Segment
-	if s.ObjectBase < 0 || s.ObjectBase > s.BaseOffset || s.EndOffset < s.BaseOffset || s.Size < 0 || s.Key == "" || s.LeaderEpoch != c.LeaderEpoch {
+	if s.ObjectBase < 0 || s.ObjectBase > s.BaseOffset || s.Skipped < 0 || s.Skipped > s.Size || s.EndOffset < s.BaseOffset || s.Size < 0 || s.Key == "" || s.LeaderEpoch != c.LeaderEpoch {
 		return fmt.Errorf("%w: remote segment %+v", ErrInvalidCommand, s)
 	}
 	k := RemotePartition{c.Topic, c.Partition}

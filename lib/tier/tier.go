@@ -2,6 +2,7 @@ package tier
 
 import (
 	"context"
+	"encoding/binary"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/record"
 )
 
 // Metadata is where the remote-log metadata lives: the controller's
@@ -240,9 +242,14 @@ func (t *Tier) upload(ctx context.Context, p Partition, s log.SegmentInfo, from 
 			return controller.RemoteSegment{}, err
 		}
 	}
+	skipped, err := positionOf(&region, idx, s.Base, from)
+	if err != nil {
+		t.deleteObjects(stem)
+		return controller.RemoteSegment{}, err
+	}
 	seg := controller.RemoteSegment{
 		BaseOffset: from, ObjectBase: s.Base, EndOffset: s.Next - 1, MaxTimestamp: s.MaxTimestamp,
-		Size: s.Size, LeaderEpoch: p.LeaderEpoch, Key: stem,
+		Size: s.Size, Skipped: skipped, LeaderEpoch: p.LeaderEpoch, Key: stem,
 	}
 	if err := t.meta.RecordRemoteSegment(ctx, p.ID, p.LeaderEpoch, seg); err != nil {
 		// Not recorded: nobody will read these objects.
@@ -284,14 +291,14 @@ func RetentionPlan(r *controller.RemoteLog, localAbove, now, retentionMS, retent
 	total := r.Size() + localAbove
 	before := r.StartOffset()
 	for _, s := range r.Segments {
-		expired := retentionBytes >= 0 && total-s.Size >= retentionBytes
+		expired := retentionBytes >= 0 && total-s.Bytes() >= retentionBytes
 		if !expired && retentionMS >= 0 && s.MaxTimestamp >= 0 {
 			expired = now-s.MaxTimestamp > retentionMS
 		}
 		if !expired {
 			break
 		}
-		total -= s.Size
+		total -= s.Bytes()
 		before = s.EndOffset + 1
 	}
 	return before
@@ -409,4 +416,34 @@ func segmentsOf(r *controller.RemoteLog) []controller.RemoteSegment {
 		return nil
 	}
 	return r.Segments
+}
+
+// positionOf returns the position in a segment's data (base: its base
+// offset, idx: its offset index) of the batch starting at offset, 0 for
+// offset at or below base.
+func positionOf(r io.ReaderAt, idx []byte, base, offset int64) (int64, error) {
+	if offset <= base {
+		return 0, nil
+	}
+	pos := int64(0)
+	for i := 0; i+indexEntrySize <= len(idx); i += indexEntrySize {
+		if int64(binary.BigEndian.Uint32(idx[i:])) > offset-base {
+			break
+		}
+		pos = int64(binary.BigEndian.Uint32(idx[i+4:]))
+	}
+	var h [batchHeaderPrefix]byte
+	for {
+		if _, err := r.ReadAt(h[:], pos); err != nil {
+			return 0, fmt.Errorf("tier: find offset %d in segment %d: %w", offset, base, err)
+		}
+		b, length, last := batchFields(h[:])
+		switch {
+		case b == offset:
+			return pos, nil
+		case last >= offset || length <= 0:
+			return 0, fmt.Errorf("tier: offset %d is not a batch start in segment %d", offset, base)
+		}
+		pos += record.LengthPrefixSize + length
+	}
 }

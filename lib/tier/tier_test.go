@@ -272,3 +272,37 @@ func TestSyncDeletesStrayObjectsOfEarlierLeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncContinuesInsideASegment: a new leader whose segment starts
+// before the remote end (replicas roll at their own sizes) records it
+// from the remote end on, counts only its bytes from there, and reads
+// serve those offsets.
+func TestSyncContinuesInsideASegment(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "mem://")
+	f.appendBatches(t, 60)
+	// An earlier leader recorded offsets 0-8 (three batches).
+	if err := f.ctrl.RecordRemoteSegment(ctx, f.id, 0, controller.RemoteSegment{BaseOffset: 0, ObjectBase: 0, EndOffset: 8, MaxTimestamp: 1008, Size: 1, LeaderEpoch: 0, Key: "earlier"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.tier.Sync(ctx, f.partition(0)); err != nil {
+		t.Fatal(err)
+	}
+	rl := f.ctrl.Image().RemoteLog(f.id.Topic, 0)
+	closed, _ := f.log.ClosedSegments(0)
+	head, err := f.log.ReadBytes(0, 9, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rl.Segments[1]
+	if s.BaseOffset != 9 || s.ObjectBase != 0 || s.Skipped != int64(len(head)) || s.Bytes() != closed[0].Size-int64(len(head)) {
+		t.Fatalf("segment recorded inside a local one: %+v (bytes before offset 9: %d, segment %d)", s, len(head), closed[0].Size)
+	}
+	got, err := f.tier.Read(ctx, rl, 9, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := record.ParseHeader(got); err != nil || h.BaseOffset != 9 {
+		t.Fatalf("read at 9: batch %d (%v)", h.BaseOffset, err)
+	}
+}
