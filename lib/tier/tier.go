@@ -2,8 +2,8 @@ package tier
 
 import (
 	"context"
-	"encoding/binary"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
