@@ -36,7 +36,7 @@
 // leader's segments may start before the remote end (replicas roll at
 // their own sizes): the segment is then recorded from the remote end on
 // (RemoteSegment.BaseOffset), its objects holding the earlier offsets too
-// (ObjectBase). A leader that stops between uploading and recording
+// (ObjectBase), whose bytes (Skipped) the remote log's size leaves out. A leader that stops between uploading and recording
 // leaves objects no record names; the next leader's first Sync deletes
 // the partition's unrecorded objects of earlier epochs (sweep), which
 // those epochs can never record.
