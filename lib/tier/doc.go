@@ -17,11 +17,12 @@
 // Stores are reached through gocloud.dev/blob. Credentials of an s3://
 // store come from the environment and the AWS credential files, as the
 // AWS SDK finds them; never from a flag, and the store's URL is logged
-// without its query. A segment is four objects under
+// without its query. A segment is five objects under
 // "<topic id>/<partition>/<base offset>-<leader epoch>-<random>": .log
 // (the data file as it was closed), .index and .timeindex (lib/log's
-// formats) and .epochs (the leader-epoch entries of its range, in the
-// text of lib/log's leader-epoch checkpoint).
+// formats), .epochs (the leader-epoch entries of its range, in the
+// text of lib/log's leader-epoch checkpoint) and .producers (the last
+// batch of each idempotent producer in it, see producerState).
 //
 // # Uploads and the metadata
 //

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,9 +137,10 @@ const (
 	extIndex     = ".index"
 	extTimeIndex = ".timeindex"
 	extEpochs    = ".epochs"
+	extProducers = ".producers"
 )
 
-var segmentExts = []string{extLog, extIndex, extTimeIndex, extEpochs}
+var segmentExts = []string{extLog, extIndex, extTimeIndex, extEpochs, extProducers}
 
 // PartitionPrefix is the key prefix of a partition's objects.
 func PartitionPrefix(p controller.RemotePartition) string {
@@ -227,10 +229,15 @@ func (t *Tier) upload(ctx context.Context, p Partition, s log.SegmentInfo, from 
 	for _, e := range epochs {
 		fmt.Fprintf(&eb, "%d %d\n", e.Epoch, e.StartOffset)
 	}
+	producers, err := producerState(&region, region.Len)
+	if err != nil {
+		return controller.RemoteSegment{}, err
+	}
 	objects := []struct {
 		ext string
 		r   io.Reader
 	}{
+		{extProducers, strings.NewReader(producers)},
 		{extLog, io.NewSectionReader(&region, 0, region.Len)},
 		{extIndex, strings.NewReader(string(idx))},
 		{extTimeIndex, strings.NewReader(string(tidx))},
@@ -446,4 +453,44 @@ func positionOf(r io.ReaderAt, idx []byte, base, offset int64) (int64, error) {
 		}
 		pos += record.LengthPrefixSize + length
 	}
+}
+
+// producerState is the .producers object of a segment: the last batch
+// of each idempotent producer in it, "mq producer-state 1", the count,
+// and one "<producer id> <epoch> <first sequence> <last sequence> <base
+// offset> <last offset>" line each, by producer id: what rebuilds the
+// producers' state from that segment on.
+func producerState(r io.ReaderAt, size int64) (string, error) {
+	type last struct {
+		epoch                int16
+		firstSeq, lastSeq    int32
+		baseOffset, lastOffs int64
+	}
+	byID := map[int64]last{}
+	var hb [record.HeaderSize]byte
+	for pos := int64(0); pos < size; {
+		if _, err := r.ReadAt(hb[:], pos); err != nil {
+			return "", fmt.Errorf("tier: producer state at %d: %w", pos, err)
+		}
+		h, err := record.ParseHeader(hb[:])
+		if err != nil {
+			return "", fmt.Errorf("tier: producer state at %d: %w", pos, err)
+		}
+		if h.Idempotent() {
+			byID[h.ProducerID] = last{h.ProducerEpoch, h.BaseSequence, h.LastSequence(), h.BaseOffset, h.LastOffset()}
+		}
+		pos += int64(h.Size())
+	}
+	ids := make([]int64, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var b strings.Builder
+	fmt.Fprintf(&b, "mq producer-state 1\n%d\n", len(ids))
+	for _, id := range ids {
+		p := byID[id]
+		fmt.Fprintf(&b, "%d %d %d %d %d %d\n", id, p.epoch, p.firstSeq, p.lastSeq, p.baseOffset, p.lastOffs)
+	}
+	return b.String(), nil
 }

@@ -106,7 +106,7 @@ func TestSyncUploadsOnceAndReadsBackEveryOffset(t *testing.T) {
 				t.Fatalf("remote log %+v after syncing %d closed segments", rl, len(closed))
 			}
 			keys, _ := f.store.List(ctx, "")
-			if len(keys) != 4*len(closed) {
+			if len(keys) != 5*len(closed) {
 				t.Fatalf("%d objects for %d segments: %v", len(keys), len(closed), keys)
 			}
 			// A second Sync finds nothing to upload.
@@ -213,7 +213,7 @@ func TestRemoteRetentionDeletesOldestSegments(t *testing.T) {
 			t.Fatalf("object %s of a deleted segment is still there", k)
 		}
 	}
-	if len(keys) != 4*len(after.Segments) {
+	if len(keys) != 5*len(after.Segments) {
 		t.Fatalf("%d objects for %d segments", len(keys), len(after.Segments))
 	}
 }
@@ -263,7 +263,7 @@ func TestSyncDeletesStrayObjectsOfEarlierLeaders(t *testing.T) {
 	}
 	keys, _ := f.store.List(ctx, "")
 	rl := f.ctrl.Image().RemoteLog(f.id.Topic, 0)
-	if len(keys) != 4*len(rl.Segments)+1 {
+	if len(keys) != 5*len(rl.Segments)+1 {
 		t.Fatalf("%d objects for %d segments: %v", len(keys), len(rl.Segments), keys)
 	}
 	for _, k := range keys {
@@ -304,5 +304,34 @@ func TestSyncContinuesInsideASegment(t *testing.T) {
 	}
 	if h, err := record.ParseHeader(got); err != nil || h.BaseOffset != 9 {
 		t.Fatalf("read at 9: batch %d (%v)", h.BaseOffset, err)
+	}
+}
+
+// TestUploadKeepsTheSegmentsProducerState: a segment's .producers object
+// holds the last batch of each idempotent producer in it.
+func TestUploadKeepsTheSegmentsProducerState(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "mem://")
+	for i := range 40 {
+		recs := []record.Record{{Value: []byte(strings.Repeat("v", 200))}}
+		b, err := record.Build(record.BuildOptions{Idempotent: true, ProducerID: 7, ProducerEpoch: 1, BaseSequence: int32(i)}, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.log.Append(b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.tier.Sync(ctx, f.partition(0)); err != nil {
+		t.Fatal(err)
+	}
+	seg := f.ctrl.Image().RemoteLog(f.id.Topic, 0).Segments[0]
+	got, err := f.store.ReadAll(ctx, seg.Key+extProducers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("mq producer-state 1\n1\n7 1 %d %d %d %d\n", seg.EndOffset, seg.EndOffset, seg.EndOffset, seg.EndOffset)
+	if string(got) != want {
+		t.Fatalf("producer state of segment %d-%d:\n%s\nwant\n%s", seg.BaseOffset, seg.EndOffset, got, want)
 	}
 }
