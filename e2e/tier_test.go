@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/fileblob" // the file:// store
+	_ "gocloud.dev/blob/s3blob"   // an s3:// store
 
 	"github.com/mqproject/mq/lib/mqtest"
 )
@@ -31,23 +35,40 @@ type tierStore struct {
 	outage func(t *testing.T, url string) (back func())
 }
 
+// storeObjects lists the objects of the store at url under a prefix,
+// through gocloud.dev/blob as mqd reaches it (file://, s3://).
+func storeObjects(t *testing.T, url string) func(prefix string) []string {
+	return func(prefix string) []string {
+		ctx := ctxFor(t, 20*time.Second)
+		b, err := blob.OpenBucket(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		var keys []string
+		it := b.List(&blob.ListOptions{Prefix: prefix})
+		for {
+			o, err := it.Next(ctx)
+			if err == io.EOF {
+				return keys
+			}
+			if err != nil {
+				// A store that is down (an outage) lists nothing.
+				return keys
+			}
+			keys = append(keys, o.Key)
+		}
+	}
+}
+
 // tierStores are the stores of the tiered-storage tests.
 var tierStores = []tierStore{
 	{name: "file", open: func(t *testing.T) (string, func(string) []string) {
-		dir := filepath.Join(t.TempDir(), "remote")
-		return "file://" + dir, func(prefix string) []string {
-			var keys []string
-			_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-				if err == nil && !d.IsDir() {
-					rel, _ := filepath.Rel(dir, path)
-					if strings.HasPrefix(rel, prefix) {
-						keys = append(keys, rel)
-					}
-				}
-				return nil
-			})
-			return keys
+		url := "file://" + filepath.Join(t.TempDir(), "remote")
+		if err := os.MkdirAll(strings.TrimPrefix(url, "file://"), 0o750); err != nil {
+			t.Fatal(err)
 		}
+		return url, storeObjects(t, url)
 	},
 		// A file where the store's directory was: every write fails
 		// (ENOTDIR), whoever the tests run as.
