@@ -27,7 +27,7 @@ const (
 )
 
 // Write implements txn.Markers.
-func (w *markerWriter) Write(ctx context.Context, m txn.Marker) error {
+func (w *markerWriter) Write(ctx context.Context, m txn.Marker, written func([]txn.TopicPartition)) error {
 	b := w.b
 	remaining := slices.Clone(m.Partitions)
 	backoff := markerBackoff
@@ -35,8 +35,10 @@ func (w *markerWriter) Write(ctx context.Context, m txn.Marker) error {
 		img := b.ctrl.Image()
 		byLeader := map[int32][]txn.TopicPartition{}
 		var retry []txn.TopicPartition
+		var gone []txn.TopicPartition
 		for _, tp := range remaining {
 			if !knownPartition(img, tp.Topic, tp.Partition) {
+				gone = append(gone, tp)
 				continue
 			}
 			leader := img.Topics[tp.Topic].Partitions[tp.Partition].Leader
@@ -46,10 +48,16 @@ func (w *markerWriter) Write(ctx context.Context, m txn.Marker) error {
 			}
 			byLeader[leader] = append(byLeader[leader], tp)
 		}
+		if len(gone) > 0 && written != nil {
+			written(gone)
+		}
 		for leader, tps := range byLeader {
 			failed, err := w.send(ctx, leader, m, tps)
 			if err != nil && ctx.Err() == nil {
 				b.log.Debug("write transaction markers", "transactional_id", m.TransactionalID, "node", leader, "err", err)
+			}
+			if done := slices.DeleteFunc(slices.Clone(tps), func(tp txn.TopicPartition) bool { return slices.Contains(failed, tp) }); len(done) > 0 && written != nil {
+				written(done)
 			}
 			retry = append(retry, failed...)
 		}

@@ -43,10 +43,11 @@ type Markers interface {
 	// Write returns once a marker is written to every partition of m
 	// (those that no longer exist count as written), retrying what fails
 	// on its own, or with ctx's error when ctx ends first: the coordinator
-	// lost the transaction's partition. It is called from a goroutine of
-	// the coordinator's, without its mutex, and may be called
-	// concurrently.
-	Write(ctx context.Context, m Marker) error
+	// lost the transaction's partition. It calls written, if not nil,
+	// with the partitions that have their marker as they get it. It is
+	// called from a goroutine of the coordinator's, without its mutex,
+	// and may be called concurrently.
+	Write(ctx context.Context, m Marker, written func([]TopicPartition)) error
 }
 
 // Config configures a Coordinator.
@@ -111,6 +112,9 @@ type txn struct {
 	// durable is false until the id's first record is: a failed first
 	// write forgets the id.
 	durable bool
+	// marked are the partitions of the ending transaction that have their
+	// marker (in memory only: a new coordinator writes them all again).
+	marked map[TopicPartition]bool
 }
 
 // New returns a coordinator owning no partition yet.
@@ -801,9 +805,20 @@ func (c *Coordinator) sendMarkersLocked(t *txn) {
 		m.TransactionVersion = 2
 	}
 	prepared := t.Metadata.clone()
+	t.marked = map[TopicPartition]bool{}
+	written := func(tps []TopicPartition) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.txns[t.ID] == t && t.Epoch == prepared.Epoch && t.State == prepared.State && t.marked != nil {
+			for _, tp := range tps {
+				t.marked[tp] = true
+			}
+			c.notifyLocked()
+		}
+	}
 	c.goLocked(func() {
 		if len(m.Partitions) > 0 {
-			if err := c.cfg.Markers.Write(op.gone, m); err != nil {
+			if err := c.cfg.Markers.Write(op.gone, m, written); err != nil {
 				if op.gone.Err() == nil {
 					c.log.Warn("transaction markers", "transactional_id", m.TransactionalID, "err", err)
 				}
@@ -953,7 +968,8 @@ func (c *Coordinator) ExpireIDs() {
 	c.expireLocked()
 }
 
-// Description is a transaction as DescribeTransactions shows it.
+// Description is a transaction as DescribeTransactions shows it: while
+// it ends, Partitions are those still without their marker, as in Kafka.
 type Description struct {
 	ID            string
 	State         State
@@ -976,8 +992,13 @@ func (c *Coordinator) Describe(id string) (Description, error) {
 	if t == nil || !t.durable {
 		return Description{}, ErrNotFound
 	}
-	return Description{ID: id, State: t.State, Timeout: t.Timeout, Start: t.Start, ProducerID: t.ProducerID,
-		ProducerEpoch: t.Epoch, Partitions: slices.Clone(t.Partitions)}, nil
+	d := Description{ID: id, State: t.State, Timeout: t.Timeout, Start: t.Start, ProducerID: t.ProducerID, ProducerEpoch: t.Epoch}
+	for _, tp := range t.Partitions {
+		if !t.State.completing() || !t.marked[tp] {
+			d.Partitions = append(d.Partitions, tp)
+		}
+	}
+	return d, nil
 }
 
 // Filter selects the transactions of List; a zero field selects all.

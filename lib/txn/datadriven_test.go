@@ -263,7 +263,8 @@ func errName(err error) string {
 }
 
 // testMarkers records the markers written; while held, writes wait for
-// release.
+// release, except that the first of several partitions gets its marker
+// at once.
 type testMarkers struct {
 	mu      sync.Mutex
 	held    bool
@@ -277,10 +278,15 @@ func newTestMarkers() *testMarkers {
 	return &testMarkers{gate: make(chan struct{}), changed: make(chan struct{})}
 }
 
-func (m *testMarkers) Write(ctx context.Context, mk Marker) error {
+func (m *testMarkers) Write(ctx context.Context, mk Marker, written func([]TopicPartition)) error {
+	m.mu.Lock()
+	held := m.held
+	m.mu.Unlock()
+	if held && len(mk.Partitions) > 1 {
+		written(mk.Partitions[:1]) // the first at once, the others wait
+	}
 	m.mu.Lock()
 	gate := m.gate
-	held := m.held
 	if held {
 		m.waiting++
 		m.notifyLocked()
@@ -307,6 +313,7 @@ func (m *testMarkers) Write(ctx context.Context, mk Marker) error {
 	for _, tp := range mk.Partitions {
 		parts = append(parts, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition))
 	}
+	written(mk.Partitions)
 	m.mu.Lock()
 	m.written = append(m.written, fmt.Sprintf("marker %s %s pid=%d epoch=%d v%d %s", mk.TransactionalID, kind,
 		mk.ProducerID, mk.ProducerEpoch, mk.TransactionVersion, strings.Join(parts, " ")))

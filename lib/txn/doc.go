@@ -29,8 +29,9 @@
 // record is durable; the markers (Markers.Write: WriteTxnMarkers to every
 // partition's leader, lib/broker) are written in the background, and the
 // Complete record follows. A transaction in a Prepare state answers
-// ErrConcurrent (the client retries). Replay restarts the markers of
-// every transaction found in a Prepare state.
+// ErrConcurrent (the client retries); Describe lists, meanwhile, the
+// partitions still without their marker, as Kafka does. Replay restarts
+// the markers of every transaction found in a Prepare state.
 //
 // A client ending with EndTxn v5 (transaction.version 2, KIP-890 part 2)
 // bumps the epoch at every end: the markers carry the new epoch, the
