@@ -154,4 +154,30 @@ func TestTransactionCoordinator(t *testing.T) {
 	if err != nil || described["e2e-b"].ProducerEpoch <= r2.ProducerEpoch {
 		t.Fatalf("e2e-b after the fence: %v %+v", err, described["e2e-b"])
 	}
+
+	// All of it is in __transaction_state: mqd killed and started again
+	// replays it, and still fences the old producers.
+	before, err := adm.DescribeTransactions(ctx, "e2e-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.restart(true)
+	adm = b.admin()
+	mqtest.WaitFor(t, "the transactions after a crash", func() (bool, string) {
+		after, err := adm.DescribeTransactions(ctx, "e2e-a", "e2e-b")
+		if err != nil {
+			return false, err.Error()
+		}
+		a, was := after["e2e-a"], before["e2e-a"]
+		if a.Err != nil || a.State != was.State || a.ProducerID != was.ProducerID || a.ProducerEpoch != was.ProducerEpoch {
+			return false, fmt.Sprintf("e2e-a %+v, before the crash %+v", a, was)
+		}
+		if e := after["e2e-b"]; e.Err != nil || e.ProducerEpoch <= r2.ProducerEpoch {
+			return false, fmt.Sprintf("e2e-b %+v", e)
+		}
+		return true, ""
+	})
+	if err := txnAdd(t, b.client(), "e2e-b", r1.ProducerID, r1.ProducerEpoch, "tx", 0); err != kerr.ProducerFenced {
+		t.Fatalf("the first producer after the crash: %v", err)
+	}
 }
