@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,7 +91,48 @@ var tierStores = []tierStore{
 				}
 			}
 		}},
-}
+
+	{name: "s3", open: func(t *testing.T) (string, func(string) []string) {
+		_, s := startSeaweed(t)
+		url := s.URL()
+		seaweeds.Store(url, s)
+		t.Cleanup(func() { seaweeds.Delete(url) })
+		bucket, err := blob.OpenBucket(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { bucket.Close() })
+		return url, func(prefix string) []string {
+			var keys []string
+			it := bucket.List(&blob.ListOptions{Prefix: prefix})
+			for {
+				obj, err := it.Next(context.Background())
+				if err == io.EOF {
+					return keys
+				}
+				if err != nil {
+					t.Errorf("listing %q in the store: %v", prefix, err)
+					return keys
+				}
+				keys = append(keys, obj.Key)
+			}
+		}
+	},
+		// SeaweedFS stopped: every request fails (connection refused)
+		// until it is started again on the same data.
+		outage: func(t *testing.T, url string) func() {
+			v, ok := seaweeds.Load(url)
+			if !ok {
+				t.Fatalf("no SeaweedFS serves %s", url)
+			}
+			s := v.(*mqtest.Seaweed)
+			s.Stop()
+			return s.Start
+		}},}
+
+// seaweeds are the SeaweedFS servers of the running tests, by their
+// bucket's URL, for the s3 store's outage.
+var seaweeds sync.Map
 
 // tierProps are the broker settings of the tiered-storage tests: the
 // store, and the tiering and retention tasks every 100 ms.
