@@ -71,8 +71,8 @@ func (tc *txnCoordinator) close() {
 	tc.state.Close()
 }
 
-// Transactions returns the transaction coordinator (lib/node's wiring,
-// tests).
+// Transactions returns the transaction coordinator, whose timeout check
+// tests run at once.
 func (b *Broker) Transactions() *txn.Coordinator { return b.txns.c }
 
 // txnAPIs lists the transaction APIs.
