@@ -732,7 +732,10 @@ func (c *Coordinator) endLocked(ctx context.Context, r EndRequest, newID int64) 
 	if r.Commit {
 		want, other, prepared = CompleteCommit, CompleteAbort, PrepareCommit
 	}
-	if r.Version2 && r.ProducerID == m.ProducerID && r.ProducerEpoch == m.LastEpoch && m.Version2 {
+	// After an end that changed the producer id, the old id is
+	// PrevProducerID and its last epoch LastEpoch.
+	sameProducer := r.ProducerID == m.ProducerID || r.ProducerID == m.PrevProducerID && m.Epoch == 0
+	if r.Version2 && sameProducer && r.ProducerEpoch == m.LastEpoch && m.Version2 {
 		// A retry of the end that bumped the epoch.
 		switch m.State {
 		case want:
@@ -844,8 +847,9 @@ func (c *Coordinator) complete(op *ownedPartition, t *txn, prepared Metadata) {
 			next.State = CompleteCommit
 		}
 		if next.NextProducerID >= 0 {
+			// LastEpoch stays the old id's last: a retried end names it.
 			next.PrevProducerID, next.ProducerID, next.Epoch = next.ProducerID, next.NextProducerID, next.NextEpoch
-			next.NextProducerID, next.NextEpoch, next.LastEpoch = -1, -1, -1
+			next.NextProducerID, next.NextEpoch = -1, -1
 		}
 		next.Partitions, next.Start = nil, time.Time{}
 		err := c.writeLocked(op.gone, t, next)
