@@ -734,7 +734,7 @@ func (c *Coordinator) expireLocked() {
 			keys = append(keys, offsetKey(id, tp.Topic, tp.Partition))
 			values = append(values, nil)
 		}
-		dead := len(g.offsets) == len(expired) && len(g.writes) == 0 && g.metadataWrites == 0
+		dead := len(g.offsets) == len(expired) && len(g.writes) == 0 && g.metadataWrites == 0 && len(g.txnOffsets) == 0
 		if dead && g.hasMetadata {
 			keys = append(keys, groupKey(id))
 			values = append(values, nil)

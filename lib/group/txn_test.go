@@ -122,3 +122,22 @@ func TestTxnOffsetCommitChecksMembership(t *testing.T) {
 		t.Fatalf("empty group: got %v", err)
 	}
 }
+
+// TestExpiryKeepsAGroupWithPendingTxnOffsets: a group that only has
+// offsets of an open transaction is not empty of offsets: expiry leaves
+// it, and the commit marker finds it.
+func TestExpiryKeepsAGroupWithPendingTxnOffsets(t *testing.T) {
+	store := &MemStore{}
+	c := New(Config{Partitions: 1, Store: store, Clock: clock.NewManual(time.Unix(1_700_000_000, 0))})
+	defer c.Close()
+	if err := c.Load(0); err != nil {
+		t.Fatal(err)
+	}
+	a := TopicPartition{"a", 0}
+	txnCommit(t, c, 10, map[TopicPartition]int64{a: 5})
+	c.ExpireOffsets()
+	c.CompleteTransaction(0, 10, 3, true)
+	if got := fetched(t, c, a); got != 5 {
+		t.Fatalf("after expiry and the commit marker: got %d, want 5", got)
+	}
+}
