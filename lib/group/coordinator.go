@@ -96,6 +96,16 @@ type ownedPartition struct {
 	// closes: writes still waiting for durability give up.
 	gone   context.Context
 	cancel context.CancelFunc
+	// completions are the transactions' ends (CompleteTransaction) that
+	// came while the partition loaded: applied once it is loaded, as the
+	// replay may have read the log before their markers.
+	completions []completion
+}
+
+// completion is a transaction's end on a partition.
+type completion struct {
+	producerID int64
+	commit     bool
 }
 
 // New returns a coordinator owning no partition yet.
@@ -241,6 +251,9 @@ func (c *Coordinator) load(partition int32, op *ownedPartition) {
 		return
 	}
 	for _, g := range loaded {
+		for _, done := range op.completions {
+			g.completeTransaction(done.producerID, done.commit)
+		}
 		c.groups[g.id] = g
 		// Every restored member's session starts now, as if it had just
 		// heartbeated: one that does not come back expires, and the

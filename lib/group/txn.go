@@ -114,10 +114,19 @@ func (g *group) completeTransaction(producerID int64, commit bool) {
 // that partition. With commit the offsets the producer committed in the
 // transaction (TxnCommitOffsets) become the groups' committed offsets;
 // otherwise they are dropped. The marker is the record of it: a
-// coordinator that replays the partition finds the same.
+// coordinator that replays the partition finds the same; an end that
+// comes while the partition loads is applied when the load is done.
 func (c *Coordinator) CompleteTransaction(partition int32, producerID int64, producerEpoch int16, commit bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if op := c.owned[partition]; op != nil {
+		select {
+		case <-op.loaded:
+		default:
+			op.completions = append(op.completions, completion{producerID, commit})
+			return
+		}
+	}
 	n := 0
 	for _, g := range c.groups {
 		if g.partition == partition && g.txnOffsets[producerID] != nil {

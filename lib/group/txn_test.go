@@ -141,3 +141,62 @@ func TestExpiryKeepsAGroupWithPendingTxnOffsets(t *testing.T) {
 		t.Fatalf("after expiry and the commit marker: got %d, want 5", got)
 	}
 }
+
+// slowReplay is a MemStore whose Replay reads the log, then waits for
+// gate before it hands the records over: a load that read the log before
+// a marker was appended.
+type slowReplay struct {
+	*MemStore
+	read chan struct{}
+	gate chan struct{}
+}
+
+func (s *slowReplay) Replay(partition int32, fn func(Entry) error) error {
+	var entries []Entry
+	err := s.MemStore.Replay(partition, func(e Entry) error {
+		e.Key, e.Value = append([]byte(nil), e.Key...), append([]byte(nil), e.Value...)
+		entries = append(entries, e)
+		return nil
+	})
+	close(s.read)
+	<-s.gate
+	for _, e := range entries {
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// TestTransactionEndDuringLoadIsApplied: a commit marker written while
+// the partition loads (after the replay read the log) still makes the
+// transaction's offsets the group's.
+func TestTransactionEndDuringLoadIsApplied(t *testing.T) {
+	mem := &MemStore{}
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	first := New(Config{Partitions: 1, Store: mem, Clock: clk})
+	if err := first.Load(0); err != nil {
+		t.Fatal(err)
+	}
+	a := TopicPartition{"a", 0}
+	txnCommit(t, first, 10, map[TopicPartition]int64{a: 5})
+	first.Close()
+
+	store := &slowReplay{MemStore: mem, read: make(chan struct{}), gate: make(chan struct{})}
+	c := New(Config{Partitions: 1, Store: store, Clock: clk})
+	defer c.Close()
+	loaded := make(chan error, 1)
+	c.LoadAsync(0, func(err error) { loaded <- err })
+	<-store.read
+	if err := mem.AppendMarker(0, 10, 3, true); err != nil {
+		t.Fatal(err)
+	}
+	c.CompleteTransaction(0, 10, 3, true)
+	close(store.gate)
+	if err := <-loaded; err != nil {
+		t.Fatal(err)
+	}
+	if got := fetched(t, c, a); got != 5 {
+		t.Fatalf("offset after a commit marker written during the load: got %d, want 5", got)
+	}
+}
