@@ -288,6 +288,29 @@ func TestTieredReplayFromTheBeginning(t *testing.T) {
 				}
 			}
 
+			// A group whose committed offset is in the remote part
+			// resumes there and reads on across into the local part.
+			commit := kadm.Offsets{}
+			commit.Add(kadm.Offset{Topic: topic, Partition: 0, At: 500, LeaderEpoch: -1})
+			if err := adm.CommitAllOffsets(ctx, "replayers", commit); err != nil {
+				t.Fatal(err)
+			}
+			gcl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.ConsumerGroup("replayers"), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fromGroup []string
+			gctx := ctxFor(t, 30*time.Second)
+			for len(fromGroup) < n-500 {
+				fs := gcl.PollFetches(gctx)
+				if err := fs.Err0(); err != nil {
+					t.Fatalf("group after %d records: %v", len(fromGroup), err)
+				}
+				fs.EachRecord(func(r *kgo.Record) { fromGroup = append(fromGroup, string(r.Value)) })
+			}
+			gcl.Close()
+			checkSame(t, "a group from offset 500", fromGroup, want[500:])
+
 			b.restart(false)
 			cl = b.client()
 			if got, code := listOffset(t, cl, topic, -2); code != 0 || got != 0 {
