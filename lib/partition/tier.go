@@ -77,10 +77,25 @@ func (m *Manager) SyncTiers(ctx context.Context) {
 	img := m.ctrl.Image()
 	var t *tier.Tier
 	for _, h := range m.All() {
-		if cfg := h.Config(); cfg == nil || !cfg.RemoteStorageEnable {
+		id := controller.RemotePartition{Topic: h.topicID, Partition: h.Partition.Partition()}
+		cfg := h.Config()
+		if cfg == nil || !cfg.RemoteStorageEnable {
+			// Tiering turned off: what is remote still ages out.
+			if rl := img.RemoteLog(id.Topic, id.Partition); rl != nil && cfg != nil && h.IsLeader() && m.tierDue(id) {
+				if t == nil {
+					var err error
+					if t, err = m.Tier(); err != nil {
+						m.log.Error("remote log store", "err", err)
+						return
+					}
+				}
+				info := h.Offsets()
+				err := t.ApplyRetention(ctx, tier.Partition{ID: id, Name: h.String(), LeaderEpoch: info.LeaderEpoch, Log: h.Log(),
+					HighWatermark: info.HighWatermark, RetentionMS: cfg.RetentionMS, RetentionBytes: cfg.RetentionBytes})
+				m.tierResult(id, err)
+			}
 			continue
 		}
-		id := controller.RemotePartition{Topic: h.topicID, Partition: h.Partition.Partition()}
 		if !h.IsLeader() {
 			h.Log().SetRemoteEnd(img.RemoteLog(id.Topic, id.Partition).EndOffset())
 			if t := m.TierIfOpen(); t != nil {
@@ -98,7 +113,6 @@ func (m *Manager) SyncTiers(ctx context.Context) {
 				return
 			}
 		}
-		cfg := h.Config()
 		info := h.Offsets()
 		err := t.Sync(ctx, tier.Partition{
 			ID: id, Name: h.String(), LeaderEpoch: info.LeaderEpoch, Log: h.Log(), HighWatermark: info.HighWatermark,

@@ -311,6 +311,13 @@ func RetentionPlan(r *controller.RemoteLog, localAbove, now, retentionMS, retent
 	return before
 }
 
+// ApplyRetention deletes the remote segments retention condemns, and
+// uploads nothing: for a partition whose topic no longer has
+// remote.storage.enable, whose remote part still ages out.
+func (t *Tier) ApplyRetention(ctx context.Context, p Partition) error {
+	return t.enforceRetention(ctx, p)
+}
+
 // enforceRetention deletes the remote segments retention condemns: first
 // from the metadata (by this leader's epoch, refused when it is stale),
 // then their objects.
