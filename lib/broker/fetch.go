@@ -476,7 +476,7 @@ func (f *fetch) read(take bool) bool {
 				failed = true
 				continue
 			}
-			fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, info.LogStartOffset, nil
+			fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, f.logStart(fp, info.LogStartOffset), nil
 			fp.lastStableOffset = info.LastStableOffset
 			continue
 		}
@@ -498,6 +498,7 @@ func (f *fetch) read(take bool) bool {
 			// the Reply.
 			info = fp.p.Offsets()
 			fp.highWatermark, fp.logStartOffset, fp.err = info.HighWatermark, f.logStart(fp, info.LogStartOffset), nil
+			fp.lastStableOffset = info.LastStableOffset
 			fp.remoteWant = readBytes
 			f.remotePending = true
 			continue
