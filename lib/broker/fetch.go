@@ -514,7 +514,7 @@ func (f *fetch) read(take bool) bool {
 		if region.Len == 0 {
 			if seen != nil && readBytes > 0 { // not when held back: there may be news
 				fp.quietRead = quietRead{seen: seen, seenOffset: fp.fetchOffset, seenEpoch: fp.currentLeaderEpoch,
-					seenHWM: info.HighWatermark, seenStart: info.LogStartOffset, seenLSO: info.LastStableOffset}
+					seenHWM: info.HighWatermark, seenStart: fp.logStartOffset, seenLSO: info.LastStableOffset}
 			}
 			continue
 		}
