@@ -47,6 +47,8 @@ func TestFetchEncodingDecodesWithKmsg(t *testing.T) {
 				{partition: 0, highWatermark: 5, lastStableOffset: 5, logStartOffset: 0, region: log.RegionOf(file, pos1, int64(len(batch1)), 0, 2)},
 				{partition: 1, highWatermark: 9, lastStableOffset: 9, logStartOffset: 2}, // no records
 				{partition: 2, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1, err: log.ErrOffsetOutOfRange},
+				{partition: 4, highWatermark: 8, lastStableOffset: 8, logStartOffset: 0, remote: batch2}, // read from the remote store
+				{partition: 5, highWatermark: 8, lastStableOffset: 8, logStartOffset: 0, err: errMovedToTieredStorage},
 			}},
 			{name: "beta", id: [16]byte{9}, parts: []fetchPartition{
 				{partition: 3, highWatermark: 7, lastStableOffset: 7, logStartOffset: 1, region: log.RegionOf(file, pos2, int64(len(batch2)), 3, 4)},
@@ -88,7 +90,9 @@ func TestFetchEncodingDecodesWithKmsg(t *testing.T) {
 			topic("alpha", topicID,
 				part(0, 0, 5, 0, batch1),
 				part(1, 0, 9, 2, []byte{}),
-				part(2, kerr.OffsetOutOfRange.Code, -1, -1, []byte{})),
+				part(2, kerr.OffsetOutOfRange.Code, -1, -1, []byte{}),
+				part(4, 0, 8, 0, batch2),
+				part(5, kerr.OffsetMovedToTieredStorage.Code, 8, 0, []byte{})),
 			topic("beta", [16]byte{9}, part(3, 0, 7, 1, batch2)),
 			topic("gamma", [16]byte{}),
 		}
