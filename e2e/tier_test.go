@@ -558,3 +558,71 @@ func describeTiered(t *testing.T, b *broker, topic string) (e struct {
 	}
 	return e
 }
+
+// TestTieredNewLeaderDeletesNothingWithinRetention is the KAFKA-20732
+// case: every offset is both remote and local (local retention as
+// retention.bytes), and the whole log is within retention.bytes only
+// when those offsets count once. A new leader applies retention.bytes
+// to the remote part and must delete nothing: the log start stays 0.
+func TestTieredNewLeaderDeletesNothingWithinRetention(t *testing.T) {
+	for _, st := range tierStores {
+		t.Run(st.name, func(t *testing.T) {
+			url, _ := st.open(t)
+			c := startCluster(t, 3, clusterOpts{props: tierProps(url)})
+			const topic = "tiered-stale"
+			ctx := ctxFor(t, 60*time.Second)
+			// Every offset stays local too (local.retention.bytes as
+			// retention.bytes), and 1 MB of retention holds it all.
+			resp, err := c.admin().CreateTopic(ctx, 1, 3, map[string]*string{
+				"remote.storage.enable": kadm.StringPtr("true"), "segment.bytes": kadm.StringPtr("16384"),
+				"retention.bytes": kadm.StringPtr("1000000"), "retention.ms": kadm.StringPtr("-1"), "min.insync.replicas": kadm.StringPtr("2"),
+			}, topic)
+			if err == nil {
+				err = resp.Err
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.waitPartitions(topic, topic+" in sync", fullISR)
+			cl := c.client(kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RequiredAcks(kgo.AllISRAcks()))
+			now := time.Now()
+			want := produceNumbered(t, cl, topic, 0, 4500, now) // ~590 KB: within 1 MB once, not twice
+			remote := func() (start, end int64) {
+				// The remote extent as the leader's describe shows it.
+				res := runTool(t, 30*time.Second, "", "mqctl", "-b", c.bootstrapList(), "topic", "describe", topic, "-o", "json")
+				var ds []struct {
+					Partitions []struct {
+						Tiered *struct {
+							RemoteStart int64 `json:"remote_start_offset"`
+							RemoteEnd   int64 `json:"remote_end_offset"`
+						} `json:"tiered"`
+					} `json:"partitions"`
+				}
+				if err := json.Unmarshal([]byte(res.stdout), &ds); err != nil || len(ds) != 1 || len(ds[0].Partitions) != 1 || ds[0].Partitions[0].Tiered == nil {
+					return -1, -1
+				}
+				return ds[0].Partitions[0].Tiered.RemoteStart, ds[0].Partitions[0].Tiered.RemoteEnd
+			}
+			mqtest.WaitFor(t, "the closed segments uploaded", func() (bool, string) {
+				_, end := remote()
+				return end >= 4000, fmt.Sprintf("remote end %d", end)
+			})
+			leader := c.waitPartitions(topic, "a leader", func(ps []partitionState) bool { return ps[0].leader > 0 })[0].leader
+			c.node(leader).kill()
+			c.waitPartitions(topic, "a new leader", func(ps []partitionState) bool { return ps[0].leader > 0 && ps[0].leader != leader })
+			// Two more uploads by the new leader: its retention ran
+			// after the first (Sync applies it after uploading).
+			for _, n := range []int{4500, 5000} {
+				want = append(want, produceNumbered(t, cl, topic, n, 500, now)...)
+				mqtest.WaitFor(t, "an upload by the new leader", func() (bool, string) {
+					_, end := remote()
+					return end >= int64(n), fmt.Sprintf("remote end %d", end)
+				})
+			}
+			if start, _ := remote(); start != 0 {
+				t.Fatalf("remote log start %d after the new leader's retention: it deleted data within retention.bytes", start)
+			}
+			checkSame(t, "kgo from the beginning", consumeTiered(t, c.bootstrapList(), topic, len(want)), want)
+		})
+	}
+}
