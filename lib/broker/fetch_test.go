@@ -48,7 +48,7 @@ func TestFetchEncodingDecodesWithKmsg(t *testing.T) {
 				{partition: 1, highWatermark: 9, lastStableOffset: 9, logStartOffset: 2}, // no records
 				{partition: 2, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1, err: log.ErrOffsetOutOfRange},
 				{partition: 4, highWatermark: 8, lastStableOffset: 8, logStartOffset: 0, remote: batch2}, // read from the remote store
-				{partition: 5, highWatermark: 8, lastStableOffset: 8, logStartOffset: 0, err: errMovedToTieredStorage},
+				{partition: 5, highWatermark: 8, lastStableOffset: -1, logStartOffset: 0, err: errMovedToTieredStorage},
 			}},
 			{name: "beta", id: [16]byte{9}, parts: []fetchPartition{
 				{partition: 3, highWatermark: 7, lastStableOffset: 7, logStartOffset: 1, region: log.RegionOf(file, pos2, int64(len(batch2)), 3, 4)},
@@ -70,6 +70,9 @@ func TestFetchEncodingDecodesWithKmsg(t *testing.T) {
 		part := func(p int32, code int16, hw, start int64, recs []byte) kmsg.FetchResponseTopicPartition {
 			fp := kmsg.NewFetchResponseTopicPartition()
 			fp.Partition, fp.ErrorCode, fp.HighWatermark, fp.LastStableOffset = p, code, hw, hw
+			if code != 0 {
+				fp.LastStableOffset = -1 // an error's, as Kafka answers it
+			}
 			if v >= 5 {
 				fp.LogStartOffset = start
 			}
