@@ -59,6 +59,12 @@ type Tier struct {
 	ranges rangeReader
 	cache  *Cache
 
+	// discarding runs the deletions of failed uploads' objects (discard),
+	// which closing ends.
+	discarding sync.WaitGroup
+	closing    context.Context
+	close      context.CancelFunc
+
 	idxMu   sync.Mutex
 	indexes map[string][]byte // index objects by key, at most maxIndexes
 	idxLRU  []string
@@ -110,11 +116,14 @@ func New(cfg Config) *Tier {
 	}
 	t.cache = NewCache(cfg.Store, CacheConfig{MaxBytes: cfg.CacheBytes, Logger: t.log})
 	t.ranges = t.cache.ReadAt
+	t.closing, t.close = context.WithCancel(context.Background())
 	return t
 }
 
 // Close stops the cache's reads and closes the store.
 func (t *Tier) Close() error {
+	t.close()
+	t.discarding.Wait()
 	t.cache.Close()
 	return t.store.Close()
 }
@@ -245,7 +254,7 @@ func (t *Tier) upload(ctx context.Context, p Partition, s log.SegmentInfo, from 
 	}
 	for _, o := range objects {
 		if err := t.store.Put(ctx, stem+o.ext, o.r); err != nil {
-			t.deleteObjects(stem)
+			t.discard(stem)
 			return controller.RemoteSegment{}, err
 		}
 	}
@@ -269,10 +278,24 @@ func (t *Tier) upload(ctx context.Context, p Partition, s log.SegmentInfo, from 
 	return seg, nil
 }
 
-// deleteObjects removes a segment's objects, with a fresh context: it
-// runs after a failure, when the caller's may be done.
+// discard deletes the objects of an upload the store failed in the
+// background: a store that is down makes each deletion wait out the
+// client's retries, and the failure is to be reported (Stats.Failing) and
+// retried without waiting for them. Objects left behind are recorded nowhere: nobody
+// reads them.
+func (t *Tier) discard(stem string) {
+	t.discarding.Add(1)
+	go func() {
+		defer t.discarding.Done()
+		t.deleteObjects(stem)
+	}()
+}
+
+// deleteObjects removes a segment's objects, with a context of its own
+// (ended by Close): it runs after a failure, when the caller's may be
+// done.
 func (t *Tier) deleteObjects(stem string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.closing, 30*time.Second)
 	defer cancel()
 	for _, ext := range segmentExts {
 		if err := t.store.Delete(ctx, stem+ext); err != nil {
