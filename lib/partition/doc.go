@@ -175,6 +175,9 @@
 //     change the map, never across I/O. cleanMu, hooksMu and the traffic
 //     counters' mutex are taken alone.
 //  3. replicaFetchers.mu, then a Fetcher's own (lib/replica).
+//  4. tiering.mu: the Tier and the uploads' backoff; taken alone, and
+//     held while the store is first opened (Tier), never across a
+//     Sync.
 //
 // Below them come lib/replica's and lib/log's locks. No lock of this
 // package is held across a call to the controller.
