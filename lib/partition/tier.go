@@ -76,8 +76,13 @@ func (m *Manager) TierIfOpen() *tier.Tier {
 func (m *Manager) SyncTiers(ctx context.Context) {
 	img := m.ctrl.Image()
 	var t *tier.Tier
+	led := map[controller.RemotePartition]bool{}
+	defer m.pruneBackoff(led)
 	for _, h := range m.All() {
 		id := controller.RemotePartition{Topic: h.topicID, Partition: h.Partition.Partition()}
+		if h.IsLeader() {
+			led[id] = true
+		}
 		cfg := h.Config()
 		if cfg == nil || !cfg.RemoteStorageEnable {
 			// Tiering turned off: what is remote still ages out.
@@ -134,6 +139,21 @@ func (m *Manager) SyncTiers(ctx context.Context) {
 		if err := t.Purge(ctx); err != nil {
 			m.log.Warn("delete the remote data of deleted topics", "err", err)
 		}
+	}
+}
+
+// pruneBackoff forgets the failures of partitions no longer led here
+// (moved, deleted): they say nothing of this node's uploads now.
+func (m *Manager) pruneBackoff(led map[controller.RemotePartition]bool) {
+	m.tiering.mu.Lock()
+	defer m.tiering.mu.Unlock()
+	for id := range m.tiering.backoff {
+		if !led[id] {
+			delete(m.tiering.backoff, id)
+		}
+	}
+	if t := m.tiering.t; t != nil && len(m.tiering.backoff) == 0 {
+		t.Stats().Failing.Store(0)
 	}
 }
 
