@@ -128,7 +128,8 @@ var tierStores = []tierStore{
 			s := v.(*mqtest.Seaweed)
 			s.Stop()
 			return s.Start
-		}},}
+		}},
+}
 
 // seaweeds are the SeaweedFS servers of the running tests, by their
 // bucket's URL, for the s3 store's outage.
