@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -97,26 +96,7 @@ var tierStores = []tierStore{
 		url := s.URL()
 		seaweeds.Store(url, s)
 		t.Cleanup(func() { seaweeds.Delete(url) })
-		bucket, err := blob.OpenBucket(context.Background(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { bucket.Close() })
-		return url, func(prefix string) []string {
-			var keys []string
-			it := bucket.List(&blob.ListOptions{Prefix: prefix})
-			for {
-				obj, err := it.Next(context.Background())
-				if err == io.EOF {
-					return keys
-				}
-				if err != nil {
-					t.Errorf("listing %q in the store: %v", prefix, err)
-					return keys
-				}
-				keys = append(keys, obj.Key)
-			}
-		}
+		return url, storeObjects(t, url)
 	},
 		// SeaweedFS stopped: every request fails (connection refused)
 		// until it is started again on the same data.
