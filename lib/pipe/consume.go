@@ -302,6 +302,10 @@ func consume(ctx context.Context, cfg ConsumeConfig) error {
 		kgo.ConsumePartitions(consume),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.KeepRetryableFetchErrors(),
+		// A transaction's marker is an offset of its own, which -e must
+		// pass to reach a high-water mark after it: delivered, not
+		// written.
+		kgo.KeepControlRecords(),
 	}, w.clientOpts()...)...)
 	if err != nil {
 		return err
@@ -344,6 +348,13 @@ func consume(ctx context.Context, cfg ConsumeConfig) error {
 			for _, r := range fp.Records {
 				if cfg.Exit && r.Offset >= hwm {
 					break
+				}
+				if r.Attrs.IsControl() {
+					pos.set(r.Topic, r.Partition, r.Offset+1)
+					if cfg.Exit && r.Offset+1 >= hwm {
+						break
+					}
+					continue
 				}
 				if werr = w.write(r); werr != nil {
 					return

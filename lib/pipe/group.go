@@ -213,6 +213,7 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeResetOffset(cfg.Offset.resetOffset()),
 		kgo.KeepRetryableFetchErrors(), // for fetchError
+		kgo.KeepControlRecords(),       // transaction markers: -e passes them, nothing writes them
 		kgo.BlockRebalanceOnPoll(),
 		kgo.SessionTimeout(session),
 		kgo.HeartbeatInterval(min(3*time.Second, session/5)),
@@ -290,6 +291,15 @@ func consumeGroup(ctx context.Context, cfg ConsumeConfig, addrs []client.Addr, a
 				if tracked && r.Offset >= hwm {
 					asg.reached(fp.Topic, fp.Partition)
 					break
+				}
+				if r.Attrs.IsControl() {
+					pos.set(r.Topic, r.Partition, r.Offset+1)
+					written = append(written, r) // committed past, as Kafka's consumers do
+					if tracked && r.Offset+1 >= hwm {
+						asg.reached(fp.Topic, fp.Partition)
+						break
+					}
+					continue
 				}
 				if werr = w.write(r); werr != nil {
 					return
