@@ -37,6 +37,7 @@ and the rate. Any message not acknowledged makes the exit status 1.`),
 			&cli.StringSliceFlag{Name: "topic-config", Usage: "`KEY=VALUE` config of the topic when it is created (repeatable), e.g. flush.policy=always"},
 			&cli.IntFlag{Name: "producers", Value: 1, Usage: "`N` producer clients at once"},
 			&cli.Float64Flag{Name: "rate", Usage: "target `RATE` in messages/s over all producers (default: as fast as possible)"},
+			&cli.Int64Flag{Name: "transaction-size", Usage: "produce in transactions of `N` messages, each producer with a transactional id of its own (0: none; needs --acks all)"},
 		), producerFlags(defaultLinger)...),
 		Action: action(func(c *cli.Context) (setupFunc, runFunc, error) {
 			ps, err := producerSettings(c)
@@ -50,6 +51,12 @@ and the rate. Any message not acknowledged makes the exit status 1.`),
 			}
 			if cfg.ValueSize < 0 || cfg.Keys < 0 || cfg.Rate < 0 {
 				return nil, nil, client.Usagef("--value-size, --keys and --rate must not be negative")
+			}
+			if cfg.TransactionSize = c.Int64("transaction-size"); cfg.TransactionSize < 0 {
+				return nil, nil, client.Usagef("--transaction-size: must not be negative")
+			}
+			if cfg.TransactionSize > 0 && ps.Acks != -1 {
+				return nil, nil, client.Usagef("--transaction-size: transactions need --acks all")
 			}
 			if cfg.Producers, err = positive(c, "producers"); err != nil {
 				return nil, nil, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"strconv"
@@ -147,6 +148,11 @@ type ProduceConfig struct {
 	// 0 is as fast as possible.
 	Rate     float64
 	Producer ProducerSettings
+	// TransactionSize, when positive, makes each producer transactional
+	// (a transactional id of its own): it commits a transaction every
+	// TransactionSize of its messages, and the rest in a last one. It
+	// needs Producer.Acks -1.
+	TransactionSize int64
 	// Progress, when not nil, gets a progress line about once a second.
 	Progress io.Writer
 }
@@ -165,6 +171,9 @@ func Produce(ctx context.Context, dial Dialer, cfg ProduceConfig) (*Result, erro
 		return nil, err
 	}
 	opts = append(opts, kgo.DefaultProduceTopic(cfg.Topic))
+	if cfg.TransactionSize > 0 && cfg.Producer.Acks != -1 {
+		return nil, client.Usagef("--transaction-size: transactions need --acks all")
+	}
 	clients := make([]*kgo.Client, cfg.Producers)
 	defer func() {
 		for _, cl := range clients {
@@ -173,8 +182,13 @@ func Produce(ctx context.Context, dial Dialer, cfg ProduceConfig) (*Result, erro
 			}
 		}
 	}()
+	runID := time.Now().UnixNano()
 	for i := range clients {
-		if clients[i], err = dial(opts...); err != nil {
+		o := opts
+		if cfg.TransactionSize > 0 {
+			o = append(o[:len(o):len(o)], kgo.TransactionalID(fmt.Sprintf("mqbench-%d-%d", runID, i)))
+		}
+		if clients[i], err = dial(o...); err != nil {
 			return nil, err
 		}
 	}
@@ -212,12 +226,18 @@ func Produce(ctx context.Context, dial Dialer, cfg ProduceConfig) (*Result, erro
 		wg.Go(func() {
 			pacer := NewPacer(cfg.Rate/float64(len(clients)), start)
 			rng := rand.New(rand.NewPCG(uint64(i), uint64(start.UnixNano())))
+			txn := newTxnRound(ctx, cl, cfg.TransactionSize)
+			if err := txn.begin(); err != nil {
+				errs[i] = err
+				return
+			}
 			for sent := int64(0); sent < n; {
 				due, err := pacer.Wait(ctx, n-sent)
 				if err != nil {
 					errs[i] = err
 					return
 				}
+				due = txn.limit(due)
 				for range due {
 					r := recs.Get().(*kgo.Record)
 					if cfg.Keys > 0 {
@@ -231,6 +251,10 @@ func Produce(ctx context.Context, dial Dialer, cfg ProduceConfig) (*Result, erro
 				}
 				pacer.Sent(due)
 				sent += due
+				if err := txn.sent(due, sent == n); err != nil {
+					errs[i] = err
+					return
+				}
 			}
 			errs[i] = cl.Flush(ctx)
 		})
@@ -258,6 +282,9 @@ func Produce(ctx context.Context, dial Dialer, cfg ProduceConfig) (*Result, erro
 	cfg.Producer.settings(res.Settings)
 	res.Settings["producers"] = strconv.Itoa(cfg.Producers)
 	res.Settings["value_size"] = strconv.Itoa(cfg.ValueSize)
+	if cfg.TransactionSize > 0 {
+		res.Settings["transaction_size"] = strconv.FormatInt(cfg.TransactionSize, 10)
+	}
 	res.Settings["keys"] = strconv.FormatInt(cfg.Keys, 10)
 	if cfg.Rate > 0 {
 		res.Settings["rate"] = strconv.FormatFloat(cfg.Rate, 'f', -1, 64)
@@ -270,6 +297,61 @@ func Produce(ctx context.Context, dial Dialer, cfg ProduceConfig) (*Result, erro
 		return res, client.Failf("%d of %d messages not acknowledged: %v", res.Failed, cfg.Messages, *p)
 	}
 	return res, nil
+}
+
+// txnRound is a producer's transactions: every size messages it flushes
+// and commits the transaction and begins the next. size 0: none, every
+// method does nothing.
+type txnRound struct {
+	ctx  context.Context
+	cl   *kgo.Client
+	size int64
+	open int64 // messages in the open transaction
+}
+
+func newTxnRound(ctx context.Context, cl *kgo.Client, size int64) *txnRound {
+	return &txnRound{ctx: ctx, cl: cl, size: size}
+}
+
+func (t *txnRound) begin() error {
+	if t.size <= 0 {
+		return nil
+	}
+	if err := t.cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	return nil
+}
+
+// limit is how many of due messages fit the open transaction.
+func (t *txnRound) limit(due int64) int64 {
+	if t.size <= 0 {
+		return due
+	}
+	return min(due, t.size-t.open)
+}
+
+// sent counts n messages produced; a full transaction, or the last
+// (done), is committed, and unless done the next begun.
+func (t *txnRound) sent(n int64, done bool) error {
+	if t.size <= 0 {
+		return nil
+	}
+	t.open += n
+	if t.open < t.size && !done {
+		return nil
+	}
+	if err := t.cl.Flush(t.ctx); err != nil {
+		return err
+	}
+	if err := t.cl.EndTransaction(t.ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("commit transaction: %w", err)
+	}
+	t.open = 0
+	if done {
+		return nil
+	}
+	return t.begin()
 }
 
 // valuePool hands out random values without allocating: windows of one
