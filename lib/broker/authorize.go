@@ -171,7 +171,7 @@ var access = map[int16]func(img *controller.Image, body kmsg.Request, check chec
 	kafkaext.SkipDamagedKey:                   cluster(opAlter), // an operator's, like ElectLeaders
 	kafkaext.RefetchKey:                       cluster(opClusterAction),
 	kmsg.WriteTxnMarkers.Int16():              cluster(opClusterAction),
-	// DescribeProducers checks READ per topic (txnmarkers.go), answering
+	// DescribeProducers checks READ per topic (txn_leader.go), answering
 	// a refused topic's partitions beside the others.
 
 	kmsg.FindCoordinator.Int16(): func(_ *controller.Image, body kmsg.Request, check checkFunc) bool {

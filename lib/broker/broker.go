@@ -101,7 +101,7 @@ type Broker struct {
 	// of the image at hand.
 	authz *auth.Authorizer
 	// txnVerifier asks the transaction coordinators about transactional
-	// produces (txnverify.go); nil: nobody is asked. groupTxnCompleted
+	// produces (txn_verify.go); nil: nobody is asked. groupTxnCompleted
 	// is Config.GroupTxnCompleted.
 	txnVerifier       TxnVerifier
 	groupTxnCompleted GroupTxnCompleted
@@ -267,8 +267,8 @@ func (b *Broker) dataAPIs() map[int16]api {
 		kmsg.DeleteRecords.Int16():  {min: 0, max: 2, handle: b.handleDeleteRecords},
 		kmsg.InitProducerID.Int16(): {min: 0, max: 4, handle: b.handleInitProducerID},
 
-		kmsg.WriteTxnMarkers.Int16():   {min: 0, max: 2, handle: b.handleWriteTxnMarkers},   // txnmarkers.go
-		kmsg.DescribeProducers.Int16(): {min: 0, max: 0, handle: b.handleDescribeProducers}, // txnmarkers.go
+		kmsg.WriteTxnMarkers.Int16():   {min: 0, max: 2, handle: b.handleWriteTxnMarkers},   // txn_leader.go
+		kmsg.DescribeProducers.Int16(): {min: 0, max: 0, handle: b.handleDescribeProducers}, // txn_leader.go
 
 		kmsg.OffsetForLeaderEpoch.Int16(): {min: 0, max: 4, handle: b.handleOffsetForLeaderEpoch}, // epochs.go
 	}

@@ -18,10 +18,10 @@
 //     auto.create.topics.max.per.request topics, and InitProducerId),
 //     hints.go (KIP-951 leader
 //     hints on NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH);
-//   - txnmarkers.go (WriteTxnMarkers: the transaction coordinator's
+//   - txn_leader.go (WriteTxnMarkers: the transaction coordinator's
 //     markers, appended as acks=all writes and answered once they reached
 //     the high-water mark, then Config.GroupTxnCompleted for
-//     __consumer_offsets; DescribeProducers, KIP-664), txnverify.go
+//     __consumer_offsets; DescribeProducers, KIP-664), txn_verify.go
 //     (TxnVerifier: a transactional produce's first batch on a partition
 //     is checked with the coordinator, AddPartitionsToTxn v4, before the
 //     append, KIP-890). A Fetch or ListOffsets with isolation level 1
