@@ -25,8 +25,8 @@ func (m *Manager) StartLogTasks() {
 	s := m.cfg.Settings
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	m.runRetention(ctx, &wg, s.LogRetentionCheckInterval)
-	m.runTiering(ctx, &wg, s.RemoteLogManagerTaskInterval)
+	m.runEvery(ctx, &wg, s.LogRetentionCheckInterval, 5*time.Minute, m.EnforceRetention)
+	m.runEvery(ctx, &wg, s.RemoteLogManagerTaskInterval, 30*time.Second, func() { m.SyncTiers(ctx) })
 	m.runScrubber(ctx, &wg, s.LogScrubBytesPerSec, s.LogScrubInterval)
 	m.runCleaner(ctx, &wg, s.LogCleanerThreads, s.LogCleanerDedupeBufferSize, s.LogCleanerBackoff)
 	done := make(chan struct{})
@@ -34,11 +34,11 @@ func (m *Manager) StartLogTasks() {
 	m.tasks, m.tasksDone = cancel, done
 }
 
-// runRetention enforces retention every interval (default 5 minutes) in
-// wg until ctx ends.
-func (m *Manager) runRetention(ctx context.Context, wg *sync.WaitGroup, every time.Duration) {
+// runEvery runs f every interval (fallback when it is not positive) in
+// wg until ctx ends: retention (default 5 minutes) and tiering (30 s).
+func (m *Manager) runEvery(ctx context.Context, wg *sync.WaitGroup, every, fallback time.Duration, f func()) {
 	if every <= 0 {
-		every = 5 * time.Minute
+		every = fallback
 	}
 	wg.Add(1)
 	go func() {
@@ -50,7 +50,7 @@ func (m *Manager) runRetention(ctx context.Context, wg *sync.WaitGroup, every ti
 			case <-ctx.Done():
 				return
 			case <-t.C():
-				m.EnforceRetention()
+				f()
 			}
 		}
 	}()

@@ -206,28 +206,6 @@ func (m *Manager) TierError() string {
 	return m.tiering.lastErr
 }
 
-// runTiering runs SyncTiers every interval (default 30 s) in wg until
-// ctx ends.
-func (m *Manager) runTiering(ctx context.Context, wg *sync.WaitGroup, every time.Duration) {
-	if every <= 0 {
-		every = 30 * time.Second
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := m.clock.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C():
-				m.SyncTiers(ctx)
-			}
-		}
-	}()
-}
-
 // closeTier closes the store, once the tasks ended.
 func (m *Manager) closeTier() error {
 	m.tiering.mu.Lock()
