@@ -120,12 +120,20 @@ func TestClusterTransactionCoordinatorFailover(t *testing.T) {
 		return true, ""
 	})
 	t.Logf("node %d killed: the transaction on its new coordinator after %v", coord, time.Since(start).Round(time.Millisecond))
-	// A new producer of the id fences the old one there too.
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr("cf"), 60_000
-	if _, err := req.RequestWith(ctx, survivor.client(kgo.RequestRetries(0))); err != nil {
-		t.Logf("second InitProducerId: %v", err)
-	}
+	// A new producer of the id fences the old one there too. Its
+	// InitProducerId first aborts the open transaction (with a bumped
+	// epoch): until the abort's markers are written it is answered
+	// CONCURRENT_TRANSACTIONS, which a client retries, as here.
+	scl := survivor.client(kgo.RequestRetries(0))
+	clusterWait.For(t, "a second InitProducerId", func() (bool, string) {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr("cf"), 60_000
+		resp, err := req.RequestWith(ctx, scl)
+		if err != nil {
+			return false, err.Error()
+		}
+		return resp.ErrorCode == 0, fmt.Sprint(kerr.ErrorForCode(resp.ErrorCode))
+	})
 	if err := txnAdd(t, survivor.client(), "cf", r.ProducerID, r.ProducerEpoch, "tx", 0); err != kerr.ProducerFenced {
 		t.Fatalf("the first producer after the failover and a second InitProducerId: %v", err)
 	}
