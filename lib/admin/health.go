@@ -161,13 +161,6 @@ func (a *Admin) ClusterHealth(ctx context.Context, check HealthCheck) (*Health, 
 	var groups GroupDescriptions
 	var groupsErr error
 	var wg sync.WaitGroup
-	var txns TxnDescriptions
-	var txnErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		txns, txnErr = a.openTransactions(ctx)
-	}()
 	if check.MaxLag > 0 {
 		wg.Add(1)
 		go func() {
@@ -180,6 +173,10 @@ func (a *Admin) ClusterHealth(ctx context.Context, check HealthCheck) (*Health, 
 	if err != nil {
 		return nil, err
 	}
+	// After the cluster's description, not beside it: asking every
+	// broker for its transactions loads the metadata of brokers just
+	// lost, and the description's request could then go to one of them.
+	txns, txnErr := a.openTransactions(ctx)
 	f := healthFacts{cluster: *cd, groups: groups, namedGroups: len(check.Groups) > 0, transactions: txns, now: a.now()}
 	if txnErr != nil {
 		f.txnErr = errorLine(txnErr)
