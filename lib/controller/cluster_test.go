@@ -386,7 +386,7 @@ func TestPeerWithOtherVotersFiresFatal(t *testing.T) {
 func TestRaftTimeoutsOfAQuorumSuitALAN(t *testing.T) {
 	hlog := newHCLogger(slog.New(slog.DiscardHandler))
 	rc := raftConfig(Config{NodeID: 1}, false, hlog)
-	if rc.HeartbeatTimeout != 500*time.Millisecond || rc.ElectionTimeout != 500*time.Millisecond || rc.LeaderLeaseTimeout != 250*time.Millisecond {
+	if rc.HeartbeatTimeout != 500*time.Millisecond || rc.ElectionTimeout != 500*time.Millisecond || rc.LeaderLeaseTimeout != 500*time.Millisecond {
 		t.Errorf("timeouts: heartbeat %v, election %v, leader lease %v", rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout)
 	}
 	if err := raft.ValidateConfig(rc); err != nil {
@@ -396,7 +396,7 @@ func TestRaftTimeoutsOfAQuorumSuitALAN(t *testing.T) {
 	if _, ok := transport.(raft.WithPreVote); !ok || rc.PreVoteDisabled {
 		t.Errorf("pre-vote: transport supports it %v, disabled %v", ok, rc.PreVoteDisabled)
 	}
-	if rc := raftConfig(Config{NodeID: 1, raftTimeout: 2 * time.Second}, false, hlog); rc.HeartbeatTimeout != 2*time.Second || rc.LeaderLeaseTimeout != time.Second {
+	if rc := raftConfig(Config{NodeID: 1, raftTimeout: 2 * time.Second}, false, hlog); rc.HeartbeatTimeout != 2*time.Second || rc.LeaderLeaseTimeout != 2*time.Second {
 		t.Errorf("raftTimeout 2s: heartbeat %v, leader lease %v", rc.HeartbeatTimeout, rc.LeaderLeaseTimeout)
 	}
 }

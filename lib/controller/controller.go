@@ -428,7 +428,7 @@ func raftConfig(cfg Config, single bool, hlog *hclogAdapter) *raft.Config {
 	case cfg.raftTimeout > 0:
 		rc.HeartbeatTimeout = cfg.raftTimeout
 		rc.ElectionTimeout = cfg.raftTimeout
-		rc.LeaderLeaseTimeout = cfg.raftTimeout / 2
+		rc.LeaderLeaseTimeout = cfg.raftTimeout
 	default:
 		rc.HeartbeatTimeout = raftHeartbeatTimeout
 		rc.ElectionTimeout = raftElectionTimeout
@@ -450,13 +450,19 @@ func raftConfig(cfg Config, single bool, hlog *hclogAdapter) *raft.Config {
 // default in hashicorp/raft, and supported by its NetworkTransport) keeps
 // a node that was cut off from deposing a healthy leader when it comes
 // back. The leader steps down after LeaderLeaseTimeout without hearing
-// from a quorum, half the heartbeat timeout, so a leader cut off from
-// the others stops acting (fencing, elections) before they elect
-// another.
+// from a quorum. The lease equals the heartbeat timeout: a follower
+// stands no sooner than one heartbeat timeout after the last heartbeat it
+// heard, so a leader cut off from the others steps down about when the
+// first of them may stand, before another can be elected (and what it
+// proposes meanwhile cannot commit without a quorum anyway). A shorter
+// lease buys nothing more and costs leaders on a busy machine, where a
+// quorum's replies can come a few hundred milliseconds apart: each
+// step-down elects a new controller, which starts every broker's session
+// afresh, so a frozen broker is not fenced while the controller moves.
 const (
 	raftHeartbeatTimeout   = 500 * time.Millisecond
 	raftElectionTimeout    = 500 * time.Millisecond
-	raftLeaderLeaseTimeout = 250 * time.Millisecond
+	raftLeaderLeaseTimeout = 500 * time.Millisecond
 )
 
 // Fatal returns a channel that receives one error when this node finds,

@@ -378,7 +378,7 @@
 // the controller's to move:
 //
 //   - hashicorp/raft's own timers: heartbeat, election and leader lease
-//     timeouts (500ms, 500ms and 250ms with several voters, sized for a
+//     timeouts (500ms each with several voters, sized for a
 //     LAN: a follower stands for election after one to two heartbeat
 //     timeouts without the leader; pre-vote is on), and its transport's
 //     I/O timeout; and CatchUp's poll of
