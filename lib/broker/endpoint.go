@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"net"
-	"strconv"
 	"strings"
 
 	"github.com/mqproject/mq/lib/controller"
@@ -12,10 +10,10 @@ import (
 // forListener is br as a client connected on c's listener should see it,
 // as Kafka answers with the endpoint of the listener a request came on:
 // a client on an ssl://, sasl_plaintext:// or sasl_ssl:// listener is
-// given br's listener of the same scheme (its host when it is a specific
-// one, else br's advertised host), so that it reaches every broker with
-// the same TLS and authentication; any other client, or one whose broker
-// has no listener of that scheme, gets br's advertised address.
+// given br's listener of the same scheme (controller.Broker.ForScheme),
+// so that it reaches every broker with the same TLS and authentication;
+// any other client, or one whose broker has no listener of that scheme,
+// gets br's advertised address.
 func forListener(c *server.ConnInfo, br controller.Broker) controller.Broker {
 	if c == nil {
 		return br
@@ -24,24 +22,5 @@ func forListener(c *server.ConnInfo, br controller.Broker) controller.Broker {
 	if scheme != "ssl" && scheme != "sasl_plaintext" && scheme != "sasl_ssl" {
 		return br
 	}
-	for _, l := range br.Listeners {
-		hostPort, ok := strings.CutPrefix(l, scheme+"://")
-		if !ok {
-			continue
-		}
-		host, portText, err := net.SplitHostPort(hostPort)
-		if err != nil {
-			continue
-		}
-		port, err := strconv.ParseUint(portText, 10, 16)
-		if err != nil || port == 0 {
-			continue
-		}
-		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-			host = br.Host
-		}
-		br.Host, br.Port = host, int32(port)
-		return br
-	}
-	return br
+	return br.ForScheme(scheme)
 }

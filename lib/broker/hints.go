@@ -34,11 +34,8 @@ func wantsLeaderHint(code int16) bool {
 // leader and leader epoch, -1 for both when the topic or partition is not
 // there.
 func currentLeader(t *controller.Topic, partition int32) leaderHint {
-	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
-		return leaderHint{set: true, leader: -1, epoch: -1}
-	}
-	p := &t.Partitions[partition]
-	return leaderHint{set: true, leader: p.Leader, epoch: p.LeaderEpoch}
+	leader, epoch := t.CurrentLeader(partition)
+	return leaderHint{set: true, leader: leader, epoch: epoch}
 }
 
 // appendEndpoint appends the registration of broker id to eps unless it

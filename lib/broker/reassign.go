@@ -100,7 +100,7 @@ func (b *Broker) handleListPartitionReassignments(_ context.Context, _ *server.C
 			rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
 			rp.Partition = id
 			rp.Replicas = slices.Clone(p.Replicas)
-			rp.AddingReplicas = slices.DeleteFunc(slices.Clone(p.AddingReplicas), func(r int32) bool { return slices.Contains(p.RemovingReplicas, r) })
+			rp.AddingReplicas = slices.Clone(p.Adding())
 			rp.RemovingReplicas = slices.Clone(p.RemovingReplicas)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
