@@ -65,7 +65,7 @@ var allowedInTests = map[string][]string{
 	"lib/broker":     {"lib/mqtest", "lib/vfs", "lib/vfs/faultfs"},
 	"lib/node":       {"lib/loopback", "lib/mqtest", "lib/record", "lib/replica", "lib/vfs/crashfs"},
 	"lib/controller": {"lib/loopback", "lib/mqtest"},
-	"lib/partition":  {"lib/loopback", "lib/mqtest"},
+	"lib/partition":  {"lib/loopback", "lib/mqtest", "lib/record"},
 	"e2e":            {"lib/loopback", "lib/mqtest"},
 	// Test support shared by every package's tests (mqtest.WaitFor).
 	"lib/server": {"lib/mqtest"},

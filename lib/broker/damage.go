@@ -7,10 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/log"
-	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -37,7 +35,7 @@ func (b *Broker) handleSkipDamaged(ctx context.Context, c *server.ConnInfo, req 
 	t := img.Topics[r.Topic]
 	for _, rp := range r.Partitions {
 		pr := kafkaext.SkipDamagedPartitionResponse{Partition: rp.Partition, Skipped: []kafkaext.DamagedRange{}}
-		skipped, err := b.skipDamaged(t, rp.Partition, rp.Offset)
+		skipped, err := b.parts.SkipDamaged(t, rp.Partition, rp.Offset)
 		for _, d := range skipped {
 			pr.Skipped = append(pr.Skipped, damagedRange(d))
 			b.log.Warn("damaged range skipped on request: its offsets are lost",
@@ -50,38 +48,6 @@ func (b *Broker) handleSkipDamaged(ctx context.Context, c *server.ConnInfo, req 
 		resp.Partitions = append(resp.Partitions, pr)
 	}
 	return reply(resp)
-}
-
-// skipDamaged skips the damaged range of a partition holding offset, or
-// (offset < 0) every damaged range it has not skipped yet.
-func (b *Broker) skipDamaged(t *controller.Topic, index int32, offset int64) ([]log.Damage, error) {
-	if t == nil || index < 0 || int(index) >= len(t.Partitions) {
-		return nil, partition.ErrUnknownPartition
-	}
-	h := b.parts.Replica(t, index)
-	if h == nil || !h.IsLeader() {
-		return nil, partition.ErrNotHosted
-	}
-	l := h.Log()
-	if offset >= 0 {
-		d, err := l.SkipDamaged(offset)
-		if err != nil {
-			return nil, err
-		}
-		return []log.Damage{d}, nil
-	}
-	var out []log.Damage
-	for _, d := range l.Damaged() {
-		if d.Skipped {
-			continue
-		}
-		s, err := l.SkipDamaged(d.From)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
 }
 
 // handleRefetch answers followers of partitions this node leads that

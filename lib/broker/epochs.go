@@ -5,8 +5,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/mqproject/mq/lib/controller"
-	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -47,7 +45,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, _ *server.ConnInf
 				current = -1
 			}
 			t := b.parts.TopicAt(rt.Topic, t, rp.Partition, current)
-			endOffset, epoch, err := b.endOffsetForEpoch(t, rp.Partition, current, rp.LeaderEpoch)
+			endOffset, epoch, err := b.parts.EndOffsetForEpoch(t, rp.Partition, current, rp.LeaderEpoch)
 			sp.ErrorCode = epochsError(err)
 			if err != nil {
 				continue // LeaderEpoch and EndOffset stay -1
@@ -56,16 +54,4 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, _ *server.ConnInf
 		}
 	}
 	return reply(resp)
-}
-
-// endOffsetForEpoch answers one partition of OffsetForLeaderEpoch.
-func (b *Broker) endOffsetForEpoch(t *controller.Topic, index, currentEpoch, leaderEpoch int32) (int64, int32, error) {
-	if t == nil || index < 0 || int(index) >= len(t.Partitions) {
-		return -1, -1, partition.ErrUnknownPartition
-	}
-	h := b.parts.Replica(t, index)
-	if h == nil {
-		return -1, -1, partition.ErrNotHosted
-	}
-	return h.EndOffsetForEpoch(currentEpoch, leaderEpoch)
 }

@@ -248,44 +248,21 @@ func (b *Broker) shareOffsets(ctx context.Context, group string, t *controller.T
 	if !found {
 		return rp
 	}
-	q, err := queue.Restore(queue.Config{DeliveryAttemptLimit: 1 << 15}, snap)
+	o, err := queue.DescribeState(snap)
 	if err != nil {
 		rp.ErrorCode, rp.ErrorMessage = kerr.UnknownServerError.Code, kmsg.StringPtr(err.Error())
 		return rp
 	}
-	var st kafkaext.SharePartitionState
-	for _, run := range snap.Runs {
-		n := int(run.Last - run.First + 1)
-		switch run.State {
-		case queue.Available:
-			st.Available += n
-		case queue.Acquired:
-			st.Acquired += n
-		case queue.Acknowledged:
-			st.Acknowledged += n
-		case queue.Archived:
-			st.Archived += n
-		}
-	}
-	st.EndOffset = snap.End
-	rp.StartOffset = q.Start()
-	if hw, ok := b.highWatermarkOf(t, p); ok {
-		rp.Lag = max(hw-snap.Start-int64(st.Acknowledged+st.Archived), 0)
+	st := kafkaext.SharePartitionState{EndOffset: o.End,
+		Available: o.Available, Acquired: o.Acquired, Acknowledged: o.Acknowledged, Archived: o.Archived}
+	rp.StartOffset = o.Start
+	if hw, ok := b.parts.HighWatermark(t, p); ok {
+		rp.Lag = o.Lag(hw)
 	}
 	if err := kafkaext.Set(&rp.UnknownTags, kafkaext.SharePartition, st); err != nil {
 		b.log.Warn("share partition state tag", "err", err)
 	}
 	return rp
-}
-
-// highWatermarkOf returns a partition's high-water mark when this node
-// hosts a replica of it (a follower's lags the leader's by a fetch).
-func (b *Broker) highWatermarkOf(t *controller.Topic, p int32) (int64, bool) {
-	h := b.parts.Replica(t, p)
-	if h == nil {
-		return 0, false
-	}
-	return h.HighWatermark(), true
 }
 
 // ShareGroups lists the share groups this node coordinates, with their

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,18 +17,6 @@ import (
 // leader (lib/queue's Leader): the share-partitions of the topic
 // partitions this node leads, with their state in __share_group_state.
 
-// shareSource is a hosted partition as a share-partition reads it.
-type shareSource struct{ *partition.Hosted }
-
-func (s shareSource) Offsets() (logStart, highWatermark int64) {
-	info := s.Hosted.Offsets()
-	return info.LogStartOffset, info.HighWatermark
-}
-
-func (s shareSource) ReadBatches(offset int64, maxBytes int) ([]byte, int64, error) {
-	return readBatches(s.Hosted, offset, maxBytes)
-}
-
 // shareSources returns lib/queue's lookup of the hosted leader of a
 // partition named by topic ID, in ctrl's current image.
 func shareSources(ctrl *controller.Controller, parts *partition.Manager) func(queue.TP) (queue.Source, error) {
@@ -42,72 +29,8 @@ func shareSources(ctrl *controller.Controller, parts *partition.Manager) func(qu
 		if err != nil {
 			return nil, err
 		}
-		return shareSource{h}, nil
+		return partition.ShareSource{Hosted: h}, nil
 	}
-}
-
-// readBatches reads whole batches from the one holding offset on, below
-// the high-water mark, up to maxBytes (the first whole, however large),
-// and returns them with the offset after the last one. The bytes are
-// copied out of the log: a share fetch's records go to the member after
-// its state write is durable, with the log free to change meanwhile.
-func readBatches(h *partition.Hosted, offset int64, maxBytes int) ([]byte, int64, error) {
-	var buf []byte
-	next := offset
-	for {
-		budget := maxBytes - len(buf)
-		if len(buf) > 0 && budget <= 0 {
-			break
-		}
-		region, _, err := h.Read(next, max(budget, 1), -1)
-		if err != nil {
-			if len(buf) > 0 {
-				break // serve what was read; the error comes again next time
-			}
-			return nil, 0, err
-		}
-		if region.Len == 0 {
-			region.Release()
-			break
-		}
-		start := len(buf)
-		buf = append(buf, make([]byte, region.Len)...)
-		_, err = region.ReadAt(buf[start:], 0)
-		last := region.LastOffset
-		region.Release()
-		if err != nil {
-			return nil, 0, err
-		}
-		next = last + 1
-	}
-	return buf, next, nil
-}
-
-// acksFrom turns a request's acknowledgement batches into queue.Acks: one
-// type for the whole range, or one per offset.
-func acksFrom(first, last []int64, types [][]int8) ([]queue.Ack, error) {
-	var out []queue.Ack
-	for i := range first {
-		f, l, ts := first[i], last[i], types[i]
-		switch {
-		case f > l || len(ts) == 0:
-			return nil, fmt.Errorf("%w: batch %d-%d with %d types", queue.ErrInvalidAck, f, l, len(ts))
-		case len(ts) == 1:
-			out = append(out, queue.Ack{First: f, Last: l, Type: queue.AckType(ts[0])})
-		case int64(len(ts)) != l-f+1:
-			return nil, fmt.Errorf("%w: batch %d-%d with %d types", queue.ErrInvalidAck, f, l, len(ts))
-		default:
-			for j, t := range ts {
-				o := f + int64(j)
-				if n := len(out); n > 0 && out[n-1].Last == o-1 && out[n-1].Type == queue.AckType(t) {
-					out[n-1].Last = o
-					continue
-				}
-				out = append(out, queue.Ack{First: o, Last: o, Type: queue.AckType(t)})
-			}
-		}
-	}
-	return out, nil
 }
 
 // ackBatches collects a request's acknowledgement batches of one
@@ -119,19 +42,14 @@ func ackBatches[B any](batches []B, fields func(*B) (first, last int64, types []
 		f, l, ts := fields(&batches[i])
 		first, last, types = append(first, f), append(last, l), append(types, ts)
 	}
-	acks, err := acksFrom(first, last, types)
+	acks, err := queue.AcksFrom(first, last, types)
 	return &queue.Acks{Acks: acks, Err: err}
 }
 
 // shareLeaderOf is the current leader and epoch of a partition, for a
 // response's CurrentLeader (-1, -1 when unknown).
 func shareLeaderOf(img *controller.Image, tp queue.TP) (leader, epoch int32) {
-	t := img.TopicsByID[controller.TopicID(tp.TopicID)]
-	if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
-		return -1, -1
-	}
-	p := t.Partitions[tp.Partition]
-	return p.Leader, p.LeaderEpoch
+	return img.TopicsByID[controller.TopicID(tp.TopicID)].CurrentLeader(tp.Partition)
 }
 
 func (b *Broker) handleShareFetch(ctx context.Context, c *server.ConnInfo, req *server.Request) server.Reply {

@@ -11,6 +11,8 @@
 //	h := m.Replica(topic, 0)        // the hosted replica, or nil
 //	h, err := m.Leader(topic, 0)    // the replica if it leads: ErrUnknownPartition, ErrNotHosted, replica.ErrNotLeader
 //	m.AfterApply(fn)                // fn runs after every image applied (a coordinator's ownership)
+//	src := partition.ShareSource{h} // h as lib/queue's share-partitions read it (queue.Source)
+//	ds, err := m.SkipDamaged(t, 0, -1) // give up the damaged ranges of a partition led here
 //	err = m.Close()                 // checkpoints, flushes and closes every log; records the clean shutdown
 //
 // A Hosted is one replica: a lib/replica Partition over its lib/log Log in

@@ -20,7 +20,9 @@
 //     exceptions are and why).
 //
 // lib/broker maps the Kafka requests onto Groups and Leader and their
-// errors onto Kafka codes.
+// errors onto Kafka codes; AcksFrom turns a request's acknowledgement
+// batches into Acks, and DescribeState says what a stored state holds
+// (DescribeShareGroupOffsets: its start, window counts and lag).
 //
 // # The share-partition
 //
