@@ -39,14 +39,15 @@
 //     salted keys only; the salted password a client sends is turned
 //     into StoredKey and ServerKey and dropped);
 //   - groups.go, groups_offsets.go (the classic group and offset APIs
-//     onto lib/group's Coordinator; groups_store.go keeps its records in
-//     __consumer_offsets through lib/coordinator; a group id that is a
+//     onto lib/group's Coordinator, started on __consumer_offsets by
+//     lib/coordinator's NewGroups (groups_store.go); a group id that is a
 //     share group here is refused to JoinGroup and OffsetCommit);
 //   - share.go, share_fetch.go, share_offsets.go (KIP-932 share groups
 //     onto lib/queue's Groups and Leader (a consumer group's id is
 //     refused to ShareGroupHeartbeat), with their state in
 //     __share_group_state and their dead letters through
-//     lib/coordinator; share_config.go the group configs of lib/config);
+//     lib/coordinator; the batches they read through lib/partition's
+//     ShareSource; share_config.go the group configs of lib/config);
 //   - txn.go (InitProducerId with a transactional id, AddPartitionsToTxn
 //     from clients and, v4+, from partition leaders verifying
 //     (KIP-890), AddOffsetsToTxn, EndTxn, DescribeTransactions,
@@ -57,7 +58,8 @@
 //     txn_markers.go sends the markers of ended transactions:
 //     WriteTxnMarkers to each partition's leader, retried until each has
 //     its marker;
-//   - damage.go (mq's SkipDamaged and Refetch, lib/kafkaext);
+//   - damage.go (mq's SkipDamaged and Refetch, lib/kafkaext, onto
+//     partition.Manager.SkipDamaged and replica.Partition.GrantRefetch);
 //   - acls.go (DescribeAcls, CreateAcls, DeleteAcls onto the
 //     controller's image); unregister.go (UnregisterBroker onto
 //     controller.UnregisterBroker).
@@ -111,9 +113,9 @@
 // Every answer that names brokers' addresses (Metadata, DescribeCluster,
 // FindCoordinator, the KIP-951 endpoints of Produce, Fetch and
 // ShareFetch) gives them as seen from the listener the request came on
-// (endpoint.go, forListener), as Kafka does: a client on an ssl://
-// listener gets each broker's ssl:// listener, any other client the
-// advertised address.
+// (endpoint.go, forListener; controller.Broker.ForScheme), as Kafka does:
+// a client on an ssl:// listener gets each broker's ssl:// listener, any
+// other client the advertised address.
 //
 // A Fetch with a replica id, and a Refetch, speak as a follower. With
 // security.inter.broker.protocol SSL they are served only on a

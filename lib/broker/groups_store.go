@@ -9,7 +9,7 @@ import (
 )
 
 // offsetsTopic is the internal topic of the group coordinator.
-const offsetsTopic = "__consumer_offsets"
+const offsetsTopic = coordinator.OffsetsTopic
 
 // groupCoordinator is the group coordinator (lib/group) on this node:
 // its records are kept in the partitions of __consumer_offsets
@@ -20,32 +20,21 @@ type groupCoordinator struct {
 	offsets *coordinator.Topic
 }
 
-// newGroupCoordinator starts the coordinator on the offsets topic; the
-// partitions' follow loop keeps its partitions those this node leads
-// (coordinator.Topic.FollowLeadership).
+// newGroupCoordinator starts the coordinator on the offsets topic
+// (coordinator.NewGroups).
 func newGroupCoordinator(b *Broker) *groupCoordinator {
 	s := b.cfg.Settings
-	n := s.OffsetsTopicNumPartitions
-	if t := b.ctrl.Image().Topics[offsetsTopic]; t != nil {
-		n = int32(len(t.Partitions)) // fixed once the topic exists
-	}
-	gc := &groupCoordinator{}
-	gc.offsets = coordinator.New(coordinator.Config{
-		Name: offsetsTopic, Partitions: n, ReplicationFactor: s.OffsetsTopicReplicationFactor,
-		NodeID: s.NodeID, Controller: b.ctrl, Hosted: b.parts, Peers: b.peers,
-		Logger: b.log, OnCreate: gc.syncOwnership,
-	})
-	gc.c = group.New(group.Config{
-		Partitions:            n,
-		Store:                 gc.offsets,
+	c, offsets := coordinator.NewGroups(coordinator.Config{
+		Partitions: s.OffsetsTopicNumPartitions, ReplicationFactor: s.OffsetsTopicReplicationFactor,
+		NodeID: s.NodeID, Controller: b.ctrl, Hosted: b.parts, Peers: b.peers, Logger: b.log,
+	}, group.Config{
 		Clock:                 b.clock,
 		Logger:                b.log.With("component", "group"),
 		InitialRebalanceDelay: s.GroupInitialRebalanceDelay,
 		InitialRebalanceAlone: s.GroupInitialRebalanceAlone,
 		OffsetsRetention:      s.OffsetsRetention,
 	})
-	gc.offsets.FollowLeadership(gc.c)
-	return gc
+	return &groupCoordinator{c: c, offsets: offsets}
 }
 
 // syncOwnership loads the partitions of __consumer_offsets this node now

@@ -19,6 +19,11 @@
 // queue.Store (PartitionCount, Write, Read); TxnStore is its view as
 // txn.Store.
 //
+// NewGroups starts lib/group's Coordinator on __consumer_offsets: the
+// topic's partition count (an existing topic's own), the coordinator's
+// Store, its loading of what this node leads once the topic is created
+// here, and FollowLeadership.
+//
 // DeadLetters writes share groups' dead letters (lib/queue's
 // LeaderConfig.DeadLetter) to their dead-letter topics, ordinary topics
 // it creates with the broker's defaults on first use: the same append
