@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"slices"
 	"strings"
@@ -12,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/auth"
-	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/coordinator"
 	"github.com/mqproject/mq/lib/group"
 	"github.com/mqproject/mq/lib/server"
 )
@@ -94,40 +95,17 @@ func (b *Broker) findCoordinator(ctx context.Context, conn *server.ConnInfo, key
 	}
 	ctx, cancel := context.WithTimeout(ctx, findCoordinatorLoadWait)
 	defer cancel()
-	t, err := k.topic.Ensure(ctx)
-	if err != nil {
+	br, err := k.topic.Locate(ctx, key, coordinator.Keyed{What: k.what, Partition: k.partition,
+		Check: k.check, WaitLoad: k.waitLoad, Sync: k.sync, Loading: k.loading})
+	var le *coordinator.LocateError
+	switch {
+	case errors.As(err, &le) && le.Loading:
+		return fail(kerr.CoordinatorLoadInProgress, err.Error())
+	case le != nil:
+		return fail(kerr.CoordinatorNotAvailable, err.Error())
+	case err != nil:
 		b.log.Warn("find coordinator", k.what, key, "err", err)
 		return fail(kerr.CoordinatorNotAvailable, err.Error())
-	}
-	p := k.partition(key, int32(len(t.Partitions)))
-	img := b.ctrl.Image()
-	if b.parts.Gone(t.Partitions[p].Leader) {
-		// Not a coordinator the client would find gone: the controller
-		// is electing another leader of the key's partition.
-		img = b.parts.Await(ctx, func(img *controller.Image) bool {
-			t := img.Topics[t.Name]
-			return t != nil && b.parts.Gone(t.Partitions[p].Leader)
-		})
-		if t = img.Topics[t.Name]; t == nil {
-			return fail(kerr.CoordinatorNotAvailable, "the "+k.what+"'s partition is gone")
-		}
-	}
-	leader := t.Partitions[p].Leader
-	br, ok := img.Brokers[leader]
-	if leader < 0 || !ok {
-		return fail(kerr.CoordinatorNotAvailable, "the "+k.what+"'s partition has no leader")
-	}
-	if leader == b.cfg.Settings.NodeID {
-		if k.check(key) != nil {
-			k.sync()
-		}
-		k.waitLoad(key, ctx.Done())
-		switch err := k.check(key); {
-		case k.loading(err):
-			return fail(kerr.CoordinatorLoadInProgress, "loading the "+k.what+"'s partition")
-		case err != nil:
-			return fail(kerr.CoordinatorNotAvailable, err.Error())
-		}
 	}
 	br = forListener(conn, br)
 	return br.ID, br.Host, br.Port, 0, nil

@@ -24,6 +24,11 @@
 // Store, its loading of what this node leads once the topic is created
 // here, and FollowLeadership.
 //
+// Locate answers FindCoordinator for a Keyed coordinator on a Topic: the
+// leader of the key's partition, waiting within the caller's context for
+// a leader found gone to be replaced, and, on that leader, for the key's
+// partition to load.
+//
 // DeadLetters writes share groups' dead letters (lib/queue's
 // LeaderConfig.DeadLetter) to their dead-letter topics, ordinary topics
 // it creates with the broker's defaults on first use: the same append
