@@ -2,14 +2,11 @@ package broker
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
-	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/partition"
-	"github.com/mqproject/mq/lib/replica"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -83,38 +80,26 @@ func (b *Broker) listOffset(ctx context.Context, t *controller.Topic, index, cur
 	}
 	info := h.Offsets()
 	epoch = info.LeaderEpoch
-	visible := info.HighWatermark
-	if committed && replicaID < 0 {
-		visible = info.LastStableOffset
-	}
+	end := partition.ListEnd(info, replicaID, committed)
 	switch {
 	case timestamp == listLatest:
-		if replicaID >= 0 {
-			return info.LogEndOffset, -1, epoch, nil
+		o, err := partition.LatestOffset(info, replicaID, committed)
+		if err != nil {
+			return 0, 0, 0, err
 		}
-		if info.HighWatermarkBehind {
-			return 0, 0, 0, replica.ErrHighWatermarkBehind // Kafka: OFFSET_NOT_AVAILABLE
-		}
-		return visible, -1, epoch, nil
+		return o, -1, epoch, nil
 	case timestamp == listEarliest:
 		return b.logStart(h, info.LogStartOffset, replicaID), -1, epoch, nil
 	case timestamp == listEarliestLocal && version >= 8:
 		return info.LogStartOffset, -1, epoch, nil
 	case timestamp == listMaxTimestamp && version >= 7:
-		maxTS, maxOffset := h.Log().MaxTimestamp()
-		if maxOffset < 0 || maxOffset >= visible {
-			return -1, -1, epoch, nil
-		}
-		return maxOffset, maxTS, epoch, nil
+		o, ts := h.MaxTimestampBelow(end)
+		return o, ts, epoch, nil
 	case timestamp >= 0:
 		if o, foundTS, ok, err := b.remoteOffsetForTimestamp(ctx, h, info.LogStartOffset, timestamp, replicaID); err != nil || ok {
 			return o, foundTS, epoch, err
 		}
-		o, foundTS, err := h.Log().OffsetForTimestamp(timestamp)
-		if errors.Is(err, log.ErrNotFound) || err == nil && o >= visible {
-			// No record at or after timestamp that consumers may read.
-			return -1, -1, epoch, nil
-		}
+		o, foundTS, err := h.OffsetForTimestampBelow(timestamp, end)
 		if err != nil {
 			return 0, 0, 0, err
 		}

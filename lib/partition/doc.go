@@ -13,6 +13,7 @@
 //	m.AfterApply(fn)                // fn runs after every image applied (a coordinator's ownership)
 //	src := partition.ShareSource{h} // h as lib/queue's share-partitions read it (queue.Source)
 //	ds, err := m.SkipDamaged(t, 0, -1) // give up the damaged ranges of a partition led here
+//	end := partition.ListEnd(h.Offsets(), -1, true) // how far ListOffsets answers a read_committed consumer
 //	err = m.Close()                 // checkpoints, flushes and closes every log; records the clean shutdown
 //
 // A Hosted is one replica: a lib/replica Partition over its lib/log Log in
