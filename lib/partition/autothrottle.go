@@ -17,34 +17,51 @@ import (
 // Every autoInterval it drains the node's commit-latency window (how long
 // each acks=all produce waited for the high-water mark) and, for each
 // side, sets the rate from the one before and from what the side's
-// throttled replicas moved in the window (used, per second):
+// throttled replicas moved in the window (used, per second). The law is
+// additive-increase, multiplicative-decrease in the manner of TCP's
+// congestion control, with a threshold (thresh) remembered per side:
 //
-//   - p99 above the target: half of used, or of the rate when that is
-//     less: the cut bites at once even when the rate was far above what
-//     the replicas moved;
-//   - p99 at most autoHeadroom of the target, or no acks=all produce
-//     waited: while the replicas used at least half the rate, or were
-//     held back by it (they want more: a large batch's debt may keep them
-//     from moving anything for a while), a quarter more (at least
-//     autoFloor), up to the ceiling; otherwise twice
-//     used, but at least half the rate, so that a rate nobody uses sinks
-//     back within a few seconds rather than wait, high, for the next
-//     catch-up to burst at it, and one window of a replica moving little
-//     (a slow disk write, a fetch held) does not undo a climb;
+//   - p99 above the target, or no acks=all produce answered in a window
+//     that follows one of autoBusy or more (a stall: they are all
+//     waiting):
+//     thresh becomes half of used, or of the rate when that is less, and
+//     the rate drops to the floor. A window over the target while the
+//     rate is already at the floor (the backlog of the window before
+//     draining, or a load that is not replication's) changes nothing.
+//   - p99 at most autoHeadroom of the target, or no acks=all produce in
+//     this window nor the one before: while the replicas used at least
+//     half the rate, or were held back by it (they want more: a large
+//     batch's debt may keep them from moving anything for a while), the
+//     rate doubles while under thresh (up to it: half of what was too
+//     much, which the produces bore), and above thresh grows by an eighth
+//     (autoGrowth), at least autoFloor; otherwise it sinks to twice used,
+//     but at least half the rate, so that a rate nobody uses sinks back
+//     within a few windows rather than wait, high, for the next catch-up
+//     to burst at it;
 //   - in between: unchanged.
 //
-// The rate stays between autoFloor (or the ceiling, when lower) and the
-// ceiling: the configured *.replication.throttled.rate of the side, or
-// none when that is unset. It starts at the floor: a catch-up begins
-// gently and speeds up while the produces allow it (from 1 MiB/s to
-// 100 MiB/s in about 18 steps, 9 s).
+// So a rate is never more than an eighth above one under which the
+// produces met autoHeadroom of the target (or above thresh, half a rate
+// they did not meet), and a window over the target is followed by the
+// floor: the extra load that reaches the produces is at most an eighth of
+// a tolerated rate, for one window. The rate stays between autoFloor (or
+// the ceiling, when lower) and the ceiling: the configured
+// *.replication.throttled.rate of the side, or none when that is unset.
+// It starts at the floor with no thresh: a catch-up begins gently (from
+// 1 MiB/s to 100 MiB/s in about 29 windows, 3 s).
 const (
-	autoInterval = 500 * time.Millisecond
+	autoInterval = 100 * time.Millisecond
 	// autoFloor is the least rate: a catch-up always makes progress.
 	autoFloor = 1 << 20
 	// autoHeadroom: the rate grows only while p99 is at most this share
 	// of the target.
 	autoHeadroom = 0.75
+	// autoGrowth: above thresh, the rate grows by 1/autoGrowth a window.
+	autoGrowth = 8
+	// autoBusy is the least acks=all produces in a window for the next
+	// one, empty, to count as a stall: a producer that sends a few a
+	// second leaves windows empty without any stall.
+	autoBusy = 8
 	// autoLogFactor: a rate that moved this many times up or down since
 	// the rate last logged is logged.
 	autoLogFactor = 4
@@ -61,16 +78,18 @@ type autoThrottle struct {
 	mu     sync.Mutex
 	target time.Duration // 0: off, the quotas keep the configured rates
 	last   time.Time     // the previous tick, or when it was turned on
+	busy   bool          // the previous window counted autoBusy acks=all produces or more
 	sides  [2]autoSide
 }
 
-// autoSide is one quota the controller sets: its ceiling, the bytes its
-// throttled replicas had moved at the previous tick, and the rate last
-// logged.
+// autoSide is one quota the controller sets: its ceiling, its thresh,
+// the bytes its throttled replicas had moved at the previous tick, and
+// the rate last logged.
 type autoSide struct {
 	name      string
 	quota     *replica.Quota
 	ceiling   int64 // replica.Unlimited: none
+	thresh    int64 // 0: none yet
 	lastBytes uint64
 	lastHolds uint64
 	logged    int64
@@ -109,14 +128,14 @@ func (a *autoThrottle) configure(target time.Duration, leaderRate, followerRate 
 			start := min(int64(autoFloor), rate)
 			s.quota.SetRate(start)
 			counts := s.quota.Counts()
-			s.lastBytes, s.lastHolds, s.logged = counts.Bytes, counts.Holds, start
+			s.lastBytes, s.lastHolds, s.logged, s.thresh = counts.Bytes, counts.Holds, start, 0
 		case s.quota.Rate() > rate:
 			s.quota.SetRate(rate)
 		}
 	}
 	if target > 0 && !wasOn {
 		a.latency.Drain() // what came before is no measure of the new rates
-		a.last = now
+		a.last, a.busy = now, false
 	}
 }
 
@@ -134,6 +153,8 @@ func (a *autoThrottle) tick() {
 	if elapsed <= 0 {
 		return
 	}
+	stalled := window.Count == 0 && a.busy
+	a.busy = window.Count >= autoBusy
 	for i := range a.sides {
 		s := &a.sides[i]
 		counts := s.quota.Counts()
@@ -141,7 +162,9 @@ func (a *autoThrottle) tick() {
 		held := counts.Holds > s.lastHolds
 		s.lastBytes, s.lastHolds = counts.Bytes, counts.Holds
 		old := s.quota.Rate()
-		rate := autoNextRate(old, s.ceiling, used, held, window, a.target)
+		rate, thresh := autoNextRate(autoStep{rate: old, thresh: s.thresh, ceiling: s.ceiling, used: used, held: held,
+			window: window, stalled: stalled, target: a.target})
+		s.thresh = thresh
 		if rate == old {
 			continue
 		}
@@ -154,22 +177,37 @@ func (a *autoThrottle) tick() {
 	}
 }
 
-// autoNextRate is the controller's rule (see autoInterval): the rate
-// after one with ceiling, when the throttled replicas used bytes per
-// second, were held back by the quota or not, and acks=all produces
-// waited as window says.
-func autoNextRate(rate, ceiling, used int64, held bool, window replica.LatencySummary, target time.Duration) int64 {
-	floor := min(int64(autoFloor), ceiling)
+// autoStep is what one step of the controller's law reads for one side.
+type autoStep struct {
+	rate, thresh, ceiling int64 // thresh 0: none yet
+	used                  int64 // bytes per second the throttled replicas moved
+	held                  bool  // the quota held one of them back
+	window                replica.LatencySummary
+	stalled               bool // no produce answered, some were in the window before
+	target                time.Duration
+}
+
+// autoNextRate is the controller's law (see autoInterval): the rate and
+// thresh after one step.
+func autoNextRate(st autoStep) (rate, thresh int64) {
+	rate, thresh = st.rate, st.thresh
+	floor := min(int64(autoFloor), st.ceiling)
 	switch {
-	case window.Count > 0 && window.P99 > target:
-		rate = min(rate, used) / 2
-	case window.Count == 0 || float64(window.P99) <= autoHeadroom*float64(target):
-		if used >= rate/2 || held {
-			step := max(rate/4, autoFloor)
-			rate = min(rate, ceiling-step) + step // min(rate+step, ceiling), without overflow
-		} else {
-			rate = max(2*used, rate/2)
+	case st.stalled || st.window.Count > 0 && st.window.P99 > st.target:
+		if rate > floor {
+			thresh = max(min(rate, st.used)/2, floor)
+			rate = floor
+		}
+	case st.window.Count == 0 || float64(st.window.P99) <= autoHeadroom*float64(st.target):
+		switch {
+		case st.used < rate/2 && !st.held:
+			rate = max(2*st.used, rate/2)
+		case rate < thresh:
+			rate = min(2*rate, thresh)
+		default:
+			step := max(rate/autoGrowth, autoFloor)
+			rate = min(rate, st.ceiling-step) + step // min(rate+step, ceiling), without overflow
 		}
 	}
-	return min(max(rate, floor), ceiling)
+	return min(max(rate, floor), st.ceiling), thresh
 }

@@ -11,41 +11,51 @@ import (
 	"github.com/mqproject/mq/lib/replica"
 )
 
-// TestAutoNextRateRule: one step of the auto throttle's rule.
+// TestAutoNextRateRule: one step of the auto throttle's law.
 func TestAutoNextRateRule(t *testing.T) {
 	const target = 20 * time.Millisecond
 	slow := replica.LatencySummary{Count: 100, P99: 30 * time.Millisecond}
 	fast := replica.LatencySummary{Count: 100, P99: 5 * time.Millisecond}
 	near := replica.LatencySummary{Count: 100, P99: 18 * time.Millisecond}
+	none := replica.LatencySummary{}
+	const unl = replica.Unlimited
 	for _, tc := range []struct {
-		name                string
-		rate, ceiling, used int64
-		held                bool
-		window              replica.LatencySummary
-		want                int64
+		name                        string
+		rate, thresh, ceiling, used int64
+		held, stalled               bool
+		window                      replica.LatencySummary
+		want, wantThresh            int64
 	}{
-		{"slow: half of what was used", 64 << 20, 100 << 20, 40 << 20, false, slow, 20 << 20},
-		{"slow, using less than the rate: half of what was used", 1 << 30, replica.Unlimited, 8 << 20, false, slow, 4 << 20},
-		{"slow, using more than the rate (a batch's debt): half the rate", 8 << 20, 100 << 20, 9 << 20, false, slow, 4 << 20},
-		{"slow: never below the floor", 3 << 20, 100 << 20, 1 << 20, false, slow, autoFloor},
-		{"slow, ceiling below the floor: the ceiling", 512 << 10, 512 << 10, 512 << 10, false, slow, 512 << 10},
-		{"fast and used: a quarter more", 8 << 20, 100 << 20, 8 << 20, false, fast, 10 << 20},
-		{"fast and used, small: the floor more", 2 << 20, 100 << 20, 2 << 20, false, fast, 3 << 20},
-		{"fast and used: never above the ceiling", 90 << 20, 100 << 20, 90 << 20, false, fast, 100 << 20},
-		{"fast, no ceiling: a quarter more", 8 << 20, replica.Unlimited, 8 << 20, false, fast, 10 << 20},
-		{"fast, near the top of an unlimited ceiling: no overflow", replica.Unlimited - 1, replica.Unlimited, replica.Unlimited, false, fast, replica.Unlimited},
-		{"fast and little used: twice what was used", 8 << 20, 100 << 20, 3 << 20, false, fast, 6 << 20},
-		{"fast and idle: half the rate", 8 << 20, 100 << 20, 0, false, fast, 4 << 20},
-		{"fast and idle, low: the floor", 3 << 19, 100 << 20, 0, false, fast, autoFloor},
-		{"fast, nothing moved, held back (a debt): a quarter more", 8 << 20, 100 << 20, 0, true, fast, 10 << 20},
-		{"slow, held back: half of what was used", 8 << 20, 100 << 20, 2 << 20, true, slow, autoFloor},
-		{"no acks=all produce, used: a quarter more", 8 << 20, 100 << 20, 8 << 20, false, replica.LatencySummary{}, 10 << 20},
-		{"near the target: unchanged", 8 << 20, 100 << 20, 8 << 20, false, near, 8 << 20},
-		{"a ceiling lowered below the rate: the ceiling", 80 << 20, 50 << 20, 80 << 20, false, near, 50 << 20},
+		{"slow: the floor, thresh half of what was used", 64 << 20, 0, 100 << 20, 40 << 20, false, false, slow, autoFloor, 20 << 20},
+		{"slow, using less than the rate: thresh half of what was used", 1 << 30, 0, unl, 8 << 20, false, false, slow, autoFloor, 4 << 20},
+		{"slow, using more than the rate (a batch's debt): thresh half the rate", 8 << 20, 0, 100 << 20, 9 << 20, false, false, slow, autoFloor, 4 << 20},
+		{"slow, little used: thresh never below the floor", 3 << 20, 0, 100 << 20, 1 << 20, false, false, slow, autoFloor, autoFloor},
+		{"slow at the floor (the window before draining): thresh kept", autoFloor, 20 << 20, 100 << 20, autoFloor, false, false, slow, autoFloor, 20 << 20},
+		{"slow, ceiling below the floor: the ceiling", 512 << 10, 0, 512 << 10, 512 << 10, false, false, slow, 512 << 10, 0},
+		{"a stall (none answered after a busy window): the floor", 64 << 20, 0, 100 << 20, 64 << 20, false, true, none, autoFloor, 32 << 20},
+		{"fast and used, no thresh: an eighth more", 16 << 20, 0, 100 << 20, 16 << 20, false, false, fast, 18 << 20, 0},
+		{"fast and used, above thresh: an eighth more", 16 << 20, 8 << 20, 100 << 20, 16 << 20, false, false, fast, 18 << 20, 8 << 20},
+		{"fast and used, under thresh: twice", 4 << 20, 20 << 20, 100 << 20, 4 << 20, false, false, fast, 8 << 20, 20 << 20},
+		{"fast and used, under thresh: twice, up to thresh", 12 << 20, 20 << 20, 100 << 20, 12 << 20, false, false, fast, 20 << 20, 20 << 20},
+		{"fast and used, small: the floor more", 2 << 20, 0, 100 << 20, 2 << 20, false, false, fast, 3 << 20, 0},
+		{"fast and used: never above the ceiling", 96 << 20, 0, 100 << 20, 96 << 20, false, false, fast, 100 << 20, 0},
+		{"fast, under thresh: never above the ceiling", 40 << 20, 90 << 20, 50 << 20, 40 << 20, false, false, fast, 50 << 20, 90 << 20},
+		{"fast, no ceiling: an eighth more", 16 << 20, 0, unl, 16 << 20, false, false, fast, 18 << 20, 0},
+		{"fast, near the top of an unlimited ceiling: no overflow", unl - 1, 0, unl, unl, false, false, fast, unl, 0},
+		{"fast and little used: twice what was used", 8 << 20, 0, 100 << 20, 3 << 20, false, false, fast, 6 << 20, 0},
+		{"fast and idle: half the rate", 8 << 20, 0, 100 << 20, 0, false, false, fast, 4 << 20, 0},
+		{"fast and idle, low: the floor", 3 << 19, 0, 100 << 20, 0, false, false, fast, autoFloor, 0},
+		{"fast, nothing moved, held back (a debt): an eighth more", 16 << 20, 0, 100 << 20, 0, true, false, fast, 18 << 20, 0},
+		{"slow, held back: the floor", 8 << 20, 0, 100 << 20, 2 << 20, true, false, slow, autoFloor, autoFloor},
+		{"no acks=all produce, no stall, used: an eighth more", 16 << 20, 0, 100 << 20, 16 << 20, false, false, none, 18 << 20, 0},
+		{"near the target: unchanged", 8 << 20, 0, 100 << 20, 8 << 20, false, false, near, 8 << 20, 0},
+		{"a ceiling lowered below the rate: the ceiling", 80 << 20, 0, 50 << 20, 80 << 20, false, false, near, 50 << 20, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := autoNextRate(tc.rate, tc.ceiling, tc.used, tc.held, tc.window, target); got != tc.want {
-				t.Errorf("autoNextRate(%d, %d, used %d, held %v, %+v) = %d, want %d", tc.rate, tc.ceiling, tc.used, tc.held, tc.window, got, tc.want)
+			st := autoStep{rate: tc.rate, thresh: tc.thresh, ceiling: tc.ceiling, used: tc.used, held: tc.held,
+				window: tc.window, stalled: tc.stalled, target: target}
+			if got, gotThresh := autoNextRate(st); got != tc.want || gotThresh != tc.wantThresh {
+				t.Errorf("autoNextRate(%+v) = %d, thresh %d; want %d, thresh %d", st, got, gotThresh, tc.want, tc.wantThresh)
 			}
 		})
 	}
@@ -94,7 +104,8 @@ func (r *autoRig) window(p99 time.Duration) int64 {
 // while the idle follower side stays at the floor; under a latency above
 // the target it falls to the floor and never below, and recovers to the
 // ceiling when the latency is low again; turned off, the configured
-// rates are back.
+// rates are back. A window over the target drops the rate to the floor
+// at once; the ones after it leave it there.
 func TestAutoThrottleYieldsToSlowProducesAndRecovers(t *testing.T) {
 	r := newAutoRig(t)
 	var logged bytes.Buffer
@@ -146,8 +157,8 @@ func TestAutoThrottleYieldsToSlowProducesAndRecovers(t *testing.T) {
 		}
 		prev = rate
 	}
-	if prev != autoFloor || fell < 5 {
-		t.Fatalf("after 20 slow windows: rate %d after %d cuts, want the floor %d", prev, fell, autoFloor)
+	if prev != autoFloor || fell != 1 {
+		t.Fatalf("after 20 slow windows: rate %d after %d cuts, want one cut to the floor %d", prev, fell, autoFloor)
 	}
 	// Near the target: held.
 	if rate := r.window(target * 9 / 10); rate != prev {

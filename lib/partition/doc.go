@@ -101,23 +101,38 @@
 // ceilings. lib/broker's produce handler counts how long each acks=all
 // produce waited, from its appends to the high-water mark passing its
 // last batch, into the Manager's replica.LatencyWindow (CommitLatency);
-// every autoInterval (500 ms) the maintain loop drains it and sets each
-// side's rate from its p99:
+// every autoInterval (100 ms) the maintain loop drains it and sets each
+// side's rate from its p99, additive increase and multiplicative
+// decrease as in TCP's congestion control, with a threshold thresh kept
+// per side (none at first):
 //
-//	p99 > target                     rate = max(floor, min(rate, used)/2)
-//	p99 <= 3/4 target, or no sample  used >= rate/2 or held: rate = min(ceiling, rate + max(rate/4, floor))
-//	                                 else:                   rate = max(floor, 2*used, rate/2)
+//	p99 > target, or a stall         rate > floor: thresh = max(floor, min(rate, used)/2), rate = floor
+//	                                 else: unchanged (the queue of the window before draining)
+//	p99 <= 3/4 target, or no sample  used < rate/2 and not held: rate = max(floor, 2*used, rate/2)
+//	                                 rate < thresh:               rate = min(2*rate, thresh)
+//	                                 else:                        rate = min(ceiling, rate + max(rate/8, floor))
 //	otherwise                        unchanged
 //
 // where used is what the side's throttled replicas moved per second in
 // the window, held whether the quota held one back in it (they want
-// more, even when a large batch's debt let them move nothing), floor is
-// autoFloor (1 MiB/s, or the ceiling when lower)
-// and ceiling the configured rate (none when unset). Halving what was
-// used makes a cut bite at once, even from a rate far above the traffic;
-// a rate that is not used sinks, by half a step at most, to twice what
-// is, so that the next catch-up starts low, not with a burst at a rate
-// set long ago, while one quiet window does not undo a climb. The
+// more, even when a large batch's debt let them move nothing), a stall
+// a window in which no acks=all produce was answered after one with
+// autoBusy (8) or more (they are all waiting, and their p99 cannot show
+// it until they are answered), floor is autoFloor (1 MiB/s, or the
+// ceiling when lower) and ceiling the configured rate (none when
+// unset). The bound this keeps: a window's rate is at most an eighth
+// above one under which the produces met 3/4 of the target (or at most
+// half of one they did not meet), and a window over the target is
+// followed by the floor; so what the catch-up adds to the produces' wait
+// beyond the target is at most the queue an eighth too much builds in
+// one window, autoInterval/autoGrowth = 12.5 ms of the shared disk's or
+// CPUs' time (TestAutoThrottleKeepsItsBound plays this on the injected
+// clock). A rate that is not used sinks, by half a step at most, to
+// twice what is, so that the next catch-up starts low, not with a burst
+// at a rate set long ago, while one quiet window does not undo a climb.
+// Each node steers on the produces it leads: a node that leads none
+// raises its sides to their ceilings, and the other end of the catch-up
+// (the leader's side or the follower's) is what holds it. The
 // rate starts at the floor when turned on, is logged when it moved by
 // autoLogFactor (4) from the rate last logged, and is the gauge
 // mq_replication_throttle_rate_bytes. Only

@@ -111,7 +111,7 @@
 // A LatencyWindow is where lib/broker counts how long acks=all produces
 // waited for the high-water mark, one atomic add each and no allocation;
 // Drain hands over a window's count and p99 (to a quarter) and starts
-// the next. lib/partition's auto throttle drains it every half second
+// the next. lib/partition's auto throttle drains it every 100 ms
 // and sets the Quotas' rates from it.
 //
 //	var w replica.LatencyWindow
