@@ -167,7 +167,8 @@ type Broker struct {
 	// mq): when above 0, this broker sets the two rates of its throttled
 	// replicas itself, between 1 MiB/s and the rates above, to keep the
 	// p99 of its acks=all produces' wait for the high-water mark at most
-	// this (lib/partition's auto throttle); default 0, off.
+	// this, and a catch-up's share beyond it at most 12.5 ms for one
+	// 100 ms step (lib/partition's auto throttle); default 0, off.
 	ReplicationThrottleAutoTarget time.Duration
 
 	// Extra holds known, valid properties that have no field (for example
@@ -505,8 +506,10 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		"while they are out of the ISR, all such replicas together; the others are never held back. Applies within a second when altered.",
 		set: func(b *Broker, v string) { b.FollowerReplicationThrottledRate = i64(v) }, get: func(b *Broker) string { return fmtInt(b.FollowerReplicationThrottledRate) }},
 	{name: "replication.throttle.auto.target.ms", kind: longAtLeast(0), def: "0", dynamic: true, doc: "When above 0, this broker sets the rates of its throttled replicas itself (mq), " +
-		"both sides, every half second: lower while the 99th percentile of the time its acks=all produces wait for the high-water mark is above this many milliseconds, higher while it is under three quarters of it, " +
-		"never under 1 MiB/s nor above leader.replication.throttled.rate and follower.replication.throttled.rate (no bound when unset). 0, the default, leaves the rates as configured.",
+		"both sides, every 100 ms: down to 1 MiB/s as soon as the 99th percentile of the time the acks=all produces it leads wait for the high-water mark is above this many milliseconds (or none is answered any more), " +
+		"up while it is under three quarters of it (doubling back to half the rate that was too much, then by an eighth a step), " +
+		"never under 1 MiB/s nor above leader.replication.throttled.rate and follower.replication.throttled.rate (no bound when unset). " +
+		"The bound it keeps: what a catch-up adds to that p99 beyond this target is at most 12.5 ms (the queue an eighth too much builds in one 100 ms step), for one step at a time. 0, the default, leaves the rates as configured.",
 		set: func(b *Broker, v string) { b.ReplicationThrottleAutoTarget = ms(v) }, get: func(b *Broker) string { return fmtMS(b.ReplicationThrottleAutoTarget) }},
 	{name: "log.message.timestamp.type", kind: oneOf("CreateTime", "LogAppendTime"), def: "CreateTime", dynamic: true, doc: "Default for topics: keep the producer's timestamps or stamp the append time.",
 		set: func(b *Broker, v string) { b.LogMessageTimestampType = v }, get: func(b *Broker) string { return b.LogMessageTimestampType }},
