@@ -63,8 +63,11 @@ const (
 	// second leaves windows empty without any stall.
 	autoBusy = 8
 	// autoLogFactor: a rate that moved this many times up or down since
-	// the rate last logged is logged.
+	// the rate last logged is logged, at most once every autoLogEvery: a
+	// throttle that cuts to the floor and climbs back every second or so
+	// would otherwise log twice a second.
 	autoLogFactor = 4
+	autoLogEvery  = 5 * time.Second
 )
 
 // autoThrottle is the controller of the auto replication throttle. Its
@@ -93,6 +96,7 @@ type autoSide struct {
 	lastBytes uint64
 	lastHolds uint64
 	logged    int64
+	loggedAt  time.Time
 }
 
 // newAutoThrottle returns the controller of leader and follower, off, on
@@ -169,10 +173,10 @@ func (a *autoThrottle) tick() {
 			continue
 		}
 		s.quota.SetRate(rate)
-		if rate >= s.logged*autoLogFactor || rate <= s.logged/autoLogFactor {
+		if (rate >= s.logged*autoLogFactor || rate <= s.logged/autoLogFactor) && now.Sub(s.loggedAt) >= autoLogEvery {
 			a.log.Info("auto replication throttle", "side", s.name, "rate", rate, "last_logged_rate", s.logged,
-				"used", used, "produce_p99", window.P99, "target", a.target)
-			s.logged = rate
+				"used", used, "thresh", thresh, "produce_p99", window.P99, "stalled", stalled, "target", a.target)
+			s.logged, s.loggedAt = rate, now
 		}
 	}
 }

@@ -134,7 +134,8 @@
 // raises its sides to their ceilings, and the other end of the catch-up
 // (the leader's side or the follower's) is what holds it. The
 // rate starts at the floor when turned on, is logged when it moved by
-// autoLogFactor (4) from the rate last logged, and is the gauge
+// autoLogFactor (4) from the rate last logged (at most every
+// autoLogEvery, 5 s), and is the gauge
 // mq_replication_throttle_rate_bytes. Only
 // throttled replicas (named in the lists, out of the ISR) are held to
 // it: the throttle never slows an ISR member, so acks=all latency is a
