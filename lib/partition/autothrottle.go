@@ -17,7 +17,8 @@ import (
 // Every autoInterval it drains the node's commit-latency window (how long
 // each acks=all produce waited for the high-water mark) and, for each
 // side, sets the rate from the one before and from what the side's
-// throttled replicas moved in the window (used, per second). The law is
+// throttled replicas moved in the last autoUseWindows windows (used, per
+// second). The law is
 // additive-increase, multiplicative-decrease in the manner of TCP's
 // congestion control, with a threshold (thresh) remembered per side:
 //
@@ -62,6 +63,11 @@ const (
 	// one, empty, to count as a stall: a producer that sends a few a
 	// second leaves windows empty without any stall.
 	autoBusy = 8
+	// autoUseWindows: used and held are counted over this many windows
+	// (500 ms), not one: a follower's fetch may take longer than a
+	// window, so that a catch-up held by the rate would seem, in the
+	// windows between its fetches, to use nothing.
+	autoUseWindows = 5
 	// autoLogFactor: a rate that moved this many times up or down since
 	// the rate last logged is logged, at most once every autoLogEvery: a
 	// throttle that cuts to the floor and climbs back every second or so
@@ -86,17 +92,23 @@ type autoThrottle struct {
 }
 
 // autoSide is one quota the controller sets: its ceiling, its thresh,
-// the bytes its throttled replicas had moved at the previous tick, and
-// the rate last logged.
+// what its quota had counted at each of the last autoUseWindows ticks,
+// and the rate last logged.
 type autoSide struct {
-	name      string
-	quota     *replica.Quota
-	ceiling   int64 // replica.Unlimited: none
-	thresh    int64 // 0: none yet
-	lastBytes uint64
-	lastHolds uint64
-	logged    int64
-	loggedAt  time.Time
+	name     string
+	quota    *replica.Quota
+	ceiling  int64 // replica.Unlimited: none
+	thresh   int64 // 0: none yet
+	past     [autoUseWindows]autoCounts
+	next     int // past[next] is the oldest
+	logged   int64
+	loggedAt time.Time
+}
+
+// autoCounts is what a quota had counted at a tick.
+type autoCounts struct {
+	replica.QuotaCounts
+	at time.Time
 }
 
 // newAutoThrottle returns the controller of leader and follower, off, on
@@ -131,8 +143,11 @@ func (a *autoThrottle) configure(target time.Duration, leaderRate, followerRate 
 		case !wasOn:
 			start := min(int64(autoFloor), rate)
 			s.quota.SetRate(start)
-			counts := s.quota.Counts()
-			s.lastBytes, s.lastHolds, s.logged, s.thresh = counts.Bytes, counts.Holds, start, 0
+			s.past = [autoUseWindows]autoCounts{}
+			for j := range s.past {
+				s.past[j] = autoCounts{s.quota.Counts(), now}
+			}
+			s.logged, s.thresh = start, 0
 		case s.quota.Rate() > rate:
 			s.quota.SetRate(rate)
 		}
@@ -161,10 +176,11 @@ func (a *autoThrottle) tick() {
 	a.busy = window.Count >= autoBusy
 	for i := range a.sides {
 		s := &a.sides[i]
-		counts := s.quota.Counts()
-		used := int64(float64(counts.Bytes-s.lastBytes) / elapsed.Seconds())
-		held := counts.Holds > s.lastHolds
-		s.lastBytes, s.lastHolds = counts.Bytes, counts.Holds
+		counts, oldest := s.quota.Counts(), s.past[s.next]
+		s.past[s.next] = autoCounts{counts, now}
+		s.next = (s.next + 1) % autoUseWindows
+		used := int64(float64(counts.Bytes-oldest.Bytes) / now.Sub(oldest.at).Seconds())
+		held := counts.Holds > oldest.Holds
 		old := s.quota.Rate()
 		rate, thresh := autoNextRate(autoStep{rate: old, thresh: s.thresh, ceiling: s.ceiling, used: used, held: held,
 			window: window, stalled: stalled, target: a.target})

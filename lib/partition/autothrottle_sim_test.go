@@ -65,11 +65,11 @@ func newAutoSim(t *testing.T, capacity float64, base, smooth time.Duration) *aut
 func (s *autoSim) run(d time.Duration) {
 	for end := s.clock.Now().Add(d); s.clock.Now().Before(end); {
 		s.clock.Advance(simStep)
+		// The catch-up takes all it is allowed and asks again at once:
+		// held back until the next step.
 		moved := s.leader.Reserve()
-		if moved == 0 {
-			s.leader.Hold()
-		}
 		s.leader.Settle(moved, moved)
+		s.leader.Hold()
 		s.moved += moved
 		served := s.capacity * simStep.Seconds()
 		s.backlog = max(0, s.backlog+float64(moved)-served)

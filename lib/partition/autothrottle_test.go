@@ -79,7 +79,8 @@ func newAutoRig(t *testing.T) *autoRig {
 }
 
 // window plays one autoInterval: the leader side's throttled replicas
-// move all their quota allows (the follower side's nothing), acks=all
+// move all their quota allows and ask for more (the follower side's
+// nothing), acks=all
 // produces take p99, then the controller ticks. It returns the leader
 // side's rate after the tick.
 func (r *autoRig) window(p99 time.Duration) int64 {
@@ -88,6 +89,7 @@ func (r *autoRig) window(p99 time.Duration) int64 {
 		if n := r.leader.Allowance(); n > 0 {
 			r.leader.Settle(0, n)
 		}
+		r.leader.Hold() // they want more
 	}
 	for range 99 {
 		r.latency.Observe(p99 / 10)

@@ -114,7 +114,8 @@
 //	otherwise                        unchanged
 //
 // where used is what the side's throttled replicas moved per second in
-// the window, held whether the quota held one back in it (they want
+// the last autoUseWindows (5) windows, held whether the quota held one
+// back in them (a follower's fetch may take longer than a window; they want
 // more, even when a large batch's debt let them move nothing), a stall
 // a window in which no acks=all produce was answered after one with
 // autoBusy (8) or more (they are all waiting, and their p99 cannot show
