@@ -18,19 +18,18 @@ import (
 // each acks=all produce waited for the high-water mark) and, for each
 // side, sets the rate from the one before and from what the side's
 // throttled replicas moved in the last autoUseWindows windows (used, per
-// second). The law is
-// additive-increase, multiplicative-decrease in the manner of TCP's
-// congestion control, with a threshold (thresh) remembered per side:
+// second). The law is additive-increase, multiplicative-decrease in the
+// manner of TCP's congestion control, with a threshold (thresh)
+// remembered per side:
 //
 //   - p99 above the target, or no acks=all produce answered in a window
 //     that follows one of autoBusy or more (a stall: they are all
-//     waiting):
-//     thresh becomes half of used, or of the rate when that is less, and
-//     the rate drops to the floor. A window over the target while the
+//     waiting): thresh becomes half of used, or of the rate when that is
+//     less, and the rate drops to the floor. A window over the target while the
 //     rate is already at the floor (the backlog of the window before
 //     draining, or a load that is not replication's) changes nothing.
 //   - p99 at most autoHeadroom of the target, or no acks=all produce in
-//     this window nor the one before: while the replicas used at least
+//     a window that is no stall: while the replicas used at least
 //     half the rate, or were held back by it (they want more: a large
 //     batch's debt may keep them from moving anything for a while), the
 //     rate doubles while under thresh (up to it: half of what was too
