@@ -29,6 +29,9 @@
 // a leader found gone to be replaced, and, on that leader, for the key's
 // partition to load.
 //
+// The coordinators keep which partitions they own, and their replays, in
+// the sub-package owned (below them, where this package is above them).
+//
 // DeadLetters writes share groups' dead letters (lib/queue's
 // LeaderConfig.DeadLetter) to their dead-letter topics, ordinary topics
 // it creates with the broker's defaults on first use: the same append

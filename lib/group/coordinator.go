@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mqproject/mq/lib/clock"
+	"github.com/mqproject/mq/lib/coordinator/owned"
 	"github.com/mqproject/mq/lib/record"
 )
 
@@ -76,10 +76,9 @@ type Coordinator struct {
 	log   *slog.Logger
 
 	mu     sync.Mutex
-	owned  map[int32]*ownedPartition
+	owned  *owned.Partitions[[]completion] // under mu; each one's completions came while it loaded
 	groups map[string]*group
 	expiry clock.Timer
-	closed bool
 	seq    uint64 // of the last write appended: writes are numbered in log order
 	// inflight are the writes appended and not finished (their Pending
 	// waited for, and what they record made visible or dropped);
@@ -89,18 +88,11 @@ type Coordinator struct {
 }
 
 // ownedPartition is a partition of __consumer_offsets this node leads.
-type ownedPartition struct {
-	loaded chan struct{} // closed when replay is done
-	err    error         // replay failure, set before loaded is closed
-	// gone ends when the partition is unloaded or the coordinator
-	// closes: writes still waiting for durability give up.
-	gone   context.Context
-	cancel context.CancelFunc
-	// completions are the transactions' ends (CompleteTransaction) that
-	// came while the partition loaded: applied once it is loaded, as the
-	// replay may have read the log before their markers.
-	completions []completion
-}
+// Its State are the transactions' ends (CompleteTransaction) that came
+// while the partition loaded: applied once it is loaded, as the replay
+// may have read the log before their markers. Writes still waiting for
+// durability give up when it is gone.
+type ownedPartition = owned.Partition[[]completion]
 
 // completion is a transaction's end on a partition.
 type completion struct {
@@ -137,8 +129,13 @@ func New(cfg Config) *Coordinator {
 	if cfg.NewMemberID == nil {
 		cfg.NewMemberID = randomMemberID
 	}
-	c := &Coordinator{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, owned: map[int32]*ownedPartition{}, groups: map[string]*group{},
+	c := &Coordinator{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, groups: map[string]*group{},
 		inflight: map[*write]struct{}{}}
+	c.owned = owned.New(owned.Config[[]completion]{
+		Topic: "__consumer_offsets", Mu: &c.mu, Replay: c.load,
+		NotOwned: ErrNotCoordinator, Loading: ErrLoadInProgress, Closed: ErrClosed,
+		StoreError: func(err error) error { return &StoreError{Err: err} },
+	})
 	c.mu.Lock()
 	c.scheduleExpiry()
 	c.mu.Unlock()
@@ -181,117 +178,49 @@ func (c *Coordinator) Partition(g string) int32 { return PartitionFor(g, c.cfg.P
 // replay is done those groups answer ErrLoadInProgress. Loading a
 // partition already owned waits for that load. Load returns once replay
 // is done.
-func (c *Coordinator) Load(partition int32) error {
-	op, fresh := c.own(partition)
-	if op == nil {
-		return ErrClosed
-	}
-	if fresh {
-		c.load(partition, op)
-	}
-	<-op.loaded
-	return op.err
-}
+func (c *Coordinator) Load(partition int32) error { return c.owned.Load(partition) }
 
 // LoadAsync is Load in the background: the partition is owned (its groups
 // answer ErrLoadInProgress) when LoadAsync returns, and done, if not nil,
 // is called with Load's result.
 func (c *Coordinator) LoadAsync(partition int32, done func(error)) {
-	op, fresh := c.own(partition)
-	if op == nil {
-		if done != nil {
-			done(ErrClosed)
-		}
-		return
-	}
-	go func() {
-		if fresh {
-			c.load(partition, op)
-		}
-		<-op.loaded
-		if done != nil {
-			done(op.err)
-		}
-	}()
+	c.owned.LoadAsync(partition, done)
 }
 
-// own registers a partition as owned, reporting whether it was not yet;
-// nil when the coordinator is closed.
-func (c *Coordinator) own(partition int32) (*ownedPartition, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, false
-	}
-	if op := c.owned[partition]; op != nil {
-		return op, false
-	}
-	op := &ownedPartition{loaded: make(chan struct{})}
-	op.gone, op.cancel = context.WithCancel(context.Background())
-	c.owned[partition] = op
-	return op, true
-}
-
-// load replays an owned partition and installs its groups.
-func (c *Coordinator) load(partition int32, op *ownedPartition) {
+// load replays an owned partition (without mu) and returns what installs
+// its groups (with mu, if the partition is still owned).
+func (c *Coordinator) load(partition int32, op *ownedPartition) (func(), error) {
 	start := c.clock.Now()
 	loaded, records, err := c.replay(partition)
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	defer close(op.loaded)
-	if c.owned[partition] != op {
-		op.err = ErrNotCoordinator // unloaded meanwhile
-		return
-	}
 	if err != nil {
-		op.err = fmt.Errorf("load __consumer_offsets-%d: %w", partition, err)
-		op.cancel()
-		delete(c.owned, partition)
-		return
+		return nil, err
 	}
-	for _, g := range loaded {
-		for _, done := range op.completions {
-			g.completeTransaction(done.producerID, done.commit)
+	return func() {
+		for _, g := range loaded {
+			for _, done := range op.State {
+				g.completeTransaction(done.producerID, done.commit)
+			}
+			c.groups[g.id] = g
+			// Every restored member's session starts now, as if it had just
+			// heartbeated: one that does not come back expires, and the
+			// others rebalance without it.
+			for _, m := range g.members {
+				g.touch(m)
+			}
 		}
-		c.groups[g.id] = g
-		// Every restored member's session starts now, as if it had just
-		// heartbeated: one that does not come back expires, and the
-		// others rebalance without it.
-		for _, m := range g.members {
-			g.touch(m)
-		}
-	}
-	c.log.Debug("group partition loaded", "partition", partition, "groups", len(loaded),
-		"records", records, "took", c.clock.Now().Sub(start).Round(time.Millisecond))
+		c.log.Debug("group partition loaded", "partition", partition, "groups", len(loaded),
+			"records", records, "took", c.clock.Now().Sub(start).Round(time.Millisecond))
+	}, nil
 }
 
 // WaitLoaded waits until the partition of group g is loaded, or done is
 // closed. It returns at once when the partition is not owned.
 func (c *Coordinator) WaitLoaded(g string, done <-chan struct{}) {
-	c.mu.Lock()
-	op := c.owned[c.Partition(g)]
-	c.mu.Unlock()
-	if op == nil {
-		return
-	}
-	select {
-	case <-op.loaded:
-	case <-done:
-	}
+	c.owned.WaitLoaded(c.Partition(g), done)
 }
 
 // Owned lists the partitions this coordinator owns (loaded or loading).
-func (c *Coordinator) Owned() []int32 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var ps []int32
-	for p := range c.owned {
-		ps = append(ps, p)
-	}
-	slices.Sort(ps)
-	return ps
-}
+func (c *Coordinator) Owned() []int32 { return c.owned.Owned() }
 
 // replay reads a partition into groups: the last record of each key wins,
 // tombstones delete. Correctness does not depend on the topic being
@@ -385,12 +314,9 @@ func (c *Coordinator) replay(partition int32) ([]*group, int, error) {
 func (c *Coordinator) Unload(partition int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	op, ok := c.owned[partition]
-	if !ok {
+	if !c.owned.UnloadLocked(partition) {
 		return
 	}
-	op.cancel()
-	delete(c.owned, partition)
 	for id, g := range c.groups {
 		if g.partition == partition {
 			g.shutdown(ErrNotCoordinator)
@@ -404,10 +330,9 @@ func (c *Coordinator) Unload(partition int32) {
 func (c *Coordinator) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if !c.owned.CloseLocked() {
 		return
 	}
-	c.closed = true
 	if c.expiry != nil {
 		c.expiry.Stop()
 	}
@@ -415,31 +340,11 @@ func (c *Coordinator) Close() {
 		g.shutdown(ErrNotCoordinator)
 		delete(c.groups, id)
 	}
-	for _, op := range c.owned {
-		op.cancel()
-	}
-	c.owned = map[int32]*ownedPartition{}
 }
 
-// check says whether this node serves group id now. Called with mu held.
-func (c *Coordinator) checkLocked(id string) error {
-	if c.closed {
-		return ErrNotCoordinator
-	}
-	op := c.owned[c.Partition(id)]
-	if op == nil {
-		return ErrNotCoordinator
-	}
-	select {
-	case <-op.loaded:
-		if op.err != nil {
-			return ErrNotCoordinator
-		}
-		return nil
-	default:
-		return ErrLoadInProgress
-	}
-}
+// checkLocked says whether this node serves group id now. Called with mu
+// held.
+func (c *Coordinator) checkLocked(id string) error { return c.owned.CheckLocked(c.Partition(id)) }
 
 // Check reports whether this node coordinates group id: nil,
 // ErrNotCoordinator or ErrLoadInProgress.
@@ -481,7 +386,7 @@ func (c *Coordinator) appendLocked(partition int32, keys, values [][]byte) (*wri
 // appendBatchLocked is appendLocked with the batch's producer fields in
 // opts (a transaction's offsets).
 func (c *Coordinator) appendBatchLocked(partition int32, opts record.BuildOptions, keys, values [][]byte) (*write, error) {
-	op := c.owned[partition]
+	op := c.owned.GetLocked(partition)
 	if op == nil {
 		return nil, ErrNotCoordinator
 	}
@@ -509,17 +414,7 @@ func (c *Coordinator) appendBatchLocked(partition int32, opts record.BuildOption
 // await waits, without mu, until w is durable: ErrNotCoordinator when its
 // partition is unloaded first, a *StoreError when the store gives up.
 func (c *Coordinator) await(ctx context.Context, w *write) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(w.op.gone, cancel)()
-	err := w.pending.Wait(ctx)
-	switch {
-	case err == nil:
-		return nil
-	case w.op.gone.Err() != nil:
-		return ErrNotCoordinator
-	}
-	return &StoreError{Err: err}
+	return c.owned.Wait(ctx, w.op, w.pending.Wait)
 }
 
 // awaitLocked waits until w is durable. Called with mu held, it releases
@@ -697,7 +592,7 @@ func (c *Coordinator) scheduleExpiry() {
 	c.expiry = c.clock.AfterFunc(c.cfg.RetentionCheckInterval, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.closed {
+		if c.owned.ClosedLocked() {
 			return
 		}
 		c.expireLocked()

@@ -533,7 +533,7 @@ func (s *script) settle() string {
 		s.c.mu.Lock()
 		for w := range s.c.inflight {
 			h := w.pending.(*HeldWait)
-			if !slices.Contains(s.store.Held(), h) || w.op.gone.Err() != nil || !h.Waiting() {
+			if !slices.Contains(s.store.Held(), h) || w.op.Gone().Err() != nil || !h.Waiting() {
 				unsettled++
 			}
 		}

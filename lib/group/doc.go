@@ -9,7 +9,8 @@
 // Kafka's abs(javaHashCode(group)) % n, so a client's FindCoordinator goes
 // to that partition's leader. The broker calls Load when the node becomes
 // leader of a partition (groups answer ErrLoadInProgress until replay is
-// done) and Unload when it stops being leader.
+// done) and Unload when it stops being leader; the partitions owned are an
+// owned.Partitions (lib/coordinator/owned), as lib/txn's.
 //
 // # Groups
 //

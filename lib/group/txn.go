@@ -119,13 +119,9 @@ func (g *group) completeTransaction(producerID int64, commit bool) {
 func (c *Coordinator) CompleteTransaction(partition int32, producerID int64, producerEpoch int16, commit bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if op := c.owned[partition]; op != nil {
-		select {
-		case <-op.loaded:
-		default:
-			op.completions = append(op.completions, completion{producerID, commit})
-			return
-		}
+	if op := c.owned.GetLocked(partition); op != nil && op.Loading() {
+		op.State = append(op.State, completion{producerID, commit})
+		return
 	}
 	n := 0
 	for _, g := range c.groups {

@@ -3,7 +3,6 @@ package txn
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mqproject/mq/lib/clock"
+	"github.com/mqproject/mq/lib/coordinator/owned"
 	"github.com/mqproject/mq/lib/record"
 )
 
@@ -82,9 +82,8 @@ type Coordinator struct {
 	log   *slog.Logger
 
 	mu      sync.Mutex
-	owned   map[int32]*ownedPartition
+	owned   *owned.Partitions[struct{}] // under mu
 	txns    map[string]*txn
-	closed  bool
 	timers  []clock.Timer
 	changed chan struct{} // closed and replaced at every change of a transaction (for tests)
 	// background counts the goroutines of markers, completions, aborts
@@ -93,14 +92,8 @@ type Coordinator struct {
 }
 
 // ownedPartition is a partition of __transaction_state this node leads.
-type ownedPartition struct {
-	loaded chan struct{} // closed when replay is done
-	err    error         // replay failure, set before loaded is closed
-	// gone ends when the partition is unloaded or the coordinator closes:
-	// writes and markers still on their way give up.
-	gone   context.Context
-	cancel context.CancelFunc
-}
+// When it is gone, writes and markers still on their way give up.
+type ownedPartition = owned.Partition[struct{}]
 
 // txn is a transactional id this node coordinates.
 type txn struct {
@@ -140,7 +133,12 @@ func New(cfg Config) *Coordinator {
 	if cfg.ExpireCheckInterval <= 0 {
 		cfg.ExpireCheckInterval = DefaultExpireCheckInterval
 	}
-	c := &Coordinator{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, owned: map[int32]*ownedPartition{}, txns: map[string]*txn{}}
+	c := &Coordinator{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, txns: map[string]*txn{}}
+	c.owned = owned.New(owned.Config[struct{}]{
+		Topic: "__transaction_state", Mu: &c.mu, Replay: c.load,
+		NotOwned: ErrNotCoordinator, Loading: ErrLoadInProgress, Closed: ErrClosed,
+		StoreError: func(err error) error { return &StoreError{Err: err} },
+	})
 	c.mu.Lock()
 	c.every(cfg.AbortCheckInterval, c.abortTimedOutLocked)
 	c.every(cfg.ExpireCheckInterval, c.expireLocked)
@@ -154,7 +152,7 @@ func (c *Coordinator) every(d time.Duration, f func()) {
 	t = c.clock.AfterFunc(d, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.closed {
+		if c.owned.ClosedLocked() {
 			return
 		}
 		f()
@@ -194,41 +192,15 @@ func (c *Coordinator) Partition(id string) int32 { return PartitionFor(id, c.cfg
 // replay's result. Transactions found between their end and its markers
 // get their markers again.
 func (c *Coordinator) LoadAsync(partition int32, done func(error)) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		if done != nil {
-			done(ErrClosed)
-		}
-		return
-	}
-	op := c.owned[partition]
-	fresh := op == nil
-	if fresh {
-		op = &ownedPartition{loaded: make(chan struct{})}
-		op.gone, op.cancel = context.WithCancel(context.Background())
-		c.owned[partition] = op
-	}
-	c.mu.Unlock()
-	go func() {
-		if fresh {
-			c.load(partition, op)
-		}
-		<-op.loaded
-		if done != nil {
-			done(op.err)
-		}
-	}()
+	c.owned.LoadAsync(partition, done)
 }
 
 // Load is LoadAsync waiting for the replay.
-func (c *Coordinator) Load(partition int32) error {
-	ch := make(chan error, 1)
-	c.LoadAsync(partition, func(err error) { ch <- err })
-	return <-ch
-}
+func (c *Coordinator) Load(partition int32) error { return c.owned.Load(partition) }
 
-func (c *Coordinator) load(partition int32, op *ownedPartition) {
+// load replays an owned partition (without mu) and returns what installs
+// its ids (with mu, if the partition is still owned).
+func (c *Coordinator) load(partition int32, _ *ownedPartition) (func(), error) {
 	loaded := map[string]Metadata{}
 	err := c.cfg.Store.Replay(partition, func(key, value []byte) error {
 		id, err := decodeKey(key)
@@ -248,28 +220,20 @@ func (c *Coordinator) load(partition int32, op *ownedPartition) {
 		loaded[id] = m
 		return nil
 	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	defer close(op.loaded)
-	if c.owned[partition] != op {
-		op.err = ErrNotCoordinator
-		return
-	}
 	if err != nil {
-		op.err = fmt.Errorf("load __transaction_state-%d: %w", partition, err)
-		op.cancel()
-		delete(c.owned, partition)
-		return
+		return nil, err
 	}
-	for id, m := range loaded {
-		t := &txn{Metadata: m, partition: partition, durable: true}
-		c.txns[id] = t
-		if t.State.completing() {
-			c.sendMarkersLocked(t)
+	return func() {
+		for id, m := range loaded {
+			t := &txn{Metadata: m, partition: partition, durable: true}
+			c.txns[id] = t
+			if t.State.completing() {
+				c.sendMarkersLocked(t)
+			}
 		}
-	}
-	c.notifyLocked()
-	c.log.Debug("transaction partition loaded", "partition", partition, "transactional_ids", len(loaded))
+		c.notifyLocked()
+		c.log.Debug("transaction partition loaded", "partition", partition, "transactional_ids", len(loaded))
+	}, nil
 }
 
 // Unload stops coordinating the ids of a partition: their writes and
@@ -277,12 +241,9 @@ func (c *Coordinator) load(partition int32, op *ownedPartition) {
 func (c *Coordinator) Unload(partition int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	op := c.owned[partition]
-	if op == nil {
+	if !c.owned.UnloadLocked(partition) {
 		return
 	}
-	op.cancel()
-	delete(c.owned, partition)
 	for id, t := range c.txns {
 		if t.partition == partition {
 			delete(c.txns, id)
@@ -292,55 +253,24 @@ func (c *Coordinator) Unload(partition int32) {
 }
 
 // Owned lists the partitions owned (loaded or loading).
-func (c *Coordinator) Owned() []int32 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var ps []int32
-	for p := range c.owned {
-		ps = append(ps, p)
-	}
-	slices.Sort(ps)
-	return ps
-}
+func (c *Coordinator) Owned() []int32 { return c.owned.Owned() }
 
 // Close unloads everything and stops the timers.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if !c.owned.CloseLocked() {
 		return
 	}
-	c.closed = true
 	for _, t := range c.timers {
 		t.Stop()
 	}
-	for _, op := range c.owned {
-		op.cancel()
-	}
-	c.owned = map[int32]*ownedPartition{}
 	c.txns = map[string]*txn{}
 	c.notifyLocked()
 }
 
 // checkLocked says whether this node serves transactional id id now.
-func (c *Coordinator) checkLocked(id string) error {
-	if c.closed {
-		return ErrNotCoordinator
-	}
-	op := c.owned[c.Partition(id)]
-	if op == nil {
-		return ErrNotCoordinator
-	}
-	select {
-	case <-op.loaded:
-		if op.err != nil {
-			return ErrNotCoordinator
-		}
-		return nil
-	default:
-		return ErrLoadInProgress
-	}
-}
+func (c *Coordinator) checkLocked(id string) error { return c.owned.CheckLocked(c.Partition(id)) }
 
 // Check reports whether this node coordinates id: nil, ErrNotCoordinator
 // or ErrLoadInProgress.
@@ -352,16 +282,7 @@ func (c *Coordinator) Check(id string) error {
 
 // WaitLoaded waits until the partition of id is loaded, or done is closed.
 func (c *Coordinator) WaitLoaded(id string, done <-chan struct{}) {
-	c.mu.Lock()
-	op := c.owned[c.Partition(id)]
-	c.mu.Unlock()
-	if op == nil {
-		return
-	}
-	select {
-	case <-op.loaded:
-	case <-done:
-	}
+	c.owned.WaitLoaded(c.Partition(id), done)
 }
 
 // goLocked runs f on a goroutine of its own, counted in background.
@@ -410,7 +331,7 @@ func (c *Coordinator) Changed() <-chan struct{} {
 // before it returns. Meanwhile t is pending: its requests answer
 // ErrConcurrent.
 func (c *Coordinator) writeLocked(ctx context.Context, t *txn, next Metadata) error {
-	op := c.owned[t.partition]
+	op := c.owned.GetLocked(t.partition)
 	if op == nil {
 		return ErrNotCoordinator
 	}
@@ -432,7 +353,7 @@ func (c *Coordinator) writeLocked(ctx context.Context, t *txn, next Metadata) er
 	if p != nil {
 		t.pending = true
 		c.mu.Unlock()
-		err = await(ctx, op, p)
+		err = c.owned.Wait(ctx, op, p.Wait)
 		c.mu.Lock()
 		t.pending = false
 	}
@@ -457,22 +378,6 @@ func (c *Coordinator) forgetIfNew(t *txn) {
 	if !t.durable && c.txns[t.ID] == t {
 		delete(c.txns, t.ID)
 	}
-}
-
-// await waits without mu until p is durable: ErrNotCoordinator when the
-// partition is unloaded first, a *StoreError when the store gives up.
-func await(ctx context.Context, op *ownedPartition, p Pending) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(op.gone, cancel)()
-	err := p.Wait(ctx)
-	switch {
-	case err == nil:
-		return nil
-	case op.gone.Err() != nil:
-		return ErrNotCoordinator
-	}
-	return &StoreError{Err: err}
 }
 
 // lookup returns id's transaction after checking ownership (nil when it
@@ -794,7 +699,7 @@ func (c *Coordinator) endLocked(ctx context.Context, r EndRequest, newID int64) 
 // Prepare state, in the background, and completes it after. Called with
 // mu held.
 func (c *Coordinator) sendMarkersLocked(t *txn) {
-	op := c.owned[t.partition]
+	op := c.owned.GetLocked(t.partition)
 	if op == nil {
 		return
 	}
@@ -821,8 +726,8 @@ func (c *Coordinator) sendMarkersLocked(t *txn) {
 	}
 	c.goLocked(func() {
 		if len(m.Partitions) > 0 {
-			if err := c.cfg.Markers.Write(op.gone, m, written); err != nil {
-				if op.gone.Err() == nil {
+			if err := c.cfg.Markers.Write(op.Gone(), m, written); err != nil {
+				if op.Gone().Err() == nil {
 					c.log.Warn("transaction markers", "transactional_id", m.TransactionalID, "err", err)
 				}
 				return
@@ -852,7 +757,7 @@ func (c *Coordinator) complete(op *ownedPartition, t *txn, prepared Metadata) {
 			next.NextProducerID, next.NextEpoch = -1, -1
 		}
 		next.Partitions, next.Start = nil, time.Time{}
-		err := c.writeLocked(op.gone, t, next)
+		err := c.writeLocked(op.Gone(), t, next)
 		c.mu.Unlock()
 		if err == nil || errors.Is(err, ErrNotCoordinator) {
 			if err == nil {
@@ -864,7 +769,7 @@ func (c *Coordinator) complete(op *ownedPartition, t *txn, prepared Metadata) {
 		timer := c.clock.NewTimer(completeRetry)
 		select {
 		case <-timer.C():
-		case <-op.gone.Done():
+		case <-op.Gone().Done():
 			timer.Stop()
 			return
 		}

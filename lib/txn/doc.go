@@ -8,7 +8,8 @@
 // leader: lib/coordinator's Topic loads a partition here (LoadAsync) when
 // this node becomes its leader and unloads it when it stops. Until replay
 // is done its ids answer ErrLoadInProgress; ids of partitions not owned
-// answer ErrNotCoordinator.
+// answer ErrNotCoordinator. The partitions owned are an owned.Partitions
+// (lib/coordinator/owned), as lib/group's.
 //
 // # States
 //
