@@ -32,25 +32,14 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, _ *server.ConnInfo, req
 	if req.Version == 0 {
 		cr.Generation = -1
 	}
-	type slot struct{ topic, partition, index int } // index into cr.Offsets, -1: unknown partition
-	var slots []slot
-	for i, t := range r.Topics {
-		for j, p := range t.Partitions {
-			if !knownPartition(img, t.Topic, p.Partition) {
-				slots = append(slots, slot{i, j, -1})
-				continue
-			}
-			epoch := p.LeaderEpoch
-			if req.Version < 6 {
-				epoch = -1
-			}
-			slots = append(slots, slot{i, j, len(cr.Offsets)})
-			cr.Offsets = append(cr.Offsets, group.CommitOffset{
-				TopicPartition: group.TopicPartition{Topic: t.Topic, Partition: p.Partition},
-				Offset:         group.Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: optString(p.Metadata)},
-			})
-		}
-	}
+	var slots [][]int
+	cr.Offsets, slots = commitOffsets(img, r.Topics,
+		func(t *kmsg.OffsetCommitRequestTopic) (string, []kmsg.OffsetCommitRequestTopicPartition) {
+			return t.Topic, t.Partitions
+		},
+		func(p *kmsg.OffsetCommitRequestTopicPartition) (int32, int64, int32, *string) {
+			return p.Partition, p.Offset, p.LeaderEpoch, p.Metadata
+		}, req.Version >= 6)
 	var errs []error
 	var err error
 	switch {
@@ -71,18 +60,56 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, _ *server.ConnInfo, req
 			resp.Topics[i].Partitions[j].Partition = p.Partition
 		}
 	}
-	for _, s := range slots {
-		rp := &resp.Topics[s.topic].Partitions[s.partition]
-		switch {
-		case s.index < 0:
-			rp.ErrorCode = groupError(partition.ErrUnknownPartition)
-		case err != nil:
-			rp.ErrorCode = groupError(err)
-		default:
-			rp.ErrorCode = groupError(errs[s.index])
+	for i, t := range slots {
+		for j, index := range t {
+			resp.Topics[i].Partitions[j].ErrorCode = commitCode(index, errs, err)
 		}
 	}
 	return reply(resp)
+}
+
+// commitOffsets reads the partitions of an offset commit, OffsetCommit's
+// or TxnOffsetCommit's (only their kmsg types differ: topic and partition
+// give their fields), into the coordinator's offsets. slots[i][j] is the
+// place of topic i's partition j in offsets, -1 for a partition the image
+// does not have. Without withEpoch (older versions) leader epochs are -1.
+func commitOffsets[T, P any](img *controller.Image, topics []T, topic func(*T) (string, []P),
+	partition func(*P) (id int32, offset int64, leaderEpoch int32, metadata *string), withEpoch bool,
+) (offsets []group.CommitOffset, slots [][]int) {
+	slots = make([][]int, len(topics))
+	for i := range topics {
+		name, ps := topic(&topics[i])
+		slots[i] = make([]int, len(ps))
+		for j := range ps {
+			id, offset, epoch, metadata := partition(&ps[j])
+			if !knownPartition(img, name, id) {
+				slots[i][j] = -1
+				continue
+			}
+			if !withEpoch {
+				epoch = -1
+			}
+			slots[i][j] = len(offsets)
+			offsets = append(offsets, group.CommitOffset{
+				TopicPartition: group.TopicPartition{Topic: name, Partition: id},
+				Offset:         group.Offset{Offset: offset, LeaderEpoch: epoch, Metadata: optString(metadata)},
+			})
+		}
+	}
+	return offsets, slots
+}
+
+// commitCode is the error code of a partition of an offset commit at
+// index of commitOffsets' offsets: UNKNOWN_TOPIC_OR_PARTITION for -1, else
+// the commit's error, or the partition's own (errs).
+func commitCode(index int, errs []error, err error) int16 {
+	switch {
+	case index < 0:
+		return groupError(partition.ErrUnknownPartition)
+	case err != nil:
+		return groupError(err)
+	}
+	return groupError(errs[index])
 }
 
 // handleOffsetFetch returns committed offsets: of one group (v0-v7) or

@@ -311,25 +311,14 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, _ *server.ConnInfo, 
 	if req.Version >= 3 {
 		tr.MemberID, tr.InstanceID, tr.Generation = r.MemberID, optString(r.InstanceID), r.Generation
 	}
-	type slot struct{ topic, partition, index int }
-	var slots []slot
-	for i, t := range r.Topics {
-		for j, p := range t.Partitions {
-			if !knownPartition(img, t.Topic, p.Partition) {
-				slots = append(slots, slot{i, j, -1})
-				continue
-			}
-			epoch := p.LeaderEpoch
-			if req.Version < 2 {
-				epoch = -1
-			}
-			slots = append(slots, slot{i, j, len(tr.Offsets)})
-			tr.Offsets = append(tr.Offsets, group.CommitOffset{
-				TopicPartition: group.TopicPartition{Topic: t.Topic, Partition: p.Partition},
-				Offset:         group.Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: optString(p.Metadata)},
-			})
-		}
-	}
+	var slots [][]int
+	tr.Offsets, slots = commitOffsets(img, r.Topics,
+		func(t *kmsg.TxnOffsetCommitRequestTopic) (string, []kmsg.TxnOffsetCommitRequestTopicPartition) {
+			return t.Topic, t.Partitions
+		},
+		func(p *kmsg.TxnOffsetCommitRequestTopicPartition) (int32, int64, int32, *string) {
+			return p.Partition, p.Offset, p.LeaderEpoch, p.Metadata
+		}, req.Version >= 2)
 	var errs []error
 	var err error
 	if len(tr.Offsets) > 0 && verified == 0 {
@@ -345,17 +334,14 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, _ *server.ConnInfo, 
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	for _, s := range slots {
-		rp := &resp.Topics[s.topic].Partitions[s.partition]
-		switch {
-		case s.index < 0:
-			rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		case verified != 0:
-			rp.ErrorCode = verified
-		case err != nil:
-			rp.ErrorCode = groupError(err)
-		default:
-			rp.ErrorCode = groupError(errs[s.index])
+	for i, t := range slots {
+		for j, index := range t {
+			rp := &resp.Topics[i].Partitions[j]
+			if index >= 0 && verified != 0 {
+				rp.ErrorCode = verified
+			} else {
+				rp.ErrorCode = commitCode(index, errs, err)
+			}
 		}
 	}
 	return reply(resp)
