@@ -36,22 +36,10 @@ type CommitOffset struct {
 func (c *Coordinator) CommitOffsets(ctx context.Context, r CommitRequest) ([]error, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r.Group == "" {
-		return nil, ErrInvalidGroupID
-	}
-	g, err := c.lookup(r.Group)
+	simple := r.Generation < 0 && r.MemberID == ""
+	g, err := c.committingGroupLocked(r.Group, simple)
 	if err != nil {
 		return nil, err
-	}
-	simple := r.Generation < 0 && r.MemberID == ""
-	if g == nil {
-		if !simple {
-			// Membership this coordinator does not know of: from a
-			// previous life of the group.
-			return nil, ErrIllegalGeneration
-		}
-		g = c.newGroup(r.Group, c.Partition(r.Group))
-		c.groups[r.Group] = g
 	}
 	switch {
 	case simple && g.state == Empty:
@@ -69,22 +57,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, r CommitRequest) ([]err
 		}
 		g.touch(m)
 	}
-	now := c.clock.Now()
-	errs := make([]error, len(r.Offsets))
-	var keys, values [][]byte
-	var tps []TopicPartition
-	var offsets []*Offset
-	for i, o := range r.Offsets {
-		if len(o.Metadata) > c.cfg.MaxMetadataBytes {
-			errs[i] = ErrMetadataTooLarge
-			continue
-		}
-		o.CommitTime = now
-		keys = append(keys, offsetKey(r.Group, o.Topic, o.Partition))
-		values = append(values, offsetValue{offset: o.Offset.Offset, leaderEpoch: o.LeaderEpoch, metadata: o.Metadata, commitMS: now.UnixMilli()}.encode())
-		tps = append(tps, o.TopicPartition)
-		offsets = append(offsets, &o.Offset)
-	}
+	errs, kept, keys, values := c.offsetRecords(r.Group, r.Offsets)
 	if len(keys) == 0 {
 		g.dropIfVacant()
 		return errs, nil
@@ -94,6 +67,11 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, r CommitRequest) ([]err
 		g.dropIfVacant()
 		return nil, err
 	}
+	tps := make([]TopicPartition, len(kept))
+	offsets := make([]*Offset, len(kept))
+	for i := range kept {
+		tps[i], offsets[i] = kept[i].TopicPartition, &kept[i].Offset
+	}
 	g.beginOffsets(tps)
 	err = c.awaitLocked(ctx, w)
 	g.finishOffsets(w, tps, offsets, err == nil)
@@ -102,6 +80,48 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, r CommitRequest) ([]err
 		return nil, err
 	}
 	return errs, nil
+}
+
+// committingGroupLocked returns the group an offset commit (OffsetCommit
+// or TxnOffsetCommit) is for, after checking ownership. A group that does
+// not exist is made for a commit without membership (simple); one with
+// membership that this coordinator does not know of (from a previous life
+// of the group) gets ErrIllegalGeneration. Called with mu held.
+func (c *Coordinator) committingGroupLocked(id string, simple bool) (*group, error) {
+	if id == "" {
+		return nil, ErrInvalidGroupID
+	}
+	g, err := c.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	if g == nil {
+		if !simple {
+			return nil, ErrIllegalGeneration
+		}
+		g = c.newGroup(id, c.Partition(id))
+		c.groups[id] = g
+	}
+	return g, nil
+}
+
+// offsetRecords are the records of a commit of offsets to a group, and
+// the offsets kept, committed now; an offset whose metadata is too large
+// is left out, with ErrMetadataTooLarge at its place in errs.
+func (c *Coordinator) offsetRecords(group string, offsets []CommitOffset) (errs []error, kept []CommitOffset, keys, values [][]byte) {
+	now := c.clock.Now()
+	errs = make([]error, len(offsets))
+	for i, o := range offsets {
+		if len(o.Metadata) > c.cfg.MaxMetadataBytes {
+			errs[i] = ErrMetadataTooLarge
+			continue
+		}
+		o.CommitTime = now
+		keys = append(keys, offsetKey(group, o.Topic, o.Partition))
+		values = append(values, offsetValue{offset: o.Offset.Offset, leaderEpoch: o.LeaderEpoch, metadata: o.Metadata, commitMS: now.UnixMilli()}.encode())
+		kept = append(kept, o)
+	}
+	return errs, kept, keys, values
 }
 
 // FetchedOffset is one partition of FetchOffsets; Offset -1 means none

@@ -29,20 +29,10 @@ type TxnCommitRequest struct {
 func (c *Coordinator) TxnCommitOffsets(ctx context.Context, r TxnCommitRequest) ([]error, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r.Group == "" {
-		return nil, ErrInvalidGroupID
-	}
-	g, err := c.lookup(r.Group)
+	checked := r.MemberID != "" || r.Generation >= 0
+	g, err := c.committingGroupLocked(r.Group, !checked)
 	if err != nil {
 		return nil, err
-	}
-	checked := r.MemberID != "" || r.Generation >= 0
-	if g == nil {
-		if checked {
-			return nil, ErrIllegalGeneration
-		}
-		g = c.newGroup(r.Group, c.Partition(r.Group))
-		c.groups[r.Group] = g
 	}
 	if checked {
 		m, err := g.validate(r.MemberID, r.InstanceID, r.Generation)
@@ -51,18 +41,9 @@ func (c *Coordinator) TxnCommitOffsets(ctx context.Context, r TxnCommitRequest) 
 		}
 		g.touch(m)
 	}
-	now := c.clock.Now()
-	errs := make([]error, len(r.Offsets))
-	var keys, values [][]byte
-	pending := map[TopicPartition]Offset{}
-	for i, o := range r.Offsets {
-		if len(o.Metadata) > c.cfg.MaxMetadataBytes {
-			errs[i] = ErrMetadataTooLarge
-			continue
-		}
-		o.CommitTime = now
-		keys = append(keys, offsetKey(r.Group, o.Topic, o.Partition))
-		values = append(values, offsetValue{offset: o.Offset.Offset, leaderEpoch: o.LeaderEpoch, metadata: o.Metadata, commitMS: now.UnixMilli()}.encode())
+	errs, kept, keys, values := c.offsetRecords(r.Group, r.Offsets)
+	pending := make(map[TopicPartition]Offset, len(kept))
+	for _, o := range kept {
 		pending[o.TopicPartition] = o.Offset
 	}
 	if len(keys) == 0 {
