@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"lib/clock":             {},
 	"lib/loopback":          {},
 	"lib/mqtest":            {"lib/loopback"},
+	"lib/mqtest/dd":         {},
 	"lib/vfs":               {},
 	"lib/probe":             {},
 	"lib/controller":        {"lib/auth", "lib/clock", "lib/probe"},
@@ -65,7 +66,7 @@ var allowedInTests = map[string][]string{
 	// systems that fail on command (faultfs) or lose power (crashfs).
 	"lib/broker":     {"lib/mqtest", "lib/vfs", "lib/vfs/faultfs"},
 	"lib/node":       {"lib/loopback", "lib/mqtest", "lib/record", "lib/replica", "lib/vfs/crashfs"},
-	"lib/controller": {"lib/loopback", "lib/mqtest"},
+	"lib/controller": {"lib/loopback", "lib/mqtest", "lib/mqtest/dd"},
 	"lib/partition":  {"lib/loopback", "lib/mqtest", "lib/record"},
 	"e2e":            {"lib/loopback", "lib/mqtest"},
 	// Test support shared by every package's tests (mqtest.WaitFor).
@@ -84,13 +85,16 @@ var allowedInTests = map[string][]string{
 	// (lib/loopback); storage on file systems that fail on command
 	// (faultfs) or lose power (crashfs).
 	// Logs opened on a file system the test controls.
-	"lib/replica": {"lib/vfs", "lib/vfs/crashfs", "lib/vfs/faultfs"},
-	"lib/log":     {"lib/mqtest", "lib/vfs/faultfs", "lib/vfs/crashfs"},
+	"lib/replica": {"lib/mqtest/dd", "lib/vfs", "lib/vfs/crashfs", "lib/vfs/faultfs"},
+	// The one data-driven runner (lib/mqtest/dd).
+	"lib/group": {"lib/mqtest/dd"},
+	"lib/txn":   {"lib/mqtest/dd"},
+	"lib/log":   {"lib/mqtest", "lib/vfs/faultfs", "lib/vfs/crashfs"},
 }
 
 // testOnly are the packages that only tests may import: no package of
 // ours imports them, whatever its place in the table.
-var testOnly = []string{"lib/mqtest"}
+var testOnly = []string{"lib/mqtest", "lib/mqtest/dd"}
 
 // serverSide are the packages that only mqd may link.
 var serverSide = []string{"lib/auth", "lib/clock", "lib/probe", "lib/log", "lib/replica", "lib/peer", "lib/partition", "lib/coordinator", "lib/coordinator/owned", "lib/controller", "lib/group", "lib/queue", "lib/txn", "lib/server", "lib/broker", "lib/node", "lib/metrics", "lib/vfs", "lib/vfs/faultfs", "lib/vfs/crashfs", "lib/tier"}

@@ -4,18 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/mqproject/mq/lib/mqtest/dd"
 )
 
 // TestDataDriven runs the scripts testdata/*.txt against a bare FSM, one
-// per script, with github.com/cockroachdb/datadriven: go test -rewrite
-// writes what the code prints as the expected output. A case is
+// per script (lib/mqtest/dd: the format, go test -rewrite). A case is
 //
 //	<command> [version=<n>]
 //	<record body>
@@ -25,21 +25,14 @@ import (
 // where <command> names a command type (commandType.String, or its
 // number) and the body is the record's JSON: the record, at version n (1
 // when not given), is applied at the next log index, printing "ok" or the
-// error. The command "image" prints the current image. The scripts are
-// globbed rather than walked: testdata/fuzz holds the fuzz corpus.
+// error. The command "image" prints the current image.
 func TestDataDriven(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			tf := newTestFSM(t)
-			datadriven.RunTest(t, file, func(t *testing.T, td *datadriven.TestData) string {
-				return runCase(t, tf, td)
-			})
-		})
-	}
+	dd.Run(t, "testdata", func(t *testing.T) dd.Runner {
+		tf := newTestFSM(t)
+		return func(t *testing.T, td *datadriven.TestData) string {
+			return runCase(t, tf, td)
+		}
+	})
 }
 
 // runCase runs one case against tf and returns what it prints.

@@ -14,19 +14,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/clock"
+	"github.com/mqproject/mq/lib/mqtest/dd"
 	"github.com/mqproject/mq/lib/record"
 )
 
-// TestDataDriven runs the scripts testdata/*.txt against a coordinator on a
-// fake clock and an in-memory store. A script is a sequence of cases, each
-// one command and what it prints, separated by blank lines
-// (github.com/cockroachdb/datadriven; go test -rewrite writes what the code
-// prints as the expected output):
-//
-//	# what the case shows
-//	<command> [key=value | key=(value,value,...) | word]...
-//	----
-//	<expected output>
+// TestDataDriven runs the scripts testdata/*.txt (lib/mqtest/dd: the
+// format, go test -rewrite) against a coordinator on a fake clock and an
+// in-memory store.
 //
 // Clients are named by labels; the script remembers each label's member id
 // and generation from the answers it got, and uses them unless a command
@@ -68,16 +62,16 @@ import (
 // return within commandDeadline: a command stuck behind a held wait (a
 // wait under the coordinator's mutex) fails the test.
 func TestDataDriven(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	dd.Run(t, "testdata", func(t *testing.T) dd.Runner {
 		s := newScript()
-		defer func() {
+		t.Cleanup(func() {
 			if !s.stalled {
 				s.c.Close()
 			}
-		}()
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			return s.runWithDeadline(t, d) + s.collect()
 		})
+		return func(t *testing.T, d *datadriven.TestData) string {
+			return s.runWithDeadline(t, d) + s.collect()
+		}
 	})
 }
 
@@ -159,28 +153,6 @@ func errText(err error) string {
 	return strings.TrimPrefix(err.Error(), "group: ")
 }
 
-// words are a command's arguments without a value, in order: labels,
-// T/P@OFFSET, #N and the like.
-func words(d *datadriven.TestData) []string {
-	var w []string
-	for _, a := range d.CmdArgs {
-		if len(a.Vals) == 0 {
-			w = append(w, a.Key)
-		}
-	}
-	return w
-}
-
-// firstWord is the command's first argument without a value: its label,
-// duration, or the like.
-func firstWord(t testing.TB, d *datadriven.TestData) string {
-	w := words(d)
-	if len(w) == 0 {
-		d.Fatalf(t, "%s needs an argument", d.Cmd)
-	}
-	return w[0]
-}
-
 // run runs one command. It runs on a goroutine of runWithDeadline's, so t
 // must be one whose Fatal panics (offTestGoroutine).
 func (s *script) run(t testing.TB, d *datadriven.TestData) string {
@@ -198,7 +170,7 @@ func (s *script) run(t testing.TB, d *datadriven.TestData) string {
 	}
 	switch d.Cmd {
 	case "join":
-		label := firstWord(t, d)
+		label := dd.FirstWord(t, d)
 		cl := s.client(label)
 		d.MaybeScanArgs(t, "instance", &cl.instance)
 		member := cl.member
@@ -236,7 +208,7 @@ func (s *script) run(t testing.TB, d *datadriven.TestData) string {
 		}
 		return ""
 	case "sync":
-		label := firstWord(t, d)
+		label := dd.FirstWord(t, d)
 		cl := s.client(label)
 		var assign map[string][]byte
 		var assignments []string
@@ -254,12 +226,12 @@ func (s *script) run(t testing.TB, d *datadriven.TestData) string {
 		}
 		return ""
 	case "heartbeat":
-		label := firstWord(t, d)
+		label := dd.FirstWord(t, d)
 		cl := s.client(label)
 		return fmt.Sprintf("heartbeat %s: %s\n", label, errText(s.c.Heartbeat(group, memberOf(cl), cl.instance, gen(cl))))
 	case "leave":
 		var members []LeaveMember
-		names := words(d)
+		names := dd.Words(d)
 		for _, w := range names {
 			// LABEL, @INSTANCE, or LABEL@INSTANCE for both ids.
 			label, inst, _ := strings.Cut(w, "@")
@@ -279,7 +251,7 @@ func (s *script) run(t testing.TB, d *datadriven.TestData) string {
 		}
 		return b.String()
 	case "commit":
-		pos := words(d)
+		pos := dd.Words(d)
 		if len(pos) == 0 {
 			d.Fatalf(t, "commit needs a label or -")
 		}
@@ -322,7 +294,7 @@ func (s *script) run(t testing.TB, d *datadriven.TestData) string {
 		return b.String()
 	case "delete-offsets":
 		var tps []TopicPartition
-		for _, w := range words(d) {
+		for _, w := range dd.Words(d) {
 			tps = append(tps, parseTP(t, d, w))
 		}
 		return s.block("delete-offsets", func() string {
@@ -341,10 +313,10 @@ func (s *script) run(t testing.TB, d *datadriven.TestData) string {
 			return fmt.Sprintf("delete-group: %s\n", errText(s.c.DeleteGroup(context.Background(), group)))
 		})
 	case "hold":
-		s.store.Hold(firstWord(t, d) == "on")
+		s.store.Hold(dd.FirstWord(t, d) == "on")
 		return ""
 	case "release":
-		n, ok := strings.CutPrefix(firstWord(t, d), "#")
+		n, ok := strings.CutPrefix(dd.FirstWord(t, d), "#")
 		id, err := strconv.Atoi(n)
 		if !ok || err != nil {
 			d.Fatalf(t, "release takes #N")
@@ -403,11 +375,7 @@ func (s *script) run(t testing.TB, d *datadriven.TestData) string {
 		}
 		return ""
 	case "tick":
-		by, err := time.ParseDuration(firstWord(t, d))
-		if err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-		s.clock.Advance(by)
+		s.clock.Advance(dd.Duration(t, d))
 		return ""
 	case "state":
 		return s.state(group)
@@ -610,12 +578,8 @@ func cmpOr(a, b string) string {
 
 // parseTP parses TOPIC/PARTITION.
 func parseTP(t testing.TB, d *datadriven.TestData, s string) TopicPartition {
-	topic, p, _ := strings.Cut(s, "/")
-	n, err := strconv.ParseInt(p, 10, 32)
-	if err != nil {
-		d.Fatalf(t, "%s: %v", s, err)
-	}
-	return TopicPartition{Topic: topic, Partition: int32(n)}
+	topic, p := dd.TopicPartition(t, d, s, "/")
+	return TopicPartition{Topic: topic, Partition: p}
 }
 
 func (s *script) labelOf(member string) string {

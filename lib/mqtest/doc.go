@@ -2,6 +2,10 @@
 // tests import it: no package of the programs links it (deps_test.go
 // checks), and of ours it imports lib/loopback alone, test-only too.
 //
+// The data-driven scripts' runner is the sub-package dd, apart so that
+// the tests of the lower packages (lib/group, lib/txn, lib/replica,
+// lib/controller) link datadriven alone.
+//
 // # Waiting for a condition
 //
 // A test that needs another goroutine or process to reach a state waits

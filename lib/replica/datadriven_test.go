@@ -15,21 +15,15 @@ import (
 
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/mqtest/dd"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/vfs/faultfs"
 )
 
 // TestDataDriven runs the scripts testdata/*.txt: the replicas of one
 // partition on several nodes, each a Partition over its own log, with a
-// manual clock, driven the way the broker drives them. A script is a
-// sequence of cases, each one command and what it prints, separated by
-// blank lines (github.com/cockroachdb/datadriven; go test -rewrite writes
-// what the code prints as the expected output):
-//
-//	# what the case shows
-//	<command> [key=value | key=(value,value,...) | word]...
-//	----
-//	<expected output>
+// manual clock, driven the way the broker drives them (lib/mqtest/dd: the
+// format, go test -rewrite).
 //
 // Commands ("node=" takes one node id or a list, "node=(1,2)"):
 //
@@ -68,10 +62,10 @@ import (
 //	                                    unresolved additions
 //	log node=N                          the leader-epoch history and the batches
 func TestDataDriven(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	dd.Run(t, "testdata", func(t *testing.T) dd.Runner {
 		c := &cluster{t: t, clock: clock.NewManual(time.Unix(1_700_000_000, 0)), nodes: map[int32]*node{}}
 		t.Cleanup(c.close)
-		datadriven.RunTest(t, path, c.run)
+		return c.run
 	})
 }
 
@@ -268,11 +262,7 @@ func (c *cluster) run(t *testing.T, d *datadriven.TestData) string {
 		if len(d.CmdArgs) != 1 {
 			d.Fatalf(t, "advance-clock takes one duration")
 		}
-		by, err := time.ParseDuration(d.CmdArgs[0].Key)
-		if err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-		c.clock.Advance(by)
+		c.clock.Advance(dd.Duration(t, d))
 		out("ok")
 	case "propose-isr":
 		n := c.nodeArg(d)

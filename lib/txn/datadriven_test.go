@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,13 +13,13 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/mqproject/mq/lib/clock"
+	"github.com/mqproject/mq/lib/mqtest/dd"
 )
 
 // TestDataDriven runs the scripts testdata/*.txt against a coordinator on
 // a fake clock and an in-memory store, with every partition of
-// __transaction_state owned. Each case is one command and what it prints
-// (github.com/cockroachdb/datadriven; go test -rewrite writes what the
-// code prints). The script remembers the producer id and epoch each
+// __transaction_state owned (lib/mqtest/dd: the format, go test
+// -rewrite). The script remembers the producer id and epoch each
 // transactional id was last given and uses them unless a command says
 // otherwise. After each command the background work (markers,
 // completions, aborts) runs until it is done or waits for held markers,
@@ -38,14 +37,14 @@ import (
 //	unload                                     lose every partition
 //	expire                                     expire transactional ids now
 func TestDataDriven(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	dd.Run(t, "testdata", func(t *testing.T) dd.Runner {
 		s := newScript()
-		defer s.c.Close()
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+		t.Cleanup(s.c.Close)
+		return func(t *testing.T, d *datadriven.TestData) string {
 			out := s.run(t, d)
 			s.settle(t)
 			return out + s.markers.collect()
-		})
+		}
 	})
 }
 
@@ -109,30 +108,17 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		id = d.CmdArgs[0].Key
 	}
 	p := s.producers[id]
-	var tps []TopicPartition
-	commit, v2 := false, false
-	timeout := 30 * time.Second
 	pid, epoch := p.id, p.epoch
-	for _, a := range d.CmdArgs {
-		switch {
-		case a.Key == "pid":
-			pid, _ = strconv.ParseInt(a.Vals[0], 10, 64)
-		case a.Key == "epoch":
-			e, _ := strconv.ParseInt(a.Vals[0], 10, 16)
-			epoch = int16(e)
-		case a.Key == "timeout":
-			timeout, _ = time.ParseDuration(a.Vals[0])
-		case a.Key == "commit":
-			commit = true
-		case a.Key == "v2":
-			v2 = true
-		case strings.Contains(a.Key, "-") && a.Vals == nil:
-			i := strings.LastIndex(a.Key, "-")
-			n, err := strconv.Atoi(a.Key[i+1:])
-			if err != nil {
-				t.Fatalf("bad partition %q", a.Key)
-			}
-			tps = append(tps, TopicPartition{a.Key[:i], int32(n)})
+	d.MaybeScanArgs(t, "pid", &pid)
+	d.MaybeScanArgs(t, "epoch", &epoch)
+	timeout := 30 * time.Second
+	d.MaybeScanArgs(t, "timeout", &timeout)
+	commit, v2 := d.HasArg("commit"), d.HasArg("v2")
+	var tps []TopicPartition
+	for _, w := range dd.Words(d) {
+		if strings.Contains(w, "-") {
+			topic, p := dd.TopicPartition(t, d, w, "-")
+			tps = append(tps, TopicPartition{topic, p})
 		}
 	}
 	switch d.Cmd {
@@ -173,11 +159,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		s.markers.release()
 		return "ok\n"
 	case "tick":
-		dur, err := time.ParseDuration(d.CmdArgs[0].Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.clock.Advance(dur)
+		s.clock.Advance(dd.Duration(t, d))
 		return "ok\n"
 	case "describe":
 		desc, err := s.c.Describe(id)
