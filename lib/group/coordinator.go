@@ -151,24 +151,7 @@ func randomMemberID(clientID string) string {
 // PartitionFor is the partition of __consumer_offsets that holds group g
 // among n: Kafka's abs(javaStringHashCode(g)) % n, so a group lands on the
 // same partition number as it would in Kafka.
-func PartitionFor(g string, n int32) int32 {
-	var h int32
-	for _, r := range g {
-		if r >= 0x10000 { // a surrogate pair in Java's UTF-16
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	if h == -1<<31 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % n
-}
+func PartitionFor(g string, n int32) int32 { return owned.PartitionFor(g, n) }
 
 // Partition is PartitionFor with the configured partition count.
 func (c *Coordinator) Partition(g string) int32 { return PartitionFor(g, c.cfg.Partitions) }

@@ -164,24 +164,7 @@ func (c *Coordinator) every(d time.Duration, f func()) {
 // PartitionFor is the partition of __transaction_state that holds
 // transactional id id among n: Kafka's abs(javaStringHashCode(id)) % n, as
 // for groups, so an id lands on the partition number it would in Kafka.
-func PartitionFor(id string, n int32) int32 {
-	var h int32
-	for _, r := range id {
-		if r >= 0x10000 { // a surrogate pair in Java's UTF-16
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	if h == math.MinInt32 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % n
-}
+func PartitionFor(id string, n int32) int32 { return owned.PartitionFor(id, n) }
 
 // Partition is PartitionFor with the configured partition count.
 func (c *Coordinator) Partition(id string) int32 { return PartitionFor(id, c.cfg.Partitions) }

@@ -3,9 +3,33 @@ package owned
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 )
+
+// PartitionFor is the partition among n of an internal topic that holds
+// key (a group, a transactional id): Kafka's
+// abs(javaStringHashCode(key)) % n, so a key lands on the partition number
+// it would in Kafka, whose clients compute it too.
+func PartitionFor(key string, n int32) int32 {
+	var h int32
+	for _, r := range key {
+		if r >= 0x10000 { // a surrogate pair in Java's UTF-16
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	if h == math.MinInt32 {
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % n
+}
 
 // Config configures a Partitions.
 type Config[S any] struct {
