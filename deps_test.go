@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"lib/controller":        {"lib/auth", "lib/clock", "lib/probe"},
 	"lib/log":               {"lib/clock", "lib/record", "lib/vfs"},
 	"lib/replica":           {"lib/clock", "lib/log", "lib/record"},
-	"lib/peer":              {"lib/clock", "lib/probe", "lib/replica", "lib/kafkaext"},
+	"lib/peer":              {"lib/clock", "lib/probe", "lib/replica", "lib/kafkaext", "lib/txn"},
 	"lib/coordinator/owned": {},
 	"lib/group":             {"lib/clock", "lib/coordinator/owned", "lib/record"},
 	"lib/queue":             {"lib/clock", "lib/record"},

@@ -23,6 +23,7 @@ import (
 	"github.com/mqproject/mq/lib/peer"
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/server"
+	"github.com/mqproject/mq/lib/txn"
 	"github.com/mqproject/mq/lib/version"
 )
 
@@ -51,6 +52,10 @@ type Config struct {
 	// is asked instead (tests).
 	VerifyTransactions bool
 	TxnVerifier        TxnVerifier
+	// TxnPeers sends the transaction requests to other brokers: the
+	// coordinator's markers, and a partition leader's questions to
+	// another node's coordinator. nil: over Peers (lib/peer's Nodes).
+	TxnPeers txn.Peers
 	// GroupTxnCompleted is called once a transaction marker written by
 	// WriteTxnMarkers to a __consumer_offsets partition reached its
 	// high-water mark; nil: nobody is told.
@@ -105,6 +110,7 @@ type Broker struct {
 	// is Config.GroupTxnCompleted.
 	txnVerifier       TxnVerifier
 	groupTxnCompleted GroupTxnCompleted
+	txnPeers          txn.Peers // Config.TxnPeers, or over peers
 
 	closeOnce sync.Once
 }
@@ -123,6 +129,10 @@ func New(cfg Config) *Broker {
 		b.peers, b.ownPeers = peer.NewPool(peer.PoolClientID+strconv.Itoa(int(cfg.Settings.NodeID))), true
 	}
 	b.producerIDs = cfg.ProducerIDs
+	b.txnPeers = cfg.TxnPeers
+	if b.txnPeers == nil {
+		b.txnPeers = &peer.Nodes{Pool: b.peers, Addr: b.parts.PeerAddr}
+	}
 	b.txnVerifier, b.groupTxnCompleted = cfg.TxnVerifier, cfg.GroupTxnCompleted
 	if b.txnVerifier == nil && cfg.VerifyTransactions {
 		b.txnVerifier = coordinatorVerifier{b}

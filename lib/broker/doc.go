@@ -55,9 +55,9 @@
 //     __transaction_state through lib/coordinator; TxnOffsetCommit onto
 //     lib/group's, after txn_verify.go asked the transaction coordinator
 //     that the group's partition is in the transaction, KIP-890);
-//     txn_markers.go sends the markers of ended transactions:
-//     WriteTxnMarkers to each partition's leader, retried until each has
-//     its marker;
+//     lib/txn's MarkerWriter sends the markers of ended transactions
+//     over Config.TxnPeers (lib/peer's Nodes): WriteTxnMarkers to each
+//     partition's leader, retried until each has its marker;
 //   - damage.go (mq's SkipDamaged and Refetch, lib/kafkaext, onto
 //     partition.Manager.SkipDamaged and replica.Partition.GrantRefetch);
 //   - acls.go (DescribeAcls, CreateAcls, DeleteAcls onto the

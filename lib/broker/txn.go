@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/coordinator"
 	"github.com/mqproject/mq/lib/group"
 	"github.com/mqproject/mq/lib/server"
@@ -17,7 +18,7 @@ import (
 
 // This file maps the transaction APIs onto lib/txn's coordinator (state in
 // __transaction_state) and TxnOffsetCommit onto lib/group's; the markers
-// are sent by txn_markers.go.
+// are sent by lib/txn's MarkerWriter over Config.TxnPeers.
 
 // transactionStateTopic is the internal topic of the transaction
 // coordinator.
@@ -52,7 +53,7 @@ func newTxnCoordinator(b *Broker) *txnCoordinator {
 	tc.c = txn.New(txn.Config{
 		Partitions:         n,
 		Store:              tc.state.TxnStore(),
-		Markers:            &markerWriter{b: b},
+		Markers:            &txn.MarkerWriter{Leader: imageLeader(b.ctrl), Peers: b.txnPeers, Clock: b.clock, Logger: b.log},
 		ProducerIDs:        b.producerIDs.Take,
 		Clock:              b.clock,
 		Logger:             b.log.With("component", "txn"),
@@ -62,6 +63,18 @@ func newTxnCoordinator(b *Broker) *txnCoordinator {
 	})
 	tc.state.FollowLeadership(tc.c)
 	return tc
+}
+
+// imageLeader is a partition's leader in the image of the moment (false:
+// the partition is gone), where the markers go.
+func imageLeader(ctrl *controller.Controller) func(txn.TopicPartition) (int32, bool) {
+	return func(tp txn.TopicPartition) (int32, bool) {
+		img := ctrl.Image()
+		if !knownPartition(img, tp.Topic, tp.Partition) {
+			return -1, false
+		}
+		return img.Topics[tp.Topic].Partitions[tp.Partition].Leader, true
+	}
 }
 
 func (tc *txnCoordinator) syncOwnership() { tc.state.SyncOwnership(tc.c) }

@@ -320,7 +320,8 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 	d.producerIDs = controller.NewProducerIDs(d.ctrl, clk, pcfg.Logger, controller.ProducerIDBlockSize)
 	d.broker = broker.New(broker.Config{Settings: s, Controller: d.ctrl, Partitions: d.parts, Peers: d.peers, ProducerIDs: d.producerIDs,
-		VerifyTransactions: s.TxnPartitionVerification, Logger: pcfg.Logger, Clock: clk})
+		VerifyTransactions: s.TxnPartitionVerification, TxnPeers: &peer.Nodes{Pool: d.peers, Addr: d.parts.PeerAddr},
+		Logger: pcfg.Logger, Clock: clk})
 	scfg.MaxConnections = maxConnections(s.MaxConnections, d.parts.Files().Max(), logger)
 	d.server, err = server.New(scfg, d.broker)
 	if err != nil {

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"net"
 	"strconv"
@@ -174,4 +175,26 @@ func (m *Manager) checkpointHighWatermarks() {
 	if err := m.checkpoints.Write(); err != nil {
 		m.log.Warn("write the log checkpoints", "err", err)
 	}
+}
+
+// errNoAddress: a broker this node has no address for: not registered,
+// or without an ssl:// listener when the brokers speak TLS.
+var errNoAddress = errors.New("partition: no address for the broker")
+
+// PeerAddr is broker node's address for this node's other connections to
+// it (peer.Nodes): its ssl:// listener when the brokers speak TLS
+// (Config.PeerTLS), else its advertised host and port.
+func (m *Manager) PeerAddr(node int32) (string, error) {
+	br, ok := m.cfg.Controller.Image().Brokers[node]
+	if !ok {
+		return "", fmt.Errorf("%w: node %d is not registered", errNoAddress, node)
+	}
+	if m.cfg.PeerTLS != nil {
+		addr := SSLListener(br)
+		if addr == "" {
+			return "", fmt.Errorf("%w: node %d has no ssl:// listener for the other brokers", errNoAddress, node)
+		}
+		return addr, nil
+	}
+	return net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port))), nil
 }

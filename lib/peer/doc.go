@@ -1,8 +1,10 @@
 // Package peer is the Kafka client one mq broker uses to talk to
 // another: a follower's fetches from its leader, a share-group state
 // write or read on the node leading its state partition, a metrics
-// scrape's lag lookup. Requests are encoded and responses decoded with
-// kmsg; nothing here knows what the requests mean.
+// scrape's lag lookup, a transaction coordinator's markers and a
+// partition leader's question to another node's coordinator (Nodes
+// implements lib/txn's Peers). Requests are encoded and responses decoded
+// with kmsg; nothing here knows what the requests mean.
 //
 // A Conn is one TCP connection sending one request at a time (Do), not
 // safe for concurrent use. Do reuses the connection's input buffer: a
@@ -31,6 +33,8 @@
 //
 // A Pool keeps idle Conns by address for callers on many goroutines
 // (Get, Put); it is safe for concurrent use and holds no lock across I/O.
+// Nodes addresses a Pool's brokers by node id (lib/partition's
+// Manager.PeerAddr gives the addresses).
 //
 // A Watch is what the node's followers learn of their leaders' processes:
 // a Leader tells it of every failed exchange (Lost) and every good one

@@ -27,8 +27,9 @@
 // ErrConcurrent until the abort completes; a transaction open longer than
 // its timeout is aborted the same way by a timer (AbortCheckInterval), so
 // a hung producer is fenced as in Kafka. EndTxn answers once the Prepare
-// record is durable; the markers (Markers.Write: WriteTxnMarkers to every
-// partition's leader, lib/broker) are written in the background, and the
+// record is durable; the markers (Markers.Write; MarkerWriter sends
+// WriteTxnMarkers to every partition's leader over Peers, which lib/peer
+// implements) are written in the background, and the
 // Complete record follows. A transaction in a Prepare state answers
 // ErrConcurrent (the client retries); Describe lists, meanwhile, the
 // partitions still without their marker, as Kafka does. Replay restarts
