@@ -3,13 +3,12 @@ package broker
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/record"
+	"github.com/mqproject/mq/lib/replica"
 	"github.com/mqproject/mq/lib/server"
 )
 
@@ -19,21 +18,14 @@ import (
 // there become committed, or are dropped.
 type GroupTxnCompleted func(partition int32, producerID int64, producerEpoch int16, commit bool)
 
-// markerWaitTimeout bounds the wait for a marker to reach the
-// high-water mark (WriteTxnMarkers has no timeout of its own; Kafka's
-// coordinator gives up on a request after request.timeout.ms, 30 s).
-const markerWaitTimeout = 30 * time.Second
-
 // markerWait is one partition of a WriteTxnMarkers request waiting for
 // its marker to reach the high-water mark.
 type markerWait struct {
-	p          *partition.Hosted
-	index      int32
-	lastOffset int64
-	epoch      int32
-	code       *int16
-	offsets    bool // a __consumer_offsets partition: tell the group coordinator
-	marker     record.Marker
+	w       replica.MarkerWrite
+	index   int32
+	code    *int16
+	offsets bool // a __consumer_offsets partition: tell the group coordinator
+	marker  record.Marker
 }
 
 // handleWriteTxnMarkers appends the transaction coordinator's markers on
@@ -73,27 +65,23 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, c *server.ConnInfo, 
 					continue
 				}
 				p, err := b.parts.Leader(t, index)
-				var res log.AppendResult
+				var w replica.MarkerWrite
 				if err == nil {
-					res, err = p.Append(record.BuildMarker(m, b.clock.Now().UnixMilli()), -1)
+					w, err = p.WriteMarker(m, b.clock.Now().UnixMilli())
 				}
 				if err != nil {
 					sp.ErrorCode = produceError(err, 8)
 					b.log.Debug("transaction marker refused", "topic", rt.Topic, "partition", index, "producer_id", m.ProducerID, "err", err)
 					continue
 				}
-				waits = append(waits, markerWait{p: p, index: index, lastOffset: res.LastOffset, epoch: res.LeaderEpoch, code: &sp.ErrorCode,
-					offsets: rt.Topic == offsetsTopic, marker: m})
+				waits = append(waits, markerWait{w: w, index: index, code: &sp.ErrorCode, offsets: rt.Topic == offsetsTopic, marker: m})
 			}
 		}
 	}
 	completed := b.groupTxnCompleted
 	return func() server.Response {
 		for _, w := range waits {
-			wctx, cancel := context.WithTimeout(ctx, markerWaitTimeout)
-			err := w.p.WaitHighWatermark(wctx, w.lastOffset, w.epoch)
-			cancel()
-			if err != nil {
+			if err := w.w.Wait(ctx); err != nil {
 				*w.code = produceError(err, 8)
 				continue
 			}

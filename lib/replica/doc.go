@@ -23,6 +23,8 @@
 //
 //	res, err := p.Append(batch, acks)            // on the connection's reader goroutine
 //	err = p.WaitHighWatermark(ctx, res.LastOffset) // acks=all: until HW > LastOffset
+//	w, err := p.WriteMarker(marker, ts)          // WriteTxnMarkers: a transaction's control batch
+//	err = w.Wait(ctx)                            // until it is on every in-sync replica (MarkerWaitTimeout)
 //	r, info, err := p.Read(offset, maxBytes, replicaID) // a follower's fetch records its offset
 //	defer r.Release()
 //	r, info, err = p.ReadCommitted(offset, maxBytes, epoch, anyReplica) // read_committed: below info.LastStableOffset
