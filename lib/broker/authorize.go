@@ -22,8 +22,9 @@ import (
 // their handler instead, because Kafka answers them partly: Produce and
 // Fetch refuse topic by topic and serve the others; Metadata
 // hides the topics the principal may not describe (metadata.go),
-// ListGroups the groups (groups.go), and InitProducerId asks for WRITE on
-// any topic (authorizeAny).
+// ListGroups the groups (groups.go), ListTransactions the transactional
+// ids, and DescribeTransactions refuses them id by id (txn.go);
+// InitProducerId asks for WRITE on any topic (authorizeAny).
 
 // Resource types and operations, short.
 const (
@@ -271,7 +272,8 @@ var access = map[int16]func(img *controller.Image, body kmsg.Request, check chec
 	// handler, partition by partition, as Kafka answers them); the
 	// partition leaders' batches (v4+) and the markers are the brokers'
 	// own (CLUSTER_ACTION). ListTransactions hides the ids the principal
-	// may not describe (txn.go).
+	// may not describe, DescribeTransactions refuses them one by one
+	// (txn.go).
 	kmsg.AddPartitionsToTxn.Int16(): func(_ *controller.Image, body kmsg.Request, check checkFunc) bool {
 		r := body.(*kmsg.AddPartitionsToTxnRequest)
 		if r.Version >= 4 {
@@ -293,14 +295,6 @@ var access = map[int16]func(img *controller.Image, body kmsg.Request, check chec
 		}
 		for i := range r.Topics {
 			if !check(topicResource, opRead, r.Topics[i].Topic) {
-				return false
-			}
-		}
-		return true
-	},
-	kmsg.DescribeTransactions.Int16(): func(_ *controller.Image, body kmsg.Request, check checkFunc) bool {
-		for _, id := range body.(*kmsg.DescribeTransactionsRequest).TransactionalIDs {
-			if !check(txnResource, opDescribe, id) {
 				return false
 			}
 		}

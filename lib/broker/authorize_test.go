@@ -341,9 +341,10 @@ func TestEveryAPIHasAnAuthorizationRule(t *testing.T) {
 	tb := startBroker(t, "", nil)
 	decidedElsewhere := map[int16]bool{kmsg.Metadata.Int16(): true, kmsg.ListGroups.Int16(): true, kmsg.InitProducerID.Int16(): true,
 		// These answer what the principal may see and leave out, or refuse
-		// one by one, the rest: ListTransactions the transactional ids
-		// (txn.go), DescribeProducers the topics (txn_leader.go).
-		kmsg.ListTransactions.Int16(): true, kmsg.DescribeProducers.Int16(): true}
+		// one by one, the rest: ListTransactions and DescribeTransactions
+		// the transactional ids (txn.go), DescribeProducers the topics
+		// (txn_leader.go).
+		kmsg.ListTransactions.Int16(): true, kmsg.DescribeTransactions.Int16(): true, kmsg.DescribeProducers.Int16(): true}
 	for key := range tb.apis {
 		if _, ok := access[key]; !ok && !decidedElsewhere[key] {
 			t.Errorf("%s (key %d) is served with no authorization rule: add it to access in authorize.go", kmsg.NameForKey(key), key)

@@ -79,7 +79,8 @@
 // transaction APIs WRITE on the transactional id (and READ on the group
 // of AddOffsetsToTxn and TxnOffsetCommit, WRITE on each topic of
 // AddPartitionsToTxn, answered per partition), DescribeTransactions
-// DESCRIBE, the brokers' own AddPartitionsToTxn v4+ and WriteTxnMarkers
+// DESCRIBE on each id, answered per id by its handler, ListTransactions
+// listing only the ids the principal may DESCRIBE; the brokers' own AddPartitionsToTxn v4+ and WriteTxnMarkers
 // CLUSTER_ACTION; the cluster APIs DESCRIBE or
 // ALTER on the cluster, the ACL and SCRAM APIs included; Refetch
 // CLUSTER_ACTION; SkipDamaged ALTER; WriteTxnMarkers CLUSTER_ACTION;

@@ -361,13 +361,21 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, _ *server.ConnInfo, 
 }
 
 // handleDescribeTransactions describes the transactions of the ids this
-// node coordinates; the others answer NOT_COORDINATOR.
-func (b *Broker) handleDescribeTransactions(_ context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
+// node coordinates; the others answer NOT_COORDINATOR, and an id the
+// principal may not DESCRIBE TRANSACTIONAL_ID_AUTHORIZATION_FAILED, beside
+// the others, as Kafka answers.
+func (b *Broker) handleDescribeTransactions(_ context.Context, c *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.DescribeTransactionsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	img := b.ctrl.Image()
 	for _, id := range r.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, -1, -1, -1
+		if !b.allowed(c, img, txnResource, opDescribe, id) {
+			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
 		d, err := b.txns.c.Describe(id)
 		if err != nil {
 			st.ErrorCode = txnCode(err, req)

@@ -3,7 +3,9 @@ package broker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/auth"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/server"
 	"github.com/mqproject/mq/lib/txn"
@@ -76,12 +79,15 @@ func (m *markerLeader) markers() []string {
 
 // startTxnBroker is a broker whose registered address is a markerLeader in
 // front of it.
-func startTxnBroker(t *testing.T) (*testBroker, *markerLeader) {
+func startTxnBroker(t *testing.T, mods ...func(*config.Broker)) (*testBroker, *markerLeader) {
 	t.Helper()
 	tb := startBroker(t, "", func(s *config.Broker) {
 		s.OffsetsTopicNumPartitions = 2
 		s.TransactionStateTopicPartitions = 2
 		s.TransactionMaxTimeout = 60_000_000_000 // 1 min
+		for _, mod := range mods {
+			mod(s)
+		}
 	})
 	ml := &markerLeader{Broker: tb.Broker, fail: map[string]int{}}
 	srv, err := server.New(server.Config{Listeners: []string{"tcp://127.0.0.1:0"}}, ml)
@@ -357,3 +363,58 @@ func TestTransactionTimeoutFencesTheProducer(t *testing.T) {
 }
 
 func groupPartition(g string, n int32) int32 { return txn.PartitionFor(g, n) }
+
+// DescribeTransactions answers each id on its own: one the principal may
+// not DESCRIBE is TRANSACTIONAL_ID_AUTHORIZATION_FAILED beside the ones
+// it may; ListTransactions lists only those it may.
+func TestTransactionsAreDescribedOnlyToWhoMayDescribeThem(t *testing.T) {
+	tb, _ := startTxnBroker(t)
+	for _, id := range []string{"t1", "t2"} {
+		if r := initTxn(t, tb, 4, id, 30_000); r.ErrorCode != 0 {
+			t.Fatalf("InitProducerId %s: %s", id, errName(r.ErrorCode))
+		}
+	}
+	allowID := func(principal, id string) auth.Binding {
+		return auth.Binding{ResourceType: txnResource, ResourceName: id, PatternType: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: principal, Host: "*", Operation: opDescribe, Permission: kmsg.ACLPermissionTypeAllow}
+	}
+	if res := createACLs(t, tb, rootConn, allowID("User:alice", "t1"), allowID("User:bob", "t2")); res.Results[0].ErrorCode != 0 || res.Results[1].ErrorCode != 0 {
+		t.Fatalf("CreateAcls: %+v", res.Results)
+	}
+	describe := func(c *server.ConnInfo) map[string]string {
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = []string{"t1", "t2"}
+		got := map[string]string{}
+		for _, st := range tb.doAs(t, t.Context(), c, 0, req).(*kmsg.DescribeTransactionsResponse).TransactionStates {
+			got[st.TransactionalID] = st.State
+			if st.ErrorCode != 0 {
+				got[st.TransactionalID] = errName(st.ErrorCode)
+			}
+		}
+		return got
+	}
+	list := func(c *server.ConnInfo) []string {
+		var ids []string
+		for _, st := range tb.doAs(t, t.Context(), c, 1, kmsg.NewPtrListTransactionsRequest()).(*kmsg.ListTransactionsResponse).TransactionStates {
+			ids = append(ids, st.TransactionalID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	for _, tc := range []struct {
+		c        *server.ConnInfo
+		describe map[string]string
+		list     []string
+	}{
+		{aliceConn, map[string]string{"t1": "Empty", "t2": "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"}, []string{"t1"}},
+		{bobConn, map[string]string{"t1": "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "t2": "Empty"}, []string{"t2"}},
+		{rootConn, map[string]string{"t1": "Empty", "t2": "Empty"}, []string{"t1", "t2"}},
+	} {
+		if got := describe(tc.c); !maps.Equal(got, tc.describe) {
+			t.Errorf("%s: DescribeTransactions %v, want %v", tc.c.Principal, got, tc.describe)
+		}
+		if got := list(tc.c); !slices.Equal(got, tc.list) {
+			t.Errorf("%s: ListTransactions %v, want %v", tc.c.Principal, got, tc.list)
+		}
+	}
+}
