@@ -45,7 +45,11 @@ func TestChaosTransactions(t *testing.T) {
 
 // killTxnCoordinator SIGKILLs the node coordinating chaosTxnID, keeps it
 // down for down and starts it again.
-func (n *nemesis) killTxnCoordinator(down time.Duration) {
+func (n *nemesis) killTxnCoordinator(down time.Duration) { n.killTxnCoordinatorOf(chaosTxnID, down) }
+
+// killTxnCoordinatorOf SIGKILLs the node coordinating transactional id
+// txnID, keeps it down for down and starts it again.
+func (n *nemesis) killTxnCoordinatorOf(txnID string, down time.Duration) {
 	cl := n.c.client()
 	defer cl.Close()
 	var id int32
@@ -53,7 +57,7 @@ func (n *nemesis) killTxnCoordinator(down time.Duration) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.CoordinatorType, req.CoordinatorKey, req.CoordinatorKeys = 1, chaosTxnID, []string{chaosTxnID}
+		req.CoordinatorType, req.CoordinatorKey, req.CoordinatorKeys = 1, txnID, []string{txnID}
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
 			return false, err.Error()
@@ -67,7 +71,7 @@ func (n *nemesis) killTxnCoordinator(down time.Duration) {
 		return resp.ErrorCode == 0, fmt.Sprint(kerr.ErrorForCode(resp.ErrorCode))
 	})
 	victim := n.c.node(id)
-	n.logf("SIGKILL node %d, the coordinator of transactional id %s, for %v", id, chaosTxnID, down)
+	n.logf("SIGKILL node %d, the coordinator of transactional id %s, for %v", id, txnID, down)
 	victim.kill()
 	n.hold(down)
 	victim.start()
