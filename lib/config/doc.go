@@ -21,6 +21,17 @@
 // turns overrides into the Topic the log uses; DescribeTopic reports every
 // config with its source.
 //
+// The dynamic layers (cluster defaults and per-broker configs, kept in the
+// cluster metadata) and a node's settings make a Layers, which describes
+// topic, broker and group resources with their synonyms (the values of
+// every layer, as DescribeConfigs lists them) and computes alterations:
+// an Alteration (Replace for AlterConfigs, Incremental for
+// IncrementalAlterConfigs' SET, DELETE, APPEND and SUBTRACT, CheckOps
+// first) gives the configs to set and delete, validated (AlterTopic,
+// AlterBroker, AlterGroup). TopicOverrides checks a new topic's configs;
+// Broker.CheckRequestPartitions and CheckClusterPartitions apply
+// max.partitions.per.request and max.partitions (ErrPartitionLimit).
+//
 // A share group's configuration (Kafka's GROUP resource) works the same
 // way over the broker's group.share.* settings: ValidateGroupConfig,
 // ResolveGroup (the Group a share group runs with) and DescribeGroup.
@@ -54,7 +65,8 @@
 // sets the rates from the latency of acks=all produces.
 //
 // Errors are *Error values matching ErrUnknownConfig or ErrInvalidValue
-// (and ErrNotDynamic), and say what is allowed. Nothing in this package
+// (and ErrNotDynamic), and say what is allowed; a malformed alteration
+// matches ErrInvalidRequest. Nothing in this package
 // keeps global mutable state; a Broker is a value whose copies are
 // independent.
 package config

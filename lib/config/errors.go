@@ -16,6 +16,13 @@ var (
 	// ErrNotDynamic: a broker property that cannot change while mqd runs
 	// (ValidateBrokerDynamicConfig).
 	ErrNotDynamic = errors.New("config: cannot be changed at runtime")
+	// ErrInvalidRequest: a request that is malformed whatever the
+	// configs: a config named twice, a null value, an unknown operation
+	// (CheckOps, Replace, TopicOverrides).
+	ErrInvalidRequest = errors.New("config: invalid request")
+	// ErrPartitionLimit: a request would go over max.partitions.per.request
+	// or max.partitions.
+	ErrPartitionLimit = errors.New("config: over a partition limit")
 )
 
 // Error is a failure to accept one property. Its message names where the
