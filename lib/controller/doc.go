@@ -43,7 +43,12 @@
 // command may or may not have been applied). ValidateCreateTopic and
 // ValidateCreatePartitions run the checks of those commands' apply, the
 // same code, on this node's image without proposing anything (a
-// request's validate_only).
+// request's validate_only). Before either, a client's request is checked
+// against the image by Image.NewTopic, NewPartitions and TopicToDelete
+// (requests.go): its -1 defaults, reserved and internal topics
+// (Topic.IsInternal), explicit replica lists, with refusals worded for
+// the client that match the sentinels above (and ErrInvalidRequest,
+// ErrInternalTopic, ErrUnknownTopicID).
 //
 // AlterACLs (type 18) deletes the ACL bindings a list of auth.Filter
 // selects and creates a list of auth.Binding, in one record; a binding or

@@ -17,6 +17,13 @@ var (
 	ErrInvalidBroker            = errors.New("controller: invalid broker registration")
 	ErrInvalidProducerIDCount   = errors.New("controller: invalid producer id block size")
 	ErrInvalidACL               = errors.New("controller: invalid ACL")
+	ErrUnknownTopicID           = errors.New("controller: unknown topic id")
+	// ErrInvalidRequest: a client's request whose fields contradict each
+	// other (a replica assignment with a partition count, say).
+	ErrInvalidRequest = errors.New("controller: invalid request")
+	// ErrInternalTopic: clients may not create a topic of a reserved
+	// name, nor delete or repartition an internal topic.
+	ErrInternalTopic = errors.New("controller: internal topic")
 
 	// ErrStaleBrokerEpoch refuses a heartbeat, fencing or shutdown of a
 	// broker epoch that is not the broker's current registration (or of a
