@@ -79,25 +79,6 @@ func validateTopicName(name string) error {
 	return nil
 }
 
-// reservedTopics are names that clients may not create or delete: the
-// internal topics of Kafka's coordinators (ours keep the same names) and
-// Kafka's metadata log, which a Kafka client must never see as a topic.
-var reservedTopics = map[string]bool{
-	"__consumer_offsets":    true,
-	"__transaction_state":   true,
-	"__share_group_state":   true,
-	"__cluster_metadata":    true,
-	"__remote_log_metadata": true,
-}
-
-// isInternalTopic reports whether t is a topic that clients must not
-// delete or repartition: the group coordinator maps groups to partitions
-// of __consumer_offsets by hashing, so a changed partition count or a
-// deleted topic loses every group's committed offsets.
-func isInternalTopic(t *controller.Topic) bool {
-	return t.Internal || reservedTopics[t.Name]
-}
-
 // eachDistinct calls fn once for each distinct item of a request (topics,
 // config resources), in request order. An item listed more than once is
 // answered once, with an INVALID_REQUEST error passed to fn, as Kafka does.
@@ -129,23 +110,6 @@ func brokerIDs(img *controller.Image) []int32 {
 	return slices.Sorted(maps.Keys(img.Brokers))
 }
 
-// checkReplicaList verifies one explicit replica list: not empty, no
-// broker twice, every broker registered.
-func checkReplicaList(img *controller.Image, partition int32, replicas []int32) error {
-	if len(replicas) == 0 {
-		return refuse(kerr.InvalidReplicaAssignment, "partition %d has no replicas", partition)
-	}
-	for i, r := range replicas {
-		if slices.Contains(replicas[:i], r) {
-			return refuse(kerr.InvalidReplicaAssignment, "partition %d lists broker %d twice", partition, r)
-		}
-		if _, ok := img.Brokers[r]; !ok {
-			return refuse(kerr.InvalidReplicaAssignment, "partition %d: broker %d is not registered", partition, r)
-		}
-	}
-	return nil
-}
-
 // handleCreateTopics answers CreateTopics (key 19).
 func (b *Broker) handleCreateTopics(ctx context.Context, _ *server.ConnInfo, req *server.Request) server.Reply {
 	r := req.Body.(*kmsg.CreateTopicsRequest)
@@ -155,7 +119,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *server.ConnInfo, req
 
 	// The request's size is checked first, before anything is allocated
 	// per topic: one over the cap is refused whole, as Kafka 4 does.
-	if err := b.checkRequestPartitions(createTopicsPartitions(r, b.effectiveSettings(b.ctrl.Image()).NumPartitions)); err != nil {
+	if err := b.cfg.Settings.CheckRequestPartitions(createTopicsPartitions(r, b.effectiveSettings(b.ctrl.Image()).NumPartitions)); err != nil {
 		resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(r.Topics))
 		code, msg := kafkaError(err)
 		for i, t := range r.Topics {
@@ -214,36 +178,19 @@ func createTopicsPartitions(r *kmsg.CreateTopicsRequest, numPartitions int32) in
 	return n
 }
 
-// checkRequestPartitions refuses a request that would add more than
-// max.partitions.per.request partitions, with POLICY_VIOLATION (Kafka's
-// code and wording for its fixed bound of 10,000).
-func (b *Broker) checkRequestPartitions(n int64) error {
-	if limit := int64(b.cfg.Settings.MaxPartitionsPerRequest); limit > 0 && n > limit {
-		return refuse(kerr.PolicyViolation, "excessively large number of partitions per request: %d, max.partitions.per.request is %d", n, limit)
-	}
-	return nil
-}
-
 // partitionCount is the partitions the cluster holds, as a request sees
 // it: its image's, plus those it created itself since.
 type partitionCount struct{ n int64 }
 
 // clusterPartitions counts the partitions of img.
 func (b *Broker) clusterPartitions(img *controller.Image) *partitionCount {
-	var n int64
-	for _, t := range img.Topics {
-		n += int64(len(t.Partitions))
-	}
-	return &partitionCount{n: n}
+	return &partitionCount{n: img.PartitionCount()}
 }
 
 // checkClusterPartitions refuses adding n partitions to a cluster of
-// have, over max.partitions, with POLICY_VIOLATION.
+// have, over max.partitions (config.ErrPartitionLimit).
 func (b *Broker) checkClusterPartitions(have *partitionCount, n int64) error {
-	if limit := int64(b.cfg.Settings.MaxPartitions); limit > 0 && have.n+n > limit {
-		return refuse(kerr.PolicyViolation, "the cluster holds %d partitions: %d more would go over max.partitions (%d)", have.n, n, limit)
-	}
-	return nil
+	return b.cfg.Settings.CheckClusterPartitions(have.n, n)
 }
 
 // createdTopic is what a v5+ CreateTopics response tells about a topic.
@@ -256,72 +203,31 @@ type createdTopic struct {
 
 // createTopic validates one topic of a CreateTopics request and, unless
 // validateOnly, creates it in a cluster of cluster partitions. The
-// checks of the request's form are here; those of the image are the
-// controller's, which validateOnly runs too
-// (Controller.ValidateCreateTopic), so that it answers what a real
-// creation would.
+// request's checks are the controller's (Image.NewTopic) and lib/config's
+// (TopicOverrides, the partition limit); those of the command run for
+// validateOnly too (Controller.ValidateCreateTopic), so that it answers
+// what a real creation would.
 func (b *Broker) createTopic(ctx context.Context, t *kmsg.CreateTopicsRequestTopic, validateOnly bool, cluster *partitionCount) (createdTopic, error) {
 	if err := validateTopicName(t.Topic); err != nil {
 		return createdTopic{}, err
 	}
-	if reservedTopics[t.Topic] {
-		return createdTopic{}, refuse(kerr.InvalidTopicException, "topic name %q is reserved for internal use", t.Topic)
-	}
 	img := b.ctrl.Image()
-	if _, ok := img.Topics[t.Topic]; ok {
-		return createdTopic{}, refuse(kerr.TopicAlreadyExists, "topic %q already exists", t.Topic)
-	}
 	settings := b.effectiveSettings(img)
-
-	cmd := controller.CreateTopic{Name: t.Topic}
-	if len(t.ReplicaAssignment) > 0 {
-		if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
-			return createdTopic{}, refuse(kerr.InvalidRequest, "a replica assignment was given with a partition count or replication factor; give -1 for both")
-		}
-		assignments, err := orderAssignments(img, t.ReplicaAssignment)
-		if err != nil {
-			return createdTopic{}, err
-		}
-		cmd.Assignments = assignments
-		cmd.Partitions = int32(len(assignments))
-		cmd.ReplicationFactor = int16(len(assignments[0]))
-	} else {
-		cmd.Partitions = t.NumPartitions
-		if cmd.Partitions == -1 {
-			cmd.Partitions = settings.NumPartitions
-		}
-		if cmd.Partitions <= 0 {
-			return createdTopic{}, refuse(kerr.InvalidPartitions, "number of partitions must be at least 1 (or -1 for num.partitions), got %d", t.NumPartitions)
-		}
-		cmd.ReplicationFactor = t.ReplicationFactor
-		if cmd.ReplicationFactor == -1 {
-			cmd.ReplicationFactor = settings.DefaultReplicationFactor
-		}
-		if cmd.ReplicationFactor <= 0 {
-			return createdTopic{}, refuse(kerr.InvalidReplicationFactor, "replication factor must be at least 1 (or -1 for default.replication.factor), got %d", t.ReplicationFactor)
-		}
-		if n := len(img.Brokers); int(cmd.ReplicationFactor) > n {
-			return createdTopic{}, refuse(kerr.InvalidReplicationFactor, "replication factor %d is larger than the number of registered brokers (%d)", cmd.ReplicationFactor, n)
-		}
+	topic := controller.TopicRequest{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor}
+	for _, a := range t.ReplicaAssignment {
+		topic.Assignments = append(topic.Assignments, controller.Assignment{Partition: a.Partition, Replicas: a.Replicas})
 	}
-
-	configs := make(map[string]string, len(t.Configs))
-	for _, c := range t.Configs {
-		if _, ok := configs[c.Name]; ok {
-			return createdTopic{}, refuse(kerr.InvalidRequest, "config %q is given more than once", c.Name)
-		}
-		if c.Value == nil {
-			return createdTopic{}, refuse(kerr.InvalidConfig, "config %q has a null value", c.Name)
-		}
-		if err := config.ValidateTopicConfig(c.Name, *c.Value); err != nil {
-			return createdTopic{}, refuse(kerr.InvalidConfig, "%v", err)
-		}
-		configs[c.Name] = *c.Value
+	cmd, err := img.NewTopic(topic, settings.NumPartitions, settings.DefaultReplicationFactor)
+	if err != nil {
+		return createdTopic{}, err
 	}
-	if _, err := config.ResolveTopic(settings, configs); err != nil {
-		return createdTopic{}, refuse(kerr.InvalidConfig, "%v", err)
+	given := make([]config.Op, len(t.Configs))
+	for i, c := range t.Configs {
+		given[i] = config.Op{Name: c.Name, Type: config.OpSet, Value: c.Value}
 	}
-	cmd.Configs = configs
+	if cmd.Configs, err = config.TopicOverrides(settings, given); err != nil {
+		return createdTopic{}, err
+	}
 	if err := b.checkClusterPartitions(cluster, int64(cmd.Partitions)); err != nil {
 		return createdTopic{}, err
 	}
@@ -340,40 +246,14 @@ func (b *Broker) createTopic(ctx context.Context, t *kmsg.CreateTopicsRequestTop
 		b.log.Info("created topic", "topic", t.Topic, "id", id, "partitions", cmd.Partitions, "replication_factor", cmd.ReplicationFactor)
 		img = b.ctrl.Image()
 	}
-	for _, e := range b.topicConfigs(img, configs) {
+	for _, e := range b.layers(img).DescribeTopic(cmd.Configs) {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name = e.Name
-		c.Value = e.visibleValue()
+		c.Value = e.VisibleValue()
 		c.ReadOnly = e.ReadOnly
 		c.Source = int8(e.Source)
 		c.IsSensitive = e.Sensitive
 		out.configs = append(out.configs, c)
-	}
-	return out, nil
-}
-
-// orderAssignments turns CreateTopics replica assignments, which name
-// their partition, into one replica list per partition 0..n-1, checking
-// that every partition is given once and every list is valid and of the
-// same length.
-func orderAssignments(img *controller.Image, in []kmsg.CreateTopicsRequestTopicReplicaAssignment) ([][]int32, error) {
-	out := make([][]int32, len(in))
-	for _, a := range in {
-		if a.Partition < 0 || int(a.Partition) >= len(in) {
-			return nil, refuse(kerr.InvalidReplicaAssignment, "partitions must be numbered 0 to %d, got %d", len(in)-1, a.Partition)
-		}
-		if out[a.Partition] != nil {
-			return nil, refuse(kerr.InvalidReplicaAssignment, "partition %d is assigned twice", a.Partition)
-		}
-		if err := checkReplicaList(img, a.Partition, a.Replicas); err != nil {
-			return nil, err
-		}
-		out[a.Partition] = a.Replicas
-	}
-	for i, replicas := range out {
-		if len(replicas) != len(out[0]) {
-			return nil, refuse(kerr.InvalidReplicaAssignment, "partition %d has %d replicas, partition 0 has %d", i, len(replicas), len(out[0]))
-		}
 	}
 	return out, nil
 }
@@ -449,22 +329,16 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, _ *server.ConnInfo, req
 }
 
 // deleteTopic deletes the topic t names and returns it, or the topic
-// found when deletion was refused.
+// found when deletion was refused (Image.TopicToDelete).
 func (b *Broker) deleteTopic(ctx context.Context, t deleteTarget) (*controller.Topic, error) {
-	img := b.ctrl.Image()
-	var topic *controller.Topic
 	if t.name != nil {
 		if err := validateTopicName(*t.name); err != nil {
 			return nil, err
 		}
-		if topic = img.Topics[*t.name]; topic == nil {
-			return nil, refuse(kerr.UnknownTopicOrPartition, "topic %q does not exist", *t.name)
-		}
-	} else if topic = img.TopicsByID[t.id]; topic == nil {
-		return nil, refuse(kerr.UnknownTopicID, "no topic has id %s", t.id)
 	}
-	if isInternalTopic(topic) {
-		return topic, refuse(kerr.InvalidTopicException, "topic %q is internal and cannot be deleted", topic.Name)
+	topic, err := b.ctrl.Image().TopicToDelete(t.name, t.id)
+	if err != nil {
+		return topic, err
 	}
 	if err := b.ctrl.DeleteTopic(ctx, topic.Name); err != nil {
 		return topic, err
@@ -484,7 +358,7 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, _ *server.ConnInfo,
 	defer cancel()
 
 	img := b.ctrl.Image()
-	if err := b.checkRequestPartitions(createPartitionsAdded(img, r)); err != nil {
+	if err := b.cfg.Settings.CheckRequestPartitions(createPartitionsAdded(img, r)); err != nil {
 		resp.Topics = make([]kmsg.CreatePartitionsResponseTopic, len(r.Topics))
 		code, msg := kafkaError(err)
 		for i, t := range r.Topics {
@@ -525,45 +399,24 @@ func createPartitionsAdded(img *controller.Image, r *kmsg.CreatePartitionsReques
 }
 
 // createPartitions validates and, unless validateOnly, applies one topic
-// of a CreatePartitions request in a cluster of cluster partitions; the
-// controller's checks run either way (Controller.ValidateCreatePartitions).
+// of a CreatePartitions request in a cluster of cluster partitions: the
+// request's checks are the controller's (Image.NewPartitions) and the
+// partition limit; the command's run either way
+// (Controller.ValidateCreatePartitions).
 func (b *Broker) createPartitions(ctx context.Context, t *kmsg.CreatePartitionsRequestTopic, validateOnly bool, cluster *partitionCount) error {
 	if err := validateTopicName(t.Topic); err != nil {
 		return err
 	}
-	img := b.ctrl.Image()
-	topic := img.Topics[t.Topic]
-	if topic == nil {
-		return refuse(kerr.UnknownTopicOrPartition, "topic %q does not exist", t.Topic)
-	}
-	if isInternalTopic(topic) {
-		return refuse(kerr.InvalidTopicException, "topic %q is internal; its partition count cannot change", t.Topic)
-	}
-	current := int32(len(topic.Partitions))
-	switch {
-	case t.Count == current:
-		return refuse(kerr.InvalidPartitions, "topic %q already has %d partitions", t.Topic, current)
-	case t.Count < current:
-		return refuse(kerr.InvalidPartitions, "topic %q has %d partitions; %d would not be an increase (partitions cannot be removed)", t.Topic, current, t.Count)
-	}
-	replicationFactor := len(topic.Partitions[0].Replicas)
 	var assignments [][]int32
 	if t.Assignment != nil {
-		if added := t.Count - current; len(t.Assignment) != int(added) {
-			return refuse(kerr.InvalidReplicaAssignment, "%d partitions are added but %d assignments were given", added, len(t.Assignment))
-		}
+		assignments = make([][]int32, len(t.Assignment))
 		for i, a := range t.Assignment {
-			p := current + int32(i)
-			if err := checkReplicaList(img, p, a.Replicas); err != nil {
-				return err
-			}
-			if len(a.Replicas) != replicationFactor {
-				return refuse(kerr.InvalidReplicaAssignment, "partition %d has %d replicas, the topic's replication factor is %d", p, len(a.Replicas), replicationFactor)
-			}
-			assignments = append(assignments, a.Replicas)
+			assignments[i] = a.Replicas
 		}
-	} else if n := len(img.Brokers); replicationFactor > n {
-		return refuse(kerr.InvalidReplicationFactor, "the topic's replication factor %d is larger than the number of registered brokers (%d)", replicationFactor, n)
+	}
+	current, err := b.ctrl.Image().NewPartitions(t.Topic, t.Count, assignments)
+	if err != nil {
+		return err
 	}
 	if err := b.checkClusterPartitions(cluster, int64(t.Count-current)); err != nil {
 		return err

@@ -27,10 +27,13 @@
 //     append, KIP-890). A Fetch or ListOffsets with isolation level 1
 //     (read_committed) reads below the last stable offset, and a fetch
 //     then lists the aborted transactions of what it returns;
-//   - admin.go (CreateTopics, DeleteTopics, CreatePartitions, with the
-//     caps max.partitions.per.request and max.partitions; validate_only
-//     runs the controller's own checks), configs.go
-//     (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs),
+//   - admin.go (CreateTopics, DeleteTopics, CreatePartitions: the
+//     request's checks are the controller image's (Image.NewTopic,
+//     NewPartitions, TopicToDelete) and lib/config's (TopicOverrides,
+//     the caps max.partitions.per.request and max.partitions);
+//     validate_only runs the command's own checks too), configs.go
+//     (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs over
+//     config.Layers and config's alterations),
 //     elect.go (ElectLeaders, DescribeQuorum), cluster.go
 //     (DescribeCluster), logdirs.go (DescribeLogDirs), reassign.go
 //     (AlterPartitionReassignments, ListPartitionReassignments),

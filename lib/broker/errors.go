@@ -163,6 +163,10 @@ var controllerCodes = []errorCode{
 	{controller.ErrNodeNotAuthorized, kerr.ClusterAuthorizationFailed},
 	{controller.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
 	{controller.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{controller.ErrUnknownTopicID, kerr.UnknownTopicID},
+	{controller.ErrInvalidRequest, kerr.InvalidRequest},
+	// Kafka's answer when it refuses an operation on an internal topic.
+	{controller.ErrInternalTopic, kerr.InvalidTopicException},
 	{controller.ErrInvalidPartitions, kerr.InvalidPartitions},
 	{controller.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
 	{controller.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
@@ -186,6 +190,9 @@ var configCodes = []errorCode{
 	{config.ErrUnknownConfig, kerr.InvalidConfig},
 	{config.ErrInvalidValue, kerr.InvalidConfig},
 	{config.ErrNotDynamic, kerr.InvalidConfig},
+	{config.ErrInvalidRequest, kerr.InvalidRequest},
+	// Kafka refuses what its limits forbid with POLICY_VIOLATION.
+	{config.ErrPartitionLimit, kerr.PolicyViolation},
 }
 
 // groupCodes: the group coordinator's refusals.

@@ -131,7 +131,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, c *server.ConnInfo, re
 			sp.LowWatermark = -1
 			var h *partition.Hosted
 			var err error
-			if t != nil && isInternalTopic(t) {
+			if t != nil && t.IsInternal() {
 				err = errInternalTopic
 			} else {
 				h, err = b.parts.Leader(t, rp.Partition)

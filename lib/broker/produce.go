@@ -145,7 +145,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *server.ConnInfo, req *ser
 		// Internal topics are the coordinators' alone, whatever the ACLs:
 		// their writes need CLUSTER_ACTION instead.
 		var refused error
-		internal := t != nil && isInternalTopic(t)
+		internal := t != nil && t.IsInternal()
 		switch {
 		case internal && b.coordinatorWrite(c, img, r):
 		case !b.allowed(c, img, topicResource, opWrite, rt.Topic):
