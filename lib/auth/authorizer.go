@@ -85,6 +85,14 @@ func NewAuthorizer(p Policy) *Authorizer {
 // all (allow.everyone.if.no.acl.found).
 func (z *Authorizer) AllowsEveryone() bool { return z.allowEveryone }
 
+// Unrestricted reports whether r's principal may do anything at all
+// with acls: a super user, or no ACL exists (acls is nil) and
+// allow.everyone.if.no.acl.found holds. It needs no resource in r, and
+// does not allocate, so that callers may ask it of every request first.
+func (z *Authorizer) Unrestricted(acls *ACLs, r Request) bool {
+	return (acls == nil && z.allowEveryone) || z.IsSuperUser(r)
+}
+
 // IsSuperUser reports whether r's principal is allowed everything.
 func (z *Authorizer) IsSuperUser(r Request) bool {
 	p := principalOf(r)

@@ -199,6 +199,34 @@ func TestAuthorizeDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// TestUnrestricted: super users may do anything; others only while no
+// ACL exists and allow.everyone.if.no.acl.found holds.
+func TestUnrestricted(t *testing.T) {
+	acls := NewACLs([]Binding{acl(topic, "orders", literal, "User:alice", read, allow)})
+	for _, c := range []struct {
+		everyone bool
+		acls     *ACLs
+		r        Request
+		want     bool
+	}{
+		{true, nil, Request{Principal: "User:alice"}, true},
+		{false, nil, Request{Principal: "User:alice"}, false},
+		{true, acls, Request{Principal: "User:alice"}, false},
+		{false, acls, Request{Principal: "User:root"}, true},
+		{false, acls, Request{Principal: "User:uid:0"}, false},
+		{false, acls, Request{Principal: "User:uid:0", Local: true}, true},
+	} {
+		z := NewAuthorizer(Policy{SuperUsers: []string{"User:root"}, LocalSuperUsers: []string{"User:uid:0"}, AllowEveryoneIfNoACLFound: c.everyone})
+		if got := z.Unrestricted(c.acls, c.r); got != c.want {
+			t.Errorf("everyone %v, acls %v, %+v: %v, want %v", c.everyone, c.acls != nil, c.r, got, c.want)
+		}
+	}
+	z := NewAuthorizer(Policy{SuperUsers: []string{"User:root"}, AllowEveryoneIfNoACLFound: true})
+	if n := testing.AllocsPerRun(100, func() { z.Unrestricted(acls, Request{Principal: "User:bob"}) }); n != 0 {
+		t.Errorf("Unrestricted allocated %v times", n)
+	}
+}
+
 func TestParseSuperUsers(t *testing.T) {
 	got := ParseSuperUsers(" User:alice ;User:CN=b,O=c;;")
 	if len(got) != 2 || got[0] != "User:alice" || got[1] != "User:CN=b,O=c" {

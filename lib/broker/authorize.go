@@ -444,14 +444,10 @@ func deref(s *string) string {
 }
 
 // unrestricted reports whether c's principal may do anything at all with
-// the ACLs of img: a super user, or no ACL exists and
-// allow.everyone.if.no.acl.found holds. It does not allocate: every
-// request asks it first.
+// the ACLs of img (auth.Authorizer.Unrestricted), or is a node of the
+// cluster. It does not allocate: every request asks it first.
 func (b *Broker) unrestricted(c *server.ConnInfo, img *controller.Image) bool {
-	if img.ACLs == nil && b.authz.AllowsEveryone() {
-		return true
-	}
-	return b.authz.IsSuperUser(auth.Request{Principal: c.Principal, Local: c.Network == "unix"}) || isNode(c, img)
+	return b.authz.Unrestricted(img.ACLs, auth.Request{Principal: c.Principal, Local: c.Network == "unix"}) || isNode(c, img)
 }
 
 // isNode reports whether c authenticated with the certificate of a node
