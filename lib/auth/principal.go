@@ -2,9 +2,14 @@ package auth
 
 import (
 	"crypto/x509"
+	"errors"
 	"strconv"
 	"strings"
 )
+
+// ErrUnacceptableUser refuses a user name for a SASL credential
+// (CheckUserName).
+var ErrUnacceptableUser = errors.New("auth: unacceptable user name")
 
 // Anonymous is the principal of a connection that did not authenticate.
 const Anonymous = "User:ANONYMOUS"
@@ -21,6 +26,25 @@ func CertificateUser(cert *x509.Certificate) string { return User(cert.Subject.S
 
 // UnixUser is the principal of a Unix socket peer running as uid.
 func UnixUser(uid uint32) string { return "User:uid:" + strconv.FormatUint(uint64(uid), 10) }
+
+// CheckUserName refuses a name a SASL user may not have: empty, or
+// starting with "uid:", which would make its principal a Unix socket
+// peer's (UnixUser) and match that peer's ACLs. Refusals match
+// ErrUnacceptableUser; their message is the reason alone.
+func CheckUserName(name string) error {
+	switch {
+	case name == "":
+		return &userError{"the user name must not be empty"}
+	case strings.HasPrefix(name, "uid:"):
+		return &userError{"user names starting with uid: are the Unix socket's principals"}
+	}
+	return nil
+}
+
+type userError struct{ msg string }
+
+func (e *userError) Error() string { return e.msg }
+func (e *userError) Unwrap() error { return ErrUnacceptableUser }
 
 // Split parses a principal "TYPE:NAME" into its type and name; ok is false
 // when it has no colon or an empty type.

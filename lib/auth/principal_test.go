@@ -1,6 +1,9 @@
 package auth
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 func TestPrincipalsAreWrittenAsKafkaWritesThem(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
@@ -29,6 +32,15 @@ func TestSplitNeedsATypeAndAColon(t *testing.T) {
 		typ, name, ok := Split(tc.in)
 		if typ != tc.typ || name != tc.name || ok != tc.ok {
 			t.Errorf("Split(%q) = %q, %q, %v; want %q, %q, %v", tc.in, typ, name, ok, tc.typ, tc.name, tc.ok)
+		}
+	}
+}
+
+func TestCheckUserNameRefusesWhatWouldPassForAUnixPeer(t *testing.T) {
+	for name, ok := range map[string]bool{"alice": true, "uid": true, "x-uid:0": true, "": false, "uid:0": false, "uid:": false} {
+		err := CheckUserName(name)
+		if (err == nil) != ok || (err != nil && !errors.Is(err, ErrUnacceptableUser)) {
+			t.Errorf("%q: %v", name, err)
 		}
 	}
 }

@@ -158,6 +158,7 @@ var controllerCodes = []errorCode{
 	{controller.ErrBrokerInUse, kerr.InvalidRequest},
 	{controller.ErrVoter, kerr.InvalidRequest},
 	{auth.ErrInvalid, kerr.InvalidRequest},
+	{auth.ErrUnacceptableUser, kerr.UnacceptableCredential},
 	// The controller refused this node's certificate for what it asked:
 	// the cluster's own authentication failed, not the client's.
 	{controller.ErrNodeNotAuthorized, kerr.ClusterAuthorizationFailed},

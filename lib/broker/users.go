@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -112,15 +111,12 @@ func (b *Broker) handleAlterUserScramCredentials(ctx context.Context, _ *server.
 		}
 		name, known := scramMechanisms[mechanism]
 		key := [2]string{user, name}
+		nameErr := auth.CheckUserName(user)
 		switch {
 		case errs[user] != nil:
 			return "", false
-		case user == "":
-			errs[user] = refuse(kerr.UnacceptableCredential, "the user name must not be empty")
-		case strings.HasPrefix(user, "uid:"):
-			// User:uid:N is the principal of a Unix socket peer: a SASL
-			// user of that name would match its ACLs.
-			errs[user] = refuse(kerr.UnacceptableCredential, "user names starting with uid: are the Unix socket's principals")
+		case nameErr != nil:
+			errs[user] = nameErr
 		case !known:
 			errs[user] = refuse(kerr.UnsupportedSaslMechanism, "unknown SCRAM mechanism %d", mechanism)
 		case named[key] > 1:
