@@ -11,6 +11,8 @@
 //   - a Unix socket peer: "User:uid:N", N the peer's uid (SO_PEERCRED);
 //   - anything else: Anonymous, "User:ANONYMOUS".
 //
+// So a SASL user may not be named "uid:N" (CheckUserName).
+//
 // # SASL
 //
 // A Session is the server side of one SASL exchange (SaslAuthenticate's
@@ -55,7 +57,9 @@
 // for DescribeAcls and DeleteAcls as Kafka's filters do (ANY, and MATCH:
 // the bindings that apply to one named resource).
 //
-// Authorizer.Authorize decides one operation on one resource:
+// Authorizer.Unrestricted says whether a principal needs no check at
+// all (a super user, or no ACL and allow-everyone); Authorizer.Authorize
+// decides one operation on one resource:
 //
 //   - super users (Policy.SuperUsers, Kafka's super.users; and
 //     Policy.LocalSuperUsers, honoured on the Unix socket only: root and
