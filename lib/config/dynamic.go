@@ -178,15 +178,9 @@ func Diff(old, updated map[string]string) (set map[string]string, del []string) 
 // overrides to set and to delete. Each value set must be valid
 // (ValidateTopicConfig), and the result must resolve (ResolveTopic).
 func (l Layers) AlterTopic(current map[string]string, alter Alteration) (set map[string]string, del []string, err error) {
-	updated, err := alter(current, EntriesByName(DescribeTopic(l.Effective, nil)))
+	updated, set, del, err := alterChecked(current, DescribeTopic(l.Effective, nil), alter, ValidateTopicConfig)
 	if err != nil {
 		return nil, nil, err
-	}
-	set, del = Diff(current, updated)
-	for _, k := range slices.Sorted(maps.Keys(set)) {
-		if err := ValidateTopicConfig(k, set[k]); err != nil {
-			return nil, nil, err
-		}
 	}
 	if _, err := ResolveTopic(l.Effective, updated); err != nil {
 		return nil, nil, err
@@ -200,32 +194,31 @@ func (l Layers) AlterTopic(current map[string]string, alter Alteration) (set map
 // the static settings alone for the cluster defaults. Each value set must
 // be valid and dynamic (ValidateBrokerDynamicConfig).
 func AlterBroker(base Broker, current map[string]string, alter Alteration) (set map[string]string, del []string, err error) {
-	updated, err := alter(current, EntriesByName(DescribeBroker(base, nil)))
-	if err != nil {
-		return nil, nil, err
-	}
-	set, del = Diff(current, updated)
-	for _, k := range slices.Sorted(maps.Keys(set)) {
-		if err := ValidateBrokerDynamicConfig(k, set[k]); err != nil {
-			return nil, nil, err
-		}
-	}
-	return set, del, nil
+	_, set, del, err = alterChecked(current, DescribeBroker(base, nil), alter, ValidateBrokerDynamicConfig)
+	return set, del, err
 }
 
 // AlterGroup computes and validates the change alter makes to a group's
 // own configs (current), over the defaults of l.Effective
 // (ValidateGroupConfig).
 func (l Layers) AlterGroup(current map[string]string, alter Alteration) (set map[string]string, del []string, err error) {
-	updated, err := alter(current, EntriesByName(DescribeGroup(l.Effective, nil)))
+	_, set, del, err = alterChecked(current, DescribeGroup(l.Effective, nil), alter, ValidateGroupConfig)
+	return set, del, err
+}
+
+// alterChecked applies alter to current over base and returns the
+// result and the configs to set and delete, each value set checked by
+// validate, in name order.
+func alterChecked(current map[string]string, base []Entry, alter Alteration, validate func(name, value string) error) (updated, set map[string]string, del []string, err error) {
+	updated, err = alter(current, EntriesByName(base))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	set, del = Diff(current, updated)
 	for _, k := range slices.Sorted(maps.Keys(set)) {
-		if err := ValidateGroupConfig(k, set[k]); err != nil {
-			return nil, nil, err
+		if err := validate(k, set[k]); err != nil {
+			return nil, nil, nil, err
 		}
 	}
-	return set, del, nil
+	return updated, set, del, nil
 }
