@@ -9,11 +9,11 @@
 //   - produce.go (Produce), fetch.go (Fetch, with fetchsession.go's
 //     KIP-227 sessions for followers and consumers), offsets.go
 //     (ListOffsets, DeleteRecords), epochs.go (OffsetForLeaderEpoch),
-//     tiered.go (tiered storage on those paths: a consumer's fetch below
-//     the local log start read from the remote store in the Reply,
-//     OFFSET_MOVED_TO_TIERED_STORAGE to followers there, ListOffsets
-//     EARLIEST and by timestamp into remote data, the extents and upload
-//     health of DescribeLogDirs),
+//     tiered.go (tiered storage on those paths, calling lib/partition's
+//     remote.go: a consumer's fetch below the local log start read from
+//     the remote store in the Reply, OFFSET_MOVED_TO_TIERED_STORAGE to
+//     followers there, ListOffsets EARLIEST and by timestamp into remote
+//     data),
 //     metadata.go (Metadata, whose automatic creation makes at most
 //     auto.create.topics.max.per.request topics, and InitProducerId),
 //     hints.go (KIP-951 leader

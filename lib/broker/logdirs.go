@@ -87,7 +87,7 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *server.ConnInfo, re
 				b.log.Error("describe log dirs", "err", err)
 			}
 		}
-		if e, ok := b.tieredExtent(p.Topic, p.Partition); ok {
+		if e, ok := b.parts.TieredExtent(p.Topic, p.Partition); ok {
 			if err := kafkaext.Set(&rp.UnknownTags, kafkaext.LogDirTiered, e); err != nil {
 				b.log.Error("describe log dirs", "err", err)
 			}
@@ -97,7 +97,7 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *server.ConnInfo, re
 	if err := kafkaext.Set(&rd.UnknownTags, kafkaext.LogDir, dirHealth(&dir)); err != nil {
 		b.log.Error("describe log dirs", "err", err)
 	}
-	if h, ok := b.tierHealth(); ok {
+	if h, ok := b.parts.TierHealth(); ok {
 		if err := kafkaext.Set(&rd.UnknownTags, kafkaext.LogDirTier, h); err != nil {
 			b.log.Error("describe log dirs", "err", err)
 		}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/server"
@@ -36,33 +35,22 @@ var errTieredDeleteRecords = errors.New("broker: DeleteRecords is not supported 
 // offset below the local log start of a partition whose remote log
 // holds data.
 func (f *fetch) movedToTiered(fp *fetchPartition, err error) bool {
-	if !errors.Is(err, log.ErrOffsetOutOfRange) {
-		return false
-	}
-	rl := f.ctrl.Image().RemoteLog(fp.p.TopicID(), fp.partition)
-	return rl.StartOffset() >= 0 && fp.fetchOffset < fp.p.Log().StartOffset()
+	return errors.Is(err, log.ErrOffsetOutOfRange) && f.tiers.BelowLocalOfTiered(fp.p, fp.fetchOffset)
 }
 
 // remoteCovers reports whether err, a consumer's read of fp, is an offset
 // below the local log that the remote log holds.
 func (f *fetch) remoteCovers(fp *fetchPartition, err error) bool {
-	if f.replicaID >= 0 || !errors.Is(err, log.ErrOffsetOutOfRange) {
-		return false
-	}
-	rl := f.ctrl.Image().RemoteLog(fp.p.TopicID(), fp.partition)
-	return rl.StartOffset() >= 0 && fp.fetchOffset >= rl.StartOffset() && fp.fetchOffset < rl.EndOffset()
+	return f.replicaID < 0 && errors.Is(err, log.ErrOffsetOutOfRange) && f.tiers.RemoteCovers(fp.p, fp.fetchOffset)
 }
 
-// logStart is the log start offset a consumer is told: the remote log's
-// start when the partition has one below the local start.
+// logStart is the log start offset a fetch is told: for a consumer, the
+// remote log's start when the partition has one below the local start.
 func (f *fetch) logStart(fp *fetchPartition, local int64) int64 {
 	if f.replicaID >= 0 {
 		return local
 	}
-	if start := f.ctrl.Image().RemoteLog(fp.p.TopicID(), fp.partition).StartOffset(); start >= 0 && start < local {
-		return start
-	}
-	return local
+	return f.tiers.LogStart(fp.p, local)
 }
 
 // readRemote does the remote reads read left (remoteWant), each bounded
@@ -72,19 +60,13 @@ func (f *fetch) readRemote() {
 		return
 	}
 	f.remotePending = false
-	t, terr := f.tiers.Tier()
-	img := f.ctrl.Image()
 	for _, fp := range f.flat {
 		want := fp.remoteWant
 		if want == 0 {
 			continue
 		}
 		fp.remoteWant = 0
-		if terr != nil {
-			fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, terr
-			continue
-		}
-		b, err := t.Read(f.ctx, img.RemoteLog(fp.p.TopicID(), fp.partition), fp.fetchOffset, want)
+		b, err := f.tiers.ReadRemote(f.ctx, fp.p, fp.fetchOffset, want)
 		if err != nil {
 			fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, err
 			continue
@@ -108,29 +90,16 @@ func (b *Broker) logStart(h *partition.Hosted, local int64, replicaID int32) int
 	if replicaID >= 0 {
 		return local
 	}
-	if start := b.ctrl.Image().RemoteLog(h.TopicID(), h.Partition.Partition()).StartOffset(); start >= 0 && start < local {
-		return start
-	}
-	return local
+	return b.parts.LogStart(h, local)
 }
 
 // remoteOffsetForTimestamp answers ListOffsets by timestamp from the
-// remote log, when the partition has remote data below its local start
-// (ok false: look locally).
+// remote log for a consumer (ok false: look locally).
 func (b *Broker) remoteOffsetForTimestamp(ctx context.Context, h *partition.Hosted, local, ts int64, replicaID int32) (offset, timestamp int64, ok bool, err error) {
-	rl := b.ctrl.Image().RemoteLog(h.TopicID(), h.Partition.Partition())
-	if replicaID >= 0 || rl.StartOffset() < 0 || rl.StartOffset() >= local {
+	if replicaID >= 0 {
 		return -1, -1, false, nil
 	}
-	t, err := b.parts.Tier()
-	if err != nil {
-		return -1, -1, false, err
-	}
-	o, found, ok, err := t.OffsetForTimestamp(ctx, rl, ts)
-	if err != nil || !ok || o >= local {
-		return -1, -1, false, err
-	}
-	return o, found, true, nil
+	return b.parts.RemoteOffsetForTimestamp(ctx, h, local, ts)
 }
 
 // listNeedsRemote reports whether a ListOffsets request looks a
@@ -150,47 +119,10 @@ func (b *Broker) listNeedsRemote(r *kmsg.ListOffsetsRequest) bool {
 			continue
 		}
 		for _, p := range r.Topics[i].Partitions {
-			if p.Timestamp >= 0 && img.RemoteLog(t.ID, p.Partition) != nil {
+			if p.Timestamp >= 0 && b.parts.HasRemoteLog(t.ID, p.Partition) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// tieredExtent is the kafkaext.LogDirTiered field of a hosted partition
-// that is tiered or has remote data.
-func (b *Broker) tieredExtent(topic string, partition int32) (kafkaext.TieredExtent, bool) {
-	h := b.parts.Lookup(topic, partition)
-	if h == nil {
-		return kafkaext.TieredExtent{}, false
-	}
-	rl := b.ctrl.Image().RemoteLog(h.TopicID(), partition)
-	if cfg := h.Config(); rl == nil && (cfg == nil || !cfg.RemoteStorageEnable) {
-		return kafkaext.TieredExtent{}, false
-	}
-	l := h.Log()
-	e := kafkaext.TieredExtent{
-		LocalStartOffset: l.StartOffset(), LocalEndOffset: l.EndOffset(), LocalBytes: l.Size(),
-		RemoteStartOffset: rl.StartOffset(), RemoteEndOffset: rl.EndOffset(), RemoteBytes: rl.Size(),
-	}
-	if rl != nil {
-		e.RemoteSegments = len(rl.Segments)
-	}
-	return e, true
-}
-
-// tierHealth is the kafkaext.LogDirTier field of the node's log
-// directory, once it tiers anything.
-func (b *Broker) tierHealth() (kafkaext.TierHealth, bool) {
-	t := b.parts.TierIfOpen()
-	if t == nil {
-		return kafkaext.TierHealth{}, false
-	}
-	s := t.Stats()
-	h := kafkaext.TierHealth{UploadFailing: s.Failing.Load() != 0, UploadLagBytes: s.LagBytes.Load()}
-	if h.UploadFailing {
-		h.Error = b.parts.TierError()
-	}
-	return h, true
 }

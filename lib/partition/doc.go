@@ -176,7 +176,17 @@
 // too deletes only what is recorded remotely; on the active
 // controller's node, deleted topics' remote data is purged. The Tier
 // (and its store, remote.log.storage.url) is made on first need and
-// closed by Close; Manager.Tier gives it to lib/broker's remote reads.
+// closed by Close.
+//
+// The remote part's reads (remote.go) serve lib/broker's Fetch,
+// ListOffsets and DescribeLogDirs handlers: whether the remote log holds
+// an offset below the local log (RemoteCovers; BelowLocalOfTiered for a
+// follower, which is not served remotely), the log start a consumer is
+// told (LogStart), remote reads (ReadRemote) and lookups by timestamp
+// (RemoteOffsetForTimestamp), each bounded by the Tier's read timeout,
+// and the extents and upload health of DescribeLogDirs (TieredExtent,
+// TierHealth). The checks read the image only and allocate nothing: the
+// fetch path calls them.
 //
 // # Goroutines
 //
