@@ -36,13 +36,9 @@ type errorCode struct {
 
 // Errors of lib/broker itself, the same for every API.
 var (
-	errEmptyRecords  = errors.New("broker: produce without a record batch")
-	errTransactional = errors.New("broker: transactions are not supported")
-	errControlBatch  = errors.New("broker: control batches cannot be produced")
-	// errTxnTiered: the aborted transactions of a topic's remote part are
-	// not kept (lib/tier uploads no aborted-transaction index), so a
-	// read_committed consumer replaying it could not drop their records.
-	errTxnTiered        = errors.New("broker: transactions are not supported on a topic with remote.storage.enable")
+	errEmptyRecords     = errors.New("broker: produce without a record batch")
+	errTransactional    = errors.New("broker: transactions are not supported")
+	errControlBatch     = errors.New("broker: control batches cannot be produced")
 	errTxnWithoutID     = errors.New("broker: transactional batches need the request's transactional id")
 	errMessageTooLarge  = errors.New("broker: message too large")
 	errInvalidAcks      = errors.New("broker: acks must be -1, 0 or 1")
@@ -80,7 +76,6 @@ var brokerCodes = []errorCode{
 	{errTransactional, kerr.TransactionalIDAuthorizationFailed},
 	{errEmptyRecords, kerr.InvalidRecord},
 	{errControlBatch, kerr.InvalidRecord},
-	{errTxnTiered, kerr.InvalidRequest},
 	{errTxnWithoutID, kerr.InvalidRecord},
 	// The coordinator could not be asked whether a transactional batch
 	// belongs to an ongoing transaction: the producer retries.

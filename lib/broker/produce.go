@@ -270,9 +270,6 @@ func (b *Broker) produceTo(img *controller.Image, t *controller.Topic, index int
 			return nil, res, errControlBatch
 		}
 		if h.Transactional() {
-			if cfg.RemoteStorageEnable {
-				return nil, res, errTxnTiered
-			}
 			if err := b.verifyTxn(p, index, &h, txn); err != nil {
 				return nil, res, err
 			}

@@ -66,7 +66,8 @@ func (f *fetch) readRemote() {
 			continue
 		}
 		fp.remoteWant = 0
-		b, err := f.tiers.ReadRemote(f.ctx, fp.p, fp.fetchOffset, want)
+		b, aborted, err := f.tiers.ReadRemote(f.ctx, fp.p, fp.fetchOffset, want, f.committed, fp.aborted[:0])
+		fp.aborted = aborted
 		if err != nil {
 			fp.highWatermark, fp.logStartOffset, fp.err = -1, -1, err
 			continue

@@ -39,8 +39,13 @@ type RemoteSegment struct {
 	// uploaded it.
 	LeaderEpoch int32 `json:"leader_epoch"`
 	// Key is the object key stem; the objects are Key plus ".log",
-	// ".index", ".timeindex" and ".epochs" (lib/tier).
+	// ".index", ".timeindex", ".epochs" and ".producers" (lib/tier), and
+	// ".txnindex" when TxnIndex.
 	Key string `json:"key"`
+	// TxnIndex: the segment holds abort markers, whose aborted-transaction
+	// index was uploaded with it (Key + ".txnindex"); read_committed reads
+	// of the remote part need it. Segments without it hold no abort marker.
+	TxnIndex bool `json:"txn_index,omitempty"`
 }
 
 // RemoteLog is the remote part of one partition's log: its segments,

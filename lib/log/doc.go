@@ -27,7 +27,8 @@
 // told where its remote copy ends (SetRemoteEnd): EnforceRetention then
 // applies local.retention.ms and local.retention.bytes, and never
 // deletes a segment reaching past the remote end. ClosedSegments,
-// SegmentData and SizeFrom give the uploader what it copies.
+// SegmentData, SegmentTxnIndex and SizeFrom give the uploader what it
+// copies; DecodeTxnIndex reads a .txnindex copy back.
 //
 // A leader calls BeginEpoch(epoch) when its leadership starts, so the
 // leader-epoch history has the epoch at the log end before any append;

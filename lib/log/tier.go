@@ -100,3 +100,18 @@ func (l *Log) SizeFrom(offset int64) int64 {
 	}
 	return n
 }
+
+// SegmentTxnIndex returns the .txnindex entries (txnindex.go's format) of
+// the abort markers in the closed segment at base, nil when it holds
+// none: what a remote store keeps of them, for read_committed reads of
+// the remote copy.
+func (l *Log) SegmentTxnIndex(base int64) ([]byte, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for i := 0; i+1 < len(l.segs) && !l.closed; i++ {
+		if l.segs[i].base == base {
+			return l.txnEntriesLocked(i), nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no closed segment at %d", ErrOffsetOutOfRange, base)
+}

@@ -85,6 +85,11 @@ func decodeTxnIndex(b []byte) ([]AbortedTxn, error) {
 	return out, nil
 }
 
+// DecodeTxnIndex returns the entries of a .txnindex file's bytes (a
+// remote copy's, see SegmentTxnIndex); an entry that cannot be right is
+// an error.
+func DecodeTxnIndex(b []byte) ([]AbortedTxn, error) { return decodeTxnIndex(b) }
+
 func txnIndexPath(dir string, base int64) string {
 	return filepath.Join(dir, segmentName(base, txnIndexExt))
 }

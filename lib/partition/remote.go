@@ -5,6 +5,8 @@ import (
 
 	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/kafkaext"
+	"github.com/mqproject/mq/lib/log"
+	"github.com/mqproject/mq/lib/tier"
 )
 
 // Reads of the remote part of a tiered partition (lib/tier), for the
@@ -58,13 +60,32 @@ func (m *Manager) HasRemoteLog(id controller.TopicID, index int32) bool {
 
 // ReadRemote returns whole batches of h's remote log from the one holding
 // offset on, up to maxBytes (the first whole even when larger), opening
-// the node's Tier if need be. It gives up after the Tier's read timeout.
-func (m *Manager) ReadRemote(ctx context.Context, h *Hosted, offset int64, maxBytes int) ([]byte, error) {
+// the node's Tier if need be. For a read_committed consumer (committed)
+// it appends to aborted the aborted transactions the batches need, as a
+// local read's log.AbortedTxns: from the remote segments'
+// aborted-transaction indexes, then from the local log's for the markers
+// past the remote end. It gives up after the Tier's read timeout.
+func (m *Manager) ReadRemote(ctx context.Context, h *Hosted, offset int64, maxBytes int, committed bool, aborted []log.AbortedTxn) ([]byte, []log.AbortedTxn, error) {
 	t, err := m.Tier()
 	if err != nil {
-		return nil, err
+		return nil, aborted, err
 	}
-	return t.Read(ctx, m.remoteLog(h), offset, maxBytes)
+	rl := m.remoteLog(h)
+	b, err := t.Read(ctx, rl, offset, maxBytes)
+	if err != nil || !committed {
+		return b, aborted, err
+	}
+	upto := tier.LastOffset(b) + 1
+	aborted, complete, err := t.AbortedTxns(ctx, rl, aborted, offset, upto)
+	if err != nil {
+		return nil, aborted, err
+	}
+	if !complete {
+		// The markers from the remote end on are in the local log
+		// (local retention deletes only what is remote).
+		aborted = h.Log().AbortedTxns(aborted, max(offset, rl.EndOffset()), upto)
+	}
+	return b, aborted, nil
 }
 
 // RemoteOffsetForTimestamp answers ListOffsets by timestamp from h's

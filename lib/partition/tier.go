@@ -120,8 +120,11 @@ func (m *Manager) SyncTiers(ctx context.Context) {
 		}
 		info := h.Offsets()
 		err := t.Sync(ctx, tier.Partition{
-			ID: id, Name: h.String(), LeaderEpoch: info.LeaderEpoch, Log: h.Log(), HighWatermark: info.HighWatermark,
-			RetentionMS: cfg.RetentionMS, RetentionBytes: cfg.RetentionBytes,
+			ID: id, Name: h.String(), LeaderEpoch: info.LeaderEpoch, Log: h.Log(),
+			// Below the last stable offset: a remote read is not cut
+			// there, so no open transaction's records go remote.
+			HighWatermark: min(info.HighWatermark, info.LastStableOffset),
+			RetentionMS:   cfg.RetentionMS, RetentionBytes: cfg.RetentionBytes,
 		})
 		m.tierResult(id, err)
 		if err != nil && !errors.Is(err, log.ErrClosed) && ctx.Err() == nil {

@@ -21,8 +21,15 @@
 // "<topic id>/<partition>/<base offset>-<leader epoch>-<random>": .log
 // (the data file as it was closed), .index and .timeindex (lib/log's
 // formats), .epochs (the leader-epoch entries of its range, in the
-// text of lib/log's leader-epoch checkpoint) and .producers (the last
-// batch of each idempotent producer in it, see producerState).
+// text of lib/log's leader-epoch checkpoint), .producers (the last
+// batch of each idempotent producer in it, see producerState) and, for a
+// segment holding abort markers, .txnindex (lib/log's aborted-transaction
+// index entries of those markers; the record says so,
+// RemoteSegment.TxnIndex, and a segment without one holds no abort
+// marker). Only segments wholly below the last stable offset are
+// uploaded (lib/partition passes it as Partition.HighWatermark when
+// lower): a remote read is not cut there, so no open transaction's
+// records are remote.
 //
 // # Uploads and the metadata
 //
@@ -67,7 +74,12 @@
 // the one holding the offset, up to maxBytes, reading the data object
 // through the Tier's Cache (below) in windows of at least 64 KiB. Every read gives up after
 // Config.ReadTimeout. OffsetForTimestamp answers ListOffsets by
-// timestamp from the time indexes.
+// timestamp from the time indexes. AbortedTxns gives a read_committed
+// read of remote offsets its aborted transactions, as log.AbortedTxns
+// does locally, from the .txnindex objects of the segments from the one
+// read on (kept in memory with the indexes), saying when the caller must
+// go on into the local log's (a transaction whose marker is past the
+// remote end).
 //
 // # Reading remote objects: Cache
 //

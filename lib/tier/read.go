@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/log"
 	"github.com/mqproject/mq/lib/record"
 )
 
@@ -186,7 +187,7 @@ func (t *Tier) index(ctx context.Context, key string) ([]byte, error) {
 func (t *Tier) forgetIndexes(stem string) {
 	t.idxMu.Lock()
 	defer t.idxMu.Unlock()
-	for _, k := range []string{stem + extIndex, stem + extTimeIndex} {
+	for _, k := range []string{stem + extIndex, stem + extTimeIndex, stem + extTxnIndex} {
 		if _, ok := t.indexes[k]; ok {
 			delete(t.indexes, k)
 			t.idxLRU = slices.DeleteFunc(t.idxLRU, func(s string) bool { return s == k })
@@ -242,4 +243,67 @@ func (t *Tier) OffsetForTimestamp(ctx context.Context, r *controller.RemoteLog, 
 		}
 	}
 	return -1, -1, false, nil
+}
+
+// AbortedTxns appends to dst the aborted transactions a read_committed
+// read of the remote offsets [from, upto) must know (as log.AbortedTxns
+// answers a local read): those whose abort marker is at or after from and
+// that began before upto, by marker offset, from the aborted-transaction
+// indexes of the remote segments from the one holding from on. complete
+// is false when the remote segments ran out before an entry showed that
+// no later transaction began before upto: the caller then asks the local
+// log for the markers from the remote end on. The read gives up after
+// Config.ReadTimeout.
+func (t *Tier) AbortedTxns(ctx context.Context, r *controller.RemoteLog, dst []log.AbortedTxn, from, upto int64) (_ []log.AbortedTxn, complete bool, err error) {
+	if r == nil {
+		return dst, false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.ReadTimeout)
+	defer cancel()
+	for _, seg := range r.Segments {
+		if seg.EndOffset < from || !seg.TxnIndex {
+			continue
+		}
+		b, err := t.index(ctx, seg.Key+extTxnIndex)
+		if err != nil {
+			t.stats.RemoteReadErrors.Add(1)
+			return dst, false, err
+		}
+		entries, err := log.DecodeTxnIndex(b)
+		if err != nil {
+			return dst, false, fmt.Errorf("tier: remote segment %s: %w", seg.Key, err)
+		}
+		for _, a := range entries {
+			// Markers before BaseOffset are the previous segment's
+			// (ObjectBase), found in its index.
+			if a.LastOffset < from || a.LastOffset < seg.BaseOffset {
+				continue
+			}
+			if a.FirstOffset < upto {
+				dst = append(dst, a)
+			}
+			// Every transaction ending later began at or after the last
+			// stable offset this one left.
+			if a.LastStableOffset >= upto {
+				return dst, true, nil
+			}
+		}
+	}
+	return dst, false, nil
+}
+
+// LastOffset returns the last offset of the whole batches b (as Read
+// returns them), -1 for none.
+func LastOffset(b []byte) int64 {
+	last := int64(-1)
+	for len(b) >= batchHeaderPrefix {
+		_, length, l := batchFields(b)
+		size := record.LengthPrefixSize + length
+		if length <= 0 || size > int64(len(b)) {
+			break
+		}
+		last = l
+		b = b[size:]
+	}
+	return last
 }

@@ -1,6 +1,7 @@
 package tier
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -147,9 +148,22 @@ const (
 	extTimeIndex = ".timeindex"
 	extEpochs    = ".epochs"
 	extProducers = ".producers"
+	// extTxnIndex is the aborted-transaction index (lib/log's .txnindex
+	// entries), only of segments holding abort markers
+	// (RemoteSegment.TxnIndex).
+	extTxnIndex = ".txnindex"
 )
 
 var segmentExts = []string{extLog, extIndex, extTimeIndex, extEpochs, extProducers}
+
+// objectExts are the extensions of a segment's objects: segmentExts,
+// and extTxnIndex when it has one.
+func objectExts(txnIndex bool) []string {
+	if txnIndex {
+		return append(slices.Clip(segmentExts), extTxnIndex)
+	}
+	return segmentExts
+}
 
 // PartitionPrefix is the key prefix of a partition's objects.
 func PartitionPrefix(p controller.RemotePartition) string {
@@ -174,7 +188,9 @@ type Partition struct {
 	LeaderEpoch int32
 	Log         *log.Log
 	// HighWatermark bounds what is uploaded: only segments wholly below
-	// it (committed) are.
+	// it (committed) are. lib/partition passes the last stable offset
+	// when lower, so that no open transaction's records go remote (a
+	// remote read is not cut at the last stable offset).
 	HighWatermark int64
 	// RetentionMS and RetentionBytes are the topic's retention.ms and
 	// retention.bytes (-1: unlimited), applied to the whole log.
@@ -242,6 +258,11 @@ func (t *Tier) upload(ctx context.Context, p Partition, s log.SegmentInfo, from 
 	if err != nil {
 		return controller.RemoteSegment{}, err
 	}
+	txnIndex, err := p.Log.SegmentTxnIndex(s.Base)
+	if err != nil {
+		return controller.RemoteSegment{}, err
+	}
+	hasTxn := len(txnIndex) > 0
 	objects := []struct {
 		ext string
 		r   io.Reader
@@ -252,24 +273,30 @@ func (t *Tier) upload(ctx context.Context, p Partition, s log.SegmentInfo, from 
 		{extTimeIndex, strings.NewReader(string(tidx))},
 		{extEpochs, strings.NewReader(eb.String())},
 	}
+	if hasTxn {
+		objects = append(objects, struct {
+			ext string
+			r   io.Reader
+		}{extTxnIndex, bytes.NewReader(txnIndex)})
+	}
 	for _, o := range objects {
 		if err := t.store.Put(ctx, stem+o.ext, o.r); err != nil {
-			t.discard(stem)
+			t.discard(stem, hasTxn)
 			return controller.RemoteSegment{}, err
 		}
 	}
 	skipped, err := positionOf(&region, idx, s.Base, from)
 	if err != nil {
-		t.deleteObjects(stem)
+		t.deleteObjects(stem, hasTxn)
 		return controller.RemoteSegment{}, err
 	}
 	seg := controller.RemoteSegment{
 		BaseOffset: from, ObjectBase: s.Base, EndOffset: s.Next - 1, MaxTimestamp: s.MaxTimestamp,
-		Size: s.Size, Skipped: skipped, LeaderEpoch: p.LeaderEpoch, Key: stem,
+		Size: s.Size, Skipped: skipped, LeaderEpoch: p.LeaderEpoch, Key: stem, TxnIndex: hasTxn,
 	}
 	if err := t.meta.RecordRemoteSegment(ctx, p.ID, p.LeaderEpoch, seg); err != nil {
 		// Not recorded: nobody will read these objects.
-		t.deleteObjects(stem)
+		t.deleteObjects(stem, hasTxn)
 		return controller.RemoteSegment{}, fmt.Errorf("tier: record %s segment %d: %w", p.Name, s.Base, err)
 	}
 	t.stats.SegmentsUploaded.Add(1)
@@ -283,21 +310,21 @@ func (t *Tier) upload(ctx context.Context, p Partition, s log.SegmentInfo, from 
 // client's retries, and the failure is to be reported (Stats.Failing) and
 // retried without waiting for them. Objects left behind are recorded nowhere: nobody
 // reads them.
-func (t *Tier) discard(stem string) {
+func (t *Tier) discard(stem string, txnIndex bool) {
 	t.discarding.Add(1)
 	go func() {
 		defer t.discarding.Done()
-		t.deleteObjects(stem)
+		t.deleteObjects(stem, txnIndex)
 	}()
 }
 
 // deleteObjects removes a segment's objects, with a context of its own
 // (ended by Close): it runs after a failure, when the caller's may be
 // done.
-func (t *Tier) deleteObjects(stem string) {
+func (t *Tier) deleteObjects(stem string, txnIndex bool) {
 	ctx, cancel := context.WithTimeout(t.closing, 30*time.Second)
 	defer cancel()
-	for _, ext := range segmentExts {
+	for _, ext := range objectExts(txnIndex) {
 		if err := t.store.Delete(ctx, stem+ext); err != nil {
 			t.log.Warn("delete remote object", "key", stem+ext, "err", err)
 		}
@@ -362,7 +389,7 @@ func (t *Tier) enforceRetention(ctx context.Context, p Partition) error {
 		if s.EndOffset >= before {
 			break
 		}
-		t.deleteObjects(s.Key)
+		t.deleteObjects(s.Key, s.TxnIndex)
 		n++
 	}
 	t.stats.SegmentsDeleted.Add(int64(n))
