@@ -652,3 +652,53 @@ func TestTieredNewLeaderDeletesNothingWithinRetention(t *testing.T) {
 		})
 	}
 }
+
+// TestTieredListOffsetsMaxTimestamp: ListOffsets MAX_TIMESTAMP finds the
+// record with the largest timestamp when only the remote part holds it.
+func TestTieredListOffsetsMaxTimestamp(t *testing.T) {
+	for _, st := range tierStores {
+		t.Run(st.name, func(t *testing.T) {
+			url, _ := st.open(t)
+			b := startBroker(t, brokerOpts{props: tierProps(url)})
+			const topic = "tiered-maxts"
+			if _, err := b.admin().CreateTopic(ctxFor(t, 30*time.Second), 1, 1, tieredTopicConfigs(nil), topic); err != nil {
+				t.Fatal(err)
+			}
+			base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+			pr := b.client(kgo.ProducerBatchCompression(kgo.NoCompression()))
+			const n, latest = 3000, 100
+			ctx := ctxFor(t, 60*time.Second)
+			for i := 0; i < n; i += 100 {
+				var recs []*kgo.Record
+				for j := i; j < i+100; j++ {
+					ts := base.Add(time.Duration(j) * time.Millisecond)
+					if j == latest {
+						ts = base.Add(time.Hour) // later than every other record
+					}
+					recs = append(recs, &kgo.Record{Topic: topic, Partition: 0, Value: []byte(fmt.Sprintf("value-%06d-%s", j, strings.Repeat("x", 90))), Timestamp: ts})
+				}
+				if err := pr.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cl := b.client()
+			waitTiered(t, cl, topic, n/2)
+			req := kmsg.NewPtrListOffsetsRequest()
+			req.ReplicaID = -1
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = 0, -3, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctxFor(t, 20*time.Second), cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := resp.Topics[0].Partitions[0]
+			if p.ErrorCode != 0 || p.Offset != latest || p.Timestamp != base.Add(time.Hour).UnixMilli() {
+				t.Fatalf("MAX_TIMESTAMP: offset %d timestamp %d (error %d), want %d %d", p.Offset, p.Timestamp, p.ErrorCode, latest, base.Add(time.Hour).UnixMilli())
+			}
+		})
+	}
+}

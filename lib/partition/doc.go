@@ -182,10 +182,11 @@
 // ListOffsets and DescribeLogDirs handlers: whether the remote log holds
 // an offset below the local log (RemoteCovers; BelowLocalOfTiered for a
 // follower, which is not served remotely), the log start a consumer is
-// told (LogStart), remote reads (ReadRemote) and lookups by timestamp
-// (RemoteOffsetForTimestamp), each bounded by the Tier's read timeout,
-// and the extents and upload health of DescribeLogDirs (TieredExtent,
-// TierHealth). The checks read the image only and allocate nothing: the
+// told (LogStart), remote reads (ReadRemote, with the aborted
+// transactions of a read_committed one) and lookups by timestamp
+// (RemoteOffsetForTimestamp, RemoteMaxTimestamp), each bounded by the
+// Tier's read timeout, and the extents and upload health of
+// DescribeLogDirs (TieredExtent, TierHealth). The checks read the image only and allocate nothing: the
 // fetch path calls them.
 //
 // # Goroutines

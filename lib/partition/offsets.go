@@ -36,17 +36,6 @@ func LatestOffset(info replica.ReadInfo, replicaID int32, committed bool) (int64
 	return ListEnd(info, replicaID, committed), nil
 }
 
-// MaxTimestampBelow returns the offset and timestamp of the record with
-// the largest timestamp in the log, or -1, -1 when the log has none or it
-// is at or past end.
-func (h *Hosted) MaxTimestampBelow(end int64) (offset, timestamp int64) {
-	maxTS, maxOffset := h.Log().MaxTimestamp()
-	if maxOffset < 0 || maxOffset >= end {
-		return -1, -1
-	}
-	return maxOffset, maxTS
-}
-
 // OffsetForTimestampBelow returns the first offset whose timestamp is at
 // or after timestamp, with that record's timestamp, or -1, -1 when no
 // record below end is.

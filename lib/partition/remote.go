@@ -108,6 +108,21 @@ func (m *Manager) RemoteOffsetForTimestamp(ctx context.Context, h *Hosted, local
 	return o, found, true, nil
 }
 
+// RemoteMaxTimestamp answers ListOffsets MAX_TIMESTAMP from h's remote
+// log: its largest record timestamp and the first offset holding it (ok
+// false: the partition has no remote data with a timestamp).
+func (m *Manager) RemoteMaxTimestamp(ctx context.Context, h *Hosted) (offset, timestamp int64, ok bool, err error) {
+	rl := m.remoteLog(h)
+	if rl == nil {
+		return -1, -1, false, nil
+	}
+	t, err := m.Tier()
+	if err != nil {
+		return -1, -1, false, err
+	}
+	return t.MaxTimestamp(ctx, rl)
+}
+
 // TieredExtent is the kafkaext.LogDirTiered field of a partition hosted
 // here that is tiered or has remote data.
 func (m *Manager) TieredExtent(topic string, partition int32) (kafkaext.TieredExtent, bool) {

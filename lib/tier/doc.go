@@ -74,7 +74,9 @@
 // the one holding the offset, up to maxBytes, reading the data object
 // through the Tier's Cache (below) in windows of at least 64 KiB. Every read gives up after
 // Config.ReadTimeout. OffsetForTimestamp answers ListOffsets by
-// timestamp from the time indexes. AbortedTxns gives a read_committed
+// timestamp from the time indexes, MaxTimestamp ListOffsets
+// MAX_TIMESTAMP (the segment with the largest max timestamp in the
+// metadata, then its time index). AbortedTxns gives a read_committed
 // read of remote offsets its aborted transactions, as log.AbortedTxns
 // does locally, from the .txnindex objects of the segments from the one
 // read on (kept in memory with the indexes), saying when the caller must

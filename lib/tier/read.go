@@ -208,39 +208,71 @@ func (t *Tier) OffsetForTimestamp(ctx context.Context, r *controller.RemoteLog, 
 		if seg.MaxTimestamp < ts {
 			continue
 		}
-		tidx, err := t.index(ctx, seg.Key+extTimeIndex)
+		if offset, timestamp, found, err = t.segmentOffsetForTimestamp(ctx, seg, ts); err != nil || found {
+			return offset, timestamp, found, err
+		}
+	}
+	return -1, -1, false, nil
+}
+
+// MaxTimestamp answers ListOffsets MAX_TIMESTAMP from the remote log:
+// the largest record timestamp in it and the first offset holding it;
+// found is false when the remote log has no timestamp.
+func (t *Tier) MaxTimestamp(ctx context.Context, r *controller.RemoteLog) (offset, timestamp int64, found bool, err error) {
+	if r == nil {
+		return -1, -1, false, nil
+	}
+	best := -1
+	for i, seg := range r.Segments {
+		if seg.MaxTimestamp >= 0 && (best < 0 || seg.MaxTimestamp > r.Segments[best].MaxTimestamp) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return -1, -1, false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.ReadTimeout)
+	defer cancel()
+	// The segment's first record with a timestamp at or after its max
+	// holds it. (None when the max is in the offsets before BaseOffset
+	// that the previous segment held, and retention deleted it.)
+	return t.segmentOffsetForTimestamp(ctx, r.Segments[best], r.Segments[best].MaxTimestamp)
+}
+
+// segmentOffsetForTimestamp is OffsetForTimestamp in one segment.
+func (t *Tier) segmentOffsetForTimestamp(ctx context.Context, seg controller.RemoteSegment, ts int64) (offset, timestamp int64, found bool, err error) {
+	tidx, err := t.index(ctx, seg.Key+extTimeIndex)
+	if err != nil {
+		return -1, -1, false, err
+	}
+	from := seg.BaseOffset
+	for i := 0; i+timeIndexEntrySize <= len(tidx); i += timeIndexEntrySize {
+		if int64(binary.BigEndian.Uint64(tidx[i:])) >= ts {
+			from = max(seg.ObjectBase+int64(binary.BigEndian.Uint32(tidx[i+8:])), seg.BaseOffset)
+			break
+		}
+	}
+	for from <= seg.EndOffset {
+		b, err := t.readSegment(ctx, seg, from, 1)
 		if err != nil {
 			return -1, -1, false, err
 		}
-		from := seg.BaseOffset
-		for i := 0; i+timeIndexEntrySize <= len(tidx); i += timeIndexEntrySize {
-			if int64(binary.BigEndian.Uint64(tidx[i:])) >= ts {
-				from = max(seg.ObjectBase+int64(binary.BigEndian.Uint32(tidx[i+8:])), seg.BaseOffset)
-				break
-			}
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			return -1, -1, false, fmt.Errorf("tier: remote segment %s: %w", seg.Key, err)
 		}
-		for from <= seg.EndOffset {
-			b, err := t.readSegment(ctx, seg, from, 1)
-			if err != nil {
-				return -1, -1, false, err
-			}
-			h, err := record.ParseHeader(b)
-			if err != nil {
-				return -1, -1, false, fmt.Errorf("tier: remote segment %s: %w", seg.Key, err)
-			}
-			if h.MaxTimestamp >= ts {
-				offset, timestamp = h.BaseOffset, h.MaxTimestamp
-				_ = record.Iterate(b, 0, func(rec *record.Record) error {
-					if rt := rec.Timestamp(&h); rt >= ts {
-						offset, timestamp = rec.Offset(&h), rt
-						return io.EOF
-					}
-					return nil
-				})
-				return max(offset, seg.BaseOffset), timestamp, true, nil
-			}
-			from = h.LastOffset() + 1
+		if h.MaxTimestamp >= ts {
+			offset, timestamp = h.BaseOffset, h.MaxTimestamp
+			_ = record.Iterate(b, 0, func(rec *record.Record) error {
+				if rt := rec.Timestamp(&h); rt >= ts {
+					offset, timestamp = rec.Offset(&h), rt
+					return io.EOF
+				}
+				return nil
+			})
+			return max(offset, seg.BaseOffset), timestamp, true, nil
 		}
+		from = h.LastOffset() + 1
 	}
 	return -1, -1, false, nil
 }
