@@ -108,6 +108,7 @@ type Broker struct {
 	// Tiered storage (topics with remote.storage.enable; lib/tier).
 	RemoteLogStorageURL          string        // remote.log.storage.url: "" is file://DATA_DIR/remote-log (RemoteStorageURL)
 	RemoteLogReaderCacheBytes    int64         // remote.log.reader.cache.bytes, default 256 MiB
+	RemoteLogReaderTimeout       time.Duration // remote.log.reader.timeout.ms (mq), default 10 s
 	RemoteLogManagerTaskInterval time.Duration // remote.log.manager.task.interval.ms, default 30 s
 	LogScrubBytesPerSec          int64         // log.scrub.bytes.per.sec (mq), default 16 MiB/s; 0 off
 	LogCleanerThreads            int32         // log.cleaner.threads, default 1; 0 turns compaction off
@@ -379,6 +380,8 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.RemoteLogStorageURL = v }, get: func(b *Broker) string { return b.RemoteLogStorageURL }},
 	{name: "remote.log.reader.cache.bytes", kind: longAtLeast(0), def: "268435456", doc: "The bound of the cache of remote segment bytes that Fetch reads below the local log start go through (mq).",
 		set: func(b *Broker, v string) { b.RemoteLogReaderCacheBytes = i64(v) }, get: func(b *Broker) string { return fmtInt(b.RemoteLogReaderCacheBytes) }},
+	{name: "remote.log.reader.timeout.ms", kind: longAtLeast(1), def: "10000", doc: "How long one remote read (a Fetch's or a ListOffsets' below the local log start) waits for the remote store before the partition is answered KAFKA_STORAGE_ERROR, which clients retry (mq).",
+		set: func(b *Broker, v string) { b.RemoteLogReaderTimeout = ms(v) }, get: func(b *Broker) string { return fmtMS(b.RemoteLogReaderTimeout) }},
 	{name: "remote.log.manager.task.interval.ms", kind: longAtLeast(1), def: "30000", doc: "How often a leader copies the closed segments of its tiered partitions to the remote store and applies retention to their remote part; after a failure it tries again with a growing backoff.",
 		set: func(b *Broker, v string) { b.RemoteLogManagerTaskInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.RemoteLogManagerTaskInterval) }},
 	{name: "log.retention.check.interval.ms", kind: longAtLeast(1), def: "300000", doc: "How often retention deletes old segments.",

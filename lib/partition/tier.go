@@ -51,7 +51,8 @@ func (m *Manager) Tier() (*tier.Tier, error) {
 	}
 	m.tiering.t = tier.New(tier.Config{
 		Store: store, Metadata: m.ctrl, CacheBytes: m.cfg.Settings.RemoteLogReaderCacheBytes,
-		Logger: m.log.With("component", "tier"), Clock: m.clock,
+		ReadTimeout: m.cfg.Settings.RemoteLogReaderTimeout,
+		Logger:      m.log.With("component", "tier"), Clock: m.clock,
 	})
 	m.log.Info("remote log store opened", "remote.log.storage.url", store.String())
 	return m.tiering.t, nil

@@ -40,7 +40,8 @@ type Config struct {
 	// CacheBytes is remote.log.reader.cache.bytes: the bound of the
 	// remote read cache.
 	CacheBytes int64
-	// ReadTimeout bounds one remote read (a fetch's, a ListOffsets').
+	// ReadTimeout bounds one remote read (a fetch's, a ListOffsets'):
+	// remote.log.reader.timeout.ms; 0 is 10 s.
 	ReadTimeout time.Duration
 	Logger      *slog.Logger // nil = silent
 	Clock       clock.Clock  // nil = real time
