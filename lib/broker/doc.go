@@ -79,27 +79,28 @@
 // group or cluster; the group APIs READ, DESCRIBE or DELETE on the group,
 // and READ or DESCRIBE on the topics of offsets; share groups alike;
 // FindCoordinator DESCRIBE on the group or transactional id; the
-// transaction APIs WRITE on the transactional id (and READ on the group
-// of AddOffsetsToTxn and TxnOffsetCommit, WRITE on each topic of
+// transaction APIs WRITE on the transactional id (and READ on the group of
+// AddOffsetsToTxn and TxnOffsetCommit, WRITE on each topic of
 // AddPartitionsToTxn, answered per partition), DescribeTransactions
 // DESCRIBE on each id, answered per id by its handler, ListTransactions
-// listing only the ids the principal may DESCRIBE; the brokers' own AddPartitionsToTxn v4+ and WriteTxnMarkers
-// CLUSTER_ACTION; the cluster APIs DESCRIBE or
-// ALTER on the cluster, the ACL and SCRAM APIs included; Refetch
-// CLUSTER_ACTION; SkipDamaged ALTER; WriteTxnMarkers CLUSTER_ACTION;
-// DescribeProducers READ on each topic, checked by its handler). auth.Authorizer decides each with
-// the ACLs of the current image. A request naming any resource it may not
-// use is answered whole with TOPIC_, GROUP_, CLUSTER_ or
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every resource of the answer
-// (denied.go), where Kafka would serve the allowed ones beside the
-// refused. Produce and Fetch, whose requests commonly name many topics,
-// check their topics themselves, one by one (produce.go, fetch.go's
-// lookup), and serve the allowed ones as Kafka does. Metadata hides the topics a principal may not describe from a
+// listing only the ids the principal may DESCRIBE; the brokers' own
+// AddPartitionsToTxn v4+ and WriteTxnMarkers CLUSTER_ACTION; the cluster
+// APIs DESCRIBE or ALTER on the cluster, the ACL and SCRAM APIs included;
+// Refetch CLUSTER_ACTION; SkipDamaged ALTER; WriteTxnMarkers
+// CLUSTER_ACTION; DescribeProducers READ on each topic, checked by its
+// handler). auth.Authorizer decides each with the ACLs of the current
+// image. A request naming any resource it may not use is answered whole
+// with TOPIC_, GROUP_, CLUSTER_ or TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+// on every resource of the answer (denied.go), where Kafka would serve the
+// allowed ones beside the refused. Produce and Fetch, whose requests
+// commonly name many topics, check their topics themselves, one by one
+// (produce.go, fetch.go's lookup), and serve the allowed ones as Kafka
+// does. Metadata hides the topics a principal may not describe from a
 // listing of all, refuses them by name, and auto-creates only with CREATE
 // on the cluster or topic; ListGroups lists only the describable groups
 // without DESCRIBE on the cluster, ListTransactions the describable
-// transactional ids; InitProducerId asks WRITE on its transactional id,
-// or without one IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+// transactional ids; InitProducerId asks WRITE on its transactional id, or
+// without one IDEMPOTENT_WRITE on the cluster or WRITE on some topic
 // (KIP-679).
 //
 // A super user's request, and every request while the image has no ACL
@@ -151,10 +152,10 @@
 // leader Quota (a replica.Share of partition.Manager.ReplicationQuotas),
 // and nothing while it has none; the other partitions of the fetch and
 // every consumer are served as usual. The read settles with the Quota
-// before the response goes out, so fetches served at once never share
-// an allowance. A fetch that would wait reads again when the Quota gives,
-// before its max wait. An acks=all Produce that had to wait for the high-water mark
-// counts the time from its appends to the answer in
+// before the response goes out, so fetches served at once never share an
+// allowance. A fetch that would wait reads again when the Quota gives,
+// before its max wait. An acks=all Produce that had to wait for the
+// high-water mark counts the time from its appends to the answer in
 // partition.Manager.CommitLatency, the signal of the auto throttle
 // (replication.throttle.auto.target.ms).
 //
