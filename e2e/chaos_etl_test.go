@@ -291,44 +291,14 @@ func (w *etlChaos) check(t *testing.T, _ []int64, _ [][][]batchInfo) int {
 // offsets and counts the records whose value is prefix followed by a
 // number, by number.
 func readTopicValues(t *testing.T, c *cluster, topic, prefix string) map[int]int {
-	ctx := ctxFor(t, 2*time.Minute)
-	adm := kadm.NewClient(c.client())
-	var ends kadm.ListedOffsets
-	clusterWait.For(t, topic+"'s end offsets", func() (bool, string) {
-		var err error
-		ends, err = adm.ListEndOffsets(ctx, topic)
-		if err == nil {
-			err = ends.Error()
-		}
-		return err == nil, fmt.Sprint(err)
-	})
-	cl := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
-	defer cl.Close()
-	pos := map[int32]int64{}
 	seen := map[int]int{}
-	caughtUp := func() bool {
-		done := true
-		ends.Each(func(o kadm.ListedOffset) { done = done && pos[o.Partition] >= o.Offset })
-		return done
-	}
-	for !caughtUp() {
-		fetches := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("chaos read-process-write: reading %s to its end: at %v, ends %v", topic, pos, ends)
+	readCommittedToEnd(t, c, topic, "chaos read-process-write", func(r *kgo.Record) {
+		n, err := strconv.Atoi(strings.TrimPrefix(string(r.Value), prefix))
+		if err != nil || !strings.HasPrefix(string(r.Value), prefix) {
+			t.Errorf("chaos read-process-write: a record %q in %s", r.Value, topic)
+			return
 		}
-		fetches.EachRecord(func(r *kgo.Record) {
-			pos[r.Partition] = r.Offset + 1
-			if r.Attrs.IsControl() {
-				return
-			}
-			n, err := strconv.Atoi(strings.TrimPrefix(string(r.Value), prefix))
-			if err != nil || !strings.HasPrefix(string(r.Value), prefix) {
-				t.Errorf("chaos read-process-write: a record %q in %s", r.Value, topic)
-				return
-			}
-			seen[n]++
-		})
-	}
+		seen[n]++
+	})
 	return seen
 }

@@ -258,27 +258,46 @@ func (w *txnChaos) check(t *testing.T, _ []int64, _ [][][]batchInfo) int {
 	return bad
 }
 
-// readCommitted reads chaosTxnTopic from its start to its high-water
-// marks with read_committed: per transaction number, how often each
-// record was read. The markers are kept (KeepControlRecords) to see a
-// partition's position reach its high-water mark past the last one.
+// readCommitted reads chaosTxnTopic from its start to its end with
+// read_committed: per transaction number, how often each record was read.
 func (w *txnChaos) readCommitted(t *testing.T) map[int]map[int]int {
+	seen := map[int]map[int]int{}
+	readCommittedToEnd(t, w.c, chaosTxnTopic, "chaos transactions", func(r *kgo.Record) {
+		var i, j int
+		if _, err := fmt.Sscanf(string(r.Value), "t%d-%d", &i, &j); err != nil {
+			t.Errorf("chaos transactions: a record %q", r.Value)
+			return
+		}
+		if seen[i] == nil {
+			seen[i] = map[int]int{}
+		}
+		seen[i][j]++
+	})
+	return seen
+}
+
+// readCommittedToEnd reads topic read_committed from its start to the
+// end offsets it has when called, and calls each for every record that is
+// not a transaction marker. The markers are kept (KeepControlRecords) to
+// see a partition's position reach its end past the last one. row names
+// the caller in failures.
+func readCommittedToEnd(t *testing.T, c *cluster, topic, row string, each func(*kgo.Record)) {
+	t.Helper()
 	ctx := ctxFor(t, 2*time.Minute)
-	adm := kadm.NewClient(w.c.client())
+	adm := kadm.NewClient(c.client())
 	var ends kadm.ListedOffsets
-	clusterWait.For(t, "the transactions topic's end offsets", func() (bool, string) {
+	clusterWait.For(t, topic+"'s end offsets", func() (bool, string) {
 		var err error
-		ends, err = adm.ListEndOffsets(ctx, chaosTxnTopic)
+		ends, err = adm.ListEndOffsets(ctx, topic)
 		if err == nil {
 			err = ends.Error()
 		}
 		return err == nil, fmt.Sprint(err)
 	})
-	cl := w.c.client(kgo.ConsumeTopics(chaosTxnTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	cl := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	defer cl.Close()
 	pos := map[int32]int64{}
-	seen := map[int]map[int]int{}
 	caughtUp := func() bool {
 		done := true
 		ends.Each(func(o kadm.ListedOffset) { done = done && pos[o.Partition] >= o.Offset })
@@ -287,25 +306,15 @@ func (w *txnChaos) readCommitted(t *testing.T) map[int]map[int]int {
 	for !caughtUp() {
 		fetches := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("chaos transactions: reading the topic to its end: at %v, ends %v", pos, ends)
+			t.Fatalf("%s: reading %s to its end: at %v, ends %v", row, topic, pos, ends)
 		}
 		fetches.EachRecord(func(r *kgo.Record) {
 			pos[r.Partition] = r.Offset + 1
-			if r.Attrs.IsControl() {
-				return
+			if !r.Attrs.IsControl() {
+				each(r)
 			}
-			var i, j int
-			if _, err := fmt.Sscanf(string(r.Value), "t%d-%d", &i, &j); err != nil {
-				t.Errorf("chaos transactions: a record %q", r.Value)
-				return
-			}
-			if seen[i] == nil {
-				seen[i] = map[int]int{}
-			}
-			seen[i][j]++
 		})
 	}
-	return seen
 }
 
 // String names an outcome.

@@ -186,21 +186,20 @@ func listOffset(t *testing.T, cl *kgo.Client, topic string, ts int64) (int64, in
 // records, and returns their values.
 func consumeTiered(t *testing.T, addr, topic string, n int) []string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	return consumeIsolated(t, addr, topic, n, kgo.ReadUncommitted())
+}
+
+// partitionReader is a client reading partition 0 of topic from its log
+// start, from the brokers of addr (comma separated).
+func partitionReader(t *testing.T, addr, topic string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	opts = append(opts, kgo.SeedBrokers(strings.Split(addr, ",")...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	ctx := ctxFor(t, 60*time.Second)
-	var got []string
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
-			t.Fatalf("after %d records: %v", len(got), err)
-		}
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
-	}
-	return got
+	return cl
 }
 
 // consumeTieredToEnd reads partition 0 of topic from its log start up to
@@ -211,10 +210,7 @@ func consumeTiered(t *testing.T, addr, topic string, n int) []string {
 // partition's log start now) says still exist fails the test.
 func consumeTieredToEnd(t *testing.T, addr, topic string, n int64, logStart func() int64) (int64, []string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := partitionReader(t, addr, topic)
 	defer cl.Close()
 	ctx := ctxFor(t, 60*time.Second)
 	from, next := int64(-1), int64(-1)

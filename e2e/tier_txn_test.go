@@ -86,11 +86,7 @@ func TestTieredTransactionsReadCommitted(t *testing.T) {
 // isolation level until n records, and returns their values.
 func consumeIsolated(t *testing.T, addr, topic string, n int, level kgo.IsolationLevel) []string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.FetchIsolationLevel(level),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := partitionReader(t, addr, topic, kgo.FetchIsolationLevel(level))
 	defer cl.Close()
 	ctx := ctxFor(t, 60*time.Second)
 	var got []string
