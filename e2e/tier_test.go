@@ -189,12 +189,12 @@ func consumeTiered(t *testing.T, addr, topic string, n int) []string {
 	return consumeIsolated(t, addr, topic, n, kgo.ReadUncommitted())
 }
 
-// partitionReader is a client reading partition 0 of topic from its log
-// start, from the brokers of addr (comma separated).
-func partitionReader(t *testing.T, addr, topic string, opts ...kgo.Opt) *kgo.Client {
+// partitionReader is a client reading partition 0 of topic from start,
+// from the brokers of addr (comma separated).
+func partitionReader(t *testing.T, addr, topic string, start kgo.Offset, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	opts = append(opts, kgo.SeedBrokers(strings.Split(addr, ",")...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: start}}))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func partitionReader(t *testing.T, addr, topic string, opts ...kgo.Opt) *kgo.Cli
 // partition's log start now) says still exist fails the test.
 func consumeTieredToEnd(t *testing.T, addr, topic string, n int64, logStart func() int64) (int64, []string) {
 	t.Helper()
-	cl := partitionReader(t, addr, topic)
+	cl := partitionReader(t, addr, topic, kgo.NewOffset().AtStart())
 	defer cl.Close()
 	ctx := ctxFor(t, 60*time.Second)
 	from, next := int64(-1), int64(-1)
@@ -535,12 +535,16 @@ func TestTieredStoreDownThenBack(t *testing.T) {
 // consumeFrom reads n records of partition 0 of topic from offset.
 func consumeFrom(t *testing.T, addr, topic string, offset int64, n int) []string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(offset)}}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := partitionReader(t, addr, topic, kgo.NewOffset().At(offset))
 	defer cl.Close()
-	ctx := ctxFor(t, 30*time.Second)
+	return pollValues(t, cl, n, 30*time.Second)[:n]
+}
+
+// pollValues polls cl until it has at least n records, within the
+// timeout, and returns their values.
+func pollValues(t *testing.T, cl *kgo.Client, n int, timeout time.Duration) []string {
+	t.Helper()
+	ctx := ctxFor(t, timeout)
 	var got []string
 	for len(got) < n {
 		fs := cl.PollFetches(ctx)
@@ -549,7 +553,7 @@ func consumeFrom(t *testing.T, addr, topic string, offset int64, n int) []string
 		}
 		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
 	}
-	return got[:n]
+	return got
 }
 
 // describeTiered returns partition 0's extents as mqctl topic describe

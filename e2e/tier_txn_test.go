@@ -86,16 +86,7 @@ func TestTieredTransactionsReadCommitted(t *testing.T) {
 // isolation level until n records, and returns their values.
 func consumeIsolated(t *testing.T, addr, topic string, n int, level kgo.IsolationLevel) []string {
 	t.Helper()
-	cl := partitionReader(t, addr, topic, kgo.FetchIsolationLevel(level))
+	cl := partitionReader(t, addr, topic, kgo.NewOffset().AtStart(), kgo.FetchIsolationLevel(level))
 	defer cl.Close()
-	ctx := ctxFor(t, 60*time.Second)
-	var got []string
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
-			t.Fatalf("after %d records: %v", len(got), err)
-		}
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
-	}
-	return got
+	return pollValues(t, cl, n, 60*time.Second)
 }
