@@ -513,6 +513,10 @@ func TestTieredStoreDownThenBack(t *testing.T) {
 				}
 				return false, res.stdout
 			})
+			mqtest.WaitFor(t, "mqtail showing the uploads failing", func() (bool, string) {
+				lag, failing, out := tailUploads(t, b.addr)
+				return lag != nil && *lag > 0 && failing, out
+			})
 			checkSame(t, "the local tail while the store is down", consumeFrom(t, b.addr, topic, 2500, 500), want[2500:])
 			// ~260 KiB past the 32 KiB of local.retention.bytes, and the
 			// local log still starts no later than the remote one ends.
@@ -528,8 +532,29 @@ func TestTieredStoreDownThenBack(t *testing.T) {
 				_, res := clusterHealth(t, b.addr)
 				return res.code == 0, res.stdout
 			})
+			mqtest.WaitFor(t, "mqtail showing nothing waiting", func() (bool, string) {
+				lag, failing, out := tailUploads(t, b.addr)
+				return lag != nil && *lag == 0 && !failing, out
+			})
 		})
 	}
+}
+
+// tailUploads is what mqtail --once -o json says of the upload lag of
+// the one broker at addr, and its output.
+func tailUploads(t *testing.T, addr string) (lag *int64, failing bool, out string) {
+	t.Helper()
+	res := runTool(t, 30*time.Second, "", "mqtail", "-b", addr, "--once", "-o", "json", "--interval", "100ms")
+	var doc struct {
+		Brokers []struct {
+			UploadLagBytes *int64 `json:"upload_lag_bytes"`
+			UploadFailing  bool   `json:"upload_failing"`
+		} `json:"brokers"`
+	}
+	if res.code != 0 || json.Unmarshal([]byte(res.stdout), &doc) != nil || len(doc.Brokers) != 1 {
+		return nil, false, fmt.Sprintf("exit %d: %s%s", res.code, res.stdout, res.stderr)
+	}
+	return doc.Brokers[0].UploadLagBytes, doc.Brokers[0].UploadFailing, res.stdout
 }
 
 // consumeFrom reads n records of partition 0 of topic from offset.

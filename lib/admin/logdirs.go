@@ -44,6 +44,10 @@ type LogDirDescription struct {
 	TierUploadFailing  bool   `json:"tier_upload_failing,omitempty"`
 	TierError          string `json:"tier_error,omitempty"`
 	TierUploadLagBytes int64  `json:"tier_upload_lag_bytes,omitempty"`
+	// Tiered: the broker said how its uploads go (it tiers partitions to
+	// a remote store), so TierUploadLagBytes 0 is nothing waiting, not
+	// unknown.
+	Tiered bool `json:"tiered,omitempty"`
 }
 
 // TieredExtent is where a tiered partition's log is: on the leader's
@@ -130,8 +134,6 @@ const logDirsWait = 5 * time.Second
 // cannot answer, or not within logDirsWait, gets an entry in errs; it fails
 // nothing else.
 func (a *Admin) describeLogDirs(ctx context.Context, brokers []int32, topics map[string][]int32) logDirs {
-	ctx, wait, cancel := boundedWait(ctx, logDirsWait)
-	defer cancel()
 	req := kmsg.NewPtrDescribeLogDirsRequest()
 	req.Topics = []kmsg.DescribeLogDirsRequestTopic{} // not null: null asks for every partition
 	for _, t := range slices.Sorted(maps.Keys(topics)) {
@@ -139,6 +141,47 @@ func (a *Admin) describeLogDirs(ctx context.Context, brokers []int32, topics map
 		rt.Topic, rt.Partitions = t, topics[t]
 		req.Topics = append(req.Topics, rt)
 	}
+	return a.askLogDirs(ctx, brokers, req)
+}
+
+// LogDirs is what every broker asked said of its log directories and of
+// every replica in them.
+type LogDirs struct {
+	// Dirs are each broker's directories, sorted by path.
+	Dirs map[int32][]LogDirDescription
+	// Sizes are the replicas' log sizes: broker, topic, partition.
+	Sizes map[int32]map[string]map[int32]int64
+	// Errors says why a broker's answer could not be had.
+	Errors map[int32]string
+}
+
+// DescribeAllLogDirs asks each of brokers about its log directories and
+// every replica in them (mqtail's log sizes and upload lag), within
+// logDirsWait, as describeLogDirs does.
+func (a *Admin) DescribeAllLogDirs(ctx context.Context, brokers []int32) LogDirs {
+	req := kmsg.NewPtrDescribeLogDirsRequest() // Topics null: every partition
+	d := a.askLogDirs(ctx, brokers, req)
+	out := LogDirs{Dirs: d.dirs, Sizes: map[int32]map[string]map[int32]int64{}, Errors: d.errs}
+	for topic, parts := range d.sizes {
+		for p, byBroker := range parts {
+			for broker, size := range byBroker {
+				if out.Sizes[broker] == nil {
+					out.Sizes[broker] = map[string]map[int32]int64{}
+				}
+				if out.Sizes[broker][topic] == nil {
+					out.Sizes[broker][topic] = map[int32]int64{}
+				}
+				out.Sizes[broker][topic][p] = size
+			}
+		}
+	}
+	return out
+}
+
+// askLogDirs sends req to each of brokers and reads their answers.
+func (a *Admin) askLogDirs(ctx context.Context, brokers []int32, req *kmsg.DescribeLogDirsRequest) logDirs {
+	ctx, wait, cancel := boundedWait(ctx, logDirsWait)
+	defer cancel()
 	out := logDirs{dirs: map[int32][]LogDirDescription{}, failing: map[string]map[int32][]ReplicaStorageError{},
 		damaged: map[string]map[int32][]ReplicaDamage{}, cleaner: map[string]map[int32][]ReplicaCleaner{},
 		sizes: map[string]map[int32]map[int32]int64{}, errs: map[int32]string{}}
@@ -259,7 +302,7 @@ func describeDir(rd *kmsg.DescribeLogDirsResponseDir) LogDirDescription {
 	}
 	var th kafkaext.TierHealth
 	if ok, err := kafkaext.Get(&rd.UnknownTags, kafkaext.LogDirTier, &th); ok && err == nil {
-		d.TierUploadFailing, d.TierError, d.TierUploadLagBytes = th.UploadFailing, th.Error, th.UploadLagBytes
+		d.TierUploadFailing, d.TierError, d.TierUploadLagBytes, d.Tiered = th.UploadFailing, th.Error, th.UploadLagBytes, true
 	}
 	if err := kerr.ErrorForCode(rd.ErrorCode); err != nil {
 		d.Failing = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -19,8 +20,9 @@ import (
 
 // Collector reads samples from a cluster through one kgo client: the
 // brokers, topics, consumer groups and share groups as lib/admin
-// describes them (mqctl's cluster, topic, group and queue describe), the replicas' log sizes (DescribeLogDirs)
-// and the metrics endpoints' counters. It is not safe for concurrent use.
+// describes them (mqctl's cluster, topic, group and queue describe), the
+// brokers' log directories (DescribeAllLogDirs: the replicas' log sizes,
+// the upload lag) and the metrics endpoints' counters. It is not safe for concurrent use.
 type Collector struct {
 	cl *kgo.Client
 	// quorumCl is quorumLost's client, nil until needed; quorumMu
@@ -146,28 +148,17 @@ func (c *Collector) Collect(ctx context.Context) (Sample, error) {
 		c.finish(ctx, &s)
 		return s, nil
 	}
-	dirs, err := c.kadm.DescribeAllLogDirs(ctx, nil)
-	if err != nil {
-		note("log sizes: ", err)
-	}
-	for broker, bd := range dirs {
-		for _, d := range bd {
-			for topic, parts := range d.Topics {
-				for p, dp := range parts {
-					if dp.IsFuture {
-						continue
-					}
-					if s.LogSizes[broker] == nil {
-						s.LogSizes[broker] = map[string]map[int32]int64{}
-					}
-					if s.LogSizes[broker][topic] == nil {
-						s.LogSizes[broker][topic] = map[int32]int64{}
-					}
-					s.LogSizes[broker][topic][p] += dp.Size
-				}
-			}
+	var ask []int32
+	for _, b := range s.Cluster.Brokers {
+		if _, gone := s.Unreachable[b.ID]; !gone && b.State != admin.BrokerFenced {
+			ask = append(ask, b.ID)
 		}
 	}
+	dirs := c.adm.DescribeAllLogDirs(ctx, ask)
+	for _, id := range slices.Sorted(maps.Keys(dirs.Errors)) {
+		s.Errors = append(s.Errors, fmt.Sprintf("log sizes: broker %d: %s", id, dirs.Errors[id]))
+	}
+	s.LogSizes, s.LogDirs = dirs.Sizes, dirs.Dirs
 	c.lastTopics, c.lastSizes = s.Topics, s.LogSizes
 	c.finish(ctx, &s)
 	return s, nil

@@ -8,8 +8,9 @@
 // again): lib/admin's brokers (DescribeBrokers), topic and group
 // descriptions (the same ones mqctl prints, so lag in records and in time
 // is computed in one place), the share groups as mqctl queue describe
-// describes them (the queues view), the replicas' log sizes from
-// DescribeLogDirs, and mq_topic_bytes_out_total from the brokers'
+// describes them (the queues view), the replicas' log sizes and each
+// broker's upload lag to the remote store (lib/admin's
+// DescribeAllLogDirs), and mq_topic_bytes_out_total from the brokers'
 // Prometheus endpoints (--metrics; ParseText reads the text format). Before the topics it asks
 // every broker the cluster counts as alive, and the controller quorum,
 // each within a short timeout: those that do not answer are Unreachable, a

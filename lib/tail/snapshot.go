@@ -1,6 +1,7 @@
 package tail
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -46,6 +47,12 @@ type Broker struct {
 	// over the topics, from the broker's metrics endpoint (--metrics);
 	// null without one.
 	BytesOutPerSec *float64 `json:"bytes_out_per_sec"`
+	// UploadLagBytes is what waits on the broker to be uploaded to the
+	// remote store (tiered storage); null when it tiers nothing or did
+	// not say. UploadFailing: its last upload failed, UploadError why.
+	UploadLagBytes *int64 `json:"upload_lag_bytes"`
+	UploadFailing  bool   `json:"upload_failing"`
+	UploadError    string `json:"upload_error,omitempty"`
 }
 
 // Topic is one topic and its partitions.
@@ -180,6 +187,9 @@ type Sample struct {
 	Queues  admin.QueueDescriptions
 	// LogSizes are the replicas' log sizes: broker → topic → partition.
 	LogSizes map[int32]map[string]map[int32]int64
+	// LogDirs are the brokers' log directories, as they described them
+	// (their upload lag among them).
+	LogDirs map[int32][]admin.LogDirDescription
 	// Metrics are the scraped counters of each --metrics endpoint, in
 	// the order given.
 	Metrics []Scrape
@@ -326,6 +336,17 @@ func (tr *Tracker) Observe(s Sample) Snapshot {
 		}
 		if b.BytesOutPerSec == nil && clusterOut != nil && len(s.Cluster.Brokers) == 1 {
 			b.BytesOutPerSec = clusterOut
+		}
+		for _, d := range s.LogDirs[bd.ID] {
+			if d.Tiered {
+				lag := d.TierUploadLagBytes
+				if b.UploadLagBytes != nil {
+					lag += *b.UploadLagBytes
+				}
+				b.UploadLagBytes = &lag
+				b.UploadFailing = b.UploadFailing || d.TierUploadFailing
+				b.UploadError = cmp.Or(b.UploadError, d.TierError)
+			}
 		}
 		snap.Brokers = append(snap.Brokers, b)
 	}

@@ -213,3 +213,30 @@ func TestTrackerMarksTheBrokersThatDoNotAnswerAndNoControllerWithoutQuorum(t *te
 		t.Errorf("quorum lost %v, controller %d; want true and -1", snap.QuorumLost, snap.Controller)
 	}
 }
+
+func TestTrackerSumsEachBrokersUploadLagAndTheTableMarksFailingUploads(t *testing.T) {
+	s := sampleAt(t0, 100, 1000, 100, []int32{1, 2})
+	s.LogDirs = map[int32][]admin.LogDirDescription{
+		1: {{Path: "/a", Tiered: true, TierUploadLagBytes: 3 << 20, TierUploadFailing: true, TierError: "store down"}, {Path: "/b", Tiered: true, TierUploadLagBytes: 1 << 20}},
+		2: {{Path: "/a"}}, // tiers nothing: its lag is unknown, not 0
+	}
+	snap := NewTracker(time.Minute).Observe(s)
+	b1, b2 := snap.Brokers[0], snap.Brokers[1]
+	if b1.UploadLagBytes == nil || *b1.UploadLagBytes != 4<<20 || !b1.UploadFailing || b1.UploadError != "store down" {
+		t.Errorf("broker 1: upload lag %v, failing %v (%q); want 4 MiB, failing, store down", b1.UploadLagBytes, b1.UploadFailing, b1.UploadError)
+	}
+	if b2.UploadLagBytes != nil || b2.UploadFailing {
+		t.Errorf("broker 2, which tiers nothing: upload lag %v, failing %v; want null and not failing", b2.UploadLagBytes, b2.UploadFailing)
+	}
+	tab := brokerTable(snap, 0)
+	col := len(tab.header) - 1
+	if tab.header[col] != "UPLOAD-LAG" {
+		t.Fatalf("brokers table header %v: the last column is not UPLOAD-LAG", tab.header)
+	}
+	if c := tab.rows[0].cells[col]; c.text != sizeCell(4<<20).text+" failing" || c.kind != bad {
+		t.Errorf("broker 1's upload lag cell %+v, want %q marked bad", c, sizeCell(4<<20).text+" failing")
+	}
+	if c := tab.rows[1].cells[col]; c.text != "-" || c.kind != dim {
+		t.Errorf("broker 2's upload lag cell %+v, want a dim -", c)
+	}
+}

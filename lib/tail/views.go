@@ -185,9 +185,9 @@ func brokerTable(snap Snapshot, sort int) table {
 		return cmp.Compare(a.ID, b.ID)
 	})
 	t := table{
-		header: []string{"BROKER", "ADDRESS", "STATE", "CONTROLLER", "LEADS", "BYTES-IN/S", "BYTES-OUT/S"},
-		right:  []bool{true, false, false, false, true, true, true},
-		drop:   []int{0, 3, 0, 1, 2, 4, 4},
+		header: []string{"BROKER", "ADDRESS", "STATE", "CONTROLLER", "LEADS", "BYTES-IN/S", "BYTES-OUT/S", "UPLOAD-LAG"},
+		right:  []bool{true, false, false, false, true, true, true, true},
+		drop:   []int{0, 3, 0, 1, 2, 4, 4, 5},
 	}
 	for _, b := range bs {
 		ctrl := cell{text: "-", kind: dim}
@@ -196,10 +196,23 @@ func brokerTable(snap Snapshot, sort int) table {
 		}
 		t.rows = append(t.rows, row{key: strconv.Itoa(int(b.ID)), cells: []cell{
 			num(b.ID), txt(b.Host + ":" + strconv.Itoa(int(b.Port))), brokerStateCell(b.State), ctrl, num(b.PartitionsLed),
-			bytesRateCell(b.BytesInPerSec), bytesRateCell(b.BytesOutPerSec),
+			bytesRateCell(b.BytesInPerSec), bytesRateCell(b.BytesOutPerSec), uploadLagCell(b),
 		}})
 	}
 	return t
+}
+
+// uploadLagCell is what waits on a broker for the remote store: a dim
+// "-" when it tiers nothing, marked when its uploads fail.
+func uploadLagCell(b Broker) cell {
+	if b.UploadLagBytes == nil {
+		return cell{text: "-", kind: dim}
+	}
+	c := sizeCell(*b.UploadLagBytes)
+	if b.UploadFailing {
+		c.text, c.kind = c.text+" failing", bad
+	}
+	return c
 }
 
 // topicReaders are the partitions of topic the groups read.
