@@ -93,14 +93,11 @@ func (b *Broker) listOffset(ctx context.Context, t *controller.Topic, index, cur
 	case timestamp == listEarliestLocal && version >= 8:
 		return info.LogStartOffset, -1, epoch, nil
 	case timestamp == listMaxTimestamp && version >= 7:
-		maxTS, maxOffset, err := b.maxTimestamp(ctx, h, replicaID)
+		o, ts, err := b.parts.MaxTimestampBelow(ctx, h, replicaID, end)
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		if maxOffset < 0 || maxOffset >= end {
-			return -1, -1, epoch, nil
-		}
-		return maxOffset, maxTS, epoch, nil
+		return o, ts, epoch, nil
 	case timestamp >= 0:
 		if o, foundTS, ok, err := b.remoteOffsetForTimestamp(ctx, h, info.LogStartOffset, timestamp, replicaID); err != nil || ok {
 			return o, foundTS, epoch, err

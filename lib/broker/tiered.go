@@ -103,25 +103,6 @@ func (b *Broker) remoteOffsetForTimestamp(ctx context.Context, h *partition.Host
 	return b.parts.RemoteOffsetForTimestamp(ctx, h, local, ts)
 }
 
-// maxTimestamp answers ListOffsets MAX_TIMESTAMP: the largest timestamp
-// of h's log and the first offset holding it, -1, -1 for none; for a
-// consumer, its remote part's too (the remote one when not smaller: its
-// offset is the earlier).
-func (b *Broker) maxTimestamp(ctx context.Context, h *partition.Hosted, replicaID int32) (ts, offset int64, err error) {
-	ts, offset = h.Log().MaxTimestamp()
-	if replicaID >= 0 {
-		return ts, offset, nil
-	}
-	o, rts, ok, err := b.parts.RemoteMaxTimestamp(ctx, h)
-	if err != nil {
-		return -1, -1, err
-	}
-	if ok && (offset < 0 || rts >= ts) {
-		return rts, o, nil
-	}
-	return ts, offset, nil
-}
-
 // listNeedsRemote reports whether a ListOffsets request looks a
 // timestamp (or the max timestamp) up in a partition with remote data (a
 // consumer's only), which may wait for the store.

@@ -184,7 +184,8 @@
 // follower, which is not served remotely), the log start a consumer is
 // told (LogStart), remote reads (ReadRemote, with the aborted
 // transactions of a read_committed one) and lookups by timestamp
-// (RemoteOffsetForTimestamp, RemoteMaxTimestamp), each bounded by the
+// (RemoteOffsetForTimestamp, RemoteMaxTimestamp and MaxTimestampBelow,
+// which weighs the local log against it), each bounded by the
 // Tier's read timeout, and the extents and upload health of
 // DescribeLogDirs (TieredExtent, TierHealth). The checks read the image only and allocate nothing: the
 // fetch path calls them.

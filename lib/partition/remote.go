@@ -123,6 +123,28 @@ func (m *Manager) RemoteMaxTimestamp(ctx context.Context, h *Hosted) (offset, ti
 	return t.MaxTimestamp(ctx, rl)
 }
 
+// MaxTimestampBelow answers ListOffsets MAX_TIMESTAMP for h: the offset
+// of its record with the largest timestamp, the first of equals, and that
+// timestamp, or -1, -1 when that record is not below end. A consumer
+// (replicaID < 0) is answered from the remote log too, whose record wins
+// unless the local log's is larger; a follower from the local log only.
+func (m *Manager) MaxTimestampBelow(ctx context.Context, h *Hosted, replicaID int32, end int64) (offset, timestamp int64, err error) {
+	timestamp, offset = h.Log().MaxTimestamp()
+	if replicaID < 0 {
+		o, rts, ok, err := m.RemoteMaxTimestamp(ctx, h)
+		if err != nil {
+			return -1, -1, err
+		}
+		if ok && (offset < 0 || rts >= timestamp) {
+			offset, timestamp = o, rts
+		}
+	}
+	if offset < 0 || offset >= end {
+		return -1, -1, nil
+	}
+	return offset, timestamp, nil
+}
+
 // TieredExtent is the kafkaext.LogDirTiered field of a partition hosted
 // here that is tiered or has remote data.
 func (m *Manager) TieredExtent(topic string, partition int32) (kafkaext.TieredExtent, bool) {
