@@ -19,8 +19,8 @@
 //     hints.go (KIP-951 leader
 //     hints on NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH);
 //   - txn_leader.go (WriteTxnMarkers: the transaction coordinator's
-//     markers, appended as acks=all writes and answered once they reached
-//     the high-water mark, then Config.GroupTxnCompleted for
+//     markers, written by replica.Partition.WriteMarker as acks=all
+//     writes and answered once they reached the high-water mark, then Config.GroupTxnCompleted for
 //     __consumer_offsets; DescribeProducers, KIP-664), txn_verify.go
 //     (TxnVerifier: a transactional produce's first batch on a partition
 //     is checked with the coordinator, AddPartitionsToTxn v4, before the
