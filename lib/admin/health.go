@@ -145,6 +145,11 @@ type healthPartition struct {
 	Adding []int32
 }
 
+// newProblem is a problem of kind naming no partition, broker or lag.
+func newProblem(kind string) HealthProblem {
+	return HealthProblem{Kind: kind, Partition: -1, Broker: -1, LagTimeMillis: -1, Partitions: []HealthPartition{}}
+}
+
 // ClusterHealth checks the cluster: brokers that do not answer, fenced
 // brokers, offline partitions, under-replicated partitions, failing log
 // directories, a controller without quorum, transactions open longer
@@ -225,9 +230,7 @@ func errorLine(err error) string {
 func assessHealth(f healthFacts, maxLag time.Duration) Health {
 	h := Health{Problems: []HealthProblem{}}
 	add := func(p HealthProblem) { h.Problems = append(h.Problems, p) }
-	problem := func(kind string) HealthProblem {
-		return HealthProblem{Kind: kind, Partition: -1, Broker: -1, LagTimeMillis: -1, Partitions: []HealthPartition{}}
-	}
+	problem := newProblem
 
 	c := f.cluster
 	alive := map[int32]bool{}

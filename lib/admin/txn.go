@@ -256,6 +256,17 @@ func (a *Admin) openTransactions(ctx context.Context) (TxnDescriptions, error) {
 	return out, nil
 }
 
+// HungTransactions are the transactions open longer than their timeout
+// and a minute, each as cluster health reports it (hung_transaction, its
+// Detail the line): for mqtail, which asks at every refresh.
+func (a *Admin) HungTransactions(ctx context.Context) ([]HealthProblem, error) {
+	txns, err := a.openTransactions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return hungTransactions(txns, a.now(), newProblem), nil
+}
+
 // hungTransactions are the problems of open transactions older than their
 // timeout and hungTxnGrace at now.
 func hungTransactions(txns TxnDescriptions, now time.Time, problem func(string) HealthProblem) []HealthProblem {

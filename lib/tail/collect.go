@@ -41,6 +41,7 @@ type Collector struct {
 	lastSizes  map[int32]map[string]map[int32]int64
 	lastGroups admin.GroupDescriptions
 	lastQueues admin.QueueDescriptions
+	lastHung   []admin.HealthProblem
 }
 
 // ClientOptions are the kgo options of the client a Collector reads
@@ -143,6 +144,19 @@ func (c *Collector) Collect(ctx context.Context) (Sample, error) {
 	default:
 		note("queues: ", err)
 		s.Queues = c.lastQueues
+	}
+	// Open transactions are listed on every broker: while one does not
+	// answer, the last ones read are shown again.
+	s.HungTransactions = c.lastHung
+	if len(s.Unreachable) == 0 {
+		hctx, cancel := context.WithTimeout(ctx, hungTimeout)
+		hung, err := c.adm.HungTransactions(hctx)
+		cancel()
+		if err != nil {
+			note("transactions not checked: ", err)
+		} else {
+			s.HungTransactions, c.lastHung = hung, hung
+		}
 	}
 	if s.TopicsStale {
 		c.finish(ctx, &s)

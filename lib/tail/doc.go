@@ -10,7 +10,8 @@
 // is computed in one place), the share groups as mqctl queue describe
 // describes them (the queues view), the replicas' log sizes and each
 // broker's upload lag to the remote store (lib/admin's
-// DescribeAllLogDirs), and mq_topic_bytes_out_total from the brokers'
+// DescribeAllLogDirs), the hung transactions cluster health reports
+// (HungTransactions, skipped while a broker does not answer), and mq_topic_bytes_out_total from the brokers'
 // Prometheus endpoints (--metrics; ParseText reads the text format). Before the topics it asks
 // every broker the cluster counts as alive, and the controller quorum,
 // each within a short timeout: those that do not answer are Unreachable, a

@@ -30,6 +30,9 @@ const BrokerUnreachable = "unreachable"
 const (
 	probeTimeout  = 2 * time.Second
 	quorumTimeout = time.Second
+	// hungTimeout bounds the listing and description of the open
+	// transactions.
+	hungTimeout = 2 * time.Second
 )
 
 // probeBrokers asks every broker that is not fenced for its API

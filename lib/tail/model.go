@@ -332,10 +332,15 @@ func (m Model) View() string {
 	case !m.connected && m.lastErr != "":
 		lines = append(lines, m.st.bad.Render(fmt.Sprintf("DISCONNECTED since %s: %s (retrying every %s)",
 			m.downSince.Format(time.TimeOnly), m.lastErr, m.opts.Interval)))
-	case len(m.snap.Errors) > 0:
+	case len(m.snap.Errors) > 0 || len(m.snap.HungTransactions) > 0:
 		// One cause a line in the JSON; here all of them on one line,
-		// the brokers that do not answer and a lost quorum first.
-		lines = append(lines, m.st.bad.Render("! "+strings.Join(m.snap.Errors, " · ")))
+		// the brokers that do not answer and a lost quorum first, then
+		// the hung transactions.
+		warn := slices.Clone(m.snap.Errors)
+		for _, h := range m.snap.HungTransactions {
+			warn = append(warn, h.Detail)
+		}
+		lines = append(lines, m.st.bad.Render("! "+strings.Join(warn, " · ")))
 	default:
 		lines = append(lines, "")
 	}

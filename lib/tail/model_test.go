@@ -1,6 +1,7 @@
 package tail
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -487,5 +488,31 @@ func TestAnIncidentIsSaidOnceACauseAndIsNotADisconnection(t *testing.T) {
 	}
 	if s := screen(keys(t, m, "3")); !strings.Contains(s, "unreachable") {
 		t.Errorf("brokers view without broker 2 unreachable:\n%s", s)
+	}
+}
+
+func TestHungTransactionsAreWarnedOnScreenInTheTableAndInTheJSON(t *testing.T) {
+	detail := "hung transaction etl-1: Ongoing for 5m0s (timeout 1m0s), producer 7 epoch 2, coordinator 2"
+	s := sampleAt(t0, 100, 1000, 100, []int32{1, 2})
+	s.HungTransactions = []admin.HealthProblem{{Kind: admin.ProblemHungTransaction, TransactionalID: "etl-1", Broker: 2, Detail: detail}}
+	snap := NewTracker(time.Minute).Observe(s)
+	if len(snap.HungTransactions) != 1 || snap.HungTransactions[0] != (HungTransaction{TransactionalID: "etl-1", Coordinator: 2, Detail: detail}) {
+		t.Fatalf("snapshot's hung transactions %+v", snap.HungTransactions)
+	}
+	m := newTestModel(t, termenv.Ascii)
+	m = update(t, m, snapshotMsg{snap: snap})
+	if !strings.Contains(screen(m), "! "+detail) {
+		t.Errorf("the screen does not warn of the hung transaction:\n%s", screen(m))
+	}
+	var out strings.Builder
+	if err := WriteTable(&out, snap); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "warning: "+detail) {
+		t.Errorf("mqtail --once does not warn of it:\n%s", out.String())
+	}
+	quiet := NewTracker(time.Minute).Observe(sampleAt(t0, 100, 1000, 100, []int32{1, 2}))
+	if b, err := json.Marshal(quiet); err != nil || !strings.Contains(string(b), `"hung_transactions":[]`) {
+		t.Errorf("JSON without hung transactions: %s (%v), want an empty list", b, err)
 	}
 }

@@ -395,6 +395,11 @@ func WriteTable(w io.Writer, snap Snapshot) error {
 			return err
 		}
 	}
+	for _, h := range snap.HungTransactions {
+		if _, err := fmt.Fprintf(w, "\nwarning: %s\n", h.Detail); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -26,9 +26,20 @@ type Snapshot struct {
 	Queues         []Queue  `json:"queues"`
 	// QuorumLost: the controller quorum has no controller (too few
 	// voters answer), so no broker is fenced and no leader elected.
-	QuorumLost bool      `json:"quorum_lost"`
-	Errors     []string  `json:"errors"` // parts that could not be read this time, and why
-	time       time.Time // TimeMillis as a time, for the views
+	QuorumLost bool `json:"quorum_lost"`
+	// HungTransactions are the transactions open longer than their
+	// timeout and a minute (their coordinator should have aborted them),
+	// as mqctl cluster health reports them.
+	HungTransactions []HungTransaction `json:"hung_transactions"`
+	Errors           []string          `json:"errors"` // parts that could not be read this time, and why
+	time             time.Time         // TimeMillis as a time, for the views
+}
+
+// HungTransaction is one transaction open past its timeout.
+type HungTransaction struct {
+	TransactionalID string `json:"transactional_id"`
+	Coordinator     int32  `json:"coordinator"` // its coordinator's broker
+	Detail          string `json:"detail"`      // cluster health's line
 }
 
 // Broker is one broker of the cluster.
@@ -203,7 +214,9 @@ type Sample struct {
 	// controller.
 	Unreachable map[int32]string
 	QuorumLost  bool
-	Errors      []string
+	// HungTransactions are the hung transactions cluster health reports.
+	HungTransactions []admin.HealthProblem
+	Errors           []string
 }
 
 // Scrape is one metrics endpoint's counters at a sample.
@@ -253,6 +266,7 @@ func (tr *Tracker) Observe(s Sample) Snapshot {
 	snap := Snapshot{
 		TimeMillis: s.Time.UnixMilli(), ClusterID: s.Cluster.ClusterID, Controller: s.Cluster.Controller, QuorumLost: s.QuorumLost,
 		Brokers: []Broker{}, Topics: []Topic{}, Groups: []Group{}, Queues: queues(s.Queues), Errors: append([]string{}, s.Errors...), time: s.Time,
+		HungTransactions: []HungTransaction{},
 	}
 	if s.QuorumLost {
 		snap.Controller = -1
@@ -351,6 +365,9 @@ func (tr *Tracker) Observe(s Sample) Snapshot {
 		snap.Brokers = append(snap.Brokers, b)
 	}
 	snap.Groups = tr.groups(s)
+	for _, p := range s.HungTransactions {
+		snap.HungTransactions = append(snap.HungTransactions, HungTransaction{TransactionalID: p.TransactionalID, Coordinator: p.Broker, Detail: p.Detail})
+	}
 	if !s.TopicsStale {
 		tr.topics = &s
 	}
