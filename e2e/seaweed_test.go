@@ -14,16 +14,15 @@ import (
 )
 
 // startSeaweed starts a SeaweedFS server for t, an S3-compatible store on
-// loopback ports with one bucket (mqtest.StartSeaweed), and puts its keys
-// in the test's environment, where gocloud clients of the test and every
-// mqd started after it (they inherit it) find them. It returns the S3
-// endpoint and the server: URL() is the bucket's remote.log.storage.url,
-// Stop and Start take the store down and bring it back. Without a weed
-// binary the test is skipped, or fails in CI.
+// loopback ports with one bucket (mqtest.StartSeaweed). Its keys are in
+// this process's environment from TestMain on (mqtest.SetSeaweedEnv),
+// where gocloud clients of the test and every mqd (they inherit it) find
+// them. It returns the S3 endpoint and the server: URL() is the bucket's
+// remote.log.storage.url, Stop and Start take the store down and bring it
+// back. Without a weed binary the test is skipped, or fails in CI.
 func startSeaweed(t *testing.T) (endpoint string, s *mqtest.Seaweed) {
 	t.Helper()
 	s = mqtest.StartSeaweed(t)
-	s.Setenv(t)
 	return s.Endpoint, s
 }
 

@@ -86,6 +86,10 @@
 //	s.Setenv(t)                 // the keys, for gocloud clients and mqd processes
 //	bucket, err := blob.OpenBucket(ctx, s.URL()) // s3://mq-tier?endpoint=…
 //
+// Every server of a test process has the same keys: a package whose
+// parallel tests start servers sets them once in its TestMain
+// (SetSeaweedEnv), since a parallel test cannot call Setenv.
+//
 // The weed binary is $MQ_WEED or weed on $PATH; `.ci/seaweedfs` builds
 // it (CI does, once, and keeps it).
 package mqtest

@@ -119,13 +119,11 @@ func StartSeaweed(tb testing.TB) *Seaweed {
 			tb.Fatal(err)
 		}
 	}
-	var key [16]byte
-	rand.Read(key[:])
 	s := &Seaweed{
 		Endpoint:  fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
 		Bucket:    seaweedBucket,
-		AccessKey: "mqtest",
-		SecretKey: hex.EncodeToString(key[:]),
+		AccessKey: seaweedAccessKey,
+		SecretKey: seaweedSecretKey(),
 		tb:        tb,
 		bin:       bin,
 		dir:       dir,
@@ -195,17 +193,46 @@ func (s *Seaweed) URL() string {
 	return "s3://" + s.Bucket + "?" + q.Encode()
 }
 
-// Env is the environment that gives a client (an mqd, a test's own
-// bucket) the identity's keys. It also keeps the AWS SDK from asking the
-// EC2 metadata service for credentials or a region.
-func (s *Seaweed) Env() []string {
+// The identity of every server a test process starts: one per process,
+// so that the process can put its keys in its environment once
+// (SetSeaweedEnv) and run tests with stores of their own side by side.
+const seaweedAccessKey = "mqtest"
+
+var seaweedSecretKey = sync.OnceValue(func() string {
+	var key [16]byte
+	rand.Read(key[:])
+	return hex.EncodeToString(key[:])
+})
+
+// SeaweedEnv is the environment that gives a client (an mqd, a test's own
+// bucket) the keys of the servers this process starts. It also keeps the
+// AWS SDK from asking the EC2 metadata service for credentials or a
+// region.
+func SeaweedEnv() []string {
 	return []string{
-		"AWS_ACCESS_KEY_ID=" + s.AccessKey,
-		"AWS_SECRET_ACCESS_KEY=" + s.SecretKey,
+		"AWS_ACCESS_KEY_ID=" + seaweedAccessKey,
+		"AWS_SECRET_ACCESS_KEY=" + seaweedSecretKey(),
 		"AWS_REGION=us-east-1",
 		"AWS_EC2_METADATA_DISABLED=true",
 	}
 }
+
+// SetSeaweedEnv sets SeaweedEnv in this process's environment for good,
+// where the programs it starts inherit it: for a TestMain whose parallel
+// tests start servers (a parallel test cannot call Setenv).
+func SetSeaweedEnv() error {
+	for _, kv := range SeaweedEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Env is SeaweedEnv: the keys of s, which are every server's of this
+// process.
+func (s *Seaweed) Env() []string { return SeaweedEnv() }
 
 // Setenv sets Env in the test's own process, for the length of tb.
 func (s *Seaweed) Setenv(tb testing.TB) {
