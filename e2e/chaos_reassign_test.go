@@ -19,6 +19,7 @@ import (
 // be lost, reordered or duplicated, and every replica that ends up in
 // the replica set holds the same log below the high-water mark.
 func TestChaosReassign(t *testing.T) {
+	parallel(t)
 	runChaosRow(t, chaosRow{
 		name:    "reassign",
 		nodes:   4,
@@ -35,6 +36,7 @@ func TestChaosReassign(t *testing.T) {
 // `mqctl broker decommission 4` (which moves every replica off it),
 // throttled. Nothing acknowledged may be lost, reordered or duplicated.
 func TestChaosRebalance(t *testing.T) {
+	parallel(t)
 	runChaosRow(t, chaosRow{
 		name:    "rebalance",
 		nodes:   4,

@@ -688,12 +688,14 @@ func recordRow(t *testing.T, r chaosResult) {
 
 // TestChaosNoFault (row 1): without faults the checker finds nothing.
 func TestChaosNoFault(t *testing.T) {
+	parallel(t)
 	runChaosRow(t, chaosRow{name: "none", fault: func(n *nemesis) { n.hold(time.Second) }})
 }
 
 // TestChaosKillLeaders (row 2): a partition's leader is SIGKILLed every
 // few seconds and restarted shortly after; nothing acknowledged is lost.
 func TestChaosKillLeaders(t *testing.T) {
+	parallel(t)
 	runChaosRow(t, chaosRow{name: "kill-leader", fault: func(n *nemesis) {
 		n.killLeader(n.between(300*time.Millisecond, 1500*time.Millisecond))
 		n.hold(n.between(time.Second, 3*time.Second))

@@ -49,6 +49,7 @@ func freePortRun(t *testing.T, n int) int {
 // mqctl broker decommission and stops it: no partition is left offline
 // or under-replicated.
 func TestClusterScriptAddsANodeThatRebalanceFills(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	kafka := freePortRun(t, 4)
 	env := append(os.Environ(), "MQ_CLUSTER_DIR="+dir, "MQ_CLUSTER_PORT="+strconv.Itoa(kafka),

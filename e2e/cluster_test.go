@@ -452,6 +452,7 @@ func topicLeaders(m *kmsg.MetadataResponse, topic string) []int32 {
 // TestClusterOfThreeStartsAndEveryNodeServesMetadata: every node answers
 // Metadata itself, with the same brokers, cluster id and controller.
 func TestClusterOfThreeStartsAndEveryNodeServesMetadata(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 3, clusterOpts{})
 	ctx := ctxFor(t, time.Minute)
 	var clusterID string
@@ -485,6 +486,7 @@ func TestClusterOfThreeStartsAndEveryNodeServesMetadata(t *testing.T) {
 // node is placed over the brokers, every node's metadata shows it, and
 // records produced through the cluster come back.
 func TestClusterTopicsCreatedOnAnyNodeAreServed(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 3, clusterOpts{})
 	ctx := ctxFor(t, 2*time.Minute)
 	var topics []string
@@ -582,6 +584,7 @@ func TestKcatListsEveryBrokerOfTheCluster(t *testing.T) {
 // TestClusterOfOneIsAClusterToo: one node with --voters of its own is the
 // same code as a lone mqd.
 func TestClusterOfOneIsAClusterToo(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 1, clusterOpts{})
 	ctx := ctxFor(t, time.Minute)
 	cl := c.client(kgo.DefaultProduceTopic("solo"), kgo.AllowAutoTopicCreation())

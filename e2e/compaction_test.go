@@ -221,6 +221,7 @@ var compactionLogged = regexp.MustCompile(`msg=compacted .*partition=table-0 `)
 // compacted topic compacts its own log, and after the leader is killed
 // the new leader serves the same latest value per key.
 func TestCompactionOnEveryReplica(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 3, clusterOpts{props: withProps("log.cleaner.backoff.ms=50")})
 	c.createTopicOn("table", [][]int32{{1, 2, 3}}, map[string]string{"cleanup.policy": "compact", "segment.bytes": "2048",
 		"min.cleanable.dirty.ratio": "0.01", "min.insync.replicas": "2"})
@@ -321,6 +322,7 @@ func TestGroupOffsetsSurviveCompactedOffsetsTopic(t *testing.T) {
 // key once it leads. Node 1 is the only controller voter and hosts
 // nothing, so the replicas' nodes can go down without the quorum.
 func TestFollowerCatchesUpFromACompactedLeader(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 4, clusterOpts{voters: 1, props: withProps("log.cleaner.backoff.ms=50")})
 	c.createTopicOn("table", [][]int32{{2, 3, 4}}, map[string]string{"cleanup.policy": "compact", "segment.bytes": "2048",
 		"min.cleanable.dirty.ratio": "0.01", "min.insync.replicas": "1"})
@@ -458,6 +460,7 @@ func TestCompactDeleteTopicExpiresAndCompacts(t *testing.T) {
 // their records included, get the batch covering it and none without
 // records.
 func TestKafkaGoReaderReadsACompactedTopic(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, brokerOpts{props: []string{"log.cleaner.backoff.ms=50"}})
 	ctx := ctxFor(t, 2*time.Minute)
 	const topic = "compacted"

@@ -23,6 +23,7 @@ import (
 // gets every record, in order, from the new leader, and the former leader
 // cuts the range, fetches it again and rejoins the ISR.
 func TestDamagedLeaderHandsOverToAnISRMember(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 3, clusterOpts{props: withProps("log.scrub.bytes.per.sec=0")})
 	c.createOn([][]int32{{1, 2, 3}}, map[string]string{"segment.bytes": "8192", "min.insync.replicas": "2"})
 	ctx := ctxFor(t, 2*time.Minute)

@@ -300,6 +300,7 @@ func (a *acked) verify(t *testing.T, c *cluster, topic string) {
 // restarted. Every acknowledged record is read back at its acknowledged
 // offset, each key in order, and the killed nodes rejoin every ISR.
 func TestClusterLeadersKilledInTurnLoseNothingAcknowledged(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 3, clusterOpts{props: fastFailover})
 	c.createRF3("kills", 3)
 	a := newAcked()
@@ -334,6 +335,7 @@ func TestClusterLeadersKilledInTurnLoseNothingAcknowledged(t *testing.T) {
 // Controlled shutdown moves leaderships before a node stops serving, so
 // an acks=all producer running throughout sees no failed request.
 func TestClusterRollingRestartFailsNoProduce(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 3, clusterOpts{props: fastFailover})
 	c.createRF3("rolling", 3)
 	a := newAcked()
@@ -492,6 +494,7 @@ func (c *cluster) raftLeader(t *testing.T) int32 {
 // (INVALID_REPLICATION_FACTOR), and how many came before depended on the
 // machine's speed.
 func TestClusterControllerKilledDuringTopicCreation(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 3, clusterOpts{props: fastFailover})
 	leader := c.node(c.raftLeader(t))
 	var others []string
@@ -546,6 +549,7 @@ func TestClusterControllerKilledDuringTopicCreation(t *testing.T) {
 // consuming through the SIGKILL of its coordinator's broker, and resumes
 // from its committed offsets: every record is read, none is skipped.
 func TestClusterGroupSurvivesItsCoordinatorsLoss(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 3, clusterOpts{props: fastFailover})
 	c.createRF3("jobs", 3)
 	producer := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))

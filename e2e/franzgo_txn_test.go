@@ -71,6 +71,7 @@ func runFranzGoCase(t *testing.T, name, seeds string, rf, records int) {
 // cases for the classic group protocol (range, cooperative-sticky, with
 // static members); those of KIP-848's protocol skip, mq does not serve it.
 func TestFranzGoTxnEtlPasses(t *testing.T) {
+	parallel(t)
 	t.Run("one node", func(t *testing.T) {
 		b := startBroker(t, brokerOpts{})
 		runFranzGoCase(t, "TestTxnEtl", b.addr, 1, 30000)

@@ -197,6 +197,7 @@ func (g *failoverGroup) killCoordinator() (*clusterNode, time.Time, int32) {
 // partition and (b) how long until the group committed records produced
 // after the kill on every partition: (b)-(a) is the group's own part.
 func TestClusterGroupKeepsItsMembersThroughItsCoordinatorsLoss(t *testing.T) {
+	parallel(t)
 	for _, n := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d members", n), func(t *testing.T) {
 			c := startCluster(t, 3, clusterOpts{props: fastFailover})

@@ -299,6 +299,7 @@ func waitBalanced(t *testing.T, adm *kadm.Client, groupID string, members []stri
 }
 
 func TestGroupMembersJoinAndLeaveWhileProducing(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name     string
 		balancer kgo.GroupBalancer

@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/mqproject/mq/lib/loopback"
+	"github.com/mqproject/mq/lib/mqtest"
 )
 
 // binDir holds every program of cmd/, built once for the whole package;
@@ -81,6 +82,12 @@ func TestMain(m *testing.M) {
 	if testing.Short() {
 		fmt.Println("e2e: skipped under -short (make test runs it)")
 		os.Exit(0)
+	}
+	// The keys of the tiered tests' SeaweedFS servers, for the tests'
+	// own clients and every mqd: set once, as parallel tests cannot.
+	if err := mqtest.SetSeaweedEnv(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	dir, err := os.MkdirTemp("", "mq-e2e-bin-")
 	if err != nil {
@@ -580,6 +587,16 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// parallel lets t run beside the package's other parallel tests once the
+// serial ones are done (go test's -parallel: two at a time on two cores).
+// Most of a test here waits on processes, so the package's time falls by
+// what runs beside. A test may do so when its checks hold whatever else
+// runs: it asserts no duration, rate or latency, sets no variable of the
+// process's environment (t.Setenv), uses no network namespace, loop
+// device or terminal, and holds little memory in this process (the
+// million-message tests run alone: testMaxRSS).
+func parallel(t *testing.T) { t.Parallel() }
 
 // toolResult is what a run of one of our programs (or kcat) did.
 type toolResult struct {

@@ -131,6 +131,7 @@ func checkAllPresentIn(t *testing.T, b *broker, topic string, partitions int32, 
 // retries) surfaces no error, and every record it had acknowledged
 // (flush.policy=always) before and during the restart is there after.
 func TestManyPartitionsServeWhileOpening(t *testing.T) {
+	parallel(t)
 	const partitions = 2000
 	start := time.Now()
 	b := startBroker(t, brokerOpts{props: []string{"log.flush.policy=always"}})

@@ -17,6 +17,7 @@ import (
 // lag of all three (asked of their leaders), equal to what mqctl group
 // describe reports.
 func TestMetricsGroupLagOfPartitionsHostedElsewhere(t *testing.T) {
+	parallel(t)
 	metricsAddrs := freeAddrs(t, 3)
 	c := startCluster(t, 3, clusterOpts{nodeProps: func(id int32) []string {
 		return []string{"metrics.listen=tcp://" + metricsAddrs[id-1]}

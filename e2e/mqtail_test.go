@@ -343,6 +343,7 @@ func TestMqtailOnceShowsAnUnderReplicatedPartition(t *testing.T) {
 // with two of three voters gone the quorum is lost, and said so. Neither
 // is a lost connection: a node answers.
 func TestMqtailOnceDuringAnIncident(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 3, clusterOpts{props: slowFencing})
 	c.createTopicOn("spread", [][]int32{{1}, {2}, {3}}, nil)
 	ctx := ctxFor(t, time.Minute)

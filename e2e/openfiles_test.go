@@ -18,6 +18,7 @@ import (
 // before and after a restart. The segment files share log.max.open.files
 // (half the limit by default); a descriptor per partition would need 2,000.
 func TestManyPartitionsUnderLowOpenFilesLimit(t *testing.T) {
+	parallel(t)
 	const (
 		partitions = 2000
 		nofile     = 256

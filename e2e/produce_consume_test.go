@@ -112,6 +112,7 @@ func TestMillionKeyedMessagesOverTCP(t *testing.T) {
 }
 
 func TestKeyedMessagesOverUnixSocket(t *testing.T) {
+	parallel(t)
 	n := 1_000_000
 	if testing.Short() {
 		n = 20_000

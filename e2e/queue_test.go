@@ -21,6 +21,7 @@ import (
 // processes the jobs sent before its first worker; --start latest skips
 // them.
 func TestExecNewShareGroupGetsQueuedJobs(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, brokerOpts{props: shareProps})
 	if r := runTool(t, 30*time.Second, "m1\nm2\nm3\n", "mqpipe", "produce", "-b", b.addr, "-t", "mail"); r.code != 0 {
 		t.Fatalf("produce: %d %s", r.code, r.stderr)

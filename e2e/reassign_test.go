@@ -103,6 +103,7 @@ func TestReassignMovesAPartitionOntoANewBrokerUnderLoad(t *testing.T) {
 // reassignments lists it, --watch shows it, and --cancel puts the
 // partition back on its replicas; --verify then says it failed.
 func TestReassignStuckMoveIsVerifiedListedAndCancelled(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 4, clusterOpts{voters: 3})
 	c.createTopicOn("stuck", [][]int32{{1, 2}, {2, 3}}, nil)
 	c.node(4).stop()
@@ -208,6 +209,7 @@ func brokerLoads(t *testing.T, c *cluster) map[int32]int {
 // nothing, cluster rebalance moves them and waits, broker 4 then holds
 // its share, and a second rebalance has nothing to do.
 func TestRebalanceFillsANewBroker(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 4, clusterOpts{voters: 3})
 	c.createTopicOn("spread", [][]int32{{1, 2}, {2, 3}, {3, 1}, {1, 2}, {2, 3}, {3, 1}}, nil)
 	cl := c.client(kgo.DefaultProduceTopic("spread"))
@@ -268,6 +270,7 @@ func TestRebalanceFillsANewBroker(t *testing.T) {
 // it leaves no partition offline or under-replicated. Decommissioning
 // another broker then is refused: two brokers cannot hold three replicas.
 func TestDecommissionedBrokerStopsWithNothingOffline(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 4, clusterOpts{voters: 3})
 	c.createRF3("retire", 4)
 	a := newAcked()
@@ -377,6 +380,7 @@ func TestReassignThrottleIsSetChangedAndRemoved(t *testing.T) {
 // starts; --verify, once the move is done, removes it the same way from
 // a broker that is down again.
 func TestThrottleRateReachesABrokerThatIsDown(t *testing.T) {
+	parallel(t)
 	metricsAddrs := freeAddrs(t, 4)
 	c := startCluster(t, 4, clusterOpts{voters: 3, nodeProps: func(id int32) []string {
 		return []string{"metrics.listen=tcp://" + metricsAddrs[id-1]}

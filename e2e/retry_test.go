@@ -26,6 +26,7 @@ import (
 // -e says on stderr what it waits for, and once the node is back it reads
 // every partition to its end and exits 0.
 func TestConsumeWaitsForAPartitionWithoutALeader(t *testing.T) {
+	parallel(t)
 	ctx := ctxFor(t, 3*time.Minute)
 	l := leaderlessPartition(t, ctx)
 
@@ -52,6 +53,7 @@ func TestConsumeWaitsForAPartitionWithoutALeader(t *testing.T) {
 // commits the new offsets and exits 0. topic describe shows the state as
 // it is, at once and without waiting: partition 0 has no leader.
 func TestMqctlWaitsForAPartitionWithoutALeader(t *testing.T) {
+	parallel(t)
 	ctx := ctxFor(t, 3*time.Minute)
 	l := leaderlessPartition(t, ctx)
 	adm := kadm.NewClient(l.c.client(kgo.SeedBrokers(strings.Split(l.survivors, ",")...)))

@@ -112,6 +112,7 @@ func portOf(t *testing.T, addr string) int {
 // lag of a group's partitions led elsewhere is served although the
 // plaintext listeners, whose clients are anonymous, may read nothing.
 func TestSecuredClusterPeersSpeakOnlyTLS(t *testing.T) {
+	parallel(t)
 	metricsAddrs := freeAddrs(t, 3)
 	pki := &securedPKI{}
 	o := securedOptsPKI(t, 3, clusterOpts{}, pki)

@@ -115,6 +115,7 @@ func securedOptsPKI(t testing.TB, n int, o clusterOpts, pki *securedPKI) cluster
 // authenticated, a 3-node cluster replicates and a killed leader's
 // partition is taken over, every acknowledged record kept.
 func TestSecuredClusterReplicatesAndFailsOver(t *testing.T) {
+	parallel(t)
 	c := startSecuredCluster(t, 3)
 	c.createRF3("secured", 1)
 	cl := c.client(kgo.RecordRetries(20))
@@ -157,6 +158,7 @@ func TestSecuredClusterReplicatesAndFailsOver(t *testing.T) {
 // brokers and its controller. A plain client fetching as replica 999 is
 // refused and the high-water mark stays.
 func TestSecuredClusterRefusesOutsiders(t *testing.T) {
+	parallel(t)
 	c := startSecuredCluster(t, 3)
 	c.createRF3("guarded", 1)
 	ctx := ctxFor(t, 2*time.Minute)
@@ -313,6 +315,7 @@ func highWatermark(t *testing.T, cl *kgo.Client, topic string) int64 {
 // from new connections (the binding is to the subject): a follower
 // restarted afterwards catches up and the partition is in sync again.
 func TestSecuredClusterReloadsNodeCertificates(t *testing.T) {
+	parallel(t)
 	c, pki := startSecuredClusterPKI(t, 3)
 	c.createRF3("renewed", 1)
 	node := c.node(1)

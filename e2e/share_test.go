@@ -199,6 +199,7 @@ func TestShareConsumersAcknowledgeEveryRecordOnce(t *testing.T) {
 }
 
 func TestShareConsumerKilledHoldingLeases(t *testing.T) {
+	parallel(t)
 	b := startBroker(t, brokerOpts{props: shareProps})
 	if _, err := b.admin().CreateTopic(ctxFor(t, 10*time.Second), 1, 1, nil, "jobs"); err != nil {
 		t.Fatal(err)
@@ -324,6 +325,7 @@ func checkAcrossFault(t *testing.T, n int, before, after *shareTally, fault stri
 // by a third node, so both the writes before and the load and writes
 // after go through another node (the remote path of share_store.go).
 func TestShareStateSurvivesLeaderFailover(t *testing.T) {
+	parallel(t)
 	props := append(append([]string{}, fastFailover...), "offsets.topic.num.partitions=4", "share.coordinator.state.topic.num.partitions=1")
 	c := startCluster(t, 3, clusterOpts{props: props})
 	cl := c.client()
@@ -531,6 +533,7 @@ func TestShareDeadLettersAndReplay(t *testing.T) {
 // DeleteShareGroupOffsets go to the group's coordinator, which passes
 // them to the node leading the partition (another one here).
 func TestShareGroupOffsetsAcrossNodes(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 3, clusterOpts{props: []string{"group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=1", "share.coordinator.state.topic.num.partitions=2"}})
 	cl := c.client()
 	adm := c.admin()

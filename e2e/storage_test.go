@@ -71,6 +71,7 @@ func fullDiskLine(i int) string {
 // message is readable and nothing else is served; once the tmpfs grows,
 // producing works again without restarting mqd.
 func TestFullDiskRefusesLosesNothingAndRecovers(t *testing.T) {
+	parallel(t)
 	dir := mountTmpfs(t, "20m")
 	b := startBroker(t, brokerOpts{dataDir: dir})
 	ctx := ctxFor(t, 4*time.Minute)

@@ -263,6 +263,7 @@ func waitTiered(t *testing.T, cl *kgo.Client, topic string, minLocal int64) {
 // timestamp point into the remote part, and all of it holds after a
 // restart.
 func TestTieredReplayFromTheBeginning(t *testing.T) {
+	parallel(t)
 	for _, st := range tierStores {
 		t.Run(st.name, func(t *testing.T) {
 			url, objects := st.open(t)
@@ -349,6 +350,7 @@ func logObjects(keys []string) []string {
 // moves and reads from it are whole), and deleting the topic deletes
 // every remote object of it.
 func TestTieredRetentionAndTopicDeletionDeleteRemoteData(t *testing.T) {
+	parallel(t)
 	for _, st := range tierStores {
 		t.Run(st.name, func(t *testing.T) {
 			url, objects := st.open(t)
@@ -417,6 +419,7 @@ func TestTieredRetentionAndTopicDeletionDeleteRemoteData(t *testing.T) {
 // recorded one, and the killed node, restarted, rejoins the ISR
 // copying only the leader's local part.
 func TestTieredLeaderFailoverDuringUploads(t *testing.T) {
+	parallel(t)
 	for _, st := range tierStores {
 		t.Run(st.name, func(t *testing.T) {
 			url, objects := st.open(t)
@@ -484,6 +487,7 @@ func TestTieredLeaderFailoverDuringUploads(t *testing.T) {
 // produce and the reads of local data go on; once it is back the
 // uploads catch up and everything reads back from offset 0.
 func TestTieredStoreDownThenBack(t *testing.T) {
+	parallel(t)
 	for _, st := range tierStores {
 		if st.outage == nil {
 			continue
@@ -616,6 +620,7 @@ func describeTiered(t *testing.T, b *broker, topic string) (e struct {
 // when those offsets count once. A new leader applies retention.bytes
 // to the remote part and must delete nothing: the log start stays 0.
 func TestTieredNewLeaderDeletesNothingWithinRetention(t *testing.T) {
+	parallel(t)
 	for _, st := range tierStores {
 		t.Run(st.name, func(t *testing.T) {
 			url, _ := st.open(t)
@@ -681,6 +686,7 @@ func TestTieredNewLeaderDeletesNothingWithinRetention(t *testing.T) {
 // TestTieredListOffsetsMaxTimestamp: ListOffsets MAX_TIMESTAMP finds the
 // record with the largest timestamp when only the remote part holds it.
 func TestTieredListOffsetsMaxTimestamp(t *testing.T) {
+	parallel(t)
 	for _, st := range tierStores {
 		t.Run(st.name, func(t *testing.T) {
 			url, _ := st.open(t)

@@ -17,6 +17,7 @@ import (
 // committed records, in order, and a read_uncommitted one sees every
 // record.
 func TestTieredTransactionsReadCommitted(t *testing.T) {
+	parallel(t)
 	for _, st := range tierStores {
 		t.Run(st.name, func(t *testing.T) {
 			url, objects := st.open(t)

@@ -35,6 +35,7 @@ func txnCoordinator(t *testing.T, cl *kgo.Client, id string) int32 {
 // killed, the new leader of its partition of __transaction_state replays
 // it and holds the open transaction as it was, and still fences.
 func TestClusterTransactionCoordinatorFailover(t *testing.T) {
+	parallel(t)
 	// Default liveness settings: a killed node is fenced at once anyway
 	// (its process is gone), and a busy machine fences no live one.
 	c := startCluster(t, 3, clusterOpts{props: []string{
