@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"os"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,6 +19,18 @@ type Policy struct {
 	// AllowEveryoneIfNoACLFound allows every operation on a resource no
 	// ACL matches (allow.everyone.if.no.acl.found).
 	AllowEveryoneIfNoACLFound bool
+}
+
+// NodePolicy is the Policy of an mqd: the super users of superUsers
+// (super.users, ParseSuperUsers), root and the user mqd runs as on the
+// Unix socket (so that the first ACLs are created from the machine), and
+// allowEveryone (allow.everyone.if.no.acl.found in effect).
+func NodePolicy(superUsers string, allowEveryone bool) Policy {
+	return Policy{
+		SuperUsers:                ParseSuperUsers(superUsers),
+		LocalSuperUsers:           []string{UnixUser(0), UnixUser(uint32(os.Getuid()))},
+		AllowEveryoneIfNoACLFound: allowEveryone,
+	}
 }
 
 // ParseSuperUsers splits Kafka's super.users, principals separated by

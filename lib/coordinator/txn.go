@@ -5,6 +5,31 @@ import (
 	"github.com/mqproject/mq/lib/txn"
 )
 
+// TransactionStateTopic is where lib/txn's coordinator keeps its
+// records.
+const TransactionStateTopic = "__transaction_state"
+
+// NewTransactions starts lib/txn's coordinator on TransactionStateTopic,
+// as NewGroups starts lib/group's: placed as cfg says (Name is set here,
+// and Partitions is the count of an existing topic), configured as tc
+// says (its Partitions and Store are set here), loading the partitions
+// this node leads once it created the topic, and following their
+// leadership. Close the coordinator, then the Topic.
+func NewTransactions(cfg Config, tc txn.Config) (*txn.Coordinator, *Topic) {
+	if t := cfg.Controller.Image().Topics[TransactionStateTopic]; t != nil {
+		cfg.Partitions = int32(len(t.Partitions))
+	}
+	cfg.Name = TransactionStateTopic
+	var c *txn.Coordinator
+	var topic *Topic
+	cfg.OnCreate = func() { topic.SyncOwnership(c) }
+	topic = New(cfg)
+	tc.Partitions, tc.Store = cfg.Partitions, topic.TxnStore()
+	c = txn.New(tc)
+	topic.FollowLeadership(c)
+	return c, topic
+}
+
 // TxnStore is the Topic as lib/txn's Store: __transaction_state's
 // records (transaction markers are none of its), and the leader epoch of
 // a partition led here, the coordinator epoch of its markers.

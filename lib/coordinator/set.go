@@ -1,0 +1,142 @@
+package coordinator
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/mqproject/mq/lib/clock"
+	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/group"
+	"github.com/mqproject/mq/lib/partition"
+	"github.com/mqproject/mq/lib/peer"
+	"github.com/mqproject/mq/lib/queue"
+	"github.com/mqproject/mq/lib/txn"
+)
+
+// SetConfig is what a node's coordinators need from the node.
+type SetConfig struct {
+	Settings   config.Broker // the internal topics' placement, the coordinators' settings
+	Controller *controller.Controller
+	Hosted     *partition.Manager // the partitions this node hosts
+	Peers      *peer.Pool         // connections to the other brokers
+	// TxnPeers sends the transaction markers to the partitions' leaders;
+	// nil: lib/peer's Nodes over Peers.
+	TxnPeers txn.Peers
+	// ProducerIDs hands out the producer IDs of transactional producers
+	// (controller.ProducerIDs.Take).
+	ProducerIDs func(ctx context.Context) (int64, error)
+	Clock       clock.Clock  // the coordinators' timers; nil = real time
+	Logger      *slog.Logger // nil = silent
+}
+
+// Set is the coordinators one node runs, each on its internal topic:
+// lib/group's on __consumer_offsets (NewGroups), lib/txn's on
+// __transaction_state (NewTransactions), lib/queue's share-partition
+// leader on __share_group_state (NewShares) with its dead letters
+// (DeadLetters), and lib/queue's share groups, whose membership is kept
+// in memory only. lib/node builds it and closes it after the server
+// drained; lib/broker answers the Kafka APIs on it.
+type Set struct {
+	Groups   *group.Coordinator
+	Offsets  *Topic // __consumer_offsets
+	Txns     *txn.Coordinator
+	TxnState *Topic // __transaction_state
+	// TxnPeers is SetConfig.TxnPeers, or the one NewSet made.
+	TxnPeers    txn.Peers
+	ShareGroups *queue.Groups
+	Shares      *queue.Leader
+	ShareState  *Topic // __share_group_state
+
+	closeOnce sync.Once
+}
+
+// NewSet starts the coordinators of cfg's node. Their goroutines (lib/group's
+// and lib/txn's timers, lib/txn's markers, the Topics' senders) run until
+// Close.
+func NewSet(cfg SetConfig) *Set {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.TxnPeers == nil {
+		cfg.TxnPeers = &peer.Nodes{Pool: cfg.Peers, Addr: cfg.Hosted.PeerAddr}
+	}
+	s := cfg.Settings
+	log := cfg.Logger
+	set := &Set{TxnPeers: cfg.TxnPeers, ShareGroups: queue.NewGroups()}
+	set.Groups, set.Offsets = NewGroups(Config{
+		Partitions: s.OffsetsTopicNumPartitions, ReplicationFactor: s.OffsetsTopicReplicationFactor,
+		NodeID: s.NodeID, Controller: cfg.Controller, Hosted: cfg.Hosted, Peers: cfg.Peers, Logger: log,
+	}, group.Config{
+		Clock:                 cfg.Clock,
+		Logger:                log.With("component", "group"),
+		InitialRebalanceDelay: s.GroupInitialRebalanceDelay,
+		InitialRebalanceAlone: s.GroupInitialRebalanceAlone,
+		OffsetsRetention:      s.OffsetsRetention,
+	})
+	txnParts := s.TransactionStateTopicPartitions
+	if txnParts <= 0 {
+		txnParts = 50
+	}
+	txnRF := s.TransactionStateReplicationFactor
+	if txnRF <= 0 {
+		txnRF = 3
+	}
+	set.Txns, set.TxnState = NewTransactions(Config{
+		Partitions: txnParts, ReplicationFactor: txnRF,
+		NodeID: s.NodeID, Controller: cfg.Controller, Hosted: cfg.Hosted, Peers: cfg.Peers, Logger: log,
+	}, txn.Config{
+		Markers:            &txn.MarkerWriter{Leader: imageLeader(cfg.Controller), Peers: cfg.TxnPeers, Clock: cfg.Clock, Logger: log},
+		ProducerIDs:        cfg.ProducerIDs,
+		Clock:              cfg.Clock,
+		Logger:             log.With("component", "txn"),
+		MaxTimeout:         s.TransactionMaxTimeout,
+		IDExpiration:       s.TransactionalIDExpiration,
+		AbortCheckInterval: s.TransactionAbortCheckInterval,
+	})
+	shareParts := s.ShareStateTopicPartitions
+	if shareParts <= 0 {
+		shareParts = 50
+	}
+	dlq := &DeadLetters{Settings: s, Controller: cfg.Controller, Hosted: cfg.Hosted, Logger: log}
+	set.Shares, set.ShareState = NewShares(Config{
+		Partitions: shareParts, ReplicationFactor: s.OffsetsTopicReplicationFactor,
+		NodeID: s.NodeID, Controller: cfg.Controller, Hosted: cfg.Hosted, Peers: cfg.Peers, Logger: log,
+	}, queue.LeaderConfig{DeadLetter: dlq.Write, Clock: cfg.Clock, Logger: log})
+	return set
+}
+
+// imageLeader is a partition's leader in the image of the moment (false:
+// the partition is gone), where the markers go.
+func imageLeader(ctrl *controller.Controller) func(txn.TopicPartition) (int32, bool) {
+	return func(tp txn.TopicPartition) (int32, bool) {
+		t := ctrl.Image().Topics[tp.Topic]
+		if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+			return -1, false
+		}
+		return t.Partitions[tp.Partition].Leader, true
+	}
+}
+
+// ListShareGroups returns the share groups this node coordinates (those
+// whose partition of __consumer_offsets it leads), with their states.
+func (s *Set) ListShareGroups() []queue.GroupState {
+	return s.ShareGroups.List(func(id string) bool { return s.Groups.Check(id) == nil })
+}
+
+// Close stops the coordinators: waiting joins and syncs are answered
+// NOT_COORDINATOR, the Topics' remote writes end. The hosted partitions
+// stay open. Closing twice does nothing.
+func (s *Set) Close() {
+	s.closeOnce.Do(func() {
+		s.Groups.Close()
+		s.Offsets.Close()
+		s.Txns.Close()
+		s.TxnState.Close()
+		s.ShareState.Close()
+	})
+}
