@@ -10,6 +10,7 @@ import (
 
 	"github.com/mqproject/mq/lib/auth"
 	"github.com/mqproject/mq/lib/config"
+	"github.com/mqproject/mq/lib/coordinator"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/server"
 )
@@ -133,20 +134,20 @@ func TestACLsDecideProduceAndMetadata(t *testing.T) {
 
 func TestClientsNeverWriteInternalTopics(t *testing.T) {
 	tb := startBroker(t, "", nil)
-	tb.createTopic(t, shareStateTopic, 1, nil)
+	tb.createTopic(t, coordinator.ShareStateTopic, 1, nil)
 	for _, c := range []*server.ConnInfo{testConn, rootConn} {
-		if got := produceAs(t, tb, c, shareStateTopic); got != kerr.InvalidTopicException.Code {
-			t.Errorf("%q producing to %s: %v, want INVALID_TOPIC_EXCEPTION", c.Principal, shareStateTopic, kerr.ErrorForCode(got))
+		if got := produceAs(t, tb, c, coordinator.ShareStateTopic); got != kerr.InvalidTopicException.Code {
+			t.Errorf("%q producing to %s: %v, want INVALID_TOPIC_EXCEPTION", c.Principal, coordinator.ShareStateTopic, kerr.ErrorForCode(got))
 		}
 	}
 	req := kmsg.NewPtrDeleteRecordsRequest()
 	rt := kmsg.NewDeleteRecordsRequestTopic()
-	rt.Topic = shareStateTopic
+	rt.Topic = coordinator.ShareStateTopic
 	rt.Partitions = append(rt.Partitions, kmsg.DeleteRecordsRequestTopicPartition{Partition: 0, Offset: -1})
 	req.Topics = append(req.Topics, rt)
 	resp := tb.doAs(t, context.Background(), rootConn, 2, req).(*kmsg.DeleteRecordsResponse)
 	if got := resp.Topics[0].Partitions[0].ErrorCode; got != kerr.InvalidTopicException.Code {
-		t.Errorf("DeleteRecords of %s: %v, want INVALID_TOPIC_EXCEPTION", shareStateTopic, kerr.ErrorForCode(got))
+		t.Errorf("DeleteRecords of %s: %v, want INVALID_TOPIC_EXCEPTION", coordinator.ShareStateTopic, kerr.ErrorForCode(got))
 	}
 }
 

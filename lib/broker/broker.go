@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,21 +27,26 @@ import (
 
 // Config is what a Broker needs from its surroundings: the node's parts
 // it maps the Kafka APIs onto. The Broker owns none of them; whoever
-// built them (lib/node) closes them after the Broker.
+// built them (lib/node) closes them after the Broker served its last
+// request.
 type Config struct {
 	Settings   config.Broker          // mqd settings (node id, defaults for topics…)
 	Controller *controller.Controller // the cluster metadata quorum this node belongs to
 	Partitions *partition.Manager     // the partitions this node hosts
-	// Peers are the connections to other brokers, for the coordinators'
-	// state kept on other nodes and share requests forwarded there; nil:
-	// the Broker keeps its own.
+	// Peers are the connections to other brokers, for share requests
+	// forwarded there.
 	Peers *peer.Pool
+	// Coordinators are the group, transaction and share coordinators
+	// this node runs on their internal topics.
+	Coordinators *coordinator.Set
+	// Authorizer decides what a principal may do, with the ACLs of the
+	// image at hand.
+	Authorizer *auth.Authorizer
 	// ProducerIDs hands out the producer IDs of InitProducerId; the node
-	// runs its prefetch. nil: the Broker takes blocks itself, when a
-	// request finds none at hand.
+	// runs its prefetch.
 	ProducerIDs *controller.ProducerIDs
 	Logger      *slog.Logger // nil = silent
-	Clock       clock.Clock  // drives fetch waits and group timers; nil = real time
+	Clock       clock.Clock  // drives fetch waits; nil = real time
 
 	// VerifyTransactions makes a partition leader ask the transaction
 	// coordinator (AddPartitionsToTxn v4) before it appends the first
@@ -52,13 +55,12 @@ type Config struct {
 	// is asked instead (tests).
 	VerifyTransactions bool
 	TxnVerifier        TxnVerifier
-	// TxnPeers sends the transaction requests to other brokers: the
-	// coordinator's markers, and a partition leader's questions to
-	// another node's coordinator. nil: over Peers (lib/peer's Nodes).
+	// TxnPeers sends a partition leader's questions to another node's
+	// transaction coordinator; nil: Coordinators.TxnPeers.
 	TxnPeers txn.Peers
 	// GroupTxnCompleted is called once a transaction marker written by
 	// WriteTxnMarkers to a __consumer_offsets partition reached its
-	// high-water mark; nil: nobody is told.
+	// high-water mark; nil: the group coordinator's CompleteTransaction.
 	GroupTxnCompleted GroupTxnCompleted
 }
 
@@ -88,64 +90,51 @@ type Broker struct {
 	parts *partition.Manager
 	apis  map[int16]api
 	peers *peer.Pool
-	// ownPeers: peers is the Broker's own, closed with it.
-	ownPeers bool
-	groups   *groupCoordinator // consumer groups and committed offsets (groups*.go)
-	txns     *txnCoordinator   // transactions (txn*.go)
-	// shareGroups are the share groups this node coordinates (share.go),
-	// shares the share-partitions this node leads (share_fetch.go), with
-	// their state in shareState (__share_group_state).
+	// coords are Config.Coordinators; groups and txns their group and
+	// transaction coordinators (groups*.go, txn*.go), shareGroups the
+	// share groups this node coordinates (share.go), shares the
+	// share-partitions this node leads (share_fetch.go).
+	coords      *coordinator.Set
+	groups      *groupCoordinator
+	txns        *txnCoordinator
 	shareGroups *queue.Groups
 	shares      *queue.Leader
-	shareState  *coordinator.Topic
 	// sessions are the fetch sessions of followers and consumers with
 	// this broker (fetchsession.go).
 	sessions    *fetchSessions
-	producerIDs *controller.ProducerIDs // cfg.ProducerIDs, or the Broker's own
-	// authz decides what a principal may do (authorize.go), with the ACLs
-	// of the image at hand.
-	authz *auth.Authorizer
+	producerIDs *controller.ProducerIDs
+	authz       *auth.Authorizer // authorize.go
 	// txnVerifier asks the transaction coordinators about transactional
 	// produces (txn_verify.go); nil: nobody is asked. groupTxnCompleted
 	// is Config.GroupTxnCompleted.
 	txnVerifier       TxnVerifier
 	groupTxnCompleted GroupTxnCompleted
-	txnPeers          txn.Peers // Config.TxnPeers, or over peers
-
-	closeOnce sync.Once
+	txnPeers          txn.Peers // Config.TxnPeers, or the coordinators'
 }
 
 // New builds a Broker on the parts of cfg.
 func New(cfg Config) *Broker {
+	co := cfg.Coordinators
 	b := &Broker{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, ctrl: cfg.Controller, parts: cfg.Partitions,
-		peers: cfg.Peers, sessions: newFetchSessions(), shareGroups: queue.NewGroups()}
+		peers: cfg.Peers, coords: co, sessions: newFetchSessions(), authz: cfg.Authorizer, producerIDs: cfg.ProducerIDs,
+		groups: &groupCoordinator{c: co.Groups, offsets: co.Offsets}, txns: &txnCoordinator{c: co.Txns, state: co.TxnState},
+		shareGroups: co.ShareGroups, shares: co.Shares}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
 	if b.clock == nil {
 		b.clock = clock.Real()
 	}
-	if b.peers == nil {
-		b.peers, b.ownPeers = peer.NewPool(peer.PoolClientID+strconv.Itoa(int(cfg.Settings.NodeID))), true
-	}
-	b.producerIDs = cfg.ProducerIDs
 	b.txnPeers = cfg.TxnPeers
 	if b.txnPeers == nil {
-		b.txnPeers = &peer.Nodes{Pool: b.peers, Addr: b.parts.PeerAddr}
+		b.txnPeers = co.TxnPeers
 	}
 	b.txnVerifier, b.groupTxnCompleted = cfg.TxnVerifier, cfg.GroupTxnCompleted
 	if b.txnVerifier == nil && cfg.VerifyTransactions {
 		b.txnVerifier = coordinatorVerifier{b}
 	}
-	b.authz = auth.NewAuthorizer(auth.Policy{
-		SuperUsers: auth.ParseSuperUsers(cfg.Settings.SuperUsers),
-		// Root and mqd's own user, on the socket only: the first ACLs
-		// are created from the machine.
-		LocalSuperUsers:           []string{auth.UnixUser(0), auth.UnixUser(uint32(os.Getuid()))},
-		AllowEveryoneIfNoACLFound: cfg.Settings.AllowEveryone(),
-	})
-	if b.producerIDs == nil {
-		b.producerIDs = controller.NewProducerIDs(b.ctrl, b.clock, b.log, controller.ProducerIDBlockSize)
+	if b.groupTxnCompleted == nil {
+		b.groupTxnCompleted = co.Groups.CompleteTransaction
 	}
 	b.apis = make(map[int16]api)
 	for k, a := range b.dataAPIs() {
@@ -169,24 +158,6 @@ func New(cfg Config) *Broker {
 	for k, a := range b.extensionAPIs() {
 		b.apis[k] = a
 	}
-	b.groups = newGroupCoordinator(b)
-	if b.groupTxnCompleted == nil {
-		b.groupTxnCompleted = b.groups.c.CompleteTransaction
-	}
-	b.txns = newTxnCoordinator(b)
-	s := cfg.Settings
-	stateParts := s.ShareStateTopicPartitions
-	if stateParts <= 0 {
-		stateParts = 50
-	}
-	b.shareState = coordinator.New(coordinator.Config{
-		Name: shareStateTopic, Partitions: stateParts, ReplicationFactor: s.OffsetsTopicReplicationFactor,
-		NodeID: s.NodeID, Controller: b.ctrl, Hosted: b.parts, Peers: b.peers, Logger: b.log,
-	})
-	dlq := &coordinator.DeadLetters{Settings: s, Controller: b.ctrl, Hosted: b.parts, Logger: b.log}
-	b.shares = queue.NewLeader(queue.LeaderConfig{
-		Store: b.shareState, Resolve: shareSources(b.ctrl, b.parts), DeadLetter: dlq.Write, Clock: b.clock, Logger: b.log,
-	})
 	return b
 }
 
@@ -223,27 +194,6 @@ func (b *Broker) ApiVersionsTags() kmsg.Tags {
 	}
 	return t
 }
-
-// Close closes the group coordinator (waiting joins and syncs are
-// answered NOT_COORDINATOR) and the share groups' connections to other
-// nodes. The partitions stay open: they are the Manager's. Closing twice
-// does nothing.
-func (b *Broker) Close() {
-	b.closeOnce.Do(func() {
-		b.groups.close()
-		b.txns.close()
-		b.shareState.Close()
-		if b.ownPeers {
-			b.peers.Close()
-		}
-	})
-}
-
-// shareStateTopic is where share-partitions keep their state: one record
-// per change, keyed by group, topic ID and partition, valued with the
-// share-partition's encoded queue.Snapshot (lib/queue). It is compacted,
-// so the latest state of each share-partition is what stays.
-const shareStateTopic = "__share_group_state"
 
 // peer returns a connection to node from the pool; give it back with
 // b.peers.Put.

@@ -16,11 +16,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mqproject/mq/lib/auth"
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/coordinator"
 	"github.com/mqproject/mq/lib/mqtest"
 	"github.com/mqproject/mq/lib/partition"
+	"github.com/mqproject/mq/lib/peer"
 	"github.com/mqproject/mq/lib/record"
 	"github.com/mqproject/mq/lib/server"
 	"github.com/mqproject/mq/lib/vfs"
@@ -30,9 +33,10 @@ import (
 // directory.
 type testBroker struct {
 	*Broker
-	ctrl *controller.Controller
-	dir  string
-	logs *syncBuffer
+	ctrl   *controller.Controller
+	coords *coordinator.Set
+	dir    string
+	logs   *syncBuffer
 }
 
 type syncBuffer struct {
@@ -72,6 +76,9 @@ func startBrokerOn(t testing.TB, dir string, mod func(*config.Broker), fsys vfs.
 	if dir == "" {
 		dir = t.TempDir()
 	}
+	if clk == nil {
+		clk = clock.Real()
+	}
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctrl, err := controller.Open(controller.Config{NodeID: 1, Dir: filepath.Join(dir, "__controller")})
@@ -95,10 +102,18 @@ func startBrokerOn(t testing.TB, dir string, mod func(*config.Broker), fsys vfs.
 		ctrl.Close()
 		t.Fatal(err)
 	}
-	b := New(Config{Settings: settings, Controller: ctrl, Partitions: parts, Logger: logger, Clock: clk})
-	tb := &testBroker{Broker: b, ctrl: ctrl, dir: dir, logs: logs}
+	// The parts lib/node composes, built by the same constructors.
+	peers := peer.NewPool(peer.PoolClientID + "1")
+	producerIDs := controller.NewProducerIDs(ctrl, clk, logger, controller.ProducerIDBlockSize)
+	coords := coordinator.NewSet(coordinator.SetConfig{Settings: settings, Controller: ctrl, Hosted: parts, Peers: peers,
+		ProducerIDs: producerIDs.Take, Clock: clk, Logger: logger})
+	b := New(Config{Settings: settings, Controller: ctrl, Partitions: parts, Peers: peers, Coordinators: coords,
+		Authorizer:  auth.NewAuthorizer(auth.NodePolicy(settings.SuperUsers, settings.AllowEveryone())),
+		ProducerIDs: producerIDs, Logger: logger, Clock: clk})
+	tb := &testBroker{Broker: b, ctrl: ctrl, coords: coords, dir: dir, logs: logs}
 	t.Cleanup(func() {
-		b.Close()
+		coords.Close()
+		peers.Close()
 		if err := parts.Close(); err != nil {
 			t.Errorf("partitions close: %v", err)
 		}
@@ -183,9 +198,9 @@ func (tb *testBroker) waitFor(t testing.TB, what string, cond func() bool) {
 	waitUntil(t, what, cond)
 }
 
-// Close closes the broker, then its partitions, as mqd does.
+// Close closes the coordinators, then the partitions, as mqd does.
 func (tb *testBroker) Close() error {
-	tb.Broker.Close()
+	tb.coords.Close()
 	return tb.parts.Close()
 }
 

@@ -1,8 +1,9 @@
 // Package broker answers the Kafka APIs of one mq node: it maps each
 // request onto the parts lib/node gives it in a Config (the controller,
 // the hosted partitions of lib/partition, the connections to the other
-// brokers) and onto the coordinators it runs on them. docs/ARCHITECTURE.md
-// puts it in the whole.
+// brokers, the group, transaction and share coordinators of
+// lib/coordinator's Set, the authorizer, the producer IDs).
+// docs/ARCHITECTURE.md puts it in the whole.
 //
 // One file per API family:
 //
@@ -42,8 +43,8 @@
 //     salted keys only; the salted password a client sends is turned
 //     into StoredKey and ServerKey and dropped);
 //   - groups.go, groups_offsets.go (the classic group and offset APIs
-//     onto lib/group's Coordinator, started on __consumer_offsets by
-//     lib/coordinator's NewGroups (groups_store.go); a group id that is a
+//     onto lib/group's Coordinator on __consumer_offsets, Config's
+//     Coordinators.Groups (groups_store.go); a group id that is a
 //     share group here is refused to JoinGroup and OffsetCommit);
 //   - share.go, share_fetch.go, share_offsets.go (KIP-932 share groups
 //     onto lib/queue's Groups and Leader (a consumer group's id is
@@ -181,18 +182,20 @@
 //     context, so a closed connection ends them.
 //
 // InitProducerId takes its IDs from Config.ProducerIDs
-// (controller.ProducerIDs), whose prefetch lib/node runs from the
+// (controller.ProducerIDs, which the transaction coordinator takes its
+// IDs from too), whose prefetch lib/node runs from the
 // broker's registration on: with a block at hand it needs no controller
 // round trip, and new idempotent producers start while the controller
 // quorum is lost, until the blocks run out. Then it answers the
 // retriable COORDINATOR_NOT_AVAILABLE while the controller cannot be
 // reached.
 //
-// The parts run their own: lib/partition's loops (which call the group
-// and transaction coordinators' ownership syncs after each image:
-// coordinator.Topic's FollowLeadership), lib/group's and lib/txn's timers
-// and lib/txn's marker goroutines, lib/coordinator's remote-write
-// senders. Handlers that need a topic they just created apply the current
+// The parts run their own, started and stopped by lib/node, which built
+// them: lib/partition's loops (which call the group and transaction
+// coordinators' ownership syncs after each image: coordinator.Topic's
+// FollowLeadership), lib/group's and lib/txn's timers and lib/txn's
+// marker goroutines, lib/coordinator's remote-write senders. The Broker
+// has no Close: once the server drained, lib/node closes the parts. Handlers that need a topic they just created apply the current
 // image themselves (partition.Manager.Refresh).
 //
 // # Locks

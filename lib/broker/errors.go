@@ -237,10 +237,12 @@ var queueCodes = []errorCode{
 }
 
 // coordinatorCodes: state kept in an internal topic on another node that
-// cannot be reached; clients retry.
+// cannot be reached (clients retry), and a share-partition of a topic ID
+// the image does not hold.
 var coordinatorCodes = []errorCode{
 	{coordinator.ErrLeaderUnknown, kerr.CoordinatorNotAvailable},
 	{coordinator.ErrClosed, kerr.CoordinatorNotAvailable},
+	{coordinator.ErrUnknownTopicID, kerr.UnknownTopicID},
 }
 
 // contextCodes: a request that ran out of time, or whose connection went.

@@ -42,6 +42,7 @@ var internalErrors = map[string]error{
 	"queue.ErrBadSnapshot":                      queue.ErrBadSnapshot,
 	"coordinator.ErrLeaderUnknown":              coordinator.ErrLeaderUnknown,
 	"coordinator.ErrClosed":                     coordinator.ErrClosed,
+	"coordinator.ErrUnknownTopicID":             coordinator.ErrUnknownTopicID,
 	"partition.ErrUnknownPartition":             partition.ErrUnknownPartition,
 	"partition.ErrNotHosted":                    partition.ErrNotHosted,
 	"log.ErrOffsetOutOfRange":                   log.ErrOffsetOutOfRange,

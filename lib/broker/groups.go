@@ -311,7 +311,7 @@ func (b *Broker) handleListGroups(_ context.Context, c *server.ConnInfo, req *se
 		return len(r.TypesFilter) == 0 || slices.ContainsFunc(r.TypesFilter, func(t string) bool { return strings.EqualFold(t, typ) })
 	}
 	if wants(groupTypeShare) {
-		for _, sg := range b.listShareGroups() {
+		for _, sg := range b.coords.ListShareGroups() {
 			if len(r.StatesFilter) > 0 && !slices.ContainsFunc(r.StatesFilter, func(s string) bool { return strings.EqualFold(s, sg.State) }) {
 				continue
 			}

@@ -166,12 +166,6 @@ func (b *Broker) describeShareGroup(id string, img *controller.Image) ([]queue.M
 	return b.shareGroups.Describe(id, b.clock.Now(), g.SessionTimeout, topicCounts(img))
 }
 
-// listShareGroups returns the share groups this node coordinates, with
-// their states.
-func (b *Broker) listShareGroups() []queue.GroupState {
-	return b.shareGroups.List(func(id string) bool { return b.groups.c.Check(id) == nil })
-}
-
 // handleDescribeShareGroupOffsets answers each share-partition's start
 // offset and lag (records after the start not yet acknowledged or
 // archived, up to the high-water mark), from __share_group_state, with
@@ -264,12 +258,3 @@ func (b *Broker) shareOffsets(ctx context.Context, group string, t *controller.T
 	}
 	return rp
 }
-
-// ShareGroups lists the share groups this node coordinates, with their
-// states (Empty or Stable): for the metrics.
-func (b *Broker) ShareGroups() []queue.GroupState { return b.listShareGroups() }
-
-// ShareStats reports the share-partitions this node has served as their
-// partition's leader since it started (queue.Leader.Stats): for the
-// metrics.
-func (b *Broker) ShareStats() []queue.PartitionStats { return b.shares.Stats() }

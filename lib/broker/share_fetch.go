@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
-	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/server"
 )
@@ -16,22 +15,6 @@ import (
 // ShareFetch and ShareAcknowledge (KIP-932) onto the share-partition
 // leader (lib/queue's Leader): the share-partitions of the topic
 // partitions this node leads, with their state in __share_group_state.
-
-// shareSources returns lib/queue's lookup of the hosted leader of a
-// partition named by topic ID, in ctrl's current image.
-func shareSources(ctrl *controller.Controller, parts *partition.Manager) func(queue.TP) (queue.Source, error) {
-	return func(tp queue.TP) (queue.Source, error) {
-		t := ctrl.Image().TopicsByID[controller.TopicID(tp.TopicID)]
-		if t == nil {
-			return nil, errUnknownTopicID
-		}
-		h, err := parts.Leader(t, tp.Partition)
-		if err != nil {
-			return nil, err
-		}
-		return partition.ShareSource{Hosted: h}, nil
-	}
-}
 
 // ackBatches collects a request's acknowledgement batches of one
 // partition as queue.Acks.

@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/mqproject/mq/lib/controller"
 	"github.com/mqproject/mq/lib/coordinator"
 	"github.com/mqproject/mq/lib/group"
 	"github.com/mqproject/mq/lib/server"
@@ -22,67 +21,17 @@ import (
 
 // transactionStateTopic is the internal topic of the transaction
 // coordinator.
-const transactionStateTopic = "__transaction_state"
+const transactionStateTopic = coordinator.TransactionStateTopic
 
-// txnCoordinator is the transaction coordinator on this node: the ids of
-// the partitions of __transaction_state this node leads.
+// txnCoordinator is the transaction coordinator on this node,
+// Config.Coordinators' Txns: the ids of the partitions of
+// __transaction_state this node leads.
 type txnCoordinator struct {
 	c     *txn.Coordinator
 	state *coordinator.Topic
 }
 
-func newTxnCoordinator(b *Broker) *txnCoordinator {
-	s := b.cfg.Settings
-	n := s.TransactionStateTopicPartitions
-	if n <= 0 {
-		n = 50
-	}
-	if t := b.ctrl.Image().Topics[transactionStateTopic]; t != nil {
-		n = int32(len(t.Partitions)) // fixed once the topic exists
-	}
-	rf := s.TransactionStateReplicationFactor
-	if rf <= 0 {
-		rf = 3
-	}
-	tc := &txnCoordinator{}
-	tc.state = coordinator.New(coordinator.Config{
-		Name: transactionStateTopic, Partitions: n, ReplicationFactor: rf,
-		NodeID: s.NodeID, Controller: b.ctrl, Hosted: b.parts, Peers: b.peers,
-		Logger: b.log, OnCreate: tc.syncOwnership,
-	})
-	tc.c = txn.New(txn.Config{
-		Partitions:         n,
-		Store:              tc.state.TxnStore(),
-		Markers:            &txn.MarkerWriter{Leader: imageLeader(b.ctrl), Peers: b.txnPeers, Clock: b.clock, Logger: b.log},
-		ProducerIDs:        b.producerIDs.Take,
-		Clock:              b.clock,
-		Logger:             b.log.With("component", "txn"),
-		MaxTimeout:         s.TransactionMaxTimeout,
-		IDExpiration:       s.TransactionalIDExpiration,
-		AbortCheckInterval: s.TransactionAbortCheckInterval,
-	})
-	tc.state.FollowLeadership(tc.c)
-	return tc
-}
-
-// imageLeader is a partition's leader in the image of the moment (false:
-// the partition is gone), where the markers go.
-func imageLeader(ctrl *controller.Controller) func(txn.TopicPartition) (int32, bool) {
-	return func(tp txn.TopicPartition) (int32, bool) {
-		img := ctrl.Image()
-		if !knownPartition(img, tp.Topic, tp.Partition) {
-			return -1, false
-		}
-		return img.Topics[tp.Topic].Partitions[tp.Partition].Leader, true
-	}
-}
-
 func (tc *txnCoordinator) syncOwnership() { tc.state.SyncOwnership(tc.c) }
-
-func (tc *txnCoordinator) close() {
-	tc.c.Close()
-	tc.state.Close()
-}
 
 // Transactions returns the transaction coordinator, whose timeout check
 // tests run at once.

@@ -14,15 +14,16 @@
 //   - replica.Config: follower lag, ISR changes, resignation retries;
 //   - group.Config: sessions, rebalances, offset expiry;
 //   - node.Config: one clock for the whole node, which it gives to the
-//     controller, the partitions and the broker, and its own heartbeats and
-//     controlled shutdown run on;
+//     controller, the partitions, the coordinators and the broker, and its
+//     own heartbeats and controlled shutdown run on;
 //   - partition.Config: the logs and replicas it opens (segment age,
 //     retention, flushes, follower lag), the replica fetchers' backoffs,
 //     the ISR checks, high-water mark checkpoints, and the log tasks
 //     (retention runs, the cleaner, the scrubber's pace);
-//   - broker.Config: fetch long-polls and sessions, and the coordinators
-//     it runs: the group coordinator, the share-partitions (lib/queue's
-//     Leader; its pure state machines take the time as an argument);
+//   - broker.Config: fetch long-polls and sessions;
+//   - coordinator.SetConfig: the coordinators of one node: the group and
+//     transaction coordinators, the share-partitions (lib/queue's Leader;
+//     its pure state machines take the time as an argument);
 //   - controller.Config: broker liveness (heartbeat times, session expiry
 //     and fencing, the wait before an unclean election), the active
 //     controller's periodic checks including the leader-imbalance check,

@@ -22,7 +22,16 @@
 // NewGroups starts lib/group's Coordinator on __consumer_offsets: the
 // topic's partition count (an existing topic's own), the coordinator's
 // Store, its loading of what this node leads once the topic is created
-// here, and FollowLeadership.
+// here, and FollowLeadership. NewTransactions does the same for lib/txn's
+// Coordinator on __transaction_state; NewShares starts lib/queue's Leader
+// on __share_group_state, reading the partitions led here through
+// partition.ShareSource.
+//
+// NewSet starts all of one node's coordinators from its settings, with
+// lib/queue's share groups (membership, in memory) and DeadLetters; it is
+// what lib/node builds and gives lib/broker, and what lib/broker's tests
+// build the same way. Set.Close stops them all; lib/node calls it once
+// the server drained, before the partitions close.
 //
 // Locate answers FindCoordinator for a Keyed coordinator on a Topic: the
 // leader of the key's partition, waiting within the caller's context for

@@ -13,8 +13,11 @@
 //     same directory gets a *DataDirInUseError;
 //  2. checks meta.properties (node id, then cluster id once known) and
 //     opens the controller (lib/controller) in DATA_DIR/__controller;
-//  3. opens the partitions (lib/partition), which start recovering, and
-//     builds the Broker (lib/broker) on them;
+//  3. opens the partitions (lib/partition), which start recovering,
+//     starts the coordinators on them (coordinator.NewSet: groups,
+//     transactions, share groups and share-partitions), and builds the
+//     Broker (lib/broker) on these parts, with the authorizer
+//     (auth.NodePolicy) and the producer IDs;
 //  4. starts the Server (lib/server) on the listeners, with the metrics
 //     endpoint (lib/metrics) when metrics.listen is set, and waits for
 //     the partitions to open; max.connections 0 becomes three quarters
@@ -34,7 +37,7 @@
 //
 // Shutdown reverses it: a controlled shutdown first (the controller moves
 // this broker's leaderships to other in-sync replicas while it still
-// serves), then the server drains, the broker and the partitions close
+// serves), then the server drains, the coordinators and the partitions close
 // (the logs flushed, the clean shutdown recorded), the controller closes
 // and the lock is released. Whatever Start got to is stopped the same way
 // when it fails.
@@ -54,7 +57,8 @@
 //     clock, so that new idempotent producers start on this broker while
 //     the controller quorum is lost, as long as the blocks last.
 //   - the parts' own: lib/server's per connection, lib/partition's loops,
-//     lib/group's timers, hashicorp/raft's.
+//     lib/group's and lib/txn's timers, lib/txn's markers,
+//     lib/coordinator's remote-write senders, hashicorp/raft's.
 //
 // A Daemon's methods are safe for concurrent use.
 package node

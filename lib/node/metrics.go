@@ -102,12 +102,12 @@ func (d *Daemon) MetricsSnapshot(partitionSeries bool) metrics.Snapshot {
 // the last one.
 func (d *Daemon) groupLag(seen map[lagKey]bool) []metrics.Group {
 	now := d.clock.Now()
-	listed := d.broker.Groups().ListGroups(nil)
+	listed := d.coords.Groups.ListGroups(nil)
 	out := make([]metrics.Group, 0, len(listed))
 	var remote []remoteLag // group partitions hosted on other nodes
 	for _, g := range listed {
 		mg := metrics.Group{Group: g.Group, State: g.State.String()}
-		offsets, err := d.broker.Groups().FetchOffsets(g.Group, nil)
+		offsets, err := d.coords.Groups.FetchOffsets(g.Group, nil)
 		if err != nil {
 			out = append(out, mg)
 			continue
@@ -151,13 +151,13 @@ func (d *Daemon) groupLag(seen map[lagKey]bool) []metrics.Group {
 // offset (cached as the groups' lag times are) and their dead letters.
 func (d *Daemon) shareGroups(seen map[lagKey]bool) ([]metrics.ShareGroup, []metrics.SharePartition) {
 	var groups []metrics.ShareGroup
-	for _, g := range d.broker.ShareGroups() {
+	for _, g := range d.coords.ListShareGroups() {
 		groups = append(groups, metrics.ShareGroup{Group: g.ID, State: g.State})
 	}
 	now := d.clock.Now()
 	img := d.ctrl.Image()
 	var parts []metrics.SharePartition
-	for _, st := range d.broker.ShareStats() {
+	for _, st := range d.coords.Shares.Stats() {
 		t := img.TopicsByID[controller.TopicID(st.TopicID)]
 		if t == nil {
 			continue

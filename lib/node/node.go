@@ -23,6 +23,7 @@ import (
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/coordinator"
 	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/metrics"
 	"github.com/mqproject/mq/lib/partition"
@@ -46,8 +47,11 @@ type Daemon struct {
 	// (this node's certificate) of every connection to another broker's
 	// ssl:// listener; nil: they go to the plaintext listeners.
 	peerTLS func() *tls.Config
-	broker  *broker.Broker
-	server  *server.Server
+	// coords are the group, transaction and share coordinators, which
+	// the broker answers the Kafka APIs on.
+	coords *coordinator.Set
+	broker *broker.Broker
+	server *server.Server
 	// tls serves the ssl:// listeners; nil without a certificate.
 	tls *server.TLS
 	// nodeTLS is this node's identity on the controller port
@@ -319,9 +323,11 @@ func Start(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		d.peers = peer.NewPool(peer.PoolClientID + strconv.Itoa(int(s.NodeID)))
 	}
 	d.producerIDs = controller.NewProducerIDs(d.ctrl, clk, pcfg.Logger, controller.ProducerIDBlockSize)
-	d.broker = broker.New(broker.Config{Settings: s, Controller: d.ctrl, Partitions: d.parts, Peers: d.peers, ProducerIDs: d.producerIDs,
-		VerifyTransactions: s.TxnPartitionVerification, TxnPeers: &peer.Nodes{Pool: d.peers, Addr: d.parts.PeerAddr},
-		Logger: pcfg.Logger, Clock: clk})
+	d.coords = coordinator.NewSet(coordinator.SetConfig{Settings: s, Controller: d.ctrl, Hosted: d.parts, Peers: d.peers,
+		ProducerIDs: d.producerIDs.Take, Clock: clk, Logger: pcfg.Logger})
+	d.broker = broker.New(broker.Config{Settings: s, Controller: d.ctrl, Partitions: d.parts, Peers: d.peers,
+		Coordinators: d.coords, Authorizer: auth.NewAuthorizer(auth.NodePolicy(s.SuperUsers, s.AllowEveryone())),
+		ProducerIDs: d.producerIDs, VerifyTransactions: s.TxnPartitionVerification, Logger: pcfg.Logger, Clock: clk})
 	scfg.MaxConnections = maxConnections(s.MaxConnections, d.parts.Files().Max(), logger)
 	d.server, err = server.New(scfg, d.broker)
 	if err != nil {
@@ -574,8 +580,8 @@ func (d *Daemon) closeParts(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("shut down server: %w", err))
 		}
 	}
-	if d.broker != nil {
-		d.broker.Close()
+	if d.coords != nil {
+		d.coords.Close()
 	}
 	if d.peers != nil {
 		d.peers.Close()

@@ -95,7 +95,7 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 		if code := metadataOf(t, d, "r"); code == 0 {
 			t.Errorf("Metadata before registering: r-0 has no error, want LEADER_NOT_AVAILABLE")
 		}
-		if owned := d.broker.Groups().Owned(); len(owned) > 0 {
+		if owned := d.coords.Groups.Owned(); len(owned) > 0 {
 			t.Errorf("before registering, the group coordinator owns __consumer_offsets partitions %v (led before: %v)", owned, offsetsLed)
 		}
 	}
@@ -125,7 +125,7 @@ func TestRestartedNodeLeadsNothingBeforeItRegisters(t *testing.T) {
 	}
 	// The node coordinates the groups of what it leads once more.
 	mqtest.WaitFor(t, "the group coordinator to own what the node leads", func() (bool, string) {
-		owned := d.broker.Groups().Owned()
+		owned := d.coords.Groups.Owned()
 		for _, op := range d.ctrl.Image().Topics["__consumer_offsets"].Partitions {
 			if op.Leader == self && !slices.Contains(owned, op.ID) {
 				return false, fmt.Sprintf("node %d leads __consumer_offsets-%d, coordinates %v", self, op.ID, owned)
