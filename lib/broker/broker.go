@@ -2,11 +2,8 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"net"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -193,23 +190,6 @@ func (b *Broker) ApiVersionsTags() kmsg.Tags {
 		b.log.Warn("ApiVersions responses will not name mq's version", "err", err)
 	}
 	return t
-}
-
-// peer returns a connection to node from the pool; give it back with
-// b.peers.Put.
-func (b *Broker) peer(ctx context.Context, node int32) (*peer.Conn, error) {
-	br, ok := b.ctrl.Image().Brokers[node]
-	if !ok {
-		return nil, fmt.Errorf("%w: node %d is not registered", coordinator.ErrLeaderUnknown, node)
-	}
-	if b.peers.TLS() {
-		addr := partition.SSLListener(br)
-		if addr == "" {
-			return nil, fmt.Errorf("%w: node %d has no ssl:// listener for the other brokers", coordinator.ErrLeaderUnknown, node)
-		}
-		return b.peers.Get(ctx, addr)
-	}
-	return b.peers.Get(ctx, net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port))))
 }
 
 // reply wraps a ready response.

@@ -69,7 +69,11 @@ func (b *Broker) onShareLeader(ctx context.Context, t *controller.Topic, partiti
 		}
 		return 0, nil
 	}
-	c, err := b.peer(ctx, leader)
+	addr, err := b.parts.PeerAddr(leader)
+	var c *peer.Conn
+	if err == nil {
+		c, err = b.peers.Get(ctx, addr)
+	}
 	if err != nil {
 		return kerr.CoordinatorNotAvailable.Code, kmsg.StringPtr(err.Error())
 	}
