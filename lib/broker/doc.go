@@ -47,8 +47,9 @@
 //     Coordinators.Groups (groups_store.go); a group id that is a
 //     share group here is refused to JoinGroup and OffsetCommit);
 //   - share.go, share_fetch.go, share_offsets.go (KIP-932 share groups
-//     onto lib/queue's Groups and Leader (a consumer group's id is
-//     refused to ShareGroupHeartbeat), with their state in
+//     onto lib/queue's Groups and Leader, the heartbeats through
+//     lib/coordinator's Set.ShareHeartbeat (which refuses a consumer
+//     group's id), with their state in
 //     __share_group_state and their dead letters through
 //     lib/coordinator; the batches they read through lib/partition's
 //     ShareSource; share_config.go the group configs of lib/config);

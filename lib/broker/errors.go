@@ -237,12 +237,14 @@ var queueCodes = []errorCode{
 }
 
 // coordinatorCodes: state kept in an internal topic on another node that
-// cannot be reached (clients retry), and a share-partition of a topic ID
-// the image does not hold.
+// cannot be reached (clients retry), a share-partition of a topic ID the
+// image does not hold, a share group's heartbeat for a consumer group's
+// id.
 var coordinatorCodes = []errorCode{
 	{coordinator.ErrLeaderUnknown, kerr.CoordinatorNotAvailable},
 	{coordinator.ErrClosed, kerr.CoordinatorNotAvailable},
 	{coordinator.ErrUnknownTopicID, kerr.UnknownTopicID},
+	{coordinator.ErrConsumerGroupID, kerr.GroupIDNotFound},
 }
 
 // contextCodes: a request that ran out of time, or whose connection went.
@@ -360,7 +362,7 @@ func groupError(err error) int16 {
 		}
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	return kafkaCode(err, kerr.UnknownServerError, groupCodes, queueCodes, brokerCodes, partitionCodes)
+	return kafkaCode(err, kerr.UnknownServerError, groupCodes, queueCodes, brokerCodes, partitionCodes, coordinatorCodes)
 }
 
 // txnError maps an error of the transaction APIs to its Kafka error code

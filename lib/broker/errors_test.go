@@ -43,6 +43,7 @@ var internalErrors = map[string]error{
 	"coordinator.ErrLeaderUnknown":              coordinator.ErrLeaderUnknown,
 	"coordinator.ErrClosed":                     coordinator.ErrClosed,
 	"coordinator.ErrUnknownTopicID":             coordinator.ErrUnknownTopicID,
+	"coordinator.ErrConsumerGroupID":            coordinator.ErrConsumerGroupID,
 	"partition.ErrUnknownPartition":             partition.ErrUnknownPartition,
 	"partition.ErrNotHosted":                    partition.ErrNotHosted,
 	"log.ErrOffsetOutOfRange":                   log.ErrOffsetOutOfRange,

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -12,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mqproject/mq/lib/controller"
-	"github.com/mqproject/mq/lib/group"
 	"github.com/mqproject/mq/lib/kafkaext"
 	"github.com/mqproject/mq/lib/queue"
 	"github.com/mqproject/mq/lib/server"
@@ -75,19 +73,9 @@ func (b *Broker) handleShareGroupHeartbeat(_ context.Context, c *server.ConnInfo
 	if r.GroupID == "" {
 		return fail(kerr.InvalidGroupID.Code, errors.New("empty group id"))
 	}
-	if err := b.groups.c.Check(r.GroupID); err != nil {
-		return fail(groupError(err), err)
-	}
-	// One id is one group, of one type, as in Kafka: a queue never
-	// shadows a consumer group (or its committed offsets).
-	if !b.shareGroups.Has(r.GroupID) {
-		if d, err := b.groups.c.DescribeGroup(r.GroupID); err == nil && d.State != group.Dead {
-			return fail(kerr.GroupIDNotFound.Code, fmt.Errorf("group %s is a consumer group, not a share group", r.GroupID))
-		}
-	}
 	img := b.ctrl.Image()
 	g, _ := b.shareSettings(img, r.GroupID)
-	res, err := b.shareGroups.Heartbeat(r.GroupID, queue.Heartbeat{
+	res, err := b.coords.ShareHeartbeat(r.GroupID, queue.Heartbeat{
 		MemberID: r.MemberID, MemberEpoch: r.MemberEpoch, Topics: r.SubscribedTopicNames,
 		Rack: r.RackID, ClientID: clientID(req), ClientHost: clientHost(c),
 	}, b.clock.Now(), g.SessionTimeout, topicCounts(img))

@@ -592,3 +592,42 @@ func TestShareGroupOffsetsAlteredAndDeleted(t *testing.T) {
 		t.Fatalf("after the delete consumed %d, want all %d again", len(again), n)
 	}
 }
+
+// TestOneGroupIDIsOneGroupType: a share group's heartbeat for the id of a
+// consumer group with committed offsets is GROUP_ID_NOT_FOUND, and a
+// consumer group's commit for the id of a share group is refused too.
+func TestOneGroupIDIsOneGroupType(t *testing.T) {
+	_, _, _, cl := startShareQueue(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	commit := func(group string) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.Generation = group, -1
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "q", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 0}}}}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	heartbeat := func(group string) int16 {
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = group, "m", 0, []string{"q"}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.ErrorCode
+	}
+	if code := commit("consumers"); code != 0 {
+		t.Fatalf("commit for consumer group: %v", kerr.ErrorForCode(code))
+	}
+	if code := heartbeat("consumers"); code != kerr.GroupIDNotFound.Code {
+		t.Errorf("share heartbeat for a consumer group's id: %v, want GROUP_ID_NOT_FOUND", kerr.ErrorForCode(code))
+	}
+	if code := heartbeat("queue"); code != 0 {
+		t.Fatalf("share heartbeat: %v", kerr.ErrorForCode(code))
+	}
+	if code := commit("queue"); code != kerr.GroupIDNotFound.Code {
+		t.Errorf("commit for a share group's id: %v, want GROUP_ID_NOT_FOUND", kerr.ErrorForCode(code))
+	}
+}

@@ -2,8 +2,11 @@ package coordinator
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/mqproject/mq/lib/clock"
 	"github.com/mqproject/mq/lib/config"
@@ -120,6 +123,27 @@ func imageLeader(ctrl *controller.Controller) func(txn.TopicPartition) (int32, b
 		}
 		return t.Partitions[tp.Partition].Leader, true
 	}
+}
+
+// ErrConsumerGroupID is a share group's heartbeat for the id of a
+// consumer group: one id is one group, of one type, as in Kafka.
+var ErrConsumerGroupID = errors.New("coordinator: the id is a consumer group's, not a share group's")
+
+// ShareHeartbeat is a share group member's heartbeat to the coordinator
+// of group id (queue.Groups.Heartbeat): refused as lib/group's Check
+// refuses when this node does not coordinate id, and with
+// ErrConsumerGroupID when id is a consumer group that is not Dead, so that
+// a queue never shadows a consumer group or its committed offsets.
+func (s *Set) ShareHeartbeat(id string, hb queue.Heartbeat, now time.Time, sessionTimeout time.Duration, counts queue.PartitionCounts) (queue.HeartbeatResult, error) {
+	if err := s.Groups.Check(id); err != nil {
+		return queue.HeartbeatResult{}, err
+	}
+	if !s.ShareGroups.Has(id) {
+		if d, err := s.Groups.DescribeGroup(id); err == nil && d.State != group.Dead {
+			return queue.HeartbeatResult{}, fmt.Errorf("%w: group %s", ErrConsumerGroupID, id)
+		}
+	}
+	return s.ShareGroups.Heartbeat(id, hb, now, sessionTimeout, counts)
 }
 
 // ListShareGroups returns the share groups this node coordinates (those
