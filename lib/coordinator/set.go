@@ -70,29 +70,22 @@ func NewSet(cfg SetConfig) *Set {
 	}
 	s := cfg.Settings
 	log := cfg.Logger
+	// placed is an internal topic's Config: created with partitions
+	// partitions of rf replicas.
+	placed := func(partitions int32, rf int16) Config {
+		return Config{Partitions: partitions, ReplicationFactor: rf,
+			NodeID: s.NodeID, Controller: cfg.Controller, Hosted: cfg.Hosted, Peers: cfg.Peers, Logger: log}
+	}
 	set := &Set{TxnPeers: cfg.TxnPeers, ShareGroups: queue.NewGroups()}
-	set.Groups, set.Offsets = NewGroups(Config{
-		Partitions: s.OffsetsTopicNumPartitions, ReplicationFactor: s.OffsetsTopicReplicationFactor,
-		NodeID: s.NodeID, Controller: cfg.Controller, Hosted: cfg.Hosted, Peers: cfg.Peers, Logger: log,
-	}, group.Config{
+	set.Groups, set.Offsets = NewGroups(placed(s.OffsetsTopicNumPartitions, s.OffsetsTopicReplicationFactor), group.Config{
 		Clock:                 cfg.Clock,
 		Logger:                log.With("component", "group"),
 		InitialRebalanceDelay: s.GroupInitialRebalanceDelay,
 		InitialRebalanceAlone: s.GroupInitialRebalanceAlone,
 		OffsetsRetention:      s.OffsetsRetention,
 	})
-	txnParts := s.TransactionStateTopicPartitions
-	if txnParts <= 0 {
-		txnParts = 50
-	}
-	txnRF := s.TransactionStateReplicationFactor
-	if txnRF <= 0 {
-		txnRF = 3
-	}
-	set.Txns, set.TxnState = NewTransactions(Config{
-		Partitions: txnParts, ReplicationFactor: txnRF,
-		NodeID: s.NodeID, Controller: cfg.Controller, Hosted: cfg.Hosted, Peers: cfg.Peers, Logger: log,
-	}, txn.Config{
+	txnState := placed(orDefault(s.TransactionStateTopicPartitions, 50), orDefault(s.TransactionStateReplicationFactor, 3))
+	set.Txns, set.TxnState = NewTransactions(txnState, txn.Config{
 		Markers:            &txn.MarkerWriter{Leader: imageLeader(cfg.Controller), Peers: cfg.TxnPeers, Clock: cfg.Clock, Logger: log},
 		ProducerIDs:        cfg.ProducerIDs,
 		Clock:              cfg.Clock,
@@ -101,16 +94,18 @@ func NewSet(cfg SetConfig) *Set {
 		IDExpiration:       s.TransactionalIDExpiration,
 		AbortCheckInterval: s.TransactionAbortCheckInterval,
 	})
-	shareParts := s.ShareStateTopicPartitions
-	if shareParts <= 0 {
-		shareParts = 50
-	}
 	dlq := &DeadLetters{Settings: s, Controller: cfg.Controller, Hosted: cfg.Hosted, Logger: log}
-	set.Shares, set.ShareState = NewShares(Config{
-		Partitions: shareParts, ReplicationFactor: s.OffsetsTopicReplicationFactor,
-		NodeID: s.NodeID, Controller: cfg.Controller, Hosted: cfg.Hosted, Peers: cfg.Peers, Logger: log,
-	}, queue.LeaderConfig{DeadLetter: dlq.Write, Clock: cfg.Clock, Logger: log})
+	set.Shares, set.ShareState = NewShares(placed(orDefault(s.ShareStateTopicPartitions, 50), s.OffsetsTopicReplicationFactor),
+		queue.LeaderConfig{DeadLetter: dlq.Write, Clock: cfg.Clock, Logger: log})
 	return set
+}
+
+// orDefault is v, or def when v is not positive (a setting left unset).
+func orDefault[T int16 | int32](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // imageLeader is a partition's leader in the image of the moment (false:

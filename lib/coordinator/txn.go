@@ -16,18 +16,10 @@ const TransactionStateTopic = "__transaction_state"
 // this node leads once it created the topic, and following their
 // leadership. Close the coordinator, then the Topic.
 func NewTransactions(cfg Config, tc txn.Config) (*txn.Coordinator, *Topic) {
-	if t := cfg.Controller.Image().Topics[TransactionStateTopic]; t != nil {
-		cfg.Partitions = int32(len(t.Partitions))
-	}
-	cfg.Name = TransactionStateTopic
-	var c *txn.Coordinator
-	var topic *Topic
-	cfg.OnCreate = func() { topic.SyncOwnership(c) }
-	topic = New(cfg)
-	tc.Partitions, tc.Store = cfg.Partitions, topic.TxnStore()
-	c = txn.New(tc)
-	topic.FollowLeadership(c)
-	return c, topic
+	return start(cfg, TransactionStateTopic, func(partitions int32, t *Topic) *txn.Coordinator {
+		tc.Partitions, tc.Store = partitions, t.TxnStore()
+		return txn.New(tc)
+	})
 }
 
 // TxnStore is the Topic as lib/txn's Store: __transaction_state's
