@@ -7,9 +7,10 @@
 // A Coordinator serves the groups of the partitions of __consumer_offsets
 // its node leads: a group lives in partition PartitionFor(group, n),
 // Kafka's abs(javaHashCode(group)) % n, so a client's FindCoordinator goes
-// to that partition's leader. The broker calls Load when the node becomes
-// leader of a partition (groups answer ErrLoadInProgress until replay is
-// done) and Unload when it stops being leader; the partitions owned are an
+// to that partition's leader. lib/coordinator (Topic.FollowLeadership)
+// loads a partition when the node becomes its leader (groups answer
+// ErrLoadInProgress until replay is done) and unloads it when the node
+// stops being leader; the partitions owned are an
 // owned.Partitions (lib/coordinator/owned), as lib/txn's.
 //
 // # Groups

@@ -19,8 +19,10 @@
 //     mutex, waited for without it (Leader's doc says where the
 //     exceptions are and why).
 //
-// lib/broker maps the Kafka requests onto Groups and Leader and their
-// errors onto Kafka codes; AcksFrom turns a request's acknowledgement
+// lib/coordinator's NewSet builds a node's Groups and Leader (the
+// heartbeats go through its Set.ShareHeartbeat, which refuses a consumer
+// group's id first); lib/broker maps the Kafka requests onto them and
+// their errors onto Kafka codes; AcksFrom turns a request's acknowledgement
 // batches into Acks, and DescribeState says what a stored state holds
 // (DescribeShareGroupOffsets: its start, window counts and lag).
 //
