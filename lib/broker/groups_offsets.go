@@ -14,8 +14,7 @@ import (
 
 // knownPartition reports whether the image has the partition.
 func knownPartition(img *controller.Image, topic string, partition int32) bool {
-	t := img.Topics[topic]
-	return t != nil && partition >= 0 && int(partition) < len(t.Partitions)
+	return img.Partition(topic, partition) != nil
 }
 
 // handleOffsetCommit stores offsets, checking the member's generation

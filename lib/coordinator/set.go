@@ -112,11 +112,11 @@ func orDefault[T int16 | int32](v, def T) T {
 // the partition is gone), where the markers go.
 func imageLeader(ctrl *controller.Controller) func(txn.TopicPartition) (int32, bool) {
 	return func(tp txn.TopicPartition) (int32, bool) {
-		t := ctrl.Image().Topics[tp.Topic]
-		if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+		p := ctrl.Image().Partition(tp.Topic, tp.Partition)
+		if p == nil {
 			return -1, false
 		}
-		return t.Partitions[tp.Partition].Leader, true
+		return p.Leader, true
 	}
 }
 
