@@ -239,12 +239,13 @@ var queueCodes = []errorCode{
 // coordinatorCodes: state kept in an internal topic on another node that
 // cannot be reached (clients retry), a share-partition of a topic ID the
 // image does not hold, a share group's heartbeat for a consumer group's
-// id.
+// id, a change to the offsets of a share group with members.
 var coordinatorCodes = []errorCode{
 	{coordinator.ErrLeaderUnknown, kerr.CoordinatorNotAvailable},
 	{coordinator.ErrClosed, kerr.CoordinatorNotAvailable},
 	{coordinator.ErrUnknownTopicID, kerr.UnknownTopicID},
 	{coordinator.ErrConsumerGroupID, kerr.GroupIDNotFound},
+	{coordinator.ErrShareGroupNotEmpty, kerr.NonEmptyGroup},
 }
 
 // contextCodes: a request that ran out of time, or whose connection went.

@@ -44,6 +44,7 @@ var internalErrors = map[string]error{
 	"coordinator.ErrClosed":                     coordinator.ErrClosed,
 	"coordinator.ErrUnknownTopicID":             coordinator.ErrUnknownTopicID,
 	"coordinator.ErrConsumerGroupID":            coordinator.ErrConsumerGroupID,
+	"coordinator.ErrShareGroupNotEmpty":         coordinator.ErrShareGroupNotEmpty,
 	"partition.ErrUnknownPartition":             partition.ErrUnknownPartition,
 	"partition.ErrNotHosted":                    partition.ErrNotHosted,
 	"log.ErrOffsetOutOfRange":                   log.ErrOffsetOutOfRange,

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,9 +22,6 @@ import (
 // share-partition: here, or on another node with the request forwarded
 // (kafkaext.ShareForward) over a peer connection.
 
-// errShareGroupNotEmpty refuses a change to a group with members.
-var errShareGroupNotEmpty = errors.New("broker: the share group has members")
-
 // forwarded says whether a request came from a coordinator.
 func forwarded(tags *kmsg.Tags) bool {
 	var f kafkaext.ShareForwarded
@@ -33,14 +29,13 @@ func forwarded(tags *kmsg.Tags) bool {
 	return ok && err == nil
 }
 
-// checkShareGroupEmpty is the coordinator's check of a change request.
+// checkShareGroupEmpty is the coordinator's check of a change request
+// (coordinator.Set.CheckShareGroupEmpty).
 func (b *Broker) checkShareGroupEmpty(group string) (int16, *string) {
-	if err := b.groups.c.Check(group); err != nil {
+	img := b.ctrl.Image()
+	g, _ := b.shareSettings(img, group)
+	if err := b.coords.CheckShareGroupEmpty(group, b.clock.Now(), g.SessionTimeout, topicCounts(img)); err != nil {
 		return groupError(err), groupErrorMessage(err)
-	}
-	members, _, _ := b.describeShareGroup(group, b.ctrl.Image())
-	if len(members) > 0 {
-		return kerr.NonEmptyGroup.Code, kmsg.StringPtr(errShareGroupNotEmpty.Error())
 	}
 	return 0, nil
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -561,8 +562,11 @@ func TestShareGroupOffsetsAlteredAndDeleted(t *testing.T) {
 		return err == nil && len(ds["g"].Members) == 1
 	})
 	res, err := adm.AlterShareGroupOffsets(ctx, "g", kadm.Offsets{"q": {0: {Topic: "q", Partition: 0, At: 12}}})
-	if err == nil && res.Error() == nil {
-		t.Fatal("altered the offsets of a group with a member")
+	if err == nil {
+		err = res.Error()
+	}
+	if !errors.Is(err, kerr.NonEmptyGroup) {
+		t.Fatalf("altered the offsets of a group with a member: %v, want NON_EMPTY_GROUP", err)
 	}
 	live.Close()
 	tb.waitFor(t, "the member gone", func() bool {

@@ -32,9 +32,11 @@
 // what lib/node builds and gives lib/broker, and what lib/broker's tests
 // build the same way. Set.ShareHeartbeat keeps one group id to one group
 // type across lib/group's and lib/queue's coordinators (a share group's
-// heartbeat for a consumer group's id is ErrConsumerGroupID). Set.Close
-// stops them all; lib/node calls it once the server drained, before the
-// partitions close.
+// heartbeat for a consumer group's id is ErrConsumerGroupID), and
+// Set.CheckShareGroupEmpty refuses a change to the offsets of a share
+// group with members (ErrShareGroupNotEmpty). Set.Close stops them all;
+// lib/node calls it once the server drained, before the partitions
+// close.
 //
 // Locate answers FindCoordinator for a Keyed coordinator on a Topic: the
 // leader of the key's partition, waiting within the caller's context for

@@ -141,6 +141,25 @@ func (s *Set) ShareHeartbeat(id string, hb queue.Heartbeat, now time.Time, sessi
 	return s.ShareGroups.Heartbeat(id, hb, now, sessionTimeout, counts)
 }
 
+// ErrShareGroupNotEmpty refuses a change to the offsets of a share group
+// with members.
+var ErrShareGroupNotEmpty = errors.New("coordinator: the share group has members")
+
+// CheckShareGroupEmpty is the coordinator's check before a share group's
+// offsets are altered or deleted: refused as lib/group's Check refuses
+// when this node does not coordinate id, and with ErrShareGroupNotEmpty
+// while the group has members (those silent for longer than
+// sessionTimeout expired first).
+func (s *Set) CheckShareGroupEmpty(id string, now time.Time, sessionTimeout time.Duration, counts queue.PartitionCounts) error {
+	if err := s.Groups.Check(id); err != nil {
+		return err
+	}
+	if members, _, _ := s.ShareGroups.Describe(id, now, sessionTimeout, counts); len(members) > 0 {
+		return ErrShareGroupNotEmpty
+	}
+	return nil
+}
+
 // ListShareGroups returns the share groups this node coordinates (those
 // whose partition of __consumer_offsets it leads), with their states.
 func (s *Set) ListShareGroups() []queue.GroupState {
