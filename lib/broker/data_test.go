@@ -157,6 +157,8 @@ func (tb *testBroker) createTopic(t testing.TB, name string, partitions int32, c
 // follower (registered here, never running) as their second replica,
 // out of the ISR: the tests that fetch as that follower need it to be a
 // replica, since the leader refuses fetches from any other replica id.
+// A fetch of the follower's at the high-water mark catches it up, and the
+// leader's next ISR check (every 250 ms) proposes it into the ISR.
 func (tb *testBroker) createFollowedTopic(t testing.TB, name string, partitions int32, configs map[string]string, follower int32) controller.TopicID {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -66,6 +66,19 @@ func answered(resp *kmsg.FetchResponse) map[int32]int {
 	return out
 }
 
+// highWatermark is the high-water mark a response answers partition p
+// with, -2 when it does not answer p.
+func highWatermark(resp *kmsg.FetchResponse, p int32) int64 {
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			if rp.Partition == p {
+				return rp.HighWatermark
+			}
+		}
+	}
+	return -2
+}
+
 func TestFetchSessionOfAFollower(t *testing.T) {
 	tb := startBroker(t, "", nil)
 	topic := tb.createFollowedTopic(t, "fs", 3, nil, followerID)
@@ -100,9 +113,18 @@ func TestFetchSessionOfAFollower(t *testing.T) {
 		t.Fatalf("epoch 1 answered after %v, want the long-poll of 100ms", waited)
 	}
 
+	// Caught up, the follower joins the ISR at the leader's next check
+	// (the leader's ticker, in its own time). Once it has joined partition
+	// 1's, that partition's high-water mark moves only with the follower's
+	// fetch offset, so that the answers below are the same whenever the
+	// other partitions' ISRs change.
+	tb.waitFor(t, "the follower in partition 1's ISR", func() bool {
+		return slices.Contains(tb.parts.Lookup("fs", 1).State().ISR, followerID)
+	})
+
 	// Epoch 2 names nothing; a produce to partition 1 wakes the long-poll,
 	// which waits on every partition of the session, and only partition 1
-	// is answered.
+	// is answered, with the high-water mark the follower's offset 1 gives.
 	done := make(chan *kmsg.FetchResponse, 1)
 	go func() { done <- fetch(sessionFetch(topic, id, 2, 10_000, nil)) }()
 	produce(t, tb, "fs", 1, 1, testBatch(t, record.BuildOptions{}, "b", 1))
@@ -111,15 +133,18 @@ func TestFetchSessionOfAFollower(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the produce did not wake the session's long-poll")
 	}
-	if got := answered(resp); len(got) != 1 || got[1] <= 0 {
-		t.Fatalf("epoch 2 answered %v, want partition 1 with records", got)
+	if got := answered(resp); len(got) != 1 || got[1] <= 0 || highWatermark(resp, 1) != 1 {
+		t.Fatalf("epoch 2 answered %v, high-water mark %d, want partition 1 with records and 1", got, highWatermark(resp, 1))
 	}
 
 	// Epoch 3 forgets partition 0 and moves partition 2 back to offset 0:
 	// partition 2 is answered with its records again, partition 0 is gone.
+	// Partition 1's fetch offset 2 moves its high-water mark to 2, which
+	// the answer tells without records.
 	resp = fetch(sessionFetch(topic, id, 3, 0, map[int32]int64{1: 2, 2: 0}, 0))
-	if got := answered(resp); len(got) != 1 || got[2] <= 0 {
-		t.Fatalf("epoch 3 answered %v, want partition 2 with records", got)
+	if got := answered(resp); len(got) != 2 || got[2] <= 0 || got[1] != 0 || highWatermark(resp, 1) != 2 {
+		t.Fatalf("epoch 3 answered %v, partition 1's high-water mark %d, want partition 2 with records and partition 1 without, at 2",
+			got, highWatermark(resp, 1))
 	}
 	s := tb.sessions.get(id)
 	s.mu.Lock()
