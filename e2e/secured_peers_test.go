@@ -219,3 +219,47 @@ func TestSecuredClusterPeersSpeakOnlyTLS(t *testing.T) {
 		return true, ""
 	})
 }
+
+// TestSecuredClusterShareStateOnAnotherNode: with the brokers speaking
+// TLS to each other, a share-partition whose state is on a partition of
+// __share_group_state led by the other node loads and writes that state
+// through the other node's ssl:// listener (its plaintext one does not
+// speak TLS): every record is delivered and acknowledged once.
+func TestSecuredClusterShareStateOnAnotherNode(t *testing.T) {
+	props := []string{"group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=1", "share.coordinator.state.topic.num.partitions=1"}
+	c := startCluster(t, 2, securedOpts(t, 2, clusterOpts{props: props}))
+	cl := c.client()
+	setShareConfigs(t, cl, "workers", "share.auto.offset.reset", "earliest")
+	// A first share fetch creates __share_group_state; its one partition's
+	// leader is S.
+	c.createTopic("warmup", 1, 2, nil)
+	produceValues(t, cl, "warmup", 0, 1)
+	warm := newShareTally()
+	stop := warm.consumersOf(t, c.client, "workers", "warmup", 1)
+	warm.waitDistinct(t, 1, 60*time.Second)
+	stop()
+	var stateLeader int32 = -1
+	clusterWait.For(t, "a leader of __share_group_state", func() (bool, string) {
+		ps := c.nodes[0].partitions("__share_group_state")
+		if len(ps) != 1 || ps[0].leader < 0 {
+			return false, fmt.Sprintf("state topic partitions %v", ps)
+		}
+		stateLeader = ps[0].leader
+		return true, ""
+	})
+	// jobs' one replica is on the other node: its share-partition leader
+	// reads and writes its state on S.
+	other := 3 - stateLeader
+	c.createTopicOn("jobs", [][]int32{{other}}, nil)
+	const n = 200
+	produceValues(t, cl, "jobs", 0, n)
+	tally := newShareTally()
+	stop = tally.consumersOf(t, c.client, "workers", "jobs", 2)
+	tally.waitDistinct(t, n, 60*time.Second)
+	stop()
+	for i := 0; i < n; i++ {
+		if got := tally.accepted[strconv.Itoa(i)]; got != 1 {
+			t.Errorf("record %d accepted %d times, want 1", i, got)
+		}
+	}
+}

@@ -13,6 +13,11 @@
 //	w, err = t.Write(ctx, p, batch)   // any partition: here, or queued to its leader
 //	err = t.Read(ctx, p, fn)          // any partition: here, or fetched from its leader
 //
+// A Topic reaches another node at the address Config.Hosted's PeerAddr
+// gives, as every connection between brokers does: its ssl:// listener
+// when the brokers speak TLS (security.inter.broker.protocol SSL, and
+// Config.Peers a TLS pool), else its advertised host and port.
+//
 // Topic implements group.Store (Append, Replay: every record with its
 // batch's producer, and the transaction markers, so that offsets
 // committed in a transaction count from their commit marker on) and

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -46,8 +44,11 @@ type Config struct {
 	ReplicationFactor int16
 	NodeID            int32
 	Controller        *controller.Controller
-	Hosted            *partition.Manager // the partitions this node hosts
-	Peers             *peer.Pool         // connections to the partitions' leaders elsewhere
+	Hosted            *partition.Manager // the partitions this node hosts; PeerAddr: the other brokers' addresses
+	// Peers are the connections to the partitions' leaders elsewhere: TLS
+	// exactly when Hosted's PeerTLS is set (security.inter.broker.protocol
+	// SSL), to their ssl:// listeners.
+	Peers *peer.Pool
 	// CommitTimeout bounds a write's wait for the in-sync replicas; 0 is
 	// DefaultCommitTimeout.
 	CommitTimeout time.Duration
@@ -366,13 +367,15 @@ func (t *Topic) Read(ctx context.Context, p int32, fn func(key, value []byte) er
 // requestTimeout bounds one request to another node.
 const requestTimeout = 10 * time.Second
 
-// peer returns a connection to node from the pool.
+// peer returns a connection to node from the pool, at the address the
+// node's other connections to it use (partition.Manager.PeerAddr): its
+// ssl:// listener when the brokers speak TLS.
 func (t *Topic) peer(ctx context.Context, node int32) (*peer.Conn, error) {
-	br, ok := t.cfg.Controller.Image().Brokers[node]
-	if !ok {
-		return nil, fmt.Errorf("%w: node %d is not registered", ErrLeaderUnknown, node)
+	addr, err := t.cfg.Hosted.PeerAddr(node)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLeaderUnknown, err)
 	}
-	return t.cfg.Peers.Get(ctx, net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port))))
+	return t.cfg.Peers.Get(ctx, addr)
 }
 
 // produceRemote appends batch to partition p on node, as an acks=all

@@ -3,12 +3,16 @@ package coordinator
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/binary"
 	"io"
 	"net"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +20,7 @@ import (
 
 	"github.com/mqproject/mq/lib/config"
 	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/mqtest"
 	"github.com/mqproject/mq/lib/partition"
 	"github.com/mqproject/mq/lib/peer"
 	"github.com/mqproject/mq/lib/queue"
@@ -62,9 +67,19 @@ type fakeLeader struct {
 
 func startFakeLeader(t *testing.T) *fakeLeader {
 	t.Helper()
+	return startFakeLeaderTLS(t, nil)
+}
+
+// startFakeLeaderTLS is startFakeLeader on a TLS listener of cfg (nil:
+// plain TCP).
+func startFakeLeaderTLS(t *testing.T, cfg *tls.Config) *fakeLeader {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg != nil {
+		ln = tls.NewListener(ln, cfg)
 	}
 	f := &fakeLeader{addr: ln.Addr().String(), release: make(chan struct{}, 1000)}
 	t.Cleanup(func() { ln.Close() })
@@ -198,5 +213,99 @@ func TestRemoteWritesAreQueuedInOrderWithoutWaiting(t *testing.T) {
 		if got != strconv.Itoa(i) {
 			t.Fatalf("batch %d reached the leader carrying %q: out of order", i, got)
 		}
+	}
+}
+
+// TestRemoteWritesGoToTheSSLListenerWhenBrokersSpeakTLS: with
+// security.inter.broker.protocol SSL (the partitions' PeerTLS, a TLS
+// pool), a write to a partition led elsewhere goes to the leader's
+// ssl:// listener, as the node, and never to its plaintext one, which
+// does not speak TLS.
+func TestRemoteWritesGoToTheSSLListenerWhenBrokersSpeakTLS(t *testing.T) {
+	ca := mqtest.NewCA(t, "cluster CA")
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	pair := func(name string) tls.Certificate {
+		certPEM, keyPEM := ca.Issue(t, mqtest.Leaf{Subject: pkix.Name{CommonName: name}, Node: true, Hosts: []string{"127.0.0.1"}})
+		c, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	fake := startFakeLeaderTLS(t, &tls.Config{Certificates: []tls.Certificate{pair("node-2")}, ClientCAs: roots,
+		ClientAuth: tls.RequireAndVerifyClientCert})
+	fake.release <- struct{}{}
+	// The leader's plaintext listener: every dial is counted and closed.
+	plain, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close() })
+	var plainDials atomic.Int64
+	go func() {
+		for {
+			conn, err := plain.Accept()
+			if err != nil {
+				return
+			}
+			plainDials.Add(1)
+			conn.Close()
+		}
+	}()
+
+	dir := t.TempDir()
+	ctrl, err := controller.Open(controller.Config{NodeID: 1, Dir: filepath.Join(dir, "ctrl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrl.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	host, portText, _ := net.SplitHostPort(plain.Addr().String())
+	port, _ := strconv.Atoi(portText)
+	for _, b := range []controller.Broker{
+		{ID: 1, Host: "127.0.0.1", Port: 1},
+		{ID: 2, Host: host, Port: int32(port), Listeners: []string{"tcp://" + plain.Addr().String(), "ssl://" + fake.addr}},
+	} {
+		if _, err := ctrl.RegisterBroker(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ctrl.CreateTopic(ctx, controller.CreateTopic{Name: "__state", Partitions: 1, Assignments: [][]int32{{2}}, Internal: true}); err != nil {
+		t.Fatal(err)
+	}
+	node1 := pair("node-1")
+	peerTLS := func() *tls.Config {
+		return &tls.Config{Certificates: []tls.Certificate{node1}, RootCAs: roots, ServerName: "127.0.0.1"}
+	}
+	settings := config.Defaults()
+	settings.NodeID, settings.DataDir = 1, filepath.Join(dir, "data")
+	parts, err := partition.Open(partition.Config{Settings: settings, Controller: ctrl, PeerTLS: peerTLS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { parts.Close() })
+	peers := peer.NewPoolTLS("test", peerTLS)
+	t.Cleanup(peers.Close)
+	topic := New(Config{Name: "__state", Partitions: 1, ReplicationFactor: 1, NodeID: 1, Controller: ctrl, Hosted: parts, Peers: peers})
+	t.Cleanup(topic.Close)
+
+	batch, err := record.Build(record.BuildOptions{}, []record.Record{{Key: []byte("k"), Value: []byte("v")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := topic.Write(ctx, 0, batch)
+	if err == nil {
+		err = w.Wait(ctx)
+	}
+	if err != nil {
+		t.Fatalf("write to the partition led by node 2: %v (dials of its plaintext listener: %d)", err, plainDials.Load())
+	}
+	fake.mu.Lock()
+	got := len(fake.batches)
+	fake.mu.Unlock()
+	if got != 1 || plainDials.Load() != 0 {
+		t.Fatalf("node 2's ssl:// listener got %d writes and its plaintext one %d dials, want 1 and 0", got, plainDials.Load())
 	}
 }

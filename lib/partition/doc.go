@@ -71,7 +71,9 @@
 // The fetchers' connections feed the node's peer.Watch, which the
 // Manager has track every other broker (at its ssl:// listener with
 // Config.PeerTLS, as the fetchers dial; PeerAddr gives the same address
-// to the node's other connections, lib/peer's Nodes). Gone, LeaderGone
+// to the node's other connections: lib/peer's Nodes, the coordinators'
+// remote reads and writes, the share-group requests forwarded to a
+// share-partition's leader). Gone, LeaderGone
 // and Await let the Metadata and FindCoordinator handlers hold an answer
 // naming a leader the Watch found gone, for up to goneLeaderHold (4 s)
 // after its connection broke, until the controller has elected another:
