@@ -226,6 +226,7 @@ func TestSecuredClusterPeersSpeakOnlyTLS(t *testing.T) {
 // through the other node's ssl:// listener (its plaintext one does not
 // speak TLS): every record is delivered and acknowledged once.
 func TestSecuredClusterShareStateOnAnotherNode(t *testing.T) {
+	parallel(t)
 	props := []string{"group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=1", "share.coordinator.state.topic.num.partitions=1"}
 	c := startCluster(t, 2, securedOpts(t, 2, clusterOpts{props: props}))
 	cl := c.client()
