@@ -36,8 +36,11 @@ type apiVersions struct {
 	byKey []versionRange
 	// responses[v] is the pre-encoded ApiVersions response at version v.
 	responses []Response
-	// unsupported is the v0 response carrying UNSUPPORTED_VERSION and the
-	// keys, sent when a client asks for an ApiVersions version we do not know.
+	// unsupported is the v0 response carrying UNSUPPORTED_VERSION and
+	// ApiVersions' own versions only, sent when a client asks for an
+	// ApiVersions version we do not know (KIP-511, as Kafka answers): the
+	// client asks again at the highest version named, and learns the
+	// rest (the features of v3+ among them) from that answer.
 	unsupported Response
 }
 
@@ -47,8 +50,8 @@ type versionRange struct {
 }
 
 // newAPIVersions checks the advertised list and encodes the responses;
-// tags go into the flexible versions (v3+).
-func newAPIVersions(list []kmsg.ApiVersionsResponseApiKey, tags kmsg.Tags, newRequest func(int16) kmsg.Request) (*apiVersions, error) {
+// tags and features go into the flexible versions (v3+).
+func newAPIVersions(list []kmsg.ApiVersionsResponseApiKey, tags kmsg.Tags, features Features, newRequest func(int16) kmsg.Request) (*apiVersions, error) {
 	keys := slices.Clone(list)
 	if !slices.ContainsFunc(keys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == apiVersionsKey }) {
 		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: apiVersionsKey, MinVersion: 0, MaxVersion: apiVersionsDefaultMax})
@@ -73,13 +76,17 @@ func newAPIVersions(list []kmsg.ApiVersionsResponseApiKey, tags kmsg.Tags, newRe
 		}
 	}
 	av := a.byKey[apiVersionsKey]
-	encode := func(version, errorCode int16) Response {
+	encode := func(version, errorCode int16, keys []kmsg.ApiVersionsResponseApiKey) Response {
 		resp := kmsg.NewPtrApiVersionsResponse()
 		resp.SetVersion(version)
 		resp.ErrorCode = errorCode
 		resp.ApiKeys = keys
 		if resp.IsFlexible() {
 			resp.UnknownTags = tags
+			resp.SupportedFeatures = features.Supported
+			if len(features.Finalized) > 0 {
+				resp.FinalizedFeaturesEpoch, resp.FinalizedFeatures = features.FinalizedEpoch, features.Finalized
+			}
 		}
 		// ApiVersions responses always use the v0 response header, so the
 		// header is never flexible even when the body is.
@@ -87,9 +94,10 @@ func newAPIVersions(list []kmsg.ApiVersionsResponseApiKey, tags kmsg.Tags, newRe
 	}
 	a.responses = make([]Response, av.max+1)
 	for v := av.min; v <= av.max; v++ {
-		a.responses[v] = encode(v, 0)
+		a.responses[v] = encode(v, 0, keys)
 	}
-	a.unsupported = encode(0, kerr.UnsupportedVersion.Code)
+	a.unsupported = encode(0, kerr.UnsupportedVersion.Code,
+		[]kmsg.ApiVersionsResponseApiKey{{ApiKey: apiVersionsKey, MinVersion: av.min, MaxVersion: av.max}})
 	return a, nil
 }
 

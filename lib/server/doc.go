@@ -158,8 +158,10 @@
 //     advertised from v0 whatever the lowest version the handler serves,
 //     as Kafka 4 does for librdkafka's sake. An ApiVersions request at a
 //     version not supported is answered at v0 with UNSUPPORTED_VERSION and
-//     the full key list, without parsing anything past the correlation id
-//     (KIP-511), so the client can retry lower.
+//     ApiVersions' own versions only, without parsing anything past the
+//     correlation id (KIP-511, as Kafka answers), so the client retries at
+//     the highest of them. From v3 on the answer carries the handler's
+//     feature flags (ApiVersionsFeaturer: transaction.version) and tags.
 //   - Any other key or version the handler does not serve (a Produce below
 //     its minimum too), a frame size below the header minimum or above
 //     Config.MaxRequestBytes, or bytes that do not decode close the

@@ -142,6 +142,27 @@ type ApiVersionsTagger interface {
 	ApiVersionsTags() kmsg.Tags
 }
 
+// ApiVersionsFeaturer is implemented by a Handler that advertises feature
+// flags (KIP-584) in its ApiVersions responses: the server puts them in
+// every response at v3+, where Kafka's ApiVersions carries them, and
+// calls ApiVersionsFeatures once, in New, like ApiVersions.
+type ApiVersionsFeaturer interface {
+	ApiVersionsFeatures() Features
+}
+
+// Features are the feature flags of ApiVersions (KIP-584): the levels of
+// each feature this broker supports, and the level finalized, the one
+// clients speak (a client switches to what a level means only when it is
+// finalized).
+type Features struct {
+	Supported []kmsg.ApiVersionsResponseSupportedFeature
+	Finalized []kmsg.ApiVersionsResponseFinalizedFeature
+	// FinalizedEpoch orders the finalized levels (clients keep those of
+	// the highest epoch); it is sent only with Finalized levels, -1
+	// (none finalized) otherwise.
+	FinalizedEpoch int64
+}
+
 // Reply produces the response when the writer is ready for it (see
 // Request.Ready for a response complete at once). Returning a zero
 // Response means "no response" (produce with acks=0).

@@ -278,11 +278,15 @@ func New(cfg Config, h Handler) (*Server, error) {
 	if t, ok := h.(ApiVersionsTagger); ok {
 		tags = t.ApiVersionsTags()
 	}
+	var features Features
+	if f, ok := h.(ApiVersionsFeaturer); ok {
+		features = f.ApiVersionsFeatures()
+	}
 	list := h.ApiVersions()
 	if cfg.SASL != nil {
 		list = append(slices.Clone(list), saslAPIs...)
 	}
-	api, err := newAPIVersions(list, tags, newRequest)
+	api, err := newAPIVersions(list, tags, features, newRequest)
 	if err != nil {
 		return nil, err
 	}

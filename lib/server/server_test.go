@@ -71,6 +71,10 @@ func TestApiVersionsAnsweredAtEachVersion(t *testing.T) {
 					t.Fatalf("error code %d, want %d", resp.ErrorCode, tc.wantErr)
 				}
 				want := map[int16][2]int16{0: {0, 13}, 3: {0, 13}, 18: {0, 4}}
+				if tc.wantErr != 0 {
+					// KIP-511: ApiVersions' own versions, to ask again.
+					want = map[int16][2]int16{18: {0, 4}}
+				}
 				got := map[int16][2]int16{}
 				for _, k := range resp.ApiKeys {
 					got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
@@ -126,6 +130,59 @@ func TestApiVersionsCarryTheHandlersTagsAtFlexibleVersions(t *testing.T) {
 		if resp.ErrorCode != 0 || len(resp.ApiKeys) != 3 {
 			t.Errorf("v%d: error %d, %d keys; the tags must not disturb the rest", version, resp.ErrorCode, len(resp.ApiKeys))
 		}
+	}
+}
+
+// featuringHandler advertises one feature, finalized at level 2.
+type featuringHandler struct{ *fakeHandler }
+
+func (featuringHandler) ApiVersionsFeatures() Features {
+	return Features{
+		Supported:      []kmsg.ApiVersionsResponseSupportedFeature{{Name: "transaction.version", MinVersion: 0, MaxVersion: 2}},
+		Finalized:      []kmsg.ApiVersionsResponseFinalizedFeature{{Name: "transaction.version", MinVersionLevel: 2, MaxVersionLevel: 2}},
+		FinalizedEpoch: 7,
+	}
+}
+
+func TestApiVersionsCarryTheHandlersFeaturesFromV3(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    Handler
+		want string // at v3+
+	}{
+		{"features", featuringHandler{newFake(nil)}, "supported [transaction.version 0..2] finalized epoch 7 [transaction.version 2..2]"},
+		{"none", newFake(nil), "supported [] finalized epoch -1 []"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, Config{}, tc.h)
+			c := dial(t, s.Addrs()[0])
+			for version := int16(0); version <= 4; version++ {
+				req := kmsg.NewPtrApiVersionsRequest()
+				req.SetVersion(version)
+				send(t, c, req, int32(version))
+				resp := kmsg.NewPtrApiVersionsResponse()
+				resp.SetVersion(version)
+				recv(t, c, resp)
+				var supported, finalized []string
+				for _, f := range resp.SupportedFeatures {
+					supported = append(supported, fmt.Sprintf("%s %d..%d", f.Name, f.MinVersion, f.MaxVersion))
+				}
+				for _, f := range resp.FinalizedFeatures {
+					finalized = append(finalized, fmt.Sprintf("%s %d..%d", f.Name, f.MinVersionLevel, f.MaxVersionLevel))
+				}
+				got := fmt.Sprintf("supported %v finalized epoch %d %v", supported, resp.FinalizedFeaturesEpoch, finalized)
+				want := tc.want
+				if version < 3 {
+					want = "supported [] finalized epoch -1 []" // no features before v3
+				}
+				if got != want {
+					t.Errorf("v%d: %s, want %s", version, got, want)
+				}
+				if resp.ErrorCode != 0 || len(resp.ApiKeys) != 3 {
+					t.Errorf("v%d: error %d, %d keys; the features must not disturb the rest", version, resp.ErrorCode, len(resp.ApiKeys))
+				}
+			}
+		})
 	}
 }
 
