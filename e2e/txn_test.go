@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/mqproject/mq/lib/record"
 )
@@ -19,6 +20,16 @@ import (
 // themselves (the coordinator is built elsewhere), so the partitions ask
 // none before a transaction's first batch.
 const noTxnVerification = "transaction.partition.verification.enable=false"
+
+// beforeVersion2 keeps a client below Produce v12, whose transactional
+// batches have the partition leader add the partition to the transaction
+// with its coordinator (transaction.version 2): a txnWriter is its own
+// coordinator, and sends its batches with a client so capped.
+func beforeVersion2() kgo.Opt {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(kmsg.Produce.Int16(), 11)
+	return kgo.MaxVersions(v)
+}
 
 // txnWriter writes transactional batches to partition 0 of a topic and
 // ends transactions with WriteTxnMarkers, as a transactional producer
@@ -149,7 +160,7 @@ func TestReadCommittedSeesCommittedTransactionsOnly(t *testing.T) {
 	if _, err := b.admin().CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
-	raw := b.client()
+	raw := b.client(beforeVersion2())
 	w := &txnWriter{t: t, ctx: ctx, topic: topic, seq: map[int64]int32{},
 		send: func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) { return raw.Request(ctx, req) }}
 	committer, aborter := w.producerID(), w.producerID()
@@ -186,7 +197,7 @@ func TestReadCommittedSeesCommittedTransactionsOnly(t *testing.T) {
 
 	// The aborted-transaction index and the open transaction survive a crash.
 	b.restart(true)
-	raw = b.client()
+	raw = b.client(beforeVersion2())
 	if got := readTopic(t, ctx, newClient, topic, kgo.ReadCommitted(), len(committed)); !slices.Equal(got, committed) {
 		t.Fatalf("after a crash, read_committed saw %v, want %v", got, committed)
 	}
@@ -208,7 +219,7 @@ func TestClusterReadCommittedAcrossLeaderKill(t *testing.T) {
 	const topic = "txn3"
 	c.createRF3(topic, 1)
 	ps := c.waitPartitions(topic, "in sync", fullISR)
-	cl := c.client()
+	cl := c.client(beforeVersion2())
 	leader := ps[0].leader
 	w := &txnWriter{t: t, ctx: ctx, topic: topic, seq: map[int64]int32{},
 		send: func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {

@@ -192,6 +192,22 @@ func (b *Broker) ApiVersionsTags() kmsg.Tags {
 	return t
 }
 
+// ApiVersionsFeatures implements server.ApiVersionsFeaturer: the
+// transaction.version feature (KIP-1022), finalized at the level of the
+// setting (txn.go, transactionVersion).
+func (b *Broker) ApiVersionsFeatures() server.Features {
+	level := b.transactionVersion()
+	return server.Features{
+		Supported: []kmsg.ApiVersionsResponseSupportedFeature{
+			{Name: transactionVersionFeature, MinVersion: 0, MaxVersion: maxTransactionVersion},
+		},
+		Finalized: []kmsg.ApiVersionsResponseFinalizedFeature{
+			{Name: transactionVersionFeature, MinVersionLevel: level, MaxVersionLevel: level},
+		},
+		FinalizedEpoch: 0,
+	}
+}
+
 // reply wraps a ready response.
 func reply(m kmsg.Response) server.Reply {
 	return func() server.Response { return server.Response{Msg: m} }
@@ -200,7 +216,7 @@ func reply(m kmsg.Response) server.Reply {
 // dataAPIs lists the data-plane APIs and the versions implemented.
 func (b *Broker) dataAPIs() map[int16]api {
 	return map[int16]api{
-		kmsg.Produce.Int16():        {min: 3, max: 11, handle: b.handleProduce},
+		kmsg.Produce.Int16():        {min: 3, max: b.txnVersionMax(11, 12), handle: b.handleProduce},
 		kmsg.Fetch.Int16():          {min: 4, max: 18, handle: b.handleFetch},
 		kmsg.ListOffsets.Int16():    {min: 1, max: 8, handle: b.handleListOffsets},
 		kmsg.Metadata.Int16():       {min: 0, max: 13, handle: b.handleMetadata},

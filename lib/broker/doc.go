@@ -25,7 +25,10 @@
 //     __consumer_offsets; DescribeProducers, KIP-664), txn_verify.go
 //     (TxnVerifier: a transactional produce's first batch on a partition
 //     is checked with the coordinator, AddPartitionsToTxn v4, before the
-//     append, KIP-890). A Fetch or ListOffsets with isolation level 1
+//     append, KIP-890; at Produce v12+, transaction.version 2, the
+//     coordinator adds the partition instead, verification enabled or
+//     not, and a batch of a newer epoch than the partition's open
+//     transaction asks again). A Fetch or ListOffsets with isolation level 1
 //     (read_committed) reads below the last stable offset, and a fetch
 //     then lists the aborted transactions of what it returns;
 //   - admin.go (CreateTopics, DeleteTopics, CreatePartitions: the
@@ -139,7 +142,10 @@
 // is served.
 //
 // broker.go registers every family's APIs and versions, which ApiVersions
-// lists. errors.go is the one place where internal errors become Kafka
+// lists, with the transaction.version feature (KIP-1022) finalized at the
+// setting's level (txn.go): at 2 Produce v12, EndTxn v5 and
+// TxnOffsetCommit v5 are served and clients speak KIP-890 part 2; at 1
+// those APIs stop a version below, and clients keep the earlier protocol. errors.go is the one place where internal errors become Kafka
 // codes: one table per internal error domain (the broker's own,
 // lib/partition, lib/record, lib/log, lib/replica, lib/controller,
 // lib/config, lib/group, lib/queue, lib/coordinator, context), and per API

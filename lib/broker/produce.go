@@ -315,19 +315,28 @@ type txnProduce struct {
 // transactional id, and, with a TxnVerifier, the first batch of a
 // producer's transaction on the partition needs the coordinator's word
 // that the transaction is ongoing and includes the partition (KIP-890),
-// which the log remembers until the producer's next marker. Later
-// batches of the transaction append without asking. A coordinator that
-// cannot be asked, or is moving, is NOT_ENOUGH_REPLICAS (retriable);
-// its refusal INVALID_TXN_STATE, or INVALID_PRODUCER_EPOCH for a fenced
-// producer.
+// which the log remembers until the producer's next marker. A
+// transaction.version 2 producer's first batch has the coordinator add
+// the partition, verification enabled or not: nobody else adds it. Later
+// batches of the transaction (an open transaction here in the batch's
+// epoch) append without asking; a batch in a newer epoch than the open
+// transaction's begins the producer's next one, whose coordinator
+// answers CONCURRENT_TRANSACTIONS until the open one's marker is here. A
+// coordinator that cannot be asked, or is moving, is NOT_ENOUGH_REPLICAS
+// (retriable); its refusal INVALID_TXN_STATE, or INVALID_PRODUCER_EPOCH
+// for a fenced producer.
 func (b *Broker) verifyTxn(p *partition.Hosted, index int32, h *record.Header, txn *txnProduce) error {
 	if txn == nil {
 		return fmt.Errorf("%w: a transactional batch without a transactional id", errTxnWithoutID)
 	}
-	if b.txnVerifier == nil || p.Log().OngoingTxn(h.ProducerID) {
+	verifier := b.txnVerifier
+	if verifier == nil && txn.add {
+		verifier = coordinatorVerifier{b}
+	}
+	if verifier == nil || p.Log().OngoingTxn(h.ProducerID, h.ProducerEpoch) {
 		return nil
 	}
-	err := b.txnVerifier.VerifyTxn(txn.ctx, txn.id, h.ProducerID, h.ProducerEpoch, txn.topic, index, txn.add)
+	err := verifier.VerifyTxn(txn.ctx, txn.id, h.ProducerID, h.ProducerEpoch, txn.topic, index, txn.add)
 	if err != nil {
 		return verifyError(err)
 	}

@@ -37,13 +37,43 @@ func (tc *txnCoordinator) syncOwnership() { tc.state.SyncOwnership(tc.c) }
 // tests run at once.
 func (b *Broker) Transactions() *txn.Coordinator { return b.txns.c }
 
+// transactionVersionFeature is the feature of ApiVersions (KIP-1022)
+// that tells clients which transaction protocol to speak: at level 2
+// KIP-890 part 2's, where a client sends no AddPartitionsToTxn nor
+// AddOffsetsToTxn (Produce v12 and TxnOffsetCommit v5 have the
+// partition added) and every EndTxn (v5) bumps the producer epoch.
+const transactionVersionFeature = "transaction.version"
+
+// maxTransactionVersion is the highest transaction.version served.
+const maxTransactionVersion = 2
+
+// transactionVersion is the level of transaction.version this broker
+// finalizes: the setting's (lib/config), 2 when unset.
+func (b *Broker) transactionVersion() int16 {
+	if v := b.cfg.Settings.TransactionVersion; v > 0 && v < maxTransactionVersion {
+		return v
+	}
+	return maxTransactionVersion
+}
+
+// txnVersionMax is an API's highest version: v2 under transaction.version
+// 2, else v1, the highest that keeps the earlier protocol. Clients pick
+// the protocol by the feature, but one that went by the versions alone
+// would find none of part 2's.
+func (b *Broker) txnVersionMax(v1, v2 int16) int16 {
+	if b.transactionVersion() >= 2 {
+		return v2
+	}
+	return v1
+}
+
 // txnAPIs lists the transaction APIs.
 func (b *Broker) txnAPIs() map[int16]api {
 	return map[int16]api{
 		kmsg.AddPartitionsToTxn.Int16():   {0, 5, b.handleAddPartitionsToTxn},
 		kmsg.AddOffsetsToTxn.Int16():      {0, 4, b.handleAddOffsetsToTxn},
-		kmsg.EndTxn.Int16():               {0, 5, b.handleEndTxn},
-		kmsg.TxnOffsetCommit.Int16():      {0, 5, b.handleTxnOffsetCommit},
+		kmsg.EndTxn.Int16():               {0, b.txnVersionMax(4, 5), b.handleEndTxn},
+		kmsg.TxnOffsetCommit.Int16():      {0, b.txnVersionMax(4, 5), b.handleTxnOffsetCommit},
 		kmsg.DescribeTransactions.Int16(): {0, 0, b.handleDescribeTransactions},
 		kmsg.ListTransactions.Int16():     {0, 2, b.handleListTransactions},
 	}

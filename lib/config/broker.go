@@ -139,6 +139,7 @@ type Broker struct {
 	TransactionMaxTimeout             time.Duration // transaction.max.timeout.ms, default 15 min
 	TransactionalIDExpiration         time.Duration // transactional.id.expiration.ms, default 7 days
 	TransactionAbortCheckInterval     time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms, default 10 s
+	TransactionVersion                int16         // transaction.version (mq; Kafka's feature level, KIP-1022), default 2: the protocol ApiVersions offers transactional clients
 
 	// The cluster: liveness, replication, leadership.
 	RaftAddress                            string        // controller.raft.address (mq): this node's Raft host:port when it is not a voter
@@ -429,6 +430,8 @@ var brokerProperties = sortedProperties([]brokerProperty{
 		set: func(b *Broker, v string) { b.TransactionalIDExpiration = ms(v) }, get: func(b *Broker) string { return fmtMS(b.TransactionalIDExpiration) }},
 	{name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", kind: intAtLeast(1), def: "10000", doc: "How often the transaction coordinator aborts the transactions open longer than their timeout (fencing their producer).",
 		set: func(b *Broker, v string) { b.TransactionAbortCheckInterval = ms(v) }, get: func(b *Broker) string { return fmtMS(b.TransactionAbortCheckInterval) }},
+	{name: "transaction.version", kind: integer(TypeShort, 16, 1, 2), def: "2", doc: "The transaction protocol this broker offers clients, Kafka's transaction.version feature (KIP-1022), finalized in ApiVersions: 2 is KIP-890 part 2 (Produce v12, TxnOffsetCommit v5 and EndTxn v5: the partition leaders add a transaction's partitions, and every transaction ends with a new producer epoch); 1 keeps clients on the earlier protocol (AddPartitionsToTxn and AddOffsetsToTxn from the client, the epoch kept between transactions). Give every broker of a cluster the same value (mq).",
+		set: func(b *Broker, v string) { b.TransactionVersion = int16(i32(v)) }, get: func(b *Broker) string { return fmtInt(b.TransactionVersion) }},
 	{name: "controller.raft.address", kind: advertised, doc: "This node's Raft address (host:port) when it is not one of controller.quorum.voters: it joins the quorum as a non-voter there, so that it holds the cluster metadata too (mq). Voters use their entry in controller.quorum.voters.",
 		set: func(b *Broker, v string) { b.RaftAddress = v }, get: func(b *Broker) string { return b.RaftAddress }},
 	{name: "broker.rack", kind: rackName, doc: "The rack (or zone) of this broker: the replicas of a new partition go to different racks where there are enough.",

@@ -88,6 +88,7 @@ func TestDefaultsAreKafkas(t *testing.T) {
 		OffsetsTopicReplicationFactor:          3,
 		TransactionStateTopicPartitions:        50,
 		TransactionStateReplicationFactor:      3,
+		TransactionVersion:                     2, // mq's: Kafka 4 finalizes what its metadata.version allows
 		TransactionMaxTimeout:                  15 * time.Minute,
 		TransactionalIDExpiration:              7 * 24 * time.Hour,
 		TransactionAbortCheckInterval:          10 * time.Second,
@@ -479,6 +480,7 @@ func TestBrokerPropertyValidation(t *testing.T) {
 		{"transaction.max.timeout.ms", "60000", true}, {"transaction.max.timeout.ms", "0", false},
 		{"transactional.id.expiration.ms", "3600000", true}, {"transactional.id.expiration.ms", "x", false},
 		{"transaction.abort.timed.out.transaction.cleanup.interval.ms", "100", true}, {"transaction.abort.timed.out.transaction.cleanup.interval.ms", "-1", false},
+		{"transaction.version", "1", true}, {"transaction.version", "2", true}, {"transaction.version", "0", false}, {"transaction.version", "3", false},
 		{"group.initial.rebalance.alone.ms", "0", true}, {"group.initial.rebalance.alone.ms", "-1", false},
 		{"default.replication.factor", "3", true}, {"default.replication.factor", "0", false}, {"default.replication.factor", "40000", false},
 		{"num.partitions", "1", true}, {"num.partitions", "0", false}, {"num.partitions", "1.5", false},

@@ -146,11 +146,11 @@ func (ps *producerState) checkMarker(m *record.Marker) error {
 	return nil
 }
 
-// ongoingTxn reports whether producer pid has an open transaction in the
-// given epoch or an older one.
-func (ps *producerState) ongoingTxn(pid int64) bool {
-	_, ok := ps.ongoing[pid]
-	return ok
+// ongoingTxnIn reports whether producer pid has an open transaction in
+// epoch, its current one.
+func (ps *producerState) ongoingTxnIn(pid int64, epoch int16) bool {
+	e := ps.m[pid]
+	return e != nil && e.txnOpen && e.epoch == epoch
 }
 
 // noControl is update's control for a batch that is not a marker.

@@ -314,11 +314,15 @@ func (l *Log) Producers() []ProducerInfo {
 	return out
 }
 
-// OngoingTxn reports whether producer pid has an open transaction here.
-func (l *Log) OngoingTxn(pid int64) bool {
+// OngoingTxn reports whether producer pid has an open transaction here,
+// begun in epoch. A transaction open in an older epoch is not the
+// producer's in epoch: a transaction.version 2 producer starts every
+// transaction with a new epoch, possibly before the marker of the one
+// before reached this partition.
+func (l *Log) OngoingTxn(pid int64, epoch int16) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.producers.ongoingTxn(pid)
+	return l.producers.ongoingTxnIn(pid, epoch)
 }
 
 // AppendMarker appends a transaction marker (a control batch) for m at
@@ -353,7 +357,7 @@ func (l *Log) MarkTxnVerified(pid int64, epoch int16) {
 // checkVerifiedLocked refuses a transactional batch that would open a
 // transaction its producer was not confirmed in (see MarkTxnVerified).
 func (l *Log) checkVerifiedLocked(h *record.Header) error {
-	if !l.txnVerifying || !h.Transactional() || l.producers.ongoingTxn(h.ProducerID) {
+	if !l.txnVerifying || !h.Transactional() || l.producers.ongoingTxnIn(h.ProducerID, h.ProducerEpoch) {
 		return nil
 	}
 	if epoch, ok := l.txnVerified[h.ProducerID]; !ok || epoch != h.ProducerEpoch {

@@ -41,7 +41,13 @@
 // epoch) is answered as done. At the exhausted epoch the markers carry
 // the reserved last epoch and the producer continues with a new producer
 // id (Metadata.NextProducerID). Older clients keep their epoch between
-// transactions.
+// transactions. Such a client adds no partitions itself: the partition
+// leaders (before a transaction's first batch, Produce v12) and the group
+// coordinator (TxnOffsetCommit v5) call AddPartitions for it, in the
+// epoch of its transaction; while the transaction before is in a Prepare
+// state they get ErrConcurrent, so no batch of the new epoch joins a
+// transaction whose markers are not all written. lib/broker advertises
+// the protocol (the transaction.version feature of ApiVersions).
 //
 // Verify answers the partition leaders' question of KIP-890 part 1
 // (AddPartitionsToTxn v4+ with VerifyOnly): is this partition in this
