@@ -394,3 +394,14 @@ func TestTransactionVersion2WithKgo(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterTransactionVersion2WithKgo is TestTransactionVersion2WithKgo
+// on three nodes, every partition with three replicas: the leaders add
+// partitions with coordinators on other nodes.
+func TestClusterTransactionVersion2WithKgo(t *testing.T) {
+	c := startCluster(t, 3, clusterOpts{props: []string{"transaction.state.log.num.partitions=3", "offsets.topic.num.partitions=3"}})
+	tt := txnTarget{client: c.client, rf: 3, opts: c.clientOpts(c.bootstrap()...)}
+	checkTransactionProtocol(t, tt, 2)
+	checkGroupTransactSession(t, tt, 2)
+	checkZombieFenced(t, tt)
+}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,6 +75,11 @@ type coordinatorVerifier struct{ b *Broker }
 func (v coordinatorVerifier) VerifyTxn(ctx context.Context, txnID string, producerID int64, producerEpoch int16, topic string, partition int32, add bool) error {
 	ctx, cancel := context.WithTimeout(ctx, txnVerifyTimeout)
 	defer cancel()
+	// The strings are the pooled Produce request's (doc.go, Pooled
+	// state), and an add keeps the partition in the transaction for as
+	// long as it lasts: the coordinator gets copies. Once per
+	// transaction and partition.
+	txnID, topic = strings.Clone(txnID), strings.Clone(topic)
 	tp := txn.TopicPartition{Topic: topic, Partition: partition}
 	codes, err := v.b.askTxnCoordinator(ctx, txnID, producerID, producerEpoch, []txn.TopicPartition{tp}, add)
 	if err != nil {
