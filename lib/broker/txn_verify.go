@@ -81,9 +81,37 @@ func (v coordinatorVerifier) VerifyTxn(ctx context.Context, txnID string, produc
 	// transaction and partition.
 	txnID, topic = strings.Clone(txnID), strings.Clone(topic)
 	tp := txn.TopicPartition{Topic: topic, Partition: partition}
-	codes, err := v.b.askTxnCoordinator(ctx, txnID, producerID, producerEpoch, []txn.TopicPartition{tp}, add)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errTxnVerification, err)
+	backoff := concurrentBackoff
+	deadline := v.b.clock.Now().Add(concurrentWait)
+	for {
+		codes, err := v.b.askTxnCoordinator(ctx, txnID, producerID, producerEpoch, []txn.TopicPartition{tp}, add)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errTxnVerification, err)
+		}
+		// A version 2 producer's first batch of a transaction often comes
+		// while the markers of its last one are being written: the
+		// coordinator answers CONCURRENT_TRANSACTIONS for the few
+		// milliseconds that takes. Asking again here is much quicker than
+		// the producer's retry (kgo's waits for a metadata refresh).
+		if !add || codes[tp] != kerr.ConcurrentTransactions.Code || !v.b.clock.Now().Add(backoff).Before(deadline) {
+			return kerr.ErrorForCode(codes[tp])
+		}
+		t := v.b.clock.NewTimer(backoff)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return kerr.ErrorForCode(codes[tp])
+		}
+		backoff = min(2*backoff, concurrentMaxBackoff)
 	}
-	return kerr.ErrorForCode(codes[tp])
 }
+
+// A transaction.version 2 add answered CONCURRENT_TRANSACTIONS is asked
+// again for up to concurrentWait, backing off from concurrentBackoff to
+// concurrentMaxBackoff, before the produce is refused.
+const (
+	concurrentWait       = time.Second
+	concurrentBackoff    = 2 * time.Millisecond
+	concurrentMaxBackoff = 50 * time.Millisecond
+)
