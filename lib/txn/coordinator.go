@@ -657,6 +657,14 @@ func (c *Coordinator) endLocked(ctx context.Context, r EndRequest, newID int64) 
 		}
 	case prepared:
 		return -1, -1, false, ErrConcurrent
+	case PrepareCommit, PrepareAbort:
+		if r.Version2 {
+			// The end of the producer's next transaction, in the epoch
+			// the last end gave it, while that one's markers are on their
+			// way: the client asks again (Kafka's answer too).
+			return -1, -1, false, ErrConcurrent
+		}
+		return -1, -1, false, ErrInvalidState
 	default:
 		return -1, -1, false, ErrInvalidState
 	}
