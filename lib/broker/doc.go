@@ -27,8 +27,11 @@
 //     is checked with the coordinator, AddPartitionsToTxn v4, before the
 //     append, KIP-890; at Produce v12+, transaction.version 2, the
 //     coordinator adds the partition instead, verification enabled or
-//     not, and a batch of a newer epoch than the partition's open
-//     transaction asks again). A Fetch or ListOffsets with isolation level 1
+//     not, asked again for up to a second while the coordinator answers
+//     CONCURRENT_TRANSACTIONS (the markers of the producer's last
+//     transaction on their way), and a batch of a newer epoch than the
+//     partition's open transaction asks again). A Fetch or ListOffsets
+//     with isolation level 1
 //     (read_committed) reads below the last stable offset, and a fetch
 //     then lists the aborted transactions of what it returns;
 //   - admin.go (CreateTopics, DeleteTopics, CreatePartitions: the
