@@ -67,9 +67,11 @@ func runFranzGoCase(t *testing.T, name, seeds string, rf, records int) {
 // TestFranzGoTxnEtlPasses runs franz-go's TestTxnEtl — transactional
 // producers, and a group of read_committed consumers that produce what
 // they read in transactions (GroupTransactSession), checked for every
-// record exactly once — against one node and a 3-node cluster: its
-// cases for the classic group protocol (range, cooperative-sticky, with
-// static members); those of KIP-848's protocol skip, mq does not serve it.
+// record exactly once — against one node and a 3-node cluster, where kgo
+// speaks transaction.version 2 (KIP-890 part 2, mqd's default), and one
+// node at transaction.version 1: its cases for the classic group
+// protocol (range, cooperative-sticky, with static members); those of
+// KIP-848's protocol skip, mq does not serve it.
 func TestFranzGoTxnEtlPasses(t *testing.T) {
 	parallel(t)
 	t.Run("one node", func(t *testing.T) {
@@ -79,5 +81,11 @@ func TestFranzGoTxnEtlPasses(t *testing.T) {
 	t.Run("three nodes", func(t *testing.T) {
 		c := startCluster(t, 3, clusterOpts{})
 		runFranzGoCase(t, "TestTxnEtl", c.bootstrapList(), 3, 30000)
+	})
+	// mqd finalizes transaction.version 2 by default, which kgo speaks
+	// (KIP-890 part 2); the earlier protocol stays tested here.
+	t.Run("one node at transaction.version 1", func(t *testing.T) {
+		b := startBroker(t, brokerOpts{props: []string{"transaction.version=1"}})
+		runFranzGoCase(t, "TestTxnEtl", b.addr, 1, 30000)
 	})
 }
