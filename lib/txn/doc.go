@@ -38,7 +38,8 @@
 // A client ending with EndTxn v5 (transaction.version 2, KIP-890 part 2)
 // bumps the epoch at every end: the markers carry the new epoch, the
 // answer gives it to the producer, and a retry of that end (the old
-// epoch) is answered as done. At the exhausted epoch the markers carry
+// epoch) is answered as done. Its next end, in the new epoch, while the
+// markers are still on their way, answers ErrConcurrent. At the exhausted epoch the markers carry
 // the reserved last epoch and the producer continues with a new producer
 // id (Metadata.NextProducerID). Older clients keep their epoch between
 // transactions. Such a client adds no partitions itself: the partition
