@@ -380,6 +380,7 @@ func checkGroupTransactSession(t *testing.T, tt txnTarget, version int16) {
 // GroupTransactSession, and a fenced zombie; with transaction.version=1
 // the same client stays on the earlier protocol.
 func TestTransactionVersion2WithKgo(t *testing.T) {
+	parallel(t)
 	for _, version := range []int16{2, 1} {
 		t.Run(fmt.Sprintf("transaction.version=%d", version), func(t *testing.T) {
 			var props []string
@@ -399,6 +400,7 @@ func TestTransactionVersion2WithKgo(t *testing.T) {
 // on three nodes, every partition with three replicas: the leaders add
 // partitions with coordinators on other nodes.
 func TestClusterTransactionVersion2WithKgo(t *testing.T) {
+	parallel(t)
 	c := startCluster(t, 3, clusterOpts{props: []string{"transaction.state.log.num.partitions=3", "offsets.topic.num.partitions=3"}})
 	tt := txnTarget{client: c.client, rf: 3, opts: c.clientOpts(c.bootstrap()...)}
 	checkTransactionProtocol(t, tt, 2)
