@@ -233,21 +233,7 @@ func TestSecuredClusterShareStateOnAnotherNode(t *testing.T) {
 	setShareConfigs(t, cl, "workers", "share.auto.offset.reset", "earliest")
 	// A first share fetch creates __share_group_state; its one partition's
 	// leader is S.
-	c.createTopic("warmup", 1, 2, nil)
-	produceValues(t, cl, "warmup", 0, 1)
-	warm := newShareTally()
-	stop := warm.consumersOf(t, c.client, "workers", "warmup", 1)
-	warm.waitDistinct(t, 1, 60*time.Second)
-	stop()
-	var stateLeader int32 = -1
-	clusterWait.For(t, "a leader of __share_group_state", func() (bool, string) {
-		ps := c.nodes[0].partitions("__share_group_state")
-		if len(ps) != 1 || ps[0].leader < 0 {
-			return false, fmt.Sprintf("state topic partitions %v", ps)
-		}
-		stateLeader = ps[0].leader
-		return true, ""
-	})
+	stateLeader := warmShareState(t, c, "workers", 2)
 	// jobs' one replica is on the other node: its share-partition leader
 	// reads and writes its state on S.
 	other := 3 - stateLeader
@@ -255,7 +241,7 @@ func TestSecuredClusterShareStateOnAnotherNode(t *testing.T) {
 	const n = 200
 	produceValues(t, cl, "jobs", 0, n)
 	tally := newShareTally()
-	stop = tally.consumersOf(t, c.client, "workers", "jobs", 2)
+	stop := tally.consumersOf(t, c.client, "workers", "jobs", 2)
 	tally.waitDistinct(t, n, 60*time.Second)
 	stop()
 	for i := 0; i < n; i++ {

@@ -331,21 +331,7 @@ func TestShareStateSurvivesLeaderFailover(t *testing.T) {
 	cl := c.client()
 	setShareConfigs(t, cl, "workers", "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "5000")
 	// A first share fetch creates __share_group_state; its leader is S.
-	c.createTopic("warmup", 1, 3, nil)
-	produceValues(t, cl, "warmup", 0, 1)
-	warm := newShareTally()
-	stop := warm.consumersOf(t, c.client, "workers", "warmup", 1)
-	warm.waitDistinct(t, 1, 60*time.Second)
-	stop()
-	var stateLeader int32 = -1
-	clusterWait.For(t, "a leader of __share_group_state", func() (bool, string) {
-		ps := c.nodes[0].partitions("__share_group_state")
-		if len(ps) != 1 || ps[0].leader < 0 {
-			return false, fmt.Sprintf("state topic partitions %v", ps)
-		}
-		stateLeader = ps[0].leader
-		return true, ""
-	})
+	stateLeader := warmShareState(t, c, "workers", 3)
 	var others []int32
 	for id := int32(1); id <= 3; id++ {
 		if id != stateLeader {
@@ -357,7 +343,7 @@ func TestShareStateSurvivesLeaderFailover(t *testing.T) {
 	produceValues(t, cl, "jobs", 0, n)
 
 	first := newShareTally()
-	stop = first.consumersOf(t, c.client, "workers", "jobs", 2)
+	stop := first.consumersOf(t, c.client, "workers", "jobs", 2)
 	first.waitDistinct(t, n/3, 60*time.Second)
 	stop()
 	c.node(others[0]).kill()
@@ -589,4 +575,28 @@ func TestShareGroupOffsetsAcrossNodes(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 	consumeAll(n)
+}
+
+// warmShareState has share group consume one record of a new topic
+// "warmup" (replication factor rf), which creates __share_group_state
+// with one partition (share.coordinator.state.topic.num.partitions=1),
+// and returns that partition's leader.
+func warmShareState(t *testing.T, c *cluster, group string, rf int16) int32 {
+	t.Helper()
+	c.createTopic("warmup", 1, rf, nil)
+	produceValues(t, c.client(), "warmup", 0, 1)
+	warm := newShareTally()
+	stop := warm.consumersOf(t, c.client, group, "warmup", 1)
+	warm.waitDistinct(t, 1, 60*time.Second)
+	stop()
+	var leader int32 = -1
+	clusterWait.For(t, "a leader of __share_group_state", func() (bool, string) {
+		ps := c.nodes[0].partitions("__share_group_state")
+		if len(ps) != 1 || ps[0].leader < 0 {
+			return false, fmt.Sprintf("state topic partitions %v", ps)
+		}
+		leader = ps[0].leader
+		return true, ""
+	})
+	return leader
 }

@@ -145,35 +145,11 @@ func (f *fakeLeader) serve(conn net.Conn) {
 // the order they were made, each waited for by its own Pending.
 func TestRemoteWritesAreQueuedInOrderWithoutWaiting(t *testing.T) {
 	fake := startFakeLeader(t)
-	dir := t.TempDir()
-	ctrl, err := controller.Open(controller.Config{NodeID: 1, Dir: filepath.Join(dir, "ctrl")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ctrl.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	host, portText, _ := net.SplitHostPort(fake.addr)
 	port, _ := strconv.Atoi(portText)
-	for _, b := range []controller.Broker{{ID: 1, Host: "127.0.0.1", Port: 1}, {ID: 2, Host: host, Port: int32(port)}} {
-		if _, err := ctrl.RegisterBroker(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := ctrl.CreateTopic(ctx, controller.CreateTopic{Name: "__state", Partitions: 1, Assignments: [][]int32{{2}}, Internal: true}); err != nil {
-		t.Fatal(err)
-	}
-	settings := config.Defaults()
-	settings.NodeID, settings.DataDir = 1, filepath.Join(dir, "data")
-	parts, err := partition.Open(partition.Config{Settings: settings, Controller: ctrl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { parts.Close() })
-	peers := peer.NewPool("test")
-	t.Cleanup(peers.Close)
-	topic := New(Config{Name: "__state", Partitions: 1, ReplicationFactor: 1, NodeID: 1, Controller: ctrl, Hosted: parts, Peers: peers})
-	t.Cleanup(topic.Close)
+	topic := remoteStateTopic(t, ctx, controller.Broker{ID: 2, Host: host, Port: int32(port)}, nil)
 
 	const n = 20
 	var pending []queue.Pending
@@ -254,42 +230,16 @@ func TestRemoteWritesGoToTheSSLListenerWhenBrokersSpeakTLS(t *testing.T) {
 		}
 	}()
 
-	dir := t.TempDir()
-	ctrl, err := controller.Open(controller.Config{NodeID: 1, Dir: filepath.Join(dir, "ctrl")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ctrl.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	host, portText, _ := net.SplitHostPort(plain.Addr().String())
 	port, _ := strconv.Atoi(portText)
-	for _, b := range []controller.Broker{
-		{ID: 1, Host: "127.0.0.1", Port: 1},
-		{ID: 2, Host: host, Port: int32(port), Listeners: []string{"tcp://" + plain.Addr().String(), "ssl://" + fake.addr}},
-	} {
-		if _, err := ctrl.RegisterBroker(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := ctrl.CreateTopic(ctx, controller.CreateTopic{Name: "__state", Partitions: 1, Assignments: [][]int32{{2}}, Internal: true}); err != nil {
-		t.Fatal(err)
-	}
 	node1 := pair("node-1")
 	peerTLS := func() *tls.Config {
 		return &tls.Config{Certificates: []tls.Certificate{node1}, RootCAs: roots, ServerName: "127.0.0.1"}
 	}
-	settings := config.Defaults()
-	settings.NodeID, settings.DataDir = 1, filepath.Join(dir, "data")
-	parts, err := partition.Open(partition.Config{Settings: settings, Controller: ctrl, PeerTLS: peerTLS})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { parts.Close() })
-	peers := peer.NewPoolTLS("test", peerTLS)
-	t.Cleanup(peers.Close)
-	topic := New(Config{Name: "__state", Partitions: 1, ReplicationFactor: 1, NodeID: 1, Controller: ctrl, Hosted: parts, Peers: peers})
-	t.Cleanup(topic.Close)
+	topic := remoteStateTopic(t, ctx, controller.Broker{ID: 2, Host: host, Port: int32(port),
+		Listeners: []string{"tcp://" + plain.Addr().String(), "ssl://" + fake.addr}}, peerTLS)
 
 	batch, err := record.Build(record.BuildOptions{}, []record.Record{{Key: []byte("k"), Value: []byte("v")}})
 	if err != nil {
@@ -308,4 +258,41 @@ func TestRemoteWritesGoToTheSSLListenerWhenBrokersSpeakTLS(t *testing.T) {
 	if got != 1 || plainDials.Load() != 0 {
 		t.Fatalf("node 2's ssl:// listener got %d writes and its plaintext one %d dials, want 1 and 0", got, plainDials.Load())
 	}
+}
+
+// remoteStateTopic opens node 1 of a two-node cluster whose other node is
+// leader, the one replica, of the internal topic __state, and returns
+// node 1's coordinator runtime on it: every write goes to leader. With
+// peerTLS the brokers speak TLS to each other.
+func remoteStateTopic(t *testing.T, ctx context.Context, leader controller.Broker, peerTLS func() *tls.Config) *Topic {
+	t.Helper()
+	dir := t.TempDir()
+	ctrl, err := controller.Open(controller.Config{NodeID: 1, Dir: filepath.Join(dir, "ctrl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrl.Close() })
+	for _, b := range []controller.Broker{{ID: 1, Host: "127.0.0.1", Port: 1}, leader} {
+		if _, err := ctrl.RegisterBroker(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ctrl.CreateTopic(ctx, controller.CreateTopic{Name: "__state", Partitions: 1, Assignments: [][]int32{{leader.ID}}, Internal: true}); err != nil {
+		t.Fatal(err)
+	}
+	settings := config.Defaults()
+	settings.NodeID, settings.DataDir = 1, filepath.Join(dir, "data")
+	parts, err := partition.Open(partition.Config{Settings: settings, Controller: ctrl, PeerTLS: peerTLS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { parts.Close() })
+	peers := peer.NewPool("test")
+	if peerTLS != nil {
+		peers = peer.NewPoolTLS("test", peerTLS)
+	}
+	t.Cleanup(peers.Close)
+	topic := New(Config{Name: "__state", Partitions: 1, ReplicationFactor: 1, NodeID: 1, Controller: ctrl, Hosted: parts, Peers: peers})
+	t.Cleanup(topic.Close)
+	return topic
 }

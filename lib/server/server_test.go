@@ -108,16 +108,24 @@ func (taggingHandler) ApiVersionsTags() kmsg.Tags {
 	return t
 }
 
+// askApiVersions sends ApiVersions at version on c, with the version as
+// its correlation id, and reads the answer.
+func askApiVersions(t *testing.T, c net.Conn, version int16) *kmsg.ApiVersionsResponse {
+	t.Helper()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(version)
+	send(t, c, req, int32(version))
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(version)
+	recv(t, c, resp)
+	return resp
+}
+
 func TestApiVersionsCarryTheHandlersTagsAtFlexibleVersions(t *testing.T) {
 	s := startServer(t, Config{}, taggingHandler{newFake(nil)})
 	c := dial(t, s.Addrs()[0])
 	for version := int16(0); version <= 4; version++ {
-		req := kmsg.NewPtrApiVersionsRequest()
-		req.SetVersion(version)
-		send(t, c, req, int32(version))
-		resp := kmsg.NewPtrApiVersionsResponse()
-		resp.SetVersion(version)
-		recv(t, c, resp)
+		resp := askApiVersions(t, c, version)
 		var got []string
 		resp.UnknownTags.Each(func(k uint32, v []byte) { got = append(got, fmt.Sprintf("%d=%s", k, v)) })
 		want := []string{fmt.Sprintf("%d=%s", testTag, `"hello"`)}
@@ -157,12 +165,7 @@ func TestApiVersionsCarryTheHandlersFeaturesFromV3(t *testing.T) {
 			s := startServer(t, Config{}, tc.h)
 			c := dial(t, s.Addrs()[0])
 			for version := int16(0); version <= 4; version++ {
-				req := kmsg.NewPtrApiVersionsRequest()
-				req.SetVersion(version)
-				send(t, c, req, int32(version))
-				resp := kmsg.NewPtrApiVersionsResponse()
-				resp.SetVersion(version)
-				recv(t, c, resp)
+				resp := askApiVersions(t, c, version)
 				var supported, finalized []string
 				for _, f := range resp.SupportedFeatures {
 					supported = append(supported, fmt.Sprintf("%s %d..%d", f.Name, f.MinVersion, f.MaxVersion))
