@@ -21,10 +21,10 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 # The whole suite, race detector on. Long-running end-to-end tests are part of it.
-# The e2e package alone takes 17-21 minutes on a 2-core machine with cold
-# caches (1,015-1,232 s on 2026-12-07, with the tiered and transaction
-# tests): its timeout leaves room for a slow run; the whole CI run is to
-# stay within 25 minutes.
+# The e2e package is the longest: its tests that time nothing run two at
+# a time (e2e's parallel()), the others one after another. Its timeout
+# leaves room for a slow run; the whole CI run is to stay within 25
+# minutes on a 2-core machine with cold caches.
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 24m $(PKGS)
