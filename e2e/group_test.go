@@ -677,3 +677,85 @@ func TestKcatBalancedConsumer(t *testing.T) {
 		return sum == 100, fmt.Sprint(sum)
 	})
 }
+
+// TestDeletedTopicTakesGroupOffsets: the groups' committed offsets of a
+// topic go with the topic, as in Kafka, so a topic created again under
+// the same name starts without the old topic's positions (sarama's
+// functional tests recreate their topics and expect so); other topics'
+// offsets stay, and a restart replays the deletion.
+func TestDeletedTopicTakesGroupOffsets(t *testing.T) {
+	b := startBroker(t, brokerOpts{})
+	ctx := ctxFor(t, 2*time.Minute)
+	adm := b.admin()
+	for _, topic := range []string{"reborn", "kept"} {
+		if _, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var readers, others kadm.Offsets
+	readers.AddOffset("reborn", 0, 5, -1)
+	readers.AddOffset("reborn", 1, 7, -1)
+	readers.AddOffset("kept", 0, 3, -1)
+	others.AddOffset("reborn", 1, 2, -1)
+	for group, o := range map[string]kadm.Offsets{"readers": readers, "others": others} {
+		if resp, err := adm.CommitOffsets(ctx, group, o); err != nil || resp.Error() != nil {
+			t.Fatalf("commit %s: %v %v", group, err, resp.Error())
+		}
+	}
+
+	if resp, err := adm.DeleteTopics(ctx, "reborn"); err != nil || resp.Error() != nil {
+		t.Fatalf("delete: %v %v", err, resp.Error())
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		resp, err := adm.CreateTopic(ctx, 2, 1, nil, "reborn")
+		if err == nil && resp.Err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("creating the topic again: %v %v", err, resp.Err)
+		case <-tick.C:
+		}
+	}
+
+	// committed describes the groups' offsets, "" once they are as
+	// they should be.
+	committed := func() string {
+		var wrong []string
+		for _, group := range []string{"readers", "others"} {
+			fetched, err := adm.FetchOffsets(ctx, group)
+			if err != nil || fetched.Error() != nil {
+				return fmt.Sprintf("fetch %s: %v %v", group, err, fetched.Error())
+			}
+			fetched.Each(func(o kadm.OffsetResponse) {
+				if o.Topic == "reborn" || group != "readers" || o.Partition != 0 || o.At != 3 {
+					wrong = append(wrong, fmt.Sprintf("%s %s/%d@%d", group, o.Topic, o.Partition, o.At))
+				}
+			})
+			if _, ok := fetched.Lookup("kept", 0); group == "readers" && !ok {
+				wrong = append(wrong, "readers lost kept/0")
+			}
+		}
+		return strings.Join(wrong, ", ")
+	}
+	await := func(when string) {
+		for {
+			got := committed()
+			if got == "" {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("the groups' offsets %s: %s", when, got)
+			case <-tick.C:
+			}
+		}
+	}
+	await("after the topic was deleted and created again")
+
+	b.restart(false)
+	adm = b.admin()
+	await("after a restart")
+}

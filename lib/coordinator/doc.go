@@ -27,7 +27,9 @@
 // NewGroups starts lib/group's Coordinator on __consumer_offsets: the
 // topic's partition count (an existing topic's own), the coordinator's
 // Store, its loading of what this node leads once the topic is created
-// here, and FollowLeadership. NewTransactions does the same for lib/txn's
+// here, FollowLeadership, and the deletion of a deleted topic's offsets
+// (group.DeleteTopicOffsets) after each image that deletes one: a topic
+// gone, or its name held by a new topic ID. NewTransactions does the same for lib/txn's
 // Coordinator on __transaction_state; NewShares starts lib/queue's Leader
 // on __share_group_state, reading the partitions led here through
 // partition.ShareSource.

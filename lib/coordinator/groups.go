@@ -1,6 +1,12 @@
 package coordinator
 
-import "github.com/mqproject/mq/lib/group"
+import (
+	"slices"
+	"sync"
+
+	"github.com/mqproject/mq/lib/controller"
+	"github.com/mqproject/mq/lib/group"
+)
 
 // OffsetsTopic is where lib/group's coordinator keeps its records.
 const OffsetsTopic = "__consumer_offsets"
@@ -11,12 +17,17 @@ const OffsetsTopic = "__consumer_offsets"
 // gc says (its Partitions and Store are set here). The coordinator loads
 // the partitions this node leads once this node created the topic, and
 // follows their leadership through the hosted partitions' applies
-// (FollowLeadership). Close the coordinator, then the Topic.
+// (FollowLeadership), and the deletions of topics: the groups it has
+// loaded lose their offsets of a topic deleted (group.DeleteTopicOffsets).
+// Close the coordinator, then the Topic.
 func NewGroups(cfg Config, gc group.Config) (*group.Coordinator, *Topic) {
-	return start(cfg, OffsetsTopic, func(partitions int32, t *Topic) *group.Coordinator {
+	c, topic := start(cfg, OffsetsTopic, func(partitions int32, t *Topic) *group.Coordinator {
 		gc.Partitions, gc.Store = partitions, t
 		return group.New(gc)
 	})
+	d := &topicDeletions{ctrl: cfg.Controller}
+	cfg.Hosted.AfterApply(func() { c.DeleteTopicOffsets(d.deleted()) })
+	return c, topic
 }
 
 // start places the coordinator that build makes on the internal topic
@@ -35,4 +46,34 @@ func start[C Owner](cfg Config, name string, build func(partitions int32, t *Top
 	c = build(cfg.Partitions, topic)
 	topic.FollowLeadership(c)
 	return c, topic
+}
+
+// topicDeletions finds the topics deleted between the images it is
+// shown: a name gone, or held by a new topic (deleted and created again
+// in between), is a deletion.
+type topicDeletions struct {
+	ctrl *controller.Controller
+
+	mu   sync.Mutex
+	seen map[string]controller.TopicID // nil until the first image
+}
+
+// deleted returns the topics deleted since the image it saw last; none
+// the first time.
+func (d *topicDeletions) deleted() []string {
+	img := d.ctrl.Image()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var gone []string
+	for name, id := range d.seen {
+		if t := img.Topics[name]; t == nil || t.ID != id {
+			gone = append(gone, name)
+		}
+	}
+	d.seen = make(map[string]controller.TopicID, len(img.Topics))
+	for name, t := range img.Topics {
+		d.seen[name] = t.ID
+	}
+	slices.Sort(gone)
+	return gone
 }

@@ -44,6 +44,7 @@ import (
 //	config [delay=D] [alone=D]     (restart with InitialRebalanceDelay and
 //	                                InitialRebalanceAlone; 3s and 0 unless set)
 //	expire                         (run offset expiry now)
+//	delete-topics T ...            (the topics were deleted: DeleteTopicOffsets)
 //	hold on|off                    (the store holds the waits of later appends)
 //	release #N [err=timeout|lost]  (end held wait N: durable, timed out (the
 //	                                batch stays), or lost to a new leader's
@@ -403,6 +404,9 @@ func (s *script) run(t testing.TB, d *datadriven.TestData) string {
 		return fmt.Sprintf("config: delay=%s alone=%s\n", s.initialDelay, s.alone)
 	case "expire":
 		s.c.ExpireOffsets()
+		return ""
+	case "delete-topics":
+		s.c.DeleteTopicOffsets(dd.Words(d))
 		return ""
 	}
 	d.Fatalf(t, "unknown command %q", d.Cmd)

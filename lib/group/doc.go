@@ -80,6 +80,9 @@
 // Offsets of a group that has been Empty for OffsetsRetention, and were
 // committed at least that long ago, are deleted every
 // RetentionCheckInterval; an empty group left without offsets goes away.
+// Offsets of a topic deleted from the cluster are deleted when the node
+// applies the deletion (DeleteTopicOffsets, called by lib/coordinator),
+// in the groups it has loaded, as Kafka does.
 //
 // All methods of Coordinator are safe for concurrent use. One mutex
 // guards all groups; Store appends happen under it, which orders records

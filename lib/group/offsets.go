@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -211,6 +212,67 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, group string, tps []Top
 	// would find it.
 	g.dropIfVacant()
 	return errs, nil
+}
+
+// DeleteTopicOffsets drops the offsets of topics, topics deleted from the
+// cluster, from every group of the partitions this coordinator has
+// loaded, as Kafka's coordinator does: a topic created again under the
+// same name starts without the old topic's committed positions, where a
+// group's consumers would otherwise resume past its end. It appends the
+// tombstones and returns at once; each offset goes when its tombstone is
+// durable, and a commit still on its way when the tombstone was appended
+// is overridden by it, in memory as on replay. Groups of a partition
+// still loading are not reached.
+func (c *Coordinator) DeleteTopicOffsets(topics []string) {
+	if len(topics) == 0 {
+		return
+	}
+	deleted := make(map[string]bool, len(topics))
+	for _, t := range topics {
+		deleted[t] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]string, 0, len(c.groups))
+	for id := range c.groups {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		g := c.groups[id]
+		if g.deleting || c.checkLocked(id) != nil {
+			continue
+		}
+		var tps []TopicPartition
+		var keys, values [][]byte
+		for _, tp := range g.offsetKeys() {
+			if deleted[tp.Topic] {
+				tps = append(tps, tp)
+				keys = append(keys, offsetKey(id, tp.Topic, tp.Partition))
+				values = append(values, nil)
+			}
+		}
+		if len(tps) == 0 {
+			continue
+		}
+		w, err := c.appendLocked(g.partition, keys, values)
+		if err != nil {
+			c.log.Warn("offsets of deleted topics", "group", id, "err", err)
+			continue
+		}
+		g.beginOffsets(tps)
+		c.awaitAsync(w, func(err error) {
+			g.finishOffsets(w, tps, make([]*Offset, len(tps)), err == nil)
+			if err != nil {
+				if !errors.Is(err, ErrNotCoordinator) {
+					c.log.Warn("offsets of deleted topics", "group", id, "err", err)
+				}
+				return
+			}
+			c.log.Info("offsets of deleted topics removed", "group", id, "partitions", len(tps))
+			g.dropIfVacant()
+		})
+	}
 }
 
 // subscribedTopics are the topics the members of a consumer group
