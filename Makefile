@@ -12,7 +12,7 @@ PREFIX   ?= /usr/local
 VERSION  ?= $(shell git describe --tags --dirty --always 2>/dev/null)
 LDFLAGS  := $(if $(VERSION),-X github.com/mqproject/mq/lib/version.stamp=$(VERSION))
 
-.PHONY: all build test test-short test-mem fuzz bench perf perf-partitions perf-restart perf-move chaos soak lint install uninstall run man clean cluster cluster-stop static image
+.PHONY: all build test test-short test-mem fuzz bench perf perf-partitions perf-restart perf-move chaos sarama soak lint install uninstall run man clean cluster cluster-stop static image
 
 all: build
 
@@ -110,6 +110,13 @@ perf-move:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mqd ./cmd/mqbench ./cmd/mqctl
 	./lib/bench/move.sh $(BIN)
+
+# IBM/sarama's own functional tests of transactions against a 3-node mq
+# cluster behind toxiproxy (e2e/sarama-functional.sh: both built from the
+# Go module proxy). Not in make test: about two minutes, on the fixed
+# ports sarama's tests expect.
+sarama: build
+	./e2e/sarama-functional.sh $(BIN)
 
 # The fault-injection rows (e2e/chaos*_test.go) long: each injects its
 # faults for DURATION on its own cluster, in a test process of its own
