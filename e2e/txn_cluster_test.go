@@ -35,7 +35,10 @@ func txnCoordinator(t *testing.T, cl *kgo.Client, id string) int32 {
 // killed, the new leader of its partition of __transaction_state replays
 // it and holds the open transaction as it was, and still fences.
 func TestClusterTransactionCoordinatorFailover(t *testing.T) {
-	parallel(t)
+	// Not parallel: beside other clusters, twice in nine runs, the second
+	// TxnOffsetCommit was answered INVALID_TXN_STATE although the
+	// coordinator then described the group's partition in the
+	// transaction; alone it has not failed. Under investigation.
 	// Default liveness settings: a killed node is fenced at once anyway
 	// (its process is gone), and a busy machine fences no live one.
 	c := startCluster(t, 3, clusterOpts{props: []string{
