@@ -31,6 +31,7 @@ func startSeaweed(t *testing.T) (endpoint string, s *mqtest.Seaweed) {
 // back, a stopped store refuses requests, and a restarted one still has
 // the objects.
 func TestSeaweedKeepsObjectsAcrossARestart(t *testing.T) {
+	parallel(t)
 	_, s := startSeaweed(t)
 	ctx := context.Background()
 	bucket, err := blob.OpenBucket(ctx, s.URL())
