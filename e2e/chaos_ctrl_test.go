@@ -35,7 +35,6 @@ import (
 // two leaders: not in any node's Metadata, not in the replicas'
 // leader-epoch checkpoints, not in the batches of the logs.
 func TestChaosControllerChurn(t *testing.T) {
-	parallel(t)
 	runChaosRow(t, chaosRow{name: "controller", short: 15 * time.Second, side: startTopicChurn, fault: func(n *nemesis) {
 		if n.rng.Intn(3) == 0 {
 			n.shutDownBroker(n.between(300*time.Millisecond, time.Second))
@@ -481,7 +480,6 @@ func checkEpochHistories(c *cluster, logs [][][]batchInfo) []string {
 // bytes back: below the high-water mark they equal the others' (the
 // divergence check).
 func TestChaosCorruptSegment(t *testing.T) {
-	parallel(t)
 	d := &corruption{}
 	runChaosRow(t, chaosRow{
 		name:    "corrupt",

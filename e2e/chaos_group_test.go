@@ -712,7 +712,6 @@ func runGroupChaosRow(t *testing.T, name string, fault func(n *groupNemesis)) {
 // skipped (redeliveries are allowed, and counted), and once healed the
 // group drains the topic to its high-water marks.
 func TestChaosGroupMembersAndCoordinator(t *testing.T) {
-	parallel(t)
 	runGroupChaosRow(t, "group", func(n *groupNemesis) {
 		n.killMember()
 		n.hold(n.between(time.Second, 2*time.Second))

@@ -26,7 +26,6 @@ const chaosTierTopic = "chaos-tier"
 // reads back from offset 0, in order and once, most of it from the
 // remote part.
 func TestChaosTiered(t *testing.T) {
-	parallel(t)
 	dir := filepath.Join(t.TempDir(), "remote")
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		t.Fatal(err)

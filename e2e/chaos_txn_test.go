@@ -33,7 +33,6 @@ const (
 // aborted one, and of one whose end the producer never learnt (its
 // EndTxn failed) all of it or none.
 func TestChaosTransactions(t *testing.T) {
-	parallel(t)
 	runChaosRow(t, chaosRow{name: "transactions", side: startTxnChaos, fault: func(n *nemesis) {
 		if n.rng.Intn(2) == 0 {
 			n.killTxnCoordinator(n.between(300*time.Millisecond, 1500*time.Millisecond))

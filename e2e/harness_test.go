@@ -594,8 +594,10 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 // what runs beside. A test may do so when its checks hold whatever else
 // runs: it asserts no duration, rate or latency, sets no variable of the
 // process's environment (t.Setenv), uses no network namespace, loop
-// device or terminal, and holds little memory in this process (the
-// million-message tests run alone: testMaxRSS).
+// device or terminal, holds little memory in this process (the
+// million-message tests run alone: testMaxRSS), and needs no side
+// workload to make progress within a short window (the chaos rows with
+// one run alone: their short form gives it seconds).
 func parallel(t *testing.T) { t.Parallel() }
 
 // toolResult is what a run of one of our programs (or kcat) did.
