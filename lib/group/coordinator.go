@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -599,12 +600,7 @@ func (c *Coordinator) ExpireOffsets() {
 // their tombstones are durable.
 func (c *Coordinator) expireLocked() {
 	now := c.clock.Now()
-	ids := make([]string, 0, len(c.groups))
-	for id := range c.groups {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
 		g := c.groups[id]
 		if g.state != Empty || g.deleting || c.checkLocked(id) != nil {
 			continue
@@ -620,37 +616,16 @@ func (c *Coordinator) expireLocked() {
 			}
 		}
 		slices.SortFunc(expired, compareTopicPartitions)
-		var keys, values [][]byte
-		for _, tp := range expired {
-			keys = append(keys, offsetKey(id, tp.Topic, tp.Partition))
-			values = append(values, nil)
-		}
 		dead := len(g.offsets) == len(expired) && len(g.writes) == 0 && g.metadataWrites == 0 && len(g.txnOffsets) == 0
-		if dead && g.hasMetadata {
-			keys = append(keys, groupKey(id))
-			values = append(values, nil)
-		}
-		if len(keys) == 0 {
+		if len(expired) == 0 && !(dead && g.hasMetadata) {
 			if dead {
 				g.shutdown(ErrCoordinatorUnavailable)
 				delete(c.groups, id)
 			}
 			continue
 		}
-		w, err := c.appendLocked(g.partition, keys, values)
-		if err != nil {
-			c.log.Warn("offset expiry", "group", id, "err", err)
-			continue
-		}
-		g.beginOffsets(expired)
-		g.deleting = dead
-		c.awaitAsync(w, func(err error) {
-			g.finishOffsets(w, expired, make([]*Offset, len(expired)), err == nil)
-			g.deleting = false
-			if err != nil {
-				if !errors.Is(err, ErrNotCoordinator) {
-					c.log.Warn("offset expiry", "group", id, "err", err)
-				}
+		c.tombstoneOffsetsLocked(g, id, expired, dead && g.hasMetadata, dead, "offset expiry", func(ok bool) {
+			if !ok {
 				return
 			}
 			if len(expired) > 0 {
@@ -662,6 +637,39 @@ func (c *Coordinator) expireLocked() {
 			}
 		})
 	}
+}
+
+// tombstoneOffsetsLocked writes the deletion of group id's offsets tps,
+// and of its metadata too with withGroup, and returns at once: the
+// offsets are being removed (g.deleting is deleting meanwhile), and once
+// the write ends they are gone from the group and done runs, told
+// whether the write succeeded. what names the job in log lines. Called
+// with c.mu held; done runs with it held.
+func (c *Coordinator) tombstoneOffsetsLocked(g *group, id string, tps []TopicPartition, withGroup, deleting bool, what string, done func(ok bool)) {
+	var keys, values [][]byte
+	for _, tp := range tps {
+		keys = append(keys, offsetKey(id, tp.Topic, tp.Partition))
+		values = append(values, nil)
+	}
+	if withGroup {
+		keys = append(keys, groupKey(id))
+		values = append(values, nil)
+	}
+	w, err := c.appendLocked(g.partition, keys, values)
+	if err != nil {
+		c.log.Warn(what, "group", id, "err", err)
+		return
+	}
+	g.beginOffsets(tps)
+	g.deleting = deleting
+	c.awaitAsync(w, func(err error) {
+		g.finishOffsets(w, tps, make([]*Offset, len(tps)), err == nil)
+		g.deleting = false
+		if err != nil && !errors.Is(err, ErrNotCoordinator) {
+			c.log.Warn(what, "group", id, "err", err)
+		}
+		done(err == nil)
+	})
 }
 
 func compareTopicPartitions(a, b TopicPartition) int {

@@ -2,7 +2,7 @@ package group
 
 import (
 	"context"
-	"errors"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -233,44 +233,25 @@ func (c *Coordinator) DeleteTopicOffsets(topics []string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ids := make([]string, 0, len(c.groups))
-	for id := range c.groups {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
 		g := c.groups[id]
 		if g.deleting || c.checkLocked(id) != nil {
 			continue
 		}
 		var tps []TopicPartition
-		var keys, values [][]byte
 		for _, tp := range g.offsetKeys() {
 			if deleted[tp.Topic] {
 				tps = append(tps, tp)
-				keys = append(keys, offsetKey(id, tp.Topic, tp.Partition))
-				values = append(values, nil)
 			}
 		}
 		if len(tps) == 0 {
 			continue
 		}
-		w, err := c.appendLocked(g.partition, keys, values)
-		if err != nil {
-			c.log.Warn("offsets of deleted topics", "group", id, "err", err)
-			continue
-		}
-		g.beginOffsets(tps)
-		c.awaitAsync(w, func(err error) {
-			g.finishOffsets(w, tps, make([]*Offset, len(tps)), err == nil)
-			if err != nil {
-				if !errors.Is(err, ErrNotCoordinator) {
-					c.log.Warn("offsets of deleted topics", "group", id, "err", err)
-				}
-				return
+		c.tombstoneOffsetsLocked(g, id, tps, false, false, "offsets of deleted topics", func(ok bool) {
+			if ok {
+				c.log.Info("offsets of deleted topics removed", "group", id, "partitions", len(tps))
+				g.dropIfVacant()
 			}
-			c.log.Info("offsets of deleted topics removed", "group", id, "partitions", len(tps))
-			g.dropIfVacant()
 		})
 	}
 }
